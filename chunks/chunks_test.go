@@ -168,7 +168,7 @@ func TestGroupErrors(t *testing.T) {
 		{"same position not adjacent", []ReadSegment{rseg(8, 1, 4, 0), rseg(16, 2, 4, 0), rseg(8, 3, 4, 0)}, ErrPositionOrder},
 		{"overlap", []ReadSegment{rseg(8, 1, 9, 0), rseg(16, 2, 4, 0)}, ErrOverlap},
 		{"overlap by roundup", []ReadSegment{rseg(8, 1, 5, 0), rseg(12, 2, 4, 0)}, ErrOverlap},
-		{"offset overflow", []ReadSegment{rseg(8, 1, 5, 1<<64 - 2)}, ErrOffsetOverflow},
+		{"offset overflow", []ReadSegment{rseg(8, 1, 5, 1<<64-2)}, ErrOffsetOverflow},
 	} {
 		_, err := Group(nil, tc.list)
 		if !errors.Is(err, tc.want) {
