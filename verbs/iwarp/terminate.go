@@ -1,0 +1,270 @@
+package iwarp
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Terminate message body (RFC 5040 §4.8): the payload of an untagged
+// segment on QN 2 with opcode Terminate and L set.
+//
+//	off  len    field
+//	0    4      Terminate Control (RFC order, big-endian):
+//	              Layer 0xf0000000 | EType 0x0f000000 | Error Code 0x00ff0000 |
+//	              HdrCt M 0x8000 (DDP segment length valid) | D 0x4000 (DDP header
+//	              included) | R 0x2000 (RDMAP header included) | Reserved 0x1fff
+//	4    2      [D] DDP Segment Length of the terminated segment
+//	6    14|18  [D] terminated DDP header, from the DDP control byte on
+//	              (14 bytes tagged, 18 untagged, by its T flag)
+//	..   28     [R] terminated RDMAP header (the Read Request body)
+//
+// The 2-byte DDP Segment Length followed by the DDP header is exactly the
+// FPDU header from the MPA length field on, which is how siw builds it.
+//
+// siw (Linux soft-iWARP) declares the control word with little-endian
+// bitfields, so on x86 it sends the first byte as (EType<<4 | Layer) and
+// the HdrCt bits as 0x01 (M), 0x02 (D), 0x04 (R) of the third byte: see
+// the notes, §8, and siw's iwarp.h. Decode recognises both layouts.
+const terminateControlLen = 4
+
+// Terminate-control bits in RFC order (big-endian 32-bit word).
+const (
+	termM        = 0x8000
+	termD        = 0x4000
+	termR        = 0x2000
+	termReserved = 0x1fff
+)
+
+// TermOrder says how a received Terminate Control word was laid out.
+type TermOrder uint8
+
+// Terminate control layouts.
+const (
+	// TermOrderRFC is RFC 5040's layout (and what Append writes).
+	TermOrderRFC TermOrder = 0
+	// TermOrderSiw is Linux siw's x86 layout: Layer and EType nibbles swapped
+	// in the first byte, M/D/R in the low bits of the third byte.
+	TermOrderSiw TermOrder = 1
+)
+
+// String names the layout.
+func (o TermOrder) String() string {
+	if o == TermOrderSiw {
+		return "siw (nibble-swapped)"
+	}
+	return "RFC 5040"
+}
+
+// Terminate is an RDMAP Terminate message body.
+type Terminate struct {
+	Code TermCode // Layer / EType / Error Code
+
+	SegLenValid    bool // M: the DDP Segment Length field is valid
+	HasDDPHeader   bool // D: DDP Segment Length + terminated DDP header included
+	HasRDMAPHeader bool // R: terminated RDMAP header included
+
+	// Headers is everything after the control word: the DDP Segment
+	// Length and terminated DDP header (when D), then the terminated RDMAP
+	// header (when R). On decode it aliases the input.
+	Headers []byte
+
+	// Order is how the control word was laid out on the wire (set by
+	// Decode; Append always writes TermOrderRFC).
+	Order TermOrder
+}
+
+// Len returns the body length on the wire.
+func (t *Terminate) Len() int { return terminateControlLen + len(t.Headers) }
+
+// Append appends the body in RFC order. If HasDDPHeader is set, Headers must
+// start with a 2-byte length and a complete DDP header.
+func (t *Terminate) Append(dst []byte) ([]byte, error) {
+	if t.HasDDPHeader {
+		if _, err := termDDPPart(t.Headers); err != nil {
+			return dst, fmt.Errorf("iwarp: encode Terminate: %w", err)
+		}
+	}
+	w := uint32(t.Code) << 16
+	if t.SegLenValid {
+		w |= termM
+	}
+	if t.HasDDPHeader {
+		w |= termD
+	}
+	if t.HasRDMAPHeader {
+		w |= termR
+	}
+	dst = binary.BigEndian.AppendUint32(dst, w)
+	return append(dst, t.Headers...), nil
+}
+
+// termDDPPart returns the length of the DDP part (segment length + DDP
+// header) at the start of h.
+func termDDPPart(h []byte) (int, error) {
+	if len(h) < MPALenFieldLen+1 {
+		return 0, fmt.Errorf("%w: D set but only %d header bytes", ErrTerminateShort, len(h))
+	}
+	n := UntaggedHeaderLen
+	if h[MPALenFieldLen]&0x80 != 0 {
+		n = TaggedHeaderLen
+	}
+	if len(h) < n {
+		return 0, fmt.Errorf("%w: D set, DDP header needs %d bytes, have %d", ErrTerminateShort, n, len(h))
+	}
+	return n, nil
+}
+
+// DDPSegmentLength returns the terminated segment's DDP Segment Length, if
+// present and valid (D and M).
+func (t *Terminate) DDPSegmentLength() (uint16, bool) {
+	if !t.HasDDPHeader || !t.SegLenValid || len(t.Headers) < 2 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint16(t.Headers), true
+}
+
+// DDPHeader returns the terminated DDP header preceded by its 2-byte
+// segment length, i.e. a copy of the offending FPDU header as
+// ParseFPDUHeader reads it (the length field may not be the original one
+// when M is clear). It returns nil when D is clear or the copy is short.
+func (t *Terminate) DDPHeader() []byte {
+	if !t.HasDDPHeader {
+		return nil
+	}
+	n, err := termDDPPart(t.Headers)
+	if err != nil {
+		return nil
+	}
+	return t.Headers[:n]
+}
+
+// RDMAPHeader returns the terminated RDMAP header (the bytes after the DDP
+// part) when R is set. siw sets R for Send-type messages with no extra
+// bytes, so it may be empty.
+func (t *Terminate) RDMAPHeader() []byte {
+	if !t.HasRDMAPHeader {
+		return nil
+	}
+	off := 0
+	if t.HasDDPHeader {
+		n, err := termDDPPart(t.Headers)
+		if err != nil {
+			return nil
+		}
+		off = n
+	}
+	return t.Headers[off:]
+}
+
+// Decode parses a Terminate body (the payload of a Terminate FPDU).
+//
+// The control word is read in RFC order unless that reading is implausible
+// and siw's reading is plausible. A reading is plausible when its
+// Layer/EType/ECode is one the RFCs assign (TermCode.Known) and its reserved
+// bits are zero. Examples from the lab (notes §8): siw's CRC error arrives as
+// 02 02 00 00 (RFC reading: RDMAP remote operation 0x02, not assigned, so
+// siw's LLP CRC error); an invalid QN as 21 01 03 00 (RFC reading: layer 2
+// with EType 1, not assigned). When both readings are plausible (only for
+// unusual codes without header copies, e.g. 01 xx 00 00) the RFC wins. When
+// neither is, the RFC reading is returned. t.Order says which was used.
+//
+// A body shorter than 4 bytes, or with D set but a truncated DDP header
+// copy, is an error (ErrTerminateShort); nothing else is.
+func (t *Terminate) Decode(b []byte) error {
+	if len(b) < terminateControlLen {
+		e := protoErr(TermRDMAPCatastrophicStream, ErrTerminateShort, "Terminate length", uint64(len(b)))
+		return e
+	}
+	w := binary.BigEndian.Uint32(b)
+	rfc := TermCode(w >> 16)
+	rfcOK := rfc.Known() && w&termReserved == 0
+	siw := MakeTermCode(Layer(b[0]&0xf), b[0]>>4, b[1])
+	// siw's reserved bits: byte 2 above its M/D/R bits, and byte 3.
+	siwOK := siw.Known() && b[2]&^0x07 == 0 && b[3] == 0
+	if !rfcOK && siwOK {
+		t.Order = TermOrderSiw
+		t.Code = siw
+		t.SegLenValid = b[2]&0x01 != 0
+		t.HasDDPHeader = b[2]&0x02 != 0
+		t.HasRDMAPHeader = b[2]&0x04 != 0
+	} else {
+		t.Order = TermOrderRFC
+		t.Code = rfc
+		t.SegLenValid = w&termM != 0
+		t.HasDDPHeader = w&termD != 0
+		t.HasRDMAPHeader = w&termR != 0
+	}
+	t.Headers = b[terminateControlLen:len(b):len(b)]
+	if t.HasDDPHeader {
+		if _, err := termDDPPart(t.Headers); err != nil {
+			e := protoErr(TermRDMAPCatastrophicStream, ErrTerminateShort, "Terminate headers length", uint64(len(t.Headers)))
+			e.detail = err.Error()
+			return e
+		}
+	}
+	return nil
+}
+
+// NewTerminate builds the Terminate for code, copying the offending FPDU
+// header hdr (from its MPA length field on; for a Read Request the 48 bytes
+// including the body) where the RFCs and siw include it:
+//   - LLP errors and RDMAP local catastrophic errors: no copy;
+//   - DDP errors: M, D and the DDP header, except for an invalid DDP version
+//     (the layout is then unknown);
+//   - RDMAP remote protection errors: M, D and the DDP header, plus R and
+//     the Read Request body when hdr is a complete Read Request;
+//   - RDMAP remote operation errors: M and D with the DDP header, except for
+//     an invalid RDMAP version or an unexpected opcode.
+//
+// The result aliases hdr.
+func NewTerminate(code TermCode, hdr []byte) Terminate {
+	t := Terminate{Code: code}
+	withDDP, withRDMAP := false, false
+	switch code.Layer() {
+	case LayerDDP:
+		withDDP = code != TermDDPTaggedInvalidVersion && code != TermDDPUntaggedInvalidVersion
+	case LayerRDMAP:
+		switch code.EType() {
+		case ETypeRDMAPRemoteProtection:
+			withDDP, withRDMAP = true, true
+		case ETypeRDMAPRemoteOperation:
+			withDDP = code != TermRDMAPInvalidVersion && code != TermRDMAPUnexpectedOpcode
+		}
+	}
+	if !withDDP {
+		return t
+	}
+	n, err := termDDPPart(hdr)
+	if err != nil {
+		return t
+	}
+	t.SegLenValid, t.HasDDPHeader = true, true
+	t.Headers = hdr[:n:n]
+	if withRDMAP && n == UntaggedHeaderLen && len(hdr) >= UntaggedHeaderLen+ReadRequestLen &&
+		Opcode(hdr[3]&0x0f) == OpReadRequest {
+		t.HasRDMAPHeader = true
+		t.Headers = hdr[: n+ReadRequestLen : n+ReadRequestLen]
+	}
+	return t
+}
+
+// Terminate returns the Terminate message that answers e (see NewTerminate).
+func (e *ProtocolError) Terminate() Terminate {
+	return NewTerminate(e.Code, e.OffendingHeader())
+}
+
+// AppendTerminateFPDU appends a complete Terminate FPDU: untagged header on
+// QN 2 with the given MSN (siw always uses 1), MO 0, L set, the body of t
+// and the trailer.
+func AppendTerminateFPDU(dst []byte, t *Terminate, msn uint32, withCRC bool) ([]byte, error) {
+	var body [terminateControlLen + fpduHeaderCopyMax]byte
+	if len(t.Headers) > fpduHeaderCopyMax {
+		return dst, fmt.Errorf("iwarp: encode Terminate: %d header bytes, at most %d", len(t.Headers), fpduHeaderCopyMax)
+	}
+	p, err := t.Append(body[:0])
+	if err != nil {
+		return dst, err
+	}
+	h := Header{Opcode: OpTerminate, Last: true, QN: QNTerminate, MSN: msn}
+	return AppendFPDU(dst, &h, p, withCRC)
+}
