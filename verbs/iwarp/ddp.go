@@ -3,6 +3,7 @@ package iwarp
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 )
 
 // FPDU header layout (MPA without markers, RFC 5044 §4; DDP, RFC 5041 §4;
@@ -291,6 +292,35 @@ func ParseFPDUHeader(b []byte, h *Header) (hdrLen, payloadLen int, err error) {
 		}
 	}
 	return hl, payloadLen, nil
+}
+
+// ReadFPDUHeader reads exactly one FPDU header from r into buf (which must
+// hold UntaggedHeaderLen bytes): first the length field and control word,
+// then the rest of the header the control word calls for. It decodes the
+// header into h like ParseFPDUHeader and returns the header and payload
+// lengths; the caller then reads payloadLen bytes (for instance straight into
+// registered memory, folding them into UpdateCRC) and TrailerLen bytes for
+// CheckTrailer. Nothing beyond the header is read. Protocol errors are those
+// of ParseFPDUHeader; a stream that ends mid-header gives
+// io.ErrUnexpectedEOF (io.EOF if it ends before the first byte).
+func ReadFPDUHeader(r io.Reader, buf []byte, h *Header) (hdrLen, payloadLen int, err error) {
+	if len(buf) < UntaggedHeaderLen {
+		return 0, 0, fmt.Errorf("iwarp: read FPDU header: %w: have %d bytes, need %d", ErrBufferTooSmall, len(buf), UntaggedHeaderLen)
+	}
+	if _, err := io.ReadFull(r, buf[:4]); err != nil {
+		return 0, 0, fmt.Errorf("iwarp: read FPDU header: %w", err)
+	}
+	n, _, err := ParseFPDUHeader(buf[:4], h)
+	if err != ErrIncomplete {
+		return 0, 0, err // a protocol error in the control word
+	}
+	if _, err := io.ReadFull(r, buf[4:n]); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, 0, fmt.Errorf("iwarp: read FPDU header (%d of %d bytes): %w", 4, n, err)
+	}
+	return ParseFPDUHeader(buf[:n], h)
 }
 
 // ReadRequestLen is the length of the RDMA Read Request body (RFC 5040 §4.4).

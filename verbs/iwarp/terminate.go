@@ -71,6 +71,10 @@ type Terminate struct {
 	// Order is how the control word was laid out on the wire (set by
 	// Decode; Append always writes TermOrderRFC).
 	Order TermOrder
+	// Ambiguous is set by Decode when both layouts gave a plausible, different
+	// reading; AltCode is then the reading that was not chosen.
+	Ambiguous bool
+	AltCode   TermCode
 }
 
 // Len returns the body length on the wire.
@@ -156,24 +160,35 @@ func (t *Terminate) RDMAPHeader() []byte {
 	return t.Headers[off:]
 }
 
-// Decode parses a Terminate body (the payload of a Terminate FPDU).
+// Decode parses a Terminate body (the payload of a Terminate FPDU),
+// preferring RFC order when the layout is ambiguous. See DecodeAs.
+func (t *Terminate) Decode(b []byte) error { return t.DecodeAs(b, TermOrderRFC) }
+
+// DecodeAs parses a Terminate body, recognising both RFC 5040 order and
+// siw's nibble-swapped order.
 //
-// The control word is read in RFC order unless that reading is implausible
-// and siw's reading is plausible. A reading is plausible when its
-// Layer/EType/ECode is one the RFCs assign (TermCode.Known) and its reserved
-// bits are zero. Examples from the lab (notes §8): siw's CRC error arrives as
-// 02 02 00 00 (RFC reading: RDMAP remote operation 0x02, not assigned, so
-// siw's LLP CRC error); an invalid QN as 21 01 03 00 (RFC reading: layer 2
-// with EType 1, not assigned). When both readings are plausible (only for
-// unusual codes without header copies, e.g. 01 xx 00 00) the RFC wins. When
-// neither is, the RFC reading is returned. t.Order says which was used.
+// A reading of the control word is plausible when its Layer/EType/ECode is
+// one the RFCs assign (TermCode.Known) and its reserved bits are zero. If
+// exactly one reading is plausible it is used. Examples from the lab (notes
+// §8): siw's CRC error arrives as 02 02 00 00 (RFC reading: RDMAP remote
+// operation 0x02, not assigned); an invalid QN as 21 01 03 00 (RFC reading:
+// Layer 2 with EType 1, not assigned); a protection error on a Read Request
+// as 10 00 07 00 (the M/D/R bits 0x07 are reserved bits in the RFC
+// reading).
+//
+// If both readings are plausible and differ, the bytes alone cannot tell:
+// 20 06 00 00 is an RFC-order "LLP insufficient IRD" and a siw-order
+// "RDMAP unexpected opcode" (likewise LLP 0x05/0x07 against RDMAP remote
+// operation 0x05/0x07, and RDMAP remote protection against DDP local
+// catastrophic without header copies). Then prefer decides, Ambiguous is
+// set and AltCode holds the other reading. If neither reading is plausible,
+// the RFC reading is returned.
 //
 // A body shorter than 4 bytes, or with D set but a truncated DDP header
 // copy, is an error (ErrTerminateShort); nothing else is.
-func (t *Terminate) Decode(b []byte) error {
+func (t *Terminate) DecodeAs(b []byte, prefer TermOrder) error {
 	if len(b) < terminateControlLen {
-		e := protoErr(TermRDMAPCatastrophicStream, ErrTerminateShort, "Terminate length", uint64(len(b)))
-		return e
+		return protoErr(TermRDMAPCatastrophicStream, ErrTerminateShort, "Terminate length", uint64(len(b)))
 	}
 	w := binary.BigEndian.Uint32(b)
 	rfc := TermCode(w >> 16)
@@ -181,14 +196,26 @@ func (t *Terminate) Decode(b []byte) error {
 	siw := MakeTermCode(Layer(b[0]&0xf), b[0]>>4, b[1])
 	// siw's reserved bits: byte 2 above its M/D/R bits, and byte 3.
 	siwOK := siw.Known() && b[2]&^0x07 == 0 && b[3] == 0
-	if !rfcOK && siwOK {
-		t.Order = TermOrderSiw
+	order := TermOrderRFC
+	t.Ambiguous, t.AltCode = false, 0
+	switch {
+	case rfcOK && siwOK && rfc != siw:
+		t.Ambiguous = true
+		order = prefer
+		t.AltCode = siw
+		if prefer == TermOrderSiw {
+			t.AltCode = rfc
+		}
+	case !rfcOK && siwOK:
+		order = TermOrderSiw
+	}
+	t.Order = order
+	if order == TermOrderSiw {
 		t.Code = siw
 		t.SegLenValid = b[2]&0x01 != 0
 		t.HasDDPHeader = b[2]&0x02 != 0
 		t.HasRDMAPHeader = b[2]&0x04 != 0
 	} else {
-		t.Order = TermOrderRFC
 		t.Code = rfc
 		t.SegLenValid = w&termM != 0
 		t.HasDDPHeader = w&termD != 0
