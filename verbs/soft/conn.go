@@ -1,0 +1,423 @@
+package soft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
+)
+
+// maxFPDUFor returns the FPDU size to use on c.
+func (d *Device) maxFPDUFor(c net.Conn) int {
+	if d.cfg.MaxFPDU > 0 {
+		return d.cfg.MaxFPDU
+	}
+	if mss := tcpMSS(c) &^ 7; mss >= 64 {
+		return mss
+	}
+	return DefaultMaxFPDU
+}
+
+func clampIRDORD(v int) int {
+	switch {
+	case v <= 0:
+		return DefaultIRDORD
+	case v > MaxIRDORD:
+		return MaxIRDORD
+	}
+	return v
+}
+
+// watchCtx makes blocking I/O on c fail when ctx ends; call the returned
+// function to stop watching.
+func watchCtx(ctx context.Context, c net.Conn) func() bool {
+	c.SetDeadline(ctxDeadline(ctx))
+	return context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
+}
+
+func (d *Device) checkQP(qp verbs.QP, what string) (*queuePair, error) {
+	q, ok := qp.(*queuePair)
+	if !ok || q == nil {
+		return nil, fmt.Errorf("soft: %s: QP is nil or not from this provider", what)
+	}
+	if q.dev != d {
+		return nil, fmt.Errorf("soft: %s: QP belongs to another device", what)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.state != verbs.StateInit {
+		return nil, fmt.Errorf("soft: %s: %w: QP is %v, want Init", what, verbs.ErrBadState, q.state)
+	}
+	q.state = verbs.StateConnecting
+	return q, nil
+}
+
+// abortConnect returns a QP whose connection setup failed to StateInit.
+func (q *queuePair) abortConnect() {
+	q.mu.Lock()
+	if q.state == verbs.StateConnecting {
+		q.state = verbs.StateInit
+	}
+	q.mu.Unlock()
+}
+
+// Dial connects qp to the iWARP listener at addr (host:port): TCP connect,
+// MPA Request, MPA Reply, then (peer-to-peer model) the RTR frame.
+func (d *Device) Dial(ctx context.Context, addr string, qp verbs.QP, p verbs.ConnParams) (*verbs.ConnInfo, error) {
+	if len(p.PrivateData) > verbs.MaxPrivateData {
+		return nil, fmt.Errorf("soft: Dial: %w: %d bytes, at most %d", verbs.ErrPrivateDataTooLong, len(p.PrivateData), verbs.MaxPrivateData)
+	}
+	q, err := d.checkQP(qp, "Dial")
+	if err != nil {
+		return nil, err
+	}
+	info, err := d.dial(ctx, addr, q, p)
+	if err != nil {
+		q.abortConnect()
+		return nil, err
+	}
+	return info, nil
+}
+
+func (d *Device) dial(ctx context.Context, addr string, q *queuePair, p verbs.ConnParams) (*verbs.ConnInfo, error) {
+	dialer := d.cfg.Dialer
+	if dialer == nil {
+		dialer = &net.Dialer{}
+	}
+	conn, err := dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("soft: Dial %s: %w", addr, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			conn.Close()
+		}
+	}()
+	stop := watchCtx(ctx, conn)
+	defer stop()
+
+	ird, ord := clampIRDORD(p.IRD), clampIRDORD(p.ORD)
+	req := iwarp.MPAFrame{Kind: iwarp.MPARequest, Revision: uint8(d.cfg.MPARevision), PrivateData: p.PrivateData}
+	if d.cfg.CRC {
+		req.Flags |= iwarp.FlagCRC
+	}
+	enhanced := d.cfg.MPARevision == iwarp.MPARevision2
+	if enhanced {
+		req.Flags |= iwarp.FlagEnhanced
+		req.IRD, req.ORD = uint16(ird), uint16(ord)
+		switch d.cfg.P2P {
+		case RTRWrite:
+			req.PeerToPeer, req.RTR = true, iwarp.RTRWrite
+		case RTRRead:
+			req.PeerToPeer, req.RTR = true, iwarp.RTRRead
+		}
+	}
+	var buf [iwarp.MaxMPAFrameLen]byte
+	b, err := req.Append(buf[:0])
+	if err != nil {
+		return nil, fmt.Errorf("soft: Dial %s: %w", addr, err)
+	}
+	if _, err := conn.Write(b); err != nil {
+		return nil, fmt.Errorf("soft: Dial %s: sending MPA Request: %w", addr, err)
+	}
+	rep, err := iwarp.ReadMPAFrame(conn, buf[:], iwarp.MPAReply)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("soft: Dial %s: waiting for MPA Reply: %w", addr, ctx.Err())
+		}
+		return nil, fmt.Errorf("soft: Dial %s: MPA Reply: %w", addr, err)
+	}
+	if rep.Rejected() {
+		return nil, &verbs.RejectedError{PrivateData: append([]byte(nil), rep.PrivateData...)}
+	}
+	if enhanced && !rep.Enhanced() {
+		return nil, fmt.Errorf("soft: Dial %s: MPA Reply is revision %d without the enhanced bit, request was enhanced", addr, rep.Revision)
+	}
+	rtr := RTRNone
+	if rep.Enhanced() {
+		// RFC 6581 §9.1: the reply's ORD is what the responder will send
+		// us; relaxed like siw, raise our IRD to it within our maximum.
+		if int(rep.ORD) > MaxIRDORD {
+			sendMPATerminate(conn, iwarp.TermLLPInsufficientIRD, rep.CRC())
+			return nil, fmt.Errorf("soft: Dial %s: peer ORD %d exceeds our maximum IRD %d", addr, rep.ORD, MaxIRDORD)
+		}
+		ird = max(ird, int(rep.ORD))
+		ord = min(ord, int(rep.IRD))
+		if req.PeerToPeer {
+			switch {
+			case !rep.PeerToPeer:
+			case rep.RTR&iwarp.RTRWrite != 0 && req.RTR&iwarp.RTRWrite != 0:
+				rtr = RTRWrite
+			case rep.RTR&iwarp.RTRRead != 0 && req.RTR&iwarp.RTRRead != 0:
+				rtr = RTRRead
+			default:
+				sendMPATerminate(conn, iwarp.TermLLPNoMatchingRTR, rep.CRC())
+				return nil, fmt.Errorf("soft: Dial %s: peer selected RTR %#x, we offered %#x", addr, rep.RTR, req.RTR)
+			}
+		}
+	}
+	stop()
+	conn.SetDeadline(time.Time{})
+	peerPD := append([]byte(nil), rep.PrivateData...)
+	q.start(conn, rep.CRC(), ird, ord, d.maxFPDUFor(conn), false, rtr)
+	ok = true
+	return &verbs.ConnInfo{PrivateData: peerPD, IRD: ird, ORD: ord, LocalAddr: conn.LocalAddr(), RemoteAddr: conn.RemoteAddr()}, nil
+}
+
+// sendMPATerminate sends a Terminate for an LLP-level connection setup
+// failure detected after the MPA exchange.
+func sendMPATerminate(c net.Conn, code iwarp.TermCode, crc bool) {
+	t := iwarp.NewTerminate(code, nil)
+	if b, err := iwarp.AppendTerminateFPDU(nil, &t, 1, crc); err == nil {
+		c.Write(b)
+	}
+}
+
+// listener is the software provider's verbs.Listener.
+type listener struct {
+	dev   *Device
+	ln    net.Listener
+	reqs  chan *connRequest
+	done  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
+	mu    sync.Mutex
+	conns map[net.Conn]struct{} // connections in the MPA exchange
+}
+
+// Listen accepts iWARP connection requests on addr.
+func (d *Device) Listen(ctx context.Context, addr string) (verbs.Listener, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("soft: Listen %s: %w", addr, err)
+	}
+	l := &listener{dev: d, ln: ln, reqs: make(chan *connRequest), done: make(chan struct{}), conns: map[net.Conn]struct{}{}}
+	l.wg.Add(1)
+	go l.acceptLoop()
+	return l, nil
+}
+
+func (l *listener) Addr() net.Addr { return l.ln.Addr() }
+
+func (l *listener) acceptLoop() {
+	defer l.wg.Done()
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			select {
+			case <-l.done:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			time.Sleep(10 * time.Millisecond) // e.g. EMFILE: back off
+			continue
+		}
+		l.mu.Lock()
+		l.conns[c] = struct{}{}
+		l.mu.Unlock()
+		l.wg.Add(1)
+		go l.handshake(c)
+	}
+}
+
+func (l *listener) untrack(c net.Conn) {
+	l.mu.Lock()
+	delete(l.conns, c)
+	l.mu.Unlock()
+}
+
+// handshake reads the MPA Request and hands the connection request to
+// Accept.
+func (l *listener) handshake(c net.Conn) {
+	defer l.wg.Done()
+	c.SetDeadline(time.Now().Add(DefaultMPATimeout))
+	cr := &connRequest{l: l, conn: c}
+	f, err := iwarp.ReadMPAFrame(c, cr.buf[:], iwarp.MPARequest)
+	if err != nil {
+		if errors.Is(err, iwarp.ErrMPAMarkers) {
+			// RFC 5044 §7.1.3: we do not do markers; say so with a Reject.
+			rev := cr.buf[17]
+			rej := iwarp.MPAFrame{Kind: iwarp.MPAReply, Flags: iwarp.FlagReject, Revision: rev,
+				PrivateData: []byte("markers not supported")}
+			if b, err := rej.Append(nil); err == nil {
+				c.Write(b)
+			}
+		}
+		l.untrack(c)
+		c.Close()
+		return
+	}
+	cr.req = f
+	select {
+	case l.reqs <- cr:
+	case <-l.done:
+		l.untrack(c)
+		c.Close()
+	}
+}
+
+func (l *listener) Accept(ctx context.Context) (verbs.ConnRequest, error) {
+	select {
+	case cr := <-l.reqs:
+		return cr, nil
+	case <-l.done:
+		return nil, fmt.Errorf("soft: Accept: %w", verbs.ErrClosed)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (l *listener) Close() error {
+	l.once.Do(func() {
+		close(l.done)
+		l.ln.Close()
+		l.mu.Lock()
+		for c := range l.conns {
+			c.SetDeadline(time.Unix(1, 0))
+		}
+		l.mu.Unlock()
+	})
+	l.wg.Wait()
+	return nil
+}
+
+// connRequest is the software provider's verbs.ConnRequest.
+type connRequest struct {
+	l    *listener
+	conn net.Conn
+	buf  [iwarp.MaxMPAFrameLen]byte
+	req  iwarp.MPAFrame
+	mu   sync.Mutex
+	used bool
+}
+
+func (cr *connRequest) PrivateData() []byte  { return cr.req.PrivateData }
+func (cr *connRequest) IRD() int             { return int(cr.req.IRD) }
+func (cr *connRequest) ORD() int             { return int(cr.req.ORD) }
+func (cr *connRequest) RemoteAddr() net.Addr { return cr.conn.RemoteAddr() }
+
+func (cr *connRequest) take() error {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	if cr.used {
+		return errors.New("soft: connection request already accepted or rejected")
+	}
+	cr.used = true
+	cr.l.untrack(cr.conn)
+	return nil
+}
+
+// replyRevision is the revision to answer with: the request's, 1 for 0.
+func (cr *connRequest) replyRevision() uint8 {
+	if cr.req.Revision == 0 {
+		return iwarp.MPARevision1
+	}
+	return cr.req.Revision
+}
+
+func (cr *connRequest) Reject(privateData []byte) error {
+	if len(privateData) > verbs.MaxPrivateData {
+		return fmt.Errorf("soft: Reject: %w: %d bytes", verbs.ErrPrivateDataTooLong, len(privateData))
+	}
+	if err := cr.take(); err != nil {
+		return err
+	}
+	defer cr.conn.Close()
+	rej := iwarp.MPAFrame{Kind: iwarp.MPAReply, Flags: iwarp.FlagReject, Revision: cr.replyRevision(), PrivateData: privateData}
+	if cr.req.Enhanced() {
+		rej.Flags |= iwarp.FlagEnhanced
+	}
+	b, err := rej.Append(nil)
+	if err != nil {
+		return fmt.Errorf("soft: Reject: %w", err)
+	}
+	cr.conn.SetWriteDeadline(time.Now().Add(DefaultMPATimeout))
+	if _, err := cr.conn.Write(b); err != nil {
+		return fmt.Errorf("soft: Reject: sending MPA Reply: %w", err)
+	}
+	return nil
+}
+
+func (cr *connRequest) Accept(ctx context.Context, qp verbs.QP, p verbs.ConnParams) (*verbs.ConnInfo, error) {
+	if len(p.PrivateData) > verbs.MaxPrivateData {
+		return nil, fmt.Errorf("soft: Accept: %w: %d bytes, at most %d", verbs.ErrPrivateDataTooLong, len(p.PrivateData), verbs.MaxPrivateData)
+	}
+	d := cr.l.dev
+	q, err := d.checkQP(qp, "Accept")
+	if err != nil {
+		return nil, err
+	}
+	if err := cr.take(); err != nil {
+		q.abortConnect()
+		return nil, err
+	}
+	info, err := cr.accept(ctx, q, p)
+	if err != nil {
+		q.abortConnect()
+		cr.conn.Close()
+		return nil, err
+	}
+	return info, nil
+}
+
+func (cr *connRequest) accept(ctx context.Context, q *queuePair, p verbs.ConnParams) (*verbs.ConnInfo, error) {
+	d := cr.l.dev
+	req := &cr.req
+	crc := req.CRC() || d.cfg.CRC
+	ird, ord := clampIRDORD(p.IRD), clampIRDORD(p.ORD)
+	rep := iwarp.MPAFrame{Kind: iwarp.MPAReply, Revision: cr.replyRevision(), PrivateData: p.PrivateData}
+	if crc {
+		rep.Flags |= iwarp.FlagCRC
+	}
+	if req.Enhanced() {
+		rep.Flags |= iwarp.FlagEnhanced
+		// RFC 6581 §9.1: our ORD may not exceed the initiator's IRD; raise
+		// our IRD to the initiator's ORD (relaxed, like siw) within bounds.
+		ord = min(ord, int(req.IRD))
+		ird = max(ird, min(int(req.ORD), MaxIRDORD))
+		if req.PeerToPeer {
+			rep.PeerToPeer = true
+			switch {
+			case req.RTR&iwarp.RTRWrite != 0:
+				rep.RTR = iwarp.RTRWrite
+			case req.RTR&iwarp.RTRRead != 0:
+				rep.RTR = iwarp.RTRRead
+				ird = max(ird, 1)
+			default:
+				cr.conn.SetWriteDeadline(time.Now().Add(time.Second))
+				rej := iwarp.MPAFrame{Kind: iwarp.MPAReply, Flags: iwarp.FlagReject | iwarp.FlagEnhanced, Revision: rep.Revision}
+				if b, err := rej.Append(nil); err == nil {
+					cr.conn.Write(b)
+				}
+				return nil, fmt.Errorf("soft: Accept: no supported RTR type offered (%#x)", req.RTR)
+			}
+		}
+		rep.IRD, rep.ORD = uint16(ird), uint16(ord)
+	}
+	stop := watchCtx(ctx, cr.conn)
+	b, err := rep.Append(nil)
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("soft: Accept: %w", err)
+	}
+	if _, err := cr.conn.Write(b); err != nil {
+		stop()
+		return nil, fmt.Errorf("soft: Accept: sending MPA Reply: %w", err)
+	}
+	stop()
+	cr.conn.SetDeadline(time.Time{})
+	peerPD := append([]byte(nil), req.PrivateData...)
+	q.start(cr.conn, crc, ird, ord, d.maxFPDUFor(cr.conn), true, RTRNone)
+	return &verbs.ConnInfo{PrivateData: peerPD, IRD: ird, ORD: ord, LocalAddr: cr.conn.LocalAddr(), RemoteAddr: cr.conn.RemoteAddr()}, nil
+}

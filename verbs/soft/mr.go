@@ -1,0 +1,251 @@
+package soft
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
+)
+
+// maxSTagIndex is the largest STag index (24 bits, RFC 5040 §2.1 STag =
+// index<<8 | key). Index 0 is never used: STag 0 means "none".
+const maxSTagIndex = 1<<24 - 1
+
+// stagTable maps STag indices to memory regions for one device. The 8-bit key
+// for an index changes every time the index is (re)registered, so a stale
+// STag never matches a later registration (RFC 5042 §5.1).
+type stagTable struct {
+	mu   sync.RWMutex
+	mrs  []*memRegion // by index; nil when free
+	keys []uint8      // last key used per index
+	free []uint32     // free indices (LIFO)
+}
+
+func (t *stagTable) add(m *memRegion) (uint32, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var idx uint32
+	if n := len(t.free); n > 0 {
+		idx = t.free[n-1]
+		t.free = t.free[:n-1]
+	} else {
+		if len(t.mrs) == 0 {
+			t.mrs = append(t.mrs, nil) // index 0 reserved
+			t.keys = append(t.keys, 0)
+		}
+		if len(t.mrs) > maxSTagIndex {
+			return 0, fmt.Errorf("soft: RegMR: STag index space (%d regions) exhausted", maxSTagIndex)
+		}
+		idx = uint32(len(t.mrs))
+		t.mrs = append(t.mrs, nil)
+		t.keys = append(t.keys, uint8(idx*37)) // spread initial keys
+	}
+	t.keys[idx]++
+	t.mrs[idx] = m
+	return idx<<8 | uint32(t.keys[idx]), nil
+}
+
+// rekey gives the region at idx a fresh key and returns the new STag.
+func (t *stagTable) rekey(idx uint32) uint32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.keys[idx]++
+	return idx<<8 | uint32(t.keys[idx])
+}
+
+func (t *stagTable) remove(idx uint32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if int(idx) < len(t.mrs) && t.mrs[idx] != nil {
+		t.mrs[idx] = nil
+		t.free = append(t.free, idx)
+	}
+}
+
+// lookup returns the region whose index matches stag (the key is checked by
+// the caller under the region's lock), or nil.
+func (t *stagTable) lookup(stag uint32) *memRegion {
+	idx := stag >> 8
+	t.mu.RLock()
+	var m *memRegion
+	if idx != 0 && int(idx) < len(t.mrs) {
+		m = t.mrs[idx]
+	}
+	t.mu.RUnlock()
+	return m
+}
+
+// memRegion is the software provider's verbs.MR.
+//
+// mu is held for reading while the connection goroutines place data into or
+// send data from the region on behalf of the peer, and for writing while the
+// STag changes state. Invalidate, Reregister and Close therefore return only
+// after every peer access in progress has finished, and no later peer access
+// can match the old STag.
+type memRegion struct {
+	pd   *protDomain
+	buf  []byte
+	base uint64
+	idx  uint32
+
+	mu     sync.RWMutex
+	stag   uint32
+	access verbs.Access
+	valid  bool
+	closed bool
+}
+
+var _ verbs.MR = (*memRegion)(nil)
+
+func (pd *protDomain) RegMR(buf []byte, access verbs.Access) (verbs.MR, error) {
+	if len(buf) == 0 {
+		return nil, errors.New("soft: RegMR: empty buffer")
+	}
+	if uint64(len(buf)) > 1<<32-1 {
+		return nil, fmt.Errorf("soft: RegMR: buffer length %d exceeds 4 GiB", len(buf))
+	}
+	if access&^(verbs.AccessLocalWrite|verbs.AccessRemoteRead|verbs.AccessRemoteWrite) != 0 {
+		return nil, fmt.Errorf("soft: RegMR: unknown access flags %#x", uint32(access))
+	}
+	pd.mu.Lock()
+	closed := pd.closed
+	pd.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("soft: RegMR: %w", verbs.ErrClosed)
+	}
+	m := &memRegion{
+		pd:     pd,
+		buf:    buf,
+		base:   uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))),
+		access: access,
+		valid:  true,
+	}
+	stag, err := pd.dev.stags.add(m)
+	if err != nil {
+		return nil, err
+	}
+	m.stag = stag
+	m.idx = stag >> 8
+	pd.mu.Lock()
+	pd.nmr++
+	pd.mu.Unlock()
+	return m, nil
+}
+
+func (m *memRegion) Buf() []byte  { return m.buf }
+func (m *memRegion) Addr() uint64 { return m.base }
+
+func (m *memRegion) LKey() uint32 { return m.RKey() }
+
+func (m *memRegion) RKey() uint32 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.stag
+}
+
+func (m *memRegion) Access() verbs.Access {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.access
+}
+
+func (m *memRegion) Valid() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.valid && !m.closed
+}
+
+func (m *memRegion) Invalidate() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return fmt.Errorf("soft: Invalidate: %w", verbs.ErrClosed)
+	}
+	m.valid = false
+	return nil
+}
+
+// invalidateRemote is Send with Invalidate's invalidation: it succeeds only
+// for a valid region of pd whose STag matches exactly.
+func (m *memRegion) invalidateRemote(pd *protDomain, stag uint32) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || !m.valid || m.stag != stag || m.pd != pd {
+		return false
+	}
+	m.valid = false
+	return true
+}
+
+func (m *memRegion) Reregister(access verbs.Access) error {
+	if access&^(verbs.AccessLocalWrite|verbs.AccessRemoteRead|verbs.AccessRemoteWrite) != 0 {
+		return fmt.Errorf("soft: Reregister: unknown access flags %#x", uint32(access))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return fmt.Errorf("soft: Reregister: %w", verbs.ErrClosed)
+	}
+	m.stag = m.pd.dev.stags.rekey(m.idx)
+	handoff.Add(1)
+	m.access = access
+	m.valid = true
+	return nil
+}
+
+func (m *memRegion) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	m.valid = false
+	m.mu.Unlock()
+	m.pd.dev.stags.remove(m.idx)
+	m.pd.mu.Lock()
+	m.pd.nmr--
+	m.pd.mu.Unlock()
+	return nil
+}
+
+// remoteCheck validates a peer access of n bytes at tagged offset to with
+// the given right, for a QP in pd. On success the region is returned with
+// m.mu read-locked; the caller must call m.mu.RUnlock after the access. On
+// failure it returns the Terminate code for a tagged DDP access (tagged is
+// true: RDMA Write / Read Response sink) or an RDMAP access (Read Request
+// source), and a reason.
+func (t *stagTable) remoteCheck(pd *protDomain, stag uint32, to uint64, n int, right verbs.Access, tagged bool) (*memRegion, int, iwarp.TermCode, string) {
+	invalid, bounds, notAssoc := iwarp.TermRDMAPInvalidSTag, iwarp.TermRDMAPBaseBounds, iwarp.TermRDMAPSTagNotAssociated
+	if tagged {
+		invalid, bounds, notAssoc = iwarp.TermDDPTaggedInvalidSTag, iwarp.TermDDPTaggedBaseBounds, iwarp.TermDDPTaggedSTagNotAssociated
+	}
+	m := t.lookup(stag)
+	if m == nil {
+		return nil, 0, invalid, fmt.Sprintf("STag %#08x is not registered", stag)
+	}
+	m.mu.RLock()
+	switch {
+	case m.closed || m.stag != stag:
+		m.mu.RUnlock()
+		return nil, 0, invalid, fmt.Sprintf("STag %#08x is not registered (stale key)", stag)
+	case !m.valid:
+		m.mu.RUnlock()
+		return nil, 0, invalid, fmt.Sprintf("STag %#08x has been invalidated", stag)
+	case m.pd != pd:
+		m.mu.RUnlock()
+		return nil, 0, notAssoc, fmt.Sprintf("STag %#08x belongs to another protection domain", stag)
+	case m.access&right == 0:
+		m.mu.RUnlock()
+		return nil, 0, iwarp.TermRDMAPAccessRights, fmt.Sprintf("STag %#08x lacks %v access (has %v)", stag, right, m.access)
+	}
+	off := to - m.base
+	if to < m.base || off > uint64(len(m.buf)) || uint64(n) > uint64(len(m.buf))-off {
+		m.mu.RUnlock()
+		return nil, 0, bounds, fmt.Sprintf("STag %#08x: TO %#x length %d outside [%#x, %#x)", stag, to, n, m.base, m.base+uint64(len(m.buf)))
+	}
+	return m, int(off), 0, ""
+}

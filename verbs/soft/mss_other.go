@@ -1,0 +1,8 @@
+//go:build !linux
+
+package soft
+
+import "net"
+
+// tcpMSS is not available on this platform; DefaultMaxFPDU is used.
+func tcpMSS(net.Conn) int { return 0 }

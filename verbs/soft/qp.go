@@ -1,0 +1,411 @@
+package soft
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
+)
+
+// lsge is a resolved local SGE.
+type lsge struct {
+	m   *memRegion
+	off int
+	n   int
+}
+
+type wqeState uint8
+
+const (
+	wqeQueued      wqeState = iota // posted, not yet transmitted
+	wqeReadPending                 // Read Request sent, awaiting Read Response
+	wqeDone                        // finished (status set), awaiting retirement
+)
+
+// sendWQE is one send-queue entry. sgl aliases qp.sgeStore.
+type sendWQE struct {
+	id     uint64
+	op     verbs.SendOp
+	flags  verbs.SendFlags
+	sgl    []lsge
+	length int
+	rstag  uint32
+	rto    uint64
+	inv    uint32
+	state  wqeState
+	status verbs.Status
+	err    error
+	// Read progress (reader goroutine only while wqeReadPending).
+	placed int
+}
+
+type recvWQE struct {
+	id     uint64
+	sgl    []lsge
+	length int
+}
+
+// inboundRead is an accepted peer Read Request awaiting its Read Response.
+type inboundRead struct {
+	req iwarp.ReadRequest
+	msn uint32
+}
+
+// handoff orders application memory accesses before a Post call with the
+// provider's later accesses to that memory on behalf of the peer. Posting a
+// work request is when an application hands memory to RDMA (it writes the
+// buffer, then advertises it or posts a receive); the connection goroutines
+// load handoff before touching registered memory, so the Go memory model
+// (and the race detector) sees the hand-over even when the peer's access
+// arrives through the network rather than through this QP's locks.
+var handoff atomic.Uint64
+
+// rtrORQ marks the ORQ slot of an RTR zero-length Read (no work request).
+const rtrORQ = ^uint64(0)
+
+// queuePair is the software provider's verbs.QP.
+type queuePair struct {
+	dev            *Device
+	pd             *protDomain
+	sendCQ, recvCQ *compQueue
+	userCtx        any
+	maxSendSGE     int
+	maxRecvSGE     int
+
+	mu    sync.Mutex
+	cond  sync.Cond // the writer waits on it (L = &mu)
+	state verbs.QPState
+	err   error // *verbs.QPError once in StateError
+	done  chan struct{}
+
+	// Send queue: absolute counters; slot = counter % len(sq).
+	sq                     []sendWQE
+	sqHead, sqSent, sqTail uint64 // retired, transmitted/started, posted
+
+	// Receive queue.
+	rq             []recvWQE
+	rqHead, rqTail uint64
+
+	// Outbound reads in flight (sq counters or rtrORQ), bounded by ord.
+	orq              []uint64
+	orqHead, orqTail uint64
+
+	// Inbound reads awaiting a response, bounded by ird.
+	irq              []inboundRead
+	irqHead, irqTail uint64
+
+	// Connection (set by connect, read-only afterwards).
+	conn      net.Conn
+	crc       bool
+	ird, ord  int
+	maxFPDU   int
+	responder bool
+	rtrSend   RTRType // RTR frame the writer sends first (initiator, P2P)
+	peerSpoke bool    // first FPDU received (guarded by mu)
+
+	pendingTerm []byte // Terminate frame the writer sends before closing
+	live        atomic.Int32
+	exited      chan struct{}
+	closeOnce   sync.Once
+
+	w txState
+	r rxState
+}
+
+var _ verbs.QP = (*queuePair)(nil)
+
+func (pd *protDomain) CreateQP(cfg verbs.QPConfig) (verbs.QP, error) {
+	scq, ok1 := cfg.SendCQ.(*compQueue)
+	rcq, ok2 := cfg.RecvCQ.(*compQueue)
+	if !ok1 || !ok2 {
+		return nil, errors.New("soft: CreateQP: SendCQ and RecvCQ must be CQs of this provider")
+	}
+	if cfg.MaxSendWR <= 0 || cfg.MaxSendWR > 1<<16 {
+		return nil, fmt.Errorf("soft: CreateQP: MaxSendWR %d out of range [1, 65536]", cfg.MaxSendWR)
+	}
+	if cfg.MaxRecvWR <= 0 || cfg.MaxRecvWR > 1<<16 {
+		return nil, fmt.Errorf("soft: CreateQP: MaxRecvWR %d out of range [1, 65536]", cfg.MaxRecvWR)
+	}
+	if cfg.MaxSendSGE == 0 {
+		cfg.MaxSendSGE = 1
+	}
+	if cfg.MaxRecvSGE == 0 {
+		cfg.MaxRecvSGE = 1
+	}
+	if cfg.MaxSendSGE < 0 || cfg.MaxSendSGE > 64 || cfg.MaxRecvSGE < 0 || cfg.MaxRecvSGE > 64 {
+		return nil, fmt.Errorf("soft: CreateQP: MaxSendSGE %d / MaxRecvSGE %d out of range [1, 64]", cfg.MaxSendSGE, cfg.MaxRecvSGE)
+	}
+	pd.mu.Lock()
+	if pd.closed {
+		pd.mu.Unlock()
+		return nil, fmt.Errorf("soft: CreateQP: %w", verbs.ErrClosed)
+	}
+	pd.nqp++
+	pd.mu.Unlock()
+
+	q := &queuePair{
+		dev: pd.dev, pd: pd, sendCQ: scq, recvCQ: rcq, userCtx: cfg.Context,
+		maxSendSGE: cfg.MaxSendSGE, maxRecvSGE: cfg.MaxRecvSGE,
+		state: verbs.StateInit,
+		done:  make(chan struct{}),
+		sq:    make([]sendWQE, cfg.MaxSendWR),
+		rq:    make([]recvWQE, cfg.MaxRecvWR),
+	}
+	q.cond.L = &q.mu
+	ss := make([]lsge, cfg.MaxSendWR*cfg.MaxSendSGE)
+	for i := range q.sq {
+		q.sq[i].sgl = ss[i*cfg.MaxSendSGE : i*cfg.MaxSendSGE : (i+1)*cfg.MaxSendSGE]
+	}
+	rs := make([]lsge, cfg.MaxRecvWR*cfg.MaxRecvSGE)
+	for i := range q.rq {
+		q.rq[i].sgl = rs[i*cfg.MaxRecvSGE : i*cfg.MaxRecvSGE : (i+1)*cfg.MaxRecvSGE]
+	}
+	return q, nil
+}
+
+func (q *queuePair) Context() any              { return q.userCtx }
+func (q *queuePair) Done() <-chan struct{}     { return q.done }
+func (q *queuePair) State() verbs.QPState      { q.mu.Lock(); defer q.mu.Unlock(); return q.state }
+func (q *queuePair) Err() error                { q.mu.Lock(); defer q.mu.Unlock(); return q.err }
+func (q *queuePair) String() string            { return fmt.Sprintf("soft QP %p", q) }
+
+// resolveSGL validates sgl against the QP's PD and appends the resolved
+// entries to dst. need is the access local processing needs.
+func (q *queuePair) resolveSGL(dst []lsge, sgl []verbs.SGE, need verbs.Access, what string) ([]lsge, int, error) {
+	total := 0
+	for i := range sgl {
+		s := &sgl[i]
+		m, ok := s.MR.(*memRegion)
+		if !ok || m == nil {
+			return dst, 0, fmt.Errorf("soft: %s: SGE %d: %w: MR is nil or not from this provider", what, i, verbs.ErrInvalidWR)
+		}
+		if m.pd != q.pd {
+			return dst, 0, fmt.Errorf("soft: %s: SGE %d: %w: MR belongs to another protection domain", what, i, verbs.ErrInvalidWR)
+		}
+		if s.Offset < 0 || s.Length < 0 || s.Offset > len(m.buf) || s.Length > len(m.buf)-s.Offset {
+			return dst, 0, fmt.Errorf("soft: %s: SGE %d: %w: offset %d length %d outside MR of %d bytes", what, i, verbs.ErrInvalidWR, s.Offset, s.Length, len(m.buf))
+		}
+		m.mu.RLock()
+		valid, acc := m.valid && !m.closed, m.access
+		m.mu.RUnlock()
+		if !valid {
+			return dst, 0, fmt.Errorf("soft: %s: SGE %d: %w: MR is invalidated or deregistered", what, i, verbs.ErrInvalidWR)
+		}
+		if need != 0 && acc&need == 0 {
+			return dst, 0, fmt.Errorf("soft: %s: SGE %d: %w: MR lacks %v access", what, i, verbs.ErrInvalidWR, need)
+		}
+		total += s.Length
+		dst = append(dst, lsge{m: m, off: s.Offset, n: s.Length})
+	}
+	if total > 1<<31-1 {
+		return dst, 0, fmt.Errorf("soft: %s: %w: total length %d exceeds 2 GiB", what, verbs.ErrInvalidWR, total)
+	}
+	return dst, total, nil
+}
+
+// PostSend queues a send work request.
+func (q *queuePair) PostSend(wr *verbs.SendWR) error {
+	if wr == nil {
+		return fmt.Errorf("soft: PostSend: %w: nil work request", verbs.ErrInvalidWR)
+	}
+	if len(wr.SGL) > q.maxSendSGE {
+		return fmt.Errorf("soft: PostSend: %w: %d SGEs, MaxSendSGE is %d", verbs.ErrInvalidWR, len(wr.SGL), q.maxSendSGE)
+	}
+	need := verbs.Access(0)
+	switch wr.Op {
+	case verbs.OpSend, verbs.OpSendInv, verbs.OpWrite:
+	case verbs.OpRead:
+		if len(wr.SGL) != 1 {
+			return fmt.Errorf("soft: PostSend: %w: RDMA Read needs exactly 1 sink SGE, have %d", verbs.ErrInvalidWR, len(wr.SGL))
+		}
+		need = verbs.AccessLocalWrite
+	default:
+		return fmt.Errorf("soft: PostSend: %w: unknown op %v", verbs.ErrInvalidWR, wr.Op)
+	}
+	if wr.Flags&verbs.Solicited != 0 && wr.Op != verbs.OpSend && wr.Op != verbs.OpSendInv {
+		return fmt.Errorf("soft: PostSend: %w: Solicited is only valid on Send and SendInv", verbs.ErrInvalidWR)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch q.state {
+	case verbs.StateClosed:
+		return fmt.Errorf("soft: PostSend: %w", verbs.ErrClosed)
+	case verbs.StateInit, verbs.StateConnecting:
+		return fmt.Errorf("soft: PostSend: %w: QP is %v", verbs.ErrBadState, q.state)
+	case verbs.StateError:
+		q.sendCQ.push(&verbs.Completion{ID: wr.ID, QP: q, Opcode: sendOpcode(wr.Op), Status: verbs.StatusFlushed, Err: q.err})
+		return nil
+	}
+	if wr.Op == verbs.OpRead && q.ord == 0 {
+		return fmt.Errorf("soft: PostSend: %w: RDMA Read on a connection with ORD 0", verbs.ErrInvalidWR)
+	}
+	if q.sqTail-q.sqHead == uint64(len(q.sq)) {
+		return fmt.Errorf("soft: PostSend: %w (%d outstanding)", verbs.ErrQueueFull, len(q.sq))
+	}
+	w := &q.sq[q.sqTail%uint64(len(q.sq))]
+	sgl, total, err := q.resolveSGL(w.sgl[:0], wr.SGL, need, "PostSend")
+	if err != nil {
+		return err
+	}
+	if wr.Op == verbs.OpRead && uint64(total) > 1<<32-1 {
+		return fmt.Errorf("soft: PostSend: %w: RDMA Read of %d bytes", verbs.ErrInvalidWR, total)
+	}
+	*w = sendWQE{id: wr.ID, op: wr.Op, flags: wr.Flags, sgl: sgl, length: total,
+		rstag: wr.RemoteSTag, rto: wr.RemoteTO, inv: wr.InvalidateSTag}
+	q.sqTail++
+	q.cond.Signal()
+	handoff.Add(1)
+	return nil
+}
+
+// PostRecv queues a receive buffer.
+func (q *queuePair) PostRecv(wr *verbs.RecvWR) error {
+	if wr == nil {
+		return fmt.Errorf("soft: PostRecv: %w: nil work request", verbs.ErrInvalidWR)
+	}
+	if len(wr.SGL) > q.maxRecvSGE {
+		return fmt.Errorf("soft: PostRecv: %w: %d SGEs, MaxRecvSGE is %d", verbs.ErrInvalidWR, len(wr.SGL), q.maxRecvSGE)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch q.state {
+	case verbs.StateClosed:
+		return fmt.Errorf("soft: PostRecv: %w", verbs.ErrClosed)
+	case verbs.StateError:
+		q.recvCQ.push(&verbs.Completion{ID: wr.ID, QP: q, Opcode: verbs.OpcodeRecv, Status: verbs.StatusFlushed, Err: q.err})
+		return nil
+	}
+	if q.rqTail-q.rqHead == uint64(len(q.rq)) {
+		return fmt.Errorf("soft: PostRecv: %w (%d outstanding)", verbs.ErrQueueFull, len(q.rq))
+	}
+	r := &q.rq[q.rqTail%uint64(len(q.rq))]
+	sgl, total, err := q.resolveSGL(r.sgl[:0], wr.SGL, verbs.AccessLocalWrite, "PostRecv")
+	if err != nil {
+		return err
+	}
+	r.id, r.sgl, r.length = wr.ID, sgl, total
+	q.rqTail++
+	handoff.Add(1)
+	return nil
+}
+
+func sendOpcode(op verbs.SendOp) verbs.Opcode {
+	switch op {
+	case verbs.OpWrite:
+		return verbs.OpcodeWrite
+	case verbs.OpRead:
+		return verbs.OpcodeRead
+	}
+	return verbs.OpcodeSend
+}
+
+// retireLocked completes finished send WQEs in posting order. Caller holds mu.
+func (q *queuePair) retireLocked() {
+	n := uint64(len(q.sq))
+	for q.sqHead < q.sqTail {
+		w := &q.sq[q.sqHead%n]
+		if w.state != wqeDone {
+			return
+		}
+		if w.flags&verbs.Signaled != 0 || w.status != verbs.StatusSuccess {
+			wc := verbs.Completion{ID: w.id, QP: q, Opcode: sendOpcode(w.op), Status: w.status, Err: w.err}
+			if w.op == verbs.OpRead && w.status == verbs.StatusSuccess {
+				wc.ByteLen = w.length
+			}
+			q.sendCQ.push(&wc)
+		}
+		q.sqHead++
+	}
+}
+
+// fail moves the QP to StateError (once): it records cause, flushes every
+// outstanding work request and wakes the writer, which sends term (if not
+// nil) and closes the connection.
+func (q *queuePair) fail(cause error, term []byte) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.failLocked(cause, term)
+}
+
+func (q *queuePair) failLocked(cause error, term []byte) {
+	if q.state == verbs.StateError || q.state == verbs.StateClosed {
+		return
+	}
+	q.state = verbs.StateError
+	qerr := &verbs.QPError{Cause: cause}
+	q.err = qerr
+	q.pendingTerm = term
+	close(q.done)
+	// Flush the send queue: everything not yet done, in order.
+	n := uint64(len(q.sq))
+	for i := q.sqHead; i < q.sqTail; i++ {
+		w := &q.sq[i%n]
+		if w.state != wqeDone {
+			w.state, w.status, w.err = wqeDone, verbs.StatusFlushed, qerr
+		}
+	}
+	q.retireLocked()
+	q.sqSent = q.sqTail
+	q.orqHead, q.orqTail = 0, 0
+	q.irqHead, q.irqTail = 0, 0
+	// Flush the receive queue.
+	m := uint64(len(q.rq))
+	for ; q.rqHead < q.rqTail; q.rqHead++ {
+		r := &q.rq[q.rqHead%m]
+		q.recvCQ.push(&verbs.Completion{ID: r.id, QP: q, Opcode: verbs.OpcodeRecv, Status: verbs.StatusFlushed, Err: qerr})
+	}
+	q.cond.Broadcast()
+}
+
+// Close disconnects and destroys the QP.
+func (q *queuePair) Close() error {
+	q.closeOnce.Do(func() {
+		q.mu.Lock()
+		q.failLocked(verbs.ErrClosed, nil)
+		conn, exited := q.conn, q.exited
+		q.mu.Unlock()
+		if conn != nil {
+			conn.Close()
+		}
+		if exited != nil {
+			<-exited
+		}
+		q.mu.Lock()
+		q.state = verbs.StateClosed
+		q.mu.Unlock()
+		q.pd.mu.Lock()
+		q.pd.nqp--
+		q.pd.mu.Unlock()
+	})
+	return nil
+}
+
+// start launches the connection goroutines once the MPA exchange (and, for
+// a P2P responder, nothing else) is done. Caller must not hold mu.
+func (q *queuePair) start(conn net.Conn, crc bool, ird, ord, maxFPDU int, responder bool, rtr RTRType) {
+	q.mu.Lock()
+	q.conn, q.crc, q.ird, q.ord, q.maxFPDU, q.responder, q.rtrSend = conn, crc, ird, ord, maxFPDU, responder, rtr
+	q.orq = make([]uint64, max(ord, 1))
+	q.irq = make([]inboundRead, max(ird, 1))
+	q.exited = make(chan struct{})
+	q.state = verbs.StateRTS
+	q.w.init(q)
+	q.r.init(q)
+	q.live.Store(2)
+	q.mu.Unlock()
+	go q.writer()
+	go q.reader()
+}
+
+// exitOne is called by each connection goroutine as it ends; the last one
+// closes the socket.
+func (q *queuePair) exitOne() {
+	if q.live.Add(-1) == 0 {
+		q.conn.Close()
+		close(q.exited)
+	}
+}

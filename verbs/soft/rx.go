@@ -1,0 +1,486 @@
+package soft
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
+)
+
+const (
+	// rxReadAhead is the read-ahead buffer size: headers, trailers and small
+	// messages are read through it; payload beyond what one read brought in
+	// is read straight into its destination.
+	rxReadAhead = 512
+	// rxDirectMin is the smallest remainder read directly into the
+	// destination; smaller remainders go through the read-ahead buffer so
+	// the trailer and next header come in the same read.
+	rxDirectMin = 128
+)
+
+// errStop ends the reader after a violation or a received Terminate.
+var errStop = errors.New("soft: reader stopped")
+
+// rxState is the reader goroutine's private state.
+type rxState struct {
+	buf  [rxReadAhead]byte
+	r, w int
+
+	h       iwarp.Header
+	hdr     [iwarp.UntaggedHeaderLen + iwarp.ReadRequestLen]byte // offending-header copy
+	hdrLen  int
+	crc     uint32
+	scratch [64]byte
+	spoke   bool
+
+	msn [3]uint32 // next expected MSN per untagged QN
+
+	// Untagged Send in progress.
+	recvActive bool
+	recv       *recvWQE
+	recvPos    int
+	recvSGE    int
+	recvSGEOff int
+
+	// Tagged message in progress.
+	tagActive bool
+	tagOp     iwarp.Opcode
+	tagSTag   uint32
+	tagNextTO uint64
+}
+
+func (r *rxState) init(q *queuePair) {
+	r.msn = [3]uint32{1, 1, 1}
+}
+
+// fill makes at least need bytes (need <= rxReadAhead) available in buf.
+func (q *queuePair) fill(need int) error {
+	r := &q.r
+	if r.w-r.r >= need {
+		return nil
+	}
+	if r.r > 0 {
+		r.w = copy(r.buf[:], r.buf[r.r:r.w])
+		r.r = 0
+	}
+	for r.w < need {
+		n, err := q.conn.Read(r.buf[r.w:])
+		r.w += n
+		if err != nil {
+			if r.w >= need {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// readInto fills dst from the stream: first from the read-ahead buffer, then
+// straight from the socket.
+func (q *queuePair) readInto(dst []byte) error {
+	r := &q.r
+	n := copy(dst, r.buf[r.r:r.w])
+	r.r += n
+	dst = dst[n:]
+	for len(dst) > 0 {
+		if len(dst) >= rxDirectMin {
+			_, err := io.ReadFull(q.conn, dst)
+			return err
+		}
+		if err := q.fill(len(dst)); err != nil {
+			return err
+		}
+		n = copy(dst, r.buf[r.r:r.w])
+		r.r += n
+		dst = dst[n:]
+	}
+	return nil
+}
+
+// readPayload reads payload into dst, adding it to the running CRC.
+func (q *queuePair) readPayload(dst []byte) error {
+	handoff.Load()
+	if err := q.readInto(dst); err != nil {
+		return err
+	}
+	if q.crc {
+		q.r.crc = iwarp.UpdateCRC(q.r.crc, dst)
+	}
+	return nil
+}
+
+// readTrailer reads and checks the pad and CRC of the current FPDU.
+func (q *queuePair) readTrailer(pl int) error {
+	ulpdu := q.r.hdrLen - iwarp.MPALenFieldLen + pl
+	tl := iwarp.TrailerLen(ulpdu)
+	if err := q.fill(tl); err != nil {
+		return err
+	}
+	r := &q.r
+	err := iwarp.CheckTrailer(r.buf[r.r:r.r+tl], ulpdu, r.crc, q.crc)
+	r.r += tl
+	return err
+}
+
+// violation sends the Terminate for code and stops the reader.
+func (q *queuePair) violation(code iwarp.TermCode, format string, args ...any) error {
+	q.terminateLocal(code, fmt.Sprintf(format, args...), q.r.hdr[:q.r.hdrLen])
+	return errStop
+}
+
+// reader is the connection's receive goroutine.
+func (q *queuePair) reader() {
+	defer q.exitOne()
+	for {
+		err := q.readFPDU()
+		if err == nil {
+			continue
+		}
+		var pe *iwarp.ProtocolError
+		switch {
+		case errors.Is(err, errStop):
+		case errors.As(err, &pe):
+			t := pe.Terminate()
+			frame, _ := iwarp.AppendTerminateFPDU(nil, &t, 1, q.crc)
+			q.fail(&verbs.TerminateError{Layer: uint8(pe.Code.Layer()), EType: pe.Code.EType(), ECode: pe.Code.ECode(),
+				Reason: pe.Error()}, frame)
+		default:
+			q.fail(fmt.Errorf("%w: %w", verbs.ErrConnectionLost, err), nil)
+			return
+		}
+		// After a Terminate, drain (and ignore) whatever the peer still
+		// sends until it closes, briefly, so our Terminate is read before
+		// the socket closes.
+		q.conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		for {
+			if _, err := q.conn.Read(q.r.buf[:]); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// readFPDU reads and processes one FPDU.
+func (q *queuePair) readFPDU() error {
+	r := &q.r
+	if err := q.fill(4); err != nil {
+		return err
+	}
+	hl, pl, err := iwarp.ParseFPDUHeader(r.buf[r.r:r.w], &r.h)
+	if errors.Is(err, iwarp.ErrIncomplete) {
+		if err := q.fill(hl); err != nil {
+			return err
+		}
+		hl, pl, err = iwarp.ParseFPDUHeader(r.buf[r.r:r.w], &r.h)
+	}
+	if err != nil {
+		return err
+	}
+	r.hdrLen = copy(r.hdr[:], r.buf[r.r:r.r+hl])
+	r.crc = 0
+	if q.crc {
+		r.crc = iwarp.UpdateCRC(0, r.buf[r.r:r.r+hl])
+	}
+	r.r += hl
+	if !r.spoke {
+		r.spoke = true
+		q.mu.Lock()
+		q.peerSpoke = true
+		q.cond.Broadcast()
+		q.mu.Unlock()
+	}
+	h := &r.h
+	switch h.Opcode {
+	case iwarp.OpWrite:
+		return q.rxWrite(pl)
+	case iwarp.OpReadResponse:
+		return q.rxReadResponse(pl)
+	case iwarp.OpSend, iwarp.OpSendInvalidate, iwarp.OpSendSE, iwarp.OpSendSEInvalidate:
+		return q.rxSend(pl)
+	case iwarp.OpReadRequest:
+		return q.rxReadRequest(pl)
+	case iwarp.OpTerminate:
+		return q.rxTerminate(pl)
+	}
+	return q.violation(iwarp.TermRDMAPUnexpectedOpcode, "opcode %v", h.Opcode)
+}
+
+// tagStart checks tagged-message continuity (one tagged message at a time,
+// STag constant, TO contiguous).
+func (q *queuePair) tagStart() error {
+	r := &q.r
+	h := &r.h
+	if !r.tagActive {
+		r.tagActive, r.tagOp, r.tagSTag, r.tagNextTO = true, h.Opcode, h.STag, h.TO
+		return nil
+	}
+	switch {
+	case r.tagOp != h.Opcode:
+		return q.violation(iwarp.TermRDMAPCatastrophicStream, "%v segment inside an unfinished %v", h.Opcode, r.tagOp)
+	case h.STag != r.tagSTag:
+		return q.violation(iwarp.TermDDPTaggedInvalidSTag, "STag %#08x changed to %#08x within a message", r.tagSTag, h.STag)
+	case h.TO != r.tagNextTO:
+		return q.violation(iwarp.TermDDPTaggedBaseBounds, "TO %#x, expected %#x", h.TO, r.tagNextTO)
+	}
+	return nil
+}
+
+func (q *queuePair) tagEnd(pl int) {
+	r := &q.r
+	r.tagNextTO = r.h.TO + uint64(pl)
+	if r.h.Last {
+		r.tagActive = false
+	}
+}
+
+func (q *queuePair) rxWrite(pl int) error {
+	h := &q.r.h
+	if err := q.tagStart(); err != nil {
+		return err
+	}
+	if pl > 0 { // zero-length Writes (RTR) are not checked, as in siw
+		m, off, code, reason := q.dev.stags.remoteCheck(q.pd, h.STag, h.TO, pl, verbs.AccessRemoteWrite, true)
+		if m == nil {
+			return q.violation(code, "RDMA Write: %s", reason)
+		}
+		err := q.readPayload(m.buf[off : off+pl])
+		m.mu.RUnlock()
+		if err != nil {
+			return err
+		}
+	}
+	if err := q.readTrailer(pl); err != nil {
+		return err
+	}
+	q.tagEnd(pl)
+	return nil
+}
+
+func (q *queuePair) rxReadResponse(pl int) error {
+	r := &q.r
+	h := &r.h
+	if err := q.tagStart(); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	if q.orqHead == q.orqTail || q.state != verbs.StateRTS {
+		q.mu.Unlock()
+		return q.violation(iwarp.TermRDMAPCatastrophicStream, "Read Response with no outstanding Read Request")
+	}
+	slot := q.orq[q.orqHead%uint64(len(q.orq))]
+	var wq *sendWQE
+	if slot != rtrORQ {
+		wq = &q.sq[slot%uint64(len(q.sq))]
+	}
+	q.mu.Unlock()
+
+	if wq == nil { // RTR read: zero length
+		if pl != 0 || !h.Last {
+			return q.violation(iwarp.TermDDPTaggedBaseBounds, "Read Response to the RTR Read carries %d bytes", pl)
+		}
+		if err := q.readTrailer(pl); err != nil {
+			return err
+		}
+	} else {
+		sink := &wq.sgl[0]
+		m := sink.m
+		m.mu.RLock()
+		stag, valid := m.stag, m.valid && !m.closed
+		if h.STag != stag {
+			m.mu.RUnlock()
+			return q.violation(iwarp.TermDDPTaggedInvalidSTag, "Read Response to STag %#08x, the Read Request named %#08x", h.STag, stag)
+		}
+		want := m.base + uint64(sink.off+wq.placed)
+		if h.TO != want || wq.placed+pl > wq.length || (h.Last && wq.placed+pl != wq.length) {
+			m.mu.RUnlock()
+			return q.violation(iwarp.TermDDPTaggedBaseBounds, "Read Response TO %#x length %d (last %v), expected TO %#x, %d of %d bytes placed",
+				h.TO, pl, h.Last, want, wq.placed, wq.length)
+		}
+		if !valid {
+			m.mu.RUnlock()
+			return q.violation(iwarp.TermDDPTaggedInvalidSTag, "Read Response sink STag %#08x was invalidated locally", stag)
+		}
+		err := q.readPayload(m.buf[sink.off+wq.placed : sink.off+wq.placed+pl])
+		m.mu.RUnlock()
+		if err != nil {
+			return err
+		}
+		if err := q.readTrailer(pl); err != nil {
+			return err
+		}
+		wq.placed += pl
+	}
+	q.tagEnd(pl)
+	if h.Last {
+		q.mu.Lock()
+		if q.state == verbs.StateRTS {
+			q.orqHead++
+			if wq != nil {
+				wq.state, wq.status = wqeDone, verbs.StatusSuccess
+				q.retireLocked()
+			}
+			q.cond.Signal()
+		}
+		q.mu.Unlock()
+	}
+	return nil
+}
+
+func (q *queuePair) rxSend(pl int) error {
+	r := &q.r
+	h := &r.h
+	if h.MSN != r.msn[iwarp.QNSend] {
+		return q.violation(iwarp.TermDDPUntaggedMSNRange, "Send MSN %d, expected %d", h.MSN, r.msn[iwarp.QNSend])
+	}
+	if !r.recvActive {
+		if h.MO != 0 {
+			return q.violation(iwarp.TermDDPUntaggedInvalidMO, "first Send segment has MO %d", h.MO)
+		}
+		q.mu.Lock()
+		if q.rqHead == q.rqTail || q.state != verbs.StateRTS {
+			q.mu.Unlock()
+			return q.violation(iwarp.TermDDPUntaggedMSNNoBuffer, "no receive posted for Send MSN %d", h.MSN)
+		}
+		r.recv = &q.rq[q.rqHead%uint64(len(q.rq))]
+		q.mu.Unlock()
+		r.recvActive, r.recvPos, r.recvSGE, r.recvSGEOff = true, 0, 0, 0
+	} else if int(h.MO) != r.recvPos {
+		return q.violation(iwarp.TermDDPUntaggedInvalidMO, "Send MO %d, expected %d", h.MO, r.recvPos)
+	}
+	rw := r.recv
+	if r.recvPos+pl > rw.length {
+		q.completeRecv(verbs.StatusLocalLength, 0, 0, &verbs.TerminateError{Layer: 1, EType: iwarp.ETypeDDPUntaggedBuffer,
+			ECode: iwarp.TermDDPUntaggedMessageTooLong.ECode(), Reason: "receive buffer too small"})
+		return q.violation(iwarp.TermDDPUntaggedMessageTooLong, "Send of at least %d bytes, receive buffer holds %d", r.recvPos+pl, rw.length)
+	}
+	for rem := pl; rem > 0; {
+		s := &rw.sgl[r.recvSGE]
+		take := min(s.n-r.recvSGEOff, rem)
+		if take > 0 {
+			if err := q.readPayload(s.m.buf[s.off+r.recvSGEOff : s.off+r.recvSGEOff+take]); err != nil {
+				return err
+			}
+		}
+		r.recvSGEOff += take
+		rem -= take
+		if r.recvSGEOff == s.n {
+			r.recvSGE++
+			r.recvSGEOff = 0
+		}
+	}
+	if err := q.readTrailer(pl); err != nil {
+		return err
+	}
+	r.recvPos += pl
+	if !h.Last {
+		return nil
+	}
+	r.msn[iwarp.QNSend]++
+	var flags verbs.CompletionFlags
+	if h.Opcode == iwarp.OpSendSE || h.Opcode == iwarp.OpSendSEInvalidate {
+		flags |= verbs.SolicitedEvent
+	}
+	if h.Opcode.Invalidates() {
+		inv := h.InvalidateSTag
+		m := q.dev.stags.lookup(inv)
+		if m == nil || !m.invalidateRemote(q.pd, inv) {
+			q.completeRecv(verbs.StatusRemoteInvalidate, r.recvPos, 0, &verbs.TerminateError{Layer: 0, EType: iwarp.ETypeRDMAPRemoteOperation,
+				ECode: iwarp.TermRDMAPOpCannotInvalidate.ECode(), Reason: fmt.Sprintf("STag %#08x cannot be invalidated", inv)})
+			return q.violation(iwarp.TermRDMAPOpCannotInvalidate, "Send with Invalidate names STag %#08x, which is not a valid STag of this stream", inv)
+		}
+		flags |= verbs.WithInvalidate
+	}
+	q.completeRecv(verbs.StatusSuccess, r.recvPos, flags, nil)
+	return nil
+}
+
+// completeRecv completes the active receive.
+func (q *queuePair) completeRecv(st verbs.Status, n int, flags verbs.CompletionFlags, err error) {
+	r := &q.r
+	wc := verbs.Completion{ID: r.recv.id, QP: q, Opcode: verbs.OpcodeRecv, Status: st, ByteLen: n, Flags: flags, Err: err}
+	if flags&verbs.WithInvalidate != 0 {
+		wc.InvalidatedSTag = r.h.InvalidateSTag
+	}
+	r.recvActive, r.recv = false, nil
+	q.mu.Lock()
+	if q.state == verbs.StateRTS {
+		q.rqHead++
+		q.recvCQ.push(&wc)
+	}
+	q.mu.Unlock()
+}
+
+func (q *queuePair) rxReadRequest(pl int) error {
+	r := &q.r
+	h := &r.h
+	body := r.scratch[:iwarp.ReadRequestLen]
+	if err := q.readPayload(body); err != nil {
+		return err
+	}
+	r.hdrLen += copy(r.hdr[r.hdrLen:], body)
+	if err := q.readTrailer(pl); err != nil {
+		return err
+	}
+	if h.MSN != r.msn[iwarp.QNReadRequest] {
+		return q.violation(iwarp.TermDDPUntaggedMSNRange, "Read Request MSN %d, expected %d", h.MSN, r.msn[iwarp.QNReadRequest])
+	}
+	if h.MO != 0 {
+		return q.violation(iwarp.TermDDPUntaggedInvalidMO, "Read Request MO %d", h.MO)
+	}
+	r.msn[iwarp.QNReadRequest]++
+	var ir inboundRead
+	if err := ir.req.Decode(body); err != nil {
+		return err
+	}
+	ir.msn = h.MSN
+	if ir.req.Size > 0 {
+		m, _, code, reason := q.dev.stags.remoteCheck(q.pd, ir.req.SrcSTag, ir.req.SrcTO, int(ir.req.Size), verbs.AccessRemoteRead, false)
+		if m == nil {
+			return q.violation(code, "RDMA Read Request: %s", reason)
+		}
+		m.mu.RUnlock()
+	}
+	q.mu.Lock()
+	if q.irqTail-q.irqHead >= uint64(q.ird) {
+		ird := q.ird
+		q.mu.Unlock()
+		return q.violation(iwarp.TermRDMAPCatastrophicStream, "Read Request exceeds IRD %d", ird)
+	}
+	if len(q.irq) > 0 && q.state == verbs.StateRTS {
+		q.irq[q.irqTail%uint64(len(q.irq))] = ir
+		q.irqTail++
+		q.cond.Signal()
+	}
+	q.mu.Unlock()
+	return nil
+}
+
+func (q *queuePair) rxTerminate(pl int) error {
+	r := &q.r
+	var body [iwarp.UntaggedHeaderLen + iwarp.ReadRequestLen + 8]byte
+	keep := min(pl, len(body))
+	if err := q.readPayload(body[:keep]); err != nil {
+		return err
+	}
+	for rest := pl - keep; rest > 0; {
+		n := min(rest, len(r.scratch))
+		if err := q.readPayload(r.scratch[:n]); err != nil {
+			return err
+		}
+		rest -= n
+	}
+	if err := q.readTrailer(pl); err != nil {
+		return err
+	}
+	var t iwarp.Terminate
+	if err := t.Decode(body[:keep]); err != nil {
+		return err
+	}
+	q.fail(&verbs.TerminateError{Received: true, Layer: uint8(t.Code.Layer()), EType: t.Code.EType(), ECode: t.Code.ECode(),
+		Reason: fmt.Sprintf("%v (%v order)", t.Code, t.Order)}, nil)
+	return errStop
+}

@@ -1,0 +1,277 @@
+package soft
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
+)
+
+// txState is the writer goroutine's private state: buffers reused for every
+// FPDU so that transmission does not allocate.
+type txState struct {
+	hdr   [iwarp.UntaggedHeaderLen + iwarp.ReadRequestLen + iwarp.CRCLen + 8]byte
+	trail [8]byte
+	vec   [][]byte    // backing array for the vectored write
+	nb    net.Buffers // consumed by WriteTo
+	msn   [3]uint32   // last MSN sent per untagged QN
+}
+
+func (w *txState) init(q *queuePair) {
+	w.vec = make([][]byte, 0, q.maxSendSGE+3)
+}
+
+// writeFPDU sends w.vec as one vectored write.
+func (q *queuePair) writeVec() error {
+	w := &q.w
+	w.nb = w.vec
+	_, err := w.nb.WriteTo(q.conn)
+	w.nb = nil
+	return err
+}
+
+// sendMessage segments one RDMAP message into FPDUs of at most q.maxFPDU
+// bytes and writes them. h is the header template: for tagged opcodes TO
+// advances, for untagged ones MO does. The payload is gathered from sgl.
+func (q *queuePair) sendMessage(h *iwarp.Header, sgl []lsge, total int) error {
+	w := &q.w
+	tagged := h.Opcode.Tagged()
+	maxPay := iwarp.MaxPayload(q.maxFPDU, tagged)
+	if maxPay <= 0 {
+		return fmt.Errorf("soft: max FPDU size %d leaves no room for payload", q.maxFPDU)
+	}
+	baseTO := h.TO
+	si, so := 0, 0 // SGE index and offset within it
+	for off := 0; ; {
+		n := min(maxPay, total-off)
+		h.Last = off+n == total
+		if tagged {
+			h.TO = baseTO + uint64(off)
+		} else {
+			h.MO = uint32(off)
+		}
+		hdr, err := iwarp.AppendFPDUHeader(w.hdr[:0], h, n)
+		if err != nil {
+			return err
+		}
+		vec := append(w.vec[:0], hdr)
+		var crc uint32
+		if q.crc {
+			crc = iwarp.UpdateCRC(0, hdr)
+		}
+		for rem := n; rem > 0; {
+			s := &sgl[si]
+			take := min(s.n-so, rem)
+			if take > 0 {
+				p := s.m.buf[s.off+so : s.off+so+take]
+				vec = append(vec, p)
+				if q.crc {
+					crc = iwarp.UpdateCRC(crc, p)
+				}
+			}
+			so += take
+			rem -= take
+			if so == s.n {
+				si++
+				so = 0
+			}
+		}
+		vec = append(vec, iwarp.AppendTrailer(w.trail[:0], len(hdr)-iwarp.MPALenFieldLen+n, crc, q.crc))
+		w.vec = vec
+		if err := q.writeVec(); err != nil {
+			return err
+		}
+		off += n
+		if off == total {
+			return nil
+		}
+	}
+}
+
+// writeSmall writes one small prebuilt FPDU held in w.hdr.
+func (q *queuePair) writeSmall(b []byte) error {
+	q.w.vec = append(q.w.vec[:0], b)
+	return q.writeVec()
+}
+
+// sendReadRequest sends the Read Request for an RDMA Read (or an RTR read
+// when sgl is nil).
+func (q *queuePair) sendReadRequest(sinkSTag uint32, sinkTO uint64, size uint32, srcSTag uint32, srcTO uint64) error {
+	w := &q.w
+	w.msn[iwarp.QNReadRequest]++
+	rr := iwarp.ReadRequest{SinkSTag: sinkSTag, SinkTO: sinkTO, Size: size, SrcSTag: srcSTag, SrcTO: srcTO}
+	var body [iwarp.ReadRequestLen]byte
+	h := iwarp.Header{Opcode: iwarp.OpReadRequest, Last: true, QN: iwarp.QNReadRequest, MSN: w.msn[iwarp.QNReadRequest]}
+	b, err := iwarp.AppendFPDU(w.hdr[:0], &h, rr.Append(body[:0]), q.crc)
+	if err != nil {
+		return err
+	}
+	return q.writeSmall(b)
+}
+
+// sendWQE transmits one send-queue entry (not a Read: see writer).
+func (q *queuePair) transmit(wq *sendWQE) error {
+	var h iwarp.Header
+	switch wq.op {
+	case verbs.OpWrite:
+		h = iwarp.Header{Opcode: iwarp.OpWrite, STag: wq.rstag, TO: wq.rto}
+	case verbs.OpSend, verbs.OpSendInv:
+		op := iwarp.OpSend
+		se := wq.flags&verbs.Solicited != 0
+		switch {
+		case wq.op == verbs.OpSendInv && se:
+			op = iwarp.OpSendSEInvalidate
+		case wq.op == verbs.OpSendInv:
+			op = iwarp.OpSendInvalidate
+		case se:
+			op = iwarp.OpSendSE
+		}
+		q.w.msn[iwarp.QNSend]++
+		h = iwarp.Header{Opcode: op, QN: iwarp.QNSend, MSN: q.w.msn[iwarp.QNSend]}
+		if op.Invalidates() {
+			h.InvalidateSTag = wq.inv
+		}
+	case verbs.OpRead:
+		s := wq.sgl[0]
+		return q.sendReadRequest(s.m.RKey(), s.m.base+uint64(s.off), uint32(wq.length), wq.rstag, wq.rto)
+	}
+	return q.sendMessage(&h, wq.sgl, wq.length)
+}
+
+// sendReadResponse answers an accepted inbound Read Request. The source
+// region is re-validated and held read-locked while its bytes are sent, so a
+// concurrent invalidation waits for it (or wins, and the peer gets a
+// Terminate instead of the data).
+func (q *queuePair) sendReadResponse(ir *inboundRead) error {
+	h := iwarp.Header{Opcode: iwarp.OpReadResponse, STag: ir.req.SinkSTag, TO: ir.req.SinkTO}
+	if ir.req.Size == 0 {
+		return q.sendMessage(&h, nil, 0)
+	}
+	m, off, code, reason := q.dev.stags.remoteCheck(q.pd, ir.req.SrcSTag, ir.req.SrcTO, int(ir.req.Size), verbs.AccessRemoteRead, false)
+	if m == nil {
+		q.terminateLocal(code, reason, q.readRequestHeader(ir))
+		return nil
+	}
+	sgl := [1]lsge{{m: m, off: off, n: int(ir.req.Size)}}
+	err := q.sendMessage(&h, sgl[:], int(ir.req.Size))
+	m.mu.RUnlock()
+	return err
+}
+
+// readRequestHeader rebuilds the 48-byte Read Request FPDU header + body for
+// a Terminate copy.
+func (q *queuePair) readRequestHeader(ir *inboundRead) []byte {
+	h := iwarp.Header{Opcode: iwarp.OpReadRequest, Last: true, QN: iwarp.QNReadRequest, MSN: ir.msn}
+	b, _ := iwarp.AppendFPDUHeader(nil, &h, iwarp.ReadRequestLen)
+	return ir.req.Append(b)
+}
+
+// terminateLocal reports a locally detected violation: it builds the
+// Terminate (with the offending header copy hdr), moves the QP to the error
+// state and lets the writer send it.
+func (q *queuePair) terminateLocal(code iwarp.TermCode, reason string, hdr []byte) {
+	t := iwarp.NewTerminate(code, hdr)
+	frame, err := iwarp.AppendTerminateFPDU(nil, &t, 1, q.crc)
+	if err != nil {
+		frame = nil
+	}
+	q.fail(&verbs.TerminateError{Layer: uint8(code.Layer()), EType: code.EType(), ECode: code.ECode(),
+		Reason: fmt.Sprintf("%v: %s", code, reason)}, frame)
+}
+
+// writer is the connection's transmit goroutine. It sends the RTR frame (P2P
+// initiator), then Read Responses and send-queue work in order, and on error
+// the pending Terminate.
+func (q *queuePair) writer() {
+	defer q.exitOne()
+	if d := q.dev.cfg.FirstFPDUDelay; d > 0 && !q.responder {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-q.done:
+			t.Stop()
+		}
+	}
+	var err error
+	switch q.rtrSend {
+	case RTRWrite:
+		// siw sends STag 1, TO 0; a zero-length Write is not checked.
+		h := iwarp.Header{Opcode: iwarp.OpWrite, STag: 1}
+		err = q.sendMessage(&h, nil, 0)
+	case RTRRead:
+		q.mu.Lock()
+		q.orq[q.orqTail%uint64(len(q.orq))] = rtrORQ
+		q.orqTail++
+		q.mu.Unlock()
+		err = q.sendReadRequest(1, 0, 0, 1, 0)
+	}
+	if err != nil {
+		q.fail(fmt.Errorf("%w: sending RTR: %w", verbs.ErrConnectionLost, err), nil)
+	}
+	q.mu.Lock()
+	for {
+		if q.state != verbs.StateRTS {
+			term := q.pendingTerm
+			q.pendingTerm = nil
+			q.mu.Unlock()
+			if term != nil {
+				q.conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
+				q.writeSmall(term)
+				if tc, ok := q.conn.(*net.TCPConn); ok {
+					tc.CloseWrite()
+					return // the reader drains, then the socket closes
+				}
+			}
+			q.conn.Close()
+			return
+		}
+		if q.responder && !q.peerSpoke {
+			q.cond.Wait()
+			continue
+		}
+		if q.irqHead < q.irqTail {
+			ir := q.irq[q.irqHead%uint64(len(q.irq))]
+			q.mu.Unlock()
+			err = q.sendReadResponse(&ir)
+			q.mu.Lock()
+			if q.state == verbs.StateRTS {
+				q.irqHead++
+			}
+			if err != nil {
+				q.failLocked(fmt.Errorf("%w: %w", verbs.ErrConnectionLost, err), nil)
+			}
+			continue
+		}
+		if q.sqSent < q.sqTail {
+			n := uint64(len(q.sq))
+			idx := q.sqSent % n
+			wq := &q.sq[idx]
+			if wq.op == verbs.OpRead {
+				if q.orqTail-q.orqHead >= uint64(q.ord) {
+					q.cond.Wait() // ORD reached: wait for a Read Response
+					continue
+				}
+				wq.state = wqeReadPending
+				wq.placed = 0
+				q.orq[q.orqTail%uint64(len(q.orq))] = q.sqSent
+				q.orqTail++
+			}
+			q.sqSent++
+			q.mu.Unlock()
+			err = q.transmit(wq)
+			q.mu.Lock()
+			if err != nil {
+				q.failLocked(fmt.Errorf("%w: %w", verbs.ErrConnectionLost, err), nil)
+				continue
+			}
+			if wq.op != verbs.OpRead && q.state == verbs.StateRTS {
+				wq.state, wq.status = wqeDone, verbs.StatusSuccess
+				q.retireLocked()
+			}
+			continue
+		}
+		q.cond.Wait()
+	}
+}
