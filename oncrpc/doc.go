@@ -1,0 +1,48 @@
+// Package oncrpc implements ONC RPC version 2 (RFC 5531): call and reply messages,
+// AUTH_NONE and AUTH_SYS, a concurrent Server and Client, and the transport contract
+// that lets the same Client and Server run over TCP record marking (in this package)
+// or RPC-over-RDMA (package rpcrdma).
+//
+// # Messages
+//
+// CallHeader and ReplyHeader encode by appending (Append, EncodeXDR) and decode in
+// place (DecodeXDR) without allocating; decoded credential bodies alias the input.
+// Malformed headers yield a *HeaderError naming the RFC field. A reply's status
+// becomes a typed error through ReplyHeader.Err: *AcceptError (PROG_UNAVAIL,
+// PROG_MISMATCH with Low/High, PROC_UNAVAIL, GARBAGE_ARGS, SYSTEM_ERR) or *RejectError
+// (RPC_MISMATCH with Low/High, AUTH_ERROR with AuthStat).
+//
+// # Transport contract
+//
+// A transport moves Messages: an inline XDR stream plus the DDP-eligible items elided
+// from it (xdr.Payload, positioned in the whole logical stream). On the client side a
+// RoundTripper takes a ClientCall (XID, Msg, ReplySinks for results that may be placed
+// out of line, MaxReply, a per-try Timeout) and fills a ClientReply (Inline, Placed).
+// On the server side a Listener yields ServerConns; ReadCall returns a ServerCall whose
+// Msg.Inline is the whole call stream, and WriteReply sends a reply Message and
+// releases the call. PendingCalls is the XID-matching table both the TCP and RDMA
+// client transports use.
+//
+// # Server
+//
+// Register a Handler per program version (or range); the Server answers PROG_UNAVAIL,
+// PROG_MISMATCH, PROC_UNAVAIL, GARBAGE_ARGS, SYSTEM_ERR, RPC_MISMATCH and AUTH_ERROR
+// itself or from the Handler's error, runs calls of one connection concurrently up to
+// ServerOptions.MaxConcurrent, and shuts down gracefully.
+//
+// # Client
+//
+// A Client issues calls over a RoundTripper with unique XIDs (random start), context
+// deadlines and a retransmission policy; steady-state calls do not allocate in this
+// package.
+//
+// # TCP
+//
+// DialTCP/NewTCPTransport and ListenTCP implement RFC 5531 §11 record marking with
+// multi-fragment records in both directions, a maximum record size enforced before
+// anything is allocated, and payloads sent by one vectored write without copying.
+//
+// Dependencies: github.com/hashicorp/go-hclog for control-path logging (connections,
+// garbage, panics), never per call. github.com/davecgh/go-xdr is used only in tests,
+// as an independent encoder of authsys_parms.
+package oncrpc

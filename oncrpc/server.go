@@ -1,0 +1,501 @@
+package oncrpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// Errors a Handler returns to choose the reply. Any error wrapping one of them works.
+var (
+	// ErrGarbageArgs makes the server answer GARBAGE_ARGS. A handler may also return
+	// the *xdr.DecodeError from decoding its arguments.
+	ErrGarbageArgs = errors.New("oncrpc: cannot decode the procedure's arguments")
+	// ErrProcUnavail makes the server answer PROC_UNAVAIL.
+	ErrProcUnavail = errors.New("oncrpc: procedure unavailable")
+	// ErrNoReply makes the server drop the call without answering, as a server does
+	// for a retransmission of a call it is still executing.
+	ErrNoReply = errors.New("oncrpc: no reply")
+)
+
+// AuthErr returns the error a Handler returns to deny a call with AUTH_ERROR and stat
+// (e.g. AuthTooWeak when the credential's flavor is not acceptable for the operation).
+func AuthErr(stat AuthStat) error { return &RejectError{Stat: AuthError, AuthStat: stat} }
+
+// A Handler executes calls to one program (and range of versions). It decodes the
+// arguments from req.Args and encodes the results into res, which already holds the
+// reply header: res.Pos() and every Payload position are absolute in the reply
+// message. Results may use res.Payload for DDP-eligible data, which must then stay
+// unchanged until the reply has been sent (see Request.AfterReply).
+//
+// Returning nil sends the results. Returning an error discards them and sends, by
+// the error's kind: GARBAGE_ARGS (ErrGarbageArgs or any *xdr.DecodeError),
+// PROC_UNAVAIL (ErrProcUnavail), the status of an *AcceptError or *RejectError (see
+// AuthErr), nothing (ErrNoReply), or SYSTEM_ERR for anything else. A panic is
+// recovered and answered SYSTEM_ERR.
+//
+// ServeRPC is called concurrently; replies may leave in any order.
+type Handler interface {
+	ServeRPC(ctx context.Context, req *Request, res *xdr.Encoder) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req *Request, res *xdr.Encoder) error
+
+// ServeRPC calls f.
+func (f HandlerFunc) ServeRPC(ctx context.Context, req *Request, res *xdr.Encoder) error {
+	return f(ctx, req, res)
+}
+
+// Procs is a Handler that dispatches on the procedure number; an unknown procedure
+// gets PROC_UNAVAIL.
+type Procs map[uint32]HandlerFunc
+
+// ServeRPC calls the handler of req.Header.Proc.
+func (p Procs) ServeRPC(ctx context.Context, req *Request, res *xdr.Encoder) error {
+	h, ok := p[req.Header.Proc]
+	if !ok {
+		return ErrProcUnavail
+	}
+	return h(ctx, req, res)
+}
+
+// Request is one call as a Handler sees it. It and everything it refers to (Header
+// bodies, AuthSys, the bytes Args returns) are valid only until ServeRPC returns.
+type Request struct {
+	Header CallHeader
+	// AuthSys is the decoded credential when Header.Cred.Flavor is AuthSys, else nil.
+	AuthSys *AuthSysParams
+	// Args reads the procedure's arguments.
+	Args *xdr.Decoder
+	// RemoteAddr is the caller's address; Netid is RemoteAddr.Network() ("tcp", "rdma").
+	RemoteAddr net.Addr
+	Netid      string
+
+	sys   AuthSysParams
+	after []func()
+}
+
+// AfterReply registers f to run once the reply has been handed to the transport (or
+// the call dropped), e.g. to release a buffer given to res.Payload.
+func (r *Request) AfterReply(f func()) { r.after = append(r.after, f) }
+
+// ServerOptions configure a Server. The zero value is usable.
+type ServerOptions struct {
+	// MaxConcurrent bounds the calls executing at once per connection (default 64).
+	// The server stops reading a connection while it is at the bound.
+	MaxConcurrent int
+	// Logger receives control-path events: connections accepted and closed, garbage
+	// received, recovered panics. Default: no logging.
+	Logger hclog.Logger
+}
+
+// ServerStats are cumulative counters.
+type ServerStats struct {
+	Calls       uint64 // calls read from a transport
+	Garbage     uint64 // calls dropped or denied because the header was malformed
+	SystemErrs  uint64 // SYSTEM_ERR replies (handler errors and panics)
+	WriteErrors uint64 // replies the transport failed to send
+}
+
+type versionRange struct {
+	low, high uint32
+	h         Handler
+}
+
+// A Server dispatches ONC RPC calls from any number of Listeners (or ServerConns) to
+// registered Handlers.
+type Server struct {
+	maxConc int
+	log     hclog.Logger
+
+	mu    sync.RWMutex
+	progs map[uint32][]versionRange
+
+	// readCtx stops reading (Shutdown); callCtx is handed to handlers and ends with Close.
+	readCtx    context.Context
+	stopRead   context.CancelFunc
+	callCtx    context.Context
+	stopCalls  context.CancelFunc
+	connMu     sync.Mutex
+	listeners  map[Listener]struct{}
+	conns      map[ServerConn]struct{}
+	active     sync.WaitGroup // ServeConn loops
+	shutdown   atomic.Bool
+	calls      atomic.Uint64
+	garbage    atomic.Uint64
+	systemErrs atomic.Uint64
+	writeErrs  atomic.Uint64
+
+	pool sync.Pool // *serverCallState
+}
+
+// NewServer returns a Server with no programs registered. opts may be nil.
+func NewServer(opts *ServerOptions) *Server {
+	s := &Server{
+		maxConc:   64,
+		log:       hclog.NewNullLogger(),
+		progs:     make(map[uint32][]versionRange),
+		listeners: make(map[Listener]struct{}),
+		conns:     make(map[ServerConn]struct{}),
+	}
+	if opts != nil {
+		if opts.MaxConcurrent > 0 {
+			s.maxConc = opts.MaxConcurrent
+		}
+		if opts.Logger != nil {
+			s.log = opts.Logger
+		}
+	}
+	s.readCtx, s.stopRead = context.WithCancel(context.Background())
+	s.callCtx, s.stopCalls = context.WithCancel(context.Background())
+	s.pool.New = func() any { return new(serverCallState) }
+	return s
+}
+
+// Register makes h serve version vers of program prog.
+func (s *Server) Register(prog, vers uint32, h Handler) { s.RegisterRange(prog, vers, vers, h) }
+
+// RegisterRange makes h serve versions low through high of program prog; h reads the
+// version from req.Header.Vers. A call to a registered program with a version no
+// handler serves is answered PROG_MISMATCH with the lowest and highest registered
+// versions. It panics if low > high or the range overlaps one already registered.
+func (s *Server) RegisterRange(prog, low, high uint32, h Handler) {
+	if low > high || h == nil {
+		panic("oncrpc: RegisterRange with low > high or nil handler")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.progs[prog] {
+		if low <= r.high && r.low <= high {
+			panic(fmt.Sprintf("oncrpc: program %d versions %d..%d registered twice", prog, low, high))
+		}
+	}
+	s.progs[prog] = append(s.progs[prog], versionRange{low, high, h})
+}
+
+// Stats returns the server's counters.
+func (s *Server) Stats() ServerStats {
+	return ServerStats{Calls: s.calls.Load(), Garbage: s.garbage.Load(), SystemErrs: s.systemErrs.Load(), WriteErrors: s.writeErrs.Load()}
+}
+
+// Serve accepts connections from l and serves each in its own goroutine until l fails
+// or the server shuts down (then it returns ErrClosed). It closes l when it returns.
+func (s *Server) Serve(l Listener) error {
+	s.connMu.Lock()
+	if s.shutdown.Load() {
+		s.connMu.Unlock()
+		l.Close()
+		return ErrClosed
+	}
+	s.listeners[l] = struct{}{}
+	s.connMu.Unlock()
+	defer func() {
+		s.connMu.Lock()
+		delete(s.listeners, l)
+		s.connMu.Unlock()
+		l.Close()
+	}()
+	s.log.Info("serving", "addr", l.Addr().String(), "netid", l.Addr().Network())
+	for {
+		c, err := l.Accept(s.readCtx)
+		if err != nil {
+			if s.shutdown.Load() {
+				return ErrClosed
+			}
+			return fmt.Errorf("oncrpc: accept on %v: %w", l.Addr(), err)
+		}
+		s.active.Add(1)
+		go func() {
+			defer s.active.Done()
+			s.serveConn(c)
+		}()
+	}
+}
+
+// ServeConn serves one connection until it fails or the server shuts down, then
+// closes it.
+func (s *Server) ServeConn(c ServerConn) {
+	s.active.Add(1)
+	defer s.active.Done()
+	s.serveConn(c)
+}
+
+func (s *Server) serveConn(c ServerConn) {
+	s.connMu.Lock()
+	if s.shutdown.Load() {
+		s.connMu.Unlock()
+		c.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.connMu.Unlock()
+	remote := c.RemoteAddr()
+	s.log.Debug("connection accepted", "remote", remote.String(), "netid", remote.Network())
+
+	sem := make(chan struct{}, s.maxConc)
+	var inflight sync.WaitGroup
+	var err error
+	for {
+		var call *ServerCall
+		call, err = c.ReadCall(s.readCtx)
+		if err != nil {
+			break
+		}
+		s.calls.Add(1)
+		sem <- struct{}{}
+		inflight.Add(1)
+		go func() {
+			s.handle(c, call, remote)
+			<-sem
+			inflight.Done()
+		}()
+	}
+	inflight.Wait()
+	c.Close()
+	s.connMu.Lock()
+	delete(s.conns, c)
+	s.connMu.Unlock()
+	if s.readCtx.Err() != nil {
+		s.log.Debug("connection closed by shutdown", "remote", remote.String())
+	} else {
+		s.log.Debug("connection closed", "remote", remote.String(), "reason", err)
+	}
+}
+
+// Shutdown stops accepting connections and reading calls, waits for the calls being
+// executed to be answered, and closes every connection. If ctx ends first, it closes
+// everything at once (as Close does) and returns ctx.Err().
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.connMu.Lock()
+	s.shutdown.Store(true)
+	for l := range s.listeners {
+		l.Close()
+	}
+	s.connMu.Unlock()
+	s.stopRead()
+	done := make(chan struct{})
+	go func() {
+		s.active.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		s.stopCalls()
+		return nil
+	case <-ctx.Done():
+		s.Close()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Close stops the server at once: listeners and connections are closed and handlers'
+// contexts are cancelled. It does not wait for handlers to return.
+func (s *Server) Close() error {
+	s.connMu.Lock()
+	s.shutdown.Store(true)
+	for l := range s.listeners {
+		l.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.connMu.Unlock()
+	s.stopRead()
+	s.stopCalls()
+	return nil
+}
+
+// serverCallState is the pooled per-call state: the request, the argument decoder and
+// the reply encoder with its buffer.
+type serverCallState struct {
+	req Request
+	dec xdr.Decoder
+	enc xdr.Encoder
+	msg Message
+}
+
+// maxPooledReply bounds the reply buffer a pooled call state keeps.
+const maxPooledReply = 1 << 20
+
+var noneVerf = OpaqueAuth{Flavor: AuthNone}
+
+func (s *Server) handle(c ServerConn, call *ServerCall, remote net.Addr) {
+	st := s.pool.Get().(*serverCallState)
+	req := &st.req
+	req.RemoteAddr, req.Netid = remote, remote.Network()
+	st.dec.Reset(call.Msg.Inline)
+	req.Args = &st.dec
+	st.enc.Reset(st.enc.Bytes()[:0])
+
+	rh := ReplyHeader{Stat: MsgAccepted, Verf: noneVerf}
+	send := s.dispatch(st, &rh, remote)
+	if send {
+		st.msg = Message{Inline: st.enc.Bytes(), Payloads: st.enc.Payloads()}
+		if err := c.WriteReply(call, &st.msg); err != nil {
+			s.writeErrs.Add(1)
+		}
+	} else {
+		c.WriteReply(call, nil)
+	}
+	for _, f := range req.after {
+		f()
+	}
+	clear(req.after)
+	buf := st.enc.Bytes()
+	*req = Request{after: req.after[:0], sys: AuthSysParams{GIDs: req.sys.GIDs[:0]}}
+	st.dec.Reset(nil)
+	st.msg = Message{}
+	if cap(buf) > maxPooledReply {
+		buf = nil
+	}
+	st.enc.Reset(buf[:0])
+	s.pool.Put(st)
+}
+
+// dispatch decodes and authenticates the call, runs the handler and leaves the reply
+// in st.enc. It reports whether a reply is to be sent.
+func (s *Server) dispatch(st *serverCallState, rh *ReplyHeader, remote net.Addr) bool {
+	req := &st.req
+	hdr := &req.Header
+	if err := hdr.DecodeXDR(&st.dec); err != nil {
+		s.garbage.Add(1)
+		var he *HeaderError
+		errors.As(err, &he)
+		rh.XID = hdr.XID
+		switch {
+		case he == nil || he.Field == "xid" || he.Field == "msg_type" || (he.Field == "rpcvers" && he.Err != ErrRPCVersion):
+			s.log.Warn("dropping garbage", "remote", remote.String(), "error", err)
+			return false
+		case he.Err == ErrRPCVersion:
+			*rh = ReplyHeader{XID: hdr.XID, Stat: MsgDenied, RejectStat: RPCMismatch, Low: RPCVersion, High: RPCVersion}
+		case len(he.Field) >= 4 && he.Field[:4] == "cred":
+			*rh = ReplyHeader{XID: hdr.XID, Stat: MsgDenied, RejectStat: AuthError, AuthStat: AuthBadCred}
+		case len(he.Field) >= 4 && he.Field[:4] == "verf":
+			*rh = ReplyHeader{XID: hdr.XID, Stat: MsgDenied, RejectStat: AuthError, AuthStat: AuthBadVerf}
+		default: // prog, vers or proc truncated
+			rh.AcceptStat = GarbageArgs
+		}
+		s.log.Warn("malformed call header", "remote", remote.String(), "xid", hdr.XID, "error", err)
+		rh.EncodeXDR(&st.enc)
+		return true
+	}
+	rh.XID = hdr.XID
+	if stat := s.authenticate(req); stat != AuthOK {
+		if stat == AuthBadCred || stat == AuthBadVerf {
+			s.garbage.Add(1)
+		}
+		*rh = ReplyHeader{XID: hdr.XID, Stat: MsgDenied, RejectStat: AuthError, AuthStat: stat}
+		rh.EncodeXDR(&st.enc)
+		return true
+	}
+	h, low, high, ok := s.lookup(hdr.Prog, hdr.Vers)
+	if h == nil {
+		if ok {
+			rh.AcceptStat, rh.Low, rh.High = ProgMismatch, low, high
+		} else {
+			rh.AcceptStat = ProgUnavail
+		}
+		rh.EncodeXDR(&st.enc)
+		return true
+	}
+	rh.EncodeXDR(&st.enc)
+	err := s.run(h, req, &st.enc)
+	if err == nil {
+		return true
+	}
+	var (
+		ae *AcceptError
+		re *RejectError
+		de *xdr.DecodeError
+	)
+	switch {
+	case errors.Is(err, ErrNoReply):
+		return false
+	case errors.As(err, &re):
+		*rh = ReplyHeader{XID: hdr.XID, Stat: MsgDenied, RejectStat: re.Stat, AuthStat: re.AuthStat, Low: re.Low, High: re.High}
+	case errors.As(err, &ae):
+		rh.AcceptStat, rh.Low, rh.High = ae.Stat, ae.Low, ae.High
+	case errors.Is(err, ErrProcUnavail):
+		rh.AcceptStat = ProcUnavail
+	case errors.Is(err, ErrGarbageArgs) || errors.As(err, &de):
+		rh.AcceptStat = GarbageArgs
+	default:
+		s.systemErrs.Add(1)
+		rh.AcceptStat = SystemErr
+	}
+	st.enc.Truncate(0)
+	rh.EncodeXDR(&st.enc)
+	return true
+}
+
+// authenticate checks the credential and verifier (RFC 5531 §8.2, Appendix A).
+// AUTH_NONE and AUTH_SYS are understood; a malformed one gets AUTH_BADCRED, a
+// verifier other than an empty AUTH_NONE gets AUTH_BADVERF, and any other flavor
+// AUTH_REJECTEDCRED (the server has no context for it: the client must begin anew
+// with a flavor the server accepts). Whether a flavor is strong enough is the
+// handler's decision (AuthErr(AuthTooWeak)).
+func (s *Server) authenticate(req *Request) AuthStat {
+	hdr := &req.Header
+	switch hdr.Cred.Flavor {
+	case AuthNone:
+		if len(hdr.Cred.Body) != 0 {
+			return AuthBadCred
+		}
+	case AuthSys:
+		if err := DecodeAuthSysBody(&req.sys, hdr.Cred.Body); err != nil {
+			return AuthBadCred
+		}
+		req.AuthSys = &req.sys
+	default:
+		return AuthRejectedCred
+	}
+	if hdr.Verf.Flavor != AuthNone || len(hdr.Verf.Body) != 0 {
+		return AuthBadVerf
+	}
+	return AuthOK
+}
+
+// lookup finds the handler of prog/vers. With no handler, ok says whether the program
+// is known, and low/high give its version range.
+func (s *Server) lookup(prog, vers uint32) (h Handler, low, high uint32, ok bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	rs := s.progs[prog]
+	if len(rs) == 0 {
+		return nil, 0, 0, false
+	}
+	low, high = rs[0].low, rs[0].high
+	for _, r := range rs {
+		if r.low <= vers && vers <= r.high {
+			return r.h, 0, 0, true
+		}
+		low, high = min(low, r.low), max(high, r.high)
+	}
+	return nil, low, high, true
+}
+
+// errPanic is what a recovered handler panic becomes.
+var errPanic = errors.New("oncrpc: handler panicked")
+
+func (s *Server) run(h Handler, req *Request, res *xdr.Encoder) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			buf := make([]byte, 4096)
+			buf = buf[:runtime.Stack(buf, false)]
+			s.log.Error("handler panic", "prog", req.Header.Prog, "vers", req.Header.Vers,
+				"proc", req.Header.Proc, "xid", req.Header.XID, "panic", fmt.Sprint(p), "stack", string(buf))
+			err = errPanic
+		}
+	}()
+	return h.ServeRPC(s.callCtx, req, res)
+}
