@@ -1,0 +1,369 @@
+package credits
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestWindowStartsAtOne(t *testing.T) {
+	w := NewWindow(8)
+	if !w.TryAcquire() {
+		t.Fatal("first credit not available")
+	}
+	if w.TryAcquire() {
+		t.Fatal("second credit available before any grant")
+	}
+	w.Update(4)
+	for i := 0; i < 3; i++ {
+		if !w.TryAcquire() {
+			t.Fatalf("credit %d of grant 4 not available", i+2)
+		}
+	}
+	if w.TryAcquire() {
+		t.Fatal("fifth credit available with grant 4")
+	}
+}
+
+func TestWindowZeroGrantIsOne(t *testing.T) {
+	w := NewWindow(8)
+	w.Update(0)
+	if g := w.Granted(); g != 1 {
+		t.Fatalf("Granted after grant 0 = %d, want 1", g)
+	}
+	if !w.TryAcquire() {
+		t.Fatal("no credit after a zero grant")
+	}
+}
+
+func TestWindowCap(t *testing.T) {
+	w := NewWindow(3)
+	w.Update(1000)
+	if g := w.Granted(); g != 3 {
+		t.Fatalf("Granted = %d, want cap 3", g)
+	}
+	if NewWindow(0).Max() != 1 {
+		t.Fatal("NewWindow(0).Max() != 1")
+	}
+}
+
+func TestWindowAcquireBlocksUntilRelease(t *testing.T) {
+	w := NewWindow(2)
+	if err := w.Acquire(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- w.Acquire(context.Background()) }()
+	select {
+	case err := <-got:
+		t.Fatalf("Acquire returned %v with the window full", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	w.Release()
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if n := w.InUse(); n != 1 {
+		t.Fatalf("InUse = %d, want 1", n)
+	}
+}
+
+func TestWindowGrantWakesWaiters(t *testing.T) {
+	w := NewWindow(4)
+	w.TryAcquire()
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Acquire(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	w.Update(4)
+	wg.Wait()
+	if n := w.InUse(); n != 4 {
+		t.Fatalf("InUse = %d, want 4", n)
+	}
+}
+
+func TestWindowAcquireContext(t *testing.T) {
+	w := NewWindow(1)
+	w.TryAcquire()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Acquire(ctx) }()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire = %v, want context.Canceled", err)
+	}
+	w.Release()
+	if !w.TryAcquire() {
+		t.Fatal("credit lost after a cancelled waiter")
+	}
+}
+
+func TestWindowClose(t *testing.T) {
+	w := NewWindow(1)
+	w.TryAcquire()
+	done := make(chan error, 1)
+	go func() { done <- w.Acquire(context.Background()) }()
+	time.Sleep(5 * time.Millisecond)
+	w.Close()
+	if err := <-done; !errors.Is(err, ErrClosed) {
+		t.Fatalf("Acquire after Close = %v, want ErrClosed", err)
+	}
+	if err := w.Acquire(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Acquire on closed window = %v", err)
+	}
+}
+
+func TestWindowReset(t *testing.T) {
+	w := NewWindow(8)
+	w.Update(8)
+	w.Reset()
+	if g := w.Granted(); g != 1 {
+		t.Fatalf("Granted after Reset = %d", g)
+	}
+}
+
+// TestWindowRaceNeverExceedsGrant hammers a window with acquirers, releasers and
+// changing grants and checks the invariant inUse <= granted at every acquisition.
+func TestWindowRaceNeverExceedsGrant(t *testing.T) {
+	w := NewWindow(16)
+	var inFlight, maxSeen atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	go func() {
+		g := uint32(0)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			w.Update(g % 20)
+			g++
+			time.Sleep(10 * time.Microsecond)
+		}
+	}()
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			for j := 0; j < 200; j++ {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%3)*time.Millisecond+time.Millisecond)
+				err := w.Acquire(ctx)
+				cancel()
+				if err != nil {
+					continue
+				}
+				n := inFlight.Add(1)
+				for {
+					m := maxSeen.Load()
+					if n <= m || maxSeen.CompareAndSwap(m, n) {
+						break
+					}
+				}
+				if n > 16 {
+					t.Errorf("%d credits in use, cap 16", n)
+				}
+				inFlight.Add(-1)
+				w.Release()
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(stop)
+	if w.InUse() != 0 {
+		t.Fatalf("InUse = %d after all releases", w.InUse())
+	}
+}
+
+func TestServerNeverGrantsZero(t *testing.T) {
+	s := NewServer(Config{Total: 4, PerConn: 8})
+	var conns []*Conn
+	for i := 0; i < 10; i++ {
+		conns = append(conns, s.Open())
+	}
+	for i, c := range conns {
+		c.Arrive(0)
+		if g := c.Grant(); g != 1 {
+			t.Fatalf("conn %d: grant %d with 10 conns sharing 4, want floor 1", i, g)
+		}
+		c.Done()
+	}
+	p := NewServer(Config{Policy: PolicyFunc(func(State) int { return 0 })}).Open()
+	if g := p.Grant(); g != 1 {
+		t.Fatalf("zero policy grant = %d, want 1", g)
+	}
+}
+
+func TestServerFairShare(t *testing.T) {
+	s := NewServer(Config{Total: 64, PerConn: 48})
+	a := s.Open()
+	a.Arrive(100)
+	if g := a.Grant(); g != 48 {
+		t.Fatalf("single conn grant %d, want PerConn 48", g)
+	}
+	a.Done()
+	b := s.Open()
+	b.Arrive(100)
+	if g := b.Grant(); g != 32 {
+		t.Fatalf("second conn grant %d, want 64/2", g)
+	}
+	b.Done()
+	b.Arrive(5)
+	if g := b.Grant(); g != 5 {
+		t.Fatalf("grant %d for a request of 5", g)
+	}
+	b.Done()
+	b.Close()
+	b.Close()
+	if s.Conns() != 1 {
+		t.Fatalf("Conns = %d", s.Conns())
+	}
+}
+
+func TestServerFixed(t *testing.T) {
+	s := NewServer(Config{Total: 10, PerConn: 64, Policy: Fixed})
+	for i := 0; i < 5; i++ {
+		c := s.Open()
+		if g := c.Grant(); g != 64 {
+			t.Fatalf("Fixed grant %d, want 64", g)
+		}
+	}
+}
+
+func TestServerOverrun(t *testing.T) {
+	s := NewServer(Config{Total: 8, PerConn: 4, MaxOverruns: 2})
+	c := s.Open()
+	// Before any grant the requester has one credit.
+	if v := c.Arrive(4); v != Accept {
+		t.Fatalf("first call: %v", v)
+	}
+	if v := c.Arrive(4); v != Overrun {
+		t.Fatalf("second call before a grant: %v, want Overrun", v)
+	}
+	if g := c.Grant(); g != 4 {
+		t.Fatalf("grant %d", g)
+	}
+	for i := 0; i < 3; i++ {
+		if v := c.Arrive(4); v != Accept {
+			t.Fatalf("call %d within grant: %v", i, v)
+		}
+	}
+	if v := c.Arrive(4); v != Overrun {
+		t.Fatalf("fifth call: %v", v)
+	}
+	if v := c.Arrive(4); v != Disconnect {
+		t.Fatalf("third overrun: %v, want Disconnect", v)
+	}
+	if c.Outstanding() != 4 {
+		t.Fatalf("Outstanding = %d", c.Outstanding())
+	}
+}
+
+func TestServerShrinkingGrantIsNotOverrun(t *testing.T) {
+	s := NewServer(Config{Total: 8, PerConn: 8})
+	a := s.Open()
+	a.Arrive(8)
+	a.Grant() // 8
+	for i := 0; i < 7; i++ {
+		if v := a.Arrive(8); v != Accept {
+			t.Fatalf("call %d: %v", i, v)
+		}
+	}
+	b := s.Open() // a's share drops to 4
+	_ = b
+	a.Done()
+	if g := a.Grant(); g != 4 {
+		t.Fatalf("grant after second conn = %d, want 4", g)
+	}
+	// a still has 7 outstanding from the old grant: one more is within it.
+	if v := a.Arrive(8); v != Accept {
+		t.Fatalf("call within the old grant: %v", v)
+	}
+	for i := 0; i < 8; i++ {
+		a.Done()
+	}
+	a.Grant()
+	for i := 0; i < 4; i++ {
+		if v := a.Arrive(8); v != Accept {
+			t.Fatalf("call %d after drain: %v", i, v)
+		}
+	}
+	if v := a.Arrive(8); v != Overrun {
+		t.Fatalf("fifth call with grant 4: %v", v)
+	}
+}
+
+// TestServerOverrunDoesNotStallOthers: an overrunning connection's extra calls are
+// refused and never counted, so a well-behaved connection keeps its full share.
+func TestServerOverrunDoesNotStallOthers(t *testing.T) {
+	s := NewServer(Config{Total: 8, PerConn: 8, MaxOverruns: 1 << 30})
+	bad, good := s.Open(), s.Open()
+	bad.Arrive(8)
+	good.Arrive(8)
+	bad.Grant()
+	good.Grant()
+	good.Done()
+	bad.Done()
+	var wg sync.WaitGroup
+	var accepted atomic.Int64
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 100; j++ {
+				if bad.Arrive(8) == Accept {
+					accepted.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := accepted.Load(); n != 4 {
+		t.Fatalf("overrunning conn got %d calls accepted, grant 4", n)
+	}
+	for i := 0; i < 4; i++ {
+		if v := good.Arrive(8); v != Accept {
+			t.Fatalf("good conn call %d: %v", i, v)
+		}
+	}
+}
+
+func TestVerdictString(t *testing.T) {
+	for v, s := range map[Verdict]string{Accept: "Accept", Overrun: "Overrun", Disconnect: "Disconnect", 9: "Verdict(9)"} {
+		if v.String() != s {
+			t.Errorf("%d: %q", int(v), v.String())
+		}
+	}
+}
+
+func BenchmarkWindowAcquireRelease(b *testing.B) {
+	w := NewWindow(64)
+	w.Update(64)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if err := w.Acquire(ctx); err != nil {
+			b.Fatal(err)
+		}
+		w.Release()
+	}
+}
+
+func BenchmarkServerArriveGrantDone(b *testing.B) {
+	c := NewServer(Config{}).Open()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		c.Arrive(64)
+		c.Grant()
+		c.Done()
+	}
+}

@@ -1,0 +1,194 @@
+// Package credits implements RPC-over-RDMA version 1 credit management (RFC 8166 §3.3.1,
+// seed draft §3.3): the requester's credit window and the responder's grant policy.
+//
+// A credit is one RPC the requester may have outstanding on a connection: the responder
+// promises a posted receive for it. The requester never has more calls (and RDMA_DONE
+// messages it still owes) in flight than the responder last granted; it starts every
+// connection with one credit (RFC 8166 §3.3.3) and follows the rdma_credit value of each
+// reply, treating a grant of 0 as 1 so it can never deadlock, and capping the window at the
+// number of credits it asked for (Window).
+//
+// The responder grants credits that follow its posted receives: never more than the
+// receives a connection has posted, never 0 to a requester with nothing outstanding, and
+// shared between connections by a configurable Policy (Server, Conn). A requester that
+// sends more calls than it was granted is detected (Conn.Arrive reports Overrun) so the
+// transport can answer those calls with an error, or disconnect a persistent offender,
+// without letting it consume the upper layer's resources or stall other connections.
+//
+// The package knows nothing of the wire format or of verbs; it only counts. Everything is
+// safe for concurrent use, and the steady-state paths do not allocate.
+package credits
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// ErrClosed is returned by Window.Acquire after Close.
+var ErrClosed = errors.New("credits: window closed")
+
+// Window is a requester's credit window for one transport connection. The zero value is
+// not usable; use NewWindow.
+type Window struct {
+	mu      sync.Mutex
+	max     int // cap on the window: the credits the requester asks for
+	granted int // current window size (at least 1)
+	inUse   int // credits held by calls (and owed RDMA_DONEs)
+	closed  bool
+	waiters []chan struct{} // FIFO of blocked Acquire calls
+	free    []chan struct{} // recycled waiter channels
+}
+
+// NewWindow returns a window that starts with one credit and never grows beyond max
+// (values below 1 mean 1). max is also the rdma_credit value the requester should put in
+// its calls (Window.Max).
+func NewWindow(max int) *Window {
+	if max < 1 {
+		max = 1
+	}
+	return &Window{max: max, granted: 1}
+}
+
+// Max returns the cap on the window, the number of credits to request.
+func (w *Window) Max() int { return w.max }
+
+// Granted returns the current window size.
+func (w *Window) Granted() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.granted
+}
+
+// InUse returns the number of credits currently held.
+func (w *Window) InUse() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.inUse
+}
+
+// Acquire waits until a credit is available and takes it, or returns ctx.Err() (or
+// ErrClosed after Close). Waiters are served in arrival order.
+func (w *Window) Acquire(ctx context.Context) error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return ErrClosed
+	}
+	if len(w.waiters) == 0 && w.inUse < w.granted {
+		w.inUse++
+		w.mu.Unlock()
+		return nil
+	}
+	var ch chan struct{}
+	if n := len(w.free); n > 0 {
+		ch = w.free[n-1]
+		w.free = w.free[:n-1]
+	} else {
+		ch = make(chan struct{}, 1)
+	}
+	w.waiters = append(w.waiters, ch)
+	w.mu.Unlock()
+
+	select {
+	case <-ch:
+		// The credit was handed over by wake (inUse already counts it), or Close woke us.
+		w.mu.Lock()
+		closed := w.closed
+		w.free = append(w.free, ch)
+		w.mu.Unlock()
+		if closed {
+			// Close hands no credit over; nothing to give back.
+			return ErrClosed
+		}
+		return nil
+	case <-ctx.Done():
+		w.mu.Lock()
+		removed := false
+		for i, c := range w.waiters {
+			if c == ch {
+				w.waiters = append(w.waiters[:i], w.waiters[i+1:]...)
+				removed = true
+				break
+			}
+		}
+		if !removed && !w.closed {
+			// wake handed us a credit concurrently: give it back.
+			<-ch
+			w.inUse--
+			w.wakeLocked()
+		} else if !removed {
+			<-ch
+		}
+		w.free = append(w.free, ch)
+		w.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// TryAcquire takes a credit if one is available without waiting.
+func (w *Window) TryAcquire() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || len(w.waiters) > 0 || w.inUse >= w.granted {
+		return false
+	}
+	w.inUse++
+	return true
+}
+
+// Release returns a credit taken by Acquire or TryAcquire.
+func (w *Window) Release() {
+	w.mu.Lock()
+	if w.inUse > 0 {
+		w.inUse--
+	}
+	w.wakeLocked()
+	w.mu.Unlock()
+}
+
+// Update applies the rdma_credit value of a received reply: the window becomes grant,
+// with 0 treated as 1 (RFC 8166 §3.3.1 forbids a zero grant to a requester with nothing
+// outstanding; Linux does the same to avoid deadlock) and values above Max capped. A
+// smaller window takes effect as calls complete: credits already held are not revoked.
+func (w *Window) Update(grant uint32) {
+	g := int(min(grant, uint32(w.max)))
+	if g < 1 {
+		g = 1
+	}
+	w.mu.Lock()
+	w.granted = g
+	w.wakeLocked()
+	w.mu.Unlock()
+}
+
+// Reset returns the window to one credit, as on a new connection (RFC 8166 §3.3.3:
+// credits are valid only for the connection that granted them). Credits still held stay
+// held and are returned by Release as usual.
+func (w *Window) Reset() {
+	w.mu.Lock()
+	w.granted = 1
+	w.mu.Unlock()
+}
+
+// Close wakes every waiter with ErrClosed; later Acquire calls fail.
+func (w *Window) Close() {
+	w.mu.Lock()
+	w.closed = true
+	for _, ch := range w.waiters {
+		ch <- struct{}{}
+	}
+	w.waiters = w.waiters[:0]
+	w.mu.Unlock()
+}
+
+// wakeLocked hands free credits to waiters in order.
+func (w *Window) wakeLocked() {
+	for len(w.waiters) > 0 && w.inUse < w.granted && !w.closed {
+		ch := w.waiters[0]
+		copy(w.waiters, w.waiters[1:])
+		w.waiters = w.waiters[:len(w.waiters)-1]
+		w.inUse++
+		ch <- struct{}{}
+	}
+}
