@@ -1,0 +1,422 @@
+package oncrpc
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// TCPOptions configure the TCP transport, client or server side. The zero value is
+// usable.
+type TCPOptions struct {
+	// MaxRecord bounds a received record (default DefaultMaxRecord). A peer that
+	// claims more gets its connection closed.
+	MaxRecord int
+	// MaxFragment bounds the fragments this side sends (default: one fragment per
+	// record, up to MaxFragmentSize).
+	MaxFragment int
+	// ReconnectBackoff is the first delay between reconnection attempts of a dialed
+	// client transport; it doubles up to 1s (default 10ms).
+	ReconnectBackoff time.Duration
+	// Logger receives control-path events. Default: no logging.
+	Logger hclog.Logger
+}
+
+func (o *TCPOptions) withDefaults() TCPOptions {
+	var r TCPOptions
+	if o != nil {
+		r = *o
+	}
+	if r.MaxRecord <= 0 {
+		r.MaxRecord = DefaultMaxRecord
+	}
+	if r.ReconnectBackoff <= 0 {
+		r.ReconnectBackoff = 10 * time.Millisecond
+	}
+	if r.Logger == nil {
+		r.Logger = hclog.NewNullLogger()
+	}
+	return r
+}
+
+const tcpBufferSize = 64 << 10
+
+// aLongTimeAgo is a deadline in the past, to wake a blocked read.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// A TCPTransport is the client side of ONC RPC over TCP: a RoundTripper that sends
+// record-marked calls on one connection and matches replies by XID in a reader
+// goroutine. A transport made by DialTCP reconnects after losing its connection and
+// retransmits every outstanding call (same XID) on the new one; one made by
+// NewTCPTransport fails outstanding and later calls instead.
+type TCPTransport struct {
+	opts    TCPOptions
+	dial    func(ctx context.Context) (net.Conn, error)
+	pending PendingCalls
+
+	wmu  sync.Mutex // guards conn, gen, vecs, nb, broken, reconnecting
+	conn net.Conn
+	gen  uint64
+	vecs recordVecs
+	nb   net.Buffers
+
+	broken       error // set when the connection is lost for good
+	reconnecting bool
+
+	closed   atomic.Bool
+	ctx      context.Context // ends with Close
+	cancel   context.CancelFunc
+	readers  sync.WaitGroup
+	sendErrs atomic.Uint64
+}
+
+// DialTCP connects to addr ("host:port") and returns a transport that redials addr
+// whenever the connection is lost.
+func DialTCP(ctx context.Context, addr string, opts *TCPOptions) (*TCPTransport, error) {
+	var d net.Dialer
+	dial := func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+	c, err := dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("oncrpc: dial tcp %s: %w", addr, err)
+	}
+	t := newTCPTransport(c, opts)
+	t.dial = dial
+	return t, nil
+}
+
+// NewTCPTransport returns a transport over an established connection, which it owns.
+// It does not reconnect.
+func NewTCPTransport(c net.Conn, opts *TCPOptions) *TCPTransport {
+	return newTCPTransport(c, opts)
+}
+
+func newTCPTransport(c net.Conn, opts *TCPOptions) *TCPTransport {
+	t := &TCPTransport{opts: opts.withDefaults()}
+	t.vecs.maxFrag = t.opts.MaxFragment
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	t.conn, t.gen = c, 1
+	t.startReader(c)
+	return t
+}
+
+// Unmatched returns the number of replies dropped because their XID matched no
+// outstanding call (e.g. late replies to calls that timed out).
+func (t *TCPTransport) Unmatched() uint64 { return t.pending.Unmatched() }
+
+// RoundTrip implements RoundTripper.
+func (t *TCPTransport) RoundTrip(ctx context.Context, call *ClientCall, reply *ClientReply) error {
+	if t.closed.Load() {
+		return ErrClosed
+	}
+	p, err := t.pending.Add(call, reply)
+	if err != nil {
+		return err
+	}
+	t.wmu.Lock()
+	if t.broken != nil {
+		err := t.broken
+		t.wmu.Unlock()
+		return t.pending.Fail(p, err)
+	}
+	var lost net.Conn
+	var werr error
+	if t.conn != nil && p.Gen != t.gen {
+		p.Gen = t.gen
+		if werr = t.write(t.conn, &call.Msg); werr != nil {
+			lost = t.conn
+			t.sendErrs.Add(1)
+		}
+	}
+	// With no connection, the reconnection resends the call.
+	t.wmu.Unlock()
+	if lost != nil {
+		t.connLost(lost, werr)
+	}
+	return t.pending.Wait(ctx, p)
+}
+
+// write sends m as one record with one vectored write. t.wmu is held.
+func (t *TCPTransport) write(c net.Conn, m *Message) error {
+	t.vecs.build(m)
+	t.nb = t.vecs.iov
+	_, err := t.nb.WriteTo(c)
+	return err
+}
+
+func (t *TCPTransport) startReader(c net.Conn) {
+	t.readers.Add(1)
+	go func() {
+		defer t.readers.Done()
+		err := t.readLoop(c)
+		t.connLost(c, err)
+	}()
+}
+
+func (t *TCPTransport) readLoop(c net.Conn) error {
+	rr := NewRecordReader(bufio.NewReaderSize(c, tcpBufferSize), t.opts.MaxRecord)
+	var buf []byte
+	for {
+		var err error
+		buf, err = rr.ReadRecord(buf[:0])
+		if err != nil {
+			return err
+		}
+		if len(buf) < 8 || MsgType(binary.BigEndian.Uint32(buf[4:])) != Reply {
+			// Not a reply (too short, or a callback CALL this client does not serve).
+			t.pending.unmatched.Add(1)
+			continue
+		}
+		p := t.pending.Claim(binary.BigEndian.Uint32(buf))
+		if p == nil {
+			continue
+		}
+		p.Reply.Inline = append(p.Reply.Inline[:0], buf...)
+		p.Reply.Placed = p.Reply.Placed[:0]
+		p.Complete(nil)
+		if cap(buf) > 4*tcpBufferSize && len(buf) < tcpBufferSize {
+			buf = nil // drop a buffer grown by one large reply
+		}
+	}
+}
+
+// connLost handles the end of connection c: once per connection, it closes c and
+// either starts reconnecting or fails every outstanding call.
+func (t *TCPTransport) connLost(c net.Conn, cause error) {
+	t.wmu.Lock()
+	if t.conn != c {
+		t.wmu.Unlock()
+		return
+	}
+	t.conn = nil
+	c.Close()
+	if t.closed.Load() {
+		t.wmu.Unlock()
+		return
+	}
+	if t.dial == nil {
+		t.broken = fmt.Errorf("oncrpc: tcp connection to %v lost: %w", c.RemoteAddr(), cause)
+		t.wmu.Unlock()
+		t.pending.FailAll(t.broken)
+		return
+	}
+	t.opts.Logger.Info("tcp connection lost, reconnecting", "remote", c.RemoteAddr().String(), "error", cause)
+	start := !t.reconnecting
+	t.reconnecting = true
+	t.wmu.Unlock()
+	if start {
+		go t.reconnect(c.RemoteAddr())
+	}
+}
+
+// reconnect redials with exponential backoff, then retransmits outstanding calls.
+func (t *TCPTransport) reconnect(remote net.Addr) {
+	delay := t.opts.ReconnectBackoff
+	for {
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		c, err := t.dial(t.ctx)
+		if err != nil {
+			t.opts.Logger.Debug("reconnect failed", "remote", remote.String(), "error", err)
+			delay = min(2*delay, time.Second)
+			continue
+		}
+		t.wmu.Lock()
+		t.reconnecting = false
+		if t.closed.Load() {
+			t.wmu.Unlock()
+			c.Close()
+			return
+		}
+		t.conn = c
+		t.gen++
+		t.startReader(c)
+		var werr error
+		n := 0
+		// Bound the resend so that a peer that does not read cannot hold the table.
+		c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		t.pending.Each(func(p *PendingCall) {
+			if werr == nil {
+				p.Gen = t.gen
+				werr = t.write(c, &p.Call.Msg)
+				n++
+			}
+		})
+		c.SetWriteDeadline(time.Time{})
+		t.wmu.Unlock()
+		t.opts.Logger.Info("tcp reconnected", "remote", c.RemoteAddr().String(), "retransmitted", n)
+		if werr != nil {
+			t.connLost(c, werr)
+		}
+		return
+	}
+}
+
+// Close closes the connection and fails outstanding and later calls with ErrClosed.
+func (t *TCPTransport) Close() error {
+	if t.closed.Swap(true) {
+		return nil
+	}
+	t.cancel()
+	t.wmu.Lock()
+	c := t.conn
+	t.conn = nil
+	t.wmu.Unlock()
+	var err error
+	if c != nil {
+		err = c.Close()
+	}
+	t.readers.Wait()
+	t.pending.FailAll(ErrClosed)
+	return err
+}
+
+// TCPListener accepts ONC RPC connections over TCP for a Server.
+type TCPListener struct {
+	l    *net.TCPListener
+	opts TCPOptions
+}
+
+// ListenTCP listens on addr ("host:port"; port 0 picks one).
+func ListenTCP(addr string, opts *TCPOptions) (*TCPListener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("oncrpc: listen tcp %s: %w", addr, err)
+	}
+	return &TCPListener{l: l.(*net.TCPListener), opts: opts.withDefaults()}, nil
+}
+
+// Accept waits for a connection or for ctx to be done.
+func (l *TCPListener) Accept(ctx context.Context) (ServerConn, error) {
+	stop := context.AfterFunc(ctx, func() { l.l.SetDeadline(aLongTimeAgo) })
+	c, err := l.l.AcceptTCP()
+	if !stop() {
+		l.l.SetDeadline(time.Time{})
+		if c != nil {
+			c.Close()
+		}
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		if errors.Is(err, net.ErrClosed) {
+			return nil, fmt.Errorf("oncrpc: accept: %w (%w)", ErrClosed, err)
+		}
+		return nil, fmt.Errorf("oncrpc: accept: %w", err)
+	}
+	c.SetNoDelay(true)
+	return NewTCPServerConn(c, &l.opts), nil
+}
+
+// Close stops listening.
+func (l *TCPListener) Close() error { return l.l.Close() }
+
+// Addr returns the listening address.
+func (l *TCPListener) Addr() net.Addr { return l.l.Addr() }
+
+// tcpServerConn is the server side of one TCP connection.
+type tcpServerConn struct {
+	c  net.Conn
+	rr *RecordReader
+
+	smu     sync.Mutex // guards watched, stop
+	watched context.Context
+	stop    func() bool
+
+	wmu  sync.Mutex
+	vecs recordVecs
+	nb   net.Buffers
+
+	pool sync.Pool // *tcpCall
+}
+
+type tcpCall struct {
+	ServerCall
+	buf []byte
+}
+
+// NewTCPServerConn returns a ServerConn over an accepted connection, which it owns.
+func NewTCPServerConn(c net.Conn, opts *TCPOptions) ServerConn {
+	o := opts.withDefaults()
+	sc := &tcpServerConn{c: c, rr: NewRecordReader(bufio.NewReaderSize(c, tcpBufferSize), o.MaxRecord)}
+	sc.vecs.maxFrag = o.MaxFragment
+	return sc
+}
+
+// ReadCall reads the next record. Only one goroutine calls it at a time.
+func (sc *tcpServerConn) ReadCall(ctx context.Context) (*ServerCall, error) {
+	sc.smu.Lock()
+	if ctx != sc.watched {
+		if sc.stop != nil {
+			sc.stop()
+		}
+		sc.watched = ctx
+		sc.stop = context.AfterFunc(ctx, func() { sc.c.SetReadDeadline(aLongTimeAgo) })
+	}
+	sc.smu.Unlock()
+	tc, _ := sc.pool.Get().(*tcpCall)
+	if tc == nil {
+		tc = new(tcpCall)
+		tc.Cookie = tc
+	}
+	var err error
+	tc.buf, err = sc.rr.ReadRecord(tc.buf[:0])
+	if err != nil {
+		sc.pool.Put(tc)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	tc.Msg = Message{Inline: tc.buf}
+	return &tc.ServerCall, nil
+}
+
+// WriteReply sends reply as one record and recycles call.
+func (sc *tcpServerConn) WriteReply(call *ServerCall, reply *Message) error {
+	tc, ok := call.Cookie.(*tcpCall)
+	if !ok {
+		return errors.New("oncrpc: WriteReply with a call from another transport")
+	}
+	var err error
+	if reply != nil {
+		sc.wmu.Lock()
+		sc.vecs.build(reply)
+		sc.nb = sc.vecs.iov
+		_, err = sc.nb.WriteTo(sc.c)
+		sc.wmu.Unlock()
+		if err != nil {
+			// A partial record corrupts the stream: end the connection.
+			sc.c.Close()
+			err = fmt.Errorf("oncrpc: writing reply to %v: %w", sc.c.RemoteAddr(), err)
+		}
+	}
+	tc.Msg = Message{}
+	if cap(tc.buf) > maxPooledBuffer {
+		tc.buf = nil
+	}
+	sc.pool.Put(tc)
+	return err
+}
+
+// Close closes the connection.
+func (sc *tcpServerConn) Close() error {
+	sc.smu.Lock()
+	if sc.stop != nil {
+		sc.stop()
+	}
+	sc.smu.Unlock()
+	return sc.c.Close()
+}
+
+// RemoteAddr returns the peer's address.
+func (sc *tcpServerConn) RemoteAddr() net.Addr { return sc.c.RemoteAddr() }
