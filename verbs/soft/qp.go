@@ -107,7 +107,8 @@ type queuePair struct {
 	rtrSend   RTRType // RTR frame the writer sends first (initiator, P2P)
 	peerSpoke bool    // first FPDU received (guarded by mu)
 
-	pendingTerm []byte // Terminate frame the writer sends before closing
+	pendingTerm []byte      // Terminate frame the writer sends before closing
+	failed      atomic.Bool // set with StateError; polled by the writer per FPDU
 	live        atomic.Int32
 	exited      chan struct{}
 	closeOnce   sync.Once
@@ -167,11 +168,11 @@ func (pd *protDomain) CreateQP(cfg verbs.QPConfig) (verbs.QP, error) {
 	return q, nil
 }
 
-func (q *queuePair) Context() any              { return q.userCtx }
-func (q *queuePair) Done() <-chan struct{}     { return q.done }
-func (q *queuePair) State() verbs.QPState      { q.mu.Lock(); defer q.mu.Unlock(); return q.state }
-func (q *queuePair) Err() error                { q.mu.Lock(); defer q.mu.Unlock(); return q.err }
-func (q *queuePair) String() string            { return fmt.Sprintf("soft QP %p", q) }
+func (q *queuePair) Context() any          { return q.userCtx }
+func (q *queuePair) Done() <-chan struct{} { return q.done }
+func (q *queuePair) State() verbs.QPState  { q.mu.Lock(); defer q.mu.Unlock(); return q.state }
+func (q *queuePair) Err() error            { q.mu.Lock(); defer q.mu.Unlock(); return q.err }
+func (q *queuePair) String() string        { return fmt.Sprintf("soft QP %p", q) }
 
 // resolveSGL validates sgl against the QP's PD and appends the resolved
 // entries to dst. need is the access local processing needs.
@@ -336,6 +337,7 @@ func (q *queuePair) failLocked(cause error, term []byte) {
 		return
 	}
 	q.state = verbs.StateError
+	q.failed.Store(true)
 	qerr := &verbs.QPError{Cause: cause}
 	q.err = qerr
 	q.pendingTerm = term

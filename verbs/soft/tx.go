@@ -45,6 +45,9 @@ func (q *queuePair) sendMessage(h *iwarp.Header, sgl []lsge, total int) error {
 	baseTO := h.TO
 	si, so := 0, 0 // SGE index and offset within it
 	for off := 0; ; {
+		if q.failed.Load() {
+			return nil // the writer loop sees the error state next
+		}
 		n := min(maxPay, total-off)
 		h.Last = off+n == total
 		if tagged {

@@ -1,0 +1,457 @@
+package soft
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
+)
+
+// rawPeer is a hand-driven iWARP peer: a plain TCP connection that speaks
+// MPA and then sends frames built with package iwarp.
+type rawPeer struct {
+	t    testing.TB
+	c    net.Conn
+	crc  bool
+	rbuf []byte
+	msn  [3]uint32
+}
+
+// rawDial connects a raw initiator to addr with the given MPA request and
+// returns it with the decoded reply.
+func rawDial(t testing.TB, addr string, req iwarp.MPAFrame) (*rawPeer, iwarp.MPAFrame) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	b, err := req.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	var buf [iwarp.MaxMPAFrameLen]byte
+	rep, err := iwarp.ReadMPAFrame(c, buf[:], iwarp.MPAReply)
+	if err != nil {
+		t.Fatalf("raw peer: reading MPA Reply: %v", err)
+	}
+	rep.PrivateData = append([]byte(nil), rep.PrivateData...)
+	return &rawPeer{t: t, c: c, crc: rep.CRC(), msn: [3]uint32{1, 1, 1}}, rep
+}
+
+func enhancedRequest(crc bool, ird, ord uint16, pd []byte) iwarp.MPAFrame {
+	f := iwarp.MPAFrame{Kind: iwarp.MPARequest, Revision: 2, Flags: iwarp.FlagEnhanced, IRD: ird, ORD: ord, PrivateData: pd}
+	if crc {
+		f.Flags |= iwarp.FlagCRC
+	}
+	return f
+}
+
+// send writes one FPDU.
+func (p *rawPeer) send(h iwarp.Header, payload []byte) {
+	p.t.Helper()
+	b, err := iwarp.AppendFPDU(nil, &h, payload, p.crc)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.write(b)
+}
+
+func (p *rawPeer) write(b []byte) {
+	p.t.Helper()
+	if _, err := p.c.Write(b); err != nil {
+		p.t.Fatalf("raw peer write: %v", err)
+	}
+}
+
+// next reads the next FPDU (nil at EOF).
+func (p *rawPeer) next() *iwarp.FPDU {
+	p.t.Helper()
+	for {
+		var f iwarp.FPDU
+		n, err := iwarp.DecodeFPDU(p.rbuf, &f, p.crc)
+		if err == nil {
+			f.Payload = append([]byte(nil), f.Payload...)
+			p.rbuf = p.rbuf[n:]
+			return &f
+		}
+		if !errors.Is(err, iwarp.ErrIncomplete) {
+			p.t.Fatalf("raw peer: decoding FPDU: %v", err)
+		}
+		var tmp [65536]byte
+		k, err := p.c.Read(tmp[:])
+		p.rbuf = append(p.rbuf, tmp[:k]...)
+		if err != nil {
+			if err == io.EOF && k == 0 {
+				return nil
+			}
+			if k == 0 {
+				p.t.Fatalf("raw peer read: %v", err)
+			}
+		}
+	}
+}
+
+// expectTerminate reads FPDUs until a Terminate and checks its code.
+func (p *rawPeer) expectTerminate(want iwarp.TermCode) iwarp.Terminate {
+	p.t.Helper()
+	for {
+		f := p.next()
+		if f == nil {
+			p.t.Fatalf("connection closed without a Terminate (want %v)", want)
+		}
+		if f.Header.Opcode != iwarp.OpTerminate {
+			continue
+		}
+		var t iwarp.Terminate
+		if err := t.Decode(f.Payload); err != nil {
+			p.t.Fatalf("decoding Terminate: %v", err)
+		}
+		if t.Code != want {
+			p.t.Fatalf("Terminate %v, want %v", t.Code, want)
+		}
+		if t.Order != iwarp.TermOrderRFC {
+			p.t.Errorf("Terminate sent in %v order, want RFC", t.Order)
+		}
+		if f.Header.QN != iwarp.QNTerminate || f.Header.MSN != 1 || !f.Header.Last {
+			p.t.Errorf("Terminate header %+v", f.Header)
+		}
+		// After the Terminate the provider closes the stream.
+		if g := p.next(); g != nil {
+			p.t.Errorf("FPDU %v after Terminate", g.Header.Opcode)
+		}
+		return t
+	}
+}
+
+func (p *rawPeer) sendMsg(op iwarp.Opcode, payload []byte, inv uint32) {
+	qn := op.QN()
+	p.send(iwarp.Header{Opcode: op, Last: true, QN: qn, MSN: p.msn[qn], InvalidateSTag: inv}, payload)
+	p.msn[qn]++
+}
+
+func (p *rawPeer) readRequest(rr iwarp.ReadRequest) {
+	p.sendMsg(iwarp.OpReadRequest, rr.Append(nil), 0)
+}
+
+// serverUnderTest is a provider endpoint accepting one raw peer.
+type serverUnderTest struct {
+	*endpoint
+	ln  verbs.Listener
+	buf []byte
+	mr  verbs.MR // 4 KiB, all remote rights
+	ro  verbs.MR // 4 KiB, RemoteRead only
+}
+
+func newServerUnderTest(t *testing.T, cfg Config) *serverUnderTest {
+	t.Helper()
+	dev := New(cfg)
+	ln, err := dev.Listen(context.Background(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &serverUnderTest{endpoint: newEndpoint(t, dev, 8), ln: ln}
+	s.buf = make([]byte, 4096)
+	s.mr = s.reg(t, s.buf, verbs.AccessLocalWrite|verbs.AccessRemoteRead|verbs.AccessRemoteWrite)
+	s.ro = s.reg(t, make([]byte, 4096), verbs.AccessRemoteRead)
+	t.Cleanup(func() { s.qp.Close(); s.cq.Close(); ln.Close() })
+	return s
+}
+
+// accept accepts the next connection request in the background.
+func (s *serverUnderTest) accept(t *testing.T, p verbs.ConnParams) <-chan error {
+	ch := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		cr, err := s.ln.Accept(ctx)
+		if err != nil {
+			ch <- err
+			return
+		}
+		_, err = cr.Accept(ctx, s.qp, p)
+		ch <- err
+	}()
+	return ch
+}
+
+// connectRaw connects a raw initiator to s and returns it.
+func (s *serverUnderTest) connectRaw(t *testing.T, crc bool, p verbs.ConnParams) *rawPeer {
+	t.Helper()
+	ch := s.accept(t, p)
+	ord := uint16(8)
+	if p.IRD > 0 {
+		ord = uint16(p.IRD) // else our relaxed negotiation raises IRD to it
+	}
+	peer, _ := rawDial(t, s.ln.Addr().String(), enhancedRequest(crc, 8, ord, nil))
+	if err := <-ch; err != nil {
+		t.Fatalf("Accept: %v", err)
+	}
+	return peer
+}
+
+// checkQPFailed checks the QP is in the error state because of a Terminate
+// with code, and that outstanding receives were flushed.
+func (s *serverUnderTest) checkQPFailed(t *testing.T, code iwarp.TermCode, received bool) {
+	t.Helper()
+	select {
+	case <-s.qp.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("QP did not enter the error state")
+	}
+	if st := s.qp.State(); st != verbs.StateError {
+		t.Fatalf("QP state %v, want Error", st)
+	}
+	var te *verbs.TerminateError
+	if !errors.As(s.qp.Err(), &te) {
+		t.Fatalf("QP error %v is not a TerminateError", s.qp.Err())
+	}
+	if te.Received != received || te.Layer != uint8(code.Layer()) || te.EType != code.EType() || te.ECode != code.ECode() {
+		t.Fatalf("QP error %+v, want code %v received=%v", te, code, received)
+	}
+	if !errors.Is(s.qp.Err(), verbs.ErrFlushed) {
+		t.Errorf("QP error does not wrap ErrFlushed")
+	}
+}
+
+func TestTerminatePaths(t *testing.T) {
+	type tc struct {
+		name   string
+		crc    bool
+		recvs  int // receives posted before the bad frame (16 bytes each)
+		ird    int
+		bad    func(s *serverUnderTest, p *rawPeer)
+		code   iwarp.TermCode
+		recvSt verbs.Status // status of the first posted receive
+	}
+	cases := []tc{
+		{name: "WriteInvalidSTag", bad: func(s *serverUnderTest, p *rawPeer) {
+			p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: s.mr.RKey() ^ 0xff00, TO: s.mr.Addr()}, []byte("data"))
+		}, code: iwarp.TermDDPTaggedInvalidSTag},
+		{name: "WriteStaleKey", bad: func(s *serverUnderTest, p *rawPeer) {
+			old := s.mr.RKey()
+			if err := s.mr.Reregister(verbs.AccessRemoteWrite | verbs.AccessLocalWrite); err != nil {
+				t.Fatal(err)
+			}
+			if s.mr.RKey() == old || s.mr.RKey()>>8 != old>>8 {
+				t.Errorf("Reregister: STag %#x -> %#x, want same index, new key", old, s.mr.RKey())
+			}
+			p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: old, TO: s.mr.Addr()}, []byte("data"))
+		}, code: iwarp.TermDDPTaggedInvalidSTag},
+		{name: "WriteInvalidated", bad: func(s *serverUnderTest, p *rawPeer) {
+			if err := s.mr.Invalidate(); err != nil {
+				t.Fatal(err)
+			}
+			p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: s.mr.RKey(), TO: s.mr.Addr()}, []byte("data"))
+		}, code: iwarp.TermDDPTaggedInvalidSTag},
+		{name: "WriteBounds", bad: func(s *serverUnderTest, p *rawPeer) {
+			p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: s.mr.RKey(), TO: s.mr.Addr() + 4094}, []byte("data"))
+		}, code: iwarp.TermDDPTaggedBaseBounds},
+		{name: "WriteBelowBase", bad: func(s *serverUnderTest, p *rawPeer) {
+			p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: s.mr.RKey(), TO: s.mr.Addr() - 1}, []byte("data"))
+		}, code: iwarp.TermDDPTaggedBaseBounds},
+		{name: "WriteAccessRights", bad: func(s *serverUnderTest, p *rawPeer) {
+			p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: s.ro.RKey(), TO: s.ro.Addr()}, []byte("data"))
+		}, code: iwarp.TermRDMAPAccessRights},
+		{name: "ReadInvalidSTag", bad: func(s *serverUnderTest, p *rawPeer) {
+			p.readRequest(iwarp.ReadRequest{SinkSTag: 0x100, Size: 4, SrcSTag: 0x7777700, SrcTO: 0})
+		}, code: iwarp.TermRDMAPInvalidSTag},
+		{name: "ReadBounds", bad: func(s *serverUnderTest, p *rawPeer) {
+			p.readRequest(iwarp.ReadRequest{SinkSTag: 0x100, Size: 4097, SrcSTag: s.mr.RKey(), SrcTO: s.mr.Addr()})
+		}, code: iwarp.TermRDMAPBaseBounds},
+		{name: "ReadAccessRights", bad: func(s *serverUnderTest, p *rawPeer) {
+			p.readRequest(iwarp.ReadRequest{SinkSTag: 0x100, Size: 4, SrcSTag: s.ro.RKey() /* has RemoteRead */, SrcTO: s.ro.Addr()})
+			p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: s.ro.RKey(), TO: s.ro.Addr()}, []byte("x"))
+		}, code: iwarp.TermRDMAPAccessRights},
+		{name: "ReadWithPayload", bad: func(s *serverUnderTest, p *rawPeer) {
+			rr := iwarp.ReadRequest{SinkSTag: 0x100, Size: 4, SrcSTag: s.mr.RKey(), SrcTO: s.mr.Addr()}
+			p.send(iwarp.Header{Opcode: iwarp.OpReadRequest, Last: true, QN: 1, MSN: 1}, append(rr.Append(nil), 1, 2, 3, 4))
+		}, code: iwarp.TermRDMAPCatastrophicStream},
+		{name: "ReadMSN", bad: func(s *serverUnderTest, p *rawPeer) {
+			rr := iwarp.ReadRequest{SinkSTag: 0x100, Size: 4, SrcSTag: s.mr.RKey(), SrcTO: s.mr.Addr()}
+			p.send(iwarp.Header{Opcode: iwarp.OpReadRequest, Last: true, QN: 1, MSN: 5}, rr.Append(nil))
+		}, code: iwarp.TermDDPUntaggedMSNRange},
+		{name: "IRDExceeded", ird: 1, bad: func(s *serverUnderTest, p *rawPeer) {
+			// Three reads against IRD 1, sent in one write, and not read
+			// by us: the first response cannot drain before the others
+			// arrive.
+			big := s.reg(t, make([]byte, 32<<20), verbs.AccessRemoteRead)
+			var b []byte
+			for i := uint32(1); i <= 3; i++ {
+				rr := iwarp.ReadRequest{SinkSTag: 0x100, Size: 32 << 20, SrcSTag: big.RKey(), SrcTO: big.Addr()}
+				h := iwarp.Header{Opcode: iwarp.OpReadRequest, Last: true, QN: 1, MSN: i}
+				b, _ = iwarp.AppendFPDU(b, &h, rr.Append(nil), p.crc)
+			}
+			p.write(b)
+		}, code: iwarp.TermRDMAPCatastrophicStream},
+		{name: "NoReceive", bad: func(s *serverUnderTest, p *rawPeer) {
+			p.sendMsg(iwarp.OpSend, []byte("hello"), 0)
+		}, code: iwarp.TermDDPUntaggedMSNNoBuffer},
+		{name: "ReceiveTooSmall", recvs: 2, bad: func(s *serverUnderTest, p *rawPeer) {
+			p.sendMsg(iwarp.OpSend, make([]byte, 17), 0)
+		}, code: iwarp.TermDDPUntaggedMessageTooLong, recvSt: verbs.StatusLocalLength},
+		{name: "InvalidQN", recvs: 1, bad: func(s *serverUnderTest, p *rawPeer) {
+			h := iwarp.Header{Opcode: iwarp.OpSend, Last: true, MSN: 1}
+			b, _ := iwarp.AppendFPDU(nil, &h, []byte("x"), p.crc)
+			b[11] = 5 // QN field, offset 8..11
+			if p.crc {
+				t.Skip()
+			}
+			p.write(b)
+		}, code: iwarp.TermDDPUntaggedInvalidQN, recvSt: verbs.StatusFlushed},
+		{name: "SendMSN", recvs: 1, bad: func(s *serverUnderTest, p *rawPeer) {
+			p.send(iwarp.Header{Opcode: iwarp.OpSend, Last: true, QN: 0, MSN: 2}, []byte("x"))
+		}, code: iwarp.TermDDPUntaggedMSNRange, recvSt: verbs.StatusFlushed},
+		{name: "SendMO", recvs: 1, bad: func(s *serverUnderTest, p *rawPeer) {
+			p.send(iwarp.Header{Opcode: iwarp.OpSend, Last: true, QN: 0, MSN: 1, MO: 4}, []byte("x"))
+		}, code: iwarp.TermDDPUntaggedInvalidMO, recvSt: verbs.StatusFlushed},
+		{name: "SendMOGap", recvs: 1, bad: func(s *serverUnderTest, p *rawPeer) {
+			p.send(iwarp.Header{Opcode: iwarp.OpSend, Last: false, QN: 0, MSN: 1, MO: 0}, []byte("abcd"))
+			p.send(iwarp.Header{Opcode: iwarp.OpSend, Last: true, QN: 0, MSN: 1, MO: 8}, []byte("x"))
+		}, code: iwarp.TermDDPUntaggedInvalidMO, recvSt: verbs.StatusFlushed},
+		{name: "CRC", crc: true, recvs: 1, bad: func(s *serverUnderTest, p *rawPeer) {
+			h := iwarp.Header{Opcode: iwarp.OpSend, Last: true, MSN: 1}
+			b, _ := iwarp.AppendFPDU(nil, &h, []byte("abc"), true)
+			b[len(b)-1] ^= 0x55
+			p.write(b)
+		}, code: iwarp.TermLLPCRCError, recvSt: verbs.StatusFlushed},
+		{name: "SendInvalidateBadSTag", recvs: 1, bad: func(s *serverUnderTest, p *rawPeer) {
+			p.sendMsg(iwarp.OpSendInvalidate, []byte("x"), 0x12345600)
+		}, code: iwarp.TermRDMAPOpCannotInvalidate, recvSt: verbs.StatusRemoteInvalidate},
+		{name: "UnknownOpcode", recvs: 1, bad: func(s *serverUnderTest, p *rawPeer) {
+			p.write([]byte{0, 18, 0x41, 0x48, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0})
+		}, code: iwarp.TermRDMAPUnexpectedOpcode, recvSt: verbs.StatusFlushed},
+		{name: "DDPVersion", recvs: 1, bad: func(s *serverUnderTest, p *rawPeer) {
+			p.write([]byte{0, 18, 0x42, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0})
+		}, code: iwarp.TermDDPUntaggedInvalidVersion, recvSt: verbs.StatusFlushed},
+		{name: "UnexpectedReadResponse", bad: func(s *serverUnderTest, p *rawPeer) {
+			p.send(iwarp.Header{Opcode: iwarp.OpReadResponse, Last: true, STag: s.mr.RKey(), TO: s.mr.Addr()}, []byte("x"))
+		}, code: iwarp.TermRDMAPCatastrophicStream},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			checkGoroutines(t)
+			s := newServerUnderTest(t, Config{})
+			var rbuf []byte
+			if c.recvs > 0 {
+				rbuf = make([]byte, 16*c.recvs)
+				rmr := s.reg(t, rbuf, verbs.AccessLocalWrite)
+				for i := 0; i < c.recvs; i++ {
+					if err := s.qp.PostRecv(&verbs.RecvWR{ID: uint64(i + 1), SGL: []verbs.SGE{{MR: rmr, Offset: 16 * i, Length: 16}}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			p := s.connectRaw(t, c.crc, verbs.ConnParams{IRD: c.ird})
+			c.bad(s, p)
+			p.expectTerminate(c.code)
+			s.checkQPFailed(t, c.code, false)
+			for i := 0; i < c.recvs; i++ {
+				want := verbs.StatusFlushed
+				if i == 0 && c.recvSt != 0 {
+					want = c.recvSt
+				}
+				wc := s.expect(t, uint64(i+1), verbs.OpcodeRecv, want)
+				if wc.Err == nil {
+					t.Errorf("receive %d completed with %v but no Err", i+1, wc.Status)
+				}
+			}
+			// Posting after the error flushes at once.
+			if err := s.qp.PostRecv(&verbs.RecvWR{ID: 99}); err != nil {
+				t.Fatal(err)
+			}
+			s.expect(t, 99, verbs.OpcodeRecv, verbs.StatusFlushed)
+		})
+	}
+}
+
+// TestReceivedTerminate: a Terminate from the peer puts the QP in error,
+// reports the peer's code, and flushes.
+func TestReceivedTerminate(t *testing.T) {
+	for _, siwOrder := range []bool{false, true} {
+		checkGoroutines(t)
+		s := newServerUnderTest(t, Config{})
+		rmr := s.reg(t, make([]byte, 16), verbs.AccessLocalWrite)
+		if err := s.qp.PostRecv(&verbs.RecvWR{ID: 1, SGL: []verbs.SGE{{MR: rmr, Length: 16}}}); err != nil {
+			t.Fatal(err)
+		}
+		p := s.connectRaw(t, false, verbs.ConnParams{})
+		term := iwarp.NewTerminate(iwarp.TermDDPTaggedBaseBounds, nil)
+		b, err := iwarp.AppendTerminateFPDU(nil, &term, 1, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if siwOrder {
+			b[iwarp.UntaggedHeaderLen] = 0x11 // siw x86: etype<<4 | layer
+		}
+		p.write(b)
+		s.checkQPFailed(t, iwarp.TermDDPTaggedBaseBounds, true)
+		wc := s.expect(t, 1, verbs.OpcodeRecv, verbs.StatusFlushed)
+		var te *verbs.TerminateError
+		if !errors.As(wc.Err, &te) || !te.Received {
+			t.Fatalf("flushed completion Err = %v, want the received Terminate", wc.Err)
+		}
+		if f := p.next(); f != nil {
+			t.Fatalf("provider answered a Terminate with %v", f.Header.Opcode)
+		}
+	}
+}
+
+// TestSiwMPARequest feeds the exact MPA Request Linux xprtrdma over siw
+// sends (lab sample) and checks the reply is what Linux svcrdma would send,
+// given our IRD default.
+func TestSiwMPARequest(t *testing.T) {
+	checkGoroutines(t)
+	s := newServerUnderTest(t, Config{})
+	req := []byte("MPA ID Req Frame")
+	req = append(req, 0x10, 0x02, 0x00, 0x0c, 0x00, 0x80, 0x00, 0x00, 0xf6, 0xab, 0x0e, 0x18, 0x01, 0x01, 0x03, 0x03)
+	ch := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		cr, err := s.ln.Accept(ctx)
+		if err != nil {
+			ch <- err
+			return
+		}
+		if cr.IRD() != 128 || cr.ORD() != 0 || !bytes.Equal(cr.PrivateData(), []byte{0xf6, 0xab, 0x0e, 0x18, 1, 1, 3, 3}) {
+			t.Errorf("request: IRD %d ORD %d pd % x", cr.IRD(), cr.ORD(), cr.PrivateData())
+		}
+		_, err = cr.Accept(ctx, s.qp, verbs.ConnParams{IRD: 1, ORD: 128, PrivateData: []byte{0xf6, 0xab, 0x0e, 0x18, 1, 0, 3, 3}})
+		ch <- err
+	}()
+	c, err := net.Dial("tcp", s.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write(req)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got := make([]byte, 32)
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ch; err != nil {
+		t.Fatal(err)
+	}
+	want := []byte("MPA ID Rep Frame")
+	want = append(want, 0x10, 0x02, 0x00, 0x0c, 0x00, 0x01, 0x00, 0x80, 0xf6, 0xab, 0x0e, 0x18, 0x01, 0x00, 0x03, 0x03)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("reply\n% x\nwant\n% x", got, want)
+	}
+	// Nothing follows the reply until the initiator sends its first FPDU.
+	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if n, err := c.Read(got); n != 0 || err == nil {
+		t.Fatalf("responder sent %d bytes after its reply", n)
+	}
+}
