@@ -209,6 +209,7 @@ var (
 	ErrCRC                = errors.New("iwarp: MPA CRC mismatch")
 	ErrPayloadTooLarge    = errors.New("iwarp: payload does not fit in one FPDU")
 	ErrTerminateShort     = errors.New("iwarp: Terminate message truncated")
+	ErrTermCode           = errors.New("iwarp: Terminate code not assigned by the RFCs")
 )
 
 // ProtocolError is a protocol violation found while decoding bytes received

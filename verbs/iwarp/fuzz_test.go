@@ -149,6 +149,12 @@ func checkTerminateRoundTrip(t *testing.T, body []byte) {
 	_ = term.RDMAPHeader()
 	_, _ = term.DDPSegmentLength()
 	out, err := term.Append(nil)
+	if !term.Code.Known() {
+		if !errors.Is(err, ErrTermCode) {
+			t.Fatalf("unassigned code %v encoded: %v", term.Code, err)
+		}
+		return
+	}
 	if err != nil {
 		t.Fatalf("re-encode %+v: %v", term, err)
 	}

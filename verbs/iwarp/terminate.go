@@ -80,9 +80,15 @@ type Terminate struct {
 // Len returns the body length on the wire.
 func (t *Terminate) Len() int { return terminateControlLen + len(t.Headers) }
 
-// Append appends the body in RFC order. If HasDDPHeader is set, Headers must
-// start with a 2-byte length and a complete DDP header.
+// Append appends the body in RFC order. Code must be one the RFCs assign
+// (TermCode.Known): a peer could not interpret anything else, and an
+// unassigned code could read as a different, valid code in siw's layout.
+// If HasDDPHeader is set, Headers must start with a 2-byte length and a
+// complete DDP header.
 func (t *Terminate) Append(dst []byte) ([]byte, error) {
+	if !t.Code.Known() {
+		return dst, fmt.Errorf("iwarp: encode Terminate: %w: %v", ErrTermCode, t.Code)
+	}
 	if t.HasDDPHeader {
 		if _, err := termDDPPart(t.Headers); err != nil {
 			return dst, fmt.Errorf("iwarp: encode Terminate: %w", err)

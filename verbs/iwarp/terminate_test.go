@@ -122,6 +122,12 @@ func TestTerminateRFCOrder(t *testing.T) {
 				t.Fatalf("got %+v (code %v)", term, term.Code)
 			}
 			out, err := term.Append(nil)
+			if !term.Code.Known() {
+				if !errors.Is(err, ErrTermCode) {
+					t.Fatalf("unassigned code encoded: %v", err)
+				}
+				return
+			}
 			if err != nil || !bytes.Equal(out, b) {
 				t.Fatalf("re-encode %x, want %x (%v)", out, b, err)
 			}
