@@ -1,0 +1,33 @@
+// Package rpcbind is a client for rpcbind (RFC 1833): versions 3 and 4 (SET, UNSET,
+// GETADDR, DUMP, GETTIME) and version 2, portmap (SET, UNSET, GETPORT, DUMP), which
+// Linux mount still uses. It registers RPC services under the netids of RFC 5665 and
+// the RPC-over-RDMA netids "rdma" and "rdma6" (seed draft §10, §12), with universal
+// addresses (RFC 5665 §5.2.3) that ParseUniversalAddr and FormatUniversalAddr convert.
+//
+// A Client talks to the local rpcbind over TCP at 127.0.0.1:111 through an
+// oncrpc.Client over the oncrpc TCP transport (DialClient), or over any
+// oncrpc.RoundTripper (NewClient). Register, Unregister and Lookup are the helpers a
+// service and its clients need:
+//
+//	c, err := rpcbind.DialClient(ctx, "", nil)
+//	err = c.Register(ctx, 100400, 1, rpcbind.NetIDRDMA, netip.MustParseAddrPort("192.0.2.1:20049"), "superuser")
+//	ap, err := c.Lookup(ctx, 100400, 1, rpcbind.NetIDRDMA)
+//	err = c.Unregister(ctx, 100400, 1, rpcbind.NetIDRDMA)
+//
+// # Behaviour of Linux rpcbind
+//
+// The tests run against Debian's rpcbind (libtirpc). Facts they pin down:
+//   - SET and UNSET are accepted over TCP from 127.0.0.1; the owner recorded for
+//     such a registration is "unknown" whatever r_owner says (rpcbind trusts only
+//     the credentials of its AF_LOCAL socket).
+//   - GETADDR looks a program up under the netid of the connection the request came
+//     in on, not under r_netid, so it never returns an "rdma" or "rdma6"
+//     registration. Lookup therefore uses DUMP.
+//   - rpcbind does not check that a netid exists in /etc/netconfig: "rdma" and
+//     "rdma6" mappings are stored and dumped like any other.
+//
+// Decoders enforce limits (MaxNetIDLen, MaxAddrLen, MaxOwnerLen, MaxDumpEntries) and
+// report malformed input as a *FieldError naming the RFC 1833 field; universal address
+// errors are *UniversalAddrError. This package has no dependencies beyond the module's
+// xdr and oncrpc packages.
+package rpcbind
