@@ -1,0 +1,239 @@
+// Package nfsbind states the NFS version 3 Upper-Layer Binding for RPC-over-RDMA
+// (RFC 8267 §4, which replaced RFC 5667 §4) as data a transport and its tests can use
+// without knowing NFS: which argument and which result of each procedure is
+// DDP-eligible and therefore may move in a read chunk or a write chunk, which replies
+// can outgrow the inline threshold and need a reply chunk, and an upper bound on every
+// reply's size computed from the call's arguments.
+//
+// The codec in package nfs3 marks the data items this binding moves by chunk with
+// xdr.Encoder.Payload (WRITE3args.data, READ3resok.data), which is how the binding
+// reaches the transport: an RDMA transport turns the call's payload into a read chunk
+// and a reply's payload into the client's write chunk, and a TCP transport writes both
+// inline. Subpackages: nfs3 (the XDR), nfsserver (a server exporting a directory).
+//
+// # Linux behaviour this binding follows
+//
+// RFC 8267 names four DDP-eligible items: WRITE data and SYMLINK pathname in calls, READ
+// data and READLINK pathname in replies. The Linux client (xprtrdma) uses a read chunk
+// only for WRITE and SYMLINK calls that exceed the inline threshold, a write chunk only
+// for READ, and a reply chunk for READLINK, READDIR and READDIRPLUS; the Linux server
+// RDMA-Writes exactly the unpadded READ payload. This package's codec follows the same
+// choice: SYMLINK and READLINK pathnames (at most 1024 bytes) stay in the XDR stream
+// (inline, or inside a long call or reply chunk).
+//
+// # The Linux write-chunk pad segment
+//
+// When the READ count is not a multiple of 4, the Linux client appends a fifth 4-byte
+// segment to its write chunk (pointing at a per-connection pad buffer) so that a server
+// that writes the XDR round-up has somewhere to put it. A server following RFC 8166
+// §3.4.6 (and Linux svcrdma) writes only the unpadded data and reports that extra
+// segment with length 0; a client must not expect the pad bytes inline after the
+// placed data. Segment handling belongs to the transport (package chunks); PadSegment
+// says when the extra segment appears.
+package nfsbind
+
+import (
+	"fmt"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// Chunk names how an RPC-over-RDMA transport may convey part of a message.
+type Chunk int
+
+// Chunk kinds (RFC 8166 §3.4).
+const (
+	// Inline: in the Send, or as part of a long message when the whole message is
+	// too big (a position-zero read chunk for a call, a reply chunk for a reply).
+	Inline Chunk = iota
+	// ReadChunk: a DDP-eligible argument the responder RDMA-Reads from the requester.
+	ReadChunk
+	// WriteChunk: a DDP-eligible result the responder RDMA-Writes into the requester.
+	WriteChunk
+	// ReplyChunk: the whole reply may exceed the inline threshold; the requester
+	// provides a reply chunk sized by MaxReply.
+	ReplyChunk
+)
+
+func (c Chunk) String() string {
+	switch c {
+	case Inline:
+		return "inline"
+	case ReadChunk:
+		return "read chunk"
+	case WriteChunk:
+		return "write chunk"
+	case ReplyChunk:
+		return "reply chunk"
+	}
+	return fmt.Sprintf("Chunk(%d)", int(c))
+}
+
+// Rule is the binding of one NFSv3 procedure.
+type Rule struct {
+	Proc nfs3.Proc
+	// Call is ReadChunk when the call's DDP-eligible item (CallItem) may be moved by
+	// a read chunk, else Inline.
+	Call     Chunk
+	CallItem string
+	// Reply is WriteChunk when the reply's DDP-eligible item (ReplyItem) may be
+	// placed in a write chunk, ReplyChunk when the reply may exceed the inline
+	// threshold and should be given a reply chunk, else Inline.
+	Reply     Chunk
+	ReplyItem string
+	// RFCEligible lists the procedure's items RFC 8267 makes DDP-eligible, including
+	// those this implementation (like Linux) keeps in the XDR stream.
+	RFCEligible []string
+}
+
+var rules = func() [nfs3.NumProcs]Rule {
+	var r [nfs3.NumProcs]Rule
+	for p := range r {
+		r[p] = Rule{Proc: nfs3.Proc(p)}
+	}
+	r[nfs3.ProcWrite].Call, r[nfs3.ProcWrite].CallItem = ReadChunk, "WRITE3args.data"
+	r[nfs3.ProcWrite].RFCEligible = []string{"WRITE3args.data"}
+	r[nfs3.ProcRead].Reply, r[nfs3.ProcRead].ReplyItem = WriteChunk, "READ3resok.data"
+	r[nfs3.ProcRead].RFCEligible = []string{"READ3resok.data"}
+	r[nfs3.ProcSymlink].RFCEligible = []string{"SYMLINK3args.symlink.symlink_data"}
+	r[nfs3.ProcReadlink].Reply = ReplyChunk
+	r[nfs3.ProcReadlink].RFCEligible = []string{"READLINK3resok.data"}
+	r[nfs3.ProcReaddir].Reply = ReplyChunk
+	r[nfs3.ProcReaddirplus].Reply = ReplyChunk
+	return r
+}()
+
+// RuleFor returns the binding of procedure p; ok is false if p is not an NFSv3
+// procedure.
+func RuleFor(p nfs3.Proc) (r Rule, ok bool) {
+	if p >= nfs3.NumProcs {
+		return Rule{Proc: p}, false
+	}
+	return rules[p], true
+}
+
+// Rules returns the binding of every NFSv3 procedure, in procedure order.
+func Rules() []Rule {
+	out := make([]Rule, nfs3.NumProcs)
+	copy(out, rules[:])
+	return out
+}
+
+// ReplyHeaderSize is the size of an accepted ONC RPC reply header with an empty
+// verifier (AUTH_NONE, as servers send for AUTH_NONE and AUTH_SYS calls): xid,
+// msg_type, reply_stat, verifier flavor and length, accept_stat.
+const ReplyHeaderSize = 6 * 4
+
+// Sizes of fixed parts of results, with every optional attribute present and file
+// handles at their maximum length.
+const (
+	postOpAttrMax = 4 + nfs3.FattrSize
+	wccDataMax    = 4 + 24 + postOpAttrMax
+	fhMax         = 4 + nfs3.FHSize
+	postOpFHMax   = 4 + fhMax
+	createResMax  = 4 + postOpFHMax + postOpAttrMax + wccDataMax
+	// ReadResInline is the size of a READ3resok without its data: status,
+	// post_op_attr, count, eof and the data's length word.
+	ReadResInline = 4 + postOpAttrMax + 4 + 4 + 4
+)
+
+// ErrArgsType means MaxResults was given arguments of the wrong type for the
+// procedure.
+var ErrArgsType = fmt.Errorf("nfsbind: argument type does not match procedure")
+
+// MaxResults returns an upper bound on the encoded size of procedure p's results (the
+// XDR after the RPC reply header), computed from its arguments. Only READ, READDIR and
+// READDIRPLUS depend on them (READ's count, READDIR's count, READDIRPLUS's maxcount);
+// for the others args may be nil. A server never returns more than the client's count
+// limits allow (RFC 1813 §3.3.6, §3.3.16, §3.3.17), so the bound is safe for a
+// conforming server.
+func MaxResults(p nfs3.Proc, args nfs3.Message) (int, error) {
+	switch p {
+	case nfs3.ProcNull:
+		return 0, nil
+	case nfs3.ProcGetattr:
+		return 4 + nfs3.FattrSize, nil
+	case nfs3.ProcSetattr, nfs3.ProcRemove, nfs3.ProcRmdir:
+		return 4 + wccDataMax, nil
+	case nfs3.ProcLookup:
+		return 4 + fhMax + 2*postOpAttrMax, nil
+	case nfs3.ProcAccess:
+		return 4 + postOpAttrMax + 4, nil
+	case nfs3.ProcReadlink:
+		return 4 + postOpAttrMax + xdr.OpaqueSize(nfs3.MaxPathLen), nil
+	case nfs3.ProcRead:
+		a, ok := args.(*nfs3.ReadArgs)
+		if !ok {
+			return 0, fmt.Errorf("%w: %v wants *nfs3.ReadArgs, got %T", ErrArgsType, p, args)
+		}
+		return ReadResInline + xdr.RoundUp(int(min(a.Count, nfs3.MaxData))), nil
+	case nfs3.ProcWrite:
+		return 4 + wccDataMax + 4 + 4 + nfs3.WriteVerfSize, nil
+	case nfs3.ProcCreate, nfs3.ProcMkdir, nfs3.ProcSymlink, nfs3.ProcMknod:
+		return createResMax, nil
+	case nfs3.ProcRename:
+		return 4 + 2*wccDataMax, nil
+	case nfs3.ProcLink:
+		return 4 + postOpAttrMax + wccDataMax, nil
+	case nfs3.ProcReaddir:
+		a, ok := args.(*nfs3.ReaddirArgs)
+		if !ok {
+			return 0, fmt.Errorf("%w: %v wants *nfs3.ReaddirArgs, got %T", ErrArgsType, p, args)
+		}
+		return 4 + max(int(a.Count), nfs3.ReaddirResOverhead-4), nil
+	case nfs3.ProcReaddirplus:
+		a, ok := args.(*nfs3.ReaddirplusArgs)
+		if !ok {
+			return 0, fmt.Errorf("%w: %v wants *nfs3.ReaddirplusArgs, got %T", ErrArgsType, p, args)
+		}
+		return 4 + max(int(a.MaxCount), nfs3.ReaddirResOverhead-4), nil
+	case nfs3.ProcFsstat:
+		return 4 + postOpAttrMax + 6*8 + 4, nil
+	case nfs3.ProcFsinfo:
+		return 4 + postOpAttrMax + 7*4 + 8 + 8 + 4, nil
+	case nfs3.ProcPathconf:
+		return 4 + postOpAttrMax + 2*4 + 4*4, nil
+	case nfs3.ProcCommit:
+		return 4 + wccDataMax + nfs3.WriteVerfSize, nil
+	}
+	return 0, fmt.Errorf("nfsbind: no NFSv3 procedure %d", uint32(p))
+}
+
+// MaxReply returns an upper bound on the whole reply message of procedure p
+// (ReplyHeaderSize plus MaxResults): what a requester sizes its reply chunk by, and
+// what oncrpc.ClientCall.MaxReply carries.
+func MaxReply(p nfs3.Proc, args nfs3.Message) (int, error) {
+	n, err := MaxResults(p, args)
+	return ReplyHeaderSize + n, err
+}
+
+// MaxReplyInline returns an upper bound on the part of procedure p's reply that stays
+// in the XDR stream when its DDP-eligible result is placed in a write chunk: for READ,
+// the reply without its data; for the others, MaxReply.
+func MaxReplyInline(p nfs3.Proc, args nfs3.Message) (int, error) {
+	if p == nfs3.ProcRead {
+		if _, ok := args.(*nfs3.ReadArgs); !ok {
+			return 0, fmt.Errorf("%w: %v wants *nfs3.ReadArgs, got %T", ErrArgsType, p, args)
+		}
+		return ReplyHeaderSize + ReadResInline, nil
+	}
+	return MaxReply(p, args)
+}
+
+// NeedsReplyChunk reports whether a requester whose receive buffers hold inlineRecv
+// bytes of RPC message (the inline threshold minus the transport header) must offer a
+// reply chunk for this call: the reply, less any result placed by write chunk, may not
+// fit. This is the client's decision; a server never checks it (Linux svcrdma does not).
+func NeedsReplyChunk(p nfs3.Proc, args nfs3.Message, inlineRecv int) (bool, error) {
+	n, err := MaxReplyInline(p, args)
+	if err != nil {
+		return false, err
+	}
+	return n > inlineRecv, nil
+}
+
+// PadSegment reports whether the Linux client appends its extra 4-byte pad segment to
+// the write chunk of a READ of count bytes: when count is not a multiple of 4. The
+// responder leaves that segment unwritten and reports it with length 0.
+func PadSegment(count uint32) bool { return xdr.PadLen(int(count%4)) != 0 }
