@@ -223,6 +223,8 @@ type ProtocolError struct {
 	Err   error    // sentinel, e.g. ErrQN
 	// detail is an optional human-readable addition (e.g. the expected key).
 	detail string
+	// noValue hides Value in the message when the field is not a number.
+	noValue bool
 	// hdr holds the offending FPDU's header bytes, starting at the MPA
 	// length field (hdrLen of them), for the Terminate's header copy.
 	hdr    [fpduHeaderCopyMax]byte
@@ -234,7 +236,12 @@ type ProtocolError struct {
 const fpduHeaderCopyMax = UntaggedHeaderLen + ReadRequestLen
 
 func (e *ProtocolError) Error() string {
-	s := fmt.Sprintf("%v: %s = %d (Terminate %s)", e.Err, e.Field, e.Value, e.Code)
+	var s string
+	if e.noValue {
+		s = fmt.Sprintf("%v: %s (Terminate %s)", e.Err, e.Field, e.Code)
+	} else {
+		s = fmt.Sprintf("%v: %s = %d (Terminate %s)", e.Err, e.Field, e.Value, e.Code)
+	}
 	if e.detail != "" {
 		s += ": " + e.detail
 	}

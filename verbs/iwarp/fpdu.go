@@ -2,6 +2,7 @@ package iwarp
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 )
@@ -92,7 +93,11 @@ func DecodeFPDU(b []byte, f *FPDU, withCRC bool) (n int, err error) {
 	end := hl + pl
 	if withCRC {
 		if err := CheckTrailer(b[end:n], ulpdu, UpdateCRC(0, b[:end]), true); err != nil {
-			return 0, err.(*ProtocolError).withHeader(b[:hl])
+			var pe *ProtocolError
+			if errors.As(err, &pe) {
+				pe.withHeader(b[:hl])
+			}
+			return 0, err
 		}
 	}
 	f.Payload = b[hl:end:end]
@@ -121,8 +126,8 @@ func AppendFPDU(dst []byte, h *Header, payload []byte, withCRC bool) ([]byte, er
 // FPDU (length field, header, payload, pad, CRC) must fit in maxFPDU bytes,
 // e.g. the TCP MSS as siw does (siw rounds the MSS down to a multiple of 8
 // first). The result is a multiple of 4, so a full segment needs no pad, and
-// never makes ULPDU_Length exceed 65535. It returns 0 if not even an empty
-// segment fits.
+// never makes ULPDU_Length exceed 65535. It returns 0 when fewer than 4
+// payload bytes fit.
 func MaxPayload(maxFPDU int, tagged bool) int {
 	hl := UntaggedHeaderLen
 	if tagged {

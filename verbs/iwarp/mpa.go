@@ -251,6 +251,7 @@ func mpaKind(b []byte, want MPAKind) (MPAKind, error) {
 		return got, nil
 	}
 	e := protoErr(TermLLPInvalidRequestReply, ErrMPAKey, "MPA key", 0)
+	e.noValue = true
 	switch want {
 	case MPARequest, MPAReply:
 		e.detail = fmt.Sprintf("got %q, expected %q", b[:MPAKeyLen], want.Key())
