@@ -44,8 +44,9 @@ func (t *stagTable) add(m *memRegion) (uint32, error) {
 		t.keys = append(t.keys, uint8(idx*37)) // spread initial keys
 	}
 	t.keys[idx]++
-	t.mrs[idx] = m
-	return idx<<8 | uint32(t.keys[idx]), nil
+	m.idx, m.stag = idx, idx<<8|uint32(t.keys[idx])
+	t.mrs[idx] = m // publish after m is complete
+	return m.stag, nil
 }
 
 // rekey gives the region at idx a fresh key and returns the new STag.
@@ -123,12 +124,9 @@ func (pd *protDomain) RegMR(buf []byte, access verbs.Access) (verbs.MR, error) {
 		access: access,
 		valid:  true,
 	}
-	stag, err := pd.dev.stags.add(m)
-	if err != nil {
+	if _, err := pd.dev.stags.add(m); err != nil {
 		return nil, err
 	}
-	m.stag = stag
-	m.idx = stag >> 8
 	pd.mu.Lock()
 	pd.nmr++
 	pd.mu.Unlock()

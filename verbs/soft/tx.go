@@ -235,13 +235,14 @@ func (q *queuePair) writer() {
 			continue
 		}
 		if q.irqHead < q.irqTail {
+			// The slot is freed as the response starts: the peer may
+			// count the response as complete as soon as its last segment
+			// arrives, and its next Read Request must find room.
 			ir := q.irq[q.irqHead%uint64(len(q.irq))]
+			q.irqHead++
 			q.mu.Unlock()
 			err = q.sendReadResponse(&ir)
 			q.mu.Lock()
-			if q.state == verbs.StateRTS {
-				q.irqHead++
-			}
 			if err != nil {
 				q.failLocked(fmt.Errorf("%w: %w", verbs.ErrConnectionLost, err), nil)
 			}
