@@ -98,6 +98,24 @@ func CheckSegment(s Segment) error {
 	return nil
 }
 
+// CheckWriteChunk validates a write chunk or reply chunk: at least one segment (an empty
+// chunk is ErrEmptyChunk; Linux svcrdma rejects segcount 0), at most maxSegs segments
+// when maxSegs > 0 (ErrTooLong), and no segment whose Offset+Length overflows.
+func CheckWriteChunk(c WriteChunk, maxSegs int) error {
+	if len(c) == 0 {
+		return fmt.Errorf("chunks: write chunk: %w", ErrEmptyChunk)
+	}
+	if maxSegs > 0 && len(c) > maxSegs {
+		return fmt.Errorf("chunks: write chunk of %d segments, limit %d: %w", len(c), maxSegs, ErrTooLong)
+	}
+	for i, s := range c {
+		if err := CheckSegment(s); err != nil {
+			return fmt.Errorf("chunks: write chunk segment %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
 // TotalLength returns the sum of the lengths of segs. The sum is computed in 64 bits and
 // cannot overflow for any slice that fits in memory (each term is below 2^32).
 func TotalLength(segs []Segment) uint64 {
@@ -137,6 +155,14 @@ func WriteListLength(list []WriteChunk) uint64 {
 // after the previous nonzero-position chunk's End (ErrOverlap). A position-zero chunk
 // carries the whole message, so chunks at other positions may lie inside it. Segments
 // whose Offset+Length overflows are rejected.
+//
+// On ordering: the specifications say only that the segments of one chunk share a
+// position (seed §3.4: "all chunks belonging to a single RPC argument or result will
+// have the same position"); they do not order the list. Every known sender emits
+// segments in XDR order (the Linux client sends a single chunk; the Linux server sorts
+// what it receives and then requires increasing, non-overlapping chunks). Requiring a
+// nondecreasing list here keeps grouping one pass and allocation-free and makes an
+// interleaved list (P8, P16, P8), whose meaning no specification defines, an error.
 func Group(dst []ReadChunk, list []ReadSegment) ([]ReadChunk, error) {
 	dst = dst[:0]
 	var prevEnd uint64

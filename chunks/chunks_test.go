@@ -313,3 +313,23 @@ func TestGroupProperty(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckWriteChunk(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    WriteChunk
+		max  int
+		want error
+	}{
+		{"ok", WriteChunk{seg(1, 2, 3)}, 0, nil},
+		{"empty", WriteChunk{}, 0, ErrEmptyChunk},
+		{"over limit", WriteChunk{seg(1, 2, 3), seg(1, 2, 3)}, 1, ErrTooLong},
+		{"at limit", WriteChunk{seg(1, 2, 3), seg(1, 2, 3)}, 2, nil},
+		{"overflow", WriteChunk{seg(1, 2, 3), seg(1, 2, 1<<64-1)}, 0, ErrOffsetOverflow},
+	} {
+		err := CheckWriteChunk(tc.c, tc.max)
+		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}

@@ -108,7 +108,7 @@ func TestDecodeRejects(t *testing.T) {
 func TestErrorMessages(t *testing.T) {
 	var h Header
 	_, err := h.Decode(wire(0xdeadbeef, 1, 32, 0, 0, 1, 0, 0, 0))
-	want := "rpcrdma: xid 0xdeadbeef: write list[0] at byte 24: write chunk with no segments"
+	want := "rpcrdma: xid 0xdeadbeef: write list[0] at byte 24: chunk has no segments"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
 	}
@@ -246,5 +246,24 @@ func TestDecodeSteadyStateAllocs(t *testing.T) {
 		if allocs != 0 {
 			t.Errorf("%s: %.1f allocs per encode", g.name, allocs)
 		}
+	}
+}
+
+func TestCheckXID(t *testing.T) {
+	var h Header
+	msg := append(wire(0x55, 1, 1, 0, 0, 0, 0), wire(0x55, 0)...)
+	n, err := h.Decode(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.CheckXID(msg[n:]); err != nil {
+		t.Errorf("matching XID: %v", err)
+	}
+	if err := h.CheckXID(wire(0x56)); !errors.Is(err, ErrXIDMismatch) {
+		t.Errorf("mismatch: %v", err)
+	}
+	var ce *ChunkError
+	if err := h.CheckXID([]byte{0, 0}); !errors.As(err, &ce) || !errors.Is(err, ErrShort) || ce.XID != 0x55 {
+		t.Errorf("short: %v", err)
 	}
 }

@@ -3,6 +3,8 @@ package rpcrdma
 import (
 	"errors"
 	"fmt"
+
+	"github.com/go-rpcrdma/rpcrdma/chunks"
 )
 
 // VersionError is returned by header decoding when rdma_vers is not Version1. The caller
@@ -28,10 +30,12 @@ var (
 	ErrTooManySegments = errors.New("too many segments")
 	// ErrTooManyChunks: more write chunks than the decoder's limit.
 	ErrTooManyChunks = errors.New("too many write chunks")
-	// ErrMisalignedPosition: a read segment position that is not a multiple of 4.
-	ErrMisalignedPosition = errors.New("position not a multiple of 4")
-	// ErrEmptyChunk: a write chunk or reply chunk with segment count 0.
-	ErrEmptyChunk = errors.New("write chunk with no segments")
+	// ErrMisalignedPosition: a read segment position that is not a multiple of 4 (the
+	// same value as chunks.ErrMisalignedPosition).
+	ErrMisalignedPosition = chunks.ErrMisalignedPosition
+	// ErrEmptyChunk: a write chunk or reply chunk with segment count 0 (the same value as
+	// chunks.ErrEmptyChunk).
+	ErrEmptyChunk = chunks.ErrEmptyChunk
 	// ErrBadProc: an rdma_proc value that is not one of the five defined.
 	ErrBadProc = errors.New("unknown procedure")
 	// ErrTrailing: bytes after a message whose procedure allows none.
@@ -40,8 +44,11 @@ var (
 	ErrBadDiscriminator = errors.New("optional-data discriminator not 0 or 1")
 	// ErrNoChunks: an RDMA_NOMSG message with no chunk at all (RFC 8166 §4.5.2).
 	ErrNoChunks = errors.New("RDMA_NOMSG without chunks")
-	// ErrOffsetOverflow: a segment whose offset plus length overflows 64 bits.
-	ErrOffsetOverflow = errors.New("segment offset plus length overflows")
+	// ErrOffsetOverflow: a segment whose offset plus length overflows 64 bits (the same
+	// value as chunks.ErrOffsetOverflow).
+	ErrOffsetOverflow = chunks.ErrOffsetOverflow
+	// ErrXIDMismatch: the RPC message's XID differs from rdma_xid (RFC 8166 §4.5.2).
+	ErrXIDMismatch = errors.New("RPC XID differs from rdma_xid")
 )
 
 // ChunkError is returned by header decoding when rdma_vers is valid but the rest of the

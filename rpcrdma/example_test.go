@@ -56,7 +56,7 @@ func ExampleHeader_Decode() {
 	// Output:
 	// xid 1 RDMA_MSG: RPC message is msg[28:]
 	// xid 2: answer ERR_VERS (28 bytes): rpcrdma: xid 0x00000002: unsupported version 2 (supported 1..1)
-	// xid 3: answer ERR_CHUNK (20 bytes): rpcrdma: xid 0x00000003: write list[0] at byte 24: write chunk with no segments
+	// xid 3: answer ERR_CHUNK (20 bytes): rpcrdma: xid 0x00000003: write list[0] at byte 24: chunk has no segments
 }
 
 // A Decoder with tighter limits than the defaults.

@@ -467,6 +467,20 @@ func (d *Decoder) Decode(h *Header, b []byte) (int, error) {
 	return 0, h.chunkErr(true, "rdma_proc", -1, 12, fmt.Errorf("%w: %d", ErrBadProc, uint32(h.Proc)))
 }
 
+// CheckXID checks that the RPC message behind an RDMA_MSG or RDMA_MSGP header (msg, the
+// bytes from the decoded length on) starts with the header's XID, as RFC 8166 §4.2.1
+// requires; a mismatch is an XDR error to be answered with ERR_CHUNK (§4.5.2). It
+// returns a *ChunkError with reason ErrXIDMismatch or, when msg holds no XID, ErrShort.
+func (h *Header) CheckXID(msg []byte) error {
+	if len(msg) < 4 {
+		return h.chunkErr(true, "RPC message", -1, 0, ErrShort)
+	}
+	if x := binary.BigEndian.Uint32(msg); x != h.XID {
+		return h.chunkErr(true, "RPC message", -1, 0, fmt.Errorf("%w: %#08x", ErrXIDMismatch, x))
+	}
+	return nil
+}
+
 func (h *Header) chunkErr(haveXID bool, field string, index, off int, reason error) error {
 	return &ChunkError{XID: h.XID, HaveXID: haveXID, Field: field, Index: index, Offset: off, Err: reason}
 }
