@@ -149,6 +149,10 @@ run_one() (
     setsid "${nsexec[@]}" timeout "$HOST_TIMEOUT" bash -c "$HOST_BG" > "$out/host-bg.log" 2>&1 &
     BGPID=$!
     for _ in $(seq 1 100); do { [[ -e "$out/host.ready" ]] || ! kill -0 "$BGPID" 2>/dev/null; } && break; sleep 0.1; done
+    # when it is done, tell the guest (out/stop, see guest/lib.sh wait_stop) so it can finish early
+    if [[ -z "$HOST_BG_SERVICE" ]]; then
+      ( while kill -0 "$BGPID" 2>/dev/null; do sleep 0.3; done; [[ -d "$out" ]] && : > "$out/stop" ) &
+    fi
   fi
   # shellcheck disable=SC2086
   "$HERE/boot.sh" "${boot[@]}" $GUEST > "$out/boot.log" 2>&1 || { rc=1; why="guest test or ready-cmd failed (boot.log, console.log, host.log)"; }
