@@ -1,0 +1,881 @@
+package rpcrdma
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/chunks"
+	"github.com/go-rpcrdma/rpcrdma/credits"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+	"github.com/hashicorp/go-hclog"
+)
+
+// Server transport defaults.
+const (
+	// DefaultMaxCall is the largest call a server reassembles from read chunks: 1 MiB
+	// of data plus room for headers (Linux RPCSVC_MAXPAYLOAD_RDMA).
+	DefaultMaxCall = 1<<20 + 64<<10
+	// DefaultDoneTimeout is how long a reply returned in read chunks stays registered
+	// waiting for the client's RDMA_DONE.
+	DefaultDoneTimeout = 30 * time.Second
+	// DefaultExtraRecvs is how many receives a connection posts beyond its largest
+	// grant (Linux keeps a batch of 7 more), for RDMA_DONE and error traffic.
+	DefaultExtraRecvs = 8
+)
+
+// ServerOptions configure a Listener. The zero value selects the defaults.
+type ServerOptions struct {
+	// InlineSend and InlineRecv are this side's inline thresholds: the largest message
+	// it sends and the size of its receive buffers (announced in the RFC 8797 private
+	// data). Default DefaultInline (4096, as Linux svcrdma). Replies sent inline are
+	// further limited by the client's announced receive size (1024 when it announced
+	// none).
+	InlineSend, InlineRecv int
+	// Credits shares credits between connections. Default: credits.NewServer with
+	// credits.Config{} (FairShare of 256, at most 64 per connection). Each connection
+	// posts Credits.Config().PerConn + ExtraRecvs receives.
+	Credits *credits.Server
+	// ExtraRecvs is the number of receives posted beyond the largest grant. Default 8.
+	ExtraRecvs int
+	// MaxCall bounds a call reassembled from read chunks. Default DefaultMaxCall.
+	MaxCall int
+	// ORD caps the RDMA Reads in flight per connection (also capped by the client's
+	// IRD). Default DefaultIRD.
+	ORD int
+	// ReplyReadChunks lets the server return a reply that fits neither inline nor the
+	// client's reply chunk as a position-zero read chunk the client pulls (seed §3.8),
+	// kept registered until the client's RDMA_DONE or DoneTimeout. Off by default:
+	// Linux clients reject such replies.
+	ReplyReadChunks bool
+	// DoneTimeout bounds how long such a reply stays registered. Default
+	// DefaultDoneTimeout.
+	DoneTimeout time.Duration
+	// MSGP accepts RDMA_MSGP calls and answers them with RDMA_MSGP replies padded the
+	// same way (see SendMSGP). Off by default: Linux svcrdma answers MSGP with ERR_CHUNK,
+	// and so does this server unless MSGP is set.
+	MSGP bool
+	// NoSendInvalidate disables Send With Invalidate even when the client allows it.
+	NoSendInvalidate bool
+	// Logger receives control-path events. Default: none.
+	Logger hclog.Logger
+	// Trace, when set, is called with every transport message the server sends and
+	// receives. It must not retain msg.
+	Trace func(sent bool, msg []byte)
+}
+
+func (o *ServerOptions) fill() {
+	if o.InlineSend <= 0 {
+		o.InlineSend = DefaultInline
+	}
+	if o.InlineRecv <= 0 {
+		o.InlineRecv = DefaultInline
+	}
+	o.InlineSend = max(MinInlineSize, min(o.InlineSend, MaxInlineSize))
+	o.InlineRecv = max(MinInlineSize, min(o.InlineRecv, MaxInlineSize))
+	if o.Credits == nil {
+		o.Credits = credits.NewServer(credits.Config{})
+	}
+	if o.ExtraRecvs <= 0 {
+		o.ExtraRecvs = DefaultExtraRecvs
+	}
+	if o.MaxCall <= 0 {
+		o.MaxCall = DefaultMaxCall
+	}
+	if o.ORD <= 0 {
+		o.ORD = DefaultIRD
+	}
+	if o.DoneTimeout <= 0 {
+		o.DoneTimeout = DefaultDoneTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+}
+
+// Addr is the address of an RPC-over-RDMA endpoint: a TCP-style address whose Network
+// is the netid "rdma" (or "rdma6" for IPv6).
+type Addr struct{ net.Addr }
+
+// Network returns "rdma" or "rdma6".
+func (a Addr) Network() string {
+	if t, ok := a.Addr.(*net.TCPAddr); ok && t.IP.To4() == nil && t.IP != nil {
+		return "rdma6"
+	}
+	return "rdma"
+}
+
+// Listener is the RPC-over-RDMA server transport's listener: an oncrpc.Listener.
+type Listener struct {
+	dev   verbs.Device
+	ln    verbs.Listener
+	pd    verbs.PD
+	opts  ServerOptions
+	bufs  bufPool
+	mu    sync.Mutex
+	conns map[*ServerConn]struct{}
+	done  bool
+}
+
+var _ oncrpc.Listener = (*Listener)(nil)
+
+// Listen starts accepting RPC-over-RDMA connections on addr ("host:port") over dev.
+func Listen(ctx context.Context, dev verbs.Device, addr string, opts *ServerOptions) (*Listener, error) {
+	var o ServerOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.fill()
+	pd, err := dev.AllocPD()
+	if err != nil {
+		return nil, fmt.Errorf("rpcrdma: listen %s: %w", addr, err)
+	}
+	ln, err := dev.Listen(ctx, addr)
+	if err != nil {
+		pd.Close()
+		return nil, fmt.Errorf("rpcrdma: listen %s: %w", addr, err)
+	}
+	l := &Listener{dev: dev, ln: ln, pd: pd, opts: o, conns: make(map[*ServerConn]struct{})}
+	l.bufs.pd = pd
+	return l, nil
+}
+
+// Addr returns the listening address (netid "rdma").
+func (l *Listener) Addr() net.Addr { return Addr{l.ln.Addr()} }
+
+// Close stops accepting and closes every connection accepted from l.
+func (l *Listener) Close() error {
+	l.mu.Lock()
+	if l.done {
+		l.mu.Unlock()
+		return nil
+	}
+	l.done = true
+	conns := make([]*ServerConn, 0, len(l.conns))
+	for c := range l.conns {
+		conns = append(conns, c)
+	}
+	l.mu.Unlock()
+	err := l.ln.Close()
+	for _, c := range conns {
+		c.Close()
+	}
+	l.bufs.close()
+	l.pd.Close()
+	return err
+}
+
+// Accept waits for a connection request, accepts it with this server's RFC 8797 private
+// data and returns the connection.
+func (l *Listener) Accept(ctx context.Context) (oncrpc.ServerConn, error) {
+	for {
+		sc, err := l.accept(ctx)
+		if err == nil {
+			return sc, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		l.mu.Lock()
+		done := l.done
+		l.mu.Unlock()
+		if done || errors.Is(err, verbs.ErrClosed) {
+			return nil, fmt.Errorf("rpcrdma: accept: %w", oncrpc.ErrClosed)
+		}
+		var rej *rejectErr
+		if !errors.As(err, &rej) {
+			return nil, err
+		}
+		l.opts.Logger.Warn("connection refused", "err", err)
+	}
+}
+
+// rejectErr marks a refused connection request; Accept goes on with the next one.
+type rejectErr struct{ err error }
+
+func (e *rejectErr) Error() string { return e.err.Error() }
+func (e *rejectErr) Unwrap() error { return e.err }
+
+func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
+	cr, err := l.ln.Accept(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("rpcrdma: accept: %w", err)
+	}
+	o := &l.opts
+	peer, perr := PeerPrivate(cr.PrivateData())
+	if perr != nil {
+		o.Logger.Debug("client sent no RFC 8797 private data; using 1024-byte inline sizes", "remote", cr.RemoteAddr(), "err", perr)
+	}
+	perConn := o.Credits.Config().PerConn
+	nrecv := perConn + o.ExtraRecvs
+	ep, err := newEndpoint(l.pd, l.dev, endpointConfig{
+		recvSize: o.InlineRecv, nrecv: nrecv,
+		sendSize: o.InlineSend, nsend: nrecv,
+		sqDepth: 4*nrecv + 64, maxSendSGE: 2,
+	})
+	if err != nil {
+		cr.Reject(nil)
+		return nil, &rejectErr{err}
+	}
+	ord := o.ORD
+	if cr.IRD() > 0 {
+		ord = min(ord, cr.IRD())
+	}
+	priv := ConnPrivate{SendInvOK: false, SendSize: o.InlineSend, RecvSize: o.InlineRecv}
+	var pd [PrivateSize]byte
+	info, err := cr.Accept(ctx, ep.qp, verbs.ConnParams{PrivateData: priv.Append(pd[:0]), IRD: max(cr.ORD(), 1), ORD: ord})
+	if err != nil {
+		ep.teardown()
+		return nil, &rejectErr{fmt.Errorf("rpcrdma: accept from %v: %w", cr.RemoteAddr(), err)}
+	}
+	sc := &ServerConn{
+		l: l, ep: ep, peer: peer,
+		cred:       o.Credits.Open(),
+		inlineSend: min(o.InlineSend, peer.RecvSize),
+		ord:        max(min(info.ORD, ord), 1),
+		recvq:      make(chan int, nrecv),
+		closed:     make(chan struct{}),
+		dones:      make(map[uint32]*doneEntry),
+		remote:     Addr{info.RemoteAddr},
+	}
+	l.mu.Lock()
+	if l.done {
+		l.mu.Unlock()
+		ep.teardown()
+		sc.cred.Close()
+		return nil, fmt.Errorf("rpcrdma: accept: %w", oncrpc.ErrClosed)
+	}
+	l.conns[sc] = struct{}{}
+	l.mu.Unlock()
+	ep.start(info, peer, sc.onRecv)
+	o.Logger.Debug("accepted", "remote", info.RemoteAddr, "inline_send", sc.inlineSend, "ord", sc.ord, "send_inv", peer.SendInvOK)
+	return sc, nil
+}
+
+// ServerConn is one accepted RPC-over-RDMA connection: an oncrpc.ServerConn.
+type ServerConn struct {
+	l          *Listener
+	ep         *endpoint
+	peer       ConnPrivate
+	cred       *credits.Conn
+	inlineSend int
+	ord        int
+	remote     net.Addr
+
+	recvq     chan int // received messages, by receive buffer index
+	closed    chan struct{}
+	closeOnce sync.Once
+
+	mu    sync.Mutex
+	free  []*srvCall
+	dones map[uint32]*doneEntry
+
+	readMu sync.Mutex // serialises ReadCall's use of rhdr and asm
+	rhdr   Header
+	asm    assembler
+}
+
+var _ oncrpc.ServerConn = (*ServerConn)(nil)
+
+// srvCall is the transport state of one call (oncrpc.ServerCall.Cookie).
+type srvCall struct {
+	call    oncrpc.ServerCall
+	h       Header // the call's transport header: write list, reply chunk, read list
+	msgp    bool
+	recvIdx int // receive buffer holding the inline call, or -1
+	big     *bigBuf
+	// reply state
+	wr    verbs.SendWR
+	sge   [1]verbs.SGE
+	out   Header
+	mrs   []verbs.MR
+	fills []chunks.WriteChunk
+}
+
+// RemoteAddr returns the client's address (netid "rdma").
+func (sc *ServerConn) RemoteAddr() net.Addr { return sc.remote }
+
+// Close closes the connection.
+func (sc *ServerConn) Close() error {
+	sc.closeOnce.Do(func() {
+		close(sc.closed)
+		sc.ep.teardown()
+		sc.cred.Close()
+		sc.mu.Lock()
+		for xid, d := range sc.dones {
+			delete(sc.dones, xid)
+			d.release(sc)
+		}
+		sc.mu.Unlock()
+		sc.l.mu.Lock()
+		delete(sc.l.conns, sc)
+		sc.l.mu.Unlock()
+	})
+	return nil
+}
+
+// onRecv queues a received message for ReadCall (poller goroutine).
+func (sc *ServerConn) onRecv(idx, n int, wc *verbs.Completion) {
+	if wc.Status != verbs.StatusSuccess {
+		return
+	}
+	if tr := sc.l.opts.Trace; tr != nil {
+		tr(false, sc.ep.recvBuf(idx)[:n])
+	}
+	sc.ep.recvSGE[idx].Length = n // remember the length until ReadCall takes it
+	sc.recvq <- idx
+}
+
+// repost returns receive buffer idx to the receive queue.
+func (sc *ServerConn) repost(idx int) {
+	sc.ep.recvSGE[idx].Length = sc.ep.recvSize
+	if err := sc.ep.postRecv(idx); err != nil {
+		sc.ep.close()
+	}
+}
+
+// ReadCall waits for the next call. Transport messages that are not calls (RDMA_DONE,
+// RDMA_ERROR) and calls with bad headers (answered with RDMA_ERROR here) are handled
+// without returning. The connection stays up after header errors.
+func (sc *ServerConn) ReadCall(ctx context.Context) (*oncrpc.ServerCall, error) {
+	sc.readMu.Lock()
+	defer sc.readMu.Unlock()
+	for {
+		var idx int
+		select {
+		case idx = <-sc.recvq:
+		default:
+			select {
+			case idx = <-sc.recvq:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-sc.closed:
+				return nil, fmt.Errorf("rpcrdma: read call: %w", oncrpc.ErrClosed)
+			case <-sc.ep.stopped:
+				return nil, fmt.Errorf("rpcrdma: read call: %w", sc.ep.err())
+			}
+		}
+		call, err := sc.receive(ctx, idx)
+		if err != nil {
+			sc.Close()
+			return nil, err
+		}
+		if call != nil {
+			return &call.call, nil
+		}
+	}
+}
+
+// getCall returns an idle srvCall.
+func (sc *ServerConn) getCall() *srvCall {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if n := len(sc.free); n > 0 {
+		c := sc.free[n-1]
+		sc.free = sc.free[:n-1]
+		return c
+	}
+	c := &srvCall{}
+	c.call.Cookie = c
+	return c
+}
+
+func (sc *ServerConn) putCall(c *srvCall) {
+	if c.recvIdx >= 0 {
+		sc.repost(c.recvIdx)
+		c.recvIdx = -1
+	}
+	if c.big != nil {
+		sc.l.bufs.put(c.big)
+		c.big = nil
+	}
+	c.call.Msg = oncrpc.Message{}
+	sc.mu.Lock()
+	sc.free = append(sc.free, c)
+	sc.mu.Unlock()
+}
+
+// receive processes one received message. It returns the call to hand up, nil when the
+// message was consumed here, or an error that ends the connection.
+func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
+	n := sc.ep.recvSGE[idx].Length
+	buf := sc.ep.recvBuf(idx)[:n]
+	c := sc.getCall()
+	c.recvIdx = idx
+	h := &c.h
+	hl, err := h.Decode(buf)
+	if err != nil {
+		var ve *VersionError
+		var ce *ChunkError
+		switch {
+		case errors.As(err, &ve):
+			sc.sendError(ctx, ErrCodeVers, ve.XID)
+		case errors.As(err, &ce) && ce.HaveXID:
+			sc.sendError(ctx, ErrCodeChunk, ce.XID)
+		}
+		sc.l.opts.Logger.Debug("bad transport header", "remote", sc.remote, "err", err)
+		sc.putCall(c)
+		return nil, nil
+	}
+	switch h.Proc {
+	case ProcDone:
+		sc.done(h.XID)
+		sc.putCall(c)
+		return nil, nil
+	case ProcError:
+		sc.putCall(c)
+		return nil, nil
+	case ProcMsgP:
+		if !sc.l.opts.MSGP {
+			sc.sendError(ctx, ErrCodeChunk, h.XID)
+			sc.putCall(c)
+			return nil, nil
+		}
+	}
+	c.msgp = h.Proc == ProcMsgP
+	body := buf[hl:]
+	if c.msgp {
+		pad := msgpPad(hl, h.Align)
+		if pad > len(body) {
+			sc.sendError(ctx, ErrCodeChunk, h.XID)
+			sc.putCall(c)
+			return nil, nil
+		}
+		body = body[pad:]
+	}
+
+	// Structure beyond the decoder: group and order the read list, and check that an
+	// RDMA_NOMSG call carries its message in a position-zero chunk.
+	grouped, gerr := chunks.Group(sc.asm.grouped[:0], h.ReadList)
+	sc.asm.grouped = grouped
+	if gerr == nil && h.Proc == ProcNoMsg && (len(grouped) == 0 || grouped[0].Position != 0) {
+		gerr = errors.New("RDMA_NOMSG call without a position-zero read chunk")
+	}
+	if gerr != nil {
+		sc.l.opts.Logger.Debug("bad chunk lists", "remote", sc.remote, "xid", h.XID, "err", gerr)
+		sc.sendError(ctx, ErrCodeChunk, h.XID)
+		sc.putCall(c)
+		return nil, nil
+	}
+
+	switch sc.cred.Arrive(h.Credits) {
+	case credits.Overrun:
+		sc.l.opts.Logger.Debug("credit overrun", "remote", sc.remote, "xid", h.XID)
+		sc.sendError(ctx, ErrCodeChunk, h.XID)
+		sc.putCall(c)
+		return nil, nil
+	case credits.Disconnect:
+		sc.putCall(c)
+		return nil, fmt.Errorf("rpcrdma: %v: %w", sc.remote, credits.ErrOverrun)
+	}
+
+	if len(grouped) == 0 {
+		c.call.Msg = oncrpc.Message{Inline: body}
+		return c, nil
+	}
+
+	// Pull the read chunks straight into their place in a registered buffer.
+	var pzrc []chunks.Segment
+	rcs := grouped
+	if grouped[0].Position == 0 {
+		pzrc, rcs = grouped[0].Segments, grouped[1:]
+		body = nil
+	}
+	total, err := sc.asm.planAssembly(len(body), pzrc, rcs, sc.l.opts.MaxCall)
+	if err != nil {
+		sc.l.opts.Logger.Debug("read chunks do not fit", "remote", sc.remote, "xid", h.XID, "err", err)
+		sc.cred.Done()
+		sc.sendError(ctx, ErrCodeChunk, h.XID)
+		sc.putCall(c)
+		return nil, nil
+	}
+	big, err := sc.l.bufs.get(total, verbs.AccessLocalWrite)
+	if err != nil {
+		sc.cred.Done()
+		sc.putCall(c)
+		return nil, err
+	}
+	c.big = big
+	if err := sc.asm.run(ctx, sc.ep, big.mr, body, sc.ord); err != nil {
+		sc.cred.Done()
+		sc.putCall(c)
+		return nil, fmt.Errorf("rpcrdma: %v: xid %#08x: read chunks: %w", sc.remote, h.XID, err)
+	}
+	// The inline part has been copied: the receive buffer can go back now.
+	sc.repost(c.recvIdx)
+	c.recvIdx = -1
+	c.call.Msg = oncrpc.Message{Inline: big.mr.Buf()[:total]}
+	return c, nil
+}
+
+// sendError answers xid with RDMA_ERROR (plain Send, never remote invalidation).
+func (sc *ServerConn) sendError(ctx context.Context, code ErrCode, xid uint32) {
+	idx, buf, err := sc.ep.getSendBuf(ctx)
+	if err != nil {
+		return
+	}
+	var b []byte
+	if code == ErrCodeVers {
+		b = AppendErrVers(buf[:0], xid, Version1, sc.cred.Grant())
+	} else {
+		b = AppendErrChunk(buf[:0], xid, Version1, sc.cred.Grant())
+	}
+	if tr := sc.l.opts.Trace; tr != nil {
+		tr(true, b)
+	}
+	sc.ep.postSendBuf(ctx, idx, len(b), verbs.OpSend, 0, nil)
+}
+
+// errReplyTooLarge is returned by WriteReply when the reply fits neither inline nor the
+// client's reply chunk; the client is sent ERR_CHUNK (RFC 8166 §4.5.3).
+var errReplyTooLarge = errors.New("rpcrdma: reply too large for what the client offered")
+
+// WriteReply sends reply for call: payloads into the client's write chunks (the i-th
+// payload into the i-th write chunk) by RDMA Write, the rest inline or, when too long,
+// through the reply chunk (RDMA_NOMSG), or as read chunks when ReplyReadChunks allows.
+// A reply that fits nothing the client offered is answered with ERR_CHUNK and
+// WriteReply returns an error. It returns when the transport no longer refers to reply.
+func (sc *ServerConn) WriteReply(call *oncrpc.ServerCall, reply *oncrpc.Message) error {
+	c, ok := call.Cookie.(*srvCall)
+	if !ok || c == nil {
+		return errors.New("rpcrdma: WriteReply: call does not come from this transport")
+	}
+	defer sc.putCall(c)
+	defer sc.cred.Done()
+	if reply == nil {
+		return nil
+	}
+	select {
+	case <-sc.closed:
+		return fmt.Errorf("rpcrdma: write reply: %w", oncrpc.ErrClosed)
+	default:
+	}
+	err := sc.writeReply(c, reply)
+	for i, mr := range c.mrs {
+		mr.Close()
+		c.mrs[i] = nil
+	}
+	c.mrs = c.mrs[:0]
+	if errors.Is(err, errReplyTooLarge) {
+		sc.sendError(context.Background(), ErrCodeChunk, c.h.XID)
+	}
+	return err
+}
+
+func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
+	ctx := context.Background()
+	in := &c.h
+	out := &c.out
+	out.Reset()
+	out.XID, out.Vers, out.Credits, out.Proc = in.XID, Version1, sc.cred.Grant(), ProcMsg
+	w := sc.ep.newWaiter()
+
+	// Payloads into write chunks.
+	placed := uint64(0) // bitmap of payloads placed (first 64)
+	c.fills = c.fills[:0]
+	for i := range in.WriteList {
+		n := len(c.fills)
+		if n < cap(c.fills) {
+			c.fills = c.fills[:n+1]
+		} else {
+			c.fills = append(c.fills, nil)
+		}
+		var data []byte
+		if i < len(reply.Payloads) && i < 64 {
+			data = reply.Payloads[i].Data
+		}
+		if data == nil || uint64(len(data)) > in.WriteList[i].Length() {
+			if data != nil {
+				sc.l.opts.Logger.Debug("payload larger than its write chunk; sending it inline", "xid", in.XID, "chunk", i, "len", len(data))
+			}
+			c.fills[n], _ = chunks.Fill(c.fills[n][:0], in.WriteList[i], 0)
+			continue
+		}
+		if len(data) > 0 {
+			mr, err := sc.l.pd.RegMR(data, 0)
+			if err != nil {
+				sc.ep.wait(ctx, w)
+				return fmt.Errorf("rpcrdma: xid %#08x: register payload: %w", in.XID, err)
+			}
+			c.mrs = append(c.mrs, mr)
+			if err := sc.ep.writeChunk(ctx, w, &c.wr, &c.sge, mr, 0, len(data), in.WriteList[i]); err != nil {
+				sc.ep.wait(ctx, w)
+				return fmt.Errorf("rpcrdma: xid %#08x: write chunk %d: %w", in.XID, i, err)
+			}
+		}
+		c.fills[n], _ = chunks.Fill(c.fills[n][:0], in.WriteList[i], uint64(len(data)))
+		placed |= 1 << i
+	}
+	out.WriteList = append(out.WriteList[:0], c.fills...)
+
+	// The rest of the reply stream: inline with unplaced payloads put back.
+	streamLen := len(reply.Inline)
+	for i, p := range reply.Payloads {
+		if i >= 64 || placed&(1<<i) == 0 {
+			streamLen += xdr.RoundUp(len(p.Data))
+		}
+	}
+	hdrSize := out.Size()
+	if c.msgp {
+		hdrSize += 8
+	}
+	idx, buf, err := sc.ep.getSendBuf(ctx)
+	if err != nil {
+		sc.ep.wait(ctx, w)
+		return err
+	}
+	op, inv := sc.invalidate(c)
+	var b []byte
+	switch {
+	case hdrSize+msgpPad(hdrSize, in.Align)*btoi(c.msgp)+streamLen <= min(sc.inlineSend, len(buf)):
+		if c.msgp {
+			out.Proc, out.Align, out.Thresh = ProcMsgP, in.Align, in.Thresh
+		}
+		b, err = out.Append(buf[:0])
+		if err == nil {
+			if c.msgp {
+				b = append(b, make([]byte, msgpPad(len(b), in.Align))...)
+			}
+			b = appendStream(b, reply, placed)
+		}
+	case len(in.ReplyChunk) > 0 && uint64(streamLen) <= in.ReplyChunk.Length():
+		big, gerr := sc.l.bufs.get(streamLen, 0)
+		if gerr != nil {
+			sc.ep.putSendBuf(idx)
+			sc.ep.wait(ctx, w)
+			return gerr
+		}
+		defer sc.l.bufs.put(big)
+		appendStream(big.mr.Buf()[:0], reply, placed)
+		if err := sc.ep.writeChunk(ctx, w, &c.wr, &c.sge, big.mr, 0, streamLen, in.ReplyChunk); err != nil {
+			sc.ep.putSendBuf(idx)
+			sc.ep.wait(ctx, w)
+			return fmt.Errorf("rpcrdma: xid %#08x: reply chunk: %w", in.XID, err)
+		}
+		out.Proc = ProcNoMsg
+		out.ReplyChunk, _ = chunks.Fill(out.ReplyChunk[:0], in.ReplyChunk, uint64(streamLen))
+		b, err = out.Append(buf[:0])
+	case sc.l.opts.ReplyReadChunks:
+		big, gerr := sc.l.bufs.get(streamLen, 0)
+		if gerr != nil {
+			sc.ep.putSendBuf(idx)
+			sc.ep.wait(ctx, w)
+			return gerr
+		}
+		appendStream(big.mr.Buf()[:0], reply, placed)
+		if rerr := big.mr.Reregister(verbs.AccessRemoteRead); rerr != nil {
+			sc.l.bufs.put(big)
+			sc.ep.putSendBuf(idx)
+			sc.ep.wait(ctx, w)
+			return fmt.Errorf("rpcrdma: xid %#08x: register reply read chunk: %w", in.XID, rerr)
+		}
+		out.Proc = ProcNoMsg
+		out.ReadList = append(out.ReadList[:0], chunks.ReadSegment{Position: 0, Segment: segmentOf(big.mr, streamLen)})
+		sc.keepUntilDone(in.XID, big)
+		b, err = out.Append(buf[:0])
+		op = verbs.OpSend // the client must keep its own STags for nothing; no invalidation ambiguity
+		inv = 0
+	default:
+		sc.ep.putSendBuf(idx)
+		sc.ep.wait(ctx, w)
+		return fmt.Errorf("rpcrdma: xid %#08x: %d-byte reply, inline limit %d, reply chunk %d: %w",
+			in.XID, streamLen, sc.inlineSend, in.ReplyChunk.Length(), errReplyTooLarge)
+	}
+	if err != nil {
+		sc.ep.putSendBuf(idx)
+		sc.ep.wait(ctx, w)
+		return fmt.Errorf("rpcrdma: xid %#08x: encode reply header: %w", in.XID, err)
+	}
+	if tr := sc.l.opts.Trace; tr != nil {
+		tr(true, b)
+	}
+	w.add(1)
+	if err := sc.ep.postSendBuf(ctx, idx, len(b), op, inv, w); err != nil {
+		w.complete(nil)
+		sc.ep.wait(ctx, w)
+		return err
+	}
+	if err := sc.ep.wait(ctx, w); err != nil {
+		return fmt.Errorf("rpcrdma: xid %#08x: send reply: %w", in.XID, err)
+	}
+	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// appendStream appends the reply stream with the payloads not in placed put back in
+// their places (data and XDR pad).
+func appendStream(b []byte, m *oncrpc.Message, placed uint64) []byte {
+	off := 0 // offset in m.Inline
+	pos := 0 // logical position
+	for i, p := range m.Payloads {
+		// Inline bytes up to this payload's data.
+		n := p.Pos - pos
+		b = append(b, m.Inline[off:off+n]...)
+		off += n
+		pos = p.Pos + xdr.RoundUp(len(p.Data))
+		if i < 64 && placed&(1<<i) != 0 {
+			continue
+		}
+		b = append(b, p.Data...)
+		b = append(b, make([]byte, xdr.PadLen(len(p.Data)))...)
+	}
+	return append(b, m.Inline[off:]...)
+}
+
+// invalidate chooses Send With Invalidate: when the client allows it and the call's
+// chunks name exactly one distinct STag (Linux svc_rdma_get_inv_rkey).
+func (sc *ServerConn) invalidate(c *srvCall) (verbs.SendOp, uint32) {
+	if !sc.peer.SendInvOK || sc.l.opts.NoSendInvalidate {
+		return verbs.OpSend, 0
+	}
+	var stag uint32
+	n := 0
+	see := func(s uint32) {
+		if n == 0 || s != stag {
+			stag = s
+			n++
+		}
+	}
+	for _, rs := range c.h.ReadList {
+		see(rs.Handle)
+	}
+	for _, wc := range c.h.WriteList {
+		for _, s := range wc {
+			see(s.Handle)
+		}
+	}
+	for _, s := range c.h.ReplyChunk {
+		see(s.Handle)
+	}
+	if n != 1 {
+		return verbs.OpSend, 0
+	}
+	return verbs.OpSendInv, stag
+}
+
+// doneEntry is a reply kept registered as read chunks until RDMA_DONE or a timeout.
+type doneEntry struct {
+	big   *bigBuf
+	timer *time.Timer
+}
+
+func (d *doneEntry) release(sc *ServerConn) {
+	d.timer.Stop()
+	d.big.mr.Invalidate()
+	sc.l.bufs.put(d.big)
+}
+
+func (sc *ServerConn) keepUntilDone(xid uint32, big *bigBuf) {
+	d := &doneEntry{big: big}
+	sc.mu.Lock()
+	if old, ok := sc.dones[xid]; ok {
+		delete(sc.dones, xid)
+		old.release(sc)
+	}
+	sc.dones[xid] = d
+	d.timer = time.AfterFunc(sc.l.opts.DoneTimeout, func() {
+		sc.mu.Lock()
+		if sc.dones[xid] == d {
+			delete(sc.dones, xid)
+			sc.mu.Unlock()
+			sc.l.opts.Logger.Debug("RDMA_DONE timeout; reply read chunks reclaimed", "xid", xid)
+			d.release(sc)
+			return
+		}
+		sc.mu.Unlock()
+	})
+	sc.mu.Unlock()
+}
+
+// done handles RDMA_DONE: the client has pulled the reply's read chunks.
+func (sc *ServerConn) done(xid uint32) {
+	sc.mu.Lock()
+	d, ok := sc.dones[xid]
+	if ok {
+		delete(sc.dones, xid)
+	}
+	sc.mu.Unlock()
+	if ok {
+		d.release(sc)
+	}
+}
+
+// bigBuf is a registered buffer for reassembled calls and long replies.
+type bigBuf struct {
+	mr verbs.MR
+}
+
+// bufPool keeps registered buffers (registered once, re-keyed per use) in power-of-two
+// sizes from 64 KiB.
+type bufPool struct {
+	pd   verbs.PD
+	mu   sync.Mutex
+	free []*bigBuf
+	all  []*bigBuf
+}
+
+// maxPooled bounds the idle buffers a pool keeps.
+const maxPooled = 64
+
+func (p *bufPool) get(n int, access verbs.Access) (*bigBuf, error) {
+	p.mu.Lock()
+	for i, b := range p.free {
+		if len(b.mr.Buf()) >= n {
+			p.free = append(p.free[:i], p.free[i+1:]...)
+			p.mu.Unlock()
+			b.mr.Reregister(access | verbs.AccessLocalWrite)
+			return b, nil
+		}
+	}
+	p.mu.Unlock()
+	size := 64 << 10
+	for size < n {
+		size <<= 1
+	}
+	mr, err := p.pd.RegMR(make([]byte, size), access|verbs.AccessLocalWrite)
+	if err != nil {
+		return nil, fmt.Errorf("rpcrdma: register %d-byte buffer: %w", size, err)
+	}
+	b := &bigBuf{mr: mr}
+	p.mu.Lock()
+	p.all = append(p.all, b)
+	p.mu.Unlock()
+	return b, nil
+}
+
+func (p *bufPool) put(b *bigBuf) {
+	b.mr.Invalidate()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free) >= maxPooled {
+		for i, x := range p.all {
+			if x == b {
+				p.all = append(p.all[:i], p.all[i+1:]...)
+				break
+			}
+		}
+		b.mr.Close()
+		return
+	}
+	p.free = append(p.free, b)
+}
+
+func (p *bufPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, b := range p.all {
+		b.mr.Close()
+	}
+	p.all, p.free = nil, nil
+}
