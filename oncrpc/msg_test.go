@@ -105,7 +105,7 @@ var replyGolden = []struct {
 	{"PROG_UNAVAIL", ReplyHeader{XID: 1, AcceptStat: ProgUnavail}, acceptedPrefix + `00000001`,
 		"oncrpc: call accepted, PROG_UNAVAIL"},
 	{"PROG_MISMATCH", ReplyHeader{XID: 1, AcceptStat: ProgMismatch, Low: 2, High: 4},
-		acceptedPrefix + `00000002 00000002 00000004` /* accept_stat 2, low 2, high 4 */,
+		acceptedPrefix + `00000002 00000002 00000004`, /* accept_stat 2, low 2, high 4 */
 		"oncrpc: call accepted, PROG_MISMATCH (versions 2..4 supported)"},
 	{"PROC_UNAVAIL", ReplyHeader{XID: 1, AcceptStat: ProcUnavail}, acceptedPrefix + `00000003`,
 		"oncrpc: call accepted, PROC_UNAVAIL"},
@@ -114,7 +114,7 @@ var replyGolden = []struct {
 	{"SYSTEM_ERR", ReplyHeader{XID: 1, AcceptStat: SystemErr}, acceptedPrefix + `00000005`,
 		"oncrpc: call accepted, SYSTEM_ERR"},
 	{"RPC_MISMATCH", ReplyHeader{XID: 1, Stat: MsgDenied, RejectStat: RPCMismatch, Low: 2, High: 2},
-		replyPrefix + `00000001 00000000 00000002 00000002` /* MSG_DENIED, RPC_MISMATCH, low 2, high 2 */,
+		replyPrefix + `00000001 00000000 00000002 00000002`, /* MSG_DENIED, RPC_MISMATCH, low 2, high 2 */
 		"oncrpc: call denied, RPC_MISMATCH (versions 2..2 supported)"},
 }
 
