@@ -338,11 +338,11 @@ func (c *Client) Close() error {
 
 // request is one call's transport state (Linux rpcrdma_req). Requests are pooled.
 type request struct {
-	xid    uint32
-	hdr    Header   // call header
-	rhdr   Header   // reply header
-	mrs    []verbs.MR
-	sinkMR []verbs.MR // write chunk MRs, by ReplySink index (nil: none)
+	xid     uint32
+	hdr     Header // call header
+	rhdr    Header // reply header
+	mrs     []verbs.MR
+	sinkMR  []verbs.MR // write chunk MRs, by ReplySink index (nil: none)
 	replyMR verbs.MR   // the reply chunk / reassembly MR (registered reply.Inline)
 	asm     assembler
 	rcs     []chunks.ReadChunk

@@ -23,7 +23,19 @@ const (
 	tpBig       = 2 // args: uint32 n; results: opaque<n> (not DDP-eligible)
 	tpSum       = 3 // args: payloads...; results: uint32 count, uint32 total bytes
 	tpBigInline = 4 // args: opaque (inline); results: uint32 length
+	tpMixed     = 5 // args: opaque (inline), then payloads; results: uint32 count, uint32 total
 )
+
+// tpMixedArgs is an inline opaque followed by payloads.
+type tpMixedArgs struct {
+	blob     []byte
+	payloads tpPayloads
+}
+
+func (a tpMixedArgs) EncodeXDR(e *xdr.Encoder) {
+	e.Opaque(a.blob)
+	a.payloads.EncodeXDR(e)
+}
 
 // tpPayloads encodes as: uint32 count, then count DDP-eligible opaques.
 type tpPayloads [][]byte
@@ -102,6 +114,33 @@ func tpHandler() oncrpc.Procs {
 			return nil
 		},
 		tpSum: func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+			var p tpPayloads
+			if err := p.DecodeXDR(req.Args); err != nil {
+				return err
+			}
+			total := 0
+			for i, b := range p {
+				want := make([]byte, len(b))
+				tpFill(want, byte(i+1))
+				if !bytes.Equal(b, want) {
+					return fmt.Errorf("payload %d corrupted", i)
+				}
+				total += len(b)
+			}
+			res.Uint32(uint32(len(p)))
+			res.Uint32(uint32(total))
+			return nil
+		},
+		tpMixed: func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+			b, err := req.Args.Opaque(-1)
+			if err != nil {
+				return err
+			}
+			want := make([]byte, len(b))
+			tpFill(want, 7)
+			if !bytes.Equal(b, want) {
+				return errors.New("inline blob corrupted")
+			}
 			var p tpPayloads
 			if err := p.DecodeXDR(req.Args); err != nil {
 				return err

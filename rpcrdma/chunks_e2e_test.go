@@ -1,0 +1,190 @@
+package rpcrdma
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/go-rpcrdma/rpcrdma/chunks"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+func tpMakePayloads(sizes ...int) tpPayloads {
+	var p tpPayloads
+	for i, n := range sizes {
+		b := make([]byte, n)
+		tpFill(b, byte(i+1))
+		p = append(p, b)
+	}
+	return p
+}
+
+// TestReadChunksAtSeveralPositions: payloads too big for inline travel as read chunks at
+// their XDR positions, without roundup; the server pulls them into place.
+func TestReadChunksAtSeveralPositions(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	ctx := tpCtx(t)
+	sizes := []int{3000, 5, 10001, 4096}
+	args := tpMakePayloads(sizes...)
+	var res tpPair
+	if err := env.rpc.Call(ctx, tpSum, args, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res[0] != 4 || res[1] != 3000+5+10001+4096 {
+		t.Fatalf("server saw %d payloads, %d bytes", res[0], res[1])
+	}
+	h := env.strace.last(t, false)
+	if h.Proc != ProcMsg || len(h.ReadList) != 4 || len(h.WriteList) != 0 {
+		t.Fatalf("server received %v with %d read segments", h.Proc, len(h.ReadList))
+	}
+	// Recompute the expected positions from the call's XDR encoding.
+	var e xdr.Encoder
+	(&oncrpc.CallHeader{XID: h.XID, Prog: tpProg, Vers: tpVers, Proc: tpSum, Cred: oncrpc.OpaqueAuth{}, Verf: oncrpc.OpaqueAuth{}}).EncodeXDR(&e)
+	args.EncodeXDR(&e)
+	for i, p := range e.Payloads() {
+		rs := h.ReadList[i]
+		if int(rs.Position) != p.Pos || int(rs.Length) != sizes[i] {
+			t.Errorf("read segment %d: position %d length %d, want %d %d (roundup elided)", i, rs.Position, rs.Length, p.Pos, sizes[i])
+		}
+	}
+	if g, err := chunks.Group(nil, h.ReadList); err != nil || len(g) != 4 {
+		t.Fatalf("read list groups into %d chunks: %v", len(g), err)
+	}
+}
+
+// TestSeveralWriteChunks: each reply sink becomes a write chunk; the i-th payload of the
+// reply lands in the i-th chunk and the lengths come back.
+func TestSeveralWriteChunks(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	ctx := tpCtx(t)
+	args := tpMakePayloads(100, 7, 2000)
+	sinks := [][]byte{make([]byte, 200), make([]byte, 64), make([]byte, 4096)}
+	var res tpPayloads
+	if err := env.rpc.CallWithOptions(ctx, tpEcho, args, &res, oncrpc.CallOptions{ReplySinks: sinks, MaxReply: 1024}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range args {
+		if !bytes.Equal(res[i], args[i]) {
+			t.Fatalf("payload %d: got %d bytes, want %d", i, len(res[i]), len(args[i]))
+		}
+		if !bytes.Equal(sinks[i][:len(args[i])], args[i]) {
+			t.Fatalf("payload %d was not placed in its sink", i)
+		}
+	}
+	call := env.strace.last(t, false)
+	if call.Proc != ProcMsg || len(call.ReadList) != 0 || len(call.WriteList) != 3 || len(call.ReplyChunk) != 0 {
+		t.Fatalf("call header: %v, %d read, %d write chunks, reply chunk %v", call.Proc, len(call.ReadList), len(call.WriteList), call.ReplyChunk)
+	}
+	for i, c := range call.WriteList {
+		if c.Length() != uint64(len(sinks[i])) {
+			t.Errorf("write chunk %d offers %d bytes, sink has %d", i, c.Length(), len(sinks[i]))
+		}
+	}
+	rep := env.ctrace.last(t, false)
+	if rep.Proc != ProcMsg || len(rep.WriteList) != 3 {
+		t.Fatalf("reply: %v with %d write chunks", rep.Proc, len(rep.WriteList))
+	}
+	for i, c := range rep.WriteList {
+		if c.Length() != uint64(len(args[i])) || c[0].Handle != call.WriteList[i][0].Handle {
+			t.Errorf("reply write chunk %d: %d bytes handle %#x, want %d %#x", i, c.Length(), c[0].Handle, len(args[i]), call.WriteList[i][0].Handle)
+		}
+	}
+}
+
+// TestWriteChunkUnused: a sink the reply does not use is echoed with length 0 and the
+// payload goes inline.
+func TestWriteChunkTooSmallGoesInline(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	ctx := tpCtx(t)
+	args := tpMakePayloads(300)
+	sinks := [][]byte{make([]byte, 100)}
+	var res tpPayloads
+	if err := env.rpc.CallWithOptions(ctx, tpEcho, args, &res, oncrpc.CallOptions{ReplySinks: sinks, MaxReply: 1024}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(res[0], args[0]) {
+		t.Fatal("payload corrupted")
+	}
+	rep := env.ctrace.last(t, false)
+	if len(rep.WriteList) != 1 || rep.WriteList[0].Length() != 0 {
+		t.Fatalf("reply write list %v, want one chunk of length 0", rep.WriteList)
+	}
+}
+
+// TestReplyChunk: a reply that may exceed the inline size gets a reply chunk; the server
+// writes the reply there and answers RDMA_NOMSG.
+func TestReplyChunk(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	ctx := tpCtx(t)
+	for _, n := range []int{10, 5000, 100003} {
+		var res tpOpaque
+		if err := env.rpc.CallWithOptions(ctx, tpBig, tpUint32(n), &res, oncrpc.CallOptions{MaxReply: 200000}); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]byte, n)
+		tpFill(want, byte(n))
+		if !bytes.Equal(res, want) {
+			t.Fatalf("n=%d: reply corrupted", n)
+		}
+		call := env.strace.last(t, false)
+		if len(call.ReplyChunk) != 1 || call.ReplyChunk.Length() != 200000 {
+			t.Fatalf("call reply chunk %v", call.ReplyChunk)
+		}
+		rep := env.ctrace.last(t, false)
+		if n > 4000 {
+			if rep.Proc != ProcNoMsg || rep.ReplyChunk.Length() < uint64(n) {
+				t.Fatalf("n=%d: reply %v reply chunk %v", n, rep.Proc, rep.ReplyChunk)
+			}
+		} else if rep.Proc != ProcMsg || rep.ReplyChunk.Length() != 0 {
+			t.Fatalf("n=%d: small reply %v with reply chunk %v", n, rep.Proc, rep.ReplyChunk)
+		}
+	}
+}
+
+// TestLongCall: a call too long for inline goes as RDMA_NOMSG with a position-zero read
+// chunk and nothing inline.
+func TestLongCall(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	ctx := tpCtx(t)
+	blob := make([]byte, 20000)
+	tpFill(blob, 7)
+	var res tpUint32
+	if err := env.rpc.Call(ctx, tpBigInline, tpOpaque(blob), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res != 20000 {
+		t.Fatalf("server saw %d bytes", res)
+	}
+	env.strace.mu.Lock()
+	raw := env.strace.recv[len(env.strace.recv)-1]
+	env.strace.mu.Unlock()
+	var h Header
+	n, err := h.Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Proc != ProcNoMsg || len(h.ReadList) != 1 || h.ReadList[0].Position != 0 || n != len(raw) {
+		t.Fatalf("long call: %v read list %v, %d bytes after the header", h.Proc, h.ReadList, len(raw)-n)
+	}
+}
+
+// TestLongCallWithReadChunks: a long call whose payloads are read chunks too: the PZRC
+// carries the inline stream, the payload chunks are spliced in at their positions.
+func TestLongCallWithReadChunks(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	ctx := tpCtx(t)
+	blob := make([]byte, 9000)
+	tpFill(blob, 7)
+	args := tpMixedArgs{blob: blob, payloads: tpMakePayloads(33, 8192, 1)}
+	var res tpPair
+	if err := env.rpc.Call(ctx, tpMixed, args, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res[0] != 3 || res[1] != 33+8192+1 {
+		t.Fatalf("server saw %v", res)
+	}
+	h := env.strace.last(t, false)
+	if h.Proc != ProcNoMsg || len(h.ReadList) != 4 || h.ReadList[0].Position != 0 {
+		t.Fatalf("%v with read list %v", h.Proc, h.ReadList)
+	}
+}
