@@ -1,0 +1,50 @@
+// Package nfsserver serves a local directory over NFS version 3 and MOUNT version 3
+// (RFC 1813) as handlers for an oncrpc.Server, so the same code answers over TCP and,
+// through package rpcrdma, over RPC-over-RDMA: READ data leaves as an xdr.Payload (a
+// write chunk over RDMA) and WRITE data arrives in the call stream however the
+// transport carried it.
+//
+// # Safety of the export
+//
+// Every object is reached from a file descriptor on the export root by walking stored,
+// validated path components with openat(O_PATH|O_NOFOLLOW), and every operation then
+// works on that descriptor (the *at system calls, or /proc/self/fd for the few calls
+// without an *at form), after checking that it is the inode the file handle names. A
+// symbolic link is never followed by the server, only returned by READLINK; names
+// containing "/" or NUL are refused with NFS3ERR_ACCES, and "." and ".." are resolved
+// by the server itself, never by the file system, so ".." at the export root is the
+// root. Nothing outside the export can be reached.
+//
+// # File handles
+//
+// A handle is 48 bytes: a version byte, the export id, the file's device and inode
+// numbers, a generation (the birth time from statx, when the file system records one,
+// so a reused inode number does not revive an old handle), and a 16-byte truncated
+// HMAC-SHA256 of all of it under a key kept in Options.StateDir. A handle that fails
+// the MAC is NFS3ERR_BADHANDLE; one for another export or a file that no longer exists
+// is NFS3ERR_STALE. Handles are resolved through an inode-to-path index filled by
+// LOOKUP, READDIRPLUS and the creating procedures; after a restart (or an outside
+// rename) a miss falls back to a breadth-first search of the export, which refills
+// the index. With the same StateDir, handles survive a server restart.
+//
+// # Writes
+//
+// UNSTABLE writes go to the page cache and are made durable by COMMIT (fsync);
+// DATA_SYNC and FILE_SYNC writes are synced before the reply. The write verifier is
+// random per Server, so it changes on every restart and clients resend uncommitted
+// data. EXCLUSIVE CREATE stores the client's verifier in the new file's mtime and atime
+// seconds, as Linux nfsd does, so a retried create finds its own file and succeeds.
+//
+// # Credentials
+//
+// AUTH_SYS credentials are checked against each object's mode bits, owner and group
+// (owner, group or other class, with root allowed everything except executing a file
+// with no execute bit), for every procedure that reads, writes, creates, removes or
+// searches; other flavors and AUTH_NONE act as Options.AnonUID/AnonGID. When the server
+// runs as root, new objects are given the caller's uid and gid. The server process's
+// own rights still apply underneath. No ACLs are consulted.
+//
+// This package runs on Linux only (it relies on openat, statx and /proc/self/fd).
+// Dependencies: golang.org/x/sys/unix for those calls and github.com/hashicorp/go-hclog
+// for control-path logs (mounts, unmounts, key creation, handle searches).
+package nfsserver

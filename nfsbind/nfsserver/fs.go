@@ -1,0 +1,329 @@
+//go:build linux
+
+package nfsserver
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+)
+
+const statxMask = unix.STATX_BASIC_STATS | unix.STATX_BTIME
+
+func keyOf(st *unix.Statx_t) fileKey {
+	return fileKey{dev: unix.Mkdev(st.Dev_major, st.Dev_minor), ino: st.Ino}
+}
+
+// genOf is the handle generation: the birth time, when the file system records one.
+func genOf(st *unix.Statx_t) uint64 {
+	if st.Mask&unix.STATX_BTIME == 0 {
+		return 0
+	}
+	return uint64(st.Btime.Sec)*1e9 + uint64(st.Btime.Nsec)
+}
+
+func idOf(st *unix.Statx_t) handleID { return handleID{key: keyOf(st), gen: genOf(st)} }
+
+func statFD(fd int, st *unix.Statx_t) error {
+	return unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, statxMask, st)
+}
+
+func statAt(dirfd int, name string, st *unix.Statx_t) error {
+	return unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW, statxMask, st)
+}
+
+func isDir(st *unix.Statx_t) bool { return uint32(st.Mode)&unix.S_IFMT == unix.S_IFDIR }
+func isReg(st *unix.Statx_t) bool { return uint32(st.Mode)&unix.S_IFMT == unix.S_IFREG }
+func isLnk(st *unix.Statx_t) bool { return uint32(st.Mode)&unix.S_IFMT == unix.S_IFLNK }
+
+// index maps inodes to a path (relative to the export root, "" for the root) where
+// the server last saw them. Paths are hints: every use is verified.
+type index struct {
+	mu    sync.RWMutex
+	paths map[fileKey]string
+	max   int
+}
+
+func (x *index) get(k fileKey) (string, bool) {
+	x.mu.RLock()
+	p, ok := x.paths[k]
+	x.mu.RUnlock()
+	return p, ok
+}
+
+func (x *index) put(k fileKey, p string) {
+	x.mu.Lock()
+	if old, ok := x.paths[k]; !ok || old != p {
+		if !ok && len(x.paths) >= x.max {
+			// Forget an arbitrary entry; a later miss searches for it again.
+			for victim := range x.paths {
+				delete(x.paths, victim)
+				break
+			}
+		}
+		x.paths[k] = p
+	}
+	x.mu.Unlock()
+}
+
+func (x *index) del(k fileKey, p string) {
+	x.mu.Lock()
+	if x.paths[k] == p {
+		delete(x.paths, k)
+	}
+	x.mu.Unlock()
+}
+
+// renameDir rewrites the paths under a renamed directory.
+func (x *index) renameDir(from, to string) {
+	prefix := from + "/"
+	x.mu.Lock()
+	for k, p := range x.paths {
+		if strings.HasPrefix(p, prefix) {
+			x.paths[k] = to + p[len(from):]
+		}
+	}
+	x.mu.Unlock()
+}
+
+func joinPath(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+func parentPath(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}
+
+// object is a file system object opened for one call: an O_PATH descriptor that does
+// not follow symbolic links, the path it was reached by and its attributes.
+type object struct {
+	fd   int
+	path string
+	st   unix.Statx_t
+}
+
+func (o *object) close() {
+	if o.fd >= 0 {
+		unix.Close(o.fd)
+		o.fd = -1
+	}
+}
+
+// refresh re-reads the object's attributes.
+func (o *object) refresh() error { return statFD(o.fd, &o.st) }
+
+// openPath opens p (relative to the root, components already validated) with
+// O_PATH|O_NOFOLLOW, walking one component at a time so that no symbolic link is
+// followed anywhere on the way.
+func (s *Server) openPath(p string) (int, error) {
+	fd, err := unix.Openat(s.rootFD, ".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil || p == "" {
+		return fd, err
+	}
+	for rest := p; rest != ""; {
+		comp := rest
+		flags := unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			comp, rest = rest[:i], rest[i+1:]
+			flags |= unix.O_DIRECTORY
+		} else {
+			rest = ""
+		}
+		nfd, err := unix.Openat(fd, comp, flags, 0)
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		fd = nfd
+	}
+	return fd, nil
+}
+
+// openVerified opens p and checks that it is the object id names.
+func (s *Server) openVerified(p string, id handleID, o *object) bool {
+	fd, err := s.openPath(p)
+	if err != nil {
+		return false
+	}
+	if err := statFD(fd, &o.st); err != nil || idOf(&o.st) != id {
+		unix.Close(fd)
+		return false
+	}
+	o.fd, o.path = fd, p
+	return true
+}
+
+// open resolves a file handle to an opened object. The caller closes it.
+func (s *Server) open(fh nfs3.FH, o *object) nfs3.Status {
+	o.fd = -1
+	id, st := s.handles.decode(fh)
+	if st != nfs3.StatusOK {
+		return st
+	}
+	if p, ok := s.idx.get(id.key); ok {
+		if s.openVerified(p, id, o) {
+			return nfs3.StatusOK
+		}
+		s.idx.del(id.key, p)
+	}
+	p, ok := s.search(id)
+	if !ok || !s.openVerified(p, id, o) {
+		return nfs3.StatusStale
+	}
+	return nfs3.StatusOK
+}
+
+// search walks the export breadth-first looking for id, filling the index with what
+// it sees on the way. Searches are serialized so that many misses after a restart
+// share the work.
+func (s *Server) search(id handleID) (string, bool) {
+	s.searchMu.Lock()
+	defer s.searchMu.Unlock()
+	if p, ok := s.idx.get(id.key); ok {
+		return p, true // found by a search that ran while this one waited
+	}
+	var root unix.Statx_t
+	if err := statFD(s.rootFD, &root); err == nil && idOf(&root) == id {
+		return "", true
+	}
+	s.log.Debug("searching export for file handle", "dev", id.key.dev, "ino", id.key.ino)
+	queue := []string{""}
+	seen := 0
+	for len(queue) > 0 && seen < s.opts.MaxSearch {
+		dir := queue[0]
+		queue = queue[1:]
+		pfd, err := s.openPath(dir)
+		if err != nil {
+			continue
+		}
+		dfd, err := unix.Openat(pfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			unix.Close(pfd)
+			continue
+		}
+		f := os.NewFile(uintptr(dfd), "dir")
+		names, _ := f.Readdirnames(-1)
+		f.Close()
+		var st unix.Statx_t
+		for _, name := range names {
+			seen++
+			if statAt(pfd, name, &st) != nil {
+				continue
+			}
+			p := joinPath(dir, name)
+			s.idx.put(keyOf(&st), p)
+			if idOf(&st) == id {
+				unix.Close(pfd)
+				s.log.Debug("file handle found", "path", p, "entries", seen)
+				return p, true
+			}
+			if isDir(&st) {
+				queue = append(queue, p)
+			}
+		}
+		unix.Close(pfd)
+	}
+	s.log.Debug("file handle not found", "dev", id.key.dev, "ino", id.key.ino, "entries", seen)
+	return "", false
+}
+
+// reopen opens a regular file or directory object for I/O through /proc/self/fd, which
+// refers to the very inode the O_PATH descriptor holds.
+func reopen(o *object, flags int) (int, error) {
+	if isDir(&o.st) {
+		return unix.Openat(o.fd, ".", flags|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	}
+	return unix.Open("/proc/self/fd/"+strconv.Itoa(o.fd), flags|unix.O_CLOEXEC, 0)
+}
+
+func procPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// validName checks a name a client wants to create, remove or look up: not empty, no
+// "/" and no NUL. "." and ".." are the callers' business.
+func validName(name []byte) nfs3.Status {
+	if len(name) == 0 {
+		return nfs3.StatusNoEnt
+	}
+	for _, c := range name {
+		if c == '/' || c == 0 {
+			return nfs3.StatusAcces
+		}
+	}
+	return nfs3.StatusOK
+}
+
+func isDot(name []byte) bool {
+	return (len(name) == 1 && name[0] == '.') || (len(name) == 2 && name[0] == '.' && name[1] == '.')
+}
+
+// fattr fills a from st.
+func fattr(st *unix.Statx_t, a *nfs3.Fattr) {
+	mode := uint32(st.Mode)
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		a.Type = nfs3.TypeDir
+	case unix.S_IFLNK:
+		a.Type = nfs3.TypeLnk
+	case unix.S_IFBLK:
+		a.Type = nfs3.TypeBlk
+	case unix.S_IFCHR:
+		a.Type = nfs3.TypeChr
+	case unix.S_IFSOCK:
+		a.Type = nfs3.TypeSock
+	case unix.S_IFIFO:
+		a.Type = nfs3.TypeFifo
+	default:
+		a.Type = nfs3.TypeReg
+	}
+	a.Mode = mode & 0o7777
+	a.Nlink = st.Nlink
+	a.UID, a.GID = st.Uid, st.Gid
+	a.Size = st.Size
+	a.Used = st.Blocks * 512
+	a.Rdev = nfs3.SpecData{Major: st.Rdev_major, Minor: st.Rdev_minor}
+	a.FSID = unix.Mkdev(st.Dev_major, st.Dev_minor)
+	a.FileID = st.Ino
+	a.Atime = nfs3.Time{Seconds: uint32(st.Atime.Sec), Nseconds: st.Atime.Nsec}
+	a.Mtime = nfs3.Time{Seconds: uint32(st.Mtime.Sec), Nseconds: st.Mtime.Nsec}
+	a.Ctime = nfs3.Time{Seconds: uint32(st.Ctime.Sec), Nseconds: st.Ctime.Nsec}
+}
+
+func postOp(st *unix.Statx_t) nfs3.PostOpAttr {
+	var p nfs3.PostOpAttr
+	p.Present = true
+	fattr(st, &p.Attr)
+	return p
+}
+
+func preOp(st *unix.Statx_t) nfs3.PreOpAttr {
+	return nfs3.PreOpAttr{Present: true, Attr: nfs3.WccAttr{
+		Size:  st.Size,
+		Mtime: nfs3.Time{Seconds: uint32(st.Mtime.Sec), Nseconds: st.Mtime.Nsec},
+		Ctime: nfs3.Time{Seconds: uint32(st.Ctime.Sec), Nseconds: st.Ctime.Nsec},
+	}}
+}
+
+// wcc returns the weak cache consistency data of o: the attributes it had when opened
+// and its attributes now.
+func wcc(o *object) nfs3.WccData {
+	if o.fd < 0 {
+		return nfs3.WccData{}
+	}
+	w := nfs3.WccData{Before: preOp(&o.st)}
+	var now unix.Statx_t
+	if statFD(o.fd, &now) == nil {
+		w.After = postOp(&now)
+	}
+	return w
+}

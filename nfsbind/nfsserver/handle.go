@@ -1,0 +1,145 @@
+//go:build linux
+
+package nfsserver
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+)
+
+// Handle layout (48 bytes, big-endian):
+//
+//	0      1..3     4..7       8..15  16..23  24..31      32..47
+//	+------+--------+----------+------+-------+-----------+-------------------------+
+//	| vers | zero   | exportID | dev  | ino   | generation| HMAC-SHA256(key, 0..31)  |
+//	+------+--------+----------+------+-------+-----------+-------------------------+
+const (
+	handleVersion = 1
+	handleBody    = 32
+	handleMACLen  = 16
+	// HandleSize is the length of every file handle this server issues.
+	HandleSize = handleBody + handleMACLen
+	// KeySize is the length of the handle MAC key.
+	KeySize = 32
+)
+
+// fileKey identifies an inode on the server.
+type fileKey struct {
+	dev, ino uint64
+}
+
+type handleID struct {
+	key fileKey
+	gen uint64
+}
+
+type handleCodec struct {
+	exportID uint32
+	pool     sync.Pool // hash.Hash
+}
+
+func newHandleCodec(key []byte, exportID uint32) *handleCodec {
+	k := append([]byte(nil), key...)
+	h := &handleCodec{exportID: exportID}
+	h.pool.New = func() any { return hmac.New(sha256.New, k) }
+	return h
+}
+
+func (c *handleCodec) mac(dst, body []byte) {
+	m := c.pool.Get().(hash.Hash)
+	m.Reset()
+	m.Write(body)
+	var sum [sha256.Size]byte
+	m.Sum(sum[:0])
+	c.pool.Put(m)
+	copy(dst, sum[:handleMACLen])
+}
+
+// encode appends the handle of id to dst.
+func (c *handleCodec) encode(dst []byte, id handleID) []byte {
+	var b [HandleSize]byte
+	b[0] = handleVersion
+	binary.BigEndian.PutUint32(b[4:], c.exportID)
+	binary.BigEndian.PutUint64(b[8:], id.key.dev)
+	binary.BigEndian.PutUint64(b[16:], id.key.ino)
+	binary.BigEndian.PutUint64(b[24:], id.gen)
+	c.mac(b[handleBody:], b[:handleBody])
+	return append(dst, b[:]...)
+}
+
+// decode checks a handle: wrong length, version or MAC is NFS3ERR_BADHANDLE (it was
+// not issued by a server holding this key); another export id is NFS3ERR_STALE.
+func (c *handleCodec) decode(fh nfs3.FH) (handleID, nfs3.Status) {
+	if len(fh) != HandleSize || fh[0] != handleVersion || fh[1]|fh[2]|fh[3] != 0 {
+		return handleID{}, nfs3.StatusBadHandle
+	}
+	var want [handleMACLen]byte
+	c.mac(want[:], fh[:handleBody])
+	if !hmac.Equal(want[:], fh[handleBody:]) {
+		return handleID{}, nfs3.StatusBadHandle
+	}
+	if binary.BigEndian.Uint32(fh[4:]) != c.exportID {
+		return handleID{}, nfs3.StatusStale
+	}
+	return handleID{
+		key: fileKey{dev: binary.BigEndian.Uint64(fh[8:]), ino: binary.BigEndian.Uint64(fh[16:])},
+		gen: binary.BigEndian.Uint64(fh[24:]),
+	}, nfs3.StatusOK
+}
+
+const keyFile = "nfs3-handle.key"
+
+// loadOrCreateKey reads the handle key from dir, creating it (mode 0600) on first use.
+// It reports whether it created the key.
+func loadOrCreateKey(dir string) ([]byte, bool, error) {
+	path := filepath.Join(dir, keyFile)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if len(b) != KeySize {
+			return nil, false, fmt.Errorf("nfsserver: handle key %s: %d bytes, want %d", path, len(b), KeySize)
+		}
+		return b, false, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, false, fmt.Errorf("nfsserver: reading handle key: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, false, fmt.Errorf("nfsserver: state directory: %w", err)
+	}
+	key := make([]byte, KeySize)
+	if _, err := rand.Read(key); err != nil {
+		return nil, false, fmt.Errorf("nfsserver: generating handle key: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, keyFile+".*")
+	if err != nil {
+		return nil, false, fmt.Errorf("nfsserver: writing handle key: %w", err)
+	}
+	_, werr := tmp.Write(key)
+	serr := tmp.Sync()
+	cerr := tmp.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return nil, false, fmt.Errorf("nfsserver: writing handle key: %w", err)
+	}
+	// Link rather than rename, so two servers starting at once agree on one key.
+	if err := os.Link(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		if errors.Is(err, fs.ErrExist) {
+			return loadOrCreateKey(dir)
+		}
+		return nil, false, fmt.Errorf("nfsserver: installing handle key: %w", err)
+	}
+	os.Remove(tmp.Name())
+	return key, true, nil
+}

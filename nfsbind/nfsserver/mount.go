@@ -1,0 +1,172 @@
+//go:build linux
+
+package nfsserver
+
+import (
+	"context"
+	"net"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// MountHandler returns the oncrpc handler of MOUNT version 3.
+func (s *Server) MountHandler() oncrpc.Handler {
+	return oncrpc.Procs{
+		uint32(nfs3.MountProcNull):    func(context.Context, *oncrpc.Request, *xdr.Encoder) error { return nil },
+		uint32(nfs3.MountProcMnt):     s.mnt,
+		uint32(nfs3.MountProcDump):    s.dump,
+		uint32(nfs3.MountProcUmnt):    s.umnt,
+		uint32(nfs3.MountProcUmntall): s.umntall,
+		uint32(nfs3.MountProcExport):  s.export,
+	}
+}
+
+func hostOf(a net.Addr) string {
+	if a == nil {
+		return ""
+	}
+	if h, _, err := net.SplitHostPort(a.String()); err == nil {
+		return h
+	}
+	return a.String()
+}
+
+// mountPath maps a MOUNT dirpath to a path relative to the export root: the export
+// path itself or a directory below it, with no ".", ".." or empty components.
+func (s *Server) mountPath(dirpath string) (string, nfs3.MountStat) {
+	var rel string
+	switch {
+	case dirpath == s.exportPath:
+	case s.exportPath == "/" && strings.HasPrefix(dirpath, "/"):
+		rel = dirpath[1:]
+	case strings.HasPrefix(dirpath, s.exportPath+"/"):
+		rel = dirpath[len(s.exportPath)+1:]
+	default:
+		return "", nfs3.MountErrNoEnt
+	}
+	rel = strings.TrimSuffix(rel, "/")
+	if rel == "" {
+		return "", nfs3.MountOK
+	}
+	for _, c := range strings.Split(rel, "/") {
+		if c == "" || c == "." || c == ".." || len(c) > nfs3.MaxNameLen || strings.IndexByte(c, 0) >= 0 {
+			return "", nfs3.MountErrInval
+		}
+	}
+	return rel, nfs3.MountOK
+}
+
+func mountStatOf(st nfs3.Status) nfs3.MountStat {
+	switch st {
+	case nfs3.StatusNoEnt, nfs3.StatusStale:
+		return nfs3.MountErrNoEnt
+	case nfs3.StatusAcces, nfs3.StatusPerm:
+		return nfs3.MountErrAcces
+	case nfs3.StatusNotDir, nfs3.StatusInval:
+		return nfs3.MountErrNotDir
+	case nfs3.StatusNameTooLong:
+		return nfs3.MountErrNameTooLong
+	}
+	return nfs3.MountErrIO
+}
+
+func (s *Server) mnt(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.MntArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	dirpath := string(a.Path)
+	var r nfs3.MntRes
+	var rel string
+	rel, r.Status = s.mountPath(dirpath)
+	var fhbuf [HandleSize]byte
+	if r.Status == nfs3.MountOK {
+		fd, err := s.openPath(rel)
+		if err != nil {
+			r.Status = mountStatOf(statusOf(err))
+		} else {
+			var st unix.Statx_t
+			if err := statFD(fd, &st); err != nil {
+				r.Status = mountStatOf(statusOf(err))
+			} else if !isDir(&st) {
+				r.Status = nfs3.MountErrNotDir
+			} else {
+				s.idx.put(keyOf(&st), rel)
+				r.FH = s.handles.encode(fhbuf[:0], idOf(&st))
+				r.AuthFlavors = []uint32{uint32(oncrpc.AuthSys), uint32(oncrpc.AuthNone)}
+			}
+			unix.Close(fd)
+		}
+	}
+	host := hostOf(req.RemoteAddr)
+	if r.Status == nfs3.MountOK {
+		s.mountMu.Lock()
+		found := false
+		for _, m := range s.mounts {
+			found = found || (m.host == host && m.path == dirpath)
+		}
+		if !found {
+			s.mounts = append(s.mounts, mountEntry{host, dirpath})
+		}
+		s.mountMu.Unlock()
+		s.log.Info("mount", "client", host, "path", dirpath)
+	} else {
+		s.log.Info("mount refused", "client", host, "path", dirpath, "status", r.Status.String())
+	}
+	r.EncodeXDR(res)
+	return nil
+}
+
+func (s *Server) dump(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var r nfs3.DumpRes
+	s.mountMu.Lock()
+	for _, m := range s.mounts {
+		r.Mounts = append(r.Mounts, nfs3.MountBody{Hostname: []byte(m.host), Directory: []byte(m.path)})
+	}
+	s.mountMu.Unlock()
+	r.EncodeXDR(res)
+	return nil
+}
+
+func (s *Server) umnt(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.UmntArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	host := hostOf(req.RemoteAddr)
+	s.mountMu.Lock()
+	s.mounts = deleteMounts(s.mounts, func(m mountEntry) bool { return m.host == host && m.path == string(a.Path) })
+	s.mountMu.Unlock()
+	s.log.Info("unmount", "client", host, "path", string(a.Path))
+	return nil
+}
+
+func (s *Server) umntall(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	host := hostOf(req.RemoteAddr)
+	s.mountMu.Lock()
+	s.mounts = deleteMounts(s.mounts, func(m mountEntry) bool { return m.host == host })
+	s.mountMu.Unlock()
+	s.log.Info("unmount all", "client", host)
+	return nil
+}
+
+func deleteMounts(ms []mountEntry, del func(mountEntry) bool) []mountEntry {
+	out := ms[:0]
+	for _, m := range ms {
+		if !del(m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (s *Server) export(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	r := nfs3.ExportRes{Exports: []nfs3.ExportNode{{Dir: []byte(s.exportPath), Groups: [][]byte{[]byte("*")}}}}
+	r.EncodeXDR(res)
+	return nil
+}

@@ -1,0 +1,859 @@
+//go:build linux
+
+package nfsserver
+
+import (
+	"context"
+	"math"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+func (s *Server) getattr(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.GetattrArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	var o object
+	var r nfs3.GetattrRes
+	r.Status = s.open(a.Object, &o)
+	defer o.close()
+	if r.Status == nfs3.StatusOK {
+		fattr(&o.st, &r.Attr)
+	}
+	r.EncodeXDR(res)
+	return nil
+}
+
+func (s *Server) setattr(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.SetattrArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	var o object
+	r := nfs3.WccRes{Status: s.open(a.Object, &o)}
+	defer o.close()
+	if r.Status == nfs3.StatusOK {
+		c := s.credOf(req)
+		r.Status = s.doSetattr(&o, &a, &c)
+		r.Wcc = wcc(&o)
+	}
+	r.EncodeXDR(res)
+	return nil
+}
+
+func (s *Server) doSetattr(o *object, a *nfs3.SetattrArgs, c *cred) nfs3.Status {
+	if a.Guard && (uint32(o.st.Ctime.Sec) != a.GuardCtime.Seconds || o.st.Ctime.Nsec != a.GuardCtime.Nseconds) {
+		return nfs3.StatusNotSync
+	}
+	at := &a.Attr
+	if s.opts.ReadOnly && (at.SetMode || at.SetUID || at.SetGID || at.SetSize || at.Atime.How != nfs3.DontChange || at.Mtime.How != nfs3.DontChange) {
+		return nfs3.StatusROFS
+	}
+	// Permission checks first, so that a refused call changes nothing.
+	if (at.SetMode || at.Atime.How == nfs3.SetToClientTime || at.Mtime.How == nfs3.SetToClientTime) && !isOwner(c, &o.st) {
+		return nfs3.StatusPerm
+	}
+	if at.SetUID && at.UID != o.st.Uid && c.uid != 0 {
+		return nfs3.StatusPerm
+	}
+	if at.SetGID && at.GID != o.st.Gid && c.uid != 0 && !(c.uid == o.st.Uid && c.inGroup(at.GID)) {
+		return nfs3.StatusPerm
+	}
+	if (at.Atime.How == nfs3.SetToServerTime || at.Mtime.How == nfs3.SetToServerTime) && !isOwner(c, &o.st) && !allowed(c, &o.st, permW) {
+		return nfs3.StatusAcces
+	}
+	if at.SetSize {
+		switch {
+		case isDir(&o.st):
+			return nfs3.StatusIsDir
+		case !isReg(&o.st):
+			return nfs3.StatusInval
+		case !allowed(c, &o.st, permW) && !isOwner(c, &o.st):
+			return nfs3.StatusAcces
+		case at.Size > math.MaxInt64:
+			return nfs3.StatusFBig
+		}
+		if err := unix.Truncate(procPath(o.fd), int64(at.Size)); err != nil {
+			return statusOf(err)
+		}
+	}
+	if at.SetUID || at.SetGID {
+		uid, gid := -1, -1
+		if at.SetUID {
+			uid = int(at.UID)
+		}
+		if at.SetGID {
+			gid = int(at.GID)
+		}
+		if err := unix.Fchownat(o.fd, "", uid, gid, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return statusOf(err)
+		}
+	}
+	if at.SetMode && !isLnk(&o.st) { // symbolic links have no mode of their own on Linux
+		if err := unix.Chmod(procPath(o.fd), at.Mode&0o7777); err != nil {
+			return statusOf(err)
+		}
+	}
+	if at.Atime.How != nfs3.DontChange || at.Mtime.How != nfs3.DontChange {
+		ts := []unix.Timespec{setTime(at.Atime), setTime(at.Mtime)}
+		if err := unix.UtimesNanoAt(unix.AT_FDCWD, procPath(o.fd), ts, 0); err != nil {
+			return statusOf(err)
+		}
+	}
+	return nfs3.StatusOK
+}
+
+func setTime(t nfs3.SetTime) unix.Timespec {
+	switch t.How {
+	case nfs3.SetToServerTime:
+		return unix.Timespec{Nsec: unix.UTIME_NOW}
+	case nfs3.SetToClientTime:
+		return unix.Timespec{Sec: int64(t.Time.Seconds), Nsec: int64(t.Time.Nseconds)}
+	}
+	return unix.Timespec{Nsec: unix.UTIME_OMIT}
+}
+
+// child resolves name in the open directory dir, "." and ".." included, without
+// following symbolic links and without leaving the export.
+func (s *Server) child(dir *object, name []byte, st *unix.Statx_t) (string, nfs3.Status) {
+	if status := validName(name); status != nfs3.StatusOK {
+		return "", status
+	}
+	switch string(name) {
+	case ".":
+		*st = dir.st
+		return dir.path, nfs3.StatusOK
+	case "..":
+		p := parentPath(dir.path)
+		if dir.path == "" {
+			*st = dir.st
+			return "", nfs3.StatusOK
+		}
+		fd, err := s.openPath(p)
+		if err != nil {
+			return "", statusOf(err)
+		}
+		defer unix.Close(fd)
+		if err := statFD(fd, st); err != nil {
+			return "", statusOf(err)
+		}
+		return p, nfs3.StatusOK
+	}
+	if err := statAt(dir.fd, string(name), st); err != nil {
+		return "", statusOf(err)
+	}
+	return joinPath(dir.path, string(name)), nfs3.StatusOK
+}
+
+// openDir resolves a directory handle and checks the caller may do want in it.
+func (s *Server) openDir(fh nfs3.FH, o *object, c *cred, want uint32) nfs3.Status {
+	if st := s.open(fh, o); st != nfs3.StatusOK {
+		return st
+	}
+	if !isDir(&o.st) {
+		return nfs3.StatusNotDir
+	}
+	if !allowed(c, &o.st, want) {
+		return nfs3.StatusAcces
+	}
+	return nfs3.StatusOK
+}
+
+func (s *Server) lookup(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.LookupArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	var dir object
+	var r nfs3.LookupRes
+	c := s.credOf(req)
+	r.Status = s.openDir(a.What.Dir, &dir, &c, permX)
+	defer dir.close()
+	var fhbuf [HandleSize]byte
+	if r.Status == nfs3.StatusOK {
+		var st unix.Statx_t
+		var p string
+		p, r.Status = s.child(&dir, a.What.Name, &st)
+		if r.Status == nfs3.StatusOK {
+			s.idx.put(keyOf(&st), p)
+			r.Object = s.handles.encode(fhbuf[:0], idOf(&st))
+			r.ObjAttr = postOp(&st)
+		}
+	}
+	if dir.fd >= 0 {
+		r.DirAttr = postOp(&dir.st)
+	}
+	r.EncodeXDR(res)
+	return nil
+}
+
+func (s *Server) access(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.AccessArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	var o object
+	r := nfs3.AccessRes{Status: s.open(a.Object, &o)}
+	defer o.close()
+	if r.Status == nfs3.StatusOK {
+		c := s.credOf(req)
+		var granted uint32
+		if allowed(&c, &o.st, permR) {
+			granted |= nfs3.AccessRead
+		}
+		if allowed(&c, &o.st, permW) && !s.opts.ReadOnly {
+			granted |= nfs3.AccessModify | nfs3.AccessExtend
+			if isDir(&o.st) {
+				granted |= nfs3.AccessDelete
+			}
+		}
+		if allowed(&c, &o.st, permX) {
+			if isDir(&o.st) {
+				granted |= nfs3.AccessLookup
+			} else {
+				granted |= nfs3.AccessExecute
+			}
+		}
+		r.Access = a.Access & granted
+		r.Attr = postOp(&o.st)
+	}
+	r.EncodeXDR(res)
+	return nil
+}
+
+func (s *Server) readlink(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.ReadlinkArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	var o object
+	r := nfs3.ReadlinkRes{Status: s.open(a.Object, &o)}
+	defer o.close()
+	var buf [nfs3.MaxPathLen + 1]byte
+	if r.Status == nfs3.StatusOK {
+		r.Attr = postOp(&o.st)
+		if !isLnk(&o.st) {
+			r.Status = nfs3.StatusInval
+		} else if n, err := unix.Readlinkat(o.fd, "", buf[:]); err != nil {
+			r.Status = statusOf(err)
+		} else if n > nfs3.MaxPathLen {
+			r.Status = nfs3.StatusNameTooLong
+		} else {
+			r.Data = buf[:n]
+		}
+	}
+	r.EncodeXDR(res)
+	return nil
+}
+
+// ioFile checks that o is a regular file the caller may access (the owner may always,
+// as for a file it has open), and opens it.
+func (s *Server) ioFile(o *object, c *cred, want uint32, flags int) (int, nfs3.Status) {
+	switch {
+	case isDir(&o.st):
+		return -1, nfs3.StatusIsDir
+	case !isReg(&o.st):
+		return -1, nfs3.StatusInval
+	case !isOwner(c, &o.st) && !allowed(c, &o.st, want) && !(want == permR && allowed(c, &o.st, permX)):
+		return -1, nfs3.StatusAcces
+	}
+	fd, err := reopen(o, flags)
+	if err != nil {
+		return -1, statusOf(err)
+	}
+	return fd, nfs3.StatusOK
+}
+
+func (s *Server) read(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.ReadArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	var o object
+	r := nfs3.ReadRes{Status: s.open(a.File, &o)}
+	defer o.close()
+	if r.Status == nfs3.StatusOK {
+		c := s.credOf(req)
+		var fd int
+		if fd, r.Status = s.ioFile(&o, &c, permR, unix.O_RDONLY); r.Status == nfs3.StatusOK {
+			count := min(int(a.Count), s.opts.MaxIO)
+			bp := s.bufs.Get().(*[]byte)
+			buf := (*bp)[:count]
+			n := 0
+			var err error
+			for n < count && a.Offset <= math.MaxInt64-uint64(count) {
+				var m int
+				m, err = unix.Pread(fd, buf[n:], int64(a.Offset)+int64(n))
+				if m <= 0 || err != nil {
+					break
+				}
+				n += m
+			}
+			if err != nil {
+				r.Status = statusOf(err)
+				s.bufs.Put(bp)
+			} else {
+				r.Count, r.Data = uint32(n), buf[:n]
+				req.AfterReply(func() { s.bufs.Put(bp) })
+			}
+			if statFD(fd, &o.st) == nil {
+				r.EOF = a.Offset+uint64(n) >= o.st.Size
+			}
+			unix.Close(fd)
+		}
+		r.Attr = postOp(&o.st)
+	}
+	r.EncodeXDR(res)
+	return nil
+}
+
+func (s *Server) write(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.WriteArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	var o object
+	r := nfs3.WriteRes{Status: s.open(a.File, &o)}
+	defer o.close()
+	if r.Status == nfs3.StatusOK {
+		r.Status = s.doWrite(&o, &a, req, &r)
+		r.Wcc = wcc(&o)
+	}
+	r.EncodeXDR(res)
+	return nil
+}
+
+func (s *Server) doWrite(o *object, a *nfs3.WriteArgs, req *oncrpc.Request, r *nfs3.WriteRes) nfs3.Status {
+	if s.opts.ReadOnly {
+		return nfs3.StatusROFS
+	}
+	if len(a.Data) > s.opts.MaxIO {
+		return nfs3.StatusInval
+	}
+	if a.Offset > math.MaxInt64-uint64(len(a.Data)) {
+		return nfs3.StatusFBig
+	}
+	c := s.credOf(req)
+	fd, st := s.ioFile(o, &c, permW, unix.O_WRONLY)
+	if st != nfs3.StatusOK {
+		return st
+	}
+	defer unix.Close(fd)
+	n := 0
+	for n < len(a.Data) {
+		m, err := unix.Pwrite(fd, a.Data[n:], int64(a.Offset)+int64(n))
+		if err != nil {
+			return statusOf(err)
+		}
+		if m == 0 {
+			return nfs3.StatusIO
+		}
+		n += m
+	}
+	var err error
+	switch a.Stable {
+	case nfs3.FileSync:
+		err = unix.Fsync(fd)
+	case nfs3.DataSync:
+		err = unix.Fdatasync(fd)
+	}
+	if err != nil {
+		return statusOf(err)
+	}
+	r.Count, r.Committed, r.Verf = uint32(n), a.Stable, s.verf
+	return nfs3.StatusOK
+}
+
+func (s *Server) commit(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.CommitArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	var o object
+	r := nfs3.CommitRes{Status: s.open(a.File, &o)}
+	defer o.close()
+	if r.Status == nfs3.StatusOK {
+		switch {
+		case isDir(&o.st):
+			r.Status = nfs3.StatusIsDir
+		case !isReg(&o.st):
+			r.Status = nfs3.StatusInval
+		default:
+			fd, err := reopen(&o, unix.O_RDONLY)
+			if err == nil {
+				err = unix.Fsync(fd)
+				unix.Close(fd)
+			}
+			r.Status = statusOf(err)
+		}
+		r.Verf = s.verf
+		r.Wcc = wcc(&o)
+	}
+	r.EncodeXDR(res)
+	return nil
+}
+
+// newChild is the common part of CREATE, MKDIR, SYMLINK and MKNOD: the directory is
+// open and checked, the name validated.
+func (s *Server) openCreateDir(where *nfs3.DirOpArgs, dir *object, c *cred) nfs3.Status {
+	if st := s.openDir(where.Dir, dir, c, permW|permX); st != nfs3.StatusOK {
+		return st
+	}
+	if s.opts.ReadOnly {
+		return nfs3.StatusROFS
+	}
+	if st := validName(where.Name); st != nfs3.StatusOK {
+		return st
+	}
+	if isDot(where.Name) {
+		return nfs3.StatusExist
+	}
+	return nfs3.StatusOK
+}
+
+// created gives a new object its owner, then fills the CREATE-style result.
+func (s *Server) created(dir *object, name string, c *cred, attr *nfs3.Sattr, fresh bool, r *nfs3.CreateRes, fhbuf []byte) nfs3.Status {
+	if fresh && s.asRoot {
+		uid, gid := int(c.uid), int(c.gid)
+		if dir.st.Mode&unix.S_ISGID != 0 {
+			gid = int(dir.st.Gid)
+		}
+		if attr != nil && attr.SetUID && c.uid == 0 {
+			uid = int(attr.UID)
+		}
+		if attr != nil && attr.SetGID && (c.uid == 0 || c.inGroup(attr.GID)) {
+			gid = int(attr.GID)
+		}
+		if err := unix.Fchownat(dir.fd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return statusOf(err)
+		}
+	}
+	var st unix.Statx_t
+	if err := statAt(dir.fd, name, &st); err != nil {
+		return statusOf(err)
+	}
+	if fresh && attr != nil && attr.SetMode && !isLnk(&st) {
+		if err := s.chmodAt(dir.fd, name, attr.Mode); err != nil {
+			return statusOf(err)
+		}
+		_ = statAt(dir.fd, name, &st)
+	}
+	s.idx.put(keyOf(&st), joinPath(dir.path, name))
+	r.Obj = nfs3.PostOpFH{Present: true, FH: s.handles.encode(fhbuf[:0], idOf(&st))}
+	r.ObjAttr = postOp(&st)
+	return nfs3.StatusOK
+}
+
+// chmodAt sets the exact mode (no umask) of name in dirfd without following a link.
+func (s *Server) chmodAt(dirfd int, name string, mode uint32) error {
+	fd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Chmod(procPath(fd), mode&0o7777)
+}
+
+func (s *Server) create(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.CreateArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	var dir object
+	var r nfs3.CreateRes
+	c := s.credOf(req)
+	var fhbuf [HandleSize]byte
+	r.Status = s.openCreateDir(&a.Where, &dir, &c)
+	defer dir.close()
+	if r.Status == nfs3.StatusOK {
+		r.Status = s.doCreate(&dir, &a, &c, &r, fhbuf[:])
+	}
+	r.DirWcc = wcc(&dir)
+	r.EncodeXDR(res)
+	return nil
+}
+
+func (s *Server) doCreate(dir *object, a *nfs3.CreateArgs, c *cred, r *nfs3.CreateRes, fhbuf []byte) nfs3.Status {
+	name := string(a.Where.Name)
+	mode := uint32(0o644)
+	if a.Mode != nfs3.Exclusive && a.Attr.SetMode {
+		mode = a.Attr.Mode & 0o7777
+	}
+	// O_NONBLOCK so that opening an existing FIFO cannot block.
+	fd, err := unix.Openat(dir.fd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, mode)
+	fresh := err == nil
+	if err == nil {
+		unix.Close(fd)
+	} else if err != unix.EEXIST {
+		return statusOf(err)
+	}
+	switch a.Mode {
+	case nfs3.Guarded:
+		if !fresh {
+			return nfs3.StatusExist
+		}
+	case nfs3.Exclusive:
+		v0 := int64(uint32(a.Verf[0])<<24 | uint32(a.Verf[1])<<16 | uint32(a.Verf[2])<<8 | uint32(a.Verf[3]))
+		v1 := int64(uint32(a.Verf[4])<<24 | uint32(a.Verf[5])<<16 | uint32(a.Verf[6])<<8 | uint32(a.Verf[7]))
+		if fresh {
+			ts := []unix.Timespec{{Sec: v1}, {Sec: v0}} // atime, mtime
+			if err := unix.UtimesNanoAt(dir.fd, name, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return statusOf(err)
+			}
+		} else {
+			// A retransmitted EXCLUSIVE create finds the verifier it stored.
+			var st unix.Statx_t
+			if err := statAt(dir.fd, name, &st); err != nil {
+				return statusOf(err)
+			}
+			if !isReg(&st) || st.Mtime.Sec != v0 || st.Atime.Sec != v1 {
+				return nfs3.StatusExist
+			}
+		}
+		return s.created(dir, name, c, nil, fresh, r, fhbuf)
+	default: // UNCHECKED
+		if !fresh {
+			var st unix.Statx_t
+			if err := statAt(dir.fd, name, &st); err != nil {
+				return statusOf(err)
+			}
+			if !isReg(&st) {
+				return nfs3.StatusExist
+			}
+			if a.Attr.SetSize {
+				if !allowed(c, &st, permW) && !isOwner(c, &st) {
+					return nfs3.StatusAcces
+				}
+				fd, err := unix.Openat(dir.fd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				if err != nil {
+					return statusOf(err)
+				}
+				err = unix.Ftruncate(fd, int64(min(a.Attr.Size, math.MaxInt64)))
+				unix.Close(fd)
+				if err != nil {
+					return statusOf(err)
+				}
+			}
+		}
+	}
+	if fresh && a.Attr.SetSize && a.Attr.Size != 0 {
+		fd, err := unix.Openat(dir.fd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return statusOf(err)
+		}
+		err = unix.Ftruncate(fd, int64(min(a.Attr.Size, math.MaxInt64)))
+		unix.Close(fd)
+		if err != nil {
+			return statusOf(err)
+		}
+	}
+	return s.created(dir, name, c, &a.Attr, fresh, r, fhbuf)
+}
+
+func (s *Server) mkdir(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.MkdirArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	var dir object
+	var r nfs3.CreateRes
+	c := s.credOf(req)
+	var fhbuf [HandleSize]byte
+	r.Status = s.openCreateDir(&a.Where, &dir, &c)
+	defer dir.close()
+	if r.Status == nfs3.StatusOK {
+		mode := uint32(0o755)
+		if a.Attr.SetMode {
+			mode = a.Attr.Mode & 0o7777
+		}
+		if err := unix.Mkdirat(dir.fd, string(a.Where.Name), mode); err != nil {
+			r.Status = statusOf(err)
+		} else {
+			r.Status = s.created(&dir, string(a.Where.Name), &c, &a.Attr, true, &r, fhbuf[:])
+		}
+	}
+	r.DirWcc = wcc(&dir)
+	r.EncodeXDR(res)
+	return nil
+}
+
+func (s *Server) symlink(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.SymlinkArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	var dir object
+	var r nfs3.CreateRes
+	c := s.credOf(req)
+	var fhbuf [HandleSize]byte
+	r.Status = s.openCreateDir(&a.Where, &dir, &c)
+	defer dir.close()
+	if r.Status == nfs3.StatusOK {
+		// The target is stored as given, absolute or not: the server never follows it.
+		if err := unix.Symlinkat(string(a.Data), dir.fd, string(a.Where.Name)); err != nil {
+			r.Status = statusOf(err)
+		} else {
+			r.Status = s.created(&dir, string(a.Where.Name), &c, &a.Attr, true, &r, fhbuf[:])
+		}
+	}
+	r.DirWcc = wcc(&dir)
+	r.EncodeXDR(res)
+	return nil
+}
+
+func (s *Server) mknod(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.MknodArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	var dir object
+	var r nfs3.CreateRes
+	c := s.credOf(req)
+	var fhbuf [HandleSize]byte
+	r.Status = s.openCreateDir(&a.Where, &dir, &c)
+	defer dir.close()
+	if r.Status == nfs3.StatusOK {
+		mode := uint32(0o644)
+		if a.Attr.SetMode {
+			mode = a.Attr.Mode & 0o7777
+		}
+		dev := 0
+		switch a.Type {
+		case nfs3.TypeChr:
+			mode |= unix.S_IFCHR
+			dev = int(unix.Mkdev(a.Spec.Major, a.Spec.Minor))
+		case nfs3.TypeBlk:
+			mode |= unix.S_IFBLK
+			dev = int(unix.Mkdev(a.Spec.Major, a.Spec.Minor))
+		case nfs3.TypeSock:
+			mode |= unix.S_IFSOCK
+		case nfs3.TypeFifo:
+			mode |= unix.S_IFIFO
+		default:
+			r.Status = nfs3.StatusBadType
+		}
+		if r.Status == nfs3.StatusOK {
+			if err := unix.Mknodat(dir.fd, string(a.Where.Name), mode, dev); err != nil {
+				r.Status = statusOf(err)
+			} else {
+				r.Status = s.created(&dir, string(a.Where.Name), &c, &a.Attr, true, &r, fhbuf[:])
+			}
+		}
+	}
+	r.DirWcc = wcc(&dir)
+	r.EncodeXDR(res)
+	return nil
+}
+
+// openRemoveDir opens the directory of a REMOVE, RMDIR or RENAME source or target and
+// validates the name ("." and ".." cannot be removed or renamed).
+func (s *Server) openRemoveDir(where *nfs3.DirOpArgs, dir *object, c *cred) nfs3.Status {
+	if st := s.openDir(where.Dir, dir, c, permW|permX); st != nfs3.StatusOK {
+		return st
+	}
+	if s.opts.ReadOnly {
+		return nfs3.StatusROFS
+	}
+	if st := validName(where.Name); st != nfs3.StatusOK {
+		return st
+	}
+	if isDot(where.Name) {
+		return nfs3.StatusInval
+	}
+	return nfs3.StatusOK
+}
+
+func (s *Server) removeEntry(req *oncrpc.Request, res *xdr.Encoder, rmdir bool) error {
+	var a nfs3.RemoveArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	var dir object
+	var r nfs3.WccRes
+	c := s.credOf(req)
+	r.Status = s.openRemoveDir(&a.What, &dir, &c)
+	defer dir.close()
+	if r.Status == nfs3.StatusOK {
+		name := string(a.What.Name)
+		var st unix.Statx_t
+		flags := 0
+		if rmdir {
+			flags = unix.AT_REMOVEDIR
+		}
+		switch err := statAt(dir.fd, name, &st); {
+		case err != nil:
+			r.Status = statusOf(err)
+		case !mayDelete(&c, &dir.st, &st):
+			r.Status = nfs3.StatusAcces
+		case !rmdir && isDir(&st):
+			r.Status = nfs3.StatusIsDir
+		case rmdir && !isDir(&st):
+			r.Status = nfs3.StatusNotDir
+		default:
+			if err := unix.Unlinkat(dir.fd, name, flags); err != nil {
+				r.Status = statusOf(err)
+			} else {
+				s.idx.del(keyOf(&st), joinPath(dir.path, name))
+			}
+		}
+	}
+	r.Wcc = wcc(&dir)
+	r.EncodeXDR(res)
+	return nil
+}
+
+func (s *Server) remove(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	return s.removeEntry(req, res, false)
+}
+
+func (s *Server) rmdir(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	return s.removeEntry(req, res, true)
+}
+
+func (s *Server) rename(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.RenameArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	var from, to object
+	var r nfs3.RenameRes
+	c := s.credOf(req)
+	to.fd = -1
+	r.Status = s.openRemoveDir(&a.From, &from, &c)
+	defer from.close()
+	if r.Status == nfs3.StatusOK {
+		r.Status = s.openRemoveDir(&a.To, &to, &c)
+	}
+	defer to.close()
+	if r.Status == nfs3.StatusOK {
+		r.Status = s.doRename(&from, &to, &a, &c)
+	}
+	r.FromDirWcc, r.ToDirWcc = wcc(&from), wcc(&to)
+	r.EncodeXDR(res)
+	return nil
+}
+
+func (s *Server) doRename(from, to *object, a *nfs3.RenameArgs, c *cred) nfs3.Status {
+	oldName, newName := string(a.From.Name), string(a.To.Name)
+	var src, dst unix.Statx_t
+	if err := statAt(from.fd, oldName, &src); err != nil {
+		return statusOf(err)
+	}
+	if !mayDelete(c, &from.st, &src) {
+		return nfs3.StatusAcces
+	}
+	dstExists := statAt(to.fd, newName, &dst) == nil
+	if dstExists && !mayDelete(c, &to.st, &dst) {
+		return nfs3.StatusAcces
+	}
+	if err := unix.Renameat(from.fd, oldName, to.fd, newName); err != nil {
+		return statusOf(err)
+	}
+	oldPath, newPath := joinPath(from.path, oldName), joinPath(to.path, newName)
+	if dstExists && keyOf(&dst) != keyOf(&src) {
+		s.idx.del(keyOf(&dst), newPath)
+	}
+	s.idx.put(keyOf(&src), newPath)
+	if isDir(&src) {
+		s.idx.renameDir(oldPath, newPath)
+	}
+	return nfs3.StatusOK
+}
+
+func (s *Server) link(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.LinkArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	var file, dir object
+	var r nfs3.LinkRes
+	c := s.credOf(req)
+	dir.fd = -1
+	r.Status = s.open(a.File, &file)
+	defer file.close()
+	if r.Status == nfs3.StatusOK {
+		r.Status = s.openCreateDir(&a.Link, &dir, &c)
+	}
+	defer dir.close()
+	if r.Status == nfs3.StatusOK {
+		if isDir(&file.st) {
+			r.Status = nfs3.StatusIsDir
+		} else if err := unix.Linkat(unix.AT_FDCWD, procPath(file.fd), dir.fd, string(a.Link.Name), unix.AT_SYMLINK_FOLLOW); err != nil {
+			r.Status = statusOf(err)
+		}
+	}
+	if file.fd >= 0 {
+		_ = file.refresh()
+		r.FileAttr = postOp(&file.st)
+	}
+	r.LinkDirWcc = wcc(&dir)
+	r.EncodeXDR(res)
+	return nil
+}
+
+func (s *Server) fsstat(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.FsstatArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	var o object
+	r := nfs3.FsstatRes{Status: s.open(a.Object, &o)}
+	defer o.close()
+	if r.Status == nfs3.StatusOK {
+		r.Attr = postOp(&o.st)
+		var fs unix.Statfs_t
+		if err := unix.Fstatfs(o.fd, &fs); err != nil {
+			r.Status = statusOf(err)
+		} else {
+			bs := uint64(fs.Bsize)
+			r.Tbytes, r.Fbytes, r.Abytes = fs.Blocks*bs, fs.Bfree*bs, fs.Bavail*bs
+			r.Tfiles, r.Ffiles, r.Afiles = fs.Files, fs.Ffree, fs.Ffree
+		}
+	}
+	r.EncodeXDR(res)
+	return nil
+}
+
+func (s *Server) fsinfo(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.FsinfoArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	var o object
+	r := nfs3.FsinfoRes{Status: s.open(a.Object, &o)}
+	defer o.close()
+	if r.Status == nfs3.StatusOK {
+		io := uint32(s.opts.MaxIO)
+		r.Attr = postOp(&o.st)
+		r.Rtmax, r.Rtpref, r.Rtmult = io, io, 4096
+		r.Wtmax, r.Wtpref, r.Wtmult = io, io, 4096
+		r.Dtpref = 32768
+		r.MaxFileSize = math.MaxInt64
+		r.TimeDelta = nfs3.Time{Nseconds: 1}
+		r.Properties = nfs3.FSFLink | nfs3.FSFSymlink | nfs3.FSFHomogeneous | nfs3.FSFCanSetTime
+	}
+	r.EncodeXDR(res)
+	return nil
+}
+
+func (s *Server) pathconf(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	var a nfs3.PathconfArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	var o object
+	r := nfs3.PathconfRes{Status: s.open(a.Object, &o)}
+	defer o.close()
+	if r.Status == nfs3.StatusOK {
+		r.Attr = postOp(&o.st)
+		r.Linkmax, r.NameMax = 65000, nfs3.MaxNameLen
+		r.NoTrunc, r.ChownRestricted, r.CaseInsensitive, r.CasePreserving = true, true, false, true
+	}
+	r.EncodeXDR(res)
+	return nil
+}

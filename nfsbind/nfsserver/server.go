@@ -1,0 +1,213 @@
+//go:build linux
+
+package nfsserver
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Root is the directory to export (required).
+	Root string
+	// ExportPath is the path MOUNT clients name (default: Root made absolute).
+	// Subdirectories of it may be mounted too.
+	ExportPath string
+	// StateDir holds the file-handle key (created on first use). Handles survive a
+	// restart only if the key does: with neither StateDir nor HandleKey, a random key
+	// is used and handles go stale when the server restarts.
+	StateDir string
+	// HandleKey, if set, is the KeySize-byte handle key, overriding StateDir.
+	HandleKey []byte
+	// ExportID is put in every handle (default: a hash of the absolute Root).
+	ExportID uint32
+	// MaxIO is rtmax and wtmax, the largest READ and WRITE (default 1 MiB, at most
+	// nfs3.MaxData).
+	MaxIO int
+	// MaxDirReply bounds READDIR and READDIRPLUS replies whatever the client asks
+	// (default 1 MiB).
+	MaxDirReply int
+	// ReadOnly makes every modifying procedure fail with NFS3ERR_ROFS.
+	ReadOnly bool
+	// AnonUID and AnonGID are the identity of calls without AUTH_SYS credentials
+	// (default 65534, "nobody").
+	AnonUID, AnonGID uint32
+	// MaxIndex bounds the inode-to-path index (default 1<<20 entries); MaxSearch
+	// bounds the entries one handle search visits (default 1<<22).
+	MaxIndex, MaxSearch int
+	// Logger receives control-path events (default: none).
+	Logger hclog.Logger
+}
+
+// Server is an NFSv3 and MOUNT v3 server for one exported directory. Register it with
+// an oncrpc.Server; it is safe for concurrent use.
+type Server struct {
+	opts       Options
+	log        hclog.Logger
+	rootFD     int
+	exportPath string
+	handles    *handleCodec
+	idx        index
+	searchMu   sync.Mutex
+	verf       [nfs3.WriteVerfSize]byte
+	asRoot     bool
+	bufs       sync.Pool // *[]byte of MaxIO bytes
+
+	mountMu sync.Mutex
+	mounts  []mountEntry
+}
+
+type mountEntry struct{ host, path string }
+
+// New opens the export and returns a Server for it.
+func New(opts Options) (*Server, error) {
+	if opts.Root == "" {
+		return nil, fmt.Errorf("nfsserver: Options.Root is empty")
+	}
+	abs, err := filepath.Abs(opts.Root)
+	if err != nil {
+		return nil, fmt.Errorf("nfsserver: export root: %w", err)
+	}
+	if opts.ExportPath == "" {
+		opts.ExportPath = abs
+	}
+	if opts.ExportPath != "/" {
+		opts.ExportPath = filepath.Clean(opts.ExportPath)
+	}
+	if opts.MaxIO <= 0 || opts.MaxIO > nfs3.MaxData {
+		opts.MaxIO = 1 << 20
+	}
+	if opts.MaxDirReply <= 0 {
+		opts.MaxDirReply = 1 << 20
+	}
+	if opts.AnonUID == 0 && opts.AnonGID == 0 {
+		opts.AnonUID, opts.AnonGID = 65534, 65534
+	}
+	if opts.MaxIndex <= 0 {
+		opts.MaxIndex = 1 << 20
+	}
+	if opts.MaxSearch <= 0 {
+		opts.MaxSearch = 1 << 22
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.ExportID == 0 {
+		h := fnv.New32a()
+		h.Write([]byte(abs))
+		opts.ExportID = h.Sum32()
+	}
+	s := &Server{opts: opts, log: opts.Logger, exportPath: opts.ExportPath, asRoot: os.Geteuid() == 0}
+	key := opts.HandleKey
+	switch {
+	case key != nil:
+		if len(key) != KeySize {
+			return nil, fmt.Errorf("nfsserver: HandleKey is %d bytes, want %d", len(key), KeySize)
+		}
+	case opts.StateDir != "":
+		var created bool
+		key, created, err = loadOrCreateKey(opts.StateDir)
+		if err != nil {
+			return nil, err
+		}
+		if created {
+			s.log.Info("created file handle key", "dir", opts.StateDir)
+		}
+	default:
+		key = make([]byte, KeySize)
+		if _, err := rand.Read(key); err != nil {
+			return nil, fmt.Errorf("nfsserver: handle key: %w", err)
+		}
+		s.log.Warn("no StateDir: file handles will not survive a restart")
+	}
+	if _, err := rand.Read(s.verf[:]); err != nil {
+		return nil, fmt.Errorf("nfsserver: write verifier: %w", err)
+	}
+	s.handles = newHandleCodec(key, opts.ExportID)
+	s.idx.paths = make(map[fileKey]string)
+	s.idx.max = opts.MaxIndex
+	fd, err := unix.Open(abs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("nfsserver: opening export %s: %w", abs, err)
+	}
+	s.rootFD = fd
+	var st unix.Statx_t
+	if err := statFD(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("nfsserver: stat export %s: %w", abs, err)
+	}
+	s.idx.put(keyOf(&st), "")
+	max := opts.MaxIO
+	s.bufs.New = func() any { b := make([]byte, max); return &b }
+	s.log.Info("exporting", "root", abs, "path", opts.ExportPath, "read_only", opts.ReadOnly, "max_io", opts.MaxIO)
+	return s, nil
+}
+
+// Close releases the export root. Calls in progress may fail.
+func (s *Server) Close() error { return unix.Close(s.rootFD) }
+
+// WriteVerifier returns the verifier WRITE and COMMIT report; it differs on every
+// Server, so a restart tells clients to resend uncommitted writes.
+func (s *Server) WriteVerifier() [nfs3.WriteVerfSize]byte { return s.verf }
+
+// RootHandle returns the file handle of the export root.
+func (s *Server) RootHandle() nfs3.FH {
+	var st unix.Statx_t
+	if err := statFD(s.rootFD, &st); err != nil {
+		return nil
+	}
+	return s.handles.encode(nil, idOf(&st))
+}
+
+// ExportPath returns the path MOUNT clients name.
+func (s *Server) ExportPath() string { return s.exportPath }
+
+// Register makes rs serve NFS version 3 and MOUNT version 3 with s.
+func (s *Server) Register(rs *oncrpc.Server) {
+	rs.Register(nfs3.Program, nfs3.Version, s.NFSHandler())
+	rs.Register(nfs3.MountProgram, nfs3.MountVersion, s.MountHandler())
+}
+
+// NFSHandler returns the oncrpc handler of NFS version 3.
+func (s *Server) NFSHandler() oncrpc.Handler {
+	return oncrpc.Procs{
+		uint32(nfs3.ProcNull):        func(context.Context, *oncrpc.Request, *xdr.Encoder) error { return nil },
+		uint32(nfs3.ProcGetattr):     s.getattr,
+		uint32(nfs3.ProcSetattr):     s.setattr,
+		uint32(nfs3.ProcLookup):      s.lookup,
+		uint32(nfs3.ProcAccess):      s.access,
+		uint32(nfs3.ProcReadlink):    s.readlink,
+		uint32(nfs3.ProcRead):        s.read,
+		uint32(nfs3.ProcWrite):       s.write,
+		uint32(nfs3.ProcCreate):      s.create,
+		uint32(nfs3.ProcMkdir):       s.mkdir,
+		uint32(nfs3.ProcSymlink):     s.symlink,
+		uint32(nfs3.ProcMknod):       s.mknod,
+		uint32(nfs3.ProcRemove):      s.remove,
+		uint32(nfs3.ProcRmdir):       s.rmdir,
+		uint32(nfs3.ProcRename):      s.rename,
+		uint32(nfs3.ProcLink):        s.link,
+		uint32(nfs3.ProcReaddir):     s.readdir,
+		uint32(nfs3.ProcReaddirplus): s.readdirplus,
+		uint32(nfs3.ProcFsstat):      s.fsstat,
+		uint32(nfs3.ProcFsinfo):      s.fsinfo,
+		uint32(nfs3.ProcPathconf):    s.pathconf,
+		uint32(nfs3.ProcCommit):      s.commit,
+	}
+}
+
+// garbage makes an argument decoding error answer GARBAGE_ARGS.
+func garbage(err error) error { return fmt.Errorf("%w: %w", oncrpc.ErrGarbageArgs, err) }
