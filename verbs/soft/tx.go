@@ -15,9 +15,9 @@ type txState struct {
 	hdr    [iwarp.UntaggedHeaderLen + iwarp.ReadRequestLen + iwarp.CRCLen + 8]byte
 	hdrs   [txBatch][iwarp.UntaggedHeaderLen]byte
 	trails [txBatch][8]byte
-	vec   [][]byte    // backing array for the vectored write
-	nb    net.Buffers // consumed by WriteTo
-	msn   [3]uint32   // last MSN sent per untagged QN
+	vec    [][]byte    // backing array for the vectored write
+	nb     net.Buffers // consumed by WriteTo
+	msn    [3]uint32   // last MSN sent per untagged QN
 }
 
 func (w *txState) init(q *queuePair) {
