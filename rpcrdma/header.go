@@ -266,7 +266,8 @@ func (h *Header) check() error {
 // allocate when b has h.Size() bytes of spare capacity. It refuses (returning b unchanged
 // and an error wrapping one of the ChunkError reasons) what Decode would reject: an
 // unknown Proc, a read position that is not a multiple of 4, an empty write chunk, a
-// segment whose offset plus length overflows, or an RDMA_NOMSG without chunks.
+// segment whose offset plus length overflows, or an RDMA_NOMSG without chunks. Decoder
+// limits (segment and chunk counts) are a receiver's policy and are not applied here.
 func (h *Header) Append(b []byte) ([]byte, error) {
 	if err := h.check(); err != nil {
 		return b, err
@@ -377,6 +378,8 @@ func (h *Header) Decode(b []byte) (int, error) {
 // Decode decodes the transport header at the start of b into h, reusing h's slices, and
 // returns the number of header bytes; for RDMA_MSG and RDMA_MSGP the RPC message is
 // b[n:] (not copied). Decoded segments are copied into h; only h.ErrBody aliases b.
+// Decode writes into the backing arrays of h's slices (that is how it avoids allocating),
+// so do not decode into a Header whose slices share memory with data still in use.
 //
 // Checks, in order:
 //
