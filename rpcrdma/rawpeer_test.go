@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
@@ -218,4 +219,10 @@ func rpcReply(xid uint32) []byte {
 	b = xdr.AppendUint32(b, 0) // verifier AUTH_NONE
 	b = xdr.AppendUint32(b, 0)
 	return xdr.AppendUint32(b, 0) // SUCCESS
+}
+
+type chunksWriteChunk = chunks.WriteChunk
+
+func contextWithCancel(ctx context.Context) (context.Context, func()) {
+	return context.WithCancel(ctx)
 }

@@ -1,0 +1,188 @@
+package rpcrdma
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
+)
+
+// TestMemoryInvalidatedAfterReply: once RoundTrip returns, the server can no longer
+// write the caller's sink: a late RDMA Write to the old write chunk fails with a
+// Terminate, and the sink is untouched.
+func TestMemoryInvalidatedAfterReply(t *testing.T) {
+	for _, mode := range []string{"reply", "timeout", "cancel"} {
+		t.Run(mode, func(t *testing.T) {
+			addr, accept := listenRaw(t, ConnPrivate{SendSize: 4096, RecvSize: 4096}.Append(nil))
+			ctx := tpCtx(t)
+			cl, err := Dial(ctx, soft.New(soft.Config{}), addr, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			srv := accept()
+			sink := make([]byte, 4096)
+			call := &oncrpc.ClientCall{XID: 5, Msg: oncrpc.Message{Inline: rpcCall(5, 0)}, ReplySinks: [][]byte{sink}, MaxReply: 200}
+			rctx := ctx
+			var cancel func()
+			switch mode {
+			case "timeout":
+				call.Timeout = 20e6 // 20 ms
+			case "cancel":
+				rctx, cancel = contextWithCancel(ctx)
+			}
+			done := make(chan error, 1)
+			go func() {
+				var reply oncrpc.ClientReply
+				done <- cl.RoundTrip(rctx, call, &reply)
+			}()
+			h, _ := srv.recvHeader(t)
+			if len(h.WriteList) != 1 {
+				t.Fatalf("call write list %v", h.WriteList)
+			}
+			seg := h.WriteList[0][0]
+			switch mode {
+			case "reply":
+				out := Header{XID: h.XID, Vers: 1, Credits: 4, Proc: ProcMsg, WriteList: []chunksWriteChunk{{{Handle: seg.Handle, Offset: seg.Offset}}}}
+				b, err := out.Append(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				srv.send(t, append(b, rpcReply(h.XID)...))
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+			case "timeout":
+				if err := <-done; !errors.Is(err, oncrpc.ErrTimeout) {
+					t.Fatalf("err = %v, want ErrTimeout", err)
+				}
+			case "cancel":
+				cancel()
+				if err := <-done; err == nil {
+					t.Fatal("cancelled RoundTrip returned nil")
+				}
+			}
+			// A late RDMA Write into the old write chunk.
+			copy(srv.sendMR.Buf(), "late data")
+			err = srv.qp.PostSend(&verbs.SendWR{ID: 9, Op: verbs.OpWrite, Flags: verbs.Signaled,
+				SGL: []verbs.SGE{{MR: srv.sendMR, Length: 9}}, RemoteSTag: seg.Handle, RemoteTO: seg.Offset})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.waitSend(t, 9) // completes locally; the peer answers with a Terminate
+			select {
+			case <-srv.qp.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the late write did not fail the connection")
+			}
+			// The client refused the write: it sent a Terminate for an invalid STag (the
+			// raw peer may see the Terminate or just the close that follows it).
+			if mode != "timeout" {
+				cl.mu.Lock()
+				cc := cl.cc
+				cl.mu.Unlock()
+				if cc == nil {
+					t.Fatal("client has no connection")
+				}
+				<-cc.ep.qp.Done()
+				var te *verbs.TerminateError
+				if !errors.As(cc.ep.qp.Err(), &te) || te.Received {
+					t.Fatalf("client QP error %v, want a Terminate it sent", cc.ep.qp.Err())
+				}
+			}
+			if !bytes.Equal(sink, make([]byte, 4096)) {
+				t.Fatal("late write reached the caller's memory")
+			}
+		})
+	}
+}
+
+// TestClientHandlesSendWithInvalidate: a reply sent with Send With Invalidate naming the
+// call's only STag completes normally.
+func TestClientHandlesSendWithInvalidate(t *testing.T) {
+	addr, accept := listenRaw(t, ConnPrivate{SendSize: 4096, RecvSize: 4096}.Append(nil))
+	ctx := tpCtx(t)
+	cl, err := Dial(ctx, soft.New(soft.Config{}), addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	srv := accept()
+	var priv ConnPrivate
+	_ = priv
+	sink := make([]byte, 100)
+	done := make(chan error, 1)
+	var reply oncrpc.ClientReply
+	go func() {
+		done <- cl.RoundTrip(ctx, &oncrpc.ClientCall{XID: 6, Msg: oncrpc.Message{Inline: rpcCall(6, 0)}, ReplySinks: [][]byte{sink}, MaxReply: 200}, &reply)
+	}()
+	h, _ := srv.recvHeader(t)
+	seg := h.WriteList[0][0]
+	// Place 4 bytes in the sink, then answer with Send With Invalidate.
+	copy(srv.sendMR.Buf()[1000:], "abcd")
+	if err := srv.qp.PostSend(&verbs.SendWR{ID: 3, Op: verbs.OpWrite, Flags: verbs.Signaled,
+		SGL: []verbs.SGE{{MR: srv.sendMR, Offset: 1000, Length: 4}}, RemoteSTag: seg.Handle, RemoteTO: seg.Offset}); err != nil {
+		t.Fatal(err)
+	}
+	srv.waitSend(t, 3)
+	out := Header{XID: h.XID, Vers: 1, Credits: 4, Proc: ProcMsg, WriteList: []chunksWriteChunk{{{Handle: seg.Handle, Length: 4, Offset: seg.Offset}}}}
+	b, _ := out.Append(nil)
+	b = append(b, rpcReply(h.XID)...)
+	copy(srv.sendMR.Buf(), b)
+	if err := srv.qp.PostSend(&verbs.SendWR{ID: 4, Op: verbs.OpSendInv, Flags: verbs.Signaled,
+		SGL: []verbs.SGE{{MR: srv.sendMR, Length: len(b)}}, InvalidateSTag: seg.Handle}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(reply.Placed) != 1 || string(reply.Placed[0]) != "abcd" {
+		t.Fatalf("placed %q", reply.Placed)
+	}
+}
+
+// TestServerSendWithInvalidate: our server uses Send With Invalidate exactly when the
+// client allows it and the call named one distinct STag.
+func TestServerSendWithInvalidate(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	for _, c := range []struct {
+		name  string
+		flag  bool
+		stags int
+		want  bool
+	}{
+		{"one STag, allowed", true, 1, true},
+		{"two STags, allowed", true, 2, false},
+		{"one STag, not allowed", false, 1, false},
+		{"no STag", true, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := dialRaw(t, env.ln.Addr().String(), ConnPrivate{SendInvOK: c.flag, SendSize: 4096, RecvSize: 4096}.Append(nil))
+			var mrs []verbs.MR
+			h := Header{XID: 42, Vers: 1, Credits: 4, Proc: ProcMsg}
+			for i := 0; i < c.stags; i++ {
+				mr, err := p.pd.RegMR(make([]byte, 4096), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer mr.Close()
+				mrs = append(mrs, mr)
+				h.WriteList = append(h.WriteList, chunksWriteChunk{{Handle: mr.RKey(), Length: 4096, Offset: mr.Addr()}})
+			}
+			b, _ := h.Append(nil)
+			p.send(t, append(b, rpcCall(42, tpNull)...))
+			_, wc := p.recv(t)
+			got := wc.Flags&verbs.WithInvalidate != 0
+			if got != c.want {
+				t.Fatalf("Send With Invalidate = %v, want %v", got, c.want)
+			}
+			if got && (wc.InvalidatedSTag != mrs[0].RKey() || mrs[0].Valid()) {
+				t.Fatalf("invalidated %#x (valid %v), want %#x", wc.InvalidatedSTag, mrs[0].Valid(), mrs[0].RKey())
+			}
+		})
+	}
+}
