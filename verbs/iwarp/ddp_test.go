@@ -3,6 +3,7 @@ package iwarp
 import (
 	"bytes"
 	"errors"
+	"io"
 	"testing"
 )
 
@@ -259,5 +260,69 @@ func TestReadRequestDecode(t *testing.T) {
 	}
 	if err := got.Decode(b[:27]); !errors.Is(err, ErrMessageLength) {
 		t.Fatalf("short: %v", err)
+	}
+}
+
+func TestReadFPDUHeaderErrors(t *testing.T) {
+	var h Header
+	buf := make([]byte, UntaggedHeaderLen)
+	send := unhex(t, fpduGolden[4].hex)
+	if _, _, err := ReadFPDUHeader(bytes.NewReader(send), buf[:10], &h); !errors.Is(err, ErrBufferTooSmall) {
+		t.Errorf("small buffer: %v", err)
+	}
+	if _, _, err := ReadFPDUHeader(bytes.NewReader(nil), buf, &h); !errors.Is(err, io.EOF) {
+		t.Errorf("empty stream: %v", err)
+	}
+	if _, _, err := ReadFPDUHeader(bytes.NewReader(send[:3]), buf, &h); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("3 bytes: %v", err)
+	}
+	if _, _, err := ReadFPDUHeader(bytes.NewReader(send[:4]), buf, &h); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("4 bytes: %v", err)
+	}
+	if _, _, err := ReadFPDUHeader(bytes.NewReader(send[:12]), buf, &h); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("12 bytes: %v", err)
+	}
+	// A bad control word is reported after 4 bytes, before reading more.
+	bad := unhex(t, fpduBad[1].hex)
+	r := bytes.NewReader(bad)
+	if _, _, err := ReadFPDUHeader(r, buf, &h); !errors.Is(err, ErrDDPVersion) || r.Len() != len(bad)-4 {
+		t.Errorf("bad control word: %v, %d left", err, r.Len())
+	}
+	// A bad QN is reported after the full header.
+	if _, _, err := ReadFPDUHeader(bytes.NewReader(unhex(t, fpduBad[11].hex)), buf, &h); !errors.Is(err, ErrQN) {
+		t.Errorf("bad QN: %v", err)
+	}
+}
+
+func TestLenAndStrings(t *testing.T) {
+	f := mpaGolden[2].frame
+	if f.Len() != 32 || f.PDLen() != 12 {
+		t.Errorf("MPAFrame.Len %d PDLen %d", f.Len(), f.PDLen())
+	}
+	term := Terminate{Code: TermDDPUntaggedInvalidQN, Headers: make([]byte, 20)}
+	if term.Len() != 24 {
+		t.Errorf("Terminate.Len %d", term.Len())
+	}
+	for _, s := range []string{
+		MPARequest.String(), MPAReply.String(), MPAAny.String(), MPAKind(9).String(),
+		LayerRDMAP.String(), LayerLLP.String(), TermOrderRFC.String(), TermOrderSiw.String(),
+		MakeTermCode(LayerDDP, 3, 3).String(), TermRDMAPLocalCatastrophic.String(),
+	} {
+		if s == "" {
+			t.Error("empty String()")
+		}
+	}
+	if MPAKind(9).Key() != nil || MPAAny.Key() != nil || string(MPARequest.Key()) != "MPA ID Req Frame" {
+		t.Error("Key()")
+	}
+	h := Header{Opcode: OpReadResponse}
+	if h.Len() != TaggedHeaderLen {
+		t.Error("Header.Len")
+	}
+	if _, err := AppendFPDU(nil, &Header{Opcode: 12}, nil, false); !errors.Is(err, ErrOpcode) {
+		t.Errorf("AppendFPDU bad opcode: %v", err)
+	}
+	if _, err := AppendTerminateFPDU(nil, &Terminate{Code: MakeTermCode(5, 5, 5)}, 1, false); !errors.Is(err, ErrTermCode) {
+		t.Errorf("AppendTerminateFPDU unassigned: %v", err)
 	}
 }
