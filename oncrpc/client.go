@@ -110,6 +110,9 @@ func (c *Client) Call(ctx context.Context, proc uint32, args xdr.EncoderTo, res 
 
 // CallWithOptions is Call with reply sinks and a reply size bound for the transport.
 func (c *Client) CallWithOptions(ctx context.Context, proc uint32, args xdr.EncoderTo, res xdr.DecoderFrom, o CallOptions) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("oncrpc: call prog %d vers %d proc %d not sent: %w", c.prog, c.vers, proc, err)
+	}
 	st := c.pool.Get().(*clientCallState)
 	defer c.release(st)
 

@@ -241,8 +241,17 @@ func (s *Server) serveConn(c ServerConn) {
 	remote := c.RemoteAddr()
 	s.log.Debug("connection accepted", "remote", remote.String(), "netid", remote.Network())
 
-	sem := make(chan struct{}, s.maxConc)
+	// Calls go to per-connection workers, started on demand up to maxConc; an idle
+	// worker takes the next call, so steady-state dispatch does not allocate.
+	work := make(chan *ServerCall)
 	var inflight sync.WaitGroup
+	workers := 0
+	worker := func(call *ServerCall) {
+		defer inflight.Done()
+		for ; call != nil; call = <-work {
+			s.handle(c, call, remote)
+		}
+	}
 	var err error
 	for {
 		var call *ServerCall
@@ -251,14 +260,20 @@ func (s *Server) serveConn(c ServerConn) {
 			break
 		}
 		s.calls.Add(1)
-		sem <- struct{}{}
-		inflight.Add(1)
-		go func() {
-			s.handle(c, call, remote)
-			<-sem
-			inflight.Done()
-		}()
+		select {
+		case work <- call:
+			continue
+		default:
+		}
+		if workers < s.maxConc {
+			workers++
+			inflight.Add(1)
+			go worker(call)
+			continue
+		}
+		work <- call // at the bound: wait for a worker
 	}
+	close(work)
 	inflight.Wait()
 	c.Close()
 	s.connMu.Lock()

@@ -1,0 +1,5 @@
+//go:build !race
+
+package oncrpc
+
+const raceEnabled = false
