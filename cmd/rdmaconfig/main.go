@@ -1,0 +1,418 @@
+// Command rdmaconfig runs the RPC-over-RDMA Connection Configuration Protocol
+// (CONF_RDMA, program 100400 version 1, seed draft §6) as a service of its own, or
+// queries one.
+//
+// Serve CONF_RDMA over RDMA (the software iWARP provider, verbs/soft) and/or TCP:
+//
+//	rdmaconfig -listen 0.0.0.0:20049 [-tcp 127.0.0.1:20048] [-register]
+//	           [-maxcall 4096] [-maxreply 4096] [-align 4] [-maxrdmaread 16]
+//
+// With -register the listeners are registered with the local rpcbind (127.0.0.1:111,
+// see -rpcbind) under netid "rdma" or "rdma6" (and "tcp"/"tcp6" for -tcp), after
+// removing stale registrations of the same netid, and unregistered on exit.
+//
+// Query a server (negotiate from one credit and 1 KiB messages, seed §6.1) and print
+// its answer and the settings a client applies:
+//
+//	rdmaconfig -query 192.0.2.1:20049 [-query-net rdma|tcp] [-maxcall ...] ...
+//
+// In query mode -maxcall, -maxreply and -maxrdmaread are the client's request.
+// Logs go to stderr through go-hclog (-log-level).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/go-rpcrdma/rpcrdma/confproto"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/rpcbind"
+	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
+	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "rdmaconfig:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+// config is the parsed command line.
+type config struct {
+	listen   string // RDMA listener address
+	tcp      string // TCP listener address
+	provider string // RDMA provider: "soft"
+	limits   confproto.Limits
+	register bool
+	rpcbind  string
+	query    string
+	queryNet string
+	timeout  time.Duration
+	logLevel hclog.Level
+
+	// prog is the program number registered with rpcbind (confproto.Program; tests
+	// change it to keep clear of other tests' registrations).
+	prog uint32
+}
+
+// parseFlags parses args into a config and checks it.
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	cfg := &config{prog: confproto.Program}
+	def := confproto.DefaultLimits()
+	fs := flag.NewFlagSet("rdmaconfig", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.listen, "listen", "", "serve CONF_RDMA over RPC-over-RDMA on `ADDR` (host:port)")
+	fs.StringVar(&cfg.tcp, "tcp", "", "serve CONF_RDMA over ONC RPC on TCP on `ADDR` (host:port)")
+	fs.StringVar(&cfg.provider, "provider", "soft", "RDMA provider: soft (software iWARP over TCP)")
+	maxcall := fs.Uint("maxcall", uint(def.MaxCallSendSize), "largest inline call accepted (serve) or wanted (query), bytes")
+	maxreply := fs.Uint("maxreply", uint(def.MaxReplySendSize), "largest inline reply sent (serve) or accepted (query), bytes")
+	align := fs.Uint("align", uint(def.Align), "alignment recommended for opaque data (serve)")
+	maxrdmaread := fs.Uint("maxrdmaread", uint(def.MaxRDMARead), "RDMA Reads the peer may have active against this side (IRD)")
+	fs.BoolVar(&cfg.register, "register", false, "register the listeners with the local rpcbind (netids rdma/rdma6, tcp/tcp6)")
+	fs.StringVar(&cfg.rpcbind, "rpcbind", rpcbind.DefaultAddr, "rpcbind `ADDR` for -register")
+	fs.StringVar(&cfg.query, "query", "", "negotiate with the CONF_RDMA server at `ADDR` and print the result")
+	fs.StringVar(&cfg.queryNet, "query-net", "rdma", "transport for -query: rdma or tcp")
+	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "bound on -query and on each rpcbind exchange")
+	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() != 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if cfg.logLevel = hclog.LevelFromString(*level); cfg.logLevel == hclog.NoLevel {
+		return nil, fmt.Errorf("-log-level %q: want trace, debug, info, warn or error", *level)
+	}
+	for _, f := range []struct {
+		name string
+		v    uint
+	}{{"maxcall", *maxcall}, {"maxreply", *maxreply}, {"align", *align}, {"maxrdmaread", *maxrdmaread}} {
+		if f.v > 1<<32-1 {
+			return nil, fmt.Errorf("-%s %d: larger than 32 bits", f.name, f.v)
+		}
+	}
+	cfg.limits = confproto.Limits{MaxCallSendSize: uint32(*maxcall), MaxReplySendSize: uint32(*maxreply), Align: uint32(*align), MaxRDMARead: uint32(*maxrdmaread)}
+	if cfg.provider != "soft" {
+		return nil, fmt.Errorf("-provider %q: only \"soft\" (verbs/soft) is built in", cfg.provider)
+	}
+	if cfg.timeout <= 0 {
+		return nil, fmt.Errorf("-timeout %v: must be positive", cfg.timeout)
+	}
+
+	if cfg.query != "" {
+		if cfg.listen != "" || cfg.tcp != "" || cfg.register {
+			return nil, errors.New("-query is a client mode: it cannot be combined with -listen, -tcp or -register")
+		}
+		if cfg.queryNet != "rdma" && cfg.queryNet != "tcp" {
+			return nil, fmt.Errorf("-query-net %q: want rdma or tcp", cfg.queryNet)
+		}
+		req := cfg.request()
+		if err := req.Validate(); err != nil {
+			return nil, flagErr(err)
+		}
+		return cfg, nil
+	}
+	if cfg.listen == "" && cfg.tcp == "" {
+		return nil, errors.New("nothing to serve: give -listen ADDR (RDMA) and/or -tcp ADDR, or -query ADDR")
+	}
+	if err := cfg.limits.Validate(); err != nil {
+		return nil, flagErr(err)
+	}
+	if cfg.listen != "" {
+		// The RDMA transport announces its receive and send buffers in RFC 8797
+		// private data, which cannot express more than 256 KiB.
+		if cfg.limits.MaxCallSendSize > rpcrdma.MaxInlineSize || cfg.limits.MaxReplySendSize > rpcrdma.MaxInlineSize {
+			return nil, fmt.Errorf("-maxcall %d / -maxreply %d: the RDMA listener's inline buffers are at most %d bytes", cfg.limits.MaxCallSendSize, cfg.limits.MaxReplySendSize, rpcrdma.MaxInlineSize)
+		}
+	}
+	return cfg, nil
+}
+
+// flagErr rewrites a *confproto.ValueError about the limits or the request in terms of
+// the command's flags.
+func flagErr(err error) error {
+	var ve *confproto.ValueError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	flagName := map[string]string{
+		"MaxCallSendSize": "maxcall", "maxcall_sendsize": "maxcall",
+		"MaxReplySendSize": "maxreply", "maxreply_sendsize": "maxreply",
+		"Align": "align", "MaxRDMARead": "maxrdmaread", "maxrdmaread": "maxrdmaread",
+	}[ve.Field]
+	return fmt.Errorf("-%s %d: %s (%w)", flagName, ve.Value, ve.Reason, err)
+}
+
+// request is the CONF_RDMA request of query mode.
+func (c *config) request() confproto.ConfigRDMAReq {
+	return confproto.ConfigRDMAReq{MaxCallSendSize: c.limits.MaxCallSendSize, MaxReplySendSize: c.limits.MaxReplySendSize, MaxRDMARead: c.limits.MaxRDMARead}
+}
+
+// run parses args and serves or queries until ctx ends.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "rdmaconfig", Level: cfg.logLevel, Output: stderr})
+	if cfg.query != "" {
+		return query(ctx, cfg, stdout)
+	}
+	return serve(ctx, cfg, log, nil)
+}
+
+// registration is one rpcbind mapping made for a listener.
+type registration struct {
+	netid string
+	addr  netip.AddrPort
+}
+
+// registrations returns the rpcbind mappings for a listener on addr whose transport is
+// "rdma" or "tcp": one under the netid of the address's family, and for the IPv6
+// unspecified address (a dual-stack listener) one under each family.
+func registrations(transport string, addr net.Addr) ([]registration, error) {
+	ap, err := netip.ParseAddrPort(addr.String())
+	if err != nil {
+		return nil, fmt.Errorf("listener address %q: %w", addr, err)
+	}
+	ap = netip.AddrPortFrom(ap.Addr().WithZone(""), ap.Port())
+	if ap.Addr().Is4In6() {
+		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	if ap.Addr() == netip.IPv6Unspecified() {
+		return []registration{
+			{transport, netip.AddrPortFrom(netip.IPv4Unspecified(), ap.Port())},
+			{transport + "6", ap},
+		}, nil
+	}
+	netid, err := rpcbind.NetIDFor(transport, ap.Addr())
+	if err != nil {
+		return nil, err
+	}
+	return []registration{{netid, ap}}, nil
+}
+
+// serve runs the CONF_RDMA service on the configured listeners until ctx ends or a
+// listener fails. ready, when set, is called with the listeners' addresses once they
+// listen (and are registered).
+func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, tcp net.Addr)) error {
+	svc, err := confproto.NewService(&confproto.ServiceOptions{
+		Limits: &cfg.limits,
+		Logger: log.Named("conf_rdma"),
+		Configured: func(req *oncrpc.Request, client confproto.ConfigRDMAReq, s confproto.Settings) {
+			log.Info("CONF_RDMA", "remote", req.RemoteAddr.String(), "netid", req.Netid,
+				"client_maxcall_sendsize", client.MaxCallSendSize, "client_maxreply_sendsize", client.MaxReplySendSize,
+				"client_maxrdmaread", client.MaxRDMARead,
+				"server_inline_send", s.InlineSend, "server_inline_recv", s.InlineRecv, "server_max_rdma_read", s.MaxRDMARead)
+		},
+	})
+	if err != nil {
+		return flagErr(err)
+	}
+	srv := oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("oncrpc")})
+	svc.Register(srv)
+
+	var listeners []oncrpc.Listener
+	closeAll := func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}
+	var rdmaAddr, tcpAddr net.Addr
+	if cfg.listen != "" {
+		dev := soft.New(soft.Config{})
+		defer dev.Close()
+		l, err := rpcrdma.Listen(ctx, dev, cfg.listen, &rpcrdma.ServerOptions{
+			InlineRecv: int(cfg.limits.MaxCallSendSize),
+			InlineSend: int(cfg.limits.MaxReplySendSize),
+			Logger:     log.Named("rpcrdma"),
+		})
+		if err != nil {
+			return fmt.Errorf("-listen %s: %w", cfg.listen, err)
+		}
+		listeners = append(listeners, l)
+		rdmaAddr = l.Addr()
+	}
+	if cfg.tcp != "" {
+		l, err := oncrpc.ListenTCP(cfg.tcp, &oncrpc.TCPOptions{Logger: log.Named("tcp")})
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("-tcp %s: %w", cfg.tcp, err)
+		}
+		listeners = append(listeners, l)
+		tcpAddr = l.Addr()
+	}
+
+	var regs []registration
+	if cfg.register {
+		for _, l := range []struct {
+			transport string
+			addr      net.Addr
+		}{{rpcbind.NetIDRDMA, rdmaAddr}, {rpcbind.NetIDTCP, tcpAddr}} {
+			if l.addr == nil {
+				continue
+			}
+			r, err := registrations(l.transport, l.addr)
+			if err != nil {
+				closeAll()
+				return err
+			}
+			regs = append(regs, r...)
+		}
+		if err := register(ctx, cfg, log, regs); err != nil {
+			closeAll()
+			return err
+		}
+		defer unregister(cfg, log, regs)
+	}
+
+	startup := []any{"program", confproto.Program, "version", confproto.Version,
+		"maxcall_sendsize", cfg.limits.MaxCallSendSize, "maxreply_sendsize", cfg.limits.MaxReplySendSize,
+		"align", cfg.limits.Align, "maxrdmaread", cfg.limits.MaxRDMARead}
+	if rdmaAddr != nil {
+		startup = append(startup, "rdma", rdmaAddr.String(), "provider", "verbs/soft")
+	}
+	if tcpAddr != nil {
+		startup = append(startup, "tcp", tcpAddr.String())
+	}
+	if cfg.register {
+		var names []string
+		for _, r := range regs {
+			names = append(names, r.netid+"="+rpcbind.FormatUniversalAddr(r.addr))
+		}
+		startup = append(startup, "rpcbind", strings.Join(names, ","))
+	}
+	log.Info("serving CONF_RDMA", startup...)
+	if ready != nil {
+		ready(rdmaAddr, tcpAddr)
+	}
+
+	errc := make(chan error, len(listeners))
+	var wg sync.WaitGroup
+	for _, l := range listeners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errc <- srv.Serve(l)
+		}()
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	wg.Wait()
+	st := svc.Stats()
+	log.Info("stopped", "conf_rdma_calls", st.ConfRDMA, "null_calls", st.Null, "garbage", st.Garbage)
+	if serveErr != nil && !errors.Is(serveErr, oncrpc.ErrClosed) {
+		return serveErr
+	}
+	return nil
+}
+
+// register replaces any registration of the CONF_RDMA program under each netid with
+// regs.
+func register(ctx context.Context, cfg *config, log hclog.Logger, regs []registration) error {
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	c, err := rpcbind.DialClient(ctx, cfg.rpcbind, nil)
+	if err != nil {
+		return fmt.Errorf("-register: %w", err)
+	}
+	defer c.Close()
+	for i, r := range regs {
+		// A previous instance that died leaves its mapping behind; rpcbind would
+		// refuse a second one under the same netid.
+		if err := c.Unregister(ctx, cfg.prog, confproto.Version, r.netid); err != nil {
+			log.Warn("could not remove a stale registration", "netid", r.netid, "error", err)
+		}
+		if err := c.Register(ctx, cfg.prog, confproto.Version, r.netid, r.addr, "rdmaconfig"); err != nil {
+			for _, done := range regs[:i] {
+				c.Unregister(ctx, cfg.prog, confproto.Version, done.netid)
+			}
+			return fmt.Errorf("-register: %w", err)
+		}
+		log.Debug("registered with rpcbind", "netid", r.netid, "addr", rpcbind.FormatUniversalAddr(r.addr))
+	}
+	return nil
+}
+
+// unregister removes regs from rpcbind.
+func unregister(cfg *config, log hclog.Logger, regs []registration) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
+	defer cancel()
+	c, err := rpcbind.DialClient(ctx, cfg.rpcbind, nil)
+	if err != nil {
+		log.Error("could not unregister from rpcbind", "error", err)
+		return
+	}
+	defer c.Close()
+	for _, r := range regs {
+		if err := c.Unregister(ctx, cfg.prog, confproto.Version, r.netid); err != nil {
+			log.Error("could not unregister from rpcbind", "netid", r.netid, "error", err)
+		}
+	}
+}
+
+// query negotiates with the server at cfg.query and prints its reply and the
+// settings a client applies.
+func query(ctx context.Context, cfg *config, w io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	want := cfg.request()
+	var t oncrpc.RoundTripper
+	switch cfg.queryNet {
+	case "rdma":
+		dev := soft.New(soft.Config{})
+		defer dev.Close()
+		// Seed §6.1: until the server has answered, assume one credit and 1 KiB
+		// messages. The transport's credit window starts at one; calls go out within
+		// 1 KiB; the receive buffers hold the replies we said we accept.
+		c, err := rpcrdma.Dial(ctx, dev, cfg.query, &rpcrdma.ClientOptions{
+			InlineSend: confproto.BaseInlineSize,
+			InlineRecv: int(want.MaxReplySendSize),
+		})
+		if err != nil {
+			return fmt.Errorf("-query %s: %w", cfg.query, err)
+		}
+		t = c
+	case "tcp":
+		c, err := oncrpc.DialTCP(ctx, cfg.query, nil)
+		if err != nil {
+			return fmt.Errorf("-query %s: %w", cfg.query, err)
+		}
+		t = c
+	}
+	defer t.Close()
+	reply, err := confproto.Negotiate(ctx, confproto.NewClient(t), want)
+	if err != nil {
+		return fmt.Errorf("-query %s: %w", cfg.query, err)
+	}
+	s := confproto.ClientSettings(want, reply)
+	fmt.Fprintf(w, "server %s (%s): maxcall_sendsize=%d align=%d maxrdmaread=%d\n",
+		cfg.query, cfg.queryNet, reply.MaxCallSendSize, reply.Align, reply.MaxRDMARead)
+	fmt.Fprintf(w, "client settings: inline_send=%d inline_recv=%d max_rdma_read=%d align=%d\n",
+		s.InlineSend, s.InlineRecv, s.MaxRDMARead, s.Align)
+	return nil
+}
