@@ -6,8 +6,8 @@ import (
 	"io"
 )
 
-// FPDU header layout (MPA without markers, RFC 5044 §4; DDP, RFC 5041 §4;
-// RDMAP, RFC 5040 §4). Offsets count from the first byte of the FPDU, i.e.
+// FPDU header layout (MPA FPDU without markers, RFC 5044; DDP header,
+// RFC 5041; RDMAP header, RFC 5040). Offsets count from the first byte of the FPDU, i.e.
 // they include the 2-byte MPA length field, like siw's struct iwarp_ctrl_*.
 //
 //	off len field
@@ -39,8 +39,8 @@ const (
 	CRCLen            = 4  // the MPA CRC field, always present
 	MaxULPDULength    = 0xffff
 
-	// DDPVersion and RDMAPVersion are the only versions defined (RFC 5041
-	// §4.2, RFC 5040 §4.2).
+	// DDPVersion and RDMAPVersion are the only versions defined (RFC 5041,
+	// RFC 5040).
 	DDPVersion   = 1
 	RDMAPVersion = 1
 )
@@ -56,10 +56,10 @@ const (
 	ctrlOpcode        = 0x000f
 )
 
-// Opcode is an RDMAP opcode (RFC 5040 §4.2).
+// Opcode is an RDMAP opcode (RFC 5040, RDMAP control field).
 type Opcode uint8
 
-// RDMAP opcodes (RFC 5040 §4.2, Figure 3). 8..15 are not defined.
+// RDMAP opcodes (RFC 5040). 8..15 are not defined by RFC 5040.
 const (
 	OpWrite            Opcode = 0
 	OpReadRequest      Opcode = 1
@@ -92,7 +92,7 @@ func (o Opcode) Valid() bool { return o <= maxOpcode }
 // model (RDMA Write and Read Response).
 func (o Opcode) Tagged() bool { return o == OpWrite || o == OpReadResponse }
 
-// Untagged queue numbers used by RDMAP (RFC 5040 §5.1; siw enum rdmap_untagged_qn).
+// Untagged queue numbers used by RDMAP (RFC 5040; siw enum rdmap_untagged_qn).
 const (
 	QNSend        uint32 = 0 // Send, Send with Invalidate, Send with SE, Send with SE and Invalidate
 	QNReadRequest uint32 = 1
@@ -138,7 +138,7 @@ type Header struct {
 	// Untagged buffer model (Send*, Read Request, Terminate).
 	// InvalidateSTag is the RsvdULP[8:39] field: the STag to invalidate for
 	// Send with (SE and) Invalidate; senders set it to 0 for other opcodes
-	// and receivers ignore it (RFC 5040 §4.3/§4.4).
+	// and receivers ignore it (RFC 5040).
 	InvalidateSTag uint32
 	QN             uint32 // queue number; AppendFPDUHeader always writes Opcode.QN()
 	MSN            uint32 // message sequence number
@@ -195,7 +195,7 @@ func AppendFPDUHeader(dst []byte, h *Header, payloadLen int) ([]byte, error) {
 // Validation, in siw's order (siw_get_hdr), each failure a *ProtocolError
 // carrying its Terminate code:
 //   - DDP version ≠ 1: DDP tagged (1/1/0x04) or untagged (1/2/0x06) invalid
-//     DDP version, chosen by the T flag (RFC 5041 §7.2);
+//     DDP version, chosen by the T flag (RFC 5041);
 //   - RDMAP version ≠ 1: RDMAP remote operation, invalid version (0/2/0x05);
 //   - opcode 8..15: RDMAP unexpected opcode (0/2/0x06);
 //   - T flag inconsistent with the opcode: unexpected opcode (0/2/0x06);
@@ -204,11 +204,12 @@ func AppendFPDUHeader(dst []byte, h *Header, payloadLen int) ([]byte, error) {
 //     the opcode's queue: unexpected opcode (0/2/0x06);
 //   - Read Request not exactly 28 body bytes, Terminate body < 4 bytes, or
 //     either without L: RDMAP catastrophic error localized to the stream
-//     (0/2/0x07); RFC 5040 §4.4/§4.8 make both single-segment messages.
+//     (0/2/0x07): a Read Request has a fixed-size header and a Terminate
+//     is a single-segment message, so neither may be split or padded out.
 //
 // The DDP Rsvd, RDMAP Rsv and (except for invalidating Sends) RsvdULP fields
-// are not checked: RFC 5041 §4.2 and RFC 5040 §4.2 say receivers MUST NOT
-// check them. MSN and MO are stream state and are left to the caller.
+// are not checked: RFC 5041 and RFC 5040 say receivers do not check
+// reserved fields. MSN and MO are stream state and are left to the caller.
 func ParseFPDUHeader(b []byte, h *Header) (hdrLen, payloadLen int, err error) {
 	if len(b) < 4 {
 		return 4, 0, ErrIncomplete
@@ -323,10 +324,10 @@ func ReadFPDUHeader(r io.Reader, buf []byte, h *Header) (hdrLen, payloadLen int,
 	return ParseFPDUHeader(buf[:n], h)
 }
 
-// ReadRequestLen is the length of the RDMA Read Request body (RFC 5040 §4.4).
+// ReadRequestLen is the length of the RDMA Read Request body (RFC 5040).
 const ReadRequestLen = 28
 
-// ReadRequest is the RDMA Read Request body (RFC 5040 §4.4), the 28-byte
+// ReadRequest is the RDMA Read Request header (RFC 5040), the 28-byte
 // payload of an untagged segment on QN 1:
 //
 //	off len field

@@ -116,7 +116,7 @@ func TestFPDUValidation(t *testing.T) {
 }
 
 // TestTerminateHeaderCopies checks which errors carry a header copy
-// (NewTerminate's rules, after siw_send_terminate and RFC 5040 §4.8).
+// (NewTerminate's rules, after siw_send_terminate and the RFC 5040 Terminate Header).
 func TestTerminateHeaderCopies(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -214,7 +214,7 @@ func TestParseHeaderStreaming(t *testing.T) {
 
 func TestReservedBitsIgnored(t *testing.T) {
 	// DDP Rsvd (0x3c of byte 2) and RDMAP Rsv (0x30 of byte 3) set: RFC 5041
-	// §4.2 and RFC 5040 §4.2 say receivers MUST NOT check them.
+	// and RFC 5040 say receivers do not check them.
 	b := unhex(t, "0014 | 7d 73 | 00000000 00000000 00000003 00000000 | cafe 0000 | 00000000")
 	var f FPDU
 	if _, err := DecodeFPDU(b, &f, false); err != nil {

@@ -1,7 +1,7 @@
 // Package iwarp encodes and decodes the iWARP wire formats that travel on the
 // TCP stream between two iWARP peers: MPA Request/Reply/Reject frames
-// (RFC 5044 §7, RFC 6581), MPA FPDU framing with pad and CRC32c (RFC 5044
-// §4, without markers), and the DDP (RFC 5041) and RDMAP (RFC 5040) headers,
+// (RFC 5044, RFC 6581), MPA FPDU framing with pad and CRC32c (RFC 5044,
+// without markers), and the DDP (RFC 5041) and RDMAP (RFC 5040) headers,
 // including the RDMA Read Request body and the Terminate message.
 //
 // It is the framer of the pure-Go iWARP provider (verbs/soft) and does

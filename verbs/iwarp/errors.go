@@ -5,11 +5,11 @@ import (
 	"fmt"
 )
 
-// Layer is the protocol layer named in a Terminate message (RFC 5040 §4.8,
-// "Layer" field of the Terminate Control).
+// Layer is the protocol layer named in a Terminate message (RFC 5040,
+// Terminate Header, "Layer" field of the Terminate Control).
 type Layer uint8
 
-// Layers (RFC 5040 §4.8).
+// Layers (RFC 5040, Terminate Header).
 const (
 	LayerRDMAP Layer = 0 // RDMAP, RFC 5040
 	LayerDDP   Layer = 1 // DDP, RFC 5041
@@ -30,11 +30,13 @@ func (l Layer) String() string {
 }
 
 // TermCode is the Layer/EType/Error Code triple of a Terminate message, packed
-// exactly like the first 16 bits of the RFC 5040 §4.8 Terminate Control:
+// exactly like the first 16 bits of the RFC 5040 Terminate Control:
 // Layer in bits 15..12, EType in bits 11..8, Error Code in bits 7..0.
-// The constants below are the values RFC 5040 §7.2 (RDMAP), RFC 5041 §7.2
-// (DDP), RFC 5044 §8 and RFC 6581 §8 (LLP/MPA) assign; the IANA "RDDP"
-// registries (RFC 6580) list the same numbers.
+// The constants below are the values RFC 5040 (RDMAP), RFC 5041 (DDP),
+// RFC 5044 and RFC 6581 §8 (LLP/MPA) assign, as collected in the IANA
+// "Remote Direct Data Placement (RDDP)" registries (RFC 6580: RDMAP Errors,
+// DDP Errors, MPA Errors; RFC 6581 §11 adds MPA errors 0x05-0x07). Linux siw
+// uses the same numbers (iwarp.h enums).
 type TermCode uint16
 
 // MakeTermCode packs a Layer/EType/ECode triple. Layer and etype are masked
@@ -52,24 +54,24 @@ func (c TermCode) EType() uint8 { return uint8(c>>8) & 0xf }
 // ECode returns the error code byte.
 func (c TermCode) ECode() uint8 { return uint8(c) }
 
-// RDMAP error types (RFC 5040 §7.2).
+// RDMAP error types (RFC 5040; IANA RDMAP Errors registry).
 const (
 	ETypeRDMAPLocalCatastrophic uint8 = 0x0
 	ETypeRDMAPRemoteProtection  uint8 = 0x1
 	ETypeRDMAPRemoteOperation   uint8 = 0x2
 )
 
-// DDP error types (RFC 5041 §7.2).
+// DDP error types (RFC 5041; IANA DDP Errors registry).
 const (
 	ETypeDDPLocalCatastrophic uint8 = 0x0
 	ETypeDDPTaggedBuffer      uint8 = 0x1
 	ETypeDDPUntaggedBuffer    uint8 = 0x2
 )
 
-// ETypeLLPMPA is the only LLP error type: MPA (RFC 5044 §8, RFC 6581 §8).
+// ETypeLLPMPA is the only LLP error type: MPA (RFC 5044, RFC 6581 §8).
 const ETypeLLPMPA uint8 = 0x0
 
-// RDMAP Terminate codes, RFC 5040 §7.2 (Layer 0).
+// RDMAP Terminate codes, RFC 5040 (Layer 0).
 const (
 	// TermRDMAPLocalCatastrophic: EType 0; RFC 5040 allows any error code
 	// ("ALL" in the IANA registry), 0x00 is used here.
@@ -91,7 +93,7 @@ const (
 	TermRDMAPRemoteOpUnspecified   TermCode = 0x02ff
 )
 
-// DDP Terminate codes, RFC 5041 §7.2 (Layer 1).
+// DDP Terminate codes, RFC 5041 (Layer 1).
 const (
 	TermDDPLocalCatastrophic TermCode = 0x1000
 
@@ -111,7 +113,7 @@ const (
 	TermDDPUntaggedInvalidVersion TermCode = 0x1206
 )
 
-// LLP (MPA) Terminate codes, RFC 5044 §8 (0x01-0x04) and RFC 6581 §8
+// LLP (MPA) Terminate codes, RFC 5044 (0x01-0x04) and RFC 6581 §8
 // (0x05-0x07); Layer 2, EType 0.
 const (
 	TermLLPConnectionLost      TermCode = 0x2001 // TCP connection closed, terminated or lost

@@ -7,7 +7,7 @@ import (
 	"hash/crc32"
 )
 
-// castagnoli is the CRC32c table. MPA's CRC is CRC32c (RFC 5044 §4.4) over
+// castagnoli is the CRC32c table. MPA's CRC is CRC32c (RFC 5044) over
 // the MPA length field, the ULPDU and the pad.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -19,7 +19,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func UpdateCRC(crc uint32, p []byte) uint32 { return crc32.Update(crc, castagnoli, p) }
 
 // PadLen returns the number of zero pad bytes after a ULPDU of ulpduLen
-// bytes: enough to make 2 + ulpduLen + pad a multiple of 4 (RFC 5044 §4.2).
+// bytes: enough to make 2 + ulpduLen + pad a multiple of 4 (RFC 5044).
 func PadLen(ulpduLen int) int { return -(MPALenFieldLen + ulpduLen) & 3 }
 
 // FPDULen returns the total FPDU length on the wire (length field, ULPDU,

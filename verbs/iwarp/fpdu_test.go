@@ -45,8 +45,8 @@ func TestRefCRC32cKnownValue(t *testing.T) {
 	}
 }
 
-// fpduGolden has one FPDU per RDMAP opcode, written by hand from RFC 5044 §4,
-// RFC 5041 §4 and RFC 5040 §4 (and the control bytes in notes §0.2). Each
+// fpduGolden has one FPDU per RDMAP opcode, written by hand from RFC 5044,
+// RFC 5041 and RFC 5040 (and the control bytes in notes §0.2). Each
 // hex string shows: ULPDU_Length | DDP ctrl, RDMAP ctrl | header fields |
 // payload | pad | CRC (zero: the no-CRC form; the CRC form is derived with
 // refCRC32c).

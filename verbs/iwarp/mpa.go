@@ -6,7 +6,7 @@ import (
 	"io"
 )
 
-// MPA Request / Reply frame (RFC 5044 §7.1, extended by RFC 6581 §6 and §9).
+// MPA Request / Reply frame (RFC 5044, extended by RFC 6581 §6 and §9).
 // All fields big-endian.
 //
 //	off len field
@@ -93,7 +93,7 @@ func (k MPAKind) String() string {
 // MPAFlags is the first flags byte of an MPA frame (offset 16).
 type MPAFlags uint8
 
-// MPA flag bits (RFC 5044 §7.1, RFC 6581 §6).
+// MPA flag bits (RFC 5044, RFC 6581 §6).
 const (
 	FlagMarkers  MPAFlags = 0x80 // M: markers wanted (not supported here)
 	FlagCRC      MPAFlags = 0x40 // C: CRC wanted

@@ -39,11 +39,11 @@ func readSample(t testing.TB, name string) []byte {
 }
 
 const (
-	hexKeyReq = "4d504120494420526571204672616d65" // "MPA ID Req Frame" (RFC 5044 §7.1)
+	hexKeyReq = "4d504120494420526571204672616d65" // "MPA ID Req Frame" (RFC 5044)
 	hexKeyRep = "4d504120494420526570204672616d65" // "MPA ID Rep Frame"
 )
 
-// mpaGolden are MPA frames written by hand from RFC 5044 §7.1 and RFC 6581
+// mpaGolden are MPA frames written by hand from RFC 5044 and RFC 6581
 // §6/§9. Each hex string shows key | flags rev | PD_Length | [IRD ORD] | data.
 var mpaGolden = []struct {
 	name  string
@@ -81,13 +81,13 @@ var mpaGolden = []struct {
 		hex: hexKeyReq + "| 50 02 | 0004 | c010 c008",
 	},
 	{
-		// Rev 2 reply choosing the RDMA Write RTR only: IRD word = 0x0001
-		// (A is only meaningful in requests, left clear), ORD word = C 0x8000
-		// | 1 = 0x8001.
-		name: "rev2-reply-write-rtr",
+		// Rev 2 reply to a peer-to-peer request choosing the RDMA Write RTR
+		// only: the responder MUST echo A (RFC 6581 §9.2), so IRD word =
+		// A 0x8000 | 1 = 0x8001; ORD word = C 0x8000 | 1 = 0x8001.
+		name: "rev2-reply-p2p-write-rtr",
 		frame: MPAFrame{Kind: MPAReply, Flags: FlagEnhanced, Revision: 2, IRD: 1, ORD: 1,
-			RTR: RTRWrite},
-		hex: hexKeyRep + "| 10 02 | 0004 | 0001 8001",
+			PeerToPeer: true, RTR: RTRWrite},
+		hex: hexKeyRep + "| 10 02 | 0004 | 8001 8001",
 	},
 	{
 		// Enhanced reject with private data: R|E = 0x30, IRD 0, ORD 0 (the

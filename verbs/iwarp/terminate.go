@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Terminate message body (RFC 5040 §4.8): the payload of an untagged
+// Terminate message body (RFC 5040, Terminate Header): the payload of an untagged
 // segment on QN 2 with opcode Terminate and L set.
 //
 //	off  len    field

@@ -93,7 +93,7 @@ func TestTerminateSiwOrder(t *testing.T) {
 }
 
 // TestTerminateRFCOrder decodes RFC-order bodies, written by hand from
-// RFC 5040 §4.8: Layer<<4|EType, ECode, M 0x80|D 0x40|R 0x20, 0.
+// the RFC 5040 Terminate Header: Layer<<4|EType, ECode, M 0x80|D 0x40|R 0x20, 0.
 func TestTerminateRFCOrder(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -220,7 +220,7 @@ func TestTerminateFPDUGolden(t *testing.T) {
 }
 
 func TestTermCodeTable(t *testing.T) {
-	// Numbers from RFC 5040 §7.2, RFC 5041 §7.2, RFC 5044 §8, RFC 6581 §8
+	// Numbers from RFC 5040, RFC 5041, RFC 5044, RFC 6581 §8
 	// (also IANA RDDP registries, RFC 6580), as layer/etype/ecode.
 	for _, tc := range []struct {
 		c            TermCode
