@@ -15,7 +15,7 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/chunks"
 )
 
-// Wire layout (RFC 8166 §4.2-4.3, seed §4.1/§4.3); every field is a big-endian 32-bit XDR
+// Wire layout (RFC 8166 §4.1.2, §4.2-4.3; seed §4.1, §4.3); every field is a big-endian 32-bit XDR
 // word except the 64-bit segment offset:
 //
 //	 0  rdma_xid      mirrors the RPC XID
@@ -41,7 +41,8 @@ const Version1 = 1
 // Proc is the rdma_proc message type.
 type Proc uint32
 
-// Message types (RFC 8166 §4.2.2; enum rdma_proc).
+// Message types (RFC 8166 §4.2.4 and its XDR, §4.1.2: enum rdma_proc; RDMA_MSGP and
+// RDMA_DONE are no longer used, §4.6).
 const (
 	ProcMsg   Proc = 0 // RDMA_MSG: chunk lists, then an RPC message
 	ProcNoMsg Proc = 1 // RDMA_NOMSG: chunk lists only; the RPC message travels in chunks
@@ -70,7 +71,7 @@ func (p Proc) String() string {
 // ErrCode is the rdma_err code of an RDMA_ERROR message.
 type ErrCode uint32
 
-// Error codes (RFC 8166 §4.2.3; enum rpc_rdma_errcode).
+// Error codes (RFC 8166 §4.5 and its XDR, §4.1.2: enum rpc_rdma_errcode).
 const (
 	ErrCodeVers  ErrCode = 1 // ERR_VERS: unsupported version; carries the supported range
 	ErrCodeChunk ErrCode = 2 // ERR_CHUNK: malformed header or chunks
@@ -130,8 +131,9 @@ type Header struct {
 	ErrCode           ErrCode
 	VersLow, VersHigh uint32 // ERR_VERS: supported version range, inclusive
 	// ErrBody holds the bytes after rdma_err for error codes other than ERR_VERS and
-	// ERR_CHUNK, carried as-is (the seed draft reserved up to eight words there, RFC 8166
-	// defines none). After Decode it aliases the decoded message.
+	// ERR_CHUNK, carried as-is and of any length: the seed draft's default arm is eight
+	// words (uint32 rdma_extra[8]), RFC 8166 has no default arm, so a newer peer may send
+	// anything. After Decode it aliases the decoded message.
 	ErrBody []byte
 }
 
@@ -394,7 +396,7 @@ func (h *Header) Decode(b []byte) (int, error) {
 //     stored, so a claimed count never drives an allocation); a segment whose offset plus
 //     length overflows 64 bits; too many write chunks; an RDMA_NOMSG with no chunks at
 //     all (RFC 8166 §4.5.2); and bytes after an RDMA_DONE, ERR_VERS or ERR_CHUNK message,
-//     which by RFC 8166 §4.2 carry nothing more.
+//     whose bodies in the RFC 8166 XDR (§4.1.2) end there.
 //
 // Bytes after an RDMA_NOMSG header are not an error (RFC 8166 says none follow, and Linux
 // ignores any); n tells the caller where they start. For an unknown error code the rest of
