@@ -148,6 +148,23 @@ type Header struct {
 // Len returns the header length on the wire, including the MPA length field.
 func (h *Header) Len() int { return h.Opcode.HeaderLen() }
 
+// String renders the header for logs, e.g.
+// "Send L QN=0 MSN=1 MO=0" or "RDMA Write STag=0x1201 TO=0x2000".
+func (h *Header) String() string {
+	l := ""
+	if h.Last {
+		l = " L"
+	}
+	if h.Opcode.Tagged() {
+		return fmt.Sprintf("%v%s STag=%#x TO=%#x", h.Opcode, l, h.STag, h.TO)
+	}
+	inv := ""
+	if h.Opcode.Invalidates() {
+		inv = fmt.Sprintf(" InvalidateSTag=%#x", h.InvalidateSTag)
+	}
+	return fmt.Sprintf("%v%s QN=%d MSN=%d MO=%d%s", h.Opcode, l, h.QN, h.MSN, h.MO, inv)
+}
+
 // AppendFPDUHeader appends the MPA ULPDU_Length field and the DDP/RDMAP header
 // of a segment that will carry payloadLen bytes of payload, and returns the
 // extended slice. The payload itself and the trailer (AppendTrailer) are sent

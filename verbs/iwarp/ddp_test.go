@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -324,5 +325,24 @@ func TestLenAndStrings(t *testing.T) {
 	}
 	if _, err := AppendTerminateFPDU(nil, &Terminate{Code: MakeTermCode(5, 5, 5)}, 1, false); !errors.Is(err, ErrTermCode) {
 		t.Errorf("AppendTerminateFPDU unassigned: %v", err)
+	}
+}
+
+func TestHeaderString(t *testing.T) {
+	for _, tc := range []struct {
+		h    Header
+		want string
+	}{
+		{Header{Opcode: OpSend, Last: true, MSN: 1}, "Send L QN=0 MSN=1 MO=0"},
+		{Header{Opcode: OpWrite, STag: 0x1201, TO: 0x2000}, "RDMA Write STag=0x1201 TO=0x2000"},
+		{Header{Opcode: OpSendInvalidate, Last: true, MSN: 2, InvalidateSTag: 0xab01}, "Send with Invalidate L QN=0 MSN=2 MO=0 InvalidateSTag=0xab01"},
+	} {
+		if got := tc.h.String(); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+	term := Terminate{Code: TermLLPInsufficientIRD, Ambiguous: true, AltCode: TermRDMAPUnexpectedOpcode}
+	if s := term.String(); !strings.Contains(s, "insufficient IRD") || !strings.Contains(s, "unexpected opcode") {
+		t.Errorf("Terminate.String() = %q", s)
 	}
 }

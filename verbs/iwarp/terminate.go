@@ -77,6 +77,16 @@ type Terminate struct {
 	AltCode   TermCode
 }
 
+// String renders the Terminate for logs: code, header-copy bits, layout.
+func (t *Terminate) String() string {
+	s := fmt.Sprintf("Terminate %v M=%v D=%v R=%v (%d header bytes, %v order)",
+		t.Code, t.SegLenValid, t.HasDDPHeader, t.HasRDMAPHeader, len(t.Headers), t.Order)
+	if t.Ambiguous {
+		s += fmt.Sprintf(", or %v in the other order", t.AltCode)
+	}
+	return s
+}
+
 // Len returns the body length on the wire.
 func (t *Terminate) Len() int { return terminateControlLen + len(t.Headers) }
 
