@@ -19,7 +19,7 @@ import (
 //	IWTEST_CRC      1: request MPA CRC32c as initiator
 //	IWTEST_CREDITS  credits expected in knfsd's replies (default 64)
 //	IWTEST_CALLS    NULL calls to exchange (default 3)
-//	IWTEST_WAIT     how long to wait for the guest, e.g. 120s (default 150s)
+//	IWTEST_WAIT     how long to wait for the guest, e.g. 120s (default 280s)
 //	LAB_OUT         the run folder: artifacts go there; host.ready is created
 //	                there once a listener is up
 
@@ -55,7 +55,7 @@ func envInt(t *testing.T, name string, def int) int {
 
 // waitContext bounds everything a test waits for (guest boot included).
 func waitContext(t *testing.T) context.Context {
-	d := 150 * time.Second
+	d := 280 * time.Second
 	if s := os.Getenv("IWTEST_WAIT"); s != "" {
 		var err error
 		if d, err = time.ParseDuration(s); err != nil {

@@ -1,0 +1,238 @@
+//go:build interop
+
+package iwtest
+
+// Provider-level interop: the same two exchanges as codec_test.go, but through
+// the project's verbs API and its software iWARP provider (verbs/soft):
+// Listen/Accept or Dial, registered memory, posted receives and completions.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
+)
+
+const (
+	inlineSize = 4096 // our RFC 8797 send/receive sizes, as Linux uses
+	recvDepth  = 8
+)
+
+// endpoint is one queue pair with its CQ and registered buffers: recvDepth
+// receive buffers of inlineSize bytes and one send buffer.
+type endpoint struct {
+	t    *testing.T
+	dev  *soft.Device
+	pd   verbs.PD
+	cq   verbs.CQ
+	qp   verbs.QP
+	recv []verbs.MR
+	send verbs.MR
+	wc   [16]verbs.Completion
+}
+
+func newEndpoint(t *testing.T, cfg soft.Config) *endpoint {
+	e := &endpoint{t: t, dev: soft.New(cfg)}
+	var err error
+	if e.pd, err = e.dev.AllocPD(); err != nil {
+		t.Fatal(err)
+	}
+	if e.cq, err = e.dev.CreateCQ(4 * recvDepth); err != nil {
+		t.Fatal(err)
+	}
+	e.qp, err = e.pd.CreateQP(verbs.QPConfig{SendCQ: e.cq, RecvCQ: e.cq, MaxSendWR: recvDepth, MaxRecvWR: recvDepth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range recvDepth {
+		mr, err := e.pd.RegMR(make([]byte, inlineSize), verbs.AccessLocalWrite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.recv = append(e.recv, mr)
+		e.postRecv(i)
+	}
+	if e.send, err = e.pd.RegMR(make([]byte, inlineSize), 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.close)
+	return e
+}
+
+func (e *endpoint) postRecv(i int) {
+	wr := verbs.RecvWR{ID: uint64(i), SGL: []verbs.SGE{{MR: e.recv[i], Length: inlineSize}}}
+	if err := e.qp.PostRecv(&wr); err != nil {
+		e.t.Fatalf("PostRecv %d: %v", i, err)
+	}
+}
+
+func (e *endpoint) close() {
+	e.qp.Close()
+	for _, mr := range e.recv {
+		mr.Close()
+	}
+	e.send.Close()
+	e.cq.Close()
+	e.pd.Close()
+	e.dev.Close()
+}
+
+// sendMsg posts one signalled Send of msg (copied into the send buffer).
+func (e *endpoint) sendMsg(id uint64, msg []byte) error {
+	n := copy(e.send.Buf(), msg)
+	wr := verbs.SendWR{ID: id, Op: verbs.OpSend, Flags: verbs.Signaled, SGL: []verbs.SGE{{MR: e.send, Length: n}}}
+	return e.qp.PostSend(&wr)
+}
+
+// nextRecv waits for the next receive completion and returns the message and
+// the index of its buffer (to be reposted). Successful send completions are
+// consumed on the way; failed ones are errors.
+func (e *endpoint) nextRecv(ctx context.Context) ([]byte, int, error) {
+	for {
+		n, err := e.cq.Poll(e.wc[:])
+		if err != nil {
+			return nil, 0, fmt.Errorf("CQ: %w", err)
+		}
+		for _, c := range e.wc[:n] {
+			if c.Status != verbs.StatusSuccess {
+				return nil, 0, fmt.Errorf("%v completion (id %d) status %v: %v (QP: %v)", c.Opcode, c.ID, c.Status, c.Err, e.qp.Err())
+			}
+			if c.Opcode == verbs.OpcodeRecv {
+				i := int(c.ID)
+				return e.recv[i].Buf()[:c.ByteLen], i, nil
+			}
+		}
+		if n > 0 {
+			continue
+		}
+		if err := e.cq.Wait(ctx); err != nil {
+			return nil, 0, fmt.Errorf("waiting for a completion: %w (QP state %v, err %v)", err, e.qp.State(), e.qp.Err())
+		}
+	}
+}
+
+// TestProviderLinuxClientFirstSend: the guest's NFS client connects to a
+// verbs/soft listener; we accept with svcrdma-like parameters and check that
+// the first receive completion holds an RPC-over-RDMA call to NFS.
+// Case: cases/linux-client-provider.case.
+func TestProviderLinuxClientFirstSend(t *testing.T) {
+	addr := listenAddr(t)
+	ctx := waitContext(t)
+	e := newEndpoint(t, soft.Config{CRC: envCRC()})
+	ln, err := e.dev.Listen(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	signalReady(t)
+	t.Logf("verbs/soft listening on %s (CRC insisted: %v)", ln.Addr(), envCRC())
+
+	cr, err := ln.Accept(ctx)
+	if err != nil {
+		t.Fatalf("no connection request from the guest: %v", err)
+	}
+	t.Logf("connection request from %s: IRD %d ORD %d private data % x", cr.RemoteAddr(), cr.IRD(), cr.ORD(), cr.PrivateData())
+	cp, err := ParseConnectPrivate(cr.PrivateData())
+	if err != nil {
+		t.Fatalf("RFC 8797 private data of the connection request: %v", err)
+	}
+	t.Logf("client private data: %+v", cp)
+	if cr.IRD() == 0 {
+		t.Errorf("client IRD 0: xprtrdma advertises its responder resources (128 on siw)")
+	}
+	info, err := cr.Accept(ctx, e.qp, verbs.ConnParams{
+		PrivateData: AppendConnectPrivate(nil, ConnectPrivate{Version: 1, SendSize: inlineSize, RecvSize: inlineSize}),
+		IRD:         max(cr.ORD(), 1),
+		ORD:         min(cr.IRD(), 128),
+	})
+	if err != nil {
+		t.Fatalf("Accept: %v", err)
+	}
+	t.Logf("accepted: IRD %d ORD %d, local %v remote %v", info.IRD, info.ORD, info.LocalAddr, info.RemoteAddr)
+
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	msg, _, err := e.nextRecv(rctx)
+	if err != nil {
+		t.Fatalf("first Send from the Linux client: %v", err)
+	}
+	artifact(t, "first-send.bin", msg)
+	call, err := ParseCall(msg)
+	if err != nil {
+		t.Fatalf("first Send (% x): %v", msg, err)
+	}
+	t.Logf("first Send: RDMA_MSG xid %#x credits %d: RPC call prog %d vers %d proc %d", call.XID, call.Credits, call.Prog, call.Vers, call.Proc)
+	if call.Prog != ProgNFS {
+		t.Fatalf("RPC call to program %d, want NFS (%d)", call.Prog, ProgNFS)
+	}
+	if call.Credits == 0 {
+		t.Errorf("RDMA_MSG requests 0 credits")
+	}
+}
+
+// TestProviderDialKnfsdNull: a verbs/soft queue pair dials the guest's knfsd
+// (CRC if IWTEST_CRC=1) and exchanges RPC-over-RDMA NULL calls by Send.
+// Cases: cases/knfsd-provider*.case.
+func TestProviderDialKnfsdNull(t *testing.T) {
+	addr := peerAddr(t)
+	ctx := waitContext(t)
+	credits := uint32(envInt(t, "IWTEST_CREDITS", 64))
+	calls := envInt(t, "IWTEST_CALLS", 3)
+	// FirstFPDUDelay: the Linux 6.1 siw_accept race (interop/README.md).
+	e := newEndpoint(t, soft.Config{CRC: envCRC(), FirstFPDUDelay: 300 * time.Millisecond})
+
+	info, err := e.dev.Dial(ctx, addr, e.qp, verbs.ConnParams{
+		// flags 0: we do not ask for Send With Invalidate
+		PrivateData: AppendConnectPrivate(nil, ConnectPrivate{Version: 1, SendSize: inlineSize, RecvSize: inlineSize}),
+		IRD:         128, // svcrdma refuses IRD 0; it uses our IRD as its ORD
+		ORD:         1,
+	})
+	if err != nil {
+		t.Fatalf("Dial knfsd at %s: %v", addr, err)
+	}
+	t.Logf("connected to %v: IRD %d ORD %d, server private data % x (CRC requested: %v)", info.RemoteAddr, info.IRD, info.ORD, info.PrivateData, envCRC())
+	cp, err := ParseConnectPrivate(info.PrivateData)
+	if err != nil {
+		t.Errorf("RFC 8797 private data of the MPA Reply: %v", err)
+	} else {
+		t.Logf("server private data: %+v", cp)
+	}
+
+	var log []byte
+	defer func() { artifact(t, "replies.bin", log) }()
+	for i := range calls {
+		xid := uint32(0x70760000 + i + 1)
+		if err := e.sendMsg(uint64(100+i), AppendNullCall(nil, xid, 32, ProgNFS, 3)); err != nil {
+			t.Fatalf("PostSend NULL call %d: %v", i+1, err)
+		}
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		msg, buf, err := e.nextRecv(rctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("reply to NULL call %d (xid %#x): %v", i+1, xid, err)
+		}
+		log = append(log, msg...)
+		r, err := ParseReply(msg)
+		if err != nil {
+			t.Fatalf("reply to NULL call %d (% x): %v", i+1, msg, err)
+		}
+		t.Logf("NULL call %d: reply xid %#x credits %d reply_stat %d accept_stat %d", i+1, r.XID, r.Credits, r.ReplyStat, r.AcceptStat)
+		if r.XID != xid || r.ReplyStat != 0 || r.AcceptStat != 0 {
+			t.Fatalf("reply %+v, want xid %#x MSG_ACCEPTED SUCCESS", r, xid)
+		}
+		if r.Credits != credits {
+			t.Errorf("reply grants %d credits, want %d", r.Credits, credits)
+		}
+		e.postRecv(buf)
+	}
+	if err := e.qp.Err(); err != nil {
+		t.Fatalf("QP failed after the exchange: %v", err)
+	}
+	if os.Getenv("LAB_OUT") != "" {
+		t.Logf("replies saved in %s/replies.bin", os.Getenv("LAB_OUT"))
+	}
+}
