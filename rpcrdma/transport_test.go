@@ -251,7 +251,7 @@ func tpCtx(t testing.TB) context.Context {
 }
 
 // newTPEnv starts an oncrpc.Server over an RPC-over-RDMA listener and connects a client.
-func newTPEnv(t testing.TB, so *ServerOptions, co *ClientOptions) *tpEnv {
+func newTPEnv(t testing.TB, so *ServerOptions, co *ClientOptions, extra ...oncrpc.Procs) *tpEnv {
 	t.Helper()
 	env := &tpEnv{dev: soft.New(soft.Config{}), ctrace: &tpTrace{}, strace: &tpTrace{}}
 	if so == nil {
@@ -273,7 +273,13 @@ func newTPEnv(t testing.TB, so *ServerOptions, co *ClientOptions) *tpEnv {
 	}
 	env.ln = ln
 	env.srv = oncrpc.NewServer(nil)
-	env.srv.Register(tpProg, tpVers, tpHandler())
+	procs := tpHandler()
+	for _, e := range extra {
+		for k, v := range e {
+			procs[k] = v
+		}
+	}
+	env.srv.Register(tpProg, tpVers, procs)
 	go env.srv.Serve(ln)
 	env.tr, err = Dial(ctx, env.dev, ln.Addr().String(), co)
 	if err != nil {

@@ -1,0 +1,241 @@
+package rpcrdma
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/go-rpcrdma/rpcrdma/credits"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+const tpBlock = 10 // blocks until the test releases it
+
+// blocker counts concurrent invocations of tpBlock and holds them until released.
+type blocker struct {
+	mu      sync.Mutex
+	cur     int
+	max     int
+	calls   int
+	release chan struct{}
+	arrived chan struct{}
+}
+
+func newBlocker() *blocker {
+	return &blocker{release: make(chan struct{}), arrived: make(chan struct{}, 1000)}
+}
+
+func (b *blocker) procs() oncrpc.Procs {
+	return oncrpc.Procs{tpBlock: func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+		b.mu.Lock()
+		b.cur++
+		b.calls++
+		b.max = max(b.max, b.cur)
+		b.mu.Unlock()
+		b.arrived <- struct{}{}
+		<-b.release
+		b.mu.Lock()
+		b.cur--
+		b.mu.Unlock()
+		return nil
+	}}
+}
+
+// TestCreditExhaustionAndRecovery: with a grant of 2, twenty concurrent calls never have
+// more than 2 at the server; all complete when the server frees up.
+func TestCreditExhaustionAndRecovery(t *testing.T) {
+	b := newBlocker()
+	cs := credits.NewServer(credits.Config{Total: 2, PerConn: 2})
+	env := newTPEnv(t, &ServerOptions{Credits: cs}, nil, b.procs())
+	ctx := tpCtx(t)
+	// One call first so the grant (2) is known.
+	if err := env.rpc.CallWithOptions(ctx, tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- env.rpc.CallWithOptions(ctx, tpBlock, nil, nil, oncrpc.CallOptions{MaxReply: 100})
+		}()
+	}
+	<-b.arrived
+	<-b.arrived
+	// The window is full: the client holds both credits and nobody else gets through.
+	if w := env.tr.window; w.InUse() != 2 || w.Granted() != 2 {
+		t.Fatalf("client window: %d in use of %d granted, want 2 of 2", w.InUse(), w.Granted())
+	}
+	close(b.release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.max > 2 || b.calls != 20 {
+		t.Fatalf("server saw %d calls, at most %d at once; want 20, at most 2", b.calls, b.max)
+	}
+	// Every call asked for the client's maximum and every reply granted 2.
+	for _, h := range env.ctrace.headers(t, false) {
+		if h.Credits != 2 {
+			t.Fatalf("reply granted %d credits, want 2", h.Credits)
+		}
+	}
+}
+
+// TestCreditsStartAtOne: a fresh connection has one credit until the first reply.
+func TestCreditsStartAtOne(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	if g := env.tr.window.Granted(); g != 1 {
+		t.Fatalf("initial window %d, want 1", g)
+	}
+	if err := env.rpc.CallWithOptions(tpCtx(t), tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if g := env.tr.window.Granted(); g != 64 {
+		t.Fatalf("window after the first reply %d, want the server's 64", g)
+	}
+}
+
+// TestOverrunningClientBesideWellBehaved: a raw client that sends far more calls than it
+// was granted gets ERR_CHUNK for the excess and is finally disconnected, while a
+// well-behaved client on the same listener keeps being served.
+func TestOverrunningClientBesideWellBehaved(t *testing.T) {
+	b := newBlocker()
+	cs := credits.NewServer(credits.Config{Total: 8, PerConn: 4, MaxOverruns: 6})
+	env := newTPEnv(t, &ServerOptions{Credits: cs, ExtraRecvs: 16}, nil, b.procs())
+	ctx := tpCtx(t)
+	bad := dialRaw(t, env.ln.Addr().String(), linuxClientPrivate)
+	// The bad client has one credit (no reply yet) and sends 8 calls that block without
+	// waiting for answers. The first is accepted; the second overruns and its ERR_CHUNK
+	// grants 4 credits, so three more are accepted; the rest overrun.
+	blockCall := func(xid uint32) []byte {
+		h := Header{XID: xid, Vers: 1, Credits: 100, Proc: ProcMsg}
+		m, _ := h.Append(nil)
+		return append(m, rpcCall(xid, tpBlock)...)
+	}
+	for i := uint32(0); i < 8; i++ {
+		bad.send(t, blockCall(0x5000+i))
+	}
+	for i := 0; i < 4; i++ {
+		<-b.arrived
+	}
+	for i := 0; i < 4; i++ {
+		h, _ := bad.recvHeader(t)
+		if h.Proc != ProcError || h.ErrCode != ErrCodeChunk {
+			t.Fatalf("overrun call answered %+v, want ERR_CHUNK", h)
+		}
+		if h.Credits != 4 {
+			t.Fatalf("ERR_CHUNK grants %d, want 4", h.Credits)
+		}
+	}
+	// Meanwhile the good client works (its calls do not block).
+	for i := 0; i < 10; i++ {
+		if err := env.rpc.CallWithOptions(ctx, tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.mu.Lock()
+	calls := b.calls
+	b.mu.Unlock()
+	if calls != 4 {
+		t.Fatalf("server handler ran %d of the bad client's calls, want its grant, 4", calls)
+	}
+	// Keep overrunning: the connection is dropped.
+	for i := uint32(0); i < 4; i++ {
+		bad.send(t, blockCall(0x6000+i))
+	}
+	<-bad.qp.Done()
+	close(b.release)
+	for i := 0; i < 10; i++ {
+		if err := env.rpc.CallWithOptions(ctx, tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestManyConcurrentCalls runs hundreds of concurrent calls of every chunk type.
+func TestManyConcurrentCalls(t *testing.T) {
+	noTrace := func(bool, []byte) {}
+	env := newTPEnv(t, &ServerOptions{Trace: noTrace}, &ClientOptions{Trace: noTrace})
+	ctx := tpCtx(t)
+	var wg sync.WaitGroup
+	var failures atomic.Int64
+	for g := 0; g < 300; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 4; i++ {
+				if err := tpMixedCall(ctx, env.rpc, g*4+i); err != nil {
+					if failures.Add(1) < 5 {
+						t.Error(err)
+					}
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	if env.tr.window.InUse() != 0 {
+		t.Fatalf("%d credits still held", env.tr.window.InUse())
+	}
+}
+
+// tpMixedCall makes call number i, cycling through the chunk types, and checks it.
+func tpMixedCall(ctx context.Context, rpc *oncrpc.Client, i int) error {
+	switch i % 5 {
+	case 0:
+		return rpc.CallWithOptions(ctx, tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 100})
+	case 1:
+		args := tpMakePayloads(100+i%7, 3000)
+		sinks := [][]byte{make([]byte, 200), make([]byte, 4000)}
+		var res tpPayloads
+		if err := rpc.CallWithOptions(ctx, tpEcho, args, &res, oncrpc.CallOptions{ReplySinks: sinks, MaxReply: 1024}); err != nil {
+			return err
+		}
+		for k := range args {
+			if !bytes.Equal(res[k], args[k]) {
+				return fmt.Errorf("call %d: echo payload %d corrupted", i, k)
+			}
+		}
+	case 2:
+		var res tpOpaque
+		n := 5000 + i
+		if err := rpc.CallWithOptions(ctx, tpBig, tpUint32(n), &res, oncrpc.CallOptions{MaxReply: 16384}); err != nil {
+			return err
+		}
+		want := make([]byte, n)
+		tpFill(want, byte(n))
+		if !bytes.Equal(res, want) {
+			return fmt.Errorf("call %d: reply chunk corrupted", i)
+		}
+	case 3:
+		var res tpPair
+		if err := rpc.Call(ctx, tpSum, tpMakePayloads(8000, 3, 12000), &res); err != nil {
+			return err
+		}
+		if res != (tpPair{3, 20003}) {
+			return fmt.Errorf("call %d: sum %v", i, res)
+		}
+	case 4:
+		blob := make([]byte, 6000+i)
+		tpFill(blob, 7)
+		var res tpUint32
+		if err := rpc.Call(ctx, tpBigInline, tpOpaque(blob), &res); err != nil {
+			return err
+		}
+		if int(res) != len(blob) {
+			return fmt.Errorf("call %d: long call length %d", i, res)
+		}
+	}
+	return nil
+}
+
+var _ = binary.BigEndian
