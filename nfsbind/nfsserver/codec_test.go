@@ -3,6 +3,10 @@
 package nfsserver
 
 import (
+	"time"
+
+	"golang.org/x/sys/unix"
+
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
@@ -19,3 +23,11 @@ type rawArgs []byte
 func (r rawArgs) EncodeXDR(e *xdr.Encoder) { e.FixedOpaque(r) }
 
 var _ nfs3.Message = (*nfs3.ReadRes)(nil)
+
+func unixTS(sec int64) unix.StatxTimestamp { return unix.StatxTimestamp{Sec: sec} }
+
+func unixTSNow() unix.StatxTimestamp { return unix.StatxTimestamp{Sec: time.Now().Unix()} }
+
+func statWithTimes(m, c int64) unix.Statx_t {
+	return unix.Statx_t{Mtime: unixTS(m), Ctime: unixTS(c)}
+}

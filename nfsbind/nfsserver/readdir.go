@@ -3,10 +3,13 @@
 package nfsserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"os"
 	"slices"
+	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -38,36 +41,81 @@ type dirent struct {
 	name   string
 }
 
-// listDir returns the entries of dir after cookie, in cookie order, "." and ".."
-// included.
-func listDir(dir *object, cookie uint64) ([]dirent, error) {
-	fd, err := reopen(dir, unix.O_RDONLY)
-	if err != nil {
-		return nil, err
+// A dirListing is a directory's entries in cookie order, "." and ".." included.
+type dirListing struct {
+	mtime, ctime unix.StatxTimestamp
+	ents         []dirent
+}
+
+// dirCacheSettle is how old a directory's mtime and ctime must be before its listing
+// is cached. Any later change sets them to the current time, which is then newer than
+// the cached values, so the cache cannot serve a listing that misses a change even on
+// file systems with coarse timestamps.
+const dirCacheSettle = 2 * time.Second
+
+const dirCacheMax = 64
+
+type dirCache struct {
+	mu sync.Mutex
+	m  map[fileKey]*dirListing
+}
+
+func (c *dirCache) get(k fileKey, st *unix.Statx_t) *dirListing {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.m[k]
+	if l == nil || l.mtime != st.Mtime || l.ctime != st.Ctime {
+		return nil
 	}
-	f := os.NewFile(uintptr(fd), "dir")
-	names, err := f.Readdirnames(-1)
-	f.Close()
-	if err != nil {
-		return nil, err
+	return l
+}
+
+func (c *dirCache) put(k fileKey, l *dirListing) {
+	settled := time.Now().Add(-dirCacheSettle).Unix()
+	if l.mtime.Sec >= settled || l.ctime.Sec >= settled {
+		return
 	}
-	names = append(names, ".", "..")
-	ents := make([]dirent, 0, len(names))
-	for _, n := range names {
-		if c := cookieOf(n); c > cookie {
-			ents = append(ents, dirent{c, n})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[fileKey]*dirListing)
+	}
+	if len(c.m) >= dirCacheMax {
+		for victim := range c.m {
+			delete(c.m, victim)
+			break
 		}
 	}
-	slices.SortFunc(ents, func(a, b dirent) int {
-		switch {
-		case a.cookie < b.cookie:
-			return -1
-		case a.cookie > b.cookie:
-			return 1
+	c.m[k] = l
+}
+
+// listDir returns the entries of dir after cookie, in cookie order.
+func (s *Server) listDir(dir *object, cookie uint64) ([]dirent, error) {
+	l := s.dirs.get(keyOf(&dir.st), &dir.st)
+	if l == nil {
+		fd, err := reopen(dir, unix.O_RDONLY)
+		if err != nil {
+			return nil, err
 		}
-		return 0
-	})
-	return ents, nil
+		f := os.NewFile(uintptr(fd), "dir")
+		names, err := f.Readdirnames(-1)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, ".", "..")
+		l = &dirListing{mtime: dir.st.Mtime, ctime: dir.st.Ctime, ents: make([]dirent, len(names))}
+		for i, n := range names {
+			l.ents[i] = dirent{cookieOf(n), n}
+		}
+		slices.SortFunc(l.ents, func(a, b dirent) int { return cmp.Compare(a.cookie, b.cookie) })
+		s.dirs.put(keyOf(&dir.st), l)
+	}
+	i, _ := slices.BinarySearchFunc(l.ents, cookie+1, func(e dirent, c uint64) int { return cmp.Compare(e.cookie, c) })
+	if cookie == ^uint64(0) {
+		i = len(l.ents)
+	}
+	return l.ents[i:], nil
 }
 
 func cookieVerf(st *unix.Statx_t) [nfs3.CookieVerfSize]byte {
@@ -98,7 +146,7 @@ func (s *Server) readdir(_ context.Context, req *oncrpc.Request, res *xdr.Encode
 }
 
 func (s *Server) doReaddir(dir *object, a *nfs3.ReaddirArgs, r *nfs3.ReaddirRes) nfs3.Status {
-	ents, err := listDir(dir, a.Cookie)
+	ents, err := s.listDir(dir, a.Cookie)
 	if err != nil {
 		return statusOf(err)
 	}
@@ -150,7 +198,7 @@ func (s *Server) readdirplus(_ context.Context, req *oncrpc.Request, res *xdr.En
 // doReaddirplus honours both limits of RFC 1813 §3.3.17: maxcount bounds the whole
 // READDIRPLUS3resok, dircount the directory information (fileid, name, cookie) alone.
 func (s *Server) doReaddirplus(dir *object, a *nfs3.ReaddirplusArgs, r *nfs3.ReaddirplusRes) nfs3.Status {
-	ents, err := listDir(dir, a.Cookie)
+	ents, err := s.listDir(dir, a.Cookie)
 	if err != nil {
 		return statusOf(err)
 	}

@@ -62,6 +62,7 @@ type Server struct {
 	handles    *handleCodec
 	idx        index
 	searchMu   sync.Mutex
+	dirs       dirCache
 	verf       [nfs3.WriteVerfSize]byte
 	asRoot     bool
 	bufs       sync.Pool // *[]byte of MaxIO bytes

@@ -26,12 +26,12 @@ func TestMountProtocol(t *testing.T) {
 	ctx := context.Background()
 	var r nfs3.MntRes
 	for path, want := range map[string]nfs3.MountStat{
-		"/nonexistent":                   nfs3.MountErrNoEnt,
-		e.srv.ExportPath() + "/../etc":   nfs3.MountErrInval,
-		e.srv.ExportPath() + "/missing":  nfs3.MountErrNoEnt,
-		e.srv.ExportPath() + "/":         nfs3.MountOK,
-		e.srv.ExportPath() + "/./x":      nfs3.MountErrInval,
-		e.srv.ExportPath() + "x":         nfs3.MountErrNoEnt,
+		"/nonexistent":                  nfs3.MountErrNoEnt,
+		e.srv.ExportPath() + "/../etc":  nfs3.MountErrInval,
+		e.srv.ExportPath() + "/missing": nfs3.MountErrNoEnt,
+		e.srv.ExportPath() + "/":        nfs3.MountOK,
+		e.srv.ExportPath() + "/./x":     nfs3.MountErrInval,
+		e.srv.ExportPath() + "x":        nfs3.MountErrNoEnt,
 	} {
 		if err := e.c.mnt.Call(ctx, uint32(nfs3.MountProcMnt), &nfs3.MntArgs{Path: []byte(path)}, owned{&r}); err != nil {
 			t.Fatal(err)
