@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"unsafe"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
@@ -45,6 +44,7 @@ func (t *stagTable) add(m *memRegion) (uint32, error) {
 	}
 	t.keys[idx]++
 	m.idx, m.stag = idx, idx<<8|uint32(t.keys[idx])
+	m.base = uint64(idx) << 32
 	t.mrs[idx] = m // publish after m is complete
 	return m.stag, nil
 }
@@ -80,6 +80,11 @@ func (t *stagTable) lookup(stag uint32) *memRegion {
 }
 
 // memRegion is the software provider's verbs.MR.
+//
+// Tagged offsets are STag-index based: byte 0 of the region is TO
+// index<<32 (regions are < 4 GiB). That keeps TOs non-zero, so a ULP that
+// forgets MR.Addr() fails its tests, without sending heap addresses to the
+// peer as a virtual-address-based TO would.
 //
 // mu is held for reading while the connection goroutines place data into or
 // send data from the region on behalf of the peer, and for writing while the
@@ -117,13 +122,7 @@ func (pd *protDomain) RegMR(buf []byte, access verbs.Access) (verbs.MR, error) {
 	if closed {
 		return nil, fmt.Errorf("soft: RegMR: %w", verbs.ErrClosed)
 	}
-	m := &memRegion{
-		pd:     pd,
-		buf:    buf,
-		base:   uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))),
-		access: access,
-		valid:  true,
-	}
+	m := &memRegion{pd: pd, buf: buf, access: access, valid: true}
 	if _, err := pd.dev.stags.add(m); err != nil {
 		return nil, err
 	}
