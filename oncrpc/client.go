@@ -160,6 +160,7 @@ func (c *Client) CallWithOptions(ctx context.Context, proc uint32, args xdr.Enco
 }
 
 func (c *Client) release(st *clientCallState) {
+	clear(st.enc.Payloads()) // do not keep the caller's argument data alive
 	buf := st.enc.Bytes()
 	if cap(buf) > maxPooledBuffer {
 		buf = nil

@@ -97,18 +97,6 @@ func TestRecordReaderMultiFragmentAndSequence(t *testing.T) {
 	}
 }
 
-// countingReader counts bytes read to show a claimed size is not trusted.
-type countingReader struct {
-	r io.Reader
-	n int
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += n
-	return n, err
-}
-
 func TestRecordReaderErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, hex string

@@ -213,7 +213,10 @@ func (s *Server) Serve(l Listener) error {
 			}
 			return fmt.Errorf("oncrpc: accept on %v: %w", l.Addr(), err)
 		}
-		s.active.Add(1)
+		if !s.track() {
+			c.Close()
+			return ErrClosed
+		}
 		go func() {
 			defer s.active.Done()
 			s.serveConn(c)
@@ -224,9 +227,24 @@ func (s *Server) Serve(l Listener) error {
 // ServeConn serves one connection until it fails or the server shuts down, then
 // closes it.
 func (s *Server) ServeConn(c ServerConn) {
-	s.active.Add(1)
+	if !s.track() {
+		c.Close()
+		return
+	}
 	defer s.active.Done()
 	s.serveConn(c)
+}
+
+// track counts a connection loop in s.active unless the server is shutting down, so
+// that Shutdown's Wait never races with an Add.
+func (s *Server) track() bool {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	if s.shutdown.Load() {
+		return false
+	}
+	s.active.Add(1)
+	return true
 }
 
 func (s *Server) serveConn(c ServerConn) {
@@ -279,9 +297,13 @@ func (s *Server) serveConn(c ServerConn) {
 	s.connMu.Lock()
 	delete(s.conns, c)
 	s.connMu.Unlock()
-	if s.readCtx.Err() != nil {
+	var tooLarge *RecordTooLargeError
+	switch {
+	case s.readCtx.Err() != nil:
 		s.log.Debug("connection closed by shutdown", "remote", remote.String())
-	} else {
+	case errors.As(err, &tooLarge) || errors.Is(err, ErrRecordTruncated):
+		s.log.Warn("connection closed: bad record", "remote", remote.String(), "error", err)
+	default:
 		s.log.Debug("connection closed", "remote", remote.String(), "reason", err)
 	}
 }
@@ -368,6 +390,7 @@ func (s *Server) handle(c ServerConn, call *ServerCall, remote net.Addr) {
 	clear(req.after)
 	buf := st.enc.Bytes()
 	*req = Request{after: req.after[:0], sys: AuthSysParams{GIDs: req.sys.GIDs[:0]}}
+	clear(st.enc.Payloads()) // do not keep the handler's payload data alive
 	st.dec.Reset(nil)
 	st.msg = Message{}
 	if cap(buf) > maxPooledReply {

@@ -55,8 +55,9 @@ var aLongTimeAgo = time.Unix(1, 0)
 // A TCPTransport is the client side of ONC RPC over TCP: a RoundTripper that sends
 // record-marked calls on one connection and matches replies by XID in a reader
 // goroutine. A transport made by DialTCP reconnects after losing its connection and
-// retransmits every outstanding call (same XID) on the new one; one made by
-// NewTCPTransport fails outstanding and later calls instead.
+// retransmits every outstanding call (same XID) on the new one, while calls wait (bound
+// them with a context); one made by NewTCPTransport fails outstanding and later calls
+// instead.
 type TCPTransport struct {
 	opts    TCPOptions
 	dial    func(ctx context.Context) (net.Conn, error)
@@ -121,8 +122,11 @@ func (t *TCPTransport) RoundTrip(ctx context.Context, call *ClientCall, reply *C
 		return err
 	}
 	t.wmu.Lock()
-	if t.broken != nil {
+	if t.broken != nil || t.closed.Load() {
 		err := t.broken
+		if t.closed.Load() {
+			err = ErrClosed
+		}
 		t.wmu.Unlock()
 		return t.pending.Fail(p, err)
 	}

@@ -24,3 +24,21 @@ func TestTCPEcho(t *testing.T) {
 		}
 	}
 }
+
+// Small fragments in both directions through the real Client and Server.
+func TestTCPMultiFragmentBothWays(t *testing.T) {
+	s := NewServer(nil)
+	s.Register(testProg, testVers, echoHandler())
+	l, err := ListenTCP("127.0.0.1:0", &TCPOptions{MaxFragment: 5, MaxRecord: 1 << 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(l)
+	defer s.Close()
+	c := NewClient(dialTCP(t, l.Addr().String(), &TCPOptions{MaxFragment: 3}), testProg, testVers)
+	in := bytes.Repeat([]byte("0123456789"), 1000)
+	var out bytesRes
+	if err := c.Call(context.Background(), procEcho, payloadArg(in), &out); err != nil || !bytes.Equal(in, out.b) {
+		t.Fatalf("%d bytes back, %v", len(out.b), err)
+	}
+}
