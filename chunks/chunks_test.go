@@ -333,3 +333,42 @@ func TestCheckWriteChunk(t *testing.T) {
 		}
 	}
 }
+
+// TestFillProperty: for random offered chunks and byte counts, Fill keeps handles and
+// offsets, reports exactly n bytes, never more than a segment offers, and fills segments
+// in order (only the last non-empty segment may be partly filled).
+func TestFillProperty(t *testing.T) {
+	r := rand.New(rand.NewSource(4))
+	var out WriteChunk
+	for i := 0; i < 3000; i++ {
+		var offered WriteChunk
+		for j := 1 + r.Intn(6); j > 0; j-- {
+			offered = append(offered, seg(r.Uint32(), uint32(r.Intn(10000)), r.Uint64()>>1))
+		}
+		n := uint64(r.Int63n(int64(offered.Length()) + 1))
+		var err error
+		out, err = Fill(out, offered, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Length() != n || len(out) != len(offered) {
+			t.Fatalf("Fill(%v, %d) = %v", offered, n, out)
+		}
+		partial := false
+		for j := range out {
+			o, g := offered[j], out[j]
+			if g.Handle != o.Handle || g.Offset != o.Offset || g.Length > o.Length {
+				t.Fatalf("segment %d: %v from %v", j, g, o)
+			}
+			if partial && g.Length != 0 {
+				t.Fatalf("data after a partly filled segment: %v", out)
+			}
+			if g.Length < o.Length {
+				partial = true
+			}
+		}
+		if _, err := Fill(nil, offered, offered.Length()+1); !errors.Is(err, ErrTooLong) {
+			t.Fatalf("overfill accepted")
+		}
+	}
+}
