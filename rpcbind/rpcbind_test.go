@@ -6,7 +6,9 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -52,6 +54,7 @@ func needRPCBind(t testing.TB) {
 	t.Helper()
 	rpcbindMu.Lock()
 	defer rpcbindMu.Unlock()
+	lockRPCBindTests(t)
 	ctx := context.Background()
 	if pingRPCBind(ctx) == nil {
 		return
@@ -81,6 +84,25 @@ func needRPCBind(t testing.TB) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// lockRPCBindTests serializes, until the test ends, the tests of this module that
+// register program 100400 with the local rpcbind (here and in cmd/rdmaconfig), which
+// go test may run at the same time.
+func lockRPCBindTests(t testing.TB) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "go-rpcrdma-rpcbind-tests.lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	})
 }
 
 func dialTest(t *testing.T, vers uint32) *Client {
@@ -116,7 +138,8 @@ func TestRealRPCBindRDMA(t *testing.T) {
 			c := dialTest(t, vers)
 			const progVers = 1
 			// A crashed earlier run may have left registrations behind.
-			c.Unregister(ctx, confRDMAProg, progVers, "")
+			c.Unregister(ctx, confRDMAProg, progVers, NetIDRDMA)
+			c.Unregister(ctx, confRDMAProg, progVers, NetIDRDMA6)
 
 			v4 := netip.MustParseAddrPort("127.0.0.1:20049")
 			v6 := netip.MustParseAddrPort("[::1]:20050")
@@ -126,7 +149,10 @@ func TestRealRPCBindRDMA(t *testing.T) {
 			if err := c.Register(ctx, confRDMAProg, progVers, NetIDRDMA6, v6, "superuser"); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { c.Unregister(context.Background(), confRDMAProg, progVers, "") })
+			t.Cleanup(func() {
+				c.Unregister(context.Background(), confRDMAProg, progVers, NetIDRDMA)
+				c.Unregister(context.Background(), confRDMAProg, progVers, NetIDRDMA6)
+			})
 
 			// A second registration under the same netid with another address is refused.
 			other := netip.MustParseAddrPort("127.0.0.1:20051")

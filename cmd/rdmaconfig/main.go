@@ -67,15 +67,11 @@ type config struct {
 	queryNet string
 	timeout  time.Duration
 	logLevel hclog.Level
-
-	// prog is the program number registered with rpcbind (confproto.Program; tests
-	// change it to keep clear of other tests' registrations).
-	prog uint32
 }
 
 // parseFlags parses args into a config and checks it.
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
-	cfg := &config{prog: confproto.Program}
+	cfg := &config{}
 	def := confproto.DefaultLimits()
 	fs := flag.NewFlagSet("rdmaconfig", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -344,12 +340,12 @@ func register(ctx context.Context, cfg *config, log hclog.Logger, regs []registr
 	for i, r := range regs {
 		// A previous instance that died leaves its mapping behind; rpcbind would
 		// refuse a second one under the same netid.
-		if err := c.Unregister(ctx, cfg.prog, confproto.Version, r.netid); err != nil {
+		if err := c.Unregister(ctx, confproto.Program, confproto.Version, r.netid); err != nil {
 			log.Warn("could not remove a stale registration", "netid", r.netid, "error", err)
 		}
-		if err := c.Register(ctx, cfg.prog, confproto.Version, r.netid, r.addr, "rdmaconfig"); err != nil {
+		if err := c.Register(ctx, confproto.Program, confproto.Version, r.netid, r.addr, "rdmaconfig"); err != nil {
 			for _, done := range regs[:i] {
-				c.Unregister(ctx, cfg.prog, confproto.Version, done.netid)
+				c.Unregister(ctx, confproto.Program, confproto.Version, done.netid)
 			}
 			return fmt.Errorf("-register: %w", err)
 		}
@@ -369,7 +365,7 @@ func unregister(cfg *config, log hclog.Logger, regs []registration) {
 	}
 	defer c.Close()
 	for _, r := range regs {
-		if err := c.Unregister(ctx, cfg.prog, confproto.Version, r.netid); err != nil {
+		if err := c.Unregister(ctx, confproto.Program, confproto.Version, r.netid); err != nil {
 			log.Error("could not unregister from rpcbind", "netid", r.netid, "error", err)
 		}
 	}

@@ -1,0 +1,365 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/go-rpcrdma/rpcrdma/confproto"
+	"github.com/go-rpcrdma/rpcrdma/rpcbind"
+)
+
+func TestParseFlags(t *testing.T) {
+	cfg, err := parseFlags([]string{"-listen", "127.0.0.1:20049", "-maxcall", "8192", "-align", "4096", "-register"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := confproto.Limits{MaxCallSendSize: 8192, MaxReplySendSize: 4096, Align: 4096, MaxRDMARead: 16}
+	if cfg.listen != "127.0.0.1:20049" || cfg.limits != want || !cfg.register || cfg.rpcbind != rpcbind.DefaultAddr {
+		t.Errorf("config %+v", cfg)
+	}
+	cfg, err = parseFlags([]string{"-query", "192.0.2.1:20049", "-query-net", "tcp", "-maxreply", "2048"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.request() != (confproto.ConfigRDMAReq{MaxCallSendSize: 4096, MaxReplySendSize: 2048, MaxRDMARead: 16}) {
+		t.Errorf("query request %+v", cfg.request())
+	}
+
+	bad := []struct {
+		args []string
+		want string
+	}{
+		{nil, "nothing to serve"},
+		{[]string{"-tcp", "127.0.0.1:0", "-maxcall", "512"}, "-maxcall 512"},
+		{[]string{"-tcp", "127.0.0.1:0", "-maxreply", "100"}, "-maxreply 100"},
+		{[]string{"-tcp", "127.0.0.1:0", "-align", "6"}, "-align 6"},
+		{[]string{"-tcp", "127.0.0.1:0", "-maxcall", "4294967296"}, "-maxcall 4294967296"},
+		{[]string{"-listen", "127.0.0.1:0", "-maxcall", "1048576"}, "at most 262144"},
+		{[]string{"-listen", "127.0.0.1:0", "-provider", "mlx5"}, "-provider"},
+		{[]string{"-tcp", "127.0.0.1:0", "-log-level", "loud"}, "-log-level"},
+		{[]string{"-tcp", "127.0.0.1:0", "-timeout", "0s"}, "-timeout"},
+		{[]string{"-tcp", "127.0.0.1:0", "extra"}, "unexpected arguments"},
+		{[]string{"-query", "127.0.0.1:1", "-listen", "127.0.0.1:0"}, "client mode"},
+		{[]string{"-query", "127.0.0.1:1", "-query-net", "udp"}, "-query-net"},
+		{[]string{"-query", "127.0.0.1:1", "-maxreply", "10"}, "-maxreply 10"},
+		{[]string{"-no-such-flag"}, "not defined"},
+	}
+	for _, tc := range bad {
+		_, err := parseFlags(tc.args, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parseFlags(%q) = %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+	if err := run(context.Background(), []string{"-h"}, io.Discard, io.Discard); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("run -h: %v, want flag.ErrHelp", err)
+	}
+}
+
+func TestRegistrations(t *testing.T) {
+	tcp := func(s string) net.Addr { return net.TCPAddrFromAddrPort(netip.MustParseAddrPort(s)) }
+	tests := []struct {
+		transport string
+		addr      net.Addr
+		want      []registration
+	}{
+		{"rdma", tcp("127.0.0.1:20049"), []registration{{"rdma", netip.MustParseAddrPort("127.0.0.1:20049")}}},
+		{"rdma", tcp("[2001:db8::1]:20049"), []registration{{"rdma6", netip.MustParseAddrPort("[2001:db8::1]:20049")}}},
+		{"rdma", tcp("[::ffff:192.0.2.1]:20049"), []registration{{"rdma", netip.MustParseAddrPort("192.0.2.1:20049")}}},
+		{"rdma", tcp("[::]:20049"), []registration{
+			{"rdma", netip.MustParseAddrPort("0.0.0.0:20049")},
+			{"rdma6", netip.MustParseAddrPort("[::]:20049")},
+		}},
+		{"tcp", tcp("0.0.0.0:111"), []registration{{"tcp", netip.MustParseAddrPort("0.0.0.0:111")}}},
+		{"tcp", tcp("[fe80::1%lo]:7"), []registration{{"tcp6", netip.MustParseAddrPort("[fe80::1]:7")}}},
+	}
+	for _, tc := range tests {
+		got, err := registrations(tc.transport, tc.addr)
+		if err != nil {
+			t.Errorf("registrations(%s, %v): %v", tc.transport, tc.addr, err)
+			continue
+		}
+		if len(got) != len(tc.want) {
+			t.Errorf("registrations(%s, %v) = %v, want %v", tc.transport, tc.addr, got, tc.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("registrations(%s, %v)[%d] = %v, want %v", tc.transport, tc.addr, i, got[i], tc.want[i])
+			}
+		}
+	}
+	if _, err := registrations("rdma", &net.UnixAddr{Name: "/run/x", Net: "unix"}); err == nil {
+		t.Error("registrations of a unix address succeeded")
+	}
+}
+
+// startServe runs serve with args in the background and returns the listeners'
+// addresses and a function that stops it and returns serve's error.
+func startServe(t *testing.T, args []string) (rdma, tcp net.Addr, stop func() error) {
+	t.Helper()
+	cfg, err := parseFlags(args, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logBuf syncBuffer
+	log := hclog.New(&hclog.LoggerOptions{Name: "rdmaconfig", Output: &logBuf, Level: hclog.Info})
+	ctx, cancel := context.WithCancel(context.Background())
+	type addrs struct{ rdma, tcp net.Addr }
+	readyc := make(chan addrs, 1)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- serve(ctx, cfg, log, func(r, t net.Addr) { readyc <- addrs{r, t} })
+	}()
+	select {
+	case a := <-readyc:
+		rdma, tcp = a.rdma, a.tcp
+	case err := <-errc:
+		cancel()
+		t.Fatalf("serve: %v", err)
+	}
+	stopped := false
+	stop = func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		err := <-errc
+		t.Logf("server log:\n%s", logBuf.String())
+		return err
+	}
+	t.Cleanup(func() { stop() })
+	if !strings.Contains(logBuf.String(), "serving CONF_RDMA") {
+		t.Errorf("no start-up line in the log: %s", logBuf.String())
+	}
+	return rdma, tcp, stop
+}
+
+func TestServeAndQuery(t *testing.T) {
+	rdmaAddr, tcpAddr, stop := startServe(t, []string{"-listen", "127.0.0.1:0", "-tcp", "127.0.0.1:0", "-maxcall", "8192", "-maxreply", "8192", "-align", "64", "-maxrdmaread", "8"})
+	if rdmaAddr == nil || tcpAddr == nil || rdmaAddr.Network() != "rdma" {
+		t.Fatalf("listeners: rdma %v, tcp %v", rdmaAddr, tcpAddr)
+	}
+	for _, tc := range []struct {
+		net, addr string
+		args      []string
+		want      []string
+	}{
+		{"rdma", rdmaAddr.String(), nil, []string{
+			"(rdma): maxcall_sendsize=8192 align=64 maxrdmaread=8",
+			"client settings: inline_send=4096 inline_recv=4096 max_rdma_read=8 align=64",
+		}},
+		{"tcp", tcpAddr.String(), []string{"-maxcall", "16384", "-maxreply", "2048"}, []string{
+			"(tcp): maxcall_sendsize=8192 align=64 maxrdmaread=8",
+			"client settings: inline_send=8192 inline_recv=2048 max_rdma_read=8 align=64",
+		}},
+	} {
+		var out bytes.Buffer
+		args := append([]string{"-query", tc.addr, "-query-net", tc.net}, tc.args...)
+		if err := run(context.Background(), args, &out, io.Discard); err != nil {
+			t.Fatalf("query over %s: %v", tc.net, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("query over %s printed %q, want a line containing %q", tc.net, out.String(), w)
+			}
+		}
+	}
+	if err := stop(); err != nil {
+		t.Errorf("serve returned %v after its context ended", err)
+	}
+	// A stopped server no longer answers.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := run(ctx, []string{"-query", tcpAddr.String(), "-query-net", "tcp", "-timeout", "2s"}, io.Discard, io.Discard); err == nil {
+		t.Error("query of a stopped server succeeded")
+	}
+}
+
+func TestServeListenError(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cfg, err := parseFlags([]string{"-tcp", l.Addr().String()}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = serve(context.Background(), cfg, hclog.NewNullLogger(), nil)
+	if err == nil || !strings.Contains(err.Error(), "-tcp "+l.Addr().String()) {
+		t.Errorf("serve on a used port: %v", err)
+	}
+}
+
+// TestServeRegister runs the service with -register against Debian's real rpcbind and
+// checks that the RDMA and TCP listeners are registered under "rdma" and "tcp" while
+// it runs, and gone after it stops.
+func TestServeRegister(t *testing.T) {
+	needRPCBind(t)
+	unlock := lockRPCBindTests(t)
+	defer unlock()
+	rdmaAddr, tcpAddr, stop := startServe(t, []string{"-listen", "127.0.0.1:0", "-tcp", "127.0.0.1:0", "-register"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := rpcbind.DialClient(ctx, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, tc := range []struct {
+		netid string
+		addr  net.Addr
+	}{{rpcbind.NetIDRDMA, rdmaAddr}, {rpcbind.NetIDTCP, tcpAddr}} {
+		got, err := c.Lookup(ctx, confproto.Program, confproto.Version, tc.netid)
+		if err != nil || got.String() != tc.addr.String() {
+			t.Errorf("Lookup %s = %v, %v; want %v", tc.netid, got, err, tc.addr)
+		}
+	}
+	// A client finds the RDMA endpoint through rpcbind and negotiates with it.
+	ap, err := c.Lookup(ctx, confproto.Program, confproto.Version, rpcbind.NetIDRDMA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(ctx, []string{"-query", ap.String()}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "maxcall_sendsize=4096") {
+		t.Errorf("query of the registered address: %v: %s", err, out.String())
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, netid := range []string{rpcbind.NetIDRDMA, rpcbind.NetIDTCP} {
+		if _, err := c.Lookup(ctx, confproto.Program, confproto.Version, netid); !errors.Is(err, rpcbind.ErrNotRegistered) {
+			t.Errorf("Lookup %s after stop: %v, want ErrNotRegistered", netid, err)
+		}
+	}
+}
+
+// TestServeRegisterReplacesStale: a mapping left by a dead instance is replaced.
+func TestServeRegisterReplacesStale(t *testing.T) {
+	needRPCBind(t)
+	unlock := lockRPCBindTests(t)
+	defer unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := rpcbind.DialClient(ctx, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Unregister(ctx, confproto.Program, confproto.Version, rpcbind.NetIDTCP)
+	stale := netip.MustParseAddrPort("127.0.0.1:9")
+	if err := c.Register(ctx, confproto.Program, confproto.Version, rpcbind.NetIDTCP, stale, ""); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Unregister(context.Background(), confproto.Program, confproto.Version, rpcbind.NetIDTCP)
+	_, tcpAddr, stop := startServe(t, []string{"-tcp", "127.0.0.1:0", "-register"})
+	got, err := c.Lookup(ctx, confproto.Program, confproto.Version, rpcbind.NetIDTCP)
+	if err != nil || got.String() != tcpAddr.String() {
+		t.Errorf("Lookup = %v, %v; want %v", got, err, tcpAddr)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's and the test's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// lockRPCBindTests serializes the tests of this module that register program 100400
+// with the local rpcbind (here and in package rpcbind), which go test may run at once.
+func lockRPCBindTests(t testing.TB) func() {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "go-rpcrdma-rpcbind-tests.lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}
+}
+
+// needRPCBind makes sure Debian's rpcbind answers on 127.0.0.1:111, starting it with
+// `rpcbind -w` when it is not running (and leaving it running, as the system service
+// would be). It skips only when the binary is absent or starting it needs root.
+func needRPCBind(t testing.TB) {
+	t.Helper()
+	ping := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		c, err := rpcbind.DialClient(ctx, "", nil)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return c.Null(ctx, rpcbind.Version4)
+	}
+	if ping() == nil {
+		return
+	}
+	path, err := exec.LookPath("rpcbind")
+	if err != nil {
+		for _, p := range []string{"/usr/sbin/rpcbind", "/sbin/rpcbind"} {
+			if _, serr := os.Stat(p); serr == nil {
+				path, err = p, nil
+				break
+			}
+		}
+	}
+	if err != nil {
+		t.Skip("rpcbind is not installed (apt-get install rpcbind; .ci/run does it) and nothing answers on 127.0.0.1:111")
+	}
+	if os.Geteuid() != 0 {
+		t.Skipf("rpcbind (%s) is not running and starting it needs root", path)
+	}
+	if out, err := exec.Command(path, "-w").CombinedOutput(); err != nil {
+		// Another test package may have started it a moment ago.
+		t.Logf("%s -w: %v: %s", path, err, out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := ping()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rpcbind does not answer on 127.0.0.1:111: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
