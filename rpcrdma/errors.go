@@ -16,6 +16,7 @@ type VersionError struct {
 	Vers uint32 // the unsupported rdma_vers it carried
 }
 
+// Error describes the unsupported version.
 func (e *VersionError) Error() string {
 	return fmt.Sprintf("rpcrdma: xid %#08x: unsupported version %d (supported %d..%d)",
 		e.XID, e.Vers, Version1, Version1)
@@ -64,6 +65,7 @@ type ChunkError struct {
 	Err     error  // the reason: one of the sentinel errors above
 }
 
+// Error names the XID, the field, the byte offset and the reason.
 func (e *ChunkError) Error() string {
 	idx := ""
 	if e.Index >= 0 {
