@@ -52,16 +52,23 @@ type CallOptions struct {
 }
 
 // A Client calls one program version over a RoundTripper. It is safe for concurrent
-// use; every call gets a distinct XID, starting at a random value.
+// use. XIDs come from one process-wide sequence that starts at a random value, so they
+// are distinct across all Clients, including Clients that share a transport, and
+// unlikely to repeat those of an earlier run of the program (which a server's
+// duplicate request cache would take for retransmissions).
 type Client struct {
 	t     RoundTripper
 	prog  uint32
 	vers  uint32
 	cred  OpaqueAuth
 	retry RetryPolicy
-	xid   atomic.Uint32
 	pool  sync.Pool // *clientCallState
 }
+
+// xidSeq is the process-wide XID sequence.
+var xidSeq atomic.Uint32
+
+func init() { xidSeq.Store(rand.Uint32()) }
 
 // NewClient returns a Client for program prog, version vers over t. The Client does
 // not own t: closing t is the caller's job, and several Clients may share it.
@@ -73,7 +80,6 @@ func NewClient(t RoundTripper, prog, vers uint32, opts ...ClientOption) *Client 
 	if c.retry.MaxTries < 1 {
 		c.retry.MaxTries = 1
 	}
-	c.xid.Store(rand.Uint32())
 	c.pool.New = func() any { return new(clientCallState) }
 	return c
 }
@@ -81,8 +87,9 @@ func NewClient(t RoundTripper, prog, vers uint32, opts ...ClientOption) *Client 
 // Transport returns the Client's RoundTripper.
 func (c *Client) Transport() RoundTripper { return c.t }
 
-// NextXID returns a fresh XID from the Client's sequence.
-func (c *Client) NextXID() uint32 { return c.xid.Add(1) }
+// NextXID returns a fresh XID from the sequence Clients use, for callers that build
+// ClientCalls themselves.
+func NextXID() uint32 { return xidSeq.Add(1) }
 
 // clientCallState is the pooled per-call state.
 type clientCallState struct {
@@ -116,7 +123,7 @@ func (c *Client) CallWithOptions(ctx context.Context, proc uint32, args xdr.Enco
 	st := c.pool.Get().(*clientCallState)
 	defer c.release(st)
 
-	hdr := CallHeader{XID: c.xid.Add(1), Prog: c.prog, Vers: c.vers, Proc: proc, Cred: c.cred, Verf: noneVerf}
+	hdr := CallHeader{XID: xidSeq.Add(1), Prog: c.prog, Vers: c.vers, Proc: proc, Cred: c.cred, Verf: noneVerf}
 	st.enc.Reset(st.enc.Bytes()[:0])
 	hdr.EncodeXDR(&st.enc)
 	if args != nil {

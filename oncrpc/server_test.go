@@ -222,6 +222,7 @@ func TestGarbageFromRawPeer(t *testing.T) {
 		p := dialRaw(t, addr)
 		p.sendRecord(unhex(t, `00000055 00000001 00000000 00000000 00000000 00000000`)) // a REPLY
 		p.sendRecord(unhex(t, `00000056`))                                              // too short for msg_type
+		p.send(unhex(t, `80000000`))                                                    // an empty record
 		p.sendRecord(nullCall(0x77))
 		p.expect(nullReply) // nothing came back for the first two
 	})
