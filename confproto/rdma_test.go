@@ -1,0 +1,136 @@
+package confproto_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/confproto"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
+	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// wireLog records the transport messages a client sends and receives, in order.
+type wireLog struct {
+	mu   sync.Mutex
+	msgs []wireMsg
+}
+
+type wireMsg struct {
+	sent bool
+	b    []byte
+}
+
+func (w *wireLog) trace(sent bool, msg []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, wireMsg{sent, bytes.Clone(msg)})
+}
+
+func (w *wireLog) snapshot() []wireMsg {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]wireMsg(nil), w.msgs...)
+}
+
+// rawArgs encodes arbitrary (word-aligned) argument bytes.
+type rawArgs []byte
+
+func (r rawArgs) EncodeXDR(e *xdr.Encoder) { e.FixedOpaque(r) }
+
+// TestNegotiateOverRDMA runs the CONF_RDMA service on an oncrpc.Server over the
+// RPC-over-RDMA transport (software iWARP provider) and negotiates as seed §6.1 asks:
+// the client starts with 1 KiB inline sends, and its CONF_RDMA call is the only message
+// it sends before the reply. Bad arguments get GARBAGE_ARGS and the connection stays.
+func TestNegotiateOverRDMA(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dev := soft.New(soft.Config{})
+	defer dev.Close()
+
+	limits := confproto.Limits{MaxCallSendSize: 8192, MaxReplySendSize: 8192, Align: 4096, MaxRDMARead: 8}
+	var (
+		mu       sync.Mutex
+		netid    string
+		serverSt confproto.Settings
+	)
+	svc, err := confproto.NewService(&confproto.ServiceOptions{
+		Limits: &limits,
+		Configured: func(req *oncrpc.Request, _ confproto.ConfigRDMAReq, s confproto.Settings) {
+			mu.Lock()
+			defer mu.Unlock()
+			netid, serverSt = req.Netid, s
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := rpcrdma.Listen(ctx, dev, "127.0.0.1:0", &rpcrdma.ServerOptions{InlineRecv: 8192, InlineSend: 8192})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := oncrpc.NewServer(nil)
+	svc.Register(srv)
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	var wire wireLog
+	tr, err := rpcrdma.Dial(ctx, dev, ln.Addr().String(), &rpcrdma.ClientOptions{
+		InlineSend: confproto.BaseInlineSize, // seed §6.1: 1 KiB until configured
+		InlineRecv: 4096,
+		Trace:      wire.trace,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	// The largest AUTH_SYS credential: a 255-byte machine name and 16 groups.
+	cred, err := oncrpc.NewAuthSys(&oncrpc.AuthSysParams{MachineName: bytes.Repeat([]byte("m"), 255), GIDs: make([]uint32, 16)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := confproto.NewClient(tr, oncrpc.WithAuth(cred))
+	want := confproto.ConfigRDMAReq{MaxCallSendSize: 16384, MaxReplySendSize: 4096, MaxRDMARead: 4}
+	reply, err := confproto.Negotiate(ctx, c, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply != (confproto.ConfigRDMAReply{MaxCallSendSize: 8192, Align: 4096, MaxRDMARead: 8}) {
+		t.Errorf("reply %+v", reply)
+	}
+	if s := confproto.ClientSettings(want, reply); s != (confproto.Settings{InlineSend: 8192, InlineRecv: 4096, MaxRDMARead: 8, Align: 4096}) {
+		t.Errorf("client settings %+v", s)
+	}
+	mu.Lock()
+	if netid != "rdma" || serverSt != (confproto.Settings{InlineSend: 4096, InlineRecv: 8192, MaxRDMARead: 4}) {
+		t.Errorf("server side: netid %q settings %+v", netid, serverSt)
+	}
+	mu.Unlock()
+
+	msgs := wire.snapshot()
+	if len(msgs) < 2 || !msgs[0].sent || msgs[1].sent {
+		t.Fatalf("wire: want the call, then the reply; got %d messages", len(msgs))
+	}
+	if n := len(msgs[0].b); n > confproto.BaseInlineSize {
+		t.Errorf("CONF_RDMA call is %d bytes on the wire, more than the %d of seed §6.1", n, confproto.BaseInlineSize)
+	}
+	t.Logf("CONF_RDMA call with a %d-byte AUTH_SYS credential: %d bytes on the wire; reply %d bytes", len(cred.Body), len(msgs[0].b), len(msgs[1].b))
+
+	// Garbage gets GARBAGE_ARGS over RDMA too, and the connection carries on.
+	err = c.Call(ctx, confproto.ProcConfRDMA, rawArgs{0, 0, 0x10, 0}, nil)
+	var ae *oncrpc.AcceptError
+	if !errors.As(err, &ae) || ae.Stat != oncrpc.GarbageArgs {
+		t.Errorf("truncated CONF_RDMA over RDMA: %v, want GARBAGE_ARGS", err)
+	}
+	if _, err := confproto.Negotiate(ctx, c, want); err != nil {
+		t.Errorf("negotiation after garbage: %v", err)
+	}
+	if st := svc.Stats(); st.ConfRDMA != 2 || st.Garbage != 1 {
+		t.Errorf("service stats %+v", st)
+	}
+}
