@@ -5,8 +5,10 @@
 // ConfigRDMAReply. Use of the protocol is optional, and RFC 8166 dropped it in favour of
 // RDMA-CM private data (RFC 8797); it is kept for peers that still speak it.
 //
-// Only the types and their allocation-free XDR codec live here; the RPC service comes
-// later. The structs are flat (three unsigned ints each), so the codec is written with
+// This file holds the types and their allocation-free XDR codec. The program itself is
+// in service.go (Service, an oncrpc.Handler with configured Limits, for any
+// oncrpc.Server and transport) and client.go (Negotiate, NegotiateAndApply and the
+// Configurable hook an RPC-over-RDMA connection implements). The structs are flat (three unsigned ints each), so the codec is written with
 // encoding/binary. Tests cross-check it against github.com/davecgh/go-xdr (a test-only
 // dependency) as an independent XDR implementation.
 package confproto
