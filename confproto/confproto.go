@@ -5,10 +5,11 @@
 // ConfigRDMAReply. Use of the protocol is optional, and RFC 8166 dropped it in favour of
 // RDMA-CM private data (RFC 8797); it is kept for peers that still speak it.
 //
-// This file holds the types and their allocation-free XDR codec. The program itself is
-// in service.go (Service, an oncrpc.Handler with configured Limits, for any
-// oncrpc.Server and transport) and client.go (Negotiate, NegotiateAndApply and the
-// Configurable hook an RPC-over-RDMA connection implements). The structs are flat (three unsigned ints each), so the codec is written with
+// The package has the types with their allocation-free XDR codec; the server side,
+// Service, an oncrpc.Handler announcing configured Limits on any oncrpc.Server and
+// transport; and the client side, Negotiate and NegotiateAndApply, which hand the
+// outcome to a Configurable (implemented by an RPC-over-RDMA connection). The structs
+// are flat (three unsigned ints each), so the codec is written with
 // encoding/binary. Tests cross-check it against github.com/davecgh/go-xdr (a test-only
 // dependency) as an independent XDR implementation.
 package confproto
