@@ -470,3 +470,65 @@ func TestCQOverrunAndWait(t *testing.T) {
 		t.Fatalf("Wait after Close: %v", err)
 	}
 }
+
+// TestP2PRawInitiator: a raw peer-to-peer initiator offers RTR types; our
+// responder picks one (Write first, as siw), waits for the RTR frame, and
+// only then sends.
+func TestP2PRawInitiator(t *testing.T) {
+	for _, offer := range []iwarp.RTRFlags{iwarp.RTRWrite | iwarp.RTRRead, iwarp.RTRRead} {
+		t.Run(fmt.Sprint(offer), func(t *testing.T) {
+			checkGoroutines(t)
+			s := newServerUnderTest(t, Config{})
+			ch := s.accept(t, verbs.ConnParams{})
+			req := enhancedRequest(false, 4, 4, []byte("p2p"))
+			req.PeerToPeer, req.RTR = true, offer
+			p, rep := rawDial(t, s.ln.Addr().String(), req)
+			if err := <-ch; err != nil {
+				t.Fatal(err)
+			}
+			want := iwarp.RTRWrite
+			if offer&iwarp.RTRWrite == 0 {
+				want = iwarp.RTRRead
+			}
+			if !rep.PeerToPeer || rep.RTR != want {
+				t.Fatalf("reply P2P %v RTR %v, want %v", rep.PeerToPeer, rep.RTR, want)
+			}
+			// The responder has work queued but must wait for the RTR.
+			smr := s.reg(t, []byte("after RTR"), 0)
+			s.qp.PostSend(&verbs.SendWR{ID: 1, Op: verbs.OpSend, SGL: []verbs.SGE{{MR: smr, Length: 9}}})
+			p.c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+			var one [1]byte
+			if n, _ := p.c.Read(one[:]); n != 0 {
+				t.Fatal("responder sent before the RTR")
+			}
+			p.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if want == iwarp.RTRWrite {
+				p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: 1}, nil)
+			} else {
+				p.readRequest(iwarp.ReadRequest{SinkSTag: 0x300, SinkTO: 0x40})
+				f := p.next()
+				if f.Header.Opcode != iwarp.OpReadResponse || len(f.Payload) != 0 || f.Header.STag != 0x300 || f.Header.TO != 0x40 {
+					t.Fatalf("RTR read answered with %+v", f.Header)
+				}
+			}
+			f := p.next()
+			if f.Header.Opcode != iwarp.OpSend || string(f.Payload) != "after RTR" || f.Header.MSN != 1 {
+				t.Fatalf("after RTR got %+v %q", f.Header, f.Payload)
+			}
+		})
+	}
+}
+
+// TestMPARevision1 connects with MPA revision 1 (no IRD/ORD block, no P2P)
+// and moves data both ways.
+func TestMPARevision1(t *testing.T) {
+	checkGoroutines(t)
+	cli, srv := connectPair(t, pairConfig{client: Config{MPARevision: 1, CRC: true}, clientPD: []byte("v1"), serverPD: []byte("ok")})
+	src := srv.reg(t, []byte("readable"), verbs.AccessRemoteRead)
+	dst := cli.reg(t, make([]byte, 8), verbs.AccessLocalWrite)
+	cli.qp.PostSend(&verbs.SendWR{ID: 1, Op: verbs.OpRead, Flags: verbs.Signaled, RemoteSTag: src.RKey(), RemoteTO: src.Addr(), SGL: []verbs.SGE{{MR: dst, Length: 8}}})
+	cli.expect(t, 1, verbs.OpcodeRead, verbs.StatusSuccess)
+	if string(dst.Buf()) != "readable" {
+		t.Fatalf("read %q", dst.Buf())
+	}
+}
