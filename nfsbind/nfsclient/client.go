@@ -1,0 +1,472 @@
+// Package nfsclient is an NFS version 3 client library over any oncrpc.RoundTripper:
+// the ONC RPC TCP transport today, RPC-over-RDMA through package rpcrdma, unchanged.
+//
+// READ passes the caller's buffer to the transport as a reply sink, so an RDMA
+// transport places the file data there directly (a write chunk) and the data is never
+// copied; over TCP it arrives inline and is copied once into the same buffer. WRITE
+// passes the caller's data as an xdr.Payload, which an RDMA transport sends as a read
+// chunk and TCP writes with one vectored write, again without a copy. Each call
+// carries nfsbind.MaxReply as its reply size bound, which is what an RDMA transport
+// sizes a reply chunk by (READDIR, READDIRPLUS, READLINK).
+//
+// Results are copied out of the transport's reply buffer before a method returns, so
+// every handle, name and byte slice a method returns belongs to the caller. A non-OK
+// nfsstat3 is returned as an error wrapping the nfs3.Status, so
+// errors.Is(err, nfs3.StatusNoEnt) works.
+package nfsclient
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// Client calls one NFSv3 server. It is safe for concurrent use.
+type Client struct {
+	nfs    *oncrpc.Client
+	root   nfs3.FH
+	rtmax  uint32
+	wtmax  uint32
+	dtpref uint32
+}
+
+// decodeFunc adapts a function to xdr.DecoderFrom.
+type decodeFunc func(d *xdr.Decoder) error
+
+func (f decodeFunc) DecodeXDR(d *xdr.Decoder) error { return f(d) }
+
+// Mount asks the server's MOUNT v3 service (over mount, which may share a transport
+// with nfs) for the handle of path, then opens an NFSv3 client on it with New.
+func Mount(ctx context.Context, nfsRT, mountRT oncrpc.RoundTripper, path string, opts ...oncrpc.ClientOption) (*Client, error) {
+	mc := oncrpc.NewClient(mountRT, nfs3.MountProgram, nfs3.MountVersion, opts...)
+	var r nfs3.MntRes
+	var fh nfs3.FH
+	err := mc.Call(ctx, uint32(nfs3.MountProcMnt), &nfs3.MntArgs{Path: []byte(path)}, decodeFunc(func(d *xdr.Decoder) error {
+		if err := r.DecodeXDR(d); err != nil {
+			return err
+		}
+		fh = bytes.Clone(r.FH)
+		return nil
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("nfsclient: MNT %s: %w", path, err)
+	}
+	if r.Status != nfs3.MountOK {
+		return nil, fmt.Errorf("nfsclient: MNT %s: %w", path, r.Status)
+	}
+	return New(ctx, nfsRT, fh, opts...)
+}
+
+// Unmount tells the server's MOUNT service the client no longer uses path.
+func Unmount(ctx context.Context, mountRT oncrpc.RoundTripper, path string, opts ...oncrpc.ClientOption) error {
+	mc := oncrpc.NewClient(mountRT, nfs3.MountProgram, nfs3.MountVersion, opts...)
+	if err := mc.Call(ctx, uint32(nfs3.MountProcUmnt), &nfs3.UmntArgs{Path: []byte(path)}, nil); err != nil {
+		return fmt.Errorf("nfsclient: UMNT %s: %w", path, err)
+	}
+	return nil
+}
+
+// New returns a client for the export whose root handle is root, after asking the
+// server for its transfer sizes (FSINFO).
+func New(ctx context.Context, nfsRT oncrpc.RoundTripper, root nfs3.FH, opts ...oncrpc.ClientOption) (*Client, error) {
+	c := &Client{nfs: oncrpc.NewClient(nfsRT, nfs3.Program, nfs3.Version, opts...), root: bytes.Clone(root)}
+	var r nfs3.FsinfoRes
+	if err := c.call(ctx, nfs3.ProcFsinfo, &nfs3.FsinfoArgs{Object: root}, &r, 0); err != nil {
+		return nil, err
+	}
+	if r.Status != nfs3.StatusOK {
+		return nil, fmt.Errorf("nfsclient: FSINFO: %w", r.Status)
+	}
+	c.rtmax, c.wtmax, c.dtpref = max(r.Rtmax, 512), max(r.Wtmax, 512), max(r.Dtpref, 4096)
+	c.rtmax, c.wtmax = min(c.rtmax, nfs3.MaxData), min(c.wtmax, nfs3.MaxData)
+	return c, nil
+}
+
+// Root returns the export's root handle.
+func (c *Client) Root() nfs3.FH { return c.root }
+
+// MaxRead and MaxWrite return the largest single READ and WRITE (the server's rtmax
+// and wtmax).
+func (c *Client) MaxRead() int  { return int(c.rtmax) }
+func (c *Client) MaxWrite() int { return int(c.wtmax) }
+
+func (c *Client) call(ctx context.Context, p nfs3.Proc, args xdr.EncoderTo, res xdr.DecoderFrom, maxReply int) error {
+	return c.callSinks(ctx, p, args, res, maxReply, nil)
+}
+
+func (c *Client) callSinks(ctx context.Context, p nfs3.Proc, args xdr.EncoderTo, res xdr.DecoderFrom, maxReply int, sinks [][]byte) error {
+	if maxReply == 0 {
+		maxReply, _ = nfsbind.MaxReply(p, nil)
+	}
+	if err := c.nfs.CallWithOptions(ctx, uint32(p), args, res, oncrpc.CallOptions{ReplySinks: sinks, MaxReply: maxReply}); err != nil {
+		return fmt.Errorf("nfsclient: %v: %w", p, err)
+	}
+	return nil
+}
+
+func opErr(p nfs3.Proc, name string, st nfs3.Status) error {
+	if st == nfs3.StatusOK {
+		return nil
+	}
+	if name != "" {
+		return fmt.Errorf("nfsclient: %v %q: %w", p, name, st)
+	}
+	return fmt.Errorf("nfsclient: %v: %w", p, st)
+}
+
+// Getattr returns the attributes of fh.
+func (c *Client) Getattr(ctx context.Context, fh nfs3.FH) (nfs3.Fattr, error) {
+	var r nfs3.GetattrRes
+	if err := c.call(ctx, nfs3.ProcGetattr, &nfs3.GetattrArgs{Object: fh}, &r, 0); err != nil {
+		return nfs3.Fattr{}, err
+	}
+	return r.Attr, opErr(nfs3.ProcGetattr, "", r.Status)
+}
+
+// Setattr changes the attributes of fh.
+func (c *Client) Setattr(ctx context.Context, fh nfs3.FH, attr nfs3.Sattr) error {
+	var r nfs3.SetattrRes
+	if err := c.call(ctx, nfs3.ProcSetattr, &nfs3.SetattrArgs{Object: fh, Attr: attr}, &r, 0); err != nil {
+		return err
+	}
+	return opErr(nfs3.ProcSetattr, "", r.Status)
+}
+
+// Lookup returns the handle and attributes of name in dir.
+func (c *Client) Lookup(ctx context.Context, dir nfs3.FH, name string) (nfs3.FH, nfs3.Fattr, error) {
+	var r nfs3.LookupRes
+	var fh nfs3.FH
+	err := c.call(ctx, nfs3.ProcLookup, &nfs3.LookupArgs{What: nfs3.DirOpArgs{Dir: dir, Name: []byte(name)}}, decodeFunc(func(d *xdr.Decoder) error {
+		err := r.DecodeXDR(d)
+		fh = bytes.Clone(r.Object)
+		return err
+	}), 0)
+	if err != nil {
+		return nil, nfs3.Fattr{}, err
+	}
+	if err := opErr(nfs3.ProcLookup, name, r.Status); err != nil {
+		return nil, nfs3.Fattr{}, err
+	}
+	if !r.ObjAttr.Present {
+		attr, err := c.Getattr(ctx, fh)
+		return fh, attr, err
+	}
+	return fh, r.ObjAttr.Attr, nil
+}
+
+// LookupPath resolves a slash-separated path below the export root, one LOOKUP per
+// component.
+func (c *Client) LookupPath(ctx context.Context, path string) (nfs3.FH, nfs3.Fattr, error) {
+	fh := c.root
+	attr, err := c.Getattr(ctx, fh)
+	if err != nil {
+		return nil, nfs3.Fattr{}, err
+	}
+	for _, name := range strings.Split(path, "/") {
+		if name == "" {
+			continue
+		}
+		if fh, attr, err = c.Lookup(ctx, fh, name); err != nil {
+			return nil, nfs3.Fattr{}, err
+		}
+	}
+	return fh, attr, nil
+}
+
+// Read reads up to len(p) bytes (at most MaxRead) at off into p with one READ. The
+// transport may place the data straight into p. It returns the byte count and whether
+// the server reported end of file.
+func (c *Client) Read(ctx context.Context, fh nfs3.FH, off uint64, p []byte) (int, bool, error) {
+	count := min(len(p), int(c.rtmax))
+	args := nfs3.ReadArgs{File: fh, Offset: off, Count: uint32(count)}
+	maxReply, err := nfsbind.MaxReply(nfs3.ProcRead, &args)
+	if err != nil {
+		return 0, false, err
+	}
+	var r nfs3.ReadRes
+	var n int
+	sink := p[:count]
+	err = c.callSinks(ctx, nfs3.ProcRead, &args, decodeFunc(func(d *xdr.Decoder) error {
+		if err := r.DecodeXDR(d); err != nil {
+			return err
+		}
+		if len(r.Data) > count {
+			return fmt.Errorf("nfsclient: READ returned %d bytes for count %d", len(r.Data), count)
+		}
+		// Placed data is already in p; inline data is copied there.
+		if len(r.Data) > 0 && &r.Data[0] != &sink[0] {
+			copy(sink, r.Data)
+		}
+		n = len(r.Data)
+		return nil
+	}), maxReply, [][]byte{sink})
+	if err != nil {
+		return 0, false, err
+	}
+	return n, r.EOF, opErr(nfs3.ProcRead, "", r.Status)
+}
+
+// ReadAll reads the whole file fh into a new buffer, MaxRead bytes per READ.
+func (c *Client) ReadAll(ctx context.Context, fh nfs3.FH) ([]byte, error) {
+	attr, err := c.Getattr(ctx, fh)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 0, attr.Size)
+	for {
+		if cap(buf)-len(buf) < int(c.rtmax) {
+			buf = append(buf, make([]byte, c.rtmax)...)[:len(buf)]
+		}
+		n, eof, err := c.Read(ctx, fh, uint64(len(buf)), buf[len(buf):len(buf)+int(c.rtmax)])
+		if err != nil {
+			return nil, err
+		}
+		buf = buf[:len(buf)+n]
+		if eof || n == 0 {
+			return buf, nil
+		}
+	}
+}
+
+// WriteResult reports what a WRITE achieved.
+type WriteResult struct {
+	Count     int
+	Committed nfs3.StableHow
+	Verf      [nfs3.WriteVerfSize]byte
+}
+
+// Write writes data (at most MaxWrite bytes) at off with one WRITE. The transport may
+// send data without copying it; data must not change until Write returns.
+func (c *Client) Write(ctx context.Context, fh nfs3.FH, off uint64, data []byte, stable nfs3.StableHow) (WriteResult, error) {
+	if len(data) > int(c.wtmax) {
+		return WriteResult{}, fmt.Errorf("nfsclient: WRITE of %d bytes exceeds wtmax %d", len(data), c.wtmax)
+	}
+	var r nfs3.WriteRes
+	if err := c.call(ctx, nfs3.ProcWrite, &nfs3.WriteArgs{File: fh, Offset: off, Count: uint32(len(data)), Stable: stable, Data: data}, &r, 0); err != nil {
+		return WriteResult{}, err
+	}
+	if err := opErr(nfs3.ProcWrite, "", r.Status); err != nil {
+		return WriteResult{}, err
+	}
+	return WriteResult{Count: int(r.Count), Committed: r.Committed, Verf: r.Verf}, nil
+}
+
+// WriteAll writes data at offset 0 in MaxWrite pieces with UNSTABLE writes, then
+// COMMITs; if the server's write verifier changed meanwhile (it restarted), it writes
+// everything again, as RFC 1813 §3.3.21 requires.
+func (c *Client) WriteAll(ctx context.Context, fh nfs3.FH, data []byte) error {
+	for attempt := 0; attempt < 3; attempt++ {
+		var verf [nfs3.WriteVerfSize]byte
+		for off := 0; off < len(data) || (off == 0 && len(data) == 0); {
+			end := min(off+int(c.wtmax), len(data))
+			w, err := c.Write(ctx, fh, uint64(off), data[off:end], nfs3.Unstable)
+			if err != nil {
+				return err
+			}
+			if off == 0 {
+				verf = w.Verf
+			} else if w.Verf != verf {
+				verf = [8]byte{} // forces a rewrite below
+			}
+			if w.Count == 0 && end > off {
+				return fmt.Errorf("nfsclient: WRITE at %d made no progress", off)
+			}
+			off += w.Count
+			if len(data) == 0 {
+				break
+			}
+		}
+		cv, err := c.Commit(ctx, fh)
+		if err != nil {
+			return err
+		}
+		if cv == verf {
+			return nil
+		}
+	}
+	return fmt.Errorf("nfsclient: write verifier kept changing; server restarting?")
+}
+
+// Commit flushes fh's unstable writes to stable storage and returns the server's
+// write verifier.
+func (c *Client) Commit(ctx context.Context, fh nfs3.FH) ([nfs3.WriteVerfSize]byte, error) {
+	var r nfs3.CommitRes
+	if err := c.call(ctx, nfs3.ProcCommit, &nfs3.CommitArgs{File: fh}, &r, 0); err != nil {
+		return r.Verf, err
+	}
+	return r.Verf, opErr(nfs3.ProcCommit, "", r.Status)
+}
+
+func (c *Client) createLike(ctx context.Context, p nfs3.Proc, name string, args xdr.EncoderTo) (nfs3.FH, nfs3.Fattr, error) {
+	var r nfs3.CreateRes
+	var fh nfs3.FH
+	err := c.call(ctx, p, args, decodeFunc(func(d *xdr.Decoder) error {
+		err := r.DecodeXDR(d)
+		fh = bytes.Clone(r.Obj.FH)
+		return err
+	}), 0)
+	if err != nil {
+		return nil, nfs3.Fattr{}, err
+	}
+	if err := opErr(p, name, r.Status); err != nil {
+		return nil, nfs3.Fattr{}, err
+	}
+	if !r.Obj.Present {
+		return nil, nfs3.Fattr{}, fmt.Errorf("nfsclient: %v %q: server returned no handle", p, name)
+	}
+	if !r.ObjAttr.Present {
+		attr, err := c.Getattr(ctx, fh)
+		return fh, attr, err
+	}
+	return fh, r.ObjAttr.Attr, nil
+}
+
+// Create creates a regular file name in dir with permission bits perm. With
+// exclusive, the create is EXCLUSIVE with a random verifier (safe to retransmit) and
+// perm is applied afterwards with SETATTR; otherwise it is GUARDED.
+func (c *Client) Create(ctx context.Context, dir nfs3.FH, name string, perm uint32, exclusive bool) (nfs3.FH, nfs3.Fattr, error) {
+	args := nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: dir, Name: []byte(name)}, Mode: nfs3.Guarded, Attr: nfs3.Sattr{SetMode: true, Mode: perm}}
+	if exclusive {
+		args.Mode = nfs3.Exclusive
+		args.Verf = newVerf()
+	}
+	fh, attr, err := c.createLike(ctx, nfs3.ProcCreate, name, &args)
+	if err == nil && exclusive {
+		if err = c.Setattr(ctx, fh, nfs3.Sattr{SetMode: true, Mode: perm, Atime: nfs3.SetTime{How: nfs3.SetToServerTime}, Mtime: nfs3.SetTime{How: nfs3.SetToServerTime}}); err == nil {
+			attr, err = c.Getattr(ctx, fh)
+		}
+	}
+	return fh, attr, err
+}
+
+// Mkdir creates directory name in dir.
+func (c *Client) Mkdir(ctx context.Context, dir nfs3.FH, name string, perm uint32) (nfs3.FH, nfs3.Fattr, error) {
+	return c.createLike(ctx, nfs3.ProcMkdir, name, &nfs3.MkdirArgs{Where: nfs3.DirOpArgs{Dir: dir, Name: []byte(name)}, Attr: nfs3.Sattr{SetMode: true, Mode: perm}})
+}
+
+// Symlink creates a symbolic link name in dir pointing at target.
+func (c *Client) Symlink(ctx context.Context, dir nfs3.FH, name, target string) (nfs3.FH, error) {
+	fh, _, err := c.createLike(ctx, nfs3.ProcSymlink, name, &nfs3.SymlinkArgs{Where: nfs3.DirOpArgs{Dir: dir, Name: []byte(name)}, Data: []byte(target)})
+	return fh, err
+}
+
+// Readlink returns the target of symbolic link fh.
+func (c *Client) Readlink(ctx context.Context, fh nfs3.FH) (string, error) {
+	var r nfs3.ReadlinkRes
+	var target string
+	err := c.call(ctx, nfs3.ProcReadlink, &nfs3.ReadlinkArgs{Object: fh}, decodeFunc(func(d *xdr.Decoder) error {
+		err := r.DecodeXDR(d)
+		target = string(r.Data)
+		return err
+	}), 0)
+	if err != nil {
+		return "", err
+	}
+	return target, opErr(nfs3.ProcReadlink, "", r.Status)
+}
+
+// Remove removes the non-directory name from dir.
+func (c *Client) Remove(ctx context.Context, dir nfs3.FH, name string) error {
+	var r nfs3.RemoveRes
+	if err := c.call(ctx, nfs3.ProcRemove, &nfs3.RemoveArgs{What: nfs3.DirOpArgs{Dir: dir, Name: []byte(name)}}, &r, 0); err != nil {
+		return err
+	}
+	return opErr(nfs3.ProcRemove, name, r.Status)
+}
+
+// Rmdir removes the empty directory name from dir.
+func (c *Client) Rmdir(ctx context.Context, dir nfs3.FH, name string) error {
+	var r nfs3.RmdirRes
+	if err := c.call(ctx, nfs3.ProcRmdir, &nfs3.RmdirArgs{What: nfs3.DirOpArgs{Dir: dir, Name: []byte(name)}}, &r, 0); err != nil {
+		return err
+	}
+	return opErr(nfs3.ProcRmdir, name, r.Status)
+}
+
+// Rename moves fromName in fromDir to toName in toDir.
+func (c *Client) Rename(ctx context.Context, fromDir nfs3.FH, fromName string, toDir nfs3.FH, toName string) error {
+	var r nfs3.RenameRes
+	args := nfs3.RenameArgs{From: nfs3.DirOpArgs{Dir: fromDir, Name: []byte(fromName)}, To: nfs3.DirOpArgs{Dir: toDir, Name: []byte(toName)}}
+	if err := c.call(ctx, nfs3.ProcRename, &args, &r, 0); err != nil {
+		return err
+	}
+	return opErr(nfs3.ProcRename, fromName, r.Status)
+}
+
+// Link makes name in dir another name of file.
+func (c *Client) Link(ctx context.Context, file, dir nfs3.FH, name string) error {
+	var r nfs3.LinkRes
+	if err := c.call(ctx, nfs3.ProcLink, &nfs3.LinkArgs{File: file, Link: nfs3.DirOpArgs{Dir: dir, Name: []byte(name)}}, &r, 0); err != nil {
+		return err
+	}
+	return opErr(nfs3.ProcLink, name, r.Status)
+}
+
+// Entry is one directory entry returned by ReaddirPlus. Attr and FH are zero when the
+// server did not return them.
+type Entry struct {
+	Name   string
+	FileID uint64
+	Attr   nfs3.Fattr
+	FH     nfs3.FH
+}
+
+// ReaddirPlus lists directory dir with READDIRPLUS, "." and ".." left out, following
+// cookies until the server reports the end. Each reply is bounded by the server's
+// preferred size (dtpref) for directory information and 8 times that in total.
+func (c *Client) ReaddirPlus(ctx context.Context, dir nfs3.FH) ([]Entry, error) {
+	var out []Entry
+	args := nfs3.ReaddirplusArgs{Dir: dir, DirCount: c.dtpref, MaxCount: 8 * c.dtpref}
+	maxReply, _ := nfsbind.MaxReply(nfs3.ProcReaddirplus, &args)
+	var r nfs3.ReaddirplusRes
+	for {
+		err := c.call(ctx, nfs3.ProcReaddirplus, &args, decodeFunc(func(d *xdr.Decoder) error {
+			if err := r.DecodeXDR(d); err != nil {
+				return err
+			}
+			for i := range r.Entries {
+				en := &r.Entries[i]
+				if string(en.Name) == "." || string(en.Name) == ".." {
+					continue
+				}
+				e := Entry{Name: string(en.Name), FileID: en.FileID}
+				if en.Attr.Present {
+					e.Attr = en.Attr.Attr
+				}
+				if en.Handle.Present {
+					e.FH = bytes.Clone(en.Handle.FH)
+				}
+				out = append(out, e)
+			}
+			return nil
+		}), maxReply)
+		if err != nil {
+			return nil, err
+		}
+		if err := opErr(nfs3.ProcReaddirplus, "", r.Status); err != nil {
+			return nil, err
+		}
+		if r.EOF {
+			return out, nil
+		}
+		if len(r.Entries) == 0 {
+			return nil, fmt.Errorf("nfsclient: READDIRPLUS: no entries and no end of directory")
+		}
+		args.Cookie, args.CookieVerf = r.Entries[len(r.Entries)-1].Cookie, r.CookieVerf
+	}
+}
+
+// Fsstat returns the file system's space and file counts.
+func (c *Client) Fsstat(ctx context.Context) (nfs3.FsstatRes, error) {
+	var r nfs3.FsstatRes
+	if err := c.call(ctx, nfs3.ProcFsstat, &nfs3.FsstatArgs{Object: c.root}, &r, 0); err != nil {
+		return r, err
+	}
+	return r, opErr(nfs3.ProcFsstat, "", r.Status)
+}
