@@ -290,19 +290,17 @@ func serveTCP(c net.Conn) {
 // ---- client ----
 
 type client struct {
-	qp          verbs.QP
-	cq          verbs.CQ
-	mr          verbs.MR // source / sink, regionSize
-	recvMR      verbs.MR
-	stag        uint32
-	to          uint64
-	rlen        int
-	wc          []verbs.Completion
-	ord         int
-	recvPosted  int
-	recvWR      verbs.RecvWR
-	ctx         context.Context
-	outstanding int
+	qp     verbs.QP
+	cq     verbs.CQ
+	mr     verbs.MR // source / sink, regionSize
+	recvMR verbs.MR
+	stag   uint32
+	to     uint64
+	rlen   int
+	wc     []verbs.Completion
+	ord    int
+	recvWR verbs.RecvWR
+	ctx    context.Context
 }
 
 func runClient(dev verbs.Device, addr string) error {
@@ -366,20 +364,20 @@ func runClient(dev verbs.Device, addr string) error {
 		if c.rlen >= size {
 			bw, err := c.bandwidth(verbs.OpWrite, size)
 			if err != nil {
-				return fmt.Errorf("RDMA Write: %w", err)
+				return fmt.Errorf("rdma write: %w", err)
 			}
 			report("RDMA Write", size, bw, tcpBandwidth(tc, 'W', size), "MB/s")
 			if c.ord > 0 {
 				bw, err = c.bandwidth(verbs.OpRead, size)
 				if err != nil {
-					return fmt.Errorf("RDMA Read: %w", err)
+					return fmt.Errorf("rdma read: %w", err)
 				}
 				report("RDMA Read", size, bw, tcpBandwidth(tc, 'R', size), "MB/s")
 			}
 		}
 		bw, err := c.bandwidth(verbs.OpSend, size)
 		if err != nil {
-			return fmt.Errorf("Send: %w", err)
+			return fmt.Errorf("send/recv: %w", err)
 		}
 		report("Send/Recv", size, bw, tcpBandwidth(tc, 'W', size), "MB/s")
 	}

@@ -116,7 +116,6 @@ type Device struct {
 
 	mu     sync.Mutex
 	closed bool
-	qpNum  uint32
 }
 
 var _ verbs.Device = (*Device)(nil)
