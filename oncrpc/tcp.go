@@ -134,9 +134,17 @@ func (t *TCPTransport) RoundTrip(ctx context.Context, call *ClientCall, reply *C
 	var werr error
 	if t.conn != nil && p.Gen != t.gen {
 		p.Gen = t.gen
+		// A peer that stops reading must not hold the call past its deadline; a
+		// timed-out write leaves a partial record, so the connection is then lost.
+		deadline, hasDeadline := ctx.Deadline()
+		if hasDeadline {
+			t.conn.SetWriteDeadline(deadline)
+		}
 		if werr = t.write(t.conn, &call.Msg); werr != nil {
 			lost = t.conn
 			t.sendErrs.Add(1)
+		} else if hasDeadline {
+			t.conn.SetWriteDeadline(time.Time{})
 		}
 	}
 	// With no connection, the reconnection resends the call.

@@ -3,7 +3,9 @@ package oncrpc
 import (
 	"bytes"
 	"context"
+	"net"
 	"testing"
+	"time"
 )
 
 func TestTCPEcho(t *testing.T) {
@@ -40,5 +42,38 @@ func TestTCPMultiFragmentBothWays(t *testing.T) {
 	var out bytesRes
 	if err := c.Call(context.Background(), procEcho, payloadArg(in), &out); err != nil || !bytes.Equal(in, out.b) {
 		t.Fatalf("%d bytes back, %v", len(out.b), err)
+	}
+}
+
+// A server that never reads cannot hold a call past its context's deadline.
+func TestTCPWriteBlockedByPeerHonoursDeadline(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			defer c.Close()
+			<-done // never reads
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTCPTransport(c, nil)
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err = NewClient(tr, testProg, testVers).Call(ctx, procEcho, payloadArg(make([]byte, 64<<20)), nil)
+	if err == nil {
+		t.Fatal("call to a server that never reads succeeded")
+	}
+	if tr.pending.Len() != 0 {
+		t.Fatal("call left pending")
 	}
 }
