@@ -5,104 +5,21 @@ import (
 	"errors"
 	"net/netip"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/rpcbind/rpcbindtest"
 )
 
 // confRDMAProg is the program the tests register: CONF_RDMA (seed draft §12).
 const confRDMAProg = 100400
 
-var (
-	rpcbindMu      sync.Mutex
-	rpcbindStarted bool
-)
-
-// findRPCBind returns the path of the rpcbind binary, or "" when it is not installed.
-func findRPCBind() string {
-	if p, err := exec.LookPath("rpcbind"); err == nil {
-		return p
-	}
-	for _, p := range []string{"/usr/sbin/rpcbind", "/sbin/rpcbind"} {
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			return p
-		}
-	}
-	return ""
-}
-
-func pingRPCBind(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	c, err := DialClient(ctx, "", nil)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	return c.Null(ctx, Version4)
-}
-
-// needRPCBind makes sure Debian's rpcbind answers on 127.0.0.1:111, starting it
-// (`rpcbind -w`, which daemonizes, as the system service does) when it is not running.
-// It skips the test only when the rpcbind binary is absent or cannot be started for
-// lack of privilege. A started rpcbind is left running, like the system service: other
-// test packages may be using it concurrently.
+// needRPCBind makes sure the real rpcbind answers (see rpcbindtest.Need) and holds
+// the cross-package registration lock for the test.
 func needRPCBind(t testing.TB) {
 	t.Helper()
-	rpcbindMu.Lock()
-	defer rpcbindMu.Unlock()
-	lockRPCBindTests(t)
-	ctx := context.Background()
-	if pingRPCBind(ctx) == nil {
-		return
-	}
-	path := findRPCBind()
-	if path == "" {
-		t.Skip("rpcbind is not installed (apt-get install rpcbind; .ci/run does it) and nothing answers on 127.0.0.1:111")
-	}
-	if os.Geteuid() != 0 {
-		t.Skipf("rpcbind (%s) is not running and starting it needs root", path)
-	}
-	if !rpcbindStarted {
-		out, err := exec.Command(path, "-w").CombinedOutput()
-		if err != nil {
-			t.Fatalf("starting %s -w: %v: %s", path, err, out)
-		}
-		rpcbindStarted = true
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := pingRPCBind(ctx)
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("rpcbind started but does not answer on 127.0.0.1:111: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// lockRPCBindTests serializes, until the test ends, the tests of this module that
-// register program 100400 with the local rpcbind (here and in cmd/rdmaconfig), which
-// go test may run at the same time.
-func lockRPCBindTests(t testing.TB) {
-	t.Helper()
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "go-rpcrdma-rpcbind-tests.lock"), os.O_CREATE|os.O_RDWR, 0o666)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	})
+	rpcbindtest.Need(t)
+	rpcbindtest.Lock(t)
 }
 
 func dialTest(t *testing.T, vers uint32) *Client {

@@ -8,12 +8,8 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +17,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/confproto"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
+	"github.com/go-rpcrdma/rpcrdma/rpcbind/rpcbindtest"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -211,9 +208,8 @@ func TestServeListenError(t *testing.T) {
 // checks that the RDMA and TCP listeners are registered under "rdma" and "tcp" while
 // it runs, and gone after it stops.
 func TestServeRegister(t *testing.T) {
-	needRPCBind(t)
-	unlock := lockRPCBindTests(t)
-	defer unlock()
+	rpcbindtest.Need(t)
+	rpcbindtest.Lock(t)
 	rdmaAddr, tcpAddr, stop := startServe(t, []string{"-listen", "127.0.0.1:0", "-tcp", "127.0.0.1:0", "-register"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -252,9 +248,8 @@ func TestServeRegister(t *testing.T) {
 
 // TestServeRegisterReplacesStale: a mapping left by a dead instance is replaced.
 func TestServeRegisterReplacesStale(t *testing.T) {
-	needRPCBind(t)
-	unlock := lockRPCBindTests(t)
-	defer unlock()
+	rpcbindtest.Need(t)
+	rpcbindtest.Lock(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := rpcbind.DialClient(ctx, "", nil)
@@ -294,72 +289,4 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
-}
-
-// lockRPCBindTests serializes the tests of this module that register program 100400
-// with the local rpcbind (here and in package rpcbind), which go test may run at once.
-func lockRPCBindTests(t testing.TB) func() {
-	t.Helper()
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "go-rpcrdma-rpcbind-tests.lock"), os.O_CREATE|os.O_RDWR, 0o666)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		t.Fatal(err)
-	}
-	return func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}
-}
-
-// needRPCBind makes sure Debian's rpcbind answers on 127.0.0.1:111, starting it with
-// `rpcbind -w` when it is not running (and leaving it running, as the system service
-// would be). It skips only when the binary is absent or starting it needs root.
-func needRPCBind(t testing.TB) {
-	t.Helper()
-	ping := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		c, err := rpcbind.DialClient(ctx, "", nil)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		return c.Null(ctx, rpcbind.Version4)
-	}
-	if ping() == nil {
-		return
-	}
-	path, err := exec.LookPath("rpcbind")
-	if err != nil {
-		for _, p := range []string{"/usr/sbin/rpcbind", "/sbin/rpcbind"} {
-			if _, serr := os.Stat(p); serr == nil {
-				path, err = p, nil
-				break
-			}
-		}
-	}
-	if err != nil {
-		t.Skip("rpcbind is not installed (apt-get install rpcbind; .ci/run does it) and nothing answers on 127.0.0.1:111")
-	}
-	if os.Geteuid() != 0 {
-		t.Skipf("rpcbind (%s) is not running and starting it needs root", path)
-	}
-	if out, err := exec.Command(path, "-w").CombinedOutput(); err != nil {
-		// Another test package may have started it a moment ago.
-		t.Logf("%s -w: %v: %s", path, err, out)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := ping()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("rpcbind does not answer on 127.0.0.1:111: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
