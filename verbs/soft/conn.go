@@ -165,7 +165,9 @@ func (d *Device) dial(ctx context.Context, addr string, q *queuePair, p verbs.Co
 	stop()
 	conn.SetDeadline(time.Time{})
 	peerPD := append([]byte(nil), rep.PrivateData...)
-	q.start(conn, rep.CRC(), ird, ord, d.maxFPDUFor(conn), false, rtr)
+	if err := q.start(conn, rep.CRC(), ird, ord, d.maxFPDUFor(conn), false, rtr); err != nil {
+		return nil, fmt.Errorf("soft: Dial %s: %w", addr, err)
+	}
 	ok = true
 	return &verbs.ConnInfo{PrivateData: peerPD, IRD: ird, ORD: ord, LocalAddr: conn.LocalAddr(), RemoteAddr: conn.RemoteAddr()}, nil
 }
@@ -418,6 +420,8 @@ func (cr *connRequest) accept(ctx context.Context, q *queuePair, p verbs.ConnPar
 	stop()
 	cr.conn.SetDeadline(time.Time{})
 	peerPD := append([]byte(nil), req.PrivateData...)
-	q.start(cr.conn, crc, ird, ord, d.maxFPDUFor(cr.conn), true, RTRNone)
+	if err := q.start(cr.conn, crc, ird, ord, d.maxFPDUFor(cr.conn), true, RTRNone); err != nil {
+		return nil, fmt.Errorf("soft: Accept: %w", err)
+	}
 	return &verbs.ConnInfo{PrivateData: peerPD, IRD: ird, ORD: ord, LocalAddr: cr.conn.LocalAddr(), RemoteAddr: cr.conn.RemoteAddr()}, nil
 }

@@ -117,7 +117,10 @@ func FuzzRx(f *testing.F) {
 			q.PostRecv(&verbs.RecvWR{ID: uint64(i), SGL: []verbs.SGE{{MR: rmr, Offset: 64 * i, Length: 64}}})
 		}
 		a, b := net.Pipe()
-		q.start(a, crc, 4, 4, 256, false, RTRNone)
+		q.state = verbs.StateConnecting
+		if err := q.start(a, crc, 4, 4, 256, false, RTRNone); err != nil {
+			t.Fatal(err)
+		}
 		drained := make(chan struct{})
 		go func() {
 			defer close(drained)

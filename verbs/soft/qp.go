@@ -388,8 +388,14 @@ func (q *queuePair) Close() error {
 
 // start launches the connection goroutines once the MPA exchange (and, for
 // a P2P responder, nothing else) is done. Caller must not hold mu.
-func (q *queuePair) start(conn net.Conn, crc bool, ird, ord, maxFPDU int, responder bool, rtr RTRType) {
+// It fails if the QP was closed while the connection was being set up.
+func (q *queuePair) start(conn net.Conn, crc bool, ird, ord, maxFPDU int, responder bool, rtr RTRType) error {
 	q.mu.Lock()
+	if q.state != verbs.StateConnecting {
+		st := q.state
+		q.mu.Unlock()
+		return fmt.Errorf("%w: QP became %v during connection setup", verbs.ErrClosed, st)
+	}
 	q.conn, q.crc, q.ird, q.ord, q.maxFPDU, q.responder, q.rtrSend = conn, crc, ird, ord, maxFPDU, responder, rtr
 	q.orq = make([]uint64, max(ord, 1))
 	q.irq = make([]inboundRead, max(ird, 1))
@@ -401,6 +407,7 @@ func (q *queuePair) start(conn net.Conn, crc bool, ird, ord, maxFPDU int, respon
 	q.mu.Unlock()
 	go q.writer()
 	go q.reader()
+	return nil
 }
 
 // exitOne is called by each connection goroutine as it ends; the last one

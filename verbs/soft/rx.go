@@ -193,6 +193,11 @@ func (q *queuePair) readFPDU() error {
 		q.cond.Broadcast()
 		q.mu.Unlock()
 	}
+	if q.failed.Load() {
+		// In the error state nothing more is placed or answered: the
+		// reader only drains until the peer closes.
+		return errStop
+	}
 	h := &r.h
 	switch h.Opcode {
 	case iwarp.OpWrite:
