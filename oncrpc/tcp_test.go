@@ -77,3 +77,22 @@ func TestTCPWriteBlockedByPeerHonoursDeadline(t *testing.T) {
 		t.Fatal("call left pending")
 	}
 }
+
+// One Server serves several listeners at once.
+func TestServerManyListeners(t *testing.T) {
+	s := NewServer(nil)
+	s.Register(testProg, testVers, echoHandler())
+	defer s.Close()
+	for i := 0; i < 3; i++ {
+		l, err := ListenTCP("127.0.0.1:0", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go s.Serve(l)
+		c := NewClient(dialTCP(t, l.Addr().String(), nil), testProg, testVers)
+		var out bytesRes
+		if err := c.Call(context.Background(), procEcho, bytesArg("hi"), &out); err != nil || string(out.b) != "hi" {
+			t.Fatalf("listener %d: %q %v", i, out.b, err)
+		}
+	}
+}
