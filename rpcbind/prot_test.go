@@ -170,3 +170,16 @@ func TestRPCBValidate(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func BenchmarkDecodeDump(b *testing.B) {
+	var l RPCBList
+	d := xdr.NewDecoder(nil)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(goldenDumpWire)))
+	for b.Loop() {
+		d.Reset(goldenDumpWire)
+		if err := l.DecodeXDR(d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -8,7 +8,7 @@
 //	           [-maxcall 4096] [-maxreply 4096] [-align 4] [-maxrdmaread 16]
 //
 // With -register the listeners are registered with the local rpcbind (127.0.0.1:111,
-// see -rpcbind) under netid "rdma" or "rdma6" (and "tcp"/"tcp6" for -tcp), after
+// or its AF_LOCAL socket with -rpcbind unix:/run/rpcbind.sock) under netid "rdma" or "rdma6" (and "tcp"/"tcp6" for -tcp), after
 // removing stale registrations of the same netid, and unregistered on exit.
 //
 // Query a server (negotiate from one credit and 1 KiB messages, seed §6.1) and print
@@ -83,7 +83,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	align := fs.Uint("align", uint(def.Align), "alignment recommended for opaque data (serve)")
 	maxrdmaread := fs.Uint("maxrdmaread", uint(def.MaxRDMARead), "RDMA Reads the peer may have active against this side (IRD)")
 	fs.BoolVar(&cfg.register, "register", false, "register the listeners with the local rpcbind (netids rdma/rdma6, tcp/tcp6)")
-	fs.StringVar(&cfg.rpcbind, "rpcbind", rpcbind.DefaultAddr, "rpcbind `ADDR` for -register")
+	fs.StringVar(&cfg.rpcbind, "rpcbind", rpcbind.DefaultAddr, "rpcbind `ADDR` for -register: host:port (TCP), or unix:PATH for its AF_LOCAL socket (mappings then owned by your uid, \"superuser\" for root)")
 	fs.StringVar(&cfg.query, "query", "", "negotiate with the CONF_RDMA server at `ADDR` and print the result")
 	fs.StringVar(&cfg.queryNet, "query-net", "rdma", "transport for -query: rdma or tcp")
 	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "bound on -query and on each rpcbind exchange")
@@ -327,12 +327,20 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 	return nil
 }
 
+// dialRPCBind connects to the rpcbind of -rpcbind.
+func dialRPCBind(ctx context.Context, cfg *config) (*rpcbind.Client, error) {
+	if path, ok := strings.CutPrefix(cfg.rpcbind, "unix:"); ok {
+		return rpcbind.DialLocalClient(ctx, path, nil)
+	}
+	return rpcbind.DialClient(ctx, cfg.rpcbind, nil)
+}
+
 // register replaces any registration of the CONF_RDMA program under each netid with
 // regs.
 func register(ctx context.Context, cfg *config, log hclog.Logger, regs []registration) error {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
-	c, err := rpcbind.DialClient(ctx, cfg.rpcbind, nil)
+	c, err := dialRPCBind(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("-register: %w", err)
 	}
@@ -358,7 +366,7 @@ func register(ctx context.Context, cfg *config, log hclog.Logger, regs []registr
 func unregister(cfg *config, log hclog.Logger, regs []registration) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
-	c, err := rpcbind.DialClient(ctx, cfg.rpcbind, nil)
+	c, err := dialRPCBind(ctx, cfg)
 	if err != nil {
 		log.Error("could not unregister from rpcbind", "error", err)
 		return

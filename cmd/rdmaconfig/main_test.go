@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -289,4 +290,48 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestServeRegisterLocal registers through rpcbind's AF_LOCAL socket: as root the
+// mappings are owned by "superuser", so other local users cannot remove them.
+func TestServeRegisterLocal(t *testing.T) {
+	rpcbindtest.Need(t)
+	rpcbindtest.Lock(t)
+	if _, err := os.Stat(rpcbind.DefaultLocalPath); err != nil {
+		t.Skipf("rpcbind's local socket: %v", err)
+	}
+	_, tcpAddr, stop := startServe(t, []string{"-tcp", "127.0.0.1:0", "-register", "-rpcbind", "unix:" + rpcbind.DefaultLocalPath})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := rpcbind.DialClient(ctx, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.Dump(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range l {
+		if m.Prog == confproto.Program && m.Vers == confproto.Version && m.NetID == rpcbind.NetIDTCP {
+			found = true
+			ap, err := rpcbind.ParseUniversalAddr(m.Addr)
+			if err != nil || ap.String() != tcpAddr.String() {
+				t.Errorf("registered %q, want %v", m.Addr, tcpAddr)
+			}
+			if os.Geteuid() == 0 && m.Owner != "superuser" {
+				t.Errorf("owner %q, want superuser", m.Owner)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no tcp registration in DUMP: %+v", l)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Lookup(ctx, confproto.Program, confproto.Version, rpcbind.NetIDTCP); !errors.Is(err, rpcbind.ErrNotRegistered) {
+		t.Errorf("Lookup after stop: %v, want ErrNotRegistered", err)
+	}
 }
