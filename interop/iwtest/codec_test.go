@@ -136,14 +136,19 @@ func TestLinuxClientFirstSend(t *testing.T) {
 	t.Logf("client private data: %+v", cp)
 
 	// Answer like svcrdma over siw: IRD = the client's ORD, ORD = min(IRD,
-	// 128), CRC as the initiator asked, our RFC 8797 block with flags 0.
+	// 128), CRC as the initiator asked (or, with IWTEST_CRC=1, insisted on
+	// by us), our RFC 8797 block with flags 0.
+	crc := req.CRC() || envCRC()
 	rep := iwarp.MPAFrame{
 		Kind:        iwarp.MPAReply,
-		Flags:       iwarp.FlagEnhanced | (req.Flags & iwarp.FlagCRC),
+		Flags:       iwarp.FlagEnhanced,
 		Revision:    iwarp.MPARevision2,
 		IRD:         req.ORD,
 		ORD:         min(req.IRD, 128),
 		PrivateData: AppendConnectPrivate(nil, ConnectPrivate{Version: 1, SendSize: 4096, RecvSize: 4096}),
+	}
+	if crc {
+		rep.Flags |= iwarp.FlagCRC
 	}
 	rb, err := rep.Append(nil)
 	if err != nil {
@@ -153,8 +158,9 @@ func TestLinuxClientFirstSend(t *testing.T) {
 		t.Fatalf("writing MPA Reply: %v", err)
 	}
 
-	// The first FPDU: a Send on QN 0 with MSN 1 carrying RDMA_MSG + RPC call.
-	f := &fpduConn{c: c, r: bufio.NewReader(c), crc: req.CRC()}
+	// The first FPDU: a Send on QN 0 with MSN 1 carrying RDMA_MSG + RPC call,
+	// its CRC checked when CRC is in use.
+	f := &fpduConn{c: c, r: bufio.NewReader(c), crc: crc}
 	h, payload, err := f.readFPDU(ctx)
 	artifact(t, "first-fpdu.bin", f.log.Bytes())
 	if err != nil {
@@ -163,6 +169,10 @@ func TestLinuxClientFirstSend(t *testing.T) {
 	if err := expectSend(h, payload, 1); err != nil {
 		t.Fatalf("first FPDU: %v", err)
 	}
+	if raw := f.log.Bytes(); crc && bytes.Equal(raw[len(raw)-iwarp.CRCLen:], make([]byte, iwarp.CRCLen)) {
+		t.Fatalf("CRC in use but the first FPDU's CRC field is zero")
+	}
+	t.Logf("first FPDU: %v, %d payload bytes, CRC in use: %v (checked)", h.Opcode, len(payload), crc)
 	call, err := ParseCall(payload)
 	if err != nil {
 		t.Fatalf("first Send (% x): %v", payload, err)
