@@ -30,6 +30,18 @@
 // itself or from the Handler's error, runs calls of one connection concurrently up to
 // ServerOptions.MaxConcurrent, and shuts down gracefully.
 //
+// Malformed calls are answered as far as the header allows: a message too short to
+// carry an xid and msg_type, a message that is not a CALL, or one without rpcvers is
+// dropped (and logged); rpcvers other than 2 gets MSG_DENIED RPC_MISMATCH (2, 2); a
+// header cut short in prog, vers or proc gets GARBAGE_ARGS; a malformed credential
+// (over 400 bytes, a bad AUTH_SYS body, a non-empty AUTH_NONE body) gets AUTH_BADCRED;
+// a verifier other than an empty AUTH_NONE gets AUTH_BADVERF; a flavor other than
+// AUTH_NONE and AUTH_SYS gets AUTH_REJECTEDCRED (as the reference ONC RPC
+// implementation answers a flavor it has no authenticator for). A Handler decides
+// whether a flavor is strong enough and answers AuthErr(AuthTooWeak) if not. A
+// record over the transport's limit, or a stream that ends inside a record, closes
+// the connection.
+//
 // # Client
 //
 // A Client issues calls over a RoundTripper with unique XIDs (random start), context

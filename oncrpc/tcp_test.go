@@ -3,7 +3,10 @@ package oncrpc
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -94,5 +97,68 @@ func TestServerManyListeners(t *testing.T) {
 		if err := c.Call(context.Background(), procEcho, bytesArg("hi"), &out); err != nil || string(out.b) != "hi" {
 			t.Fatalf("listener %d: %q %v", i, out.b, err)
 		}
+	}
+}
+
+// killingConn closes its connection after reading n calls.
+type killingConn struct {
+	ServerConn
+	n atomic.Int32
+}
+
+func (k *killingConn) ReadCall(ctx context.Context) (*ServerCall, error) {
+	call, err := k.ServerConn.ReadCall(ctx)
+	if err == nil && k.n.Add(-1) == 0 {
+		k.ServerConn.Close()
+	}
+	return call, err
+}
+
+// Connections die with many calls in flight; every call completes through
+// reconnection and retransmission.
+func TestTCPReconnectUnderLoad(t *testing.T) {
+	s := NewServer(nil)
+	s.Register(testProg, testVers, echoHandler())
+	defer s.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			sc := NewTCPServerConn(c, nil)
+			if conns.Add(1) <= 3 {
+				k := &killingConn{ServerConn: sc}
+				k.n.Store(25)
+				sc = k
+			}
+			go s.ServeConn(sc)
+		}
+	}()
+	c := NewClient(dialTCP(t, ln.Addr().String(), &TCPOptions{ReconnectBackoff: time.Millisecond}), testProg, testVers)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := 0; i < 200; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := fmt.Appendf(nil, "call %d", i)
+			var out bytesRes
+			if err := c.Call(ctx, procEcho, payloadArg(in), &out); err != nil || !bytes.Equal(in, out.b) {
+				t.Errorf("call %d: %q, %v", i, out.b, err)
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d connections", conns.Load())
+	if conns.Load() < 2 {
+		t.Fatalf("only %d connections", conns.Load())
 	}
 }
