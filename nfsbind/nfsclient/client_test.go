@@ -58,7 +58,7 @@ func (p *placing) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply 
 	return nil
 }
 
-func startServer(t *testing.T) (addr, export string) {
+func startServer(t testing.TB) (addr, export string) {
 	t.Helper()
 	srv, err := nfsserver.New(nfsserver.Options{Root: t.TempDir(), StateDir: t.TempDir()})
 	if err != nil {
@@ -80,7 +80,7 @@ func startServer(t *testing.T) (addr, export string) {
 	return l.Addr().String(), srv.ExportPath()
 }
 
-func dial(t *testing.T, addr, export string) (*Client, *placing) {
+func dial(t testing.TB, addr, export string) (*Client, *placing) {
 	t.Helper()
 	ctx := context.Background()
 	tr, err := oncrpc.DialTCP(ctx, addr, &oncrpc.TCPOptions{MaxRecord: 8 << 20})

@@ -333,7 +333,7 @@ func (s *Server) doWrite(o *object, a *nfs3.WriteArgs, req *oncrpc.Request, r *n
 		return nfs3.StatusROFS
 	}
 	if len(a.Data) > s.opts.MaxIO {
-		return nfs3.StatusInval
+		a.Data = a.Data[:s.opts.MaxIO] // a short write; the client sends the rest again
 	}
 	if a.Offset > math.MaxInt64-uint64(len(a.Data)) {
 		return nfs3.StatusFBig
