@@ -100,8 +100,10 @@ type clientCallState struct {
 	hdr   ReplyHeader
 }
 
-// maxPooledBuffer bounds the call and reply buffers a pooled state keeps.
-const maxPooledBuffer = 1 << 20
+// maxPooledBuffer bounds the message buffers pooled call states keep: room for a
+// record of DefaultMaxRecord (so 1 MiB NFS READs and WRITEs over TCP reuse their
+// buffers) plus generous headers. Larger buffers are dropped after use.
+const maxPooledBuffer = DefaultMaxRecord + 64<<10
 
 // Call calls procedure proc with args (nil: no arguments) and decodes the results into
 // res (nil: results ignored). A reply other than SUCCESS is an *AcceptError or

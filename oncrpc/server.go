@@ -361,8 +361,6 @@ type serverCallState struct {
 	msg Message
 }
 
-// maxPooledReply bounds the reply buffer a pooled call state keeps.
-const maxPooledReply = 1 << 20
 
 var noneVerf = OpaqueAuth{Flavor: AuthNone}
 
@@ -393,7 +391,7 @@ func (s *Server) handle(c ServerConn, call *ServerCall, remote net.Addr) {
 	clear(st.enc.Payloads()) // do not keep the handler's payload data alive
 	st.dec.Reset(nil)
 	st.msg = Message{}
-	if cap(buf) > maxPooledReply {
+	if cap(buf) > maxPooledBuffer {
 		buf = nil
 	}
 	st.enc.Reset(buf[:0])

@@ -174,7 +174,7 @@ func (t *TCPTransport) startReader(c net.Conn) {
 
 func (t *TCPTransport) readLoop(c net.Conn) error {
 	rr := NewRecordReader(bufio.NewReaderSize(c, tcpBufferSize), t.opts.MaxRecord)
-	var buf []byte
+	var buf []byte // one per connection, at most MaxRecord, reused for every reply
 	for {
 		var err error
 		buf, err = rr.ReadRecord(buf[:0])
@@ -193,9 +193,6 @@ func (t *TCPTransport) readLoop(c net.Conn) error {
 		p.Reply.Inline = append(p.Reply.Inline[:0], buf...)
 		p.Reply.Placed = p.Reply.Placed[:0]
 		p.Complete(nil)
-		if cap(buf) > 4*tcpBufferSize && len(buf) < tcpBufferSize {
-			buf = nil // drop a buffer grown by one large reply
-		}
 	}
 }
 
