@@ -361,7 +361,6 @@ type serverCallState struct {
 	msg Message
 }
 
-
 var noneVerf = OpaqueAuth{Flavor: AuthNone}
 
 func (s *Server) handle(c ServerConn, call *ServerCall, remote net.Addr) {
