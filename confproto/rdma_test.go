@@ -134,3 +134,36 @@ func TestNegotiateOverRDMA(t *testing.T) {
 		t.Errorf("service stats %+v", st)
 	}
 }
+
+// BenchmarkNegotiateRDMA is one CONF_RDMA round trip over the RPC-over-RDMA transport
+// on the software iWARP provider (compare BenchmarkNegotiateTCP).
+func BenchmarkNegotiateRDMA(b *testing.B) {
+	ctx := context.Background()
+	dev := soft.New(soft.Config{})
+	defer dev.Close()
+	svc, err := confproto.NewService(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := rpcrdma.Listen(ctx, dev, "127.0.0.1:0", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := oncrpc.NewServer(nil)
+	svc.Register(srv)
+	go srv.Serve(ln)
+	defer srv.Close()
+	tr, err := rpcrdma.Dial(ctx, dev, ln.Addr().String(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	c := confproto.NewClient(tr)
+	want := confproto.ConfigRDMAReq{MaxCallSendSize: 4096, MaxReplySendSize: 4096, MaxRDMARead: 8}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := confproto.Negotiate(ctx, c, want); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
