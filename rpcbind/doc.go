@@ -18,8 +18,12 @@
 //
 // The tests run against Debian's rpcbind (libtirpc). Facts they pin down:
 //   - SET and UNSET are accepted over TCP from 127.0.0.1; the owner recorded for
-//     such a registration is "unknown" whatever r_owner says (rpcbind trusts only
-//     the credentials of its AF_LOCAL socket).
+//     such a registration is "unknown" whatever r_owner says. rpcbind trusts only
+//     the credentials of its AF_LOCAL socket (DialLocalClient): registrations made
+//     there by root are owned by "superuser", and UNSET over TCP cannot remove them
+//     (it answers FALSE: ErrRefused).
+//   - SET answers FALSE (ErrRefused) when the program version is registered under
+//     the netid already; UNSET answers TRUE even when nothing matched.
 //   - GETADDR looks a program up under the netid of the connection the request came
 //     in on, not under r_netid, so it never returns an "rdma" or "rdma6"
 //     registration. Lookup therefore uses DUMP.

@@ -113,6 +113,7 @@ func (e *FieldError) Error() string {
 	return fmt.Sprintf("rpcbind: %s: %s: %v", e.Type, e.Field, e.Err)
 }
 
+// Unwrap returns the cause.
 func (e *FieldError) Unwrap() error { return e.Err }
 
 // RPCB is an rpcbind version 3/4 mapping (struct rpcb).
