@@ -279,21 +279,3 @@ func TestRealRPCBindLocalOwner(t *testing.T) {
 	}
 }
 
-// TestRealRPCBindIPv6 talks to rpcbind over IPv6 loopback ([::1]:111).
-func TestRealRPCBindIPv6(t *testing.T) {
-	needRPCBind(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := DialClient(ctx, "[::1]:111", nil)
-	if err != nil {
-		t.Skipf("no IPv6 loopback: %v", err)
-	}
-	defer c.Close()
-	l, err := c.Dump(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := findInDump(l, Program, Version4, NetIDTCP6); !ok {
-		t.Errorf("DUMP over IPv6 lacks rpcbind's tcp6 registration: %+v", l)
-	}
-}

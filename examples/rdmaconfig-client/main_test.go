@@ -17,8 +17,9 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
 
-// TestDiscoverAndNegotiate serves CONF_RDMA over RDMA on a wildcard address, registers
-// it with the real rpcbind under "rdma" as 0.0.0.0, and runs the example against it.
+// TestDiscoverAndNegotiate serves CONF_RDMA over RDMA on 127.0.0.1, registers it with
+// the real rpcbind under "rdma" as 0.0.0.0 (as a server listening on every address
+// would), and runs the example against it.
 func TestDiscoverAndNegotiate(t *testing.T) {
 	rpcbindtest.Need(t)
 	rpcbindtest.Lock(t)
@@ -27,7 +28,7 @@ func TestDiscoverAndNegotiate(t *testing.T) {
 
 	dev := soft.New(soft.Config{})
 	defer dev.Close()
-	ln, err := rpcrdma.Listen(ctx, dev, "0.0.0.0:0", &rpcrdma.ServerOptions{InlineRecv: 8192, InlineSend: 8192})
+	ln, err := rpcrdma.Listen(ctx, dev, "127.0.0.1:0", &rpcrdma.ServerOptions{InlineRecv: 8192, InlineSend: 8192})
 	if err != nil {
 		t.Fatal(err)
 	}
