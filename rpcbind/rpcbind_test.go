@@ -278,4 +278,3 @@ func TestRealRPCBindLocalOwner(t *testing.T) {
 		t.Errorf("Lookup after local Unregister: %v, want ErrNotRegistered", err)
 	}
 }
-
