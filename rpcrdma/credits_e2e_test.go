@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/credits"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/verbs"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -151,7 +152,9 @@ func TestOverrunningClientBesideWellBehaved(t *testing.T) {
 	}
 	// Keep overrunning: the connection is dropped.
 	for i := uint32(0); i < 4; i++ {
-		bad.send(t, blockCall(0x6000+i))
+		if wc := bad.trySend(t, blockCall(0x6000+i)); wc.Status != verbs.StatusSuccess {
+			break // already disconnected
+		}
 	}
 	<-bad.qp.Done()
 	close(b.release)

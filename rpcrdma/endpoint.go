@@ -263,18 +263,21 @@ func (w *waiter) add(n int) {
 	w.mu.Unlock()
 }
 
-// complete records one completion (wc nil: a work request that was never posted).
+// complete records one completion (wc nil: a work request that was never posted). It
+// never blocks: the poller calls it.
 func (w *waiter) complete(wc *verbs.Completion) {
 	w.mu.Lock()
 	if wc != nil && wc.Status != verbs.StatusSuccess && w.err == nil {
 		w.err = completionError(wc)
 	}
 	w.pending--
-	last := w.pending == 0
-	w.mu.Unlock()
-	if last {
-		w.done <- struct{}{}
+	if w.pending == 0 {
+		select {
+		case w.done <- struct{}{}:
+		default: // a token is already there; wait re-checks pending anyway
+		}
 	}
+	w.mu.Unlock()
 }
 
 // completionError describes a failed completion.
@@ -304,24 +307,29 @@ func (e *endpoint) newWaiter() *waiter {
 // cancelled otherwise), which flushes the rest; wait still returns only when none of them
 // can touch memory any more. The waiter is recycled.
 func (e *endpoint) wait(ctx context.Context, w *waiter) error {
-	w.mu.Lock()
-	idle := w.pending == 0
-	w.mu.Unlock()
 	var ctxErr error
-	if !idle {
+	stopped := false
+	w.mu.Lock()
+	for w.pending != 0 && !stopped {
+		w.mu.Unlock()
 		select {
 		case <-w.done:
 		case <-ctx.Done():
-			ctxErr = ctx.Err()
-			e.qp.Close()
-			select {
-			case <-w.done:
-			case <-e.stopped:
+			if ctxErr == nil {
+				ctxErr = ctx.Err()
+				e.qp.Close()
 			}
+			ctx = context.Background()
 		case <-e.stopped:
+			// The poller is gone: whatever is still pending will never complete.
+			stopped = true
 		}
+		w.mu.Lock()
 	}
-	w.mu.Lock()
+	select {
+	case <-w.done: // drop a stale token
+	default:
+	}
 	err := w.err
 	if w.pending != 0 && err == nil {
 		err = e.err()

@@ -148,14 +148,20 @@ func (p *rawPeer) waitSend(t testing.TB, id uint64) verbs.Completion {
 // send sends msg (Send) and waits for its completion.
 func (p *rawPeer) send(t testing.TB, msg []byte) {
 	t.Helper()
+	if wc := p.trySend(t, msg); wc.Status != verbs.StatusSuccess {
+		t.Fatalf("send: %v %v", wc.Status, wc.Err)
+	}
+}
+
+// trySend sends msg and returns its completion.
+func (p *rawPeer) trySend(t testing.TB, msg []byte) verbs.Completion {
+	t.Helper()
 	copy(p.sendMR.Buf(), msg)
 	if err := p.qp.PostSend(&verbs.SendWR{ID: 1 << 40, Op: verbs.OpSend, Flags: verbs.Signaled,
 		SGL: []verbs.SGE{{MR: p.sendMR, Length: len(msg)}}}); err != nil {
 		t.Fatal(err)
 	}
-	if wc := p.waitSend(t, 1<<40); wc.Status != verbs.StatusSuccess {
-		t.Fatalf("send: %v %v", wc.Status, wc.Err)
-	}
+	return p.waitSend(t, 1<<40)
 }
 
 // recv returns the next received message (a copy) and its completion, reposting the

@@ -284,11 +284,12 @@ var _ oncrpc.ServerConn = (*ServerConn)(nil)
 
 // srvCall is the transport state of one call (oncrpc.ServerCall.Cookie).
 type srvCall struct {
-	call    oncrpc.ServerCall
-	h       Header // the call's transport header: write list, reply chunk, read list
-	msgp    bool
-	recvIdx int // receive buffer holding the inline call, or -1
-	big     *bigBuf
+	call     oncrpc.ServerCall
+	h        Header // the call's transport header: write list, reply chunk, read list
+	msgp     bool
+	finished bool // finishCall ran
+	recvIdx  int  // receive buffer holding the inline call, or -1
+	big      *bigBuf
 	// reply state
 	wr    verbs.SendWR
 	sge   [1]verbs.SGE
@@ -378,9 +379,10 @@ func (sc *ServerConn) getCall() *srvCall {
 	if n := len(sc.free); n > 0 {
 		c := sc.free[n-1]
 		sc.free = sc.free[:n-1]
+		c.finished = false
 		return c
 	}
-	c := &srvCall{}
+	c := &srvCall{recvIdx: -1}
 	c.call.Cookie = c
 	return c
 }
@@ -546,16 +548,18 @@ func (sc *ServerConn) WriteReply(call *oncrpc.ServerCall, reply *oncrpc.Message)
 		return errors.New("rpcrdma: WriteReply: call does not come from this transport")
 	}
 	defer sc.putCall(c)
-	defer sc.cred.Done()
 	if reply == nil {
+		sc.finishCall(c)
 		return nil
 	}
 	select {
 	case <-sc.closed:
+		sc.finishCall(c)
 		return fmt.Errorf("rpcrdma: write reply: %w", oncrpc.ErrClosed)
 	default:
 	}
 	err := sc.writeReply(c, reply)
+	sc.finishCall(c)
 	for i, mr := range c.mrs {
 		mr.Close()
 		c.mrs[i] = nil
@@ -565,6 +569,26 @@ func (sc *ServerConn) WriteReply(call *oncrpc.ServerCall, reply *oncrpc.Message)
 		sc.sendError(context.Background(), ErrCodeChunk, c.h.XID)
 	}
 	return err
+}
+
+// finishCall releases what the call holds on the connection (its receive buffer or
+// reassembly buffer, and its credit) once nothing refers to the call's memory any more.
+// It runs before the reply's Send is posted: the client may send its next call as soon
+// as the reply arrives, and that call must find a posted receive and a free credit.
+func (sc *ServerConn) finishCall(c *srvCall) {
+	if c.finished {
+		return
+	}
+	c.finished = true
+	if c.recvIdx >= 0 {
+		sc.repost(c.recvIdx)
+		c.recvIdx = -1
+	}
+	if c.big != nil {
+		sc.l.bufs.put(c.big)
+		c.big = nil
+	}
+	sc.cred.Done()
 }
 
 func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
@@ -694,6 +718,14 @@ func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
 	if tr := sc.l.opts.Trace; tr != nil {
 		tr(true, b)
 	}
+	// The reply no longer needs the call's memory once its RDMA Writes have been
+	// transmitted (the header and inline part are in the send buffer already).
+	if err := sc.ep.wait(ctx, w); err != nil {
+		sc.ep.putSendBuf(idx)
+		return fmt.Errorf("rpcrdma: xid %#08x: write chunks: %w", in.XID, err)
+	}
+	w = sc.ep.newWaiter()
+	sc.finishCall(c)
 	w.add(1)
 	if err := sc.ep.postSendBuf(ctx, idx, len(b), op, inv, w); err != nil {
 		w.complete(nil)
