@@ -5,6 +5,9 @@ import (
 	"errors"
 	"net/netip"
 	"os"
+	"os/exec"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +23,30 @@ func needRPCBind(t testing.TB) {
 	t.Helper()
 	rpcbindtest.Need(t)
 	rpcbindtest.Lock(t)
+}
+
+// findRPCInfo returns the path of libtirpc's rpcinfo, or "" when it is not installed.
+func findRPCInfo() string {
+	if p, err := exec.LookPath("rpcinfo"); err == nil {
+		return p
+	}
+	for _, p := range []string{"/usr/sbin/rpcinfo", "/sbin/rpcinfo", "/usr/bin/rpcinfo"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// hasFields reports whether a line of out begins with the fields want.
+func hasFields(out string, want []string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= len(want) && slices.Equal(f[:len(want)], want) {
+			return true
+		}
+	}
+	return false
 }
 
 func dialTest(t *testing.T, vers uint32) *Client {
@@ -104,6 +131,18 @@ func TestRealRPCBindRDMA(t *testing.T) {
 			m, ok = findInDump(l, confRDMAProg, progVers, NetIDRDMA6)
 			if !ok || m.Addr != "::1.78.82" {
 				t.Errorf("DUMP rdma6 entry = %+v, %v; want r_addr ::1.78.82", m, ok)
+			}
+			// libtirpc's rpcinfo, an independent client, sees the same table.
+			if path := findRPCInfo(); path != "" {
+				out, err := exec.CommandContext(ctx, path, "127.0.0.1").CombinedOutput()
+				if err != nil {
+					t.Fatalf("rpcinfo: %v: %s", err, out)
+				}
+				for _, want := range [][]string{{"100400", "1", "rdma", "127.0.0.1.78.81"}, {"100400", "1", "rdma6", "::1.78.82"}} {
+					if !hasFields(string(out), want) {
+						t.Errorf("rpcinfo 127.0.0.1 lacks %q:\n%s", want, out)
+					}
+				}
 			}
 			// rpcbind itself is always registered.
 			if _, ok := findInDump(l, Program, Version4, NetIDTCP); !ok {
