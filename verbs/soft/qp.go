@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
@@ -112,6 +113,11 @@ type queuePair struct {
 	live        atomic.Int32
 	exited      chan struct{}
 	closeOnce   sync.Once
+
+	// Readiness-based I/O for peer accesses (nil RawConn: not available).
+	rawConn    syscall.RawConn
+	rawReadFn  func(uintptr) bool
+	rawWriteFn func(uintptr) bool
 
 	w txState
 	r rxState
@@ -400,6 +406,7 @@ func (q *queuePair) start(conn net.Conn, crc bool, ird, ord, maxFPDU int, respon
 	q.orq = make([]uint64, max(ord, 1))
 	q.irq = make([]inboundRead, max(ird, 1))
 	q.exited = make(chan struct{})
+	q.rawConn, q.rawReadFn, q.rawWriteFn = rawConnOf(conn), q.rawReadStep, q.rawWriteStep
 	q.state = verbs.StateRTS
 	q.w.init(q)
 	q.r.init(q)

@@ -455,3 +455,52 @@ func TestSiwMPARequest(t *testing.T) {
 		t.Fatalf("responder sent %d bytes after its reply", n)
 	}
 }
+
+// TestInvalidateDuringPeerStall: a peer that stalls in the middle of an
+// RDMA Write, or stops reading in the middle of a Read Response, must not
+// block Invalidate; once invalidated, the rest of the access is refused with
+// a Terminate.
+func TestInvalidateDuringPeerStall(t *testing.T) {
+	t.Run("Write", func(t *testing.T) {
+		checkGoroutines(t)
+		s := newServerUnderTest(t, Config{})
+		p := s.connectRaw(t, false, verbs.ConnParams{})
+		h := iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: s.mr.RKey(), TO: s.mr.Addr()}
+		fpdu, _ := iwarp.AppendFPDU(nil, &h, make([]byte, 4000), false)
+		p.write(fpdu[:1000]) // header and part of the payload, then stall
+		time.Sleep(20 * time.Millisecond)
+		invalidated := make(chan error, 1)
+		go func() { invalidated <- s.mr.Invalidate() }()
+		select {
+		case err := <-invalidated:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Invalidate blocked behind a stalled peer")
+		}
+		p.write(fpdu[1000:])
+		p.expectTerminate(iwarp.TermDDPTaggedInvalidSTag)
+		s.checkQPFailed(t, iwarp.TermDDPTaggedInvalidSTag, false)
+	})
+	t.Run("ReadResponse", func(t *testing.T) {
+		checkGoroutines(t)
+		s := newServerUnderTest(t, Config{})
+		big := s.reg(t, make([]byte, 16<<20), verbs.AccessRemoteRead)
+		p := s.connectRaw(t, false, verbs.ConnParams{})
+		p.readRequest(iwarp.ReadRequest{SinkSTag: 0x100, Size: 16 << 20, SrcSTag: big.RKey(), SrcTO: big.Addr()})
+		time.Sleep(50 * time.Millisecond) // the response fills the socket buffers
+		invalidated := make(chan error, 1)
+		go func() { invalidated <- big.Invalidate() }()
+		select {
+		case err := <-invalidated:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Invalidate blocked behind a peer that does not read")
+		}
+		p.expectTerminate(iwarp.TermRDMAPInvalidSTag)
+		s.checkQPFailed(t, iwarp.TermRDMAPInvalidSTag, false)
+	})
+}

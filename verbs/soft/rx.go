@@ -45,6 +45,13 @@ type rxState struct {
 	recvSGE    int
 	recvSGEOff int
 
+	// placeGuarded's state for rawReadStep.
+	rawDst     []byte
+	rawMR      *memRegion
+	rawSTag    uint32
+	rawRevoked bool
+	rawErr     error
+
 	// Tagged message in progress.
 	tagActive bool
 	tagOp     iwarp.Opcode
@@ -111,6 +118,37 @@ func (q *queuePair) readPayload(dst []byte) error {
 		q.r.crc = iwarp.UpdateCRC(q.r.crc, dst)
 	}
 	return nil
+}
+
+// placeGuarded places peer data into dst, part of region m (STag stag),
+// which the caller has read-locked. Bytes already read ahead are copied under
+// that lock; the rest is read with the lock held only during each read(2),
+// re-checking the STag each time (see rawio_linux.go). The lock is released
+// on return. revoked reports that the STag was invalidated meanwhile.
+func (q *queuePair) placeGuarded(m *memRegion, stag uint32, dst []byte) (revoked bool, err error) {
+	handoff.Load()
+	r := &q.r
+	n := copy(dst, r.buf[r.r:r.w])
+	r.r += n
+	if q.crc {
+		r.crc = iwarp.UpdateCRC(r.crc, dst[:n])
+	}
+	dst = dst[n:]
+	if len(dst) == 0 || q.rawConn == nil {
+		if len(dst) > 0 {
+			err = q.readPayload(dst)
+		}
+		m.mu.RUnlock()
+		return false, err
+	}
+	m.mu.RUnlock()
+	r.rawDst, r.rawMR, r.rawSTag, r.rawRevoked, r.rawErr = dst, m, stag, false, nil
+	err = q.rawConn.Read(q.rawReadFn)
+	r.rawDst, r.rawMR = nil, nil
+	if err == nil {
+		err = r.rawErr
+	}
+	return r.rawRevoked, err
 }
 
 // readTrailer reads and checks the pad and CRC of the current FPDU.
@@ -252,10 +290,12 @@ func (q *queuePair) rxWrite(pl int) error {
 		if m == nil {
 			return q.violation(code, "RDMA Write: %s", reason)
 		}
-		err := q.readPayload(m.buf[off : off+pl])
-		m.mu.RUnlock()
+		revoked, err := q.placeGuarded(m, h.STag, m.buf[off:off+pl])
 		if err != nil {
 			return err
+		}
+		if revoked {
+			return q.violation(iwarp.TermDDPTaggedInvalidSTag, "RDMA Write: STag %#08x invalidated during placement", h.STag)
 		}
 	}
 	if err := q.readTrailer(pl); err != nil {
@@ -309,10 +349,12 @@ func (q *queuePair) rxReadResponse(pl int) error {
 			m.mu.RUnlock()
 			return q.violation(iwarp.TermDDPTaggedInvalidSTag, "Read Response sink STag %#08x was invalidated locally", stag)
 		}
-		err := q.readPayload(m.buf[sink.off+wq.placed : sink.off+wq.placed+pl])
-		m.mu.RUnlock()
+		revoked, err := q.placeGuarded(m, stag, m.buf[sink.off+wq.placed:sink.off+wq.placed+pl])
 		if err != nil {
 			return err
+		}
+		if revoked {
+			return q.violation(iwarp.TermDDPTaggedInvalidSTag, "Read Response sink STag %#08x was invalidated locally during placement", stag)
 		}
 		if err := q.readTrailer(pl); err != nil {
 			return err

@@ -18,6 +18,7 @@ type txState struct {
 	vec    [][]byte    // backing array for the vectored write
 	nb     net.Buffers // consumed by WriteTo
 	msn    [3]uint32   // last MSN sent per untagged QN
+	rawTxState
 }
 
 func (w *txState) init(q *queuePair) {
@@ -41,7 +42,12 @@ const txBatch = 16
 // bytes and writes them, up to txBatch FPDUs per vectored write. h is the
 // header template: for tagged opcodes TO advances, for untagged ones MO
 // does. The payload is gathered from sgl without copying.
-func (q *queuePair) sendMessage(h *iwarp.Header, sgl []lsge, total int) error {
+//
+// With guard set (a Read Response), every write holds guard's lock and
+// first checks that guardSTag is still valid; if it was invalidated
+// meanwhile, the rest of the message is not sent and the peer gets a
+// Terminate.
+func (q *queuePair) sendMessage(h *iwarp.Header, sgl []lsge, total int, guard *memRegion, guardSTag uint32) error {
 	w := &q.w
 	tagged := h.Opcode.Tagged()
 	maxPay := iwarp.MaxPayload(q.maxFPDU, tagged)
@@ -94,8 +100,19 @@ func (q *queuePair) sendMessage(h *iwarp.Header, sgl []lsge, total int) error {
 		off += n
 		if off == total || k == txBatch {
 			w.vec = vec
-			if err := q.writeVec(); err != nil {
-				return err
+			if guard == nil {
+				if err := q.writeVec(); err != nil {
+					return err
+				}
+			} else {
+				revoked, err := q.writeGuarded(guard, guardSTag)
+				if err != nil {
+					return err
+				}
+				if revoked {
+					q.terminateLocal(iwarp.TermRDMAPInvalidSTag, fmt.Sprintf("Read Response source STag %#08x invalidated during transfer", guardSTag), nil)
+					return nil
+				}
 			}
 			vec, k = w.vec[:0], 0
 		}
@@ -152,7 +169,7 @@ func (q *queuePair) transmit(wq *sendWQE) error {
 		s := wq.sgl[0]
 		return q.sendReadRequest(s.m.RKey(), s.m.base+uint64(s.off), uint32(wq.length), wq.rstag, wq.rto)
 	}
-	return q.sendMessage(&h, wq.sgl, wq.length)
+	return q.sendMessage(&h, wq.sgl, wq.length, nil, 0)
 }
 
 // sendReadResponse answers an accepted inbound Read Request. The source
@@ -162,17 +179,16 @@ func (q *queuePair) transmit(wq *sendWQE) error {
 func (q *queuePair) sendReadResponse(ir *inboundRead) error {
 	h := iwarp.Header{Opcode: iwarp.OpReadResponse, STag: ir.req.SinkSTag, TO: ir.req.SinkTO}
 	if ir.req.Size == 0 {
-		return q.sendMessage(&h, nil, 0)
+		return q.sendMessage(&h, nil, 0, nil, 0)
 	}
 	m, off, code, reason := q.dev.stags.remoteCheck(q.pd, ir.req.SrcSTag, ir.req.SrcTO, int(ir.req.Size), verbs.AccessRemoteRead, false)
 	if m == nil {
 		q.terminateLocal(code, reason, q.readRequestHeader(ir))
 		return nil
 	}
+	m.mu.RUnlock() // writeGuarded re-checks the STag for every write
 	sgl := [1]lsge{{m: m, off: off, n: int(ir.req.Size)}}
-	err := q.sendMessage(&h, sgl[:], int(ir.req.Size))
-	m.mu.RUnlock()
-	return err
+	return q.sendMessage(&h, sgl[:], int(ir.req.Size), m, ir.req.SrcSTag)
 }
 
 // readRequestHeader rebuilds the 48-byte Read Request FPDU header + body for
@@ -214,7 +230,7 @@ func (q *queuePair) writer() {
 	case RTRWrite:
 		// siw sends STag 1, TO 0; a zero-length Write is not checked.
 		h := iwarp.Header{Opcode: iwarp.OpWrite, STag: 1}
-		err = q.sendMessage(&h, nil, 0)
+		err = q.sendMessage(&h, nil, 0, nil, 0)
 	case RTRRead:
 		q.mu.Lock()
 		q.orq[q.orqTail%uint64(len(q.orq))] = rtrORQ

@@ -1,0 +1,150 @@
+//go:build linux
+
+package soft
+
+import (
+	"io"
+	"net"
+	"syscall"
+	"unsafe"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
+)
+
+// Readiness-based socket I/O for peer accesses to registered memory.
+//
+// A region's lock is held while the peer's bytes move into or out of it, so
+// that Invalidate and Close wait for accesses in progress. Holding it across
+// a blocking read or write would let a stalled peer block Invalidate
+// forever; instead the goroutines wait for the socket to become ready
+// without the lock (syscall.RawConn) and hold it only for the non-blocking
+// read(2)/writev(2) itself, re-checking the STag each time.
+
+// rawTxState is the writer's state for writeGuarded.
+type rawTxState struct {
+	iov, iovStore []syscall.Iovec
+	guard         *memRegion
+	guardSTag     uint32
+	rawRevoked    bool
+	rawErr        error
+}
+
+// rawConnOf returns c's RawConn, or nil when c is not a TCP socket.
+func rawConnOf(c net.Conn) syscall.RawConn {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return nil
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
+}
+
+// rawReadStep is the RawConn.Read callback of placeGuarded (stored once as a
+// method value, so calling it does not allocate). It returns false to wait
+// for readability.
+func (q *queuePair) rawReadStep(fd uintptr) bool {
+	r := &q.r
+	for len(r.rawDst) > 0 {
+		m := r.rawMR
+		m.mu.RLock()
+		if m.closed || !m.valid || m.stag != r.rawSTag {
+			m.mu.RUnlock()
+			r.rawRevoked = true
+			return true
+		}
+		n, err := syscall.Read(int(fd), r.rawDst)
+		if n > 0 && q.crc {
+			r.crc = iwarp.UpdateCRC(r.crc, r.rawDst[:n])
+		}
+		m.mu.RUnlock()
+		switch {
+		case err == syscall.EAGAIN:
+			return false
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			r.rawErr = err
+			return true
+		case n == 0:
+			r.rawErr = io.ErrUnexpectedEOF
+			return true
+		}
+		r.rawDst = r.rawDst[n:]
+	}
+	return true
+}
+
+// rawWriteStep is the RawConn.Write callback of writeGuarded.
+func (q *queuePair) rawWriteStep(fd uintptr) bool {
+	w := &q.w
+	for len(w.iov) > 0 {
+		m := w.guard
+		m.mu.RLock()
+		if m.closed || !m.valid || m.stag != w.guardSTag {
+			m.mu.RUnlock()
+			w.rawRevoked = true
+			return true
+		}
+		n, _, e := syscall.Syscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&w.iov[0])), uintptr(len(w.iov)))
+		m.mu.RUnlock()
+		switch {
+		case e == syscall.EAGAIN:
+			return false
+		case e == syscall.EINTR:
+			continue
+		case e != 0:
+			w.rawErr = e
+			return true
+		}
+		// Advance past n bytes.
+		for n > 0 && len(w.iov) > 0 {
+			l := uintptr(w.iov[0].Len)
+			if n < l {
+				w.iov[0].Base = (*byte)(unsafe.Add(unsafe.Pointer(w.iov[0].Base), n))
+				w.iov[0].SetLen(int(l - n))
+				n = 0
+				break
+			}
+			n -= l
+			w.iov = w.iov[1:]
+		}
+	}
+	return true
+}
+
+// writeGuarded writes w.vec while holding m's lock only during writev(2).
+// It reports revoked when m's STag stopped being valid (nothing more is
+// written then).
+func (q *queuePair) writeGuarded(m *memRegion, stag uint32) (revoked bool, err error) {
+	w := &q.w
+	if q.rawConn == nil {
+		m.mu.RLock()
+		ok := !m.closed && m.valid && m.stag == stag
+		if ok {
+			err = q.writeVec()
+		}
+		m.mu.RUnlock()
+		return !ok, err
+	}
+	iov := w.iovStore[:0]
+	for _, b := range w.vec {
+		if len(b) == 0 {
+			continue
+		}
+		v := syscall.Iovec{Base: &b[0]}
+		v.SetLen(len(b))
+		iov = append(iov, v)
+	}
+	w.iovStore = iov
+	w.iov, w.guard, w.guardSTag, w.rawRevoked, w.rawErr = iov, m, stag, false, nil
+	err = q.rawConn.Write(q.rawWriteFn)
+	w.guard = nil
+	clear(w.iovStore) // drop references to registered memory
+	if err == nil {
+		err = w.rawErr
+	}
+	return w.rawRevoked, err
+}
