@@ -165,6 +165,8 @@ func (d *Device) dial(ctx context.Context, addr string, q *queuePair, p verbs.Co
 	stop()
 	conn.SetDeadline(time.Time{})
 	peerPD := append([]byte(nil), rep.PrivateData...)
+	d.cfg.Logger.Debug("connected", "remote", conn.RemoteAddr(), "mpa_rev", rep.Revision, "crc", rep.CRC(),
+		"ird", ird, "ord", ord, "rtr", rtr)
 	if err := q.start(conn, rep.CRC(), ird, ord, d.maxFPDUFor(conn), false, rtr); err != nil {
 		return nil, fmt.Errorf("soft: Dial %s: %w", addr, err)
 	}
@@ -247,6 +249,7 @@ func (l *listener) handshake(c net.Conn) {
 	cr := &connRequest{l: l, conn: c}
 	f, err := iwarp.ReadMPAFrame(c, cr.buf[:], iwarp.MPARequest)
 	if err != nil {
+		l.dev.cfg.Logger.Info("MPA request refused", "remote", c.RemoteAddr(), "error", err)
 		if errors.Is(err, iwarp.ErrMPAMarkers) {
 			// RFC 5044 §7.1.3: we do not do markers; say so with a Reject.
 			rev := cr.buf[17]
@@ -420,6 +423,8 @@ func (cr *connRequest) accept(ctx context.Context, q *queuePair, p verbs.ConnPar
 	stop()
 	cr.conn.SetDeadline(time.Time{})
 	peerPD := append([]byte(nil), req.PrivateData...)
+	d.cfg.Logger.Debug("accepted", "remote", cr.conn.RemoteAddr(), "mpa_rev", rep.Revision, "crc", crc,
+		"ird", ird, "ord", ord, "p2p", rep.PeerToPeer, "rtr", rep.RTR)
 	if err := q.start(cr.conn, crc, ird, ord, d.maxFPDUFor(cr.conn), true, RTRNone); err != nil {
 		return nil, fmt.Errorf("soft: Accept: %w", err)
 	}

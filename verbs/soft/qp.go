@@ -345,6 +345,13 @@ func (q *queuePair) failLocked(cause error, term []byte) {
 	q.state = verbs.StateError
 	q.failed.Store(true)
 	qerr := &verbs.QPError{Cause: cause}
+	if cause != verbs.ErrClosed {
+		var remote net.Addr
+		if q.conn != nil {
+			remote = q.conn.RemoteAddr()
+		}
+		q.dev.cfg.Logger.Warn("queue pair failed", "remote", remote, "error", cause)
+	}
 	q.err = qerr
 	q.pendingTerm = term
 	close(q.done)

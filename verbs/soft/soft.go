@@ -40,8 +40,9 @@
 // steady state does not allocate.
 //
 // Wire encoding and decoding is package verbs/iwarp; this package holds the
-// protocol state machines. It depends on nothing beyond the standard library
-// (TCP_MAXSEG is read with package syscall on Linux).
+// protocol state machines. Its one dependency beyond the standard library is
+// github.com/hashicorp/go-hclog, the project's logger, for control-path
+// events (Config.Logger).
 package soft
 
 import (
@@ -52,6 +53,7 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/hashicorp/go-hclog"
 )
 
 // Defaults.
@@ -82,6 +84,19 @@ const (
 	RTRRead
 )
 
+// String names the RTR type.
+func (r RTRType) String() string {
+	switch r {
+	case RTRNone:
+		return "none"
+	case RTRWrite:
+		return "write"
+	case RTRRead:
+		return "read"
+	}
+	return fmt.Sprintf("RTRType(%d)", uint8(r))
+}
+
 // Config configures a Device. The zero value is usable.
 type Config struct {
 	// Name is the device name; default "soft0".
@@ -107,6 +122,10 @@ type Config struct {
 	FirstFPDUDelay time.Duration
 	// Dialer is used by Dial; nil means a net.Dialer with default settings.
 	Dialer *net.Dialer
+	// Logger receives control-path events (connections established and
+	// refused, Terminates sent and received, connection loss). Nil
+	// discards them. Nothing is logged per message.
+	Logger hclog.Logger
 }
 
 // Device is a software iWARP device. It implements verbs.Device.
@@ -127,6 +146,9 @@ func New(cfg Config) *Device {
 	}
 	if cfg.MPARevision == 0 {
 		cfg.MPARevision = 2
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
 	}
 	if cfg.MaxFPDU != 0 && cfg.MaxFPDU < 64 {
 		cfg.MaxFPDU = 64
