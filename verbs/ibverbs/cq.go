@@ -1,0 +1,347 @@
+//go:build ibverbs && linux && cgo
+
+package ibverbs
+
+/*
+#include <stdlib.h>
+#include <errno.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+)
+
+// compQueue is the provider's verbs.CQ: an ibv_cq with its own completion
+// channel, plus a small Go-side queue for completions the provider makes
+// itself (work posted to a QP in the error state, work still outstanding
+// when a QP is destroyed) and for completions drained from the device while
+// a QP is being closed.
+//
+// Wait never spins: one goroutine per CQ arms the CQ (ibv_req_notify_cq) and
+// waits for the channel's file descriptor to become readable in the Go
+// runtime's poller; each event wakes the CQ's waiters, which poll.
+type compQueue struct {
+	dev   *Device
+	depth int
+	cq    *C.struct_ibv_cq
+	ch    *C.struct_ibv_comp_channel
+	chFD  *pollFD
+	loop  chan struct{}
+
+	mu      sync.Mutex
+	wc      *C.struct_gwc // C array of GSHIM_BATCH entries, guarded by mu
+	soft    []verbs.Completion
+	qps     map[uint32]*queuePair
+	nqp     int
+	err     error
+	closed  bool
+	notify  chan struct{}
+	closedC chan struct{}
+}
+
+var _ verbs.CQ = (*compQueue)(nil)
+
+// CreateCQ creates a completion queue of at least depth entries
+// (ibv_create_cq) with a completion channel.
+func (d *Device) CreateCQ(depth int) (verbs.CQ, error) {
+	if err := d.checkFork("CreateCQ"); err != nil {
+		return nil, err
+	}
+	if depth <= 0 || (d.attr.MaxCQE > 0 && depth > d.attr.MaxCQE) {
+		return nil, fmt.Errorf("ibverbs: CreateCQ: %w: depth %d out of range [1, %d] (device max_cqe)", ErrLimit, depth, d.attr.MaxCQE)
+	}
+	ch, errno := C.ibv_create_comp_channel(d.ctx)
+	if ch == nil {
+		return nil, fmt.Errorf("ibverbs: %s: ibv_create_comp_channel: %w", d.name, errnoErr(errno))
+	}
+	cq, errno := C.ibv_create_cq(d.ctx, C.int(depth), nil, ch, 0)
+	if cq == nil {
+		C.ibv_destroy_comp_channel(ch)
+		err := errnoErr(errno)
+		if err == syscall.ENOMEM || err == syscall.EINVAL {
+			return nil, fmt.Errorf("ibverbs: %s: ibv_create_cq(%d): %w (max_cq %d, max_cqe %d): %w", d.name, depth, ErrLimit, d.attr.MaxCQ, d.attr.MaxCQE, err)
+		}
+		return nil, fmt.Errorf("ibverbs: %s: ibv_create_cq(%d): %w", d.name, depth, err)
+	}
+	fd, err := newPollFD(int(ch.fd), "ibv_comp_channel")
+	if err != nil {
+		C.ibv_destroy_cq(cq)
+		C.ibv_destroy_comp_channel(ch)
+		return nil, err
+	}
+	c := &compQueue{dev: d, depth: depth, cq: cq, ch: ch, chFD: fd, loop: make(chan struct{}),
+		wc:  (*C.struct_gwc)(C.calloc(C.GSHIM_BATCH, C.sizeof_struct_gwc)),
+		qps: make(map[uint32]*queuePair), notify: make(chan struct{}, 1), closedC: make(chan struct{})}
+	go c.eventLoop()
+	return c, nil
+}
+
+// eventLoop arms the CQ, wakes waiters (completions that arrived before the
+// arming are found by their poll), and waits for the next event.
+func (c *compQueue) eventLoop() {
+	defer close(c.loop)
+	var rc C.int
+	read := func(uintptr) bool {
+		rc = C.gshim_get_cq_event(c.ch)
+		return rc != C.EAGAIN
+	}
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return
+		}
+		arm := C.gshim_req_notify_cq(c.cq)
+		c.mu.Unlock()
+		if arm != 0 {
+			c.fail(fmt.Errorf("ibverbs: ibv_req_notify_cq: %w", syscall.Errno(arm)))
+			return
+		}
+		c.signal()
+		if err := c.chFD.rc.Read(read); err != nil {
+			return
+		}
+	}
+}
+
+func (c *compQueue) fail(err error) {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+	}
+	c.mu.Unlock()
+	c.signal()
+}
+
+func (c *compQueue) signal() {
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+}
+
+// pushSoft queues a provider-made completion.
+func (c *compQueue) pushSoft(wc verbs.Completion) {
+	c.mu.Lock()
+	if !c.closed {
+		c.soft = append(c.soft, wc)
+	}
+	c.mu.Unlock()
+	c.signal()
+}
+
+// Poll moves up to len(wc) completions into wc: first provider-made and
+// drained ones, then straight from the device, GSHIM_BATCH per cgo call.
+func (c *compQueue) Poll(wc []verbs.Completion) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return 0, fmt.Errorf("ibverbs: Poll: %w", verbs.ErrClosed)
+	}
+	k := copy(wc, c.soft)
+	if k > 0 {
+		n := copy(c.soft, c.soft[k:])
+		clear(c.soft[n:])
+		c.soft = c.soft[:n]
+	}
+	for k < len(wc) {
+		got := c.pollLocked(wc[k:])
+		if got < 0 {
+			break
+		}
+		k += got
+		if got == 0 {
+			break
+		}
+	}
+	if k == 0 && c.err != nil {
+		return 0, c.err
+	}
+	return k, nil
+}
+
+// pollLocked polls the device once into dst (at most GSHIM_BATCH) and
+// returns how many completions it stored; -1 on a device error (recorded in
+// c.err). Caller holds mu.
+func (c *compQueue) pollLocked(dst []verbs.Completion) int {
+	n := min(len(dst), C.GSHIM_BATCH)
+	got := int(C.gshim_poll_cq(c.cq, C.int(n), c.wc))
+	if got < 0 {
+		if c.err == nil {
+			c.err = &verbs.CQOverrunError{Depth: c.depth}
+		}
+		return -1
+	}
+	raw := unsafe.Slice(c.wc, C.GSHIM_BATCH)
+	k := 0
+	for i := 0; i < got; i++ {
+		if c.convert(&raw[i], &dst[k]) {
+			k++
+		}
+	}
+	return k
+}
+
+// drainLocked moves every completion in the device CQ to the Go-side
+// queue. Caller holds mu.
+func (c *compQueue) drainLocked() {
+	var buf [C.GSHIM_BATCH]verbs.Completion
+	for {
+		got := c.pollLocked(buf[:])
+		if got <= 0 {
+			return
+		}
+		c.soft = append(c.soft, buf[:got]...)
+		clear(buf[:got])
+	}
+}
+
+// convert turns a device completion into a verbs.Completion; false when it
+// belongs to no known QP (a QP destroyed during connection setup).
+func (c *compQueue) convert(w *C.struct_gwc, out *verbs.Completion) bool {
+	q := c.qps[uint32(w.qp_num)]
+	if q == nil {
+		return false
+	}
+	*out = verbs.Completion{QP: q}
+	st := int(w.status)
+	out.Status = mapStatus(st)
+	// ibv_wc.opcode is undefined in error completions: the wr_id says
+	// which queue the request was on.
+	switch wrID := uint64(w.wr_id); {
+	case wrID&sendBit == 0:
+		out.Opcode = verbs.OpcodeRecv
+		out.ID = q.recvDone(wrID)
+		if out.Status == verbs.StatusSuccess {
+			out.ByteLen = int(w.byte_len)
+			if w.wc_flags&C.IBV_WC_WITH_INV != 0 {
+				out.Flags |= verbs.WithInvalidate
+				out.InvalidatedSTag = uint32(w.invalidated_rkey)
+				c.dev.remoteInvalidated(out.InvalidatedSTag)
+			}
+		}
+	default:
+		var op verbs.SendOp
+		out.ID, op = q.sendDone(wrID &^ sendBit)
+		out.Opcode = sendOpcode(op)
+		if out.Opcode == verbs.OpcodeRead && out.Status == verbs.StatusSuccess {
+			out.ByteLen = int(w.byte_len)
+		}
+	}
+	if out.Status != verbs.StatusSuccess {
+		out.Err = q.completionFailed(st, uint32(w.vendor_err))
+	}
+	return true
+}
+
+// mapStatus maps ibv_wc_status onto verbs.Status.
+func mapStatus(st int) verbs.Status {
+	switch st {
+	case C.IBV_WC_SUCCESS:
+		return verbs.StatusSuccess
+	case C.IBV_WC_WR_FLUSH_ERR:
+		return verbs.StatusFlushed
+	case C.IBV_WC_LOC_LEN_ERR:
+		return verbs.StatusLocalLength
+	case C.IBV_WC_LOC_PROT_ERR, C.IBV_WC_LOC_ACCESS_ERR, C.IBV_WC_MW_BIND_ERR:
+		return verbs.StatusLocalProtection
+	case C.IBV_WC_REM_ACCESS_ERR:
+		return verbs.StatusRemoteAccess
+	case C.IBV_WC_REM_INV_RD_REQ_ERR:
+		return verbs.StatusRemoteInvalidate
+	}
+	return verbs.StatusFatal
+}
+
+// Wait blocks until a completion is available, the CQ fails or closes, or
+// ctx ends.
+func (c *compQueue) Wait(ctx context.Context) error {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return fmt.Errorf("ibverbs: Wait: %w", verbs.ErrClosed)
+		}
+		if len(c.soft) == 0 {
+			c.drainOneLocked()
+		}
+		n, err := len(c.soft), c.err
+		c.mu.Unlock()
+		switch {
+		case n > 0:
+			c.signal() // pass the wake-up on to another waiter
+			return nil
+		case err != nil:
+			return err
+		}
+		select {
+		case <-c.notify:
+		case <-c.closedC:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// drainOneLocked polls one batch from the device into the Go-side queue
+// (so Wait can tell whether anything is there).
+func (c *compQueue) drainOneLocked() {
+	var buf [C.GSHIM_BATCH]verbs.Completion
+	if got := c.pollLocked(buf[:]); got > 0 {
+		c.soft = append(c.soft, buf[:got]...)
+	}
+}
+
+func (c *compQueue) addQP(q *queuePair) {
+	c.mu.Lock()
+	c.qps[q.qpn] = q
+	c.mu.Unlock()
+}
+
+// removeQP forgets q, first draining the device so q's completions are
+// kept. Caller must have moved q to the error state and waited for its
+// flushes as far as it wants to.
+func (c *compQueue) removeQP(q *queuePair) {
+	c.mu.Lock()
+	if !c.closed {
+		c.drainLocked()
+	}
+	if c.qps[q.qpn] == q {
+		delete(c.qps, q.qpn)
+	}
+	c.mu.Unlock()
+}
+
+// Close destroys the CQ (ibv_destroy_cq). QPs using it must be closed first.
+func (c *compQueue) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	if c.nqp > 0 {
+		n := c.nqp
+		c.mu.Unlock()
+		return fmt.Errorf("ibverbs: CQ.Close: %d queue pairs still use it", n)
+	}
+	c.closed = true
+	close(c.closedC)
+	c.mu.Unlock()
+	c.chFD.close()
+	<-c.loop
+	rc := C.ibv_destroy_cq(c.cq)
+	C.ibv_destroy_comp_channel(c.ch)
+	C.free(unsafe.Pointer(c.wc))
+	if rc != 0 {
+		return fmt.Errorf("ibverbs: ibv_destroy_cq: %w", syscall.Errno(rc))
+	}
+	return nil
+}

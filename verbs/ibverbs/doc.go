@@ -1,0 +1,84 @@
+// Package ibverbs is a provider of the verbs API (package verbs) on
+// rdma-core's libibverbs and librdmacm, through cgo: InfiniBand, RoCE
+// (including Soft-RoCE, rxe) and iWARP devices (including soft-iWARP, siw).
+//
+// # Build tag
+//
+// The provider is compiled only with the build tag ibverbs on Linux with
+// cgo (`go build -tags ibverbs`), and needs the rdma-core development
+// packages (Debian: apt-get install libibverbs-dev librdmacm-dev). Without
+// the tag this package holds only its documentation and error values, so
+// the default build of the module stays pure Go.
+//
+// # Devices
+//
+// Open selects a device by name (Config.Name, e.g. "rxe0") or by an IP
+// address of the network device it is bound to (Config.Addr; rdma_cm is
+// asked which device owns the address), checks that its port is ACTIVE
+// (*PortDownError otherwise) and reads its limits. Errors name what people
+// hit: ErrNoDevice (with how to create a soft device), *MemlockError when
+// RLIMIT_MEMLOCK stops a registration (raise it with `ulimit -l unlimited`
+// or LimitMEMLOCK=infinity in a systemd unit), ErrLimit for queue-pair,
+// work-request, SGE, CQE and memory-region limits, ErrForked when an object
+// is used in a child forked after Open.
+//
+// # Connections
+//
+// Connection management is rdma_cm with one event channel per Device, read
+// by one goroutine through the Go runtime's poller: Dial does
+// rdma_resolve_addr, rdma_resolve_route, rdma_create_qp and rdma_connect;
+// Listen binds and listens; a ConnRequest is accepted with rdma_accept or
+// refused with rdma_reject, both with private data. ConnParams.IRD and ORD
+// become responder_resources and initiator_depth. On InfiniBand and RoCE,
+// the CM carries private data in fixed-size fields: the receiver sees the
+// sender's bytes followed by zeros up to 56 (request), 196 (reply) or 148
+// (reject) bytes, and longer private data is refused with
+// verbs.ErrPrivateDataTooLong. iWARP delivers the exact bytes.
+//
+// The device queue pair is created when the connection is set up
+// (rdma_create_qp binds it to the connection identifier, and the passive
+// side's identifier exists only once a request arrives). Receives posted in
+// StateInit are kept and posted to the device queue pair before the
+// connection is requested or accepted.
+//
+// # Data path
+//
+// libibverbs' data-path verbs are static inline functions, so small C shims
+// call them. PostSend and PostRecv go through the same path as the
+// BatchPoster methods, which post up to 64 work requests in one cgo call
+// (one ibv_post_send / ibv_post_recv with a linked list); Poll takes up to
+// 64 completions per cgo call. Work requests are staged in C memory
+// allocated with the queue pair, so posting does not allocate.
+//
+// Each CQ has its own completion channel. One goroutine per CQ arms it
+// (ibv_req_notify_cq) and waits for the channel's descriptor, set
+// non-blocking, in the runtime poller (os.NewFile + syscall.RawConn.Read);
+// CQ.Wait waits for that goroutine's wake-ups. Nothing spins, and no OS
+// thread is held per queue pair or per CQ.
+//
+// # Memory
+//
+// RegMR registers the caller's []byte in place: its first byte is pinned
+// with runtime.Pinner for the life of the region, which is what the cgo
+// pointer rules require for memory C keeps using after the call (the Go
+// heap does not move objects; the pin also keeps the allocation alive).
+// Nothing is copied. MR.Addr is the buffer's virtual address, the tagged
+// offset ibverbs uses.
+//
+// Invalidation: user-space ibverbs offers no fast-register work request for
+// regions registered with ibv_reg_mr, and memory windows (IBV_WR_BIND_MW,
+// IBV_WR_LOCAL_INV) are not offered by siw. So MR.Invalidate deregisters the
+// region (ibv_dereg_mr: when it returns, the device refuses the STag) and
+// MR.Reregister registers it again; the new registration is made while the
+// old one still exists, or retried, so its rkey always differs from the
+// old one. A Send with Invalidate received for a region marks it invalid
+// (MR.Valid false) when the device supports remote invalidation of
+// ibv_reg_mr regions (siw does; rxe only invalidates fast-registered regions
+// and memory windows, and fails the receive).
+//
+// Fork: registered memory must not be copied-on-write in a child. Go starts
+// programs with clone(CLONE_VFORK|CLONE_VM), which shares memory and is
+// safe; since Linux 5.13 the kernel also protects registrations itself
+// (ForkStatus reports "unneeded"). Config.ForkInit calls ibv_fork_init
+// (MADV_DONTFORK on registered pages) for processes that fork without exec.
+package ibverbs

@@ -1,0 +1,610 @@
+//go:build ibverbs && linux && cgo
+
+package ibverbs
+
+/*
+#include <stdlib.h>
+#include <errno.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+)
+
+// sendBit marks send-queue wr_ids; receive wr_ids have it clear. Both carry
+// the queue's sequence number, so completions map back to the caller's IDs
+// (and opcodes) even when ibv_wc.opcode is undefined (error completions).
+const sendBit = 1 << 63
+
+// BatchPoster is implemented by this provider's queue pairs: it posts many
+// work requests with one cgo call (one ibv_post_send / ibv_post_recv with a
+// linked list of up to 64 requests per crossing). Type-assert a verbs.QP to
+// use it.
+type BatchPoster interface {
+	// PostSendBatch posts wrs in order and returns how many were posted;
+	// on error the rest were not.
+	PostSendBatch(wrs []verbs.SendWR) (int, error)
+	// PostRecvBatch posts wrs in order and returns how many were posted.
+	PostRecvBatch(wrs []verbs.RecvWR) (int, error)
+}
+
+type sendSlot struct {
+	id uint64
+	op verbs.SendOp
+}
+
+// pendingRecv is a receive posted before the device QP exists.
+type pendingRecv struct {
+	id  uint64
+	sgl []verbs.SGE
+}
+
+// queuePair is the provider's verbs.QP. The device QP is created by
+// rdma_create_qp when the connection is set up (rdma_cm binds a QP to its
+// connection identifier, and the passive side's identifier only exists once
+// a request arrives); receives posted before that are kept and posted to the
+// device QP right after it is created, before the connection is accepted or
+// requested.
+type queuePair struct {
+	dev     *Device
+	pd      *protDomain
+	scq     *compQueue
+	rcq     *compQueue
+	cfg     verbs.QPConfig
+	userCtx any
+
+	mu    sync.Mutex
+	state verbs.QPState
+	err   error
+	done  chan struct{}
+	// setup is non-nil while Dial or Accept runs; closed when it returns.
+	setup chan struct{}
+	id    *cmID
+	qp    *C.struct_ibv_qp
+	qpn   uint32
+	ord   int
+
+	sq             []sendSlot
+	sqHead, sqTail uint64
+	rq             []uint64
+	rqHead, rqTail uint64
+	pending        []pendingRecv
+
+	// C staging for one batch, guarded by mu.
+	cs   *C.struct_gsend
+	cr   *C.struct_grecv
+	csge *C.struct_ibv_sge
+	nsge int
+
+	closeOnce sync.Once
+}
+
+var _ verbs.QP = (*queuePair)(nil)
+var _ BatchPoster = (*queuePair)(nil)
+
+// CreateQP creates a queue pair in StateInit. Limits are checked against the
+// device attributes here; the device QP itself is created when the QP is
+// connected.
+func (pd *protDomain) CreateQP(cfg verbs.QPConfig) (verbs.QP, error) {
+	d := pd.dev
+	scq, ok1 := cfg.SendCQ.(*compQueue)
+	rcq, ok2 := cfg.RecvCQ.(*compQueue)
+	if !ok1 || !ok2 || scq == nil || rcq == nil {
+		return nil, errors.New("ibverbs: CreateQP: SendCQ and RecvCQ must be CQs of this provider")
+	}
+	if scq.dev != d || rcq.dev != d {
+		return nil, errors.New("ibverbs: CreateQP: SendCQ and RecvCQ belong to another device")
+	}
+	if cfg.MaxSendSGE == 0 {
+		cfg.MaxSendSGE = 1
+	}
+	if cfg.MaxRecvSGE == 0 {
+		cfg.MaxRecvSGE = 1
+	}
+	a := d.attr
+	switch {
+	case cfg.MaxSendWR <= 0 || cfg.MaxSendWR > a.MaxQPWR:
+		return nil, fmt.Errorf("ibverbs: CreateQP: %w: MaxSendWR %d out of range [1, %d] (device max_qp_wr)", ErrLimit, cfg.MaxSendWR, a.MaxQPWR)
+	case cfg.MaxRecvWR <= 0 || cfg.MaxRecvWR > a.MaxQPWR:
+		return nil, fmt.Errorf("ibverbs: CreateQP: %w: MaxRecvWR %d out of range [1, %d] (device max_qp_wr)", ErrLimit, cfg.MaxRecvWR, a.MaxQPWR)
+	case cfg.MaxSendSGE < 0 || cfg.MaxSendSGE > a.MaxSGE:
+		return nil, fmt.Errorf("ibverbs: CreateQP: %w: MaxSendSGE %d out of range [1, %d] (device max_sge)", ErrLimit, cfg.MaxSendSGE, a.MaxSGE)
+	case cfg.MaxRecvSGE < 0 || cfg.MaxRecvSGE > a.MaxSGE:
+		return nil, fmt.Errorf("ibverbs: CreateQP: %w: MaxRecvSGE %d out of range [1, %d] (device max_sge)", ErrLimit, cfg.MaxRecvSGE, a.MaxSGE)
+	}
+	if err := d.checkFork("CreateQP"); err != nil {
+		return nil, err
+	}
+	pd.mu.Lock()
+	if pd.closed {
+		pd.mu.Unlock()
+		return nil, fmt.Errorf("ibverbs: CreateQP: %w", verbs.ErrClosed)
+	}
+	pd.nqp++
+	pd.mu.Unlock()
+	for _, c := range []*compQueue{scq, rcq} {
+		c.mu.Lock()
+		c.nqp++
+		c.mu.Unlock()
+	}
+	nsge := C.GSHIM_BATCH * max(cfg.MaxSendSGE, cfg.MaxRecvSGE)
+	q := &queuePair{dev: d, pd: pd, scq: scq, rcq: rcq, cfg: cfg, userCtx: cfg.Context,
+		state: verbs.StateInit, done: make(chan struct{}),
+		sq: make([]sendSlot, cfg.MaxSendWR), rq: make([]uint64, cfg.MaxRecvWR),
+		cs:   (*C.struct_gsend)(C.calloc(C.GSHIM_BATCH, C.sizeof_struct_gsend)),
+		cr:   (*C.struct_grecv)(C.calloc(C.GSHIM_BATCH, C.sizeof_struct_grecv)),
+		csge: (*C.struct_ibv_sge)(C.calloc(C.size_t(nsge), C.sizeof_struct_ibv_sge)),
+		nsge: nsge,
+	}
+	return q, nil
+}
+
+func (q *queuePair) Context() any          { return q.userCtx }
+func (q *queuePair) Done() <-chan struct{} { return q.done }
+func (q *queuePair) State() verbs.QPState  { q.mu.Lock(); defer q.mu.Unlock(); return q.state }
+func (q *queuePair) Err() error            { q.mu.Lock(); defer q.mu.Unlock(); return q.err }
+func (q *queuePair) String() string        { return fmt.Sprintf("ibverbs QP %d on %s", q.qpn, q.dev.name) }
+
+func sendOpcode(op verbs.SendOp) verbs.Opcode {
+	switch op {
+	case verbs.OpWrite:
+		return verbs.OpcodeWrite
+	case verbs.OpRead:
+		return verbs.OpcodeRead
+	}
+	return verbs.OpcodeSend
+}
+
+// PostSend posts one send work request.
+func (q *queuePair) PostSend(wr *verbs.SendWR) error {
+	if wr == nil {
+		return fmt.Errorf("ibverbs: PostSend: %w: nil work request", verbs.ErrInvalidWR)
+	}
+	_, err := q.PostSendBatch(unsafe.Slice(wr, 1))
+	return err
+}
+
+// PostRecv posts one receive work request.
+func (q *queuePair) PostRecv(wr *verbs.RecvWR) error {
+	if wr == nil {
+		return fmt.Errorf("ibverbs: PostRecv: %w: nil work request", verbs.ErrInvalidWR)
+	}
+	_, err := q.PostRecvBatch(unsafe.Slice(wr, 1))
+	return err
+}
+
+func (q *queuePair) checkSend(wr *verbs.SendWR) error {
+	if len(wr.SGL) > q.cfg.MaxSendSGE {
+		return fmt.Errorf("%w: %d SGEs, MaxSendSGE is %d", verbs.ErrInvalidWR, len(wr.SGL), q.cfg.MaxSendSGE)
+	}
+	switch wr.Op {
+	case verbs.OpSend, verbs.OpSendInv, verbs.OpWrite:
+	case verbs.OpRead:
+		if len(wr.SGL) != 1 {
+			return fmt.Errorf("%w: RDMA Read needs exactly 1 sink SGE, have %d", verbs.ErrInvalidWR, len(wr.SGL))
+		}
+	default:
+		return fmt.Errorf("%w: unknown op %v", verbs.ErrInvalidWR, wr.Op)
+	}
+	if wr.Flags&verbs.Solicited != 0 && wr.Op != verbs.OpSend && wr.Op != verbs.OpSendInv {
+		return fmt.Errorf("%w: Solicited is only valid on Send and SendInv", verbs.ErrInvalidWR)
+	}
+	return nil
+}
+
+// PostSendBatch implements BatchPoster.
+func (q *queuePair) PostSendBatch(wrs []verbs.SendWR) (int, error) {
+	for i := range wrs {
+		if err := q.checkSend(&wrs[i]); err != nil {
+			return 0, fmt.Errorf("ibverbs: PostSend: request %d: %w", i, err)
+		}
+	}
+	q.mu.Lock()
+	switch q.state {
+	case verbs.StateClosed:
+		q.mu.Unlock()
+		return 0, fmt.Errorf("ibverbs: PostSend: %w", verbs.ErrClosed)
+	case verbs.StateInit, verbs.StateConnecting:
+		st := q.state
+		q.mu.Unlock()
+		return 0, fmt.Errorf("ibverbs: PostSend: %w: QP is %v", verbs.ErrBadState, st)
+	case verbs.StateError:
+		qerr := q.err
+		q.mu.Unlock()
+		for i := range wrs {
+			q.scq.pushSoft(verbs.Completion{ID: wrs[i].ID, QP: q, Opcode: sendOpcode(wrs[i].Op), Status: verbs.StatusFlushed, Err: qerr})
+		}
+		return len(wrs), nil
+	}
+	defer q.mu.Unlock()
+	posted := 0
+	for posted < len(wrs) {
+		n, err := q.postSendLocked(wrs[posted:min(len(wrs), posted+C.GSHIM_BATCH)])
+		posted += n
+		if err != nil {
+			return posted, err
+		}
+	}
+	return posted, nil
+}
+
+func (q *queuePair) postSendLocked(wrs []verbs.SendWR) (int, error) {
+	free := uint64(len(q.sq)) - (q.sqTail - q.sqHead)
+	full := false
+	if uint64(len(wrs)) > free {
+		wrs, full = wrs[:free], true
+	}
+	cs := unsafe.Slice(q.cs, C.GSHIM_BATCH)
+	sges := unsafe.Slice(q.csge, q.nsge)
+	k := 0
+	for i := range wrs {
+		wr := &wrs[i]
+		if wr.Op == verbs.OpRead && q.ord == 0 {
+			return 0, fmt.Errorf("ibverbs: PostSend: request %d: %w: RDMA Read on a connection with ORD 0", i, verbs.ErrInvalidWR)
+		}
+		need := verbs.Access(0)
+		if wr.Op == verbs.OpRead {
+			need = verbs.AccessLocalWrite
+		}
+		g := &cs[i]
+		g.sge_off = C.uint32_t(k)
+		g.nsge = C.uint16_t(len(wr.SGL))
+		for j := range wr.SGL {
+			s := &wr.SGL[j]
+			m, ok := s.MR.(*memRegion)
+			if !ok || m == nil {
+				return 0, fmt.Errorf("ibverbs: PostSend: request %d SGE %d: %w: MR is nil or not from this provider", i, j, verbs.ErrInvalidWR)
+			}
+			if m.pd != q.pd {
+				return 0, fmt.Errorf("ibverbs: PostSend: request %d SGE %d: %w: MR belongs to another protection domain", i, j, verbs.ErrInvalidWR)
+			}
+			if err := m.sge(s, need, &sges[k]); err != nil {
+				return 0, fmt.Errorf("ibverbs: PostSend: request %d SGE %d: %w", i, j, err)
+			}
+			k++
+		}
+		seq := q.sqTail + uint64(i)
+		g.wr_id = C.uint64_t(seq | sendBit)
+		g.remote_addr = C.uint64_t(wr.RemoteTO)
+		g.rkey = C.uint32_t(wr.RemoteSTag)
+		g.invalidate_rkey = C.uint32_t(wr.InvalidateSTag)
+		var fl C.int
+		if wr.Flags&verbs.Signaled != 0 {
+			fl |= C.IBV_SEND_SIGNALED
+		}
+		if wr.Flags&verbs.Solicited != 0 {
+			fl |= C.IBV_SEND_SOLICITED
+		}
+		g.send_flags = C.uint8_t(fl)
+		switch wr.Op {
+		case verbs.OpSend:
+			g.opcode = C.IBV_WR_SEND
+		case verbs.OpSendInv:
+			g.opcode = C.IBV_WR_SEND_WITH_INV
+		case verbs.OpWrite:
+			g.opcode = C.IBV_WR_RDMA_WRITE
+		case verbs.OpRead:
+			g.opcode = C.IBV_WR_RDMA_READ
+		}
+		q.sq[seq%uint64(len(q.sq))] = sendSlot{id: wr.ID, op: wr.Op}
+	}
+	if len(wrs) == 0 {
+		return 0, fmt.Errorf("ibverbs: PostSend: %w (%d outstanding)", verbs.ErrQueueFull, len(q.sq))
+	}
+	var bad C.int
+	rc := C.gshim_post_send(q.qp, q.cs, C.int(len(wrs)), q.csge, &bad)
+	q.sqTail += uint64(bad)
+	if rc != 0 {
+		return int(bad), postError("ibv_post_send", syscall.Errno(rc), len(q.sq))
+	}
+	if full {
+		return len(wrs), fmt.Errorf("ibverbs: PostSend: %w (%d outstanding)", verbs.ErrQueueFull, len(q.sq))
+	}
+	return len(wrs), nil
+}
+
+func postError(what string, errno syscall.Errno, depth int) error {
+	switch errno {
+	case syscall.ENOMEM:
+		return fmt.Errorf("ibverbs: %s: %w (%d outstanding): %w", what, verbs.ErrQueueFull, depth, errno)
+	case syscall.EINVAL:
+		return fmt.Errorf("ibverbs: %s: %w: %w", what, verbs.ErrInvalidWR, errno)
+	}
+	return fmt.Errorf("ibverbs: %s: %w", what, errno)
+}
+
+// PostRecvBatch implements BatchPoster.
+func (q *queuePair) PostRecvBatch(wrs []verbs.RecvWR) (int, error) {
+	for i := range wrs {
+		if len(wrs[i].SGL) > q.cfg.MaxRecvSGE {
+			return 0, fmt.Errorf("ibverbs: PostRecv: request %d: %w: %d SGEs, MaxRecvSGE is %d", i, verbs.ErrInvalidWR, len(wrs[i].SGL), q.cfg.MaxRecvSGE)
+		}
+	}
+	q.mu.Lock()
+	switch q.state {
+	case verbs.StateClosed:
+		q.mu.Unlock()
+		return 0, fmt.Errorf("ibverbs: PostRecv: %w", verbs.ErrClosed)
+	case verbs.StateError:
+		qerr := q.err
+		q.mu.Unlock()
+		for i := range wrs {
+			q.rcq.pushSoft(verbs.Completion{ID: wrs[i].ID, QP: q, Opcode: verbs.OpcodeRecv, Status: verbs.StatusFlushed, Err: qerr})
+		}
+		return len(wrs), nil
+	}
+	defer q.mu.Unlock()
+	if q.qp == nil || q.state != verbs.StateRTS {
+		// Before the connection: validate and keep (copies; a control
+		// path). They are posted to the device QP when it is created.
+		for i := range wrs {
+			if len(q.pending) >= len(q.rq) {
+				return i, fmt.Errorf("ibverbs: PostRecv: %w (%d outstanding)", verbs.ErrQueueFull, len(q.rq))
+			}
+			var tmp C.struct_ibv_sge
+			for j := range wrs[i].SGL {
+				s := &wrs[i].SGL[j]
+				m, ok := s.MR.(*memRegion)
+				if !ok || m == nil || m.pd != q.pd {
+					return i, fmt.Errorf("ibverbs: PostRecv: request %d SGE %d: %w: MR is nil, not from this provider or of another PD", i, j, verbs.ErrInvalidWR)
+				}
+				if err := m.sge(s, verbs.AccessLocalWrite, &tmp); err != nil {
+					return i, fmt.Errorf("ibverbs: PostRecv: request %d SGE %d: %w", i, j, err)
+				}
+			}
+			q.pending = append(q.pending, pendingRecv{id: wrs[i].ID, sgl: append([]verbs.SGE(nil), wrs[i].SGL...)})
+			if q.qp != nil {
+				if _, err := q.postRecvLocked(wrs[i : i+1]); err != nil {
+					q.pending = q.pending[:len(q.pending)-1]
+					return i, err
+				}
+			}
+		}
+		return len(wrs), nil
+	}
+	posted := 0
+	for posted < len(wrs) {
+		n, err := q.postRecvLocked(wrs[posted:min(len(wrs), posted+C.GSHIM_BATCH)])
+		posted += n
+		if err != nil {
+			return posted, err
+		}
+	}
+	return posted, nil
+}
+
+func (q *queuePair) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
+	free := uint64(len(q.rq)) - (q.rqTail - q.rqHead)
+	full := false
+	if uint64(len(wrs)) > free {
+		wrs, full = wrs[:free], true
+	}
+	if len(wrs) == 0 {
+		return 0, fmt.Errorf("ibverbs: PostRecv: %w (%d outstanding)", verbs.ErrQueueFull, len(q.rq))
+	}
+	cr := unsafe.Slice(q.cr, C.GSHIM_BATCH)
+	sges := unsafe.Slice(q.csge, q.nsge)
+	k := 0
+	for i := range wrs {
+		wr := &wrs[i]
+		g := &cr[i]
+		g.sge_off = C.uint32_t(k)
+		g.nsge = C.uint32_t(len(wr.SGL))
+		for j := range wr.SGL {
+			s := &wr.SGL[j]
+			m, ok := s.MR.(*memRegion)
+			if !ok || m == nil || m.pd != q.pd {
+				return 0, fmt.Errorf("ibverbs: PostRecv: request %d SGE %d: %w: MR is nil, not from this provider or of another PD", i, j, verbs.ErrInvalidWR)
+			}
+			if err := m.sge(s, verbs.AccessLocalWrite, &sges[k]); err != nil {
+				return 0, fmt.Errorf("ibverbs: PostRecv: request %d SGE %d: %w", i, j, err)
+			}
+			k++
+		}
+		seq := q.rqTail + uint64(i)
+		g.wr_id = C.uint64_t(seq)
+		q.rq[seq%uint64(len(q.rq))] = wr.ID
+	}
+	var bad C.int
+	rc := C.gshim_post_recv(q.qp, q.cr, C.int(len(wrs)), q.csge, &bad)
+	q.rqTail += uint64(bad)
+	if rc != 0 {
+		return int(bad), postError("ibv_post_recv", syscall.Errno(rc), len(q.rq))
+	}
+	if full {
+		return len(wrs), fmt.Errorf("ibverbs: PostRecv: %w (%d outstanding)", verbs.ErrQueueFull, len(q.rq))
+	}
+	return len(wrs), nil
+}
+
+// sendDone retires send requests up to seq and returns the request's ID
+// and operation. Called by the CQ with its lock held.
+func (q *queuePair) sendDone(seq uint64) (uint64, verbs.SendOp) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	s := q.sq[seq%uint64(len(q.sq))]
+	if seq+1 > q.sqHead {
+		q.sqHead = seq + 1
+	}
+	return s.id, s.op
+}
+
+// recvDone retires receive seq and returns its ID.
+func (q *queuePair) recvDone(seq uint64) uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	id := q.rq[seq%uint64(len(q.rq))]
+	if seq+1 > q.rqHead {
+		q.rqHead = seq + 1
+	}
+	return id
+}
+
+// completionFailed records a failed completion: the device has moved the
+// QP to the error state. It returns the completion's Err.
+func (q *queuePair) completionFailed(st int, vendor uint32) error {
+	if st == C.IBV_WC_WR_FLUSH_ERR {
+		q.fail(fmt.Errorf("ibverbs: %w: the device flushed the queue pair", verbs.ErrConnectionLost))
+		return q.Err()
+	}
+	cause := &CompletionError{Status: st, VendorErr: vendor, Text: C.GoString(C.ibv_wc_status_str(uint32(st)))}
+	q.fail(cause)
+	return &verbs.QPError{Cause: cause}
+}
+
+// CompletionError is the detail of a failed work completion: the
+// ibv_wc_status, its text and the device's vendor error.
+type CompletionError struct {
+	Status    int
+	VendorErr uint32
+	Text      string
+}
+
+// Error implements error.
+func (e *CompletionError) Error() string {
+	return fmt.Sprintf("ibverbs: work completion status %d (%s), vendor error %#x", e.Status, e.Text, e.VendorErr)
+}
+
+// fail moves the QP to StateError (once) and the device QP to IBV_QPS_ERR,
+// so the device flushes all outstanding work.
+func (q *queuePair) fail(cause error) {
+	q.mu.Lock()
+	if q.state != verbs.StateRTS {
+		q.mu.Unlock()
+		return
+	}
+	q.state = verbs.StateError
+	q.err = &verbs.QPError{Cause: cause}
+	close(q.done)
+	qp := q.qp
+	q.mu.Unlock()
+	if qp != nil {
+		C.gshim_qp_to_error(qp)
+	}
+}
+
+// onCMEvent handles connection events of an established QP (called by the
+// device's event loop; must not block).
+func (q *queuePair) onCMEvent(ev cmEvent) {
+	switch ev.typ {
+	case C.RDMA_CM_EVENT_DISCONNECTED:
+		q.fail(fmt.Errorf("ibverbs: %w: peer disconnected", verbs.ErrConnectionLost))
+	case C.RDMA_CM_EVENT_DEVICE_REMOVAL:
+		q.fail(fmt.Errorf("ibverbs: %w: device removed", verbs.ErrConnectionLost))
+	}
+}
+
+// outstanding reports the requests posted to the device and not completed.
+func (q *queuePair) outstanding() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return (q.sqTail - q.sqHead) + (q.rqTail - q.rqHead)
+}
+
+// flushWait bounds how long Close waits for the device to flush
+// outstanding work before it completes the rest itself.
+const flushWait = 2 * time.Second
+
+// Close disconnects (rdma_disconnect), moves the QP to the error state,
+// delivers a flushed completion for every outstanding request, and destroys
+// the device QP and connection identifier.
+func (q *queuePair) Close() error {
+	q.closeOnce.Do(q.close)
+	return nil
+}
+
+func (q *queuePair) close() {
+	q.mu.Lock()
+	prev := q.state
+	if q.state != verbs.StateError {
+		q.err = &verbs.QPError{Cause: verbs.ErrClosed}
+		close(q.done)
+	}
+	q.state = verbs.StateClosed
+	setup := q.setup
+	q.mu.Unlock()
+	if setup != nil {
+		<-setup // Dial/Accept notice q.done, tear down and return
+	}
+	q.mu.Lock()
+	id, qp := q.id, q.qp
+	q.mu.Unlock()
+	if id != nil && qp != nil {
+		if prev == verbs.StateRTS {
+			C.rdma_disconnect(id.id)
+		}
+		C.gshim_qp_to_error(qp)
+		// Let the device flush what is outstanding into the CQs.
+		deadline := time.Now().Add(flushWait)
+		for sleep := time.Millisecond; q.outstanding() > 0 && time.Now().Before(deadline); sleep = min(2*sleep, 50*time.Millisecond) {
+			q.scq.mu.Lock()
+			q.scq.drainLocked()
+			q.scq.mu.Unlock()
+			q.rcq.mu.Lock()
+			q.rcq.drainLocked()
+			q.rcq.mu.Unlock()
+			if q.outstanding() > 0 {
+				time.Sleep(sleep)
+			}
+		}
+		q.scq.removeQP(q)
+		q.rcq.removeQP(q)
+		q.flushRest()
+		C.rdma_destroy_qp(id.id)
+		id.destroy()
+	}
+	q.mu.Lock()
+	q.id, q.qp = nil, nil
+	q.mu.Unlock()
+	// Receives still waiting for a device QP complete flushed too.
+	q.mu.Lock()
+	pend, qerr := q.pending, q.err
+	q.pending = nil
+	q.mu.Unlock()
+	for _, p := range pend {
+		q.rcq.pushSoft(verbs.Completion{ID: p.id, QP: q, Opcode: verbs.OpcodeRecv, Status: verbs.StatusFlushed, Err: qerr})
+	}
+	for _, c := range []*compQueue{q.scq, q.rcq} {
+		c.mu.Lock()
+		c.nqp--
+		c.mu.Unlock()
+	}
+	q.pd.mu.Lock()
+	q.pd.nqp--
+	q.pd.mu.Unlock()
+	C.free(unsafe.Pointer(q.cs))
+	C.free(unsafe.Pointer(q.cr))
+	C.free(unsafe.Pointer(q.csge))
+	q.cs, q.cr, q.csge = nil, nil, nil
+}
+
+// flushRest completes, as flushed, every request the device did not.
+func (q *queuePair) flushRest() {
+	q.mu.Lock()
+	var wcs []verbs.Completion
+	var rwcs []verbs.Completion
+	for ; q.sqHead < q.sqTail; q.sqHead++ {
+		s := q.sq[q.sqHead%uint64(len(q.sq))]
+		wcs = append(wcs, verbs.Completion{ID: s.id, QP: q, Opcode: sendOpcode(s.op), Status: verbs.StatusFlushed, Err: q.err})
+	}
+	for ; q.rqHead < q.rqTail; q.rqHead++ {
+		rwcs = append(rwcs, verbs.Completion{ID: q.rq[q.rqHead%uint64(len(q.rq))], QP: q, Opcode: verbs.OpcodeRecv, Status: verbs.StatusFlushed, Err: q.err})
+	}
+	q.pending = nil
+	q.mu.Unlock()
+	for _, wc := range wcs {
+		q.scq.pushSoft(wc)
+	}
+	for _, wc := range rwcs {
+		q.rcq.pushSoft(wc)
+	}
+}
