@@ -532,3 +532,22 @@ func TestMPARevision1(t *testing.T) {
 		t.Fatalf("read %q", dst.Buf())
 	}
 }
+
+// TestReadRemoteAccessError: an RDMA Read naming a bad remote STag fails
+// with StatusRemoteAccess (the peer's Terminate carries our Read Request),
+// and outstanding receives are flushed.
+func TestReadRemoteAccessError(t *testing.T) {
+	checkGoroutines(t)
+	cli, srv := connectPair(t, pairConfig{})
+	sink := cli.reg(t, make([]byte, 16), verbs.AccessLocalWrite)
+	wo := srv.reg(t, make([]byte, 16), verbs.AccessRemoteWrite) // no RemoteRead
+	cli.qp.PostSend(&verbs.SendWR{ID: 1, Op: verbs.OpRead, RemoteSTag: wo.RKey(), RemoteTO: wo.Addr(), SGL: []verbs.SGE{{MR: sink, Length: 16}}})
+	cli.qp.PostRecv(&verbs.RecvWR{ID: 2})
+	wc := cli.expect(t, 1, verbs.OpcodeRead, verbs.StatusRemoteAccess)
+	var te *verbs.TerminateError
+	if !errors.As(wc.Err, &te) || !te.Received || te.Layer != 0 || te.EType != 1 || te.ECode != 2 {
+		t.Fatalf("read error %v, want received RDMAP access-rights Terminate", wc.Err)
+	}
+	cli.expect(t, 2, verbs.OpcodeRecv, verbs.StatusFlushed)
+	<-srv.qp.Done()
+}

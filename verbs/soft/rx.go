@@ -527,7 +527,19 @@ func (q *queuePair) rxTerminate(pl int) error {
 	if err := t.Decode(body[:keep]); err != nil {
 		return err
 	}
-	q.fail(&verbs.TerminateError{Received: true, Layer: uint8(t.Code.Layer()), EType: t.Code.EType(), ECode: t.Code.ECode(),
-		Reason: fmt.Sprintf("%v (%v order)", t.Code, t.Order)}, nil)
+	te := &verbs.TerminateError{Received: true, Layer: uint8(t.Code.Layer()), EType: t.Code.EType(), ECode: t.Code.ECode(),
+		Reason: fmt.Sprintf("%v (%v order)", t.Code, t.Order)}
+	q.mu.Lock()
+	// A Terminate that answers one of our Read Requests (its header copy is
+	// a Read Request) fails the oldest outstanding read with
+	// StatusRemoteAccess; everything else is flushed.
+	if dh := t.DDPHeader(); len(dh) >= 4 && iwarp.Opcode(dh[3]&0x0f) == iwarp.OpReadRequest && q.orqHead < q.orqTail {
+		if slot := q.orq[q.orqHead%uint64(len(q.orq))]; slot != rtrORQ {
+			wq := &q.sq[slot%uint64(len(q.sq))]
+			wq.state, wq.status, wq.err = wqeDone, verbs.StatusRemoteAccess, &verbs.QPError{Cause: te}
+		}
+	}
+	q.failLocked(te, nil)
+	q.mu.Unlock()
 	return errStop
 }
