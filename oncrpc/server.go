@@ -42,7 +42,9 @@ func AuthErr(stat AuthStat) error { return &RejectError{Stat: AuthError, AuthSta
 // AuthErr), nothing (ErrNoReply), or SYSTEM_ERR for anything else. A panic is
 // recovered and answered SYSTEM_ERR.
 //
-// ServeRPC is called concurrently; replies may leave in any order.
+// ServeRPC is called concurrently; replies may leave in any order. ctx ends when the
+// caller's connection fails or the Server is closed (not during a graceful Shutdown,
+// which waits for handlers).
 type Handler interface {
 	ServeRPC(ctx context.Context, req *Request, res *xdr.Encoder) error
 }
@@ -259,6 +261,11 @@ func (s *Server) serveConn(c ServerConn) {
 	remote := c.RemoteAddr()
 	s.log.Debug("connection accepted", "remote", remote.String(), "netid", remote.Network())
 
+	// Handlers get a context that ends when the connection fails or the server is
+	// closed, but not when a graceful Shutdown merely stops reading.
+	ctx, cancel := context.WithCancel(s.callCtx)
+	defer cancel()
+
 	// Calls go to per-connection workers, started on demand up to maxConc; an idle
 	// worker takes the next call, so steady-state dispatch does not allocate.
 	work := make(chan *ServerCall)
@@ -267,7 +274,7 @@ func (s *Server) serveConn(c ServerConn) {
 	worker := func(call *ServerCall) {
 		defer inflight.Done()
 		for ; call != nil; call = <-work {
-			s.handle(c, call, remote)
+			s.handle(ctx, c, call, remote)
 		}
 	}
 	var err error
@@ -275,6 +282,9 @@ func (s *Server) serveConn(c ServerConn) {
 		var call *ServerCall
 		call, err = c.ReadCall(s.readCtx)
 		if err != nil {
+			if s.readCtx.Err() == nil {
+				cancel()
+			}
 			break
 		}
 		s.calls.Add(1)
@@ -363,7 +373,7 @@ type serverCallState struct {
 
 var noneVerf = OpaqueAuth{Flavor: AuthNone}
 
-func (s *Server) handle(c ServerConn, call *ServerCall, remote net.Addr) {
+func (s *Server) handle(ctx context.Context, c ServerConn, call *ServerCall, remote net.Addr) {
 	st := s.pool.Get().(*serverCallState)
 	req := &st.req
 	req.RemoteAddr, req.Netid = remote, remote.Network()
@@ -372,7 +382,7 @@ func (s *Server) handle(c ServerConn, call *ServerCall, remote net.Addr) {
 	st.enc.Reset(st.enc.Bytes()[:0])
 
 	rh := ReplyHeader{Stat: MsgAccepted, Verf: noneVerf}
-	send := s.dispatch(st, &rh, remote)
+	send := s.dispatch(ctx, st, &rh, remote)
 	if send {
 		st.msg = Message{Inline: st.enc.Bytes(), Payloads: st.enc.Payloads()}
 		if err := c.WriteReply(call, &st.msg); err != nil {
@@ -399,7 +409,7 @@ func (s *Server) handle(c ServerConn, call *ServerCall, remote net.Addr) {
 
 // dispatch decodes and authenticates the call, runs the handler and leaves the reply
 // in st.enc. It reports whether a reply is to be sent.
-func (s *Server) dispatch(st *serverCallState, rh *ReplyHeader, remote net.Addr) bool {
+func (s *Server) dispatch(ctx context.Context, st *serverCallState, rh *ReplyHeader, remote net.Addr) bool {
 	req := &st.req
 	hdr := &req.Header
 	if err := hdr.DecodeXDR(&st.dec); err != nil {
@@ -444,7 +454,7 @@ func (s *Server) dispatch(st *serverCallState, rh *ReplyHeader, remote net.Addr)
 		return true
 	}
 	rh.EncodeXDR(&st.enc)
-	err := s.run(h, req, &st.enc)
+	err := s.run(ctx, h, req, &st.enc)
 	if err == nil {
 		return true
 	}
@@ -522,7 +532,7 @@ func (s *Server) lookup(prog, vers uint32) (h Handler, low, high uint32, ok bool
 // errPanic is what a recovered handler panic becomes.
 var errPanic = errors.New("oncrpc: handler panicked")
 
-func (s *Server) run(h Handler, req *Request, res *xdr.Encoder) (err error) {
+func (s *Server) run(ctx context.Context, h Handler, req *Request, res *xdr.Encoder) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			buf := make([]byte, 4096)
@@ -532,5 +542,5 @@ func (s *Server) run(h Handler, req *Request, res *xdr.Encoder) (err error) {
 			err = errPanic
 		}
 	}()
-	return h.ServeRPC(s.callCtx, req, res)
+	return h.ServeRPC(ctx, req, res)
 }

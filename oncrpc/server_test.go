@@ -529,3 +529,64 @@ func TestRegisterOverlapPanics(t *testing.T) {
 	}()
 	s.Register(1, 4, echoHandler())
 }
+
+// MaxConcurrent bounds the calls of one connection executing at once.
+func TestServerMaxConcurrent(t *testing.T) {
+	const bound = 4
+	var cur, peak atomic.Int32
+	h := echoHandler()
+	h[procNull] = func(ctx context.Context, req *Request, res *xdr.Encoder) error {
+		n := cur.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(time.Millisecond)
+		cur.Add(-1)
+		return nil
+	}
+	_, addr := startTCPServer(t, &ServerOptions{MaxConcurrent: bound}, h)
+	c := NewClient(dialTCP(t, addr, nil), testProg, testVers)
+	var wg sync.WaitGroup
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.Call(context.Background(), procNull, nil, nil); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if p := peak.Load(); p > bound || p < 1 {
+		t.Fatalf("peak concurrency %d, bound %d", p, bound)
+	}
+}
+
+// A handler's context ends when its caller's connection goes away.
+func TestHandlerContextEndsWithConnection(t *testing.T) {
+	started := make(chan struct{})
+	ended := make(chan error, 1)
+	h := echoHandler()
+	h[procNull] = func(ctx context.Context, req *Request, res *xdr.Encoder) error {
+		close(started)
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return ctx.Err()
+	}
+	_, addr := startTCPServer(t, nil, h)
+	p := dialRaw(t, addr)
+	p.sendRecord((&CallHeader{XID: 9, Prog: testProg, Vers: testVers, Proc: procNull}).Append(nil))
+	<-started
+	p.c.Close()
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("ctx.Err() = %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("handler context not cancelled after the connection closed")
+	}
+}
