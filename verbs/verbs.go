@@ -204,6 +204,11 @@ type ConnRequest interface {
 	RemoteAddr() net.Addr
 	// Accept binds the connection to qp (in StateInit; receives may already be
 	// posted) and answers the peer with p. On success qp is in StateRTS.
+	//
+	// On iWARP, unless the initiator asked for the peer-to-peer model (RTR),
+	// the accepting side transmits nothing before the initiator's first
+	// message arrives (RFC 5044 §7.1.2): sends posted earlier wait for it.
+	// RPC servers, which only answer, never notice.
 	Accept(ctx context.Context, qp QP, p ConnParams) (*ConnInfo, error)
 	// Reject refuses the connection, sending privateData to the peer.
 	Reject(privateData []byte) error
