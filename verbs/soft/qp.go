@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
@@ -107,6 +108,9 @@ type queuePair struct {
 	responder bool
 	rtrSend   RTRType // RTR frame the writer sends first (initiator, P2P)
 	peerSpoke bool    // first FPDU received (guarded by mu)
+	sentMsgs  uint64  // messages the writer has sent (guarded by mu)
+	kickDue   bool    // SiwKick timer fired (guarded by mu)
+	kickTimer *time.Timer
 
 	pendingTerm []byte      // Terminate frame the writer sends before closing
 	failed      atomic.Bool // set with StateError; polled by the writer per FPDU

@@ -504,3 +504,49 @@ func TestInvalidateDuringPeerStall(t *testing.T) {
 		s.checkQPFailed(t, iwarp.TermRDMAPInvalidSTag, false)
 	})
 }
+
+// TestSiwKick: against a responder that stays silent after our first FPDU
+// (as a Linux 6.1 siw responder does when that FPDU hit its accept race),
+// the initiator sends one zero-length RDMA Write.
+func TestSiwKick(t *testing.T) {
+	checkGoroutines(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dev := New(Config{SiwKick: 20 * time.Millisecond})
+	e := newEndpoint(t, dev, 4)
+	defer e.close(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := dev.Dial(context.Background(), ln.Addr().String(), e.qp, verbs.ConnParams{})
+		done <- err
+	}()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	var buf [iwarp.MaxMPAFrameLen]byte
+	if _, err := iwarp.ReadMPAFrame(c, buf[:], iwarp.MPARequest); err != nil {
+		t.Fatal(err)
+	}
+	rep := iwarp.MPAFrame{Kind: iwarp.MPAReply, Revision: 2, Flags: iwarp.FlagEnhanced, IRD: 1, ORD: 1}
+	b, _ := rep.Append(nil)
+	c.Write(b)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	smr := e.reg(t, []byte("call"), 0)
+	e.qp.PostSend(&verbs.SendWR{ID: 1, Op: verbs.OpSend, SGL: []verbs.SGE{{MR: smr, Length: 4}}})
+	p := &rawPeer{t: t, c: c, msn: [3]uint32{1, 1, 1}}
+	if f := p.next(); f.Header.Opcode != iwarp.OpSend || string(f.Payload) != "call" {
+		t.Fatalf("first FPDU %+v", f.Header)
+	}
+	f := p.next()
+	if f.Header.Opcode != iwarp.OpWrite || len(f.Payload) != 0 || f.Header.STag != 1 || !f.Header.Last {
+		t.Fatalf("kick %+v", f.Header)
+	}
+}

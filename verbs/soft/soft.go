@@ -64,6 +64,8 @@ const (
 	DefaultIRDORD = 16
 	// MaxIRDORD is the largest IRD/ORD the provider grants (siw's limit).
 	MaxIRDORD = 128
+	// DefaultSiwKick is the default Config.SiwKick.
+	DefaultSiwKick = 200 * time.Millisecond
 	// DefaultMPATimeout bounds the MPA exchange when the context has no
 	// deadline.
 	DefaultMPATimeout = 10 * time.Second
@@ -120,6 +122,14 @@ type Config struct {
 	// their reply unprocessed (the siw accept race); a few milliseconds
 	// avoid it. Zero sends at once.
 	FirstFPDUDelay time.Duration
+	// SiwKick works around the same siw race without delaying every
+	// connection: if, this long after the initiator's first FPDU, the peer
+	// has sent nothing and we have sent nothing more, the initiator sends
+	// one zero-length RDMA Write (STag 1, TO 0; receivers do not check the
+	// STag of an empty Write, RFC 6581's RTR uses the same frame), whose
+	// arrival makes a stuck siw responder process the first FPDU. Zero
+	// selects DefaultSiwKick; negative disables it.
+	SiwKick time.Duration
 	// Dialer is used by Dial; nil means a net.Dialer with default settings.
 	Dialer *net.Dialer
 	// Logger receives control-path events (connections established and
@@ -146,6 +156,9 @@ func New(cfg Config) *Device {
 	}
 	if cfg.MPARevision == 0 {
 		cfg.MPARevision = 2
+	}
+	if cfg.SiwKick == 0 {
+		cfg.SiwKick = DefaultSiwKick
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()

@@ -212,6 +212,23 @@ func (q *queuePair) terminateLocal(code iwarp.TermCode, reason string, hdr []byt
 		Reason: fmt.Sprintf("%v: %s", code, reason)}, frame)
 }
 
+// noteSentLocked counts a sent message and, after an initiator's first,
+// arms the SiwKick timer. Caller holds mu.
+func (q *queuePair) noteSentLocked() {
+	q.sentMsgs++
+	if q.sentMsgs != 1 || q.responder || q.dev.cfg.SiwKick < 0 {
+		return
+	}
+	q.kickTimer = time.AfterFunc(q.dev.cfg.SiwKick, func() {
+		q.mu.Lock()
+		if q.state == verbs.StateRTS && !q.peerSpoke && q.sentMsgs == 1 {
+			q.kickDue = true
+			q.cond.Signal()
+		}
+		q.mu.Unlock()
+	})
+}
+
 // writer is the connection's transmit goroutine. It sends the RTR frame (P2P
 // initiator), then Read Responses and send-queue work in order, and on error
 // the pending Terminate.
@@ -242,10 +259,16 @@ func (q *queuePair) writer() {
 		q.fail(fmt.Errorf("%w: sending RTR: %w", verbs.ErrConnectionLost, err), nil)
 	}
 	q.mu.Lock()
+	if q.rtrSend != RTRNone {
+		q.noteSentLocked()
+	}
 	for {
 		if q.state != verbs.StateRTS {
 			term := q.pendingTerm
 			q.pendingTerm = nil
+			if q.kickTimer != nil {
+				q.kickTimer.Stop()
+			}
 			q.mu.Unlock()
 			if term != nil {
 				q.conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
@@ -262,6 +285,18 @@ func (q *queuePair) writer() {
 			q.cond.Wait()
 			continue
 		}
+		if q.kickDue {
+			q.kickDue = false
+			q.sentMsgs++
+			q.mu.Unlock()
+			h := iwarp.Header{Opcode: iwarp.OpWrite, STag: 1}
+			err = q.sendMessage(&h, nil, 0, nil, 0)
+			q.mu.Lock()
+			if err != nil {
+				q.failLocked(fmt.Errorf("%w: %w", verbs.ErrConnectionLost, err), nil)
+			}
+			continue
+		}
 		if q.irqHead < q.irqTail {
 			// The slot is freed as the response starts: the peer may
 			// count the response as complete as soon as its last segment
@@ -271,6 +306,7 @@ func (q *queuePair) writer() {
 			q.mu.Unlock()
 			err = q.sendReadResponse(&ir)
 			q.mu.Lock()
+			q.noteSentLocked()
 			if err != nil {
 				q.failLocked(fmt.Errorf("%w: %w", verbs.ErrConnectionLost, err), nil)
 			}
@@ -294,6 +330,7 @@ func (q *queuePair) writer() {
 			q.mu.Unlock()
 			err = q.transmit(wq)
 			q.mu.Lock()
+			q.noteSentLocked()
 			if err != nil {
 				q.failLocked(fmt.Errorf("%w: %w", verbs.ErrConnectionLost, err), nil)
 				continue
