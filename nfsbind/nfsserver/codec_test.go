@@ -3,6 +3,7 @@
 package nfsserver
 
 import (
+	"hash/crc32"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -31,3 +32,5 @@ func unixTSNow() unix.StatxTimestamp { return unix.StatxTimestamp{Sec: time.Now(
 func statWithTimes(m, c int64) unix.Statx_t {
 	return unix.Statx_t{Mtime: unixTS(m), Ctime: unixTS(c)}
 }
+
+func crcOf(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }

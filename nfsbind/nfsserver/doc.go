@@ -35,6 +35,14 @@
 // data. EXCLUSIVE CREATE stores the client's verifier in the new file's mtime and atime
 // seconds, as Linux nfsd does, so a retried create finds its own file and succeeds.
 //
+// # Retransmissions
+//
+// A duplicate request cache (1024 entries) remembers the results of the non-idempotent
+// procedures (SETATTR, CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK) by
+// client address, XID, procedure and a CRC-32C of the arguments, so a retransmitted
+// call gets its original answer; one that arrives while the original still runs is
+// dropped.
+//
 // # Credentials
 //
 // AUTH_SYS credentials are checked against each object's mode bits, owner and group

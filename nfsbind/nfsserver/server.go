@@ -63,6 +63,7 @@ type Server struct {
 	idx        index
 	searchMu   sync.Mutex
 	dirs       dirCache
+	drc        drc
 	verf       [nfs3.WriteVerfSize]byte
 	asRoot     bool
 	bufs       sync.Pool // *[]byte of MaxIO bytes
@@ -138,6 +139,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("nfsserver: write verifier: %w", err)
 	}
 	s.handles = newHandleCodec(key, opts.ExportID)
+	s.drc.entries = make(map[drcKey]*drcEntry, drcSize)
 	s.idx.paths = make(map[fileKey]string)
 	s.idx.max = opts.MaxIndex
 	fd, err := unix.Open(abs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -182,8 +184,13 @@ func (s *Server) Register(rs *oncrpc.Server) {
 	rs.Register(nfs3.MountProgram, nfs3.MountVersion, s.MountHandler())
 }
 
-// NFSHandler returns the oncrpc handler of NFS version 3.
+// NFSHandler returns the oncrpc handler of NFS version 3, with a duplicate request
+// cache in front of the non-idempotent procedures. Call it once per Server.
 func (s *Server) NFSHandler() oncrpc.Handler {
+	return s.withDRC(s.procs())
+}
+
+func (s *Server) procs() oncrpc.Procs {
 	return oncrpc.Procs{
 		uint32(nfs3.ProcNull):        func(context.Context, *oncrpc.Request, *xdr.Encoder) error { return nil },
 		uint32(nfs3.ProcGetattr):     s.getattr,

@@ -1,0 +1,98 @@
+//go:build linux
+
+package nfsserver
+
+import (
+	"context"
+	"hash/crc32"
+	"sync"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// The duplicate request cache remembers the results of recent non-idempotent calls
+// (SETATTR, CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK) so that a
+// retransmission (same client address, XID, procedure and arguments) gets the original
+// answer instead of a spurious error such as NFS3ERR_NOENT for a REMOVE that already
+// happened. A retransmission that arrives while the original is still executing is
+// dropped; the client retransmits again and then finds the answer.
+const drcSize = 1024
+
+type drcKey struct {
+	addr string
+	xid  uint32
+	proc uint32
+	sum  uint32 // CRC-32C of the arguments
+	n    int    // argument length
+}
+
+type drcEntry struct {
+	done    bool
+	results []byte
+}
+
+type drc struct {
+	mu      sync.Mutex
+	entries map[drcKey]*drcEntry
+	ring    [drcSize]drcKey
+	next    int
+	hits    uint64
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func nonIdempotent(p nfs3.Proc) bool {
+	switch p {
+	case nfs3.ProcSetattr, nfs3.ProcCreate, nfs3.ProcMkdir, nfs3.ProcSymlink, nfs3.ProcMknod,
+		nfs3.ProcRemove, nfs3.ProcRmdir, nfs3.ProcRename, nfs3.ProcLink:
+		return true
+	}
+	return false
+}
+
+// withDRC wraps the NFS handler with the duplicate request cache.
+func (s *Server) withDRC(h oncrpc.Handler) oncrpc.Handler {
+	c := &s.drc
+	return oncrpc.HandlerFunc(func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+		if !nonIdempotent(nfs3.Proc(req.Header.Proc)) || req.RemoteAddr == nil {
+			return h.ServeRPC(ctx, req, res)
+		}
+		args := req.Args.Rest()
+		k := drcKey{addr: req.RemoteAddr.String(), xid: req.Header.XID, proc: req.Header.Proc,
+			sum: crc32.Checksum(args, castagnoli), n: len(args)}
+		c.mu.Lock()
+		if e, ok := c.entries[k]; ok {
+			c.hits++
+			if !e.done {
+				c.mu.Unlock()
+				return oncrpc.ErrNoReply
+			}
+			res.FixedOpaque(e.results)
+			c.mu.Unlock()
+			s.log.Debug("duplicate request answered from cache", "xid", k.xid, "proc", nfs3.Proc(k.proc).String(), "client", k.addr)
+			return nil
+		}
+		e := &drcEntry{}
+		if old := c.ring[c.next]; old != (drcKey{}) {
+			delete(c.entries, old)
+		}
+		c.ring[c.next] = k
+		c.next = (c.next + 1) % drcSize
+		c.entries[k] = e
+		c.mu.Unlock()
+
+		start := res.Len()
+		err := h.ServeRPC(ctx, req, res)
+		c.mu.Lock()
+		if err == nil && len(res.Payloads()) == 0 {
+			e.results = append([]byte(nil), res.Bytes()[start:]...)
+			e.done = true
+		} else if c.entries[k] == e {
+			delete(c.entries, k) // let a retransmission run again
+		}
+		c.mu.Unlock()
+		return err
+	})
+}

@@ -1,0 +1,79 @@
+//go:build linux
+
+package nfsserver
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// serveOnce runs one call through the NFS handler in process, as the oncrpc Server
+// would, and decodes the results into res.
+func serveOnce(t *testing.T, h oncrpc.Handler, addr net.Addr, xid uint32, proc nfs3.Proc, args xdr.EncoderTo, res nfs3.Message) error {
+	t.Helper()
+	req := &oncrpc.Request{
+		Header:     oncrpc.CallHeader{XID: xid, Prog: nfs3.Program, Vers: nfs3.Version, Proc: uint32(proc)},
+		AuthSys:    &oncrpc.AuthSysParams{UID: 0, GID: 0},
+		Args:       xdr.NewDecoder(encodeMsg(args)),
+		RemoteAddr: addr,
+	}
+	var e xdr.Encoder
+	if err := h.ServeRPC(context.Background(), req, &e); err != nil {
+		return err
+	}
+	return res.DecodeXDR(xdr.NewDecoder(xdr.Flatten(nil, e.Bytes(), e.Payloads())))
+}
+
+func TestDuplicateRequestCache(t *testing.T) {
+	s, err := New(Options{Root: t.TempDir(), HandleKey: fuzzKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := s.NFSHandler()
+	root := s.RootHandle()
+	a := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 800}
+	b := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 801}
+	var cr nfs3.CreateRes
+	if err := serveOnce(t, h, a, 1, nfs3.ProcCreate, &nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: root, Name: []byte("f")}, Mode: nfs3.Guarded}, &cr); err != nil || cr.Status != nfs3.StatusOK {
+		t.Fatalf("CREATE: %v %v", err, cr.Status)
+	}
+	// The GUARDED create retransmitted (same address and XID) gets the original answer.
+	if err := serveOnce(t, h, a, 1, nfs3.ProcCreate, &nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: root, Name: []byte("f")}, Mode: nfs3.Guarded}, &cr); err != nil || cr.Status != nfs3.StatusOK {
+		t.Fatalf("retransmitted CREATE: %v %v", err, cr.Status)
+	}
+	// Another client with the same XID is not a duplicate.
+	if err := serveOnce(t, h, b, 1, nfs3.ProcCreate, &nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: root, Name: []byte("f")}, Mode: nfs3.Guarded}, &cr); err != nil || cr.Status != nfs3.StatusExist {
+		t.Fatalf("other client's CREATE: %v %v", err, cr.Status)
+	}
+	var rr nfs3.RemoveRes
+	rm := &nfs3.RemoveArgs{What: nfs3.DirOpArgs{Dir: root, Name: []byte("f")}}
+	for i := 0; i < 2; i++ {
+		if err := serveOnce(t, h, a, 2, nfs3.ProcRemove, rm, &rr); err != nil || rr.Status != nfs3.StatusOK {
+			t.Fatalf("REMOVE try %d: %v %v", i, err, rr.Status)
+		}
+	}
+	// Same XID, different arguments: executed, not answered from the cache.
+	if err := serveOnce(t, h, a, 2, nfs3.ProcRemove, &nfs3.RemoveArgs{What: nfs3.DirOpArgs{Dir: root, Name: []byte("g")}}, &rr); err != nil || rr.Status != nfs3.StatusNoEnt {
+		t.Fatalf("REMOVE with reused XID: %v %v", err, rr.Status)
+	}
+	// A call still executing is dropped when retransmitted.
+	s.drc.mu.Lock()
+	k := drcKey{addr: a.String(), xid: 3, proc: uint32(nfs3.ProcRmdir)}
+	args := encodeMsg(&nfs3.RmdirArgs{What: nfs3.DirOpArgs{Dir: root, Name: []byte("d")}})
+	k.sum, k.n = crcOf(args), len(args)
+	s.drc.entries[k] = &drcEntry{}
+	s.drc.mu.Unlock()
+	if err := serveOnce(t, h, a, 3, nfs3.ProcRmdir, &nfs3.RmdirArgs{What: nfs3.DirOpArgs{Dir: root, Name: []byte("d")}}, &rr); !errors.Is(err, oncrpc.ErrNoReply) {
+		t.Fatalf("duplicate of a call in progress: %v", err)
+	}
+	if s.drc.hits != 3 {
+		t.Fatalf("%d cache hits, want 3", s.drc.hits)
+	}
+}
