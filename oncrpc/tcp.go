@@ -21,7 +21,9 @@ type TCPOptions struct {
 	// claims more gets its connection closed.
 	MaxRecord int
 	// MaxFragment bounds the fragments this side sends (default: one fragment per
-	// record, up to MaxFragmentSize).
+	// record, up to MaxFragmentSize). Keep the default towards peers you do not
+	// control: rpcbind's non-blocking libtirpc server resets the connection on a
+	// multi-fragment call (TestInteropRpcbindRejectsFragments).
 	MaxFragment int
 	// ReconnectBackoff is the first delay between reconnection attempts of a dialed
 	// client transport; it doubles up to 1s (default 10ms).
