@@ -40,6 +40,20 @@ func watchCtx(ctx context.Context, c net.Conn) func() bool {
 	return context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
 }
 
+// ctxCause returns the context error behind an I/O error caused by
+// watchCtx's deadline (the socket deadline can fire a moment before the
+// context reports it), or nil.
+func ctxCause(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var ne net.Error
+	if dl, ok := ctx.Deadline(); ok && errors.As(err, &ne) && ne.Timeout() && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
 func (d *Device) checkQP(qp verbs.QP, what string) (*queuePair, error) {
 	q, ok := qp.(*queuePair)
 	if !ok || q == nil {
@@ -128,8 +142,8 @@ func (d *Device) dial(ctx context.Context, addr string, q *queuePair, p verbs.Co
 	}
 	rep, err := iwarp.ReadMPAFrame(conn, buf[:], iwarp.MPAReply)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("soft: Dial %s: waiting for MPA Reply: %w", addr, ctx.Err())
+		if cerr := ctxCause(ctx, err); cerr != nil {
+			return nil, fmt.Errorf("soft: Dial %s: waiting for MPA Reply: %w", addr, cerr)
 		}
 		return nil, fmt.Errorf("soft: Dial %s: MPA Reply: %w", addr, err)
 	}

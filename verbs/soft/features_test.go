@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"testing"
@@ -550,4 +551,65 @@ func TestReadRemoteAccessError(t *testing.T) {
 	}
 	cli.expect(t, 2, verbs.OpcodeRecv, verbs.StatusFlushed)
 	<-srv.qp.Done()
+}
+
+// TestConnectionSetupCancel: Dial honours its context while the peer never
+// replies; Accept honours its context; Close unblocks Accept and drops a
+// peer still in the MPA exchange.
+func TestConnectionSetupCancel(t *testing.T) {
+	checkGoroutines(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			defer c.Close()
+			io.Copy(io.Discard, c) // swallow the request, never reply
+		}
+	}()
+	dev := New(Config{})
+	e := newEndpoint(t, dev, 2)
+	defer e.close(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := dev.Dial(ctx, ln.Addr().String(), e.qp, verbs.ConnParams{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Dial to a silent peer: %v", err)
+	}
+	if e.qp.State() != verbs.StateInit {
+		t.Fatalf("QP state %v after a failed Dial", e.qp.State())
+	}
+
+	vl, err := dev.Listen(context.Background(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, acancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer acancel()
+	if _, err := vl.Accept(actx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Accept: %v", err)
+	}
+	// A peer that connects and sends half an MPA request.
+	c, err := net.Dial("tcp", vl.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte("MPA ID Req"))
+	accepted := make(chan error, 1)
+	go func() {
+		_, err := vl.Accept(context.Background())
+		accepted <- err
+	}()
+	time.Sleep(10 * time.Millisecond)
+	vl.Close()
+	if err := <-accepted; !errors.Is(err, verbs.ErrClosed) {
+		t.Fatalf("Accept after Close: %v", err)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("half-open MPA peer not dropped by Close")
+	}
 }
