@@ -21,8 +21,8 @@ func ExampleHeader_Append() {
 		fmt.Println(err)
 		return
 	}
+	// The RPC call message goes right after the header: buf = append(buf, rpcCall...).
 	fmt.Println(len(buf), h.Size())
-	// buf = append(buf, rpcCall...)
 	// Output: 52 52
 }
 
