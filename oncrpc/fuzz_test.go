@@ -3,8 +3,10 @@ package oncrpc
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
+	"net"
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -129,6 +131,57 @@ func FuzzRecordMarking(f *testing.F) {
 			if err != nil || !bytes.Equal(rec, buf) {
 				t.Fatalf("round trip with fragments of %d: %v", frag, err)
 			}
+		}
+	})
+}
+
+// captureConn is a ServerConn that records the reply to one call.
+type captureConn struct {
+	replied bool
+	reply   []byte
+}
+
+func (c *captureConn) ReadCall(ctx context.Context) (*ServerCall, error) { return nil, io.EOF }
+func (c *captureConn) WriteReply(call *ServerCall, reply *Message) error {
+	if reply != nil {
+		c.replied = true
+		c.reply = xdr.Flatten(nil, reply.Inline, reply.Payloads)
+	}
+	return nil
+}
+func (c *captureConn) Close() error         { return nil }
+func (c *captureConn) RemoteAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
+
+// FuzzServerCall feeds arbitrary call messages to the Server's dispatch: it must never
+// panic, and every reply must be a well-formed REPLY to the call's XID. Well-formed
+// calls must be answered.
+func FuzzServerCall(f *testing.F) {
+	for _, tc := range callGolden {
+		f.Add(unhex(f, tc.hex))
+	}
+	echo := (&CallHeader{XID: 5, Prog: testProg, Vers: testVers, Proc: procEcho}).Append(nil)
+	f.Add(xdr.AppendOpaque(echo, []byte("echo me")))
+	s := NewServer(nil)
+	s.Register(testProg, testVers, echoHandler())
+	s.RegisterRange(100003, 2, 3, echoHandler())
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var c captureConn
+		s.handle(context.Background(), &c, &ServerCall{Msg: Message{Inline: in}}, c.RemoteAddr())
+		var hdr CallHeader
+		callErr := hdr.DecodeXDR(xdr.NewDecoder(in))
+		if !c.replied {
+			var he *HeaderError
+			if callErr == nil || !errors.As(callErr, &he) || (he.Field != "xid" && he.Field != "msg_type" && he.Field != "rpcvers") {
+				t.Fatalf("no reply to a call whose header decodes as far as %v", callErr)
+			}
+			return
+		}
+		var rh ReplyHeader
+		if err := rh.DecodeXDR(xdr.NewDecoder(c.reply)); err != nil {
+			t.Fatalf("malformed reply %x: %v", c.reply, err)
+		}
+		if rh.XID != hdr.XID {
+			t.Fatalf("reply xid %#x to call xid %#x", rh.XID, hdr.XID)
 		}
 	})
 }
