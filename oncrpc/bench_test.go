@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
@@ -153,22 +154,26 @@ func TestClientCallDoesNotAllocate(t *testing.T) {
 }
 
 // A NULL round trip over TCP, client and server together (PendingCalls, record
-// writing and reading, dispatch), does not allocate in steady state.
+// writing and reading, dispatch), does not allocate in steady state, with or without a
+// per-try timeout.
 func TestTCPNullRoundTripAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under -race")
 	}
 	_, addr := startTCPServer(t, nil, echoHandler())
-	c := NewClient(dialTCP(t, addr, nil), testProg, testVers)
-	ctx := context.Background()
-	allocs := testing.AllocsPerRun(200, func() {
-		if err := c.Call(ctx, procNull, nil, nil); err != nil {
-			t.Fatal(err)
+	tr := dialTCP(t, addr, nil)
+	for _, p := range []RetryPolicy{{}, {Timeout: time.Minute, MaxTries: 3}} {
+		c := NewClient(tr, testProg, testVers, WithRetry(p))
+		ctx := context.Background()
+		allocs := testing.AllocsPerRun(200, func() {
+			if err := c.Call(ctx, procNull, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+		})
+		// sync.Pool may be emptied by a GC during the run; allow that, not a per-call cost.
+		if allocs >= 0.5 {
+			t.Fatalf("policy %+v: %.2f allocs per NULL round trip over TCP", p, allocs)
 		}
-	})
-	// sync.Pool may be emptied by a GC during the run; allow that, not a per-call cost.
-	if allocs >= 0.5 {
-		t.Fatalf("%.2f allocs per NULL round trip over TCP", allocs)
 	}
 }
 
