@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -207,14 +209,28 @@ func (s *Server) Serve(l Listener) error {
 		l.Close()
 	}()
 	s.log.Info("serving", "addr", l.Addr().String(), "netid", l.Addr().Network())
+	delay := 5 * time.Millisecond
 	for {
 		c, err := l.Accept(s.readCtx)
 		if err != nil {
 			if s.shutdown.Load() {
 				return ErrClosed
 			}
+			if transientAcceptError(err) {
+				// Out of descriptors or buffers, or a connection aborted before
+				// it was accepted: wait and carry on serving.
+				s.log.Warn("accept failed, retrying", "addr", l.Addr().String(), "error", err, "delay", delay)
+				select {
+				case <-time.After(delay):
+				case <-s.readCtx.Done():
+					return ErrClosed
+				}
+				delay = min(2*delay, time.Second)
+				continue
+			}
 			return fmt.Errorf("oncrpc: accept on %v: %w", l.Addr(), err)
 		}
+		delay = 5 * time.Millisecond
 		if !s.track() {
 			c.Close()
 			return ErrClosed
@@ -224,6 +240,19 @@ func (s *Server) Serve(l Listener) error {
 			s.serveConn(c)
 		}()
 	}
+}
+
+// transientAcceptError reports whether an Accept error is worth retrying.
+func transientAcceptError(err error) bool {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return false
+	}
+	switch errno {
+	case syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.EINTR:
+		return true
+	}
+	return false
 }
 
 // ServeConn serves one connection until it fails or the server shuts down, then

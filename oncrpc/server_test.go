@@ -9,8 +9,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -588,5 +590,42 @@ func TestHandlerContextEndsWithConnection(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("handler context not cancelled after the connection closed")
+	}
+}
+
+// flakyListener fails its first Accepts with EMFILE, as a process out of descriptors.
+type flakyListener struct {
+	Listener
+	failures atomic.Int32
+}
+
+func (l *flakyListener) Accept(ctx context.Context) (ServerConn, error) {
+	if l.failures.Add(-1) >= 0 {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept(ctx)
+}
+
+// Serve survives transient accept errors.
+func TestServeRetriesTransientAcceptErrors(t *testing.T) {
+	s := NewServer(nil)
+	s.Register(testProg, testVers, echoHandler())
+	tl, err := ListenTCP("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &flakyListener{Listener: tl}
+	l.failures.Store(3)
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(l) }()
+	c := NewClient(dialTCP(t, tl.Addr().String(), nil), testProg, testVers)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.Call(ctx, procNull, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Shutdown(ctx)
+	if err := <-served; !errors.Is(err, ErrClosed) {
+		t.Fatalf("Serve: %v", err)
 	}
 }
