@@ -282,8 +282,8 @@ func (s *Server) read(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) 
 		var fd int
 		if fd, r.Status = s.ioFile(&o, &c, permR, unix.O_RDONLY); r.Status == nfs3.StatusOK {
 			count := min(int(a.Count), s.opts.MaxIO)
-			bp := s.bufs.Get().(*[]byte)
-			buf := (*bp)[:count]
+			rb := s.bufs.Get().(*readBuf)
+			buf := rb.b[:count]
 			n := 0
 			var err error
 			for n < count && a.Offset <= math.MaxInt64-uint64(count) {
@@ -296,10 +296,10 @@ func (s *Server) read(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) 
 			}
 			if err != nil {
 				r.Status = statusOf(err)
-				s.bufs.Put(bp)
+				rb.release()
 			} else {
 				r.Count, r.Data = uint32(n), buf[:n]
-				req.AfterReply(func() { s.bufs.Put(bp) })
+				req.AfterReply(rb.release)
 			}
 			if statFD(fd, &o.st) == nil {
 				r.EOF = a.Offset+uint64(n) >= o.st.Size

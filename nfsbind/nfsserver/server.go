@@ -66,13 +66,19 @@ type Server struct {
 	drc        drc
 	verf       [nfs3.WriteVerfSize]byte
 	asRoot     bool
-	bufs       sync.Pool // *[]byte of MaxIO bytes
+	bufs       sync.Pool // *readBuf of MaxIO bytes
 
 	mountMu sync.Mutex
 	mounts  []mountEntry
 }
 
 type mountEntry struct{ host, path string }
+
+// readBuf holds READ data until the reply carrying it has been sent.
+type readBuf struct {
+	b       []byte
+	release func()
+}
 
 // New opens the export and returns a Server for it.
 func New(opts Options) (*Server, error) {
@@ -154,7 +160,11 @@ func New(opts Options) (*Server, error) {
 	}
 	s.idx.put(keyOf(&st), "")
 	max := opts.MaxIO
-	s.bufs.New = func() any { b := make([]byte, max); return &b }
+	s.bufs.New = func() any {
+		rb := &readBuf{b: make([]byte, max)}
+		rb.release = func() { s.bufs.Put(rb) } // bound once, so AfterReply does not allocate
+		return rb
+	}
 	s.log.Info("exporting", "root", abs, "path", opts.ExportPath, "read_only", opts.ReadOnly, "max_io", opts.MaxIO)
 	return s, nil
 }
