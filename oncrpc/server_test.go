@@ -294,7 +294,7 @@ func TestClientRetransmitsAfterDroppedReply(t *testing.T) {
 		return nil
 	}
 	_, addr := startTCPServer(t, nil, h)
-	c := NewClient(dialTCP(t, addr, nil), testProg, testVers, WithRetry(RetryPolicy{Timeout: 20 * time.Millisecond, MaxTries: 50}))
+	c := NewClient(dialTCP(t, addr, nil), testProg, testVers, WithRetry(RetryPolicy{Timeout: 20 * time.Millisecond, MaxTries: 500}))
 	for i := 0; i < 3; i++ {
 		if err := c.Call(context.Background(), procNull, nil, nil); err != nil {
 			t.Fatal(err)

@@ -74,11 +74,19 @@ type TCPTransport struct {
 	broken       error // set when the connection is lost for good
 	reconnecting bool
 
-	closed   atomic.Bool
-	ctx      context.Context // ends with Close
-	cancel   context.CancelFunc
-	readers  sync.WaitGroup
-	sendErrs atomic.Uint64
+	closed     atomic.Bool
+	ctx        context.Context // ends with Close
+	cancel     context.CancelFunc
+	readers    sync.WaitGroup
+	sendErrs   atomic.Uint64
+	reconnects atomic.Uint64
+}
+
+// TCPStats are a client transport's cumulative counters.
+type TCPStats struct {
+	Unmatched  uint64 // replies whose XID matched no outstanding call, dropped
+	SendErrors uint64 // calls whose write failed (the connection was then lost)
+	Reconnects uint64 // connections re-established after a loss
 }
 
 // DialTCP connects to addr ("host:port") and returns a transport that redials addr
@@ -114,6 +122,11 @@ func newTCPTransport(c net.Conn, opts *TCPOptions) *TCPTransport {
 // outstanding call (e.g. late replies to calls that timed out).
 func (t *TCPTransport) Unmatched() uint64 { return t.pending.Unmatched() }
 
+// Stats returns the transport's counters.
+func (t *TCPTransport) Stats() TCPStats {
+	return TCPStats{Unmatched: t.pending.Unmatched(), SendErrors: t.sendErrs.Load(), Reconnects: t.reconnects.Load()}
+}
+
 // RoundTrip implements RoundTripper.
 func (t *TCPTransport) RoundTrip(ctx context.Context, call *ClientCall, reply *ClientReply) error {
 	if t.closed.Load() {
@@ -132,8 +145,7 @@ func (t *TCPTransport) RoundTrip(ctx context.Context, call *ClientCall, reply *C
 		t.wmu.Unlock()
 		return t.pending.Fail(p, err)
 	}
-	var lost net.Conn
-	var werr error
+	var after func()
 	if t.conn != nil && p.Gen != t.gen {
 		p.Gen = t.gen
 		// A peer that stops reading must not hold the call past its deadline; a
@@ -142,17 +154,17 @@ func (t *TCPTransport) RoundTrip(ctx context.Context, call *ClientCall, reply *C
 		if hasDeadline {
 			t.conn.SetWriteDeadline(deadline)
 		}
-		if werr = t.write(t.conn, &call.Msg); werr != nil {
-			lost = t.conn
+		if werr := t.write(t.conn, &call.Msg); werr != nil {
 			t.sendErrs.Add(1)
+			after = t.loseLocked(t.conn, werr)
 		} else if hasDeadline {
 			t.conn.SetWriteDeadline(time.Time{})
 		}
 	}
 	// With no connection, the reconnection resends the call.
 	t.wmu.Unlock()
-	if lost != nil {
-		t.connLost(lost, werr)
+	if after != nil {
+		after()
 	}
 	return t.pending.Wait(ctx, p)
 }
@@ -202,29 +214,35 @@ func (t *TCPTransport) readLoop(c net.Conn) error {
 // either starts reconnecting or fails every outstanding call.
 func (t *TCPTransport) connLost(c net.Conn, cause error) {
 	t.wmu.Lock()
+	after := t.loseLocked(c, cause)
+	t.wmu.Unlock()
+	after()
+}
+
+// loseLocked is connLost with t.wmu held, so that no other call is written to a
+// connection known to be dead. It returns what to do once t.wmu is released.
+func (t *TCPTransport) loseLocked(c net.Conn, cause error) (after func()) {
+	nothing := func() {}
 	if t.conn != c {
-		t.wmu.Unlock()
-		return
+		return nothing
 	}
 	t.conn = nil
 	c.Close()
 	if t.closed.Load() {
-		t.wmu.Unlock()
-		return
+		return nothing
 	}
 	if t.dial == nil {
-		t.broken = fmt.Errorf("oncrpc: tcp connection to %v lost: %w", c.RemoteAddr(), cause)
-		t.wmu.Unlock()
-		t.pending.FailAll(t.broken)
-		return
+		broken := fmt.Errorf("oncrpc: tcp connection to %v lost: %w", c.RemoteAddr(), cause)
+		t.broken = broken
+		return func() { t.pending.FailAll(broken) }
 	}
 	t.opts.Logger.Info("tcp connection lost, reconnecting", "remote", c.RemoteAddr().String(), "error", cause)
-	start := !t.reconnecting
-	t.reconnecting = true
-	t.wmu.Unlock()
-	if start {
-		go t.reconnect(c.RemoteAddr())
+	if t.reconnecting {
+		return nothing
 	}
+	t.reconnecting = true
+	remote := c.RemoteAddr()
+	return func() { go t.reconnect(remote) }
 }
 
 // reconnect redials with exponential backoff, then retransmits outstanding calls.
@@ -251,6 +269,7 @@ func (t *TCPTransport) reconnect(remote net.Addr) {
 		}
 		t.conn = c
 		t.gen++
+		t.reconnects.Add(1)
 		t.startReader(c)
 		var werr error
 		n := 0
@@ -264,11 +283,14 @@ func (t *TCPTransport) reconnect(remote net.Addr) {
 			}
 		})
 		c.SetWriteDeadline(time.Time{})
+		after := func() {}
+		if werr != nil {
+			t.sendErrs.Add(1)
+			after = t.loseLocked(c, werr)
+		}
 		t.wmu.Unlock()
 		t.opts.Logger.Info("tcp reconnected", "remote", c.RemoteAddr().String(), "retransmitted", n)
-		if werr != nil {
-			t.connLost(c, werr)
-		}
+		after()
 		return
 	}
 }

@@ -141,7 +141,8 @@ func TestTCPReconnectUnderLoad(t *testing.T) {
 			go s.ServeConn(sc)
 		}
 	}()
-	c := NewClient(dialTCP(t, ln.Addr().String(), &TCPOptions{ReconnectBackoff: time.Millisecond}), testProg, testVers)
+	tr := dialTCP(t, ln.Addr().String(), &TCPOptions{ReconnectBackoff: time.Millisecond})
+	c := NewClient(tr, testProg, testVers)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -157,8 +158,8 @@ func TestTCPReconnectUnderLoad(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	t.Logf("%d connections", conns.Load())
-	if conns.Load() < 2 {
-		t.Fatalf("only %d connections", conns.Load())
+	t.Logf("%d connections, transport stats %+v", conns.Load(), tr.Stats())
+	if conns.Load() < 2 || tr.Stats().Reconnects != uint64(conns.Load()-1) {
+		t.Fatalf("%d connections, stats %+v", conns.Load(), tr.Stats())
 	}
 }
