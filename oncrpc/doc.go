@@ -20,8 +20,9 @@
 // out of line, MaxReply, a per-try Timeout) and fills a ClientReply (Inline, Placed).
 // On the server side a Listener yields ServerConns; ReadCall returns a ServerCall whose
 // Msg.Inline is the whole call stream, and WriteReply sends a reply Message and
-// releases the call. PendingCalls is the XID-matching table both the TCP and RDMA
-// client transports use.
+// releases the call. PendingCalls is an XID-matching table (cancellation, per-try
+// timeouts, retransmission after reconnect) that client transports can share; the
+// TCP transport uses it.
 //
 // # Server
 //
