@@ -3,6 +3,8 @@ package oncrpc
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -161,5 +163,37 @@ func TestTCPReconnectUnderLoad(t *testing.T) {
 	t.Logf("%d connections, transport stats %+v", conns.Load(), tr.Stats())
 	if conns.Load() < 2 || tr.Stats().Reconnects != uint64(conns.Load()-1) {
 		t.Fatalf("%d connections, stats %+v", conns.Load(), tr.Stats())
+	}
+}
+
+// A server that closes in the middle of a reply record fails the call with a clear error.
+func TestTCPServerClosesMidReply(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		call, err := NewRecordReader(c, 0).ReadRecord(nil)
+		if err != nil || len(call) < 4 {
+			return
+		}
+		reply := writeRecord(&Message{Inline: (&ReplyHeader{XID: binary.BigEndian.Uint32(call)}).Append(nil)}, 0)
+		c.Write(reply[:len(reply)-5]) // all but the last 5 bytes
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTCPTransport(c, nil)
+	defer tr.Close()
+	err = NewClient(tr, testProg, testVers).Call(context.Background(), procNull, nil, nil)
+	if !errors.Is(err, ErrRecordTruncated) {
+		t.Fatalf("err = %v, want ErrRecordTruncated", err)
 	}
 }
