@@ -550,3 +550,36 @@ func TestSiwKick(t *testing.T) {
 		t.Fatalf("kick %+v", f.Header)
 	}
 }
+
+// TestLargestFPDU: FPDUs with the largest legal ULPDU_Length (65535), with
+// a pad, are reassembled for Send and RDMA Write, with and without CRC.
+func TestLargestFPDU(t *testing.T) {
+	for _, crc := range []bool{false, true} {
+		checkGoroutines(t)
+		s := newServerUnderTest(t, Config{})
+		big := make([]byte, 1<<18)
+		bmr := s.reg(t, big, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+		if err := s.qp.PostRecv(&verbs.RecvWR{ID: 1, SGL: []verbs.SGE{{MR: bmr, Length: 1 << 16}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.qp.PostRecv(&verbs.RecvWR{ID: 2, SGL: []verbs.SGE{{MR: bmr, Offset: 1 << 16, Length: 16}}}); err != nil {
+			t.Fatal(err)
+		}
+		p := s.connectRaw(t, crc, verbs.ConnParams{})
+		sendPay := make([]byte, iwarp.MaxULPDULength+iwarp.MPALenFieldLen-iwarp.UntaggedHeaderLen)
+		fillPattern(sendPay, 3)
+		p.sendMsg(iwarp.OpSend, sendPay, 0)
+		wc := s.expect(t, 1, verbs.OpcodeRecv, verbs.StatusSuccess)
+		if wc.ByteLen != len(sendPay) || !bytes.Equal(big[:len(sendPay)], sendPay) {
+			t.Fatalf("Send of %d bytes: got %d, mismatch", len(sendPay), wc.ByteLen)
+		}
+		writePay := make([]byte, iwarp.MaxULPDULength+iwarp.MPALenFieldLen-iwarp.TaggedHeaderLen)
+		fillPattern(writePay, 5)
+		p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: bmr.RKey(), TO: bmr.Addr() + 1<<16 + 16}, writePay)
+		p.sendMsg(iwarp.OpSend, nil, 0) // orders our view after the Write
+		s.expect(t, 2, verbs.OpcodeRecv, verbs.StatusSuccess)
+		if !bytes.Equal(big[1<<16+16:1<<16+16+len(writePay)], writePay) {
+			t.Fatal("Write mismatch")
+		}
+	}
+}
