@@ -425,19 +425,37 @@ func TestTCPTransportConnectionLost(t *testing.T) {
 	}
 }
 
-// A reply over the client's record limit ends the connection with a clear error.
+// A reply over the client's record limit fails the call with a clear error, also on
+// a reconnecting transport (which must not retransmit it forever), and the transport
+// then serves smaller calls.
 func TestTCPClientOversizedReply(t *testing.T) {
 	_, addr := startTCPServer(t, nil, echoHandler())
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := NewTCPTransport(c, &TCPOptions{MaxRecord: 1000})
-	defer tr.Close()
-	err = NewClient(tr, testProg, testVers).Call(context.Background(), procEcho, payloadArg(make([]byte, 2000)), nil)
-	var tl *RecordTooLargeError
-	if !errors.As(err, &tl) || tl.Limit != 1000 {
-		t.Fatalf("err = %v, want *RecordTooLargeError", err)
+	for _, redial := range []bool{false, true} {
+		var tr *TCPTransport
+		if redial {
+			tr = dialTCP(t, addr, &TCPOptions{MaxRecord: 1000, ReconnectBackoff: time.Millisecond})
+		} else {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr = NewTCPTransport(c, &TCPOptions{MaxRecord: 1000})
+			defer tr.Close()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		c := NewClient(tr, testProg, testVers)
+		err := c.Call(ctx, procEcho, payloadArg(make([]byte, 2000)), nil)
+		var tl *RecordTooLargeError
+		if !errors.As(err, &tl) || tl.Limit != 1000 {
+			t.Fatalf("redial %v: err = %v, want *RecordTooLargeError", redial, err)
+		}
+		if redial {
+			var out bytesRes
+			if err := c.Call(ctx, procEcho, payloadArg("small"), &out); err != nil || string(out.b) != "small" {
+				t.Fatalf("after an oversized reply: %q, %v", out.b, err)
+			}
+		}
 	}
 }
 

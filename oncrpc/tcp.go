@@ -182,6 +182,12 @@ func (t *TCPTransport) startReader(c net.Conn) {
 	go func() {
 		defer t.readers.Done()
 		err := t.readLoop(c)
+		var tooLarge *RecordTooLargeError
+		if errors.As(err, &tooLarge) {
+			// The reply cannot be matched to its call, and retransmitting would only
+			// bring it back: fail the outstanding calls rather than resend them.
+			t.pending.FailAll(fmt.Errorf("oncrpc: reply from %v: %w", c.RemoteAddr(), err))
+		}
 		t.connLost(c, err)
 	}()
 }
