@@ -1,0 +1,556 @@
+//go:build linux
+
+// Package daemon is the body of the nfsrdmad command: it exports one local directory
+// over NFS version 3 on RPC-over-RDMA and on TCP, MOUNT version 3 over TCP, and the
+// CONF_RDMA service (program 100400) beside NFS on every listener, optionally
+// registered with the local rpcbind. It lives in a package of its own so that other
+// programs (the nfsrdma demo, tests) can run the very same server in process.
+//
+// Run serves until its context ends, then shuts down in order: stop reading calls,
+// let running calls finish (bounded), close the listeners and the RDMA device, and
+// remove the rpcbind registrations it made.
+//
+// Dependencies: github.com/hashicorp/go-hclog for the control-path logs, and the
+// project's own packages (nfsbind/nfsserver, oncrpc, rpcrdma, confproto, rpcbind,
+// verbs/soft; verbs/ibverbs when built with the ibverbs tag).
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/go-rpcrdma/rpcrdma/confproto"
+	"github.com/go-rpcrdma/rpcrdma/credits"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsserver"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/rpcbind"
+	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
+)
+
+// Defaults of Config.
+const (
+	// DefaultRDMAAddr is where NFS over RDMA listens: port 20049, the port a Linux
+	// client uses for proto=rdma when the mount gives none (NFS_RDMA_PORT).
+	DefaultRDMAAddr = ":20049"
+	// DefaultTCPAddr is where NFS and MOUNT listen over TCP: port 2049, NFS's port.
+	DefaultTCPAddr = ":2049"
+	// DefaultCredits is the credit grant per RDMA connection (Linux svcrdma's
+	// max_requests).
+	DefaultCredits = 64
+	// DefaultInline is the inline threshold both ways (Linux's RPCRDMA_DEF_INLINE).
+	DefaultInline = rpcrdma.DefaultInline
+	// DefaultShutdownTimeout bounds how long Run waits for calls in progress when
+	// its context ends.
+	DefaultShutdownTimeout = 5 * time.Second
+	// Owner is the owner string of the rpcbind registrations Run makes.
+	Owner = "nfsrdmad"
+)
+
+// Providers lists the RDMA provider names Config.Provider accepts.
+var Providers = []string{"soft", "ibverbs"}
+
+// ErrProviderNotBuilt is wrapped by Run's error when Config.Provider names a provider
+// that this binary was built without (ibverbs needs `go build -tags ibverbs`).
+var ErrProviderNotBuilt = errors.New("RDMA provider not compiled into this binary")
+
+// Config configures Run. Zero values select the defaults named on each field, except
+// that an empty RDMA or TCP address disables that listener: callers that want the
+// defaults set DefaultRDMAAddr and DefaultTCPAddr themselves (the command's flags do).
+type Config struct {
+	// Export is the directory to serve (required).
+	Export string
+	// ExportPath is the path clients name in MOUNT (default: Export made absolute).
+	ExportPath string
+	// StateDir keeps the file-handle key so handles survive a restart. Empty: a
+	// random key per run (handles go stale when the server restarts).
+	StateDir string
+	// ReadOnly refuses every modifying procedure with NFS3ERR_ROFS.
+	ReadOnly bool
+	// MaxIO is the largest READ and WRITE (rtmax, wtmax). Default 1 MiB.
+	MaxIO int
+
+	// RDMA is the RPC-over-RDMA listener address (host:port; "" disables it). It
+	// serves NFS v3, MOUNT v3 and CONF_RDMA.
+	RDMA string
+	// TCP is the TCP listener address for NFS v3, MOUNT v3 and CONF_RDMA ("" disables
+	// it).
+	TCP string
+	// Mountd, when set, is an extra TCP listener serving only MOUNT v3 (for setups
+	// that want MOUNT on a port of its own, or NFS over RDMA without a TCP NFS
+	// listener).
+	Mountd string
+
+	// Provider is the RDMA provider: "soft" (default: verbs/soft, iWARP in software
+	// over TCP) or "ibverbs" (libibverbs, only in binaries built with -tags ibverbs).
+	Provider string
+	// Device selects the ibverbs device by name (e.g. "siw0", "rxe0"); empty selects
+	// the device that owns the RDMA listener's IP address, or the only device.
+	Device string
+	// Credits is the most credits one RDMA connection is granted. Default 64.
+	Credits int
+	// Inline is the inline threshold, both ways: the receive buffers posted and the
+	// largest message sent without chunks, announced in the connection's private
+	// data and by CONF_RDMA. Default 4096, between 1024 and 262144.
+	Inline int
+
+	// RPCBind registers NFS (netids tcp and rdma), MOUNT (tcp) and CONF_RDMA (rdma)
+	// with the rpcbind at RPCBindAddr, and unregisters them on exit.
+	RPCBind bool
+	// RPCBindAddr is rpcbind's address: host:port over TCP, or unix:PATH for its
+	// AF_LOCAL socket. Default rpcbind.DefaultAddr (127.0.0.1:111).
+	RPCBindAddr string
+	// RPCBindTimeout bounds each exchange with rpcbind. Default 10 s.
+	RPCBindTimeout time.Duration
+
+	// ShutdownTimeout bounds the wait for calls in progress. Default 5 s.
+	ShutdownTimeout time.Duration
+	// Stdout, when set, receives the human start-up summary with the mount command.
+	Stdout io.Writer
+	// Logger receives the logs (default: none).
+	Logger hclog.Logger
+}
+
+// Info describes a running server; Run hands it to its ready callback.
+type Info struct {
+	// RDMA, TCP and Mountd are the listeners' addresses (nil when disabled). RDMA's
+	// Network is "rdma".
+	RDMA, TCP, Mountd net.Addr
+	// ExportPath is the path to mount.
+	ExportPath string
+	// MountPort is the TCP port serving MOUNT (Mountd's, else TCP's; 0 if none).
+	MountPort int
+	// MountCommand is the Linux command that mounts the export over RDMA (over TCP
+	// when there is no RDMA listener).
+	MountCommand string
+	// Registered lists the rpcbind mappings made, as "program/version/netid=uaddr".
+	Registered []string
+}
+
+// ConfigError reports a Config field that cannot be used: a bad value, or a listener
+// that cannot listen on its address.
+type ConfigError struct {
+	Field  string // Config field name: "Export", "RDMA", "Credits", ...
+	Value  string // the value as given, quoted when it is a string
+	Reason string // what is wrong, for people
+	Err    error  // the underlying error, if any
+}
+
+// Error implements error.
+func (e *ConfigError) Error() string {
+	s := "nfsrdmad: " + e.Field
+	if e.Value != "" {
+		s += " " + e.Value
+	}
+	s += ": " + e.Reason
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the underlying error.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func badString(field, v, reason string, err error) error {
+	return &ConfigError{Field: field, Value: strconv.Quote(v), Reason: reason, Err: err}
+}
+
+// listenErr reports a listener that could not listen, with a hint when the port is
+// taken.
+func listenErr(field, addr string, err error) error {
+	reason := "cannot listen"
+	if errors.Is(err, syscall.EADDRINUSE) {
+		reason = "cannot listen: the port is in use (another NFS server, such as the kernel's nfsd? choose another port)"
+	}
+	return badString(field, addr, reason, err)
+}
+
+func badInt(field string, v int, reason string) error {
+	return &ConfigError{Field: field, Value: strconv.Itoa(v), Reason: reason}
+}
+
+// Validate checks c; its errors are *ConfigError naming the field.
+func (c *Config) Validate() error {
+	if c.Export == "" {
+		return &ConfigError{Field: "Export", Reason: "the directory to serve is required"}
+	}
+	fi, err := os.Stat(c.Export)
+	if err != nil {
+		return badString("Export", c.Export, "cannot be served", err)
+	}
+	if !fi.IsDir() {
+		return badString("Export", c.Export, "not a directory", nil)
+	}
+	if c.ExportPath != "" && !strings.HasPrefix(c.ExportPath, "/") {
+		return badString("ExportPath", c.ExportPath, "must start with /", nil)
+	}
+	if c.RDMA == "" && c.TCP == "" {
+		return &ConfigError{Field: "RDMA", Reason: "RDMA and TCP are both empty: nothing would serve NFS"}
+	}
+	for _, a := range []struct{ name, addr string }{{"RDMA", c.RDMA}, {"TCP", c.TCP}, {"Mountd", c.Mountd}} {
+		if a.addr == "" {
+			continue
+		}
+		_, port, err := net.SplitHostPort(a.addr)
+		if err != nil {
+			return badString(a.name, a.addr, "want host:port (e.g. :2049 or 127.0.0.1:0)", err)
+		}
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return badString(a.name, a.addr, "port "+strconv.Quote(port)+" is not a number from 0 to 65535", nil)
+		}
+	}
+	if c.Provider != "" && !providerKnown(c.Provider) {
+		return badString("Provider", c.Provider, "want one of "+strings.Join(Providers, ", "), nil)
+	}
+	if c.Credits < 0 || c.Credits > 4096 {
+		return badInt("Credits", c.Credits, fmt.Sprintf("want 1 to 4096 (0 for the default %d)", DefaultCredits))
+	}
+	if c.Inline != 0 && (c.Inline < rpcrdma.MinInlineSize || c.Inline > rpcrdma.MaxInlineSize) {
+		return badInt("Inline", c.Inline, fmt.Sprintf("want %d to %d bytes (0 for the default %d)", rpcrdma.MinInlineSize, rpcrdma.MaxInlineSize, DefaultInline))
+	}
+	if c.MaxIO < 0 || c.MaxIO > nfs3.MaxData || (c.MaxIO != 0 && c.MaxIO < 4096) {
+		return badInt("MaxIO", c.MaxIO, fmt.Sprintf("want 4096 to %d bytes (0 for 1 MiB)", nfs3.MaxData))
+	}
+	if c.RPCBindTimeout < 0 {
+		return &ConfigError{Field: "RPCBindTimeout", Value: c.RPCBindTimeout.String(), Reason: "must not be negative"}
+	}
+	return nil
+}
+
+func providerKnown(name string) bool {
+	for _, p := range Providers {
+		if p == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Config) fill() {
+	if c.Provider == "" {
+		c.Provider = "soft"
+	}
+	if c.Credits == 0 {
+		c.Credits = DefaultCredits
+	}
+	if c.Inline == 0 {
+		c.Inline = DefaultInline
+	}
+	if c.RPCBindAddr == "" {
+		c.RPCBindAddr = rpcbind.DefaultAddr
+	}
+	if c.RPCBindTimeout == 0 {
+		c.RPCBindTimeout = 10 * time.Second
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+}
+
+// openDevice opens the RDMA device of cfg.Provider.
+func openDevice(cfg *Config, log hclog.Logger) (verbs.Device, string, error) {
+	switch cfg.Provider {
+	case "soft":
+		return soft.New(soft.Config{Logger: log.Named("soft")}), "verbs/soft (software iWARP over TCP)", nil
+	case "ibverbs":
+		if openIBVerbs == nil {
+			return nil, "", badString("Provider", cfg.Provider, "rebuild with `go build -tags ibverbs` (needs cgo and libibverbs-dev, librdmacm-dev), or use the soft provider", ErrProviderNotBuilt)
+		}
+		host, _, _ := net.SplitHostPort(cfg.RDMA)
+		if ip, err := netip.ParseAddr(host); err != nil || ip.IsUnspecified() {
+			host = ""
+		}
+		dev, err := openIBVerbs(cfg.Device, host)
+		if err != nil {
+			return nil, "", badString("Provider", cfg.Provider, "cannot open the device", err)
+		}
+		return dev, "verbs/ibverbs (" + dev.Name() + ")", nil
+	}
+	return nil, "", badString("Provider", cfg.Provider, "want one of "+strings.Join(Providers, ", "), nil)
+}
+
+// openIBVerbs opens a libibverbs device by name or by the IP address it owns; nil in
+// binaries built without the ibverbs tag.
+var openIBVerbs func(name, addr string) (verbs.Device, error)
+
+// listener is one oncrpc.Listener and the oncrpc.Server that serves it.
+type listener struct {
+	l   oncrpc.Listener
+	srv *oncrpc.Server
+}
+
+// Run serves cfg.Export until ctx ends or a listener fails. ready, when not nil, is
+// called once every listener listens and the rpcbind registrations are made. A
+// context end is a clean stop: Run then returns nil.
+func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cfg.fill()
+	log := cfg.Logger
+
+	var dev verbs.Device
+	var provider string
+	if cfg.RDMA != "" {
+		dev, provider, err = openDevice(&cfg, log)
+		if err != nil {
+			return err
+		}
+		defer dev.Close()
+	}
+
+	nfs, err := nfsserver.New(nfsserver.Options{
+		Root: cfg.Export, ExportPath: cfg.ExportPath, StateDir: cfg.StateDir,
+		ReadOnly: cfg.ReadOnly, MaxIO: cfg.MaxIO, Logger: log.Named("nfs"),
+	})
+	if err != nil {
+		return err
+	}
+	defer nfs.Close()
+
+	limits := confproto.DefaultLimits()
+	limits.MaxCallSendSize, limits.MaxReplySendSize = uint32(cfg.Inline), uint32(cfg.Inline)
+	conf, err := confproto.NewService(&confproto.ServiceOptions{
+		Limits: &limits,
+		Logger: log.Named("conf_rdma"),
+		Configured: func(req *oncrpc.Request, client confproto.ConfigRDMAReq, s confproto.Settings) {
+			log.Debug("CONF_RDMA", "remote", req.RemoteAddr.String(), "netid", req.Netid,
+				"client_maxcall_sendsize", client.MaxCallSendSize, "client_maxreply_sendsize", client.MaxReplySendSize,
+				"inline_send", s.InlineSend, "inline_recv", s.InlineRecv, "max_rdma_read", s.MaxRDMARead)
+		},
+	})
+	if err != nil {
+		return &ConfigError{Field: "Inline", Value: strconv.Itoa(cfg.Inline), Reason: "CONF_RDMA refuses it", Err: err}
+	}
+
+	main := oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("oncrpc")})
+	nfs.Register(main)
+	conf.Register(main)
+	var mountd *oncrpc.Server
+
+	var ls []listener
+	defer func() {
+		for _, l := range ls {
+			l.l.Close()
+		}
+	}()
+	var info Info
+	info.ExportPath = nfs.ExportPath()
+	if dev != nil {
+		l, err := rpcrdma.Listen(ctx, dev, cfg.RDMA, &rpcrdma.ServerOptions{
+			InlineSend: cfg.Inline,
+			InlineRecv: cfg.Inline,
+			Credits:    credits.NewServer(credits.Config{PerConn: cfg.Credits, Total: max(256, 4*cfg.Credits)}),
+			Logger:     log.Named("rpcrdma"),
+		})
+		if err != nil {
+			return listenErr("RDMA", cfg.RDMA, err)
+		}
+		ls = append(ls, listener{l, main})
+		info.RDMA = l.Addr()
+	}
+	if cfg.TCP != "" {
+		l, err := oncrpc.ListenTCP(cfg.TCP, &oncrpc.TCPOptions{Logger: log.Named("tcp")})
+		if err != nil {
+			return listenErr("TCP", cfg.TCP, err)
+		}
+		ls = append(ls, listener{l, main})
+		info.TCP = l.Addr()
+	}
+	if cfg.Mountd != "" {
+		mountd = oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("mountd")})
+		mountd.Register(nfs3.MountProgram, nfs3.MountVersion, nfs.MountHandler())
+		l, err := oncrpc.ListenTCP(cfg.Mountd, &oncrpc.TCPOptions{Logger: log.Named("mountd")})
+		if err != nil {
+			return listenErr("Mountd", cfg.Mountd, err)
+		}
+		ls = append(ls, listener{l, mountd})
+		info.Mountd = l.Addr()
+	}
+	switch {
+	case info.Mountd != nil:
+		info.MountPort = portOf(info.Mountd)
+	case info.TCP != nil:
+		info.MountPort = portOf(info.TCP)
+	}
+
+	if cfg.RPCBind {
+		regs, err := registrationsFor(info)
+		if err != nil {
+			return err
+		}
+		done, err := register(ctx, &cfg, regs)
+		if err != nil {
+			return err
+		}
+		defer unregister(&cfg, done)
+		for _, r := range done {
+			info.Registered = append(info.Registered, r.String())
+		}
+	}
+
+	info.MountCommand = MountCommand(info, hostForMount(info))
+	kv := []any{"export", cfg.Export, "path", info.ExportPath}
+	if info.RDMA != nil {
+		kv = append(kv, "rdma", info.RDMA.String(), "provider", provider, "credits", cfg.Credits, "inline", cfg.Inline)
+	}
+	if info.TCP != nil {
+		kv = append(kv, "tcp", info.TCP.String())
+	}
+	if info.Mountd != nil {
+		kv = append(kv, "mountd", info.Mountd.String())
+	}
+	if len(info.Registered) > 0 {
+		kv = append(kv, "rpcbind", strings.Join(info.Registered, ","))
+	}
+	kv = append(kv, "mount", info.MountCommand)
+	log.Info("serving NFSv3", kv...)
+	if cfg.Stdout != nil {
+		printSummary(cfg.Stdout, &cfg, info, provider)
+	}
+	if ready != nil {
+		ready(info)
+	}
+
+	errc := make(chan error, len(ls))
+	var wg sync.WaitGroup
+	for _, l := range ls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := l.srv.Serve(l.l)
+			if err != nil && !errors.Is(err, oncrpc.ErrClosed) {
+				err = fmt.Errorf("listener %s: %w", l.l.Addr(), err)
+			} else {
+				err = nil
+			}
+			errc <- err
+		}()
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "reason", context.Cause(ctx))
+	case serveErr = <-errc:
+		log.Error("listener failed", "error", serveErr)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	for _, s := range []*oncrpc.Server{main, mountd} {
+		if s == nil {
+			continue
+		}
+		if err := s.Shutdown(sctx); err != nil {
+			log.Warn("calls still running at shutdown were cut off", "error", err)
+			s.Close()
+		}
+	}
+	wg.Wait()
+	st := main.Stats()
+	log.Info("stopped", "calls", st.Calls, "garbage", st.Garbage, "system_errors", st.SystemErrs, "conf_rdma", conf.Stats().ConfRDMA)
+	return serveErr
+}
+
+func portOf(a net.Addr) int {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.Port
+	}
+	if r, ok := a.(rpcrdma.Addr); ok {
+		return portOf(r.Addr)
+	}
+	_, p, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+// hostForMount is the host to name in the mount command: the listeners' address when
+// it is a specific one, else this machine's host name.
+func hostForMount(info Info) string {
+	for _, a := range []net.Addr{info.RDMA, info.TCP} {
+		if a == nil {
+			continue
+		}
+		host, _, err := net.SplitHostPort(a.String())
+		if err != nil {
+			continue
+		}
+		ip, err := netip.ParseAddr(host)
+		if err != nil || ip.IsUnspecified() {
+			continue
+		}
+		if ip.Is6() && !ip.Is4In6() {
+			return "[" + ip.String() + "]"
+		}
+		return ip.Unmap().String()
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "SERVER"
+}
+
+// MountCommand returns the Linux mount command for a server described by info,
+// reached at host: NFSv3 over RDMA on info.RDMA's port when there is an RDMA
+// listener, else over TCP, with MOUNT over TCP on info.MountPort and no NLM locking
+// (nfsrdmad does not serve NLM).
+func MountCommand(info Info, host string) string {
+	var opts []string
+	if info.RDMA != nil {
+		opts = append(opts, "vers=3", "proto=rdma", "port="+strconv.Itoa(portOf(info.RDMA)))
+	} else {
+		opts = append(opts, "vers=3", "proto=tcp", "port="+strconv.Itoa(portOf(info.TCP)))
+	}
+	if info.MountPort != 0 {
+		opts = append(opts, "mountport="+strconv.Itoa(info.MountPort), "mountproto=tcp")
+	}
+	opts = append(opts, "nolock")
+	return "mount -t nfs -o " + strings.Join(opts, ",") + " " + host + ":" + info.ExportPath + " /mnt"
+}
+
+func printSummary(w io.Writer, cfg *Config, info Info, provider string) {
+	fmt.Fprintf(w, "nfsrdmad: exporting %s as %s", cfg.Export, info.ExportPath)
+	if cfg.ReadOnly {
+		fmt.Fprint(w, " (read-only)")
+	}
+	fmt.Fprintln(w)
+	if info.RDMA != nil {
+		fmt.Fprintf(w, "  NFSv3 + CONF_RDMA over RDMA  %-22s %s, %d credits, %d-byte inline\n", info.RDMA, provider, cfg.Credits, cfg.Inline)
+	}
+	if info.TCP != nil {
+		fmt.Fprintf(w, "  NFSv3 + MOUNT over TCP       %s\n", info.TCP)
+	}
+	if info.Mountd != nil {
+		fmt.Fprintf(w, "  MOUNT over TCP               %s\n", info.Mountd)
+	}
+	if info.MountPort == 0 {
+		fmt.Fprintln(w, "  (no TCP listener serves MOUNT: Linux cannot mount this; give -tcp or -mountd)")
+	}
+	for _, r := range info.Registered {
+		fmt.Fprintf(w, "  registered with rpcbind      %s\n", r)
+	}
+	fmt.Fprintf(w, "Mount it from Linux with:\n  %s\n", info.MountCommand)
+	if info.RDMA != nil && cfg.Provider == "soft" {
+		fmt.Fprintln(w, "  (the client needs an iWARP device, e.g.: modprobe siw && rdma link add siw0 type siw netdev eth0)")
+	}
+}

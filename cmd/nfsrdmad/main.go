@@ -1,0 +1,176 @@
+//go:build linux
+
+// Command nfsrdmad serves a local directory over NFS version 3 on RPC-over-RDMA and
+// on TCP, with MOUNT version 3 over TCP and the CONF_RDMA service (program 100400) on
+// every listener, so that a Linux machine can mount it with proto=rdma:
+//
+//	nfsrdmad -export /srv/data
+//
+// listens for NFS over RDMA on :20049 (the software iWARP provider, verbs/soft, by
+// default) and for NFS and MOUNT over TCP on :2049, and prints the mount command, e.g.
+//
+//	mount -t nfs -o vers=3,proto=rdma,port=20049,mountport=2049,mountproto=tcp,nolock HOST:/srv/data /mnt
+//
+// The Linux client needs an RDMA device; with the software provider that is an iWARP
+// device such as siw (`modprobe siw; rdma link add siw0 type siw netdev eth0`).
+// nfsrdmad does not serve NLM, hence nolock. Port 2049 is the kernel nfsd's: on a
+// machine that runs it, choose other ports (-tcp :12049 -rdma :20050).
+//
+// Flags:
+//
+//	-export DIR        directory to serve (required)
+//	-export-path PATH  path clients mount (default: DIR made absolute)
+//	-state DIR         keeps the file-handle key so handles survive restarts
+//	                   (default $XDG_STATE_HOME/nfsrdmad or ~/.local/state/nfsrdmad;
+//	                   "" for a random key per run)
+//	-ro                refuse every modification (NFS3ERR_ROFS)
+//	-rdma ADDR         NFS over RDMA listener (default :20049; "" disables)
+//	-tcp ADDR          NFS and MOUNT over TCP listener (default :2049; "" disables)
+//	-mountd ADDR       an extra TCP listener for MOUNT alone
+//	-provider NAME     soft (default) or ibverbs (binaries built with -tags ibverbs)
+//	-device NAME       ibverbs device (default: the one owning the -rdma address)
+//	-credits N         credits granted per RDMA connection (default 64)
+//	-inline N          inline threshold in bytes, both ways (default 4096)
+//	-rpcbind           register NFS (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma)
+//	                   with the local rpcbind; unregister on exit
+//	-rpcbind-addr A    rpcbind's address, host:port or unix:PATH (default 127.0.0.1:111)
+//	-log-level L       trace, debug, info (default), warn, error
+//
+// SIGINT and SIGTERM stop it cleanly: calls in progress finish (at most
+// -shutdown-timeout), listeners close, registrations are removed. The server itself
+// is package daemon (cmd/nfsrdmad/daemon), which other programs can run in process.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
+	"github.com/go-rpcrdma/rpcrdma/rpcbind"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, nil); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "nfsrdmad:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+// defaultStateDir is where the handle key lives unless -state says otherwise.
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "nfsrdmad")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "state", "nfsrdmad")
+	}
+	return ""
+}
+
+// parseFlags turns the command line into a daemon.Config, with errors naming the flag.
+func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
+	var cfg daemon.Config
+	fs := flag.NewFlagSet("nfsrdmad", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: nfsrdmad -export DIR [flags]\n\nServe DIR over NFSv3 on RDMA (port 20049) and TCP (port 2049).\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&cfg.Export, "export", "", "serve directory `DIR` (required)")
+	fs.StringVar(&cfg.ExportPath, "export-path", "", "`PATH` clients name when mounting (default: the -export directory made absolute)")
+	fs.StringVar(&cfg.StateDir, "state", defaultStateDir(), "`DIR` keeping the file-handle key, so handles survive a restart (\"\": a random key per run)")
+	fs.BoolVar(&cfg.ReadOnly, "ro", false, "export read-only")
+	fs.IntVar(&cfg.MaxIO, "max-io", 0, "largest READ/WRITE in `bytes` (0: 1 MiB)")
+	fs.StringVar(&cfg.RDMA, "rdma", daemon.DefaultRDMAAddr, "NFS over RDMA listener `ADDR` (\"\" disables)")
+	fs.StringVar(&cfg.TCP, "tcp", daemon.DefaultTCPAddr, "NFS and MOUNT over TCP listener `ADDR` (\"\" disables)")
+	fs.StringVar(&cfg.Mountd, "mountd", "", "extra TCP listener `ADDR` serving only MOUNT (needed when -tcp is \"\")")
+	fs.StringVar(&cfg.Provider, "provider", "soft", "RDMA provider: "+strings.Join(daemon.Providers, " or ")+" (ibverbs only in binaries built with -tags ibverbs)")
+	fs.StringVar(&cfg.Device, "device", "", "ibverbs device `NAME` (default: the one owning the -rdma address)")
+	fs.IntVar(&cfg.Credits, "credits", daemon.DefaultCredits, "credits granted per RDMA connection")
+	fs.IntVar(&cfg.Inline, "inline", daemon.DefaultInline, "RDMA inline threshold in `bytes`, both ways (1024..262144)")
+	fs.BoolVar(&cfg.RPCBind, "rpcbind", false, "register NFS (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma) with the local rpcbind; unregister on exit")
+	fs.StringVar(&cfg.RPCBindAddr, "rpcbind-addr", rpcbind.DefaultAddr, "rpcbind `ADDR`: host:port, or unix:PATH for its AF_LOCAL socket")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", daemon.DefaultShutdownTimeout, "how long calls in progress may run after SIGINT/SIGTERM")
+	level := fs.String("log-level", "info", "log `level`: trace, debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() != 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q (flags go before them; see -h)", fs.Args())
+	}
+	lv := hclog.LevelFromString(*level)
+	if lv == hclog.NoLevel {
+		return cfg, fmt.Errorf("-log-level %q: want trace, debug, info, warn or error", *level)
+	}
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "nfsrdmad", Level: lv, Output: stderr})
+	if cfg.Credits <= 0 {
+		return cfg, fmt.Errorf("-credits %d: must be at least 1", cfg.Credits)
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		return cfg, fmt.Errorf("-shutdown-timeout %v: must be positive", cfg.ShutdownTimeout)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, flagErr(err)
+	}
+	return cfg, nil
+}
+
+// flagNames maps daemon.Config fields to the flags that set them.
+var flagNames = map[string]string{
+	"Export": "-export", "ExportPath": "-export-path", "RDMA": "-rdma", "TCP": "-tcp",
+	"Mountd": "-mountd", "Provider": "-provider", "Credits": "-credits", "Inline": "-inline",
+	"MaxIO": "-max-io", "RPCBindTimeout": "-rpcbind-timeout",
+}
+
+// flagErr rewrites a *daemon.ConfigError in terms of the command's flags.
+func flagErr(err error) error {
+	var ce *daemon.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	name, ok := flagNames[ce.Field]
+	if !ok {
+		return err
+	}
+	s := name
+	if ce.Value != "" {
+		s += " " + ce.Value
+	}
+	s += ": " + strings.ReplaceAll(ce.Reason, "RDMA and TCP", "-rdma and -tcp")
+	if ce.Err != nil {
+		return fmt.Errorf("%s: %w", s, ce.Err)
+	}
+	return errors.New(s)
+}
+
+// run parses args and serves until ctx ends. ready, when set, is called with the
+// server's description once it listens.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready func(daemon.Info)) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	cfg.Stdout = stdout
+	start := time.Now()
+	err = daemon.Run(ctx, cfg, ready)
+	if err != nil {
+		return flagErr(err)
+	}
+	cfg.Logger.Debug("exited", "uptime", time.Since(start).Round(time.Millisecond))
+	return nil
+}
