@@ -312,3 +312,21 @@ func BenchmarkReplyHeaderDecode(b *testing.B) {
 		}
 	}
 }
+
+func TestEnumNames(t *testing.T) {
+	for _, tc := range []struct {
+		got, want string
+	}{
+		{Call.String(), "CALL"}, {Reply.String(), "REPLY"}, {MsgType(9).String(), "msg_type(9)"},
+		{MsgAccepted.String(), "MSG_ACCEPTED"}, {MsgDenied.String(), "MSG_DENIED"}, {ReplyStat(2).String(), "reply_stat(2)"},
+		{SystemErr.String(), "SYSTEM_ERR"}, {AcceptStat(6).String(), "accept_stat(6)"},
+		{RPCMismatch.String(), "RPC_MISMATCH"}, {AuthError.String(), "AUTH_ERROR"}, {RejectStat(2).String(), "reject_stat(2)"},
+		{RPCSecGSSCtxProblem.String(), "RPCSEC_GSS_CTXPROBLEM"}, {AuthStat(15).String(), "auth_stat(15)"},
+		{AuthNone.String(), "AUTH_NONE"}, {AuthSys.String(), "AUTH_SYS"}, {AuthShort.String(), "AUTH_SHORT"},
+		{AuthDH.String(), "AUTH_DH"}, {RPCSecGSS.String(), "RPCSEC_GSS"}, {Flavor(4).String(), "auth_flavor(4)"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
