@@ -54,8 +54,9 @@ var (
 	listen    = flag.String("listen", "", "run the server on `ADDR` (iWARP; raw TCP on port+1)")
 	connect   = flag.String("connect", "", "run the client against the server at `ADDR`")
 	self      = flag.Bool("self", false, "run server and client in this process over 127.0.0.1")
-	duration  = flag.Duration("duration", time.Second, "time budget per measurement")
-	maxIters  = flag.Int("max-iters", 100000, "iteration cap per measurement")
+	duration  = flag.Duration("duration", time.Second, "time budget per measurement (split over -rounds)")
+	rounds    = flag.Int("rounds", 5, "alternating iWARP/TCP rounds per measurement; medians are reported")
+	maxIters  = flag.Int("max-iters", 100000, "iteration cap per measurement round")
 	crc       = flag.Bool("crc", false, "request MPA CRC32c")
 	maxFPDU   = flag.Int("max-fpdu", 0, "maximum FPDU size in bytes (0: from the TCP MSS)")
 	noTCP     = flag.Bool("no-tcp", false, "skip the raw TCP baseline")
@@ -348,7 +349,8 @@ func runClient(dev verbs.Device, addr string) error {
 		c.to = binary.BigEndian.Uint64(pdata[12:])
 		c.rlen = int(binary.BigEndian.Uint32(pdata[20:]))
 	}
-	fmt.Printf("rdmabench: %s, MPA CRC %v, ORD %d, %v per measurement (max %d iterations)\n", addr, *crc, info.ORD, *duration, *maxIters)
+	fmt.Printf("rdmabench: %s, MPA CRC %v, ORD %d, %v per measurement in %d rounds (medians), max %d iterations per round\n",
+		addr, *crc, info.ORD, *duration, *rounds, *maxIters)
 	fmt.Printf("%-16s %9s %16s %16s %8s\n", "test", "size", "iWARP (soft)", "raw TCP", "ratio")
 	taddr := tcpAddr(addr)
 	var tc net.Conn
@@ -360,34 +362,68 @@ func runClient(dev verbs.Device, addr string) error {
 			defer tc.Close()
 		}
 	}
+	tcpOK := tc != nil
 	for _, size := range []int{64 << 10, 1 << 20} {
 		if c.rlen >= size {
-			bw, err := c.bandwidth(verbs.OpWrite, size)
+			bw, tbw, err := paired(func() (float64, error) { return c.bandwidth(verbs.OpWrite, size) },
+				func() float64 { return tcpBandwidth(tc, 'W', size) }, tcpOK)
 			if err != nil {
 				return fmt.Errorf("rdma write: %w", err)
 			}
-			report("RDMA Write", size, bw, tcpBandwidth(tc, 'W', size), "MB/s")
+			report("RDMA Write", size, bw, tbw, "MB/s")
 			if c.ord > 0 {
-				bw, err = c.bandwidth(verbs.OpRead, size)
+				bw, tbw, err = paired(func() (float64, error) { return c.bandwidth(verbs.OpRead, size) },
+					func() float64 { return tcpBandwidth(tc, 'R', size) }, tcpOK)
 				if err != nil {
 					return fmt.Errorf("rdma read: %w", err)
 				}
-				report("RDMA Read", size, bw, tcpBandwidth(tc, 'R', size), "MB/s")
+				report("RDMA Read", size, bw, tbw, "MB/s")
 			}
 		}
-		bw, err := c.bandwidth(verbs.OpSend, size)
+		bw, tbw, err := paired(func() (float64, error) { return c.bandwidth(verbs.OpSend, size) },
+			func() float64 { return tcpBandwidth(tc, 'W', size) }, tcpOK)
 		if err != nil {
 			return fmt.Errorf("send/recv: %w", err)
 		}
-		report("Send/Recv", size, bw, tcpBandwidth(tc, 'W', size), "MB/s")
+		report("Send/Recv", size, bw, tbw, "MB/s")
 	}
-	lat, err := c.latency(*smallSize)
+	lat, tlat, err := paired(func() (float64, error) { return c.latency(*smallSize) },
+		func() float64 { return tcpLatency(tc, *smallSize) }, tcpOK)
 	if err != nil {
 		return fmt.Errorf("latency: %w", err)
 	}
-	report("Send/Recv RTT", *smallSize, lat, tcpLatency(tc, *smallSize), "µs")
+	report("Send/Recv RTT", *smallSize, lat, tlat, "µs")
 	return nil
 }
+
+// paired runs -rounds alternating rounds of the iWARP measurement and its
+// TCP baseline and returns the median of each, so that load from other
+// processes affects both sides alike.
+func paired(rdma func() (float64, error), tcp func() float64, withTCP bool) (float64, float64, error) {
+	var a, b []float64
+	for i := 0; i < *rounds; i++ {
+		v, err := rdma()
+		if err != nil {
+			return 0, 0, err
+		}
+		a = append(a, v)
+		if withTCP {
+			b = append(b, tcp())
+		}
+	}
+	return medianF(a), medianF(b), nil
+}
+
+func medianF(s []float64) float64 {
+	if len(s) == 0 {
+		return 0
+	}
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// roundDuration is the time budget of one measurement round.
+func roundDuration() time.Duration { return *duration / time.Duration(max(*rounds, 1)) }
 
 func report(name string, size int, v, tcp float64, unit string) {
 	sz := fmt.Sprintf("%d B", size)
@@ -433,7 +469,7 @@ func (c *client) bandwidth(op verbs.SendOp, size int) (float64, error) {
 	}
 	start := time.Now()
 	iters := 0
-	for time.Since(start) < *duration && iters < *maxIters {
+	for time.Since(start) < roundDuration() && iters < *maxIters {
 		if op == verbs.OpSend {
 			if err := c.qp.PostRecv(&c.recvWR); err != nil {
 				return 0, err
@@ -468,7 +504,7 @@ func (c *client) latency(size int) (float64, error) {
 	wr := verbs.SendWR{Op: verbs.OpSend, SGL: []verbs.SGE{{MR: c.mr, Offset: 2 * regionSize, Length: size}}}
 	var samples []time.Duration
 	start := time.Now()
-	for time.Since(start) < *duration && len(samples) < *maxIters {
+	for time.Since(start) < roundDuration() && len(samples) < *maxIters {
 		t0 := time.Now()
 		if err := c.qp.PostRecv(&c.recvWR); err != nil {
 			return 0, err
@@ -511,7 +547,7 @@ func tcpBandwidth(c net.Conn, op byte, size int) float64 {
 	var total uint64
 	start := time.Now()
 	batch := uint64(window)
-	for time.Since(start) < *duration && total/uint64(size) < uint64(*maxIters) {
+	for time.Since(start) < roundDuration() && total/uint64(size) < uint64(*maxIters) {
 		n := batch * uint64(size)
 		if err := tcpCmd(c, op, n, size); err != nil {
 			return 0
@@ -543,12 +579,26 @@ func tcpLatency(c net.Conn, size int) float64 {
 	if c == nil {
 		return 0
 	}
-	const n = 1000
-	iters := min(n, *maxIters)
+	// The server echoes a fixed count; size it from a short probe so the
+	// round takes about roundDuration.
+	iters := 50
 	if err := tcpCmd(c, 'P', uint64(iters), size); err != nil {
 		return 0
 	}
 	buf := make([]byte, size)
+	probe := time.Now()
+	for i := 0; i < iters; i++ {
+		c.Write(buf)
+		if _, err := io.ReadFull(c, buf); err != nil {
+			return 0
+		}
+	}
+	per := time.Since(probe) / time.Duration(iters)
+	iters = int(min(int64(roundDuration()/max(per, time.Microsecond)), int64(*maxIters)))
+	iters = max(iters, 10)
+	if err := tcpCmd(c, 'P', uint64(iters), size); err != nil {
+		return 0
+	}
 	samples := make([]time.Duration, 0, iters)
 	for i := 0; i < iters; i++ {
 		t0 := time.Now()
