@@ -1,0 +1,104 @@
+package rpcrdma
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// TestConnectionLossRetransmits: calls outstanding when the connection breaks are sent
+// again, with the same XID, on a new connection, and complete.
+func TestConnectionLossRetransmits(t *testing.T) {
+	b := newBlocker()
+	env := newTPEnv(t, nil, nil, b.procs())
+	ctx := tpCtx(t)
+	const n = 5
+	// Grow the window first so all n calls are outstanding at once.
+	if err := env.rpc.CallWithOptions(ctx, tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() { errs <- env.rpc.CallWithOptions(ctx, tpBlock, nil, nil, oncrpc.CallOptions{MaxReply: 100}) }()
+	}
+	for i := 0; i < n; i++ {
+		<-b.arrived
+	}
+	env.tr.mu.Lock()
+	old := env.tr.cc
+	env.tr.mu.Unlock()
+	old.ep.qp.Close() // the connection breaks
+	// The new connection starts with one credit (RFC 8166 §3.3.3): the first
+	// retransmission arrives alone; the others follow once it is answered.
+	<-b.arrived
+	close(b.release)
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.tr.mu.Lock()
+	cur := env.tr.cc
+	env.tr.mu.Unlock()
+	if cur == old {
+		t.Fatal("no new connection")
+	}
+	seen := map[uint32]int{}
+	for _, h := range env.strace.headers(t, false) {
+		if h.Proc == ProcMsg {
+			seen[h.XID]++
+		}
+	}
+	twice := 0
+	for _, c := range seen {
+		if c == 2 {
+			twice++
+		}
+	}
+	if twice != n {
+		t.Fatalf("%d XIDs arrived twice, want %d (%v)", twice, n, seen)
+	}
+}
+
+// TestTimeoutRetransmitsOnNewConnection: a try that times out drops the connection, so
+// the oncrpc.Client's retransmission (same XID) goes out on a fresh one.
+func TestTimeoutRetransmitsOnNewConnection(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	release := make(chan struct{})
+	env := newTPEnv(t, nil, nil, oncrpc.Procs{tpBlock: func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+		mu.Lock()
+		calls++
+		first := calls == 1
+		mu.Unlock()
+		if first {
+			<-release
+		}
+		return nil
+	}})
+	defer close(release)
+	ctx := tpCtx(t)
+	env.tr.mu.Lock()
+	first := env.tr.cc
+	env.tr.mu.Unlock()
+	rpc := oncrpc.NewClient(env.tr, tpProg, tpVers, oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: 100e6, MaxTries: 5}))
+	if err := rpc.CallWithOptions(ctx, tpBlock, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
+		t.Fatal(err)
+	}
+	env.tr.mu.Lock()
+	cur := env.tr.cc
+	env.tr.mu.Unlock()
+	if cur == first {
+		t.Fatal("the retransmission used the connection of the timed-out try")
+	}
+	var xids []uint32
+	for _, h := range env.strace.headers(t, false) {
+		xids = append(xids, h.XID)
+	}
+	if len(xids) < 2 || xids[0] != xids[len(xids)-1] {
+		t.Fatalf("server saw XIDs %x, want the same XID retransmitted", xids)
+	}
+}
