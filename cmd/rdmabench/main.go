@@ -317,7 +317,7 @@ func runClient(dev verbs.Device, addr string) error {
 		return err
 	}
 	defer cq.Close()
-	qp, err := pd.CreateQP(verbs.QPConfig{SendCQ: cq, RecvCQ: cq, MaxSendWR: 2 * window, MaxRecvWR: 2 * window})
+	qp, err := pd.CreateQP(verbs.QPConfig{SendCQ: cq, RecvCQ: cq, MaxSendWR: 4 * window, MaxRecvWR: 4 * window})
 	if err != nil {
 		return err
 	}
@@ -458,44 +458,62 @@ func (c *client) next() (verbs.Completion, error) {
 	}
 }
 
-// bandwidth runs batches of window operations of size bytes until the time
-// or iteration budget is spent, and returns MB/s. Send batches end with an
-// ack request, so the server's receive queue never overflows.
+// bandwidth keeps two groups of operations of size bytes in flight until
+// the time or iteration budget is spent, and returns MB/s. Each group's last
+// operation is signalled (Write, Read) or asks the server for an ack (Send),
+// and a new group is posted as soon as one completes. Two groups of Sends
+// never exceed the server's posted receives; two groups of Reads never
+// exceed ORD.
 func (c *client) bandwidth(op verbs.SendOp, size int) (float64, error) {
 	wr := verbs.SendWR{Op: op, SGL: []verbs.SGE{{MR: c.mr, Length: size}}, RemoteSTag: c.stag, RemoteTO: c.to}
-	batch := window
-	if op == verbs.OpRead && c.ord < batch {
-		batch = c.ord
+	group := window
+	if op == verbs.OpRead {
+		group = max(1, min(group, c.ord/2))
 	}
-	start := time.Now()
-	iters := 0
-	for time.Since(start) < roundDuration() && iters < *maxIters {
+	post := func() error {
 		if op == verbs.OpSend {
 			if err := c.qp.PostRecv(&c.recvWR); err != nil {
-				return 0, err
+				return err
 			}
 		}
-		for i := 0; i < batch; i++ {
+		for i := 0; i < group; i++ {
 			wr.Flags = 0
 			if op == verbs.OpSend {
 				wr.SGL[0].Offset = 0 // 'B'
-				if i == batch-1 {
+				if i == group-1 {
 					wr.SGL[0].Offset = regionSize // 'A'
 				}
-			} else if i == batch-1 {
+			} else if i == group-1 {
 				wr.Flags = verbs.Signaled
 			}
 			if err := c.qp.PostSend(&wr); err != nil {
-				return 0, err
+				return err
 			}
 		}
-		if _, err := c.next(); err != nil { // last Write/Read, or the ack
+		return nil
+	}
+	start := time.Now()
+	inflight, done := 0, 0
+	for time.Since(start) < roundDuration() && done < *maxIters {
+		for inflight < 2 {
+			if err := post(); err != nil {
+				return 0, err
+			}
+			inflight++
+		}
+		if _, err := c.next(); err != nil { // a group's last Write/Read, or its ack
 			return 0, err
 		}
-		iters += batch
+		inflight--
+		done += group
 	}
 	el := time.Since(start)
-	return float64(iters) * float64(size) / el.Seconds() / 1e6, nil
+	for ; inflight > 0; inflight-- {
+		if _, err := c.next(); err != nil {
+			return 0, err
+		}
+	}
+	return float64(done) * float64(size) / el.Seconds() / 1e6, nil
 }
 
 // latency measures Send/Recv ping-pong round trips and returns the median
