@@ -5,11 +5,14 @@ package nfsserver
 import (
 	"context"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/portmap"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 )
 
@@ -27,6 +30,10 @@ import (
 // 6.1's NFSv3 client it passes: files of odd sizes up to 8 MiB - 1 written and compared
 // after dropping caches, 2000 entries listed with ls and ls -l, absolute and relative
 // symlinks, a hard link, renames across directories, rm -r, chmod, truncate, umount.
+// With NFSSERVER_LAB_PORTMAP=127.0.0.1:30111 it also serves a portmap.Registry, and
+// `boot.sh --host-port 111:30111 --host-port 2049:32049 nfs-tcp 10.0.2.100 rpcbind /export`
+// mounts with plain `-o vers=3,proto=tcp,nolock` (ports from rpcbind; UMNT on umount)
+// and passes the same workload.
 func TestServeForLab(t *testing.T) {
 	addr := os.Getenv("NFSSERVER_LAB_ADDR")
 	if addr == "" {
@@ -49,6 +56,26 @@ func TestServeForLab(t *testing.T) {
 	}
 	go rs.Serve(l)
 	defer rs.Close()
+	if pmAddr := os.Getenv("NFSSERVER_LAB_PORTMAP"); pmAddr != "" {
+		// An rpcbind for clients that mount without port options: it advertises NFS
+		// and MOUNT on NFSSERVER_LAB_ADVERTISE (the port the client sees, 2049 by
+		// default), which may differ from the host port behind a forward.
+		port, _ := strconv.Atoi(os.Getenv("NFSSERVER_LAB_ADVERTISE"))
+		if port == 0 {
+			port = 2049
+		}
+		reg := portmap.NewRegistry()
+		reg.SetPort(nfs3.Program, nfs3.Version, portmap.ProtoTCP, port)
+		reg.SetPort(nfs3.MountProgram, nfs3.MountVersion, portmap.ProtoTCP, port)
+		prs := oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("portmap")})
+		reg.Register(prs)
+		pl, err := oncrpc.ListenTCP(pmAddr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go prs.Serve(pl)
+		defer prs.Close()
+	}
 	stop := os.Getenv("NFSSERVER_LAB_STOP")
 	deadline := time.Now().Add(10 * time.Minute)
 	for time.Now().Before(deadline) {

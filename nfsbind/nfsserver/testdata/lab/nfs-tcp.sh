@@ -1,11 +1,13 @@
 #!/bin/sh
 # nfs-tcp TARGET PORT PATH: the kernel NFSv3 client mounts a Go nfsserver on the host over
-# TCP (NFS and MOUNT on one port, no rpcbind) and runs a workload.
+# TCP (NFS and MOUNT on one port, no rpcbind) and runs a workload.  PORT=rpcbind mounts
+# without port options, so mount.nfs asks the rpcbind on TARGET:111 for both ports.
 . /lab/guest/lib.sh
 T=${1:-10.0.2.100}; PORT=${2:-2049}; EP=${3:-/export}
 modprobe nfsv3
 mkdir -p /mnt/nfs
 opts="vers=3,proto=tcp,port=$PORT,mountport=$PORT,mountproto=tcp,nolock"
+[ "$PORT" = rpcbind ] && opts="vers=3,proto=tcp,nolock"
 workload() {
   d=/mnt/nfs  # (step() also uses $d for its label)
   for kb in 0 1 5 1023 1025 3071 8191; do
