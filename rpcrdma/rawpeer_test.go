@@ -232,3 +232,5 @@ type chunksWriteChunk = chunks.WriteChunk
 func contextWithCancel(ctx context.Context) (context.Context, func()) {
 	return context.WithCancel(ctx)
 }
+
+type chunksSegment = chunks.Segment
