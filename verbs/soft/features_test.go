@@ -613,3 +613,17 @@ func TestConnectionSetupCancel(t *testing.T) {
 		t.Fatal("half-open MPA peer not dropped by Close")
 	}
 }
+
+// TestMaxFPDUFromMSS: with Config.MaxFPDU zero the FPDU size comes from the
+// TCP MSS (rounded down to a multiple of 8, as siw does).
+func TestMaxFPDUFromMSS(t *testing.T) {
+	cli, _ := connectPair(t, pairConfig{})
+	q := cli.qp.(*queuePair)
+	mss := tcpMSS(q.conn)
+	if mss <= 0 {
+		t.Skip("TCP_MAXSEG not available")
+	}
+	if q.maxFPDU != mss&^7 {
+		t.Fatalf("maxFPDU %d, MSS %d", q.maxFPDU, mss)
+	}
+}
