@@ -78,15 +78,18 @@ func BenchmarkSendRecvPingPong(b *testing.B) {
 
 // BenchmarkWrite64K streams 64 KiB RDMA Writes, 8 in flight, one signalled
 // completion per batch.
-func BenchmarkWrite64K(b *testing.B) { benchWrite(b, 64<<10, 0) }
+func BenchmarkWrite64K(b *testing.B) { benchWrite(b, 64<<10, 0, false) }
+
+// BenchmarkWrite64KCRC is BenchmarkWrite64K with MPA CRC32c.
+func BenchmarkWrite64KCRC(b *testing.B) { benchWrite(b, 64<<10, 0, true) }
 
 // BenchmarkWrite64KSmallFPDU is BenchmarkWrite64K with 1460-byte FPDUs
 // (an Ethernet MSS) instead of the loopback MSS.
-func BenchmarkWrite64KSmallFPDU(b *testing.B) { benchWrite(b, 64<<10, DefaultMaxFPDU) }
+func BenchmarkWrite64KSmallFPDU(b *testing.B) { benchWrite(b, 64<<10, DefaultMaxFPDU, false) }
 
-func benchWrite(b *testing.B, size, maxFPDU int) {
+func benchWrite(b *testing.B, size, maxFPDU int, crc bool) {
 	const depth = 8
-	cli, srv := connectPair(b, pairConfig{client: Config{MaxFPDU: maxFPDU}, depth: 2 * depth})
+	cli, srv := connectPair(b, pairConfig{client: Config{MaxFPDU: maxFPDU, CRC: crc}, depth: 2 * depth})
 	dst := srv.reg(b, make([]byte, size), verbs.AccessRemoteWrite|verbs.AccessLocalWrite)
 	src := cli.reg(b, make([]byte, size), 0)
 	wr := verbs.SendWR{Op: verbs.OpWrite, SGL: []verbs.SGE{{MR: src, Length: size}}, RemoteSTag: dst.RKey(), RemoteTO: dst.Addr()}
