@@ -83,6 +83,8 @@ type queuePair struct {
 	cs   *C.struct_gsend
 	cr   *C.struct_grecv
 	csge *C.struct_ibv_sge
+	cbad *C.int // the shims' "posted so far" out-parameter (C memory: a Go
+	// variable whose address goes to C would escape to the heap per post)
 	nsge int
 
 	closeOnce sync.Once
@@ -143,6 +145,7 @@ func (pd *protDomain) CreateQP(cfg verbs.QPConfig) (verbs.QP, error) {
 		cs:   (*C.struct_gsend)(C.calloc(C.GSHIM_BATCH, C.sizeof_struct_gsend)),
 		cr:   (*C.struct_grecv)(C.calloc(C.GSHIM_BATCH, C.sizeof_struct_grecv)),
 		csge: (*C.struct_ibv_sge)(C.calloc(C.size_t(nsge), C.sizeof_struct_ibv_sge)),
+		cbad: (*C.int)(C.calloc(1, C.sizeof_int)),
 		nsge: nsge,
 	}
 	return q, nil
@@ -300,8 +303,8 @@ func (q *queuePair) postSendLocked(wrs []verbs.SendWR) (int, error) {
 	if len(wrs) == 0 {
 		return 0, fmt.Errorf("ibverbs: PostSend: %w (%d outstanding)", verbs.ErrQueueFull, len(q.sq))
 	}
-	var bad C.int
-	rc := C.gshim_post_send(q.qp, q.cs, C.int(len(wrs)), q.csge, &bad)
+	rc := C.gshim_post_send(q.qp, q.cs, C.int(len(wrs)), q.csge, q.cbad)
+	bad := *q.cbad
 	q.sqTail += uint64(bad)
 	if rc != 0 {
 		return int(bad), postError("ibv_post_send", syscall.Errno(rc), len(q.sq))
@@ -414,8 +417,8 @@ func (q *queuePair) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 		g.wr_id = C.uint64_t(seq)
 		q.rq[seq%uint64(len(q.rq))] = wr.ID
 	}
-	var bad C.int
-	rc := C.gshim_post_recv(q.qp, q.cr, C.int(len(wrs)), q.csge, &bad)
+	rc := C.gshim_post_recv(q.qp, q.cr, C.int(len(wrs)), q.csge, q.cbad)
+	bad := *q.cbad
 	q.rqTail += uint64(bad)
 	if rc != 0 {
 		return int(bad), postError("ibv_post_recv", syscall.Errno(rc), len(q.rq))
@@ -584,7 +587,8 @@ func (q *queuePair) close() {
 	C.free(unsafe.Pointer(q.cs))
 	C.free(unsafe.Pointer(q.cr))
 	C.free(unsafe.Pointer(q.csge))
-	q.cs, q.cr, q.csge = nil, nil, nil
+	C.free(unsafe.Pointer(q.cbad))
+	q.cs, q.cr, q.csge, q.cbad = nil, nil, nil, nil
 }
 
 // flushRest completes, as flushed, every request the device did not.
