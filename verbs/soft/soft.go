@@ -27,17 +27,27 @@
 //   - Memory protection (RFC 5042): STag = index<<8 | 8-bit key, the key
 //     changes on every registration and re-registration; peer accesses are
 //     checked for STag, protection domain, access rights and bounds;
-//     invalidation waits for accesses in progress.
+//     invalidation waits for accesses in progress, but never for a stalled
+//     peer: the region's lock is held only while bytes move (readiness-based
+//     socket I/O on Linux), and the STag is re-checked before every read or
+//     write. Tagged offsets are index<<32 + offset, never heap addresses.
+//   - Linux siw quirks: Terminates from siw are decoded in either nibble
+//     order; against the Linux 6.1 siw accept race (an FPDU arriving right
+//     behind the MPA Reply can sit unprocessed) the initiator sends one
+//     zero-length RDMA Write if the peer stays silent (Config.SiwKick), or
+//     can delay its first FPDU (Config.FirstFPDUDelay).
 //
 // # Performance
 //
 // Each connection has one reader and one writer goroutine. Payload is read
 // from the socket straight into the registered buffer (tagged) or the posted
 // receive buffer (untagged); only bytes that arrive in the same read as a
-// header pass through a small read-ahead buffer. Each FPDU is written with one
-// vectored write (header, payload pieces, trailer). Work requests and
-// completions live in rings allocated when the QP and CQ are created, so the
-// steady state does not allocate.
+// header pass through a small read-ahead buffer. FPDUs are written with
+// vectored writes (header, payload pieces, trailer; up to 16 FPDUs per
+// write), and a small message posted while the writer is idle is written by
+// the posting goroutine itself. Work requests and completions live in rings
+// allocated when the QP and CQ are created, so the steady state does not
+// allocate (see the benchmarks).
 //
 // Wire encoding and decoding is package verbs/iwarp; this package holds the
 // protocol state machines. Its one dependency beyond the standard library is
