@@ -46,6 +46,12 @@ type ClientOptions struct {
 	// chunks); ORD the outbound depth wanted (our Reads of reply read chunks).
 	// Default DefaultIRD each.
 	IRD, ORD int
+	// MSGPAlign, when not zero, makes the client send calls of at least MSGPThresh
+	// bytes as RDMA_MSGP, padded so the RPC message starts on an MSGPAlign boundary of
+	// the server's receive buffer (see msgpPad for this package's reading of seed §3.9).
+	// Only for servers that accept RDMA_MSGP (ServerOptions.MSGP); Linux answers
+	// ERR_CHUNK. At most MaxMSGPAlign. Replies in RDMA_MSGP are always understood.
+	MSGPAlign, MSGPThresh uint32
 	// NoSendInvalidate stops the client announcing that it accepts Send With
 	// Invalidate.
 	NoSendInvalidate bool
@@ -583,6 +589,22 @@ func (cc *clientConn) send(ctx context.Context, r *request, call *oncrpc.ClientC
 		}
 	}
 
+	// RDMA_MSGP (opt-in): pad so the RPC message starts on an rdma_align boundary.
+	pad := 0
+	if o := &cc.c.opts; h.Proc == ProcMsg && o.MSGPAlign > 0 {
+		msgLen := len(body)
+		if flatten {
+			msgLen = total
+		}
+		if msgLen >= int(o.MSGPThresh) {
+			h.Proc, h.Align, h.Thresh = ProcMsgP, o.MSGPAlign, o.MSGPThresh
+			pad = msgpPad(h.Size(), h.Align)
+			if h.Size()+pad+msgLen > cc.inlineSend {
+				h.Proc, h.Align, h.Thresh, pad = ProcMsg, 0, 0, 0
+			}
+		}
+	}
+
 	idx, buf, err := cc.ep.getSendBuf(ctx)
 	if err != nil {
 		return cc.sendErr(err)
@@ -592,6 +614,7 @@ func (cc *clientConn) send(ctx context.Context, r *request, call *oncrpc.ClientC
 		cc.ep.putSendBuf(idx)
 		return fmt.Errorf("rpcrdma: xid %#08x: %w", call.XID, err)
 	}
+	b = append(b, zeroPad[:pad]...)
 	if flatten {
 		b = xdr.Flatten(b, call.Msg.Inline, call.Msg.Payloads)
 	} else {
@@ -787,10 +810,24 @@ func (cc *clientConn) complete(ctx context.Context, r *request, call *oncrpc.Cli
 	}
 }
 
+// MaxMSGPAlign is the largest rdma_align this package pads to; larger values are
+// treated as no padding.
+const MaxMSGPAlign = 4096
+
+var zeroPad [MaxMSGPAlign]byte
+
 // msgpPad returns the padding an RDMA_MSGP sender puts between a header of hl bytes and
 // the RPC message so that the message starts on an align boundary.
+//
+// RDMA_MSGP (seed §3.9) asks the XDR decoder to skip padding before opaque data of at
+// least rdma_thresh bytes. A transport cannot find opaque items in a stream it does not
+// parse, so this package applies the padding where the transport can: once, between the
+// transport header and the RPC message, aligning the whole message (and so its
+// 4-byte-aligned items) to rdma_align in the receive buffer; a sender uses RDMA_MSGP only
+// for messages of at least rdma_thresh bytes. Both sides of this package strip it, and
+// only peers that opted in send it (Linux removed RDMA_MSGP on both sides).
 func msgpPad(hl int, align uint32) int {
-	if align <= 1 || align > 1<<16 {
+	if align <= 1 || align > MaxMSGPAlign {
 		return 0
 	}
 	a := int(align)

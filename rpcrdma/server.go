@@ -644,27 +644,35 @@ func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
 			streamLen += xdr.RoundUp(len(p.Data))
 		}
 	}
-	hdrSize := out.Size()
-	if c.msgp {
-		hdrSize += 8
-	}
 	idx, buf, err := sc.ep.getSendBuf(ctx)
 	if err != nil {
 		sc.ep.wait(ctx, w)
 		return err
 	}
+	limit := min(sc.inlineSend, len(buf))
+	// RDMA_MSGP only for a client that sent RDMA_MSGP, for replies of at least its
+	// rdma_thresh, and only when the padded reply still fits inline.
+	msgp, pad := c.msgp && streamLen >= int(in.Thresh), 0
+	if msgp {
+		pad = msgpPad(out.Size()+8, in.Align)
+		if out.Size()+8+pad+streamLen > limit {
+			msgp, pad = false, 0
+		}
+	}
+	hdrSize := out.Size()
+	if msgp {
+		hdrSize += 8
+	}
 	op, inv := sc.invalidate(c)
 	var b []byte
 	switch {
-	case hdrSize+msgpPad(hdrSize, in.Align)*btoi(c.msgp)+streamLen <= min(sc.inlineSend, len(buf)):
-		if c.msgp {
+	case hdrSize+pad+streamLen <= limit:
+		if msgp {
 			out.Proc, out.Align, out.Thresh = ProcMsgP, in.Align, in.Thresh
 		}
 		b, err = out.Append(buf[:0])
 		if err == nil {
-			if c.msgp {
-				b = append(b, make([]byte, msgpPad(len(b), in.Align))...)
-			}
+			b = append(b, zeroPad[:pad]...)
 			b = appendStream(b, reply, placed)
 		}
 	case len(in.ReplyChunk) > 0 && uint64(streamLen) <= in.ReplyChunk.Length():
@@ -736,13 +744,6 @@ func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
 		return fmt.Errorf("rpcrdma: xid %#08x: send reply: %w", in.XID, err)
 	}
 	return nil
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // appendStream appends the reply stream with the payloads not in placed put back in
