@@ -71,9 +71,9 @@ func TestRepliesWithinMaxReply(t *testing.T) {
 		return append(nfs3.FH(nil), res.(*nfs3.LookupRes).Object...)
 	}
 	d, f, ln := lookup("d"), lookup("f"), lookup("ln")
-	check := func(proc nfs3.Proc, args nfs3.Message) {
+	check := func(proc nfs3.Proc, args nfs3.Message) nfs3.Message {
 		t.Helper()
-		n, _ := resultsSize(t, h, proc, args)
+		n, res := resultsSize(t, h, proc, args)
 		max, err := nfsbind.MaxResults(proc, args)
 		if err != nil {
 			t.Fatal(err)
@@ -81,14 +81,12 @@ func TestRepliesWithinMaxReply(t *testing.T) {
 		if n > max {
 			t.Fatalf("%v %+v: results of %d bytes exceed MaxResults %d", proc, args, n, max)
 		}
+		return res
 	}
-	for _, count := range []uint32{200, 512, 1000, 4096, 8192, 65536} {
+	for _, count := range []uint32{200, 1000, 8192, 65536} {
 		var cookie uint64
 		for {
-			args := &nfs3.ReaddirArgs{Dir: d, Cookie: cookie, Count: count}
-			check(nfs3.ProcReaddir, args)
-			_, res := resultsSize(t, h, nfs3.ProcReaddir, args)
-			r := res.(*nfs3.ReaddirRes)
+			r := check(nfs3.ProcReaddir, &nfs3.ReaddirArgs{Dir: d, Cookie: cookie, Count: count}).(*nfs3.ReaddirRes)
 			if r.Status != nfs3.StatusOK || r.EOF || len(r.Entries) == 0 {
 				break
 			}
@@ -97,10 +95,7 @@ func TestRepliesWithinMaxReply(t *testing.T) {
 		for _, dircount := range []uint32{0, 512, count} {
 			var cookie uint64
 			for {
-				args := &nfs3.ReaddirplusArgs{Dir: d, Cookie: cookie, DirCount: dircount, MaxCount: count}
-				check(nfs3.ProcReaddirplus, args)
-				_, res := resultsSize(t, h, nfs3.ProcReaddirplus, args)
-				r := res.(*nfs3.ReaddirplusRes)
+				r := check(nfs3.ProcReaddirplus, &nfs3.ReaddirplusArgs{Dir: d, Cookie: cookie, DirCount: dircount, MaxCount: count}).(*nfs3.ReaddirplusRes)
 				if r.Status != nfs3.StatusOK || r.EOF || len(r.Entries) == 0 {
 					break
 				}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -177,11 +178,55 @@ func (s *Server) open(fh nfs3.FH, o *object) nfs3.Status {
 		}
 		s.idx.del(id.key, p)
 	}
+	if s.missing.recent(id) {
+		return nfs3.StatusStale
+	}
 	p, ok := s.search(id)
 	if !ok || !s.openVerified(p, id, o) {
+		s.missing.add(id)
 		return nfs3.StatusStale
 	}
 	return nfs3.StatusOK
+}
+
+// missingTTL is how long a handle that a full search did not find is answered
+// NFS3ERR_STALE without searching again, so that a client retrying a stale handle
+// cannot make the server walk the whole export on every call. A file moved into the
+// export from outside becomes reachable by an old handle after at most this long.
+const missingTTL = 30 * time.Second
+
+const missingMax = 4096
+
+// missingSet remembers handles recently searched for in vain.
+type missingSet struct {
+	mu sync.Mutex
+	m  map[handleID]time.Time
+}
+
+func (x *missingSet) recent(id handleID) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	t, ok := x.m[id]
+	if ok && time.Since(t) > missingTTL {
+		delete(x.m, id)
+		ok = false
+	}
+	return ok
+}
+
+func (x *missingSet) add(id handleID) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.m == nil {
+		x.m = make(map[handleID]time.Time)
+	}
+	if len(x.m) >= missingMax {
+		for k := range x.m {
+			delete(x.m, k)
+			break
+		}
+	}
+	x.m[id] = time.Now()
 }
 
 // search walks the export breadth-first looking for id, filling the index with what
@@ -197,6 +242,7 @@ func (s *Server) search(id handleID) (string, bool) {
 	if err := statFD(s.rootFD, &root); err == nil && idOf(&root) == id {
 		return "", true
 	}
+	s.searches.Add(1)
 	s.log.Debug("searching export for file handle", "dev", id.key.dev, "ino", id.key.ino)
 	queue := []string{""}
 	seen := 0

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
@@ -62,6 +63,8 @@ type Server struct {
 	handles    *handleCodec
 	idx        index
 	searchMu   sync.Mutex
+	searches   atomic.Uint64
+	missing    missingSet
 	dirs       dirCache
 	drc        drc
 	verf       [nfs3.WriteVerfSize]byte

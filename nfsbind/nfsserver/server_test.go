@@ -607,6 +607,16 @@ func TestPathEscapeRefused(t *testing.T) {
 	if _, st := c.getattr(gone); st != nfs3.StatusStale {
 		t.Fatalf("removed file: %v", st)
 	}
+	// Retrying the stale handle does not walk the export again.
+	searches := e.srv.searches.Load()
+	for i := 0; i < 5; i++ {
+		if _, st := c.getattr(gone); st != nfs3.StatusStale {
+			t.Fatalf("removed file, retry %d: %v", i, st)
+		}
+	}
+	if n := e.srv.searches.Load() - searches; n != 0 {
+		t.Fatalf("%d searches for a handle known to be stale", n)
+	}
 	// A handle minted under the same key for another export id is stale.
 	other := newHandleCodec(mustKey(t, e.state), 12345)
 	var attr nfs3.Fattr
