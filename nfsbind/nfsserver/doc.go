@@ -25,7 +25,8 @@
 // is NFS3ERR_STALE. Handles are resolved through an inode-to-path index filled by
 // LOOKUP, READDIRPLUS and the creating procedures; after a restart (or an outside
 // rename) a miss falls back to a breadth-first search of the export, which refills
-// the index. With the same StateDir, handles survive a server restart.
+// the index. With the same StateDir, handles survive a server restart. A handle a
+// search did not find is answered NFS3ERR_STALE without searching again for 30 s.
 //
 // # Writes
 //
@@ -48,9 +49,10 @@
 // AUTH_SYS credentials are checked against each object's mode bits, owner and group
 // (owner, group or other class, with root allowed everything except executing a file
 // with no execute bit), for every procedure that reads, writes, creates, removes or
-// searches; other flavors and AUTH_NONE act as Options.AnonUID/AnonGID. When the server
-// runs as root, new objects are given the caller's uid and gid. The server process's
-// own rights still apply underneath. No ACLs are consulted.
+// searches; AUTH_NONE (and root, with Options.RootSquash) acts as
+// Options.AnonUID/AnonGID. When the server runs as root, new objects are given the
+// caller's uid and gid. The server process's own rights still apply underneath. No
+// ACLs are consulted.
 //
 // This package runs on Linux only (it relies on openat, statx and /proc/self/fd).
 // Dependencies: golang.org/x/sys/unix for those calls and github.com/hashicorp/go-hclog

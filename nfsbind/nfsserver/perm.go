@@ -15,7 +15,7 @@ type cred struct {
 }
 
 func (s *Server) credOf(req *oncrpc.Request) cred {
-	if a := req.AuthSys; a != nil {
+	if a := req.AuthSys; a != nil && !(s.opts.RootSquash && a.UID == 0) {
 		return cred{uid: a.UID, gid: a.GID, gids: a.GIDs}
 	}
 	return cred{uid: s.opts.AnonUID, gid: s.opts.AnonGID}

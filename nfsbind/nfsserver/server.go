@@ -46,6 +46,8 @@ type Options struct {
 	// AnonUID and AnonGID are the identity of calls without AUTH_SYS credentials
 	// (default 65534, "nobody").
 	AnonUID, AnonGID uint32
+	// RootSquash maps AUTH_SYS uid 0 to AnonUID/AnonGID, as knfsd's root_squash does.
+	RootSquash bool
 	// MaxIndex bounds the inode-to-path index (default 1<<20 entries); MaxSearch
 	// bounds the entries one handle search visits (default 1<<22).
 	MaxIndex, MaxSearch int

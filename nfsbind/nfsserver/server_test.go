@@ -677,6 +677,11 @@ func TestPermissions(t *testing.T) {
 	wantStatus(t, "user REMOVE in sticky dir", rr.Status, nfs3.StatusAcces)
 	user.must(nfs3.ProcRemove, &nfs3.RemoveArgs{What: nfs3.DirOpArgs{Dir: pub, Name: []byte("mine")}}, &rr)
 	wantStatus(t, "user REMOVE own file", rr.Status, nfs3.StatusOK)
+	// With RootSquash, root is nobody too.
+	sq := newEnv(t, Options{RootSquash: true})
+	var sqr nfs3.CreateRes
+	sq.c.must(nfs3.ProcCreate, &nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: sq.root, Name: []byte("x")}, Mode: nfs3.Guarded}, &sqr)
+	wantStatus(t, "squashed root CREATE in 0700 dir", sqr.Status, nfs3.StatusAcces)
 	// AUTH_NONE acts as nobody.
 	anon := e.dial(nil)
 	anon.must(nfs3.ProcWrite, &nfs3.WriteArgs{File: ro, Count: 1, Data: []byte("x"), Stable: nfs3.FileSync}, &w)
