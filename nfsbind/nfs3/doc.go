@@ -6,7 +6,8 @@
 // The codec is written by hand on package xdr. Decoded byte fields (file handles, names,
 // paths, READ and WRITE data, directory entry names) alias the decoder's buffer and are
 // valid only as long as that buffer is; decoding into a reused value does not allocate,
-// except that directory listings grow their Entries slices when they must. Every length
+// except that lists (directory entries, MOUNT lists, auth flavors) grow their slices
+// when they must. Every length
 // a peer claims is checked before anything is sliced: file handles are at most
 // FHSize (64) bytes, names at most MaxNameLen (255), paths at most MaxPathLen (1024), and
 // READ/WRITE data at most MaxData bytes. Failures are returned as errors that name the
@@ -20,4 +21,7 @@
 // ReadRes.DecodeXDR read them with xdr.Decoder.Payload, so data a transport placed out of
 // line (an RDMA write chunk) is returned in place. Over a byte-stream transport the same
 // code sees the data inline. Package nfsbind states the rest of the binding.
+//
+// Dependencies: package xdr only. github.com/davecgh/go-xdr is used in tests, as an
+// independent encoder to cross-check flat structures.
 package nfs3
