@@ -91,9 +91,10 @@ func New(ctx context.Context, nfsRT oncrpc.RoundTripper, root nfs3.FH, opts ...o
 // Root returns the export's root handle.
 func (c *Client) Root() nfs3.FH { return c.root }
 
-// MaxRead and MaxWrite return the largest single READ and WRITE (the server's rtmax
-// and wtmax).
-func (c *Client) MaxRead() int  { return int(c.rtmax) }
+// MaxRead returns the largest single READ (the server's rtmax).
+func (c *Client) MaxRead() int { return int(c.rtmax) }
+
+// MaxWrite returns the largest single WRITE (the server's wtmax).
 func (c *Client) MaxWrite() int { return int(c.wtmax) }
 
 func (c *Client) call(ctx context.Context, p nfs3.Proc, args xdr.EncoderTo, res xdr.DecoderFrom, maxReply int) error {

@@ -398,8 +398,8 @@ func (s *Server) commit(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	return nil
 }
 
-// newChild is the common part of CREATE, MKDIR, SYMLINK and MKNOD: the directory is
-// open and checked, the name validated.
+// openCreateDir is the common start of CREATE, MKDIR, SYMLINK, MKNOD and LINK: it opens
+// the directory, checks the caller may add to it and validates the new name.
 func (s *Server) openCreateDir(where *nfs3.DirOpArgs, dir *object, c *cred) nfs3.Status {
 	if st := s.openDir(where.Dir, dir, c, permW|permX); st != nfs3.StatusOK {
 		return st
