@@ -219,7 +219,8 @@ func (c *Client) ReadAll(ctx context.Context, fh nfs3.FH) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, 0, attr.Size)
+	// The size is a hint; do not let a server's claim allocate without bound.
+	buf := make([]byte, 0, min(attr.Size, 64<<20))
 	for {
 		if cap(buf)-len(buf) < int(c.rtmax) {
 			buf = append(buf, make([]byte, c.rtmax)...)[:len(buf)]
