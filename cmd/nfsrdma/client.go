@@ -1,0 +1,322 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
+	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// Default ports: NFS over RDMA (NFS_RDMA_PORT), NFS over TCP, and MOUNT where
+// nfsrdmad serves it (beside NFS on its TCP port).
+const (
+	defaultRDMAPort  = 20049
+	defaultTCPPort   = 2049
+	defaultMountPort = 2049
+)
+
+// connFlags are the flags every client command shares.
+type connFlags struct {
+	proto     string
+	port      int
+	rdmaPort  int
+	tcpPort   int
+	mountport int
+	timeout   time.Duration
+	allowBoth bool // -proto both (bench)
+}
+
+func (f *connFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.proto, "proto", "rdma", "NFS transport: rdma or tcp (MOUNT always uses tcp)")
+	fs.IntVar(&f.port, "port", 0, "NFS `port` for -proto (0: -rdma-port or -tcp-port)")
+	fs.IntVar(&f.rdmaPort, "rdma-port", defaultRDMAPort, "NFS over RDMA `port` when -port is 0")
+	fs.IntVar(&f.tcpPort, "tcp-port", defaultTCPPort, "NFS over TCP `port` when -port is 0")
+	fs.IntVar(&f.mountport, "mountport", defaultMountPort, "MOUNT `port` over TCP (nfsrdmad serves MOUNT on its NFS TCP port)")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "bound on the whole command")
+}
+
+// check validates the flags, naming the bad one.
+func (f *connFlags) check() error {
+	switch {
+	case f.proto == "rdma" || f.proto == "tcp":
+	case f.proto == "both" && f.allowBoth:
+		if f.port != 0 {
+			return errors.New("-port: ambiguous with -proto both; use -rdma-port and -tcp-port")
+		}
+	case f.allowBoth:
+		return fmt.Errorf("-proto %q: want rdma, tcp or both", f.proto)
+	default:
+		return fmt.Errorf("-proto %q: want rdma or tcp", f.proto)
+	}
+	if f.port < 0 || f.port > 65535 {
+		return fmt.Errorf("-port %d: want 1 to 65535 (0 for the default)", f.port)
+	}
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"rdma-port", f.rdmaPort}, {"tcp-port", f.tcpPort}, {"mountport", f.mountport}} {
+		if p.v < 1 || p.v > 65535 {
+			return fmt.Errorf("-%s %d: want 1 to 65535", p.name, p.v)
+		}
+	}
+	if f.timeout <= 0 {
+		return fmt.Errorf("-timeout %v: must be positive", f.timeout)
+	}
+	return nil
+}
+
+// nfsPort is the NFS port for proto.
+func (f *connFlags) nfsPort(proto string) int {
+	if f.port != 0 {
+		return f.port
+	}
+	if proto == "rdma" {
+		return f.rdmaPort
+	}
+	return f.tcpPort
+}
+
+// flagSet is flag.FlagSet, for brevity in the commands' flag hooks.
+type flagSet = flag.FlagSet
+
+// remote is a parsed SERVER:/path.
+type remote struct {
+	host string // without brackets
+	path string // absolute, cleaned
+}
+
+func (r remote) String() string {
+	h := r.host
+	if strings.Contains(h, ":") {
+		h = "[" + h + "]"
+	}
+	return h + ":" + r.path
+}
+
+// parseRemote parses SERVER:/path, where SERVER is a host name, an IPv4 address or a
+// bracketed IPv6 address.
+func parseRemote(s string) (remote, error) {
+	var host, p string
+	if strings.HasPrefix(s, "[") {
+		end := strings.Index(s, "]")
+		if end < 0 || end+1 >= len(s) || s[end+1] != ':' {
+			return remote{}, fmt.Errorf("remote %q: want [IPv6]:/path", s)
+		}
+		host, p = s[1:end], s[end+2:]
+	} else {
+		i := strings.IndexByte(s, ':')
+		if i < 0 {
+			return remote{}, fmt.Errorf("remote %q: want SERVER:/path", s)
+		}
+		host, p = s[:i], s[i+1:]
+	}
+	if host == "" {
+		return remote{}, fmt.Errorf("remote %q: no server before the colon", s)
+	}
+	if !strings.HasPrefix(p, "/") {
+		return remote{}, fmt.Errorf("remote %q: the path must start with / (the export path, e.g. SERVER:/srv/data/file)", s)
+	}
+	if strings.IndexByte(p, 0) >= 0 {
+		return remote{}, fmt.Errorf("remote %q: the path contains a NUL byte", s)
+	}
+	return remote{host: host, path: path.Clean(p)}, nil
+}
+
+// session is a mounted export.
+type session struct {
+	c      *nfsclient.Client
+	proto  string
+	export string // the export mounted
+	rel    string // the remote path inside the export ("" for its root)
+	mrt    oncrpc.RoundTripper
+	closer []func() error
+}
+
+// Close unmounts and closes the transports.
+func (s *session) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := nfsclient.Unmount(ctx, s.mrt, s.export)
+	for i := len(s.closer) - 1; i >= 0; i-- {
+		s.closer[i]()
+	}
+	return err
+}
+
+// auth is the AUTH_SYS credential of this process.
+func auth() (oncrpc.ClientOption, error) {
+	host, _ := os.Hostname()
+	if len(host) > oncrpc.MaxMachineNameLen {
+		host = host[:oncrpc.MaxMachineNameLen]
+	}
+	a, err := oncrpc.NewAuthSys(&oncrpc.AuthSysParams{MachineName: []byte(host), UID: uint32(os.Getuid()), GID: uint32(os.Getgid())})
+	if err != nil {
+		return nil, fmt.Errorf("AUTH_SYS credential: %w", err)
+	}
+	return oncrpc.WithAuth(a), nil
+}
+
+// dialNFS opens the NFS transport of proto to host.
+func dialNFS(ctx context.Context, f *connFlags, proto, host string) (oncrpc.RoundTripper, func() error, error) {
+	addr := net.JoinHostPort(host, strconv.Itoa(f.nfsPort(proto)))
+	if proto == "tcp" {
+		t, err := oncrpc.DialTCP(ctx, addr, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("NFS over TCP at %s: %w", addr, err)
+		}
+		return t, t.Close, nil
+	}
+	dev := soft.New(soft.Config{})
+	t, err := rpcrdma.Dial(ctx, dev, addr, nil)
+	if err != nil {
+		dev.Close()
+		return nil, nil, fmt.Errorf("NFS over RDMA at %s (is nfsrdmad running there, with -rdma on that port?): %w", addr, err)
+	}
+	return t, func() error { t.Close(); return dev.Close() }, nil
+}
+
+// decodeFunc adapts a function to xdr.DecoderFrom.
+type decodeFunc func(d *xdr.Decoder) error
+
+func (f decodeFunc) DecodeXDR(d *xdr.Decoder) error { return f(d) }
+
+// exports asks the MOUNT service for its export list.
+func exports(ctx context.Context, mrt oncrpc.RoundTripper) ([]string, error) {
+	mc := oncrpc.NewClient(mrt, nfs3.MountProgram, nfs3.MountVersion)
+	var out []string
+	var r nfs3.ExportRes
+	err := mc.Call(ctx, uint32(nfs3.MountProcExport), nil, decodeFunc(func(d *xdr.Decoder) error {
+		if err := r.DecodeXDR(d); err != nil {
+			return err
+		}
+		for _, e := range r.Exports {
+			out = append(out, string(e.Dir))
+		}
+		return nil
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("MOUNT EXPORT: %w", err)
+	}
+	return out, nil
+}
+
+// exportFor returns the longest export containing p and p's path inside it.
+func exportFor(exps []string, p string) (exp, rel string, ok bool) {
+	best := -1
+	for _, e := range exps {
+		e = path.Clean(e)
+		var r string
+		switch {
+		case p == e:
+		case e == "/":
+			r = p[1:]
+		case strings.HasPrefix(p, e+"/"):
+			r = p[len(e)+1:]
+		default:
+			continue
+		}
+		if len(e) > best {
+			best, exp, rel = len(e), e, r
+		}
+	}
+	return exp, rel, best >= 0
+}
+
+// mount connects to r's server over proto and mounts the export holding r.path.
+func mount(ctx context.Context, f *connFlags, proto string, r remote) (*session, error) {
+	s := &session{proto: proto}
+	ok := false
+	defer func() {
+		if !ok {
+			for i := len(s.closer) - 1; i >= 0; i-- {
+				s.closer[i]()
+			}
+		}
+	}()
+	maddr := net.JoinHostPort(r.host, strconv.Itoa(f.mountport))
+	mrt, err := oncrpc.DialTCP(ctx, maddr, nil)
+	if err != nil {
+		return nil, fmt.Errorf("MOUNT over TCP at %s: %w", maddr, err)
+	}
+	s.mrt = mrt
+	s.closer = append(s.closer, mrt.Close)
+	exps, err := exports(ctx, mrt)
+	if err != nil {
+		return nil, fmt.Errorf("MOUNT at %s: %w", maddr, err)
+	}
+	exp, rel, found := exportFor(exps, r.path)
+	if !found {
+		return nil, fmt.Errorf("%s: no export of %s contains %s (exports: %s)", r, r.host, r.path, strings.Join(exps, ", "))
+	}
+	s.export, s.rel = exp, rel
+	nrt, closeNFS, err := dialNFS(ctx, f, proto, r.host)
+	if err != nil {
+		return nil, err
+	}
+	s.closer = append(s.closer, closeNFS)
+	a, err := auth()
+	if err != nil {
+		return nil, err
+	}
+	c, err := nfsclient.Mount(ctx, nrt, mrt, exp, a)
+	if err != nil {
+		return nil, fmt.Errorf("mount %s:%s over %s: %w", r.host, exp, proto, err)
+	}
+	s.c = c
+	ok = true
+	return s, nil
+}
+
+// lookup resolves the session's path (or rel below the export root).
+func (s *session) lookup(ctx context.Context, rel string) (nfs3.FH, nfs3.Fattr, error) {
+	fh, attr, err := s.c.LookupPath(ctx, rel)
+	if err != nil {
+		return nil, nfs3.Fattr{}, fmt.Errorf("%s: %w", path.Join(s.export, rel), err)
+	}
+	return fh, attr, nil
+}
+
+// startCommand parses a client command's flags and positional arguments and applies
+// the timeout.
+func startCommand(ctx context.Context, name string, args []string, n int, stderr io.Writer, more func(*flagSet)) (context.Context, context.CancelFunc, *connFlags, []string, error) {
+	fs := newFlagSet(name, stderr)
+	var f connFlags
+	f.allowBoth = name == "bench"
+	f.register(fs)
+	if name == "bench" {
+		fs.Lookup("proto").DefValue = "both"
+		f.proto = "both"
+		fs.Lookup("proto").Usage = "NFS transport: rdma, tcp or both (MOUNT always uses tcp)"
+	}
+	if more != nil {
+		more(fs)
+	}
+	pos, err := parseArgs(fs, args, n)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if err := f.check(); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	return ctx, cancel, &f, pos, nil
+}
+
+// isNotExist reports whether err is NFS3ERR_NOENT.
+func isNotExist(err error) bool { return errors.Is(err, nfs3.StatusNoEnt) }

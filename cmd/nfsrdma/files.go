@@ -1,0 +1,421 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
+)
+
+// modeString formats NFS attributes' type and mode bits as `ls -l` does.
+func modeString(a *nfs3.Fattr) string {
+	var b [10]byte
+	b[0] = "?-dbclsp"[min(int(a.Type), 7)]
+	const rwx = "rwxrwxrwx"
+	for i := 0; i < 9; i++ {
+		if a.Mode&(1<<(8-i)) != 0 {
+			b[1+i] = rwx[i]
+		} else {
+			b[1+i] = '-'
+		}
+	}
+	special := func(bit uint32, pos int, set, setNoX byte) {
+		if a.Mode&bit == 0 {
+			return
+		}
+		if b[pos] == '-' {
+			b[pos] = setNoX
+		} else {
+			b[pos] = set
+		}
+	}
+	special(0o4000, 3, 's', 'S')
+	special(0o2000, 6, 's', 'S')
+	special(0o1000, 9, 't', 'T')
+	return string(b[:])
+}
+
+// lsLine formats one entry like `ls -l`.
+func lsLine(w io.Writer, name string, a *nfs3.Fattr, target string) {
+	mt := time.Unix(int64(a.Mtime.Seconds), int64(a.Mtime.Nseconds)).UTC().Format("2006-01-02 15:04")
+	if target != "" {
+		name += " -> " + target
+	}
+	fmt.Fprintf(w, "%s %3d %6d %6d %12d %s %s\n", modeString(a), a.Nlink, a.UID, a.GID, a.Size, mt, name)
+}
+
+func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	ctx, cancel, f, pos, err := startCommand(ctx, "ls", args, 1, stderr, nil)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	r, err := parseRemote(pos[0])
+	if err != nil {
+		return err
+	}
+	s, err := mount(ctx, f, f.proto, r)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	fh, attr, err := s.lookup(ctx, s.rel)
+	if err != nil {
+		return err
+	}
+	if attr.Type != nfs3.TypeDir {
+		target := ""
+		if attr.Type == nfs3.TypeLnk {
+			target, _ = s.c.Readlink(ctx, fh)
+		}
+		lsLine(stdout, path.Base(r.path), &attr, target)
+		return nil
+	}
+	ents, err := s.c.ReaddirPlus(ctx, fh)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r, err)
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
+	var total uint64
+	for i := range ents {
+		e := &ents[i]
+		if e.FH == nil { // the server sent no attributes: ask
+			if e.FH, e.Attr, err = s.c.Lookup(ctx, fh, e.Name); err != nil {
+				return fmt.Errorf("%s/%s: %w", r, e.Name, err)
+			}
+		}
+		target := ""
+		if e.Attr.Type == nfs3.TypeLnk {
+			if target, err = s.c.Readlink(ctx, e.FH); err != nil {
+				return fmt.Errorf("%s/%s: %w", r, e.Name, err)
+			}
+		}
+		lsLine(stdout, e.Name, &e.Attr, target)
+		total += e.Attr.Size
+	}
+	fmt.Fprintf(stdout, "%d entries, %d bytes (%s over %s)\n", len(ents), total, r, s.proto)
+	return nil
+}
+
+// rate formats n bytes in d as MB/s (10^6 bytes per second).
+func rate(n int64, d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f MB/s", float64(n)/d.Seconds()/1e6)
+}
+
+func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	ctx, cancel, f, pos, err := startCommand(ctx, "get", args, 2, stderr, nil)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	r, err := parseRemote(pos[0])
+	if err != nil {
+		return err
+	}
+	local := pos[1]
+	s, err := mount(ctx, f, f.proto, r)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	fh, attr, err := s.lookup(ctx, s.rel)
+	if err != nil {
+		return err
+	}
+	if attr.Type != nfs3.TypeReg {
+		return fmt.Errorf("%s: a %v, not a regular file", r, attr.Type)
+	}
+	var out io.Writer = stdout
+	var file *os.File
+	report := stderr
+	if local != "-" {
+		if fi, err := os.Stat(local); err == nil && fi.IsDir() {
+			local = filepath.Join(local, path.Base(r.path))
+		}
+		if file, err = os.OpenFile(local, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+			return err
+		}
+		defer file.Close()
+		out, report = file, stdout
+	}
+	start := time.Now()
+	n, err := readFile(ctx, s.c, fh, out)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r, err)
+	}
+	if file != nil {
+		if err := file.Close(); err != nil {
+			return err
+		}
+	}
+	el := time.Since(start)
+	fmt.Fprintf(report, "get %s -> %s: %d bytes in %v (%s over %s)\n", r, local, n, el.Round(time.Microsecond), rate(n, el), s.proto)
+	return nil
+}
+
+// readFile copies the file fh to w, MaxRead bytes per READ into one reused buffer
+// (over RDMA the server places each READ's data straight into it).
+func readFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, w io.Writer) (int64, error) {
+	buf := make([]byte, c.MaxRead())
+	var off int64
+	for {
+		n, eof, err := c.Read(ctx, fh, uint64(off), buf)
+		if err != nil {
+			return off, err
+		}
+		if n > 0 {
+			if _, err := w.Write(buf[:n]); err != nil {
+				return off, err
+			}
+		}
+		off += int64(n)
+		if eof || n == 0 {
+			return off, nil
+		}
+	}
+}
+
+func runPut(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	mode := octal(0)
+	ctx, cancel, f, pos, err := startCommand(ctx, "put", args, 2, stderr, func(fs *flagSet) {
+		fs.Var(&mode, "mode", "permission `bits` of a new file, octal (0: the local file's)")
+	})
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	local := pos[0]
+	r, err := parseRemote(pos[1])
+	if err != nil {
+		return err
+	}
+	file, err := os.Open(local)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file", local)
+	}
+	if mode == 0 {
+		mode = octal(fi.Mode().Perm())
+	}
+	s, err := mount(ctx, f, f.proto, r)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+
+	// Into /path when it is a directory; else /path names the file.
+	dirRel, name := s.rel, path.Base(local)
+	dfh, dattr, err := s.lookup(ctx, dirRel)
+	switch {
+	case err == nil && dattr.Type == nfs3.TypeDir:
+	case err == nil || isNotExist(err):
+		if s.rel == "" {
+			return fmt.Errorf("%s: the export root is not a directory", r)
+		}
+		dirRel, name = path.Dir(s.rel), path.Base(s.rel)
+		if dirRel == "." {
+			dirRel = ""
+		}
+		if dfh, dattr, err = s.lookup(ctx, dirRel); err != nil {
+			return err
+		}
+		if dattr.Type != nfs3.TypeDir {
+			return fmt.Errorf("%s: not a directory", path.Join(s.export, dirRel))
+		}
+	default:
+		return err
+	}
+	fh, err := createOrTruncate(ctx, s.c, dfh, name, uint32(mode))
+	if err != nil {
+		return fmt.Errorf("%s: %w", path.Join(s.export, dirRel, name), err)
+	}
+	start := time.Now()
+	if err := writeFile(ctx, s.c, fh, file); err != nil {
+		return fmt.Errorf("%s: %w", path.Join(s.export, dirRel, name), err)
+	}
+	el := time.Since(start)
+	fmt.Fprintf(stdout, "put %s -> %s:%s: %d bytes in %v (%s over %s)\n", local, r.host, path.Join(s.export, dirRel, name), fi.Size(), el.Round(time.Microsecond), rate(fi.Size(), el), s.proto)
+	return nil
+}
+
+// createOrTruncate creates name in dir (GUARDED), or truncates it when it exists.
+func createOrTruncate(ctx context.Context, c *nfsclient.Client, dir nfs3.FH, name string, mode uint32) (nfs3.FH, error) {
+	fh, _, err := c.Create(ctx, dir, name, mode, false)
+	if err == nil {
+		return fh, nil
+	}
+	if !errors.Is(err, nfs3.StatusExist) {
+		return nil, err
+	}
+	fh, attr, err := c.Lookup(ctx, dir, name)
+	if err != nil {
+		return nil, err
+	}
+	if attr.Type != nfs3.TypeReg {
+		return nil, fmt.Errorf("exists and is a %v, not a regular file", attr.Type)
+	}
+	if err := c.Setattr(ctx, fh, nfs3.Sattr{SetSize: true, Size: 0}); err != nil {
+		return nil, err
+	}
+	return fh, nil
+}
+
+// writeFile writes all of src to fh with UNSTABLE WRITEs of MaxWrite bytes, then
+// COMMITs; if the server's write verifier changed meanwhile (it restarted and may
+// have lost the data) it writes everything again, as RFC 1813 §3.3.21 requires.
+func writeFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, src io.ReaderAt) error {
+	buf := make([]byte, c.MaxWrite())
+	for attempt := 0; attempt < 3; attempt++ {
+		var verf [nfs3.WriteVerfSize]byte
+		changed := false
+		var off int64
+		for {
+			n, rerr := src.ReadAt(buf, off)
+			if n > 0 {
+				for done := 0; done < n; {
+					w, err := c.Write(ctx, fh, uint64(off)+uint64(done), buf[done:n], nfs3.Unstable)
+					if err != nil {
+						return err
+					}
+					if w.Count == 0 {
+						return fmt.Errorf("WRITE at %d made no progress", off+int64(done))
+					}
+					if off == 0 && done == 0 {
+						verf = w.Verf
+					} else if w.Verf != verf {
+						changed = true
+					}
+					done += w.Count
+				}
+				off += int64(n)
+			}
+			if rerr == io.EOF {
+				break
+			}
+			if rerr != nil {
+				return rerr
+			}
+		}
+		cv, err := c.Commit(ctx, fh)
+		if err != nil {
+			return err
+		}
+		if off == 0 || (!changed && cv == verf) {
+			return nil
+		}
+	}
+	return errors.New("the server's write verifier kept changing (is it restarting?)")
+}
+
+func runMkdir(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	mode := octal(0o755)
+	ctx, cancel, f, pos, err := startCommand(ctx, "mkdir", args, 1, stderr, func(fs *flagSet) {
+		fs.Var(&mode, "mode", "permission `bits`, octal")
+	})
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	r, err := parseRemote(pos[0])
+	if err != nil {
+		return err
+	}
+	s, err := mount(ctx, f, f.proto, r)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if s.rel == "" {
+		return fmt.Errorf("%s: is the export root", r)
+	}
+	parent := path.Dir(s.rel)
+	if parent == "." {
+		parent = ""
+	}
+	dfh, _, err := s.lookup(ctx, parent)
+	if err != nil {
+		return err
+	}
+	if _, _, err := s.c.Mkdir(ctx, dfh, path.Base(s.rel), uint32(mode)); err != nil {
+		return fmt.Errorf("%s: %w", r, err)
+	}
+	fmt.Fprintf(stdout, "mkdir %s\n", r)
+	return nil
+}
+
+func runRm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	ctx, cancel, f, pos, err := startCommand(ctx, "rm", args, 1, stderr, nil)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	r, err := parseRemote(pos[0])
+	if err != nil {
+		return err
+	}
+	s, err := mount(ctx, f, f.proto, r)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if s.rel == "" {
+		return fmt.Errorf("%s: is the export root", r)
+	}
+	parent := path.Dir(s.rel)
+	if parent == "." {
+		parent = ""
+	}
+	dfh, _, err := s.lookup(ctx, parent)
+	if err != nil {
+		return err
+	}
+	_, attr, err := s.c.Lookup(ctx, dfh, path.Base(s.rel))
+	if err != nil {
+		return fmt.Errorf("%s: %w", r, err)
+	}
+	if attr.Type == nfs3.TypeDir {
+		err = s.c.Rmdir(ctx, dfh, path.Base(s.rel))
+	} else {
+		err = s.c.Remove(ctx, dfh, path.Base(s.rel))
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", r, err)
+	}
+	fmt.Fprintf(stdout, "removed %s\n", r)
+	return nil
+}
+
+// octal is a flag.Value for permission bits written in octal.
+type octal uint32
+
+func (o *octal) String() string { return fmt.Sprintf("%04o", uint32(*o)) }
+
+func (o *octal) Set(s string) error {
+	n, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || n > 0o7777 {
+		return fmt.Errorf("want octal permission bits from 0 to 7777")
+	}
+	*o = octal(n)
+	return nil
+}
