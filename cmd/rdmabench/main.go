@@ -337,7 +337,7 @@ func runClient(dev verbs.Device, addr string) error {
 		return err
 	}
 	defer recvMR.Close()
-	info, err := dev.Dial(ctx, addr, qp, verbs.ConnParams{ORD: window, IRD: 1})
+	info, err := dev.Dial(ctx, addr, qp, verbs.ConnParams{ORD: 4 * window, IRD: 1})
 	if err != nil {
 		return err
 	}
