@@ -38,8 +38,9 @@
 // (over 400 bytes, a bad AUTH_SYS body, a non-empty AUTH_NONE body) gets AUTH_BADCRED;
 // a verifier other than an empty AUTH_NONE gets AUTH_BADVERF; a flavor other than
 // AUTH_NONE and AUTH_SYS gets AUTH_REJECTEDCRED (as the reference ONC RPC
-// implementation answers a flavor it has no authenticator for). A Handler decides
-// whether a flavor is strong enough and answers AuthErr(AuthTooWeak) if not. A
+// implementation answers a flavor it has no authenticator for); an implemented flavor
+// that ServerOptions.Flavors excludes gets AUTH_TOOWEAK (NULL always accepts
+// AUTH_NONE), and a Handler may be stricter and answer AuthErr(AuthTooWeak). A
 // record over the transport's limit, or a stream that ends inside a record, closes
 // the connection.
 //

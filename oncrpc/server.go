@@ -100,6 +100,13 @@ type ServerOptions struct {
 	// Logger receives control-path events: connections accepted and closed, garbage
 	// received, recovered panics. Default: no logging.
 	Logger hclog.Logger
+	// Flavors are the credential flavors calls may carry (default: AuthNone and
+	// AuthSys, the ones this package implements). A well-formed credential of an
+	// implemented flavor that is not listed gets AUTH_TOOWEAK, except on procedure 0
+	// (NULL), which accepts AUTH_NONE so that clients can always ping the server
+	// (RFC 2623 §2.3.1). NewServer panics if Flavors names a flavor this package does
+	// not implement.
+	Flavors []Flavor
 }
 
 // ServerStats are cumulative counters.
@@ -120,6 +127,8 @@ type versionRange struct {
 type Server struct {
 	maxConc int
 	log     hclog.Logger
+	// allowNone and allowSys are the Flavors policy.
+	allowNone, allowSys bool
 
 	mu    sync.RWMutex
 	progs map[uint32][]versionRange
@@ -147,6 +156,8 @@ func NewServer(opts *ServerOptions) *Server {
 	s := &Server{
 		maxConc:   64,
 		log:       hclog.NewNullLogger(),
+		allowNone: true,
+		allowSys:  true,
 		progs:     make(map[uint32][]versionRange),
 		listeners: make(map[Listener]struct{}),
 		conns:     make(map[ServerConn]struct{}),
@@ -157,6 +168,19 @@ func NewServer(opts *ServerOptions) *Server {
 		}
 		if opts.Logger != nil {
 			s.log = opts.Logger
+		}
+		if opts.Flavors != nil {
+			s.allowNone, s.allowSys = false, false
+			for _, f := range opts.Flavors {
+				switch f {
+				case AuthNone:
+					s.allowNone = true
+				case AuthSys:
+					s.allowSys = true
+				default:
+					panic(fmt.Sprintf("oncrpc: ServerOptions.Flavors: %v is not implemented", f))
+				}
+			}
 		}
 	}
 	s.readCtx, s.stopRead = context.WithCancel(context.Background())
@@ -516,8 +540,9 @@ func (s *Server) dispatch(ctx context.Context, st *serverCallState, rh *ReplyHea
 // AUTH_NONE and AUTH_SYS are understood; a malformed one gets AUTH_BADCRED, a
 // verifier other than an empty AUTH_NONE gets AUTH_BADVERF, and any other flavor
 // AUTH_REJECTEDCRED (the server has no context for it: the client must begin anew
-// with a flavor the server accepts). Whether a flavor is strong enough is the
-// handler's decision (AuthErr(AuthTooWeak)).
+// with a flavor the server accepts). A flavor excluded by ServerOptions.Flavors gets
+// AUTH_TOOWEAK (but AUTH_NONE is always good for NULL); handlers may be stricter
+// (AuthErr(AuthTooWeak)).
 func (s *Server) authenticate(req *Request) AuthStat {
 	hdr := &req.Header
 	switch hdr.Cred.Flavor {
@@ -535,6 +560,12 @@ func (s *Server) authenticate(req *Request) AuthStat {
 	}
 	if hdr.Verf.Flavor != AuthNone || len(hdr.Verf.Body) != 0 {
 		return AuthBadVerf
+	}
+	switch {
+	case hdr.Cred.Flavor == AuthNone && !s.allowNone && hdr.Proc != 0:
+		return AuthTooWeak
+	case hdr.Cred.Flavor == AuthSys && !s.allowSys:
+		return AuthTooWeak
 	}
 	return AuthOK
 }

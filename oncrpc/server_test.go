@@ -647,3 +647,31 @@ func TestServeRetriesTransientAcceptErrors(t *testing.T) {
 		t.Fatalf("Serve: %v", err)
 	}
 }
+
+// ServerOptions.Flavors: AUTH_NONE excluded gets AUTH_TOOWEAK, except on NULL.
+func TestServerFlavorPolicy(t *testing.T) {
+	_, addr := startTCPServer(t, &ServerOptions{Flavors: []Flavor{AuthSys}}, echoHandler())
+	tr := dialTCP(t, addr, nil)
+	ctx := context.Background()
+	none := NewClient(tr, testProg, testVers)
+	if err := none.Call(ctx, procNull, nil, nil); err != nil {
+		t.Fatalf("NULL with AUTH_NONE: %v", err)
+	}
+	var re *RejectError
+	if err := none.Call(ctx, procEcho, bytesArg("x"), nil); !errors.As(err, &re) || re.AuthStat != AuthTooWeak {
+		t.Fatalf("ECHO with AUTH_NONE: %v, want AUTH_TOOWEAK", err)
+	}
+	cred, err := NewAuthSys(&AuthSysParams{MachineName: []byte("c"), UID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := NewClient(tr, testProg, testVers, WithAuth(cred)).Call(ctx, procEcho, bytesArg("x"), nil); err != nil {
+		t.Fatalf("ECHO with AUTH_SYS: %v", err)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("NewServer accepted an unimplemented flavor")
+		}
+	}()
+	NewServer(&ServerOptions{Flavors: []Flavor{RPCSecGSS}})
+}
