@@ -34,12 +34,25 @@ const (
 	ibMaxConnectPrivateData = 56
 	ibMaxAcceptPrivateData  = 196
 	ibMaxRejectPrivateData  = 148
+	// iwarpMaxConnectPrivateData: Linux siw resets MPA requests with more
+	// (measured in the lab: TestPrivateDataSizes).
+	iwarpMaxConnectPrivateData = verbs.MaxPrivateData
 )
+
+// maxConnectPrivateData is the most request private data d carries.
+func maxConnectPrivateData(d *Device) int {
+	if d.IWARP() {
+		return iwarpMaxConnectPrivateData
+	}
+	return ibMaxConnectPrivateData
+}
 
 func (d *Device) checkPrivateData(what string, pd []byte, ibMax int) error {
 	max := verbs.MaxPrivateData
 	if !d.IWARP() {
 		max = ibMax
+	} else if ibMax == ibMaxConnectPrivateData {
+		max = iwarpMaxConnectPrivateData
 	}
 	if len(pd) > max {
 		return fmt.Errorf("ibverbs: %s: %w: %d bytes, %s allows %d", what, verbs.ErrPrivateDataTooLong, len(pd), d.name, max)

@@ -63,11 +63,14 @@ func TestConformance(t *testing.T) {
 		Open:            func(t testing.TB) verbs.Device { return openTest(t, cfg) },
 		ListenAddr:      addr + ":0",
 		NoSolicitedFlag: "ibv_wc reports no solicited-event flag",
+		// What the device's CM carries (InfiniBand CM: 56 bytes).
+		MaxConnectPrivateData: maxConnectPrivateData(d),
 	}
-	if !d.IWARP() {
-		p.NoRemoteInvalidate = "Soft-RoCE (rxe) remotely invalidates only fast-registered regions and memory windows, not ibv_reg_mr regions"
+	if d.IWARP() {
+		p.NoRemoteInvalidate = "libsiw (rdma-core 44) reports no IBV_WC_WITH_INV and no invalidated rkey in work completions, so the receiver cannot learn which STag a Send with Invalidate invalidated (the host peer case ibverbs-soft-siw sends one from siw)"
+	} else {
+		p.NoRemoteInvalidate = "Soft-RoCE (rxe) remotely invalidates only fast-registered regions (IB_MR_TYPE_MEM_REG) and memory windows, not ibv_reg_mr regions"
 		p.PrivateDataPadded = true
-		p.MaxConnectPrivateData = ibMaxConnectPrivateData
 	}
 	verbstest.Run(t, p)
 }

@@ -72,9 +72,11 @@
 // MR.Reregister registers it again; the new registration is made while the
 // old one still exists, or retried, so its rkey always differs from the
 // old one. A Send with Invalidate received for a region marks it invalid
-// (MR.Valid false) when the device supports remote invalidation of
-// ibv_reg_mr regions (siw does; rxe only invalidates fast-registered regions
-// and memory windows, and fails the receive).
+// (MR.Valid false) when the device reports it (IBV_WC_WITH_INV). Soft-RoCE
+// (rxe) remotely invalidates only fast-registered regions and memory windows
+// and fails such a receive; siw invalidates ibv_reg_mr regions but libsiw
+// reports no IBV_WC_WITH_INV, so the region's Valid stays true although
+// the device refuses its STag. Sending Send with Invalidate works on both.
 //
 // Fork: registered memory must not be copied-on-write in a child. Go starts
 // programs with clone(CLONE_VFORK|CLONE_VM), which shares memory and is

@@ -307,7 +307,7 @@ func (q *queuePair) postSendLocked(wrs []verbs.SendWR) (int, error) {
 	bad := *q.cbad
 	q.sqTail += uint64(bad)
 	if rc != 0 {
-		return int(bad), postError("ibv_post_send", syscall.Errno(rc), len(q.sq))
+		return int(bad), postError("ibv_post_send", rc, len(q.sq))
 	}
 	if full {
 		return len(wrs), fmt.Errorf("ibverbs: PostSend: %w (%d outstanding)", verbs.ErrQueueFull, len(q.sq))
@@ -315,7 +315,13 @@ func (q *queuePair) postSendLocked(wrs []verbs.SendWR) (int, error) {
 	return len(wrs), nil
 }
 
-func postError(what string, errno syscall.Errno, depth int) error {
+// postError explains a failed post. Providers return errno values with
+// either sign (libsiw returns them negated).
+func postError(what string, rc C.int, depth int) error {
+	errno := syscall.Errno(rc)
+	if rc < 0 {
+		errno = syscall.Errno(-rc)
+	}
 	switch errno {
 	case syscall.ENOMEM:
 		return fmt.Errorf("ibverbs: %s: %w (%d outstanding): %w", what, verbs.ErrQueueFull, depth, errno)
@@ -402,6 +408,13 @@ func (q *queuePair) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 		g := &cr[i]
 		g.sge_off = C.uint32_t(k)
 		g.nsge = C.uint32_t(len(wr.SGL))
+		if len(wr.SGL) == 0 && q.dev.IWARP() {
+			// libsiw refuses receives without SGEs; one empty SGE
+			// takes a zero-length message just the same.
+			sges[k] = C.struct_ibv_sge{}
+			g.nsge = 1
+			k++
+		}
 		for j := range wr.SGL {
 			s := &wr.SGL[j]
 			m, ok := s.MR.(*memRegion)
@@ -421,7 +434,7 @@ func (q *queuePair) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 	bad := *q.cbad
 	q.rqTail += uint64(bad)
 	if rc != 0 {
-		return int(bad), postError("ibv_post_recv", syscall.Errno(rc), len(q.rq))
+		return int(bad), postError("ibv_post_recv", rc, len(q.rq))
 	}
 	if full {
 		return len(wrs), fmt.Errorf("ibverbs: PostRecv: %w (%d outstanding)", verbs.ErrQueueFull, len(q.rq))

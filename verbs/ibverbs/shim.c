@@ -29,6 +29,10 @@ int gshim_post_send(struct ibv_qp *qp, struct gsend *wrs, int n, struct ibv_sge 
 			break;
 		case IBV_WR_SEND_WITH_INV:
 			wr[i].invalidate_rkey = wrs[i].invalidate_rkey;
+			// libsiw (rdma-core 44) takes the STag to invalidate from
+			// wr.rdma.rkey, not from invalidate_rkey; other providers
+			// ignore wr.rdma for sends.
+			wr[i].wr.rdma.rkey = wrs[i].invalidate_rkey;
 			break;
 		default:
 			break;

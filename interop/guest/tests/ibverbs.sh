@@ -18,7 +18,7 @@ BIN=/out/ibverbs.test
 step "host-built test binary present" waitfile "$BIN" 400
 run_suite() {
   IBVERBS_ADDR=$GUEST_IP IBVERBS_REQUIRE=1 "$BIN" -test.v -test.count=1 -test.timeout=900s \
-    -test.run '^(TestConformance|TestDeviceLimits|TestOpenConfigErrors|TestForkStatus)$' >/out/ibverbs-suite.log 2>&1
+    -test.run '^(TestConformance|TestDeviceLimits|TestOpenConfigErrors|TestForkStatus|TestPrivateDataSizes)$' >/out/ibverbs-suite.log 2>&1
   r=$?; grep -E '^(=== RUN|--- |    --- |PASS|FAIL|ok)|SKIP|verbstest.go|_test.go' /out/ibverbs-suite.log | grep -v '^=== RUN' | head -80
   return $r
 }
