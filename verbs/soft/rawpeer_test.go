@@ -583,3 +583,27 @@ func TestLargestFPDU(t *testing.T) {
 		}
 	}
 }
+
+// TestReadSourceInvalidatedWhileQueued: a Read Request accepted while its
+// source STag was valid, whose source is invalidated before its turn comes,
+// is answered with a Terminate (invalid STag) carrying a copy of the Read
+// Request, not with data.
+func TestReadSourceInvalidatedWhileQueued(t *testing.T) {
+	checkGoroutines(t)
+	s := newServerUnderTest(t, Config{})
+	big := s.reg(t, make([]byte, 16<<20), verbs.AccessRemoteRead)
+	p := s.connectRaw(t, false, verbs.ConnParams{})
+	rr1 := iwarp.ReadRequest{SinkSTag: 0x100, Size: 16 << 20, SrcSTag: big.RKey(), SrcTO: big.Addr()}
+	rr2 := iwarp.ReadRequest{SinkSTag: 0x200, SinkTO: 8, Size: 64, SrcSTag: s.mr.RKey(), SrcTO: s.mr.Addr()}
+	p.readRequest(rr1) // its response blocks the writer: we do not read yet
+	p.readRequest(rr2)
+	time.Sleep(50 * time.Millisecond)
+	if err := s.mr.Invalidate(); err != nil {
+		t.Fatal(err)
+	}
+	term := p.expectTerminate(iwarp.TermRDMAPInvalidSTag)
+	if !term.HasRDMAPHeader || !bytes.Equal(term.RDMAPHeader(), rr2.Append(nil)) {
+		t.Fatalf("Terminate RDMAP header copy % x, want the second Read Request", term.RDMAPHeader())
+	}
+	s.checkQPFailed(t, iwarp.TermRDMAPInvalidSTag, false)
+}
