@@ -122,6 +122,24 @@ func TestWindowClose(t *testing.T) {
 	}
 }
 
+func TestWindowSetMax(t *testing.T) {
+	w := NewWindow(8)
+	w.Update(8)
+	w.SetMax(2)
+	if w.Max() != 2 || w.Granted() != 2 {
+		t.Fatalf("after SetMax(2): max %d granted %d", w.Max(), w.Granted())
+	}
+	w.SetMax(0)
+	if w.Max() != 1 {
+		t.Fatalf("SetMax(0) gives max %d", w.Max())
+	}
+	w.SetMax(16)
+	w.Update(12)
+	if w.Granted() != 12 {
+		t.Fatalf("granted %d after raising the cap", w.Granted())
+	}
+}
+
 func TestWindowReset(t *testing.T) {
 	w := NewWindow(8)
 	w.Update(8)

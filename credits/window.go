@@ -51,7 +51,22 @@ func NewWindow(max int) *Window {
 }
 
 // Max returns the cap on the window, the number of credits to request.
-func (w *Window) Max() int { return w.max }
+func (w *Window) Max() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.max
+}
+
+// SetMax changes the cap on the window (values below 1 mean 1), e.g. after a CONF_RDMA
+// negotiation. A window above the new cap shrinks at once; credits already held are not
+// revoked.
+func (w *Window) SetMax(n int) {
+	w.mu.Lock()
+	w.max = max(n, 1)
+	w.granted = min(w.granted, w.max)
+	w.wakeLocked()
+	w.mu.Unlock()
+}
 
 // Granted returns the current window size.
 func (w *Window) Granted() int {
@@ -152,11 +167,11 @@ func (w *Window) Release() {
 // outstanding; Linux does the same to avoid deadlock) and values above Max capped. A
 // smaller window takes effect as calls complete: credits already held are not revoked.
 func (w *Window) Update(grant uint32) {
+	w.mu.Lock()
 	g := int(min(grant, uint32(w.max)))
 	if g < 1 {
 		g = 1
 	}
-	w.mu.Lock()
 	w.granted = g
 	w.wakeLocked()
 	w.mu.Unlock()

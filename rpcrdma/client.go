@@ -166,8 +166,8 @@ func Dial(ctx context.Context, dev verbs.Device, addr string, opts *ClientOption
 type clientConn struct {
 	c          *Client
 	ep         *endpoint
-	inlineSend int // largest message we may send
-	maxInline  int // largest reply the server can send inline
+	inlineSend int // largest message we may send (guarded by mu after dial)
+	maxInline  int // largest reply the server can send inline (guarded by mu after dial)
 	ord        int
 
 	mu      sync.Mutex
@@ -309,6 +309,69 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 		}
 		delay = min(2*delay, time.Second)
 	}
+}
+
+// Limits are a connection's transfer limits, as negotiated through the RFC 8797 private
+// data or later by CONF_RDMA (seed §6), which applies its results with SetLimits.
+type Limits struct {
+	// InlineSend is the largest transport message this side sends (header and inline
+	// RPC message); longer calls use chunks, longer replies the reply chunk.
+	InlineSend int
+	// InlineRecv is the largest message the peer may send this side inline: a client
+	// offers a reply chunk for replies that may be longer.
+	InlineRecv int
+	// Credits is, for a client, the number of credits requested (the window's cap);
+	// for a server connection, unused.
+	Credits int
+}
+
+// Limits returns the current connection's limits (zero Limits when not connected).
+func (c *Client) Limits() Limits {
+	c.mu.Lock()
+	cc := c.cc
+	c.mu.Unlock()
+	if cc == nil {
+		return Limits{}
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return Limits{InlineSend: cc.inlineSend, InlineRecv: cc.maxInline, Credits: c.window.Max()}
+}
+
+// SetLimits changes the current connection's limits, e.g. to apply a CONF_RDMA
+// negotiation. Zero fields are left unchanged. InlineSend and InlineRecv may not exceed
+// the registered buffer sizes (ClientOptions.InlineSend and InlineRecv) nor go below
+// 1024 bytes. Credits changes the window's cap. A reconnection starts again from the
+// private-data values.
+func (c *Client) SetLimits(l Limits) error {
+	o := &c.opts
+	if l.InlineSend != 0 && (l.InlineSend < MinInlineSize || l.InlineSend > o.InlineSend) {
+		return fmt.Errorf("rpcrdma: SetLimits: InlineSend %d outside [%d, %d]", l.InlineSend, MinInlineSize, o.InlineSend)
+	}
+	if l.InlineRecv != 0 && (l.InlineRecv < MinInlineSize || l.InlineRecv > o.InlineRecv) {
+		return fmt.Errorf("rpcrdma: SetLimits: InlineRecv %d outside [%d, %d]", l.InlineRecv, MinInlineSize, o.InlineRecv)
+	}
+	if l.Credits < 0 || l.Credits > o.Credits {
+		return fmt.Errorf("rpcrdma: SetLimits: Credits %d outside [1, %d]", l.Credits, o.Credits)
+	}
+	c.mu.Lock()
+	cc := c.cc
+	c.mu.Unlock()
+	if cc == nil {
+		return fmt.Errorf("rpcrdma: SetLimits: %w", errConnLost)
+	}
+	cc.mu.Lock()
+	if l.InlineSend != 0 {
+		cc.inlineSend = l.InlineSend
+	}
+	if l.InlineRecv != 0 {
+		cc.maxInline = l.InlineRecv
+	}
+	cc.mu.Unlock()
+	if l.Credits != 0 {
+		c.window.SetMax(l.Credits)
+	}
+	return nil
 }
 
 // Close closes the transport; pending calls fail with oncrpc.ErrClosed.
@@ -508,6 +571,9 @@ func segmentOf(mr verbs.MR, n int) chunks.Segment {
 
 // send marshals the call (Linux rpcrdma_marshal_req) and posts it.
 func (cc *clientConn) send(ctx context.Context, r *request, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
+	cc.mu.Lock()
+	inlineSend, maxInline := cc.inlineSend, cc.maxInline
+	cc.mu.Unlock()
 	h := &r.hdr
 	h.Reset()
 	h.XID, h.Vers, h.Credits, h.Proc = call.XID, Version1, uint32(cc.c.window.Max()), ProcMsg
@@ -537,7 +603,7 @@ func (cc *clientConn) send(ctx context.Context, r *request, call *oncrpc.ClientC
 	if maxReply <= 0 {
 		maxReply = cc.c.opts.MaxReply
 	}
-	budget := cc.maxInline - (FixedSize + 4 + 4 + 4) // reply header with empty lists
+	budget := maxInline - (FixedSize + 4 + 4 + 4) // reply header with empty lists
 	for _, c := range h.WriteList {
 		budget -= 4 + WriteChunkSize(len(c))
 	}
@@ -558,7 +624,7 @@ func (cc *clientConn) send(ctx context.Context, r *request, call *oncrpc.ClientC
 	total := call.Msg.Len()
 	var body []byte // inline body to send, nil when flattening payloads
 	flatten := false
-	if h.Size()+total <= cc.inlineSend {
+	if h.Size()+total <= inlineSend {
 		flatten = true
 	} else {
 		for _, p := range call.Msg.Payloads {
@@ -572,7 +638,7 @@ func (cc *clientConn) send(ctx context.Context, r *request, call *oncrpc.ClientC
 			h.ReadList = append(h.ReadList, chunks.ReadSegment{Position: uint32(p.Pos), Segment: segmentOf(mr, len(p.Data))})
 		}
 		body = call.Msg.Inline
-		if h.Size()+len(body) > cc.inlineSend {
+		if h.Size()+len(body) > inlineSend {
 			// Long call: RDMA_NOMSG, the inline stream as a position-zero read chunk.
 			mr, err := cc.register(r, call.Msg.Inline, verbs.AccessRemoteRead)
 			if err != nil {
@@ -583,8 +649,8 @@ func (cc *clientConn) send(ctx context.Context, r *request, call *oncrpc.ClientC
 			h.ReadList[0] = chunks.ReadSegment{Position: 0, Segment: segmentOf(mr, len(call.Msg.Inline))}
 			h.Proc = ProcNoMsg
 			body = nil
-			if h.Size() > cc.inlineSend {
-				return fmt.Errorf("rpcrdma: xid %#08x: transport header of %d bytes exceeds the inline send size %d", call.XID, h.Size(), cc.inlineSend)
+			if h.Size() > inlineSend {
+				return fmt.Errorf("rpcrdma: xid %#08x: transport header of %d bytes exceeds the inline send size %d", call.XID, h.Size(), inlineSend)
 			}
 		}
 	}
@@ -599,7 +665,7 @@ func (cc *clientConn) send(ctx context.Context, r *request, call *oncrpc.ClientC
 		if msgLen >= int(o.MSGPThresh) {
 			h.Proc, h.Align, h.Thresh = ProcMsgP, o.MSGPAlign, o.MSGPThresh
 			pad = msgpPad(h.Size(), h.Align)
-			if h.Size()+pad+msgLen > cc.inlineSend {
+			if h.Size()+pad+msgLen > inlineSend {
 				h.Proc, h.Align, h.Thresh, pad = ProcMsg, 0, 0, 0
 			}
 		}

@@ -373,7 +373,7 @@ func (e *endpoint) poll() {
 			e.dispatch(&wcs[i])
 		}
 		if err != nil {
-			e.lastErr.Store(&err)
+			e.setErr(err)
 			e.qp.Close()
 			return
 		}
@@ -382,7 +382,7 @@ func (e *endpoint) poll() {
 		}
 		if ctx.Err() == nil {
 			if err := e.cq.Wait(ctx); err != nil && ctx.Err() == nil {
-				e.lastErr.Store(&err)
+				e.setErr(err)
 				e.qp.Close()
 				return
 			}
@@ -402,6 +402,10 @@ func (e *endpoint) poll() {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// setErr records why the endpoint stopped (kept out of poll so that poll's error
+// variables stay on the stack).
+func (e *endpoint) setErr(err error) { e.lastErr.Store(&err) }
 
 // dispatch routes one completion.
 func (e *endpoint) dispatch(wc *verbs.Completion) {

@@ -298,6 +298,30 @@ type srvCall struct {
 	fills []chunks.WriteChunk
 }
 
+// Limits returns the connection's limits: InlineSend is the largest reply sent inline
+// (the client's announced receive size, at most ServerOptions.InlineSend); InlineRecv
+// the receive buffer size.
+func (sc *ServerConn) Limits() Limits {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return Limits{InlineSend: sc.inlineSend, InlineRecv: sc.ep.recvSize}
+}
+
+// SetLimits changes the largest reply sent inline (e.g. after CONF_RDMA), between 1024
+// and ServerOptions.InlineSend. Other fields are ignored; a zero InlineSend is no change.
+func (sc *ServerConn) SetLimits(l Limits) error {
+	if l.InlineSend == 0 {
+		return nil
+	}
+	if l.InlineSend < MinInlineSize || l.InlineSend > sc.l.opts.InlineSend {
+		return fmt.Errorf("rpcrdma: SetLimits: InlineSend %d outside [%d, %d]", l.InlineSend, MinInlineSize, sc.l.opts.InlineSend)
+	}
+	sc.mu.Lock()
+	sc.inlineSend = l.InlineSend
+	sc.mu.Unlock()
+	return nil
+}
+
 // RemoteAddr returns the client's address (netid "rdma").
 func (sc *ServerConn) RemoteAddr() net.Addr { return sc.remote }
 
@@ -649,7 +673,9 @@ func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
 		sc.ep.wait(ctx, w)
 		return err
 	}
+	sc.mu.Lock()
 	limit := min(sc.inlineSend, len(buf))
+	sc.mu.Unlock()
 	// RDMA_MSGP only for a client that sent RDMA_MSGP, for replies of at least its
 	// rdma_thresh, and only when the padded reply still fits inline.
 	msgp, pad := c.msgp && streamLen >= int(in.Thresh), 0
@@ -716,7 +742,7 @@ func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
 		sc.ep.putSendBuf(idx)
 		sc.ep.wait(ctx, w)
 		return fmt.Errorf("rpcrdma: xid %#08x: %d-byte reply, inline limit %d, reply chunk %d: %w",
-			in.XID, streamLen, sc.inlineSend, in.ReplyChunk.Length(), errReplyTooLarge)
+			in.XID, streamLen, limit, in.ReplyChunk.Length(), errReplyTooLarge)
 	}
 	if err != nil {
 		sc.ep.putSendBuf(idx)

@@ -1,0 +1,220 @@
+package rpcrdma
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// Transport benchmarks, in one run: the same oncrpc program over RPC-over-RDMA (the
+// software iWARP provider on 127.0.0.1), over oncrpc's TCP transport, and a raw TCP
+// request/response loop as the floor.
+//
+//	go test -run XXX -bench 'Transport' -benchmem ./rpcrdma/
+
+// Allocation-free benchmark procedures.
+const (
+	tpDiscard = 11 // args: payloads; results: uint32 total length (data not copied)
+	tpSource  = 12 // args: uint32 n; results: one payload of n bytes from a static buffer
+)
+
+var benchSource = make([]byte, 1<<20)
+
+func benchProcs() oncrpc.Procs {
+	return oncrpc.Procs{
+		tpDiscard: func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+			n, err := req.Args.ArrayLen(64, 4)
+			if err != nil {
+				return err
+			}
+			total := 0
+			for i := 0; i < n; i++ {
+				b, err := req.Args.Payload(-1)
+				if err != nil {
+					return err
+				}
+				total += len(b)
+			}
+			res.Uint32(uint32(total))
+			return nil
+		},
+		tpSource: func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+			n, err := req.Args.Uint32()
+			if err != nil {
+				return err
+			}
+			res.Uint32(1)
+			res.Payload(benchSource[:min(int(n), len(benchSource))])
+			return nil
+		},
+	}
+}
+
+// benchSink decodes tpSource's result without copying.
+type benchSink struct{ n int }
+
+func (s *benchSink) DecodeXDR(d *xdr.Decoder) error {
+	if _, err := d.Uint32(); err != nil {
+		return err
+	}
+	b, err := d.Payload(-1)
+	s.n = len(b)
+	return err
+}
+
+func benchRDMA(b *testing.B) *oncrpc.Client {
+	noTrace := func(bool, []byte) {}
+	env := newTPEnv(b, &ServerOptions{Trace: noTrace}, &ClientOptions{Trace: noTrace}, benchProcs())
+	return env.rpc
+}
+
+func benchTCP(b *testing.B) *oncrpc.Client {
+	ln, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := oncrpc.NewServer(nil)
+	procs := tpHandler()
+	for k, v := range benchProcs() {
+		procs[k] = v
+	}
+	srv.Register(tpProg, tpVers, procs)
+	go srv.Serve(ln)
+	tr, err := oncrpc.DialTCP(context.Background(), ln.Addr().String(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		tr.Close()
+		srv.Close()
+	})
+	return oncrpc.NewClient(tr, tpProg, tpVers)
+}
+
+func BenchmarkTransportNull(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		dial func(*testing.B) *oncrpc.Client
+	}{{"rdma-soft", benchRDMA}, {"oncrpc-tcp", benchTCP}} {
+		b.Run(tc.name, func(b *testing.B) {
+			rpc := tc.dial(b)
+			ctx := context.Background()
+			opts := oncrpc.CallOptions{MaxReply: 256}
+			if err := rpc.CallWithOptions(ctx, tpNull, nil, nil, opts); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := rpc.CallWithOptions(ctx, tpNull, nil, nil, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("raw-tcp", func(b *testing.B) { benchRawTCP(b, 40, 24) })
+}
+
+// BenchmarkTransportWrite1M sends a 1 MiB payload per call (a read chunk over RDMA,
+// inline in the record over TCP) and gets a small reply.
+func BenchmarkTransportWrite1M(b *testing.B) {
+	args := tpMakePayloads(1 << 20)
+	for _, tc := range []struct {
+		name string
+		dial func(*testing.B) *oncrpc.Client
+	}{{"rdma-soft", benchRDMA}, {"oncrpc-tcp", benchTCP}} {
+		b.Run(tc.name, func(b *testing.B) {
+			rpc := tc.dial(b)
+			ctx := context.Background()
+			var res tpUint32
+			b.SetBytes(1 << 20)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := rpc.Call(ctx, tpDiscard, args, &res); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("raw-tcp", func(b *testing.B) {
+		b.SetBytes(1 << 20)
+		benchRawTCP(b, 1<<20, 32)
+	})
+}
+
+// BenchmarkTransportRead1M gets a 1 MiB payload per call into a reply sink (a write
+// chunk over RDMA, inline over TCP).
+func BenchmarkTransportRead1M(b *testing.B) {
+	sink := make([]byte, 1<<20)
+	for _, tc := range []struct {
+		name string
+		dial func(*testing.B) *oncrpc.Client
+	}{{"rdma-soft", benchRDMA}, {"oncrpc-tcp", benchTCP}} {
+		b.Run(tc.name, func(b *testing.B) {
+			rpc := tc.dial(b)
+			ctx := context.Background()
+			var res benchSink
+			opts := oncrpc.CallOptions{ReplySinks: [][]byte{sink}, MaxReply: 1024}
+			b.SetBytes(1 << 20)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := rpc.CallWithOptions(ctx, tpSource, tpUint32(1<<20), &res, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// benchRawTCP is a request/response loop over a bare TCP connection: req bytes out,
+// resp bytes back, record-marked like RPC.
+func benchRawTCP(b *testing.B, req, resp int) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		in := make([]byte, 4+req)
+		out := make([]byte, 4+resp)
+		binary.BigEndian.PutUint32(out, 1<<31|uint32(resp))
+		for {
+			if _, err := io.ReadFull(c, in); err != nil {
+				return
+			}
+			if _, err := c.Write(out); err != nil {
+				return
+			}
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	out := make([]byte, 4+req)
+	binary.BigEndian.PutUint32(out, 1<<31|uint32(req))
+	in := make([]byte, 4+resp)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := c.Write(out); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
