@@ -110,11 +110,7 @@ type queuePair struct {
 	peerSpoke bool    // first FPDU received (guarded by mu)
 	sentMsgs  uint64  // messages the writer has sent (guarded by mu)
 	kickDue   bool    // SiwKick timer fired (guarded by mu)
-	// writerIdle: the writer waits with nothing to do; txBusy: a PostSend
-	// caller owns the transmit side (see PostSend). Both guarded by mu.
-	writerIdle bool
-	txBusy     bool
-	kickTimer  *time.Timer
+	kickTimer *time.Timer
 
 	pendingTerm []byte      // Terminate frame the writer sends before closing
 	failed      atomic.Bool // set with StateError; polled by the writer per FPDU
@@ -272,32 +268,10 @@ func (q *queuePair) PostSend(wr *verbs.SendWR) error {
 	*w = sendWQE{id: wr.ID, op: wr.Op, flags: wr.Flags, sgl: sgl, length: total,
 		rstag: wr.RemoteSTag, rto: wr.RemoteTO, inv: wr.InvalidateSTag}
 	q.sqTail++
-	handoff.Add(1)
-	if wr.Op != verbs.OpRead && total <= inlineMax && q.writerIdle && !q.txBusy && !q.kickDue &&
-		q.sqSent == q.sqTail-1 && q.irqHead == q.irqTail {
-		// The writer has nothing to do: transmit this small message from
-		// the caller's goroutine, saving a goroutine hand-off per message.
-		q.txBusy = true
-		q.sqSent++
-		q.mu.Unlock()
-		err := q.transmit(w)
-		q.mu.Lock()
-		q.txBusy = false
-		q.noteSentLocked()
-		if err != nil {
-			q.failLocked(fmt.Errorf("%w: %w", verbs.ErrConnectionLost, err), nil)
-		} else if q.state == verbs.StateRTS {
-			w.state, w.status = wqeDone, verbs.StatusSuccess
-			q.retireLocked()
-		}
-	}
 	q.cond.Signal()
+	handoff.Add(1)
 	return nil
 }
-
-// inlineMax is the largest message PostSend transmits from the caller's
-// goroutine when the writer is idle.
-const inlineMax = 16 << 10
 
 // PostRecv queues a receive buffer.
 func (q *queuePair) PostRecv(wr *verbs.RecvWR) error {

@@ -44,8 +44,8 @@
 // receive buffer (untagged); only bytes that arrive in the same read as a
 // header pass through a small read-ahead buffer. FPDUs are written with
 // vectored writes (header, payload pieces, trailer; up to 16 FPDUs per
-// write), and a small message posted while the writer is idle is written by
-// the posting goroutine itself. Work requests and completions live in rings
+// write) by the writer goroutine, so PostSend never blocks on the socket.
+// Work requests and completions live in rings
 // allocated when the QP and CQ are created, so the steady state does not
 // allocate (see the benchmarks).
 //

@@ -263,10 +263,6 @@ func (q *queuePair) writer() {
 		q.noteSentLocked()
 	}
 	for {
-		if q.txBusy {
-			q.cond.Wait() // PostSend is transmitting inline
-			continue
-		}
 		if q.state != verbs.StateRTS {
 			term := q.pendingTerm
 			q.pendingTerm = nil
@@ -345,8 +341,6 @@ func (q *queuePair) writer() {
 			}
 			continue
 		}
-		q.writerIdle = true
 		q.cond.Wait()
-		q.writerIdle = false
 	}
 }
