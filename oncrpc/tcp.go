@@ -337,9 +337,14 @@ func ListenTCP(addr string, opts *TCPOptions) (*TCPListener, error) {
 
 // Accept waits for a connection or for ctx to be done.
 func (l *TCPListener) Accept(ctx context.Context) (ServerConn, error) {
-	stop := context.AfterFunc(ctx, func() { l.l.SetDeadline(aLongTimeAgo) })
+	woken := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		l.l.SetDeadline(aLongTimeAgo)
+		close(woken)
+	})
 	c, err := l.l.AcceptTCP()
 	if !stop() {
+		<-woken // then clear the deadline for the next Accept
 		l.l.SetDeadline(time.Time{})
 		if c != nil {
 			c.Close()

@@ -197,3 +197,34 @@ func TestTCPServerClosesMidReply(t *testing.T) {
 		t.Fatalf("err = %v, want ErrRecordTruncated", err)
 	}
 }
+
+// Accept with a context that ends leaves the listener usable.
+func TestTCPListenerAcceptContext(t *testing.T) {
+	l, err := ListenTCP("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := l.Accept(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Accept: %v", err)
+	}
+	go func() {
+		if c, err := net.Dial("tcp", l.Addr().String()); err == nil {
+			defer c.Close()
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel2()
+	sc, err := l.Accept(ctx2)
+	if err != nil {
+		t.Fatalf("Accept after a cancelled Accept: %v", err)
+	}
+	sc.Close()
+	l.Close()
+	if _, err := l.Accept(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Accept after Close: %v", err)
+	}
+}
