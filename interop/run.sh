@@ -14,7 +14,8 @@
 # Builds the lab first if needed (cached in interop/.cache, ~2 min and ~1.3 GB the first time),
 # builds the Go interop test binary when a case needs it, runs the cases, and ends with
 # "N passed, N failed" (exit status 1 if any case failed).  Run folders: .cache/runs/.
-# Env: GO (go binary, default: go in PATH or /usr/local/go/bin/go), CASE_TIMEOUT (s, default 400).
+# Env: GO (go binary, default: go in PATH or /usr/local/go/bin/go), CASE_TIMEOUT (s, default 400),
+#      GO_BUILD_FLAGS (for the Go test binaries; default -race when a C compiler is present).
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/.." && pwd)"
@@ -26,7 +27,7 @@ usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 
 # load_case FILE: source a case definition into a clean set of variables (call in a subshell)
 load_case() {
-  DESC="" TAGS="" NET=netns GUEST="" HOST_READY="" HOST_BG="" HOST_BG_SERVICE="" HOST_TIMEOUT=300 GO_TEST="" BOOT_OPTS=""
+  DESC="" TAGS="" NET=netns GUEST="" HOST_READY="" HOST_BG="" HOST_BG_SERVICE="" HOST_TIMEOUT=300 GO_TEST="" GO_PKG=interop/iwtest BOOT_OPTS=""
   unset -f check 2>/dev/null
   # shellcheck disable=SC1090
   source "$1" || return 1
@@ -58,7 +59,7 @@ self_check() { # no root, no VM
       [[ -f "$HERE/guest/tests/$1.sh" ]] || { echo "check: cases/$n.case: no guest/tests/$1.sh"; exit 1; }
       [[ "$NET" == netns || "$NET" == slirp ]] || { echo "check: cases/$n.case: NET=$NET (want netns or slirp)"; exit 1; }
       if [[ -n "$GO_TEST" ]]; then
-        grep -rqs "^func $GO_TEST(" "$HERE"/iwtest/*_test.go || { echo "check: cases/$n.case: GO_TEST=$GO_TEST not found in iwtest/"; exit 1; }
+        grep -qs "^func $GO_TEST(" "$REPO/$GO_PKG"/*_test.go || { echo "check: cases/$n.case: GO_TEST=$GO_TEST not found in $GO_PKG/"; exit 1; }
       fi
     ) || bad=1
   done
@@ -102,20 +103,22 @@ if [[ -n "$BUILD" ]]; then
 fi
 
 RUNS="$CACHE/runs/suite-$(date +%Y%m%d-%H%M%S)"
-mkdir -p "$RUNS" "$CACHE/bin"
-IWTEST="$CACHE/bin/iwtest.test"
-need_go=""
+mkdir -p "$RUNS/bin"
+# Go test binaries: one per package named by the selected cases (GO_PKG), built once per run
+GO_BUILD_FLAGS=${GO_BUILD_FLAGS-$(command -v cc >/dev/null && echo -race)}   # -race needs cgo (a C compiler)
+GO_FAILED=""
+declare -A built=()
 for n in "${CASES[@]}"; do
-  g=$( load_case "$HERE/cases/$n.case"; echo "$GO_TEST" )
-  [[ -n "$g" ]] && need_go=1
-done
-GO_BUILD_OK=1
-if [[ -n "$need_go" ]]; then
-  echo "=== building the Go interop test binary ($IWTEST)"
-  if ! (cd "$REPO" && "$GO" test -c -tags interop -o "$IWTEST" ./interop/iwtest) > "$RUNS/go-build.log" 2>&1; then
-    GO_BUILD_OK=""; echo "go build failed, see $RUNS/go-build.log"; cat "$RUNS/go-build.log"
+  pkg=$( load_case "$HERE/cases/$n.case"; [[ -n "$GO_TEST" ]] && echo "$GO_PKG" )
+  [[ -z "$pkg" || -n "${built[$pkg]:-}" ]] && continue
+  built[$pkg]=1
+  bin="$RUNS/bin/$(basename "$pkg").test"
+  echo "=== building $pkg test binary ($bin, flags: ${GO_BUILD_FLAGS:-none})"
+  # shellcheck disable=SC2086
+  if ! (cd "$REPO" && "$GO" test -c -tags interop $GO_BUILD_FLAGS -o "$bin" "./$pkg") > "$RUNS/go-build-$(basename "$pkg").log" 2>&1; then
+    GO_FAILED+=" $pkg"; echo "go build of $pkg failed:"; cat "$RUNS/go-build-$(basename "$pkg").log"
   fi
-fi
+done
 
 pass=0 fail=0 summary=()
 
@@ -130,7 +133,8 @@ run_one() (
   }
   trap cleanup EXIT
   trap 'exit 130' INT TERM
-  if [[ -n "$GO_TEST" && -z "$GO_BUILD_OK" ]]; then echo "go build failed" > "$out/why"; exit 1; fi
+  IWTEST="$RUNS/bin/$(basename "$GO_PKG").test"
+  if [[ -n "$GO_TEST" && " $GO_FAILED " == *" $GO_PKG "* ]]; then echo "go build of $GO_PKG failed" > "$out/why"; exit 1; fi
   export LAB_OUT="$out" IWTEST INTEROP="$HERE" CASE="$name"
   export GO_RUN="$IWTEST -test.v -test.count=1 -test.timeout=${HOST_TIMEOUT}s -test.run ^${GO_TEST}\$"
   boot=(--quiet --timeout "${CASE_TIMEOUT:-400}" --out "$out") nsexec=()

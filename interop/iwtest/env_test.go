@@ -20,6 +20,8 @@ import (
 //	IWTEST_CREDITS  credits expected in knfsd's replies (default 64)
 //	IWTEST_CALLS    NULL calls to exchange (default 3)
 //	IWTEST_WAIT     how long to wait for the guest, e.g. 120s (default 280s)
+//	IWTEST_MOUNT    rpc.mountd's TCP address, e.g. 10.0.2.15:20048
+//	IWTEST_SIZES    file sizes for TestProviderKnfsdReadWrite, e.g. 1,4093,131072
 //	LAB_OUT         the run folder: artifacts go there; host.ready is created
 //	                there once a listener is up
 
