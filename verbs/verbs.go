@@ -267,7 +267,9 @@ type QP interface {
 	// PostSend queues a send-queue work request. It returns ErrQueueFull when
 	// MaxSendWR requests are outstanding and ErrInvalidWR for malformed
 	// requests. On a QP in StateError the request completes at once with
-	// StatusFlushed. wr and its SGL may be reused as soon as PostSend returns.
+	// StatusFlushed. wr and its SGL may be reused as soon as PostSend returns,
+	// but the memory the SGL names must stay unchanged until the request
+	// completes. PostSend never waits for the network.
 	PostSend(wr *SendWR) error
 	// PostRecv queues a receive buffer. It may be called in StateInit, before
 	// the connection exists. wr may be reused when PostRecv returns.
