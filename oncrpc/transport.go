@@ -93,7 +93,9 @@ type Listener interface {
 // A ServerConn is one transport connection on the server side.
 type ServerConn interface {
 	// ReadCall waits for the next call or for ctx to be done. Only one goroutine
-	// calls it at a time. A returned error other than ctx's ends the connection.
+	// calls it at a time. Any error ends reading from the connection: after ctx's
+	// error the stream may have been interrupted inside a record, so the caller
+	// finishes the calls it holds and closes the connection.
 	ReadCall(ctx context.Context) (*ServerCall, error)
 	// WriteReply sends reply to the caller of call, then releases call: call, its
 	// Msg.Inline, and anything aliasing them must not be used afterwards. A nil
