@@ -843,7 +843,7 @@ func (s *suite) testManyQPs(t *testing.T) {
 		for i := 0; i < n; i++ {
 			cr, err := ln.Accept(ctx)
 			if err != nil {
-				errc <- fmt.Errorf("Accept %d: %w", i, err)
+				errc <- fmt.Errorf("accept %d: %w", i, err)
 				return
 			}
 			e := srvs[i]
@@ -858,7 +858,7 @@ func (s *suite) testManyQPs(t *testing.T) {
 				return
 			}
 			if _, err := cr.Accept(ctx, e.qp, verbs.ConnParams{PrivateData: cr.PrivateData()[:1]}); err != nil {
-				errc <- fmt.Errorf("Accept %d: %w", i, err)
+				errc <- fmt.Errorf("accept %d: %w", i, err)
 				return
 			}
 			wg.Add(1)
@@ -905,7 +905,7 @@ func (s *suite) testManyQPs(t *testing.T) {
 			}
 			info, err := cdev.Dial(ctx, s.dialAddr(ln), e.qp, verbs.ConnParams{PrivateData: []byte{byte(i)}})
 			if err != nil {
-				errc <- fmt.Errorf("Dial %d: %w", i, err)
+				errc <- fmt.Errorf("dial %d: %w", i, err)
 				return
 			}
 			if len(info.PrivateData) == 0 || info.PrivateData[0] != byte(i) {
