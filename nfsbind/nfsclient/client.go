@@ -103,7 +103,9 @@ func (c *Client) call(ctx context.Context, p nfs3.Proc, args xdr.EncoderTo, res 
 
 func (c *Client) callSinks(ctx context.Context, p nfs3.Proc, args xdr.EncoderTo, res xdr.DecoderFrom, maxReply int, sinks [][]byte) error {
 	if maxReply == 0 {
-		maxReply, _ = nfsbind.MaxReply(p, nil)
+		if n, err := nfsbind.MaxReply(p, nil); err == nil {
+			maxReply = n // procedures whose bound does not depend on the arguments
+		}
 	}
 	if err := c.nfs.CallWithOptions(ctx, uint32(p), args, res, oncrpc.CallOptions{ReplySinks: sinks, MaxReply: maxReply}); err != nil {
 		return fmt.Errorf("nfsclient: %v: %w", p, err)
