@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -226,5 +227,49 @@ func TestTCPListenerAcceptContext(t *testing.T) {
 	l.Close()
 	if _, err := l.Accept(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Accept after Close: %v", err)
+	}
+}
+
+// A server and clients that are shut down and closed leave no goroutine behind.
+func TestNoGoroutineLeak(t *testing.T) {
+	before := runtime.NumGoroutine()
+	func() {
+		s := NewServer(nil)
+		s.Register(testProg, testVers, echoHandler())
+		l, err := ListenTCP("127.0.0.1:0", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := make(chan error, 1)
+		go func() { served <- s.Serve(l) }()
+		var wg sync.WaitGroup
+		for i := 0; i < 4; i++ {
+			tr, err := DialTCP(context.Background(), l.Addr().String(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := NewClient(tr, testProg, testVers, WithRetry(RetryPolicy{Timeout: time.Minute}))
+			for j := 0; j < 20; j++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c.Call(context.Background(), procEcho, bytesArg("x"), nil)
+				}()
+			}
+			wg.Wait()
+			tr.Close()
+		}
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-served
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines before, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
