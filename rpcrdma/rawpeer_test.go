@@ -234,3 +234,7 @@ func contextWithCancel(ctx context.Context) (context.Context, func()) {
 }
 
 type chunksSegment = chunks.Segment
+
+type xdrEncoder = xdr.Encoder
+
+func xdrFlatten(e *xdr.Encoder) []byte { return xdr.Flatten(nil, e.Bytes(), e.Payloads()) }

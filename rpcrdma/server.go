@@ -275,8 +275,7 @@ type ServerConn struct {
 	free  []*srvCall
 	dones map[uint32]*doneEntry
 
-	readMu sync.Mutex // serialises ReadCall's use of rhdr and asm
-	rhdr   Header
+	readMu sync.Mutex // serialises ReadCall's use of asm
 	asm    assembler
 }
 

@@ -218,12 +218,6 @@ func (tr *tpTrace) headers(t *testing.T, sent bool) []Header {
 	return hs
 }
 
-func (tr *tpTrace) reset() {
-	tr.mu.Lock()
-	tr.sent, tr.recv = nil, nil
-	tr.mu.Unlock()
-}
-
 // last returns the last header with proc in (sent or received) messages.
 func (tr *tpTrace) last(t *testing.T, sent bool) Header {
 	t.Helper()
