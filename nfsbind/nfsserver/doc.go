@@ -6,8 +6,10 @@
 //
 // # Safety of the export
 //
-// Every object is reached from a file descriptor on the export root by walking stored,
-// validated path components with openat(O_PATH|O_NOFOLLOW), and every operation then
+// Every object is reached from a file descriptor on the export root through stored,
+// validated path components, with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) or,
+// where the kernel lacks it, one openat(O_PATH|O_NOFOLLOW) per component; every
+// operation then
 // works on that descriptor (the *at system calls, or /proc/self/fd for the few calls
 // without an *at form), after checking that it is the inode the file handle names. A
 // symbolic link is never followed by the server, only returned by READLINK; names

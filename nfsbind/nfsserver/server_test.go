@@ -536,7 +536,19 @@ func TestSeveralClients(t *testing.T) {
 	}
 }
 
-func TestPathEscapeRefused(t *testing.T) {
+func TestPathEscapeRefused(t *testing.T) { testPathEscape(t) }
+
+// The component-by-component walk used where openat2 is missing keeps the same
+// guarantees.
+func TestPathEscapeRefusedWalk(t *testing.T) {
+	noOpenat2.Store(true)
+	defer noOpenat2.Store(false)
+	testPathEscape(t)
+	TestSymlinksAndHardLinks(t)
+	TestRenames(t)
+}
+
+func testPathEscape(t *testing.T) {
 	parent := t.TempDir()
 	root := filepath.Join(parent, "export")
 	if err := os.Mkdir(root, 0o755); err != nil {
