@@ -9,9 +9,9 @@
 // Every object is reached from a file descriptor on the export root through stored,
 // validated path components, with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) or,
 // where the kernel lacks it, one openat(O_PATH|O_NOFOLLOW) per component; every
-// operation then
-// works on that descriptor (the *at system calls, or /proc/self/fd for the few calls
-// without an *at form), after checking that it is the inode the file handle names. A
+// operation then works on that descriptor (the *at system calls, or /proc/self/fd for
+// the few calls without an *at form), after checking that it is the inode the file
+// handle names. A
 // symbolic link is never followed by the server, only returned by READLINK; names
 // containing "/" or NUL are refused with NFS3ERR_ACCES, and "." and ".." are resolved
 // by the server itself, never by the file system, so ".." at the export root is the
