@@ -237,6 +237,7 @@ func NeedsReplyChunk(p nfs3.Proc, args nfs3.Message, inlineRecv int) (bool, erro
 }
 
 // PadSegment reports whether the Linux client appends its extra 4-byte pad segment to
-// the write chunk of a READ of count bytes: when count is not a multiple of 4. The
-// responder leaves that segment unwritten and reports it with length 0.
+// the write chunk of a READ whose requested count (READ3args.count, which sizes the
+// chunk) is not a multiple of 4. The responder leaves that segment unwritten and
+// reports it with length 0, whatever number of bytes it actually returns.
 func PadSegment(count uint32) bool { return xdr.PadLen(int(count%4)) != 0 }
