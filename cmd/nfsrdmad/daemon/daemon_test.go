@@ -1,0 +1,127 @@
+//go:build linux
+
+package daemon
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
+)
+
+func TestValidate(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	os.WriteFile(file, nil, 0o644)
+	ok := Config{Export: dir, RDMA: ":20049", TCP: ":2049"}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	for _, tc := range []struct {
+		mod   func(*Config)
+		field string
+		want  string
+	}{
+		{func(c *Config) { c.Export = "" }, "Export", "required"},
+		{func(c *Config) { c.Export = filepath.Join(dir, "missing") }, "Export", "no such file"},
+		{func(c *Config) { c.Export = file }, "Export", "not a directory"},
+		{func(c *Config) { c.ExportPath = "x" }, "ExportPath", "must start with /"},
+		{func(c *Config) { c.RDMA, c.TCP = "", "" }, "RDMA", "both empty"},
+		{func(c *Config) { c.TCP = "2049" }, "TCP", "want host:port"},
+		{func(c *Config) { c.Mountd = "h:port" }, "Mountd", "not a number"},
+		{func(c *Config) { c.Provider = "x" }, "Provider", "want one of soft, ibverbs"},
+		{func(c *Config) { c.Credits = -1 }, "Credits", "want 1 to 4096"},
+		{func(c *Config) { c.Inline = 100 }, "Inline", "want 1024 to 262144"},
+		{func(c *Config) { c.MaxIO = 10 }, "MaxIO", "want 4096"},
+		{func(c *Config) { c.RPCBindTimeout = -1 }, "RPCBindTimeout", "negative"},
+	} {
+		c := ok
+		tc.mod(&c)
+		err := c.Validate()
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != tc.field || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate(%+v) = %v, want a ConfigError for %s containing %q", c, err, tc.field, tc.want)
+		}
+	}
+}
+
+func tcpAddr(s string) net.Addr { return net.TCPAddrFromAddrPort(netip.MustParseAddrPort(s)) }
+
+func TestMountCommand(t *testing.T) {
+	info := Info{RDMA: rpcrdma.Addr{Addr: tcpAddr("0.0.0.0:20049")}, TCP: tcpAddr("0.0.0.0:2049"), ExportPath: "/srv", MountPort: 2049}
+	if got, want := MountCommand(info, "h"), "mount -t nfs -o vers=3,proto=rdma,port=20049,mountport=2049,mountproto=tcp,nolock h:/srv /mnt"; got != want {
+		t.Errorf("MountCommand = %q, want %q", got, want)
+	}
+	info.RDMA = nil
+	if got, want := MountCommand(info, "h"), "mount -t nfs -o vers=3,proto=tcp,port=2049,mountport=2049,mountproto=tcp,nolock h:/srv /mnt"; got != want {
+		t.Errorf("MountCommand without RDMA = %q, want %q", got, want)
+	}
+	if h := hostForMount(Info{TCP: tcpAddr("[2001:db8::1]:2049")}); h != "[2001:db8::1]" {
+		t.Errorf("host for an IPv6 listener: %q", h)
+	}
+	if h := hostForMount(Info{TCP: tcpAddr("[::ffff:192.0.2.7]:2049")}); h != "192.0.2.7" {
+		t.Errorf("host for a mapped IPv4 listener: %q", h)
+	}
+	if h, _ := os.Hostname(); h != "" && hostForMount(Info{TCP: tcpAddr("0.0.0.0:2049")}) != h {
+		t.Errorf("host for a wildcard listener: %q, want the host name %q", hostForMount(Info{TCP: tcpAddr("0.0.0.0:2049")}), h)
+	}
+}
+
+func TestRegistrationsFor(t *testing.T) {
+	info := Info{RDMA: rpcrdma.Addr{Addr: tcpAddr("[::]:20049")}, TCP: tcpAddr("127.0.0.1:2049"), Mountd: tcpAddr("127.0.0.1:635")}
+	regs, err := registrationsFor(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range regs {
+		got = append(got, r.String())
+	}
+	want := []string{
+		"100003/3/tcp=127.0.0.1.8.1",
+		"100003/3/rdma=0.0.0.0.78.81", "100003/3/rdma6=::.78.81",
+		"100005/3/tcp=127.0.0.1.2.123",
+		"100400/1/rdma=0.0.0.0.78.81", "100400/1/rdma6=::.78.81",
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("registrations\n got %q\nwant %q", got, want)
+	}
+	if _, err := registrationsFor(Info{TCP: &net.UnixAddr{Name: "/x", Net: "unix"}}); err == nil {
+		t.Error("registrations of a unix listener succeeded")
+	}
+}
+
+func TestRunStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	ready := make(chan Info, 1)
+	go func() {
+		errc <- Run(ctx, Config{Export: t.TempDir(), TCP: "127.0.0.1:0"}, func(i Info) { ready <- i })
+	}()
+	var info Info
+	select {
+	case info = <-ready:
+	case err := <-errc:
+		t.Fatal(err)
+	}
+	if info.RDMA != nil || info.TCP == nil || info.MountPort == 0 || !strings.Contains(info.MountCommand, "proto=tcp") {
+		t.Errorf("info %+v", info)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Errorf("Run after cancel: %v", err)
+	}
+	// The port is free again.
+	l, err := net.Listen("tcp", info.TCP.String())
+	if err != nil {
+		t.Errorf("listener not closed: %v", err)
+	} else {
+		l.Close()
+	}
+}
