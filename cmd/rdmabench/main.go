@@ -555,41 +555,65 @@ func tcpCmd(c net.Conn, op byte, total uint64, chunk int) error {
 	return err
 }
 
-// tcpBandwidth streams size-byte writes ('W': client to server) or reads
-// ('R': server to client) for the time budget; 0 when unavailable.
+// tcpBandwidth streams size-byte writes ('W': client to server, one 1-byte
+// ack per group) or reads ('R': server to client) for the time budget, with
+// two groups of window chunks in flight like the iWARP measurement; 0 when
+// unavailable.
 func tcpBandwidth(c net.Conn, op byte, size int) float64 {
 	if c == nil {
 		return 0
 	}
 	buf := make([]byte, size)
-	var total uint64
-	start := time.Now()
-	batch := uint64(window)
-	for time.Since(start) < roundDuration() && total/uint64(size) < uint64(*maxIters) {
-		n := batch * uint64(size)
+	group := uint64(window)
+	n := group * uint64(size)
+	issue := func() error {
 		if err := tcpCmd(c, op, n, size); err != nil {
-			return 0
+			return err
 		}
-		switch op {
-		case 'W':
-			for i := uint64(0); i < batch; i++ {
+		if op == 'W' {
+			for i := uint64(0); i < group; i++ {
 				if _, err := c.Write(buf); err != nil {
-					return 0
+					return err
 				}
 			}
-			if _, err := io.ReadFull(c, buf[:1]); err != nil {
+		}
+		return nil
+	}
+	finish := func() error {
+		if op == 'W' {
+			_, err := io.ReadFull(c, buf[:1])
+			return err
+		}
+		for i := uint64(0); i < group; i++ {
+			if _, err := io.ReadFull(c, buf); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var total uint64
+	inflight := 0
+	start := time.Now()
+	for time.Since(start) < roundDuration() && total/uint64(size) < uint64(*maxIters) {
+		for inflight < 2 {
+			if err := issue(); err != nil {
 				return 0
 			}
-		case 'R':
-			for i := uint64(0); i < batch; i++ {
-				if _, err := io.ReadFull(c, buf); err != nil {
-					return 0
-				}
-			}
+			inflight++
 		}
+		if err := finish(); err != nil {
+			return 0
+		}
+		inflight--
 		total += n
 	}
-	return float64(total) / time.Since(start).Seconds() / 1e6
+	el := time.Since(start)
+	for ; inflight > 0; inflight-- {
+		if finish() != nil {
+			return 0
+		}
+	}
+	return float64(total) / el.Seconds() / 1e6
 }
 
 // tcpLatency measures TCP ping-pong round trips of size bytes.
