@@ -127,6 +127,7 @@ type Client struct {
 	addr   string
 	opts   ClientOptions
 	pd     verbs.PD
+	regs   *regCache
 	window *credits.Window
 
 	mu       sync.Mutex
@@ -151,7 +152,7 @@ func Dial(ctx context.Context, dev verbs.Device, addr string, opts *ClientOption
 	if err != nil {
 		return nil, fmt.Errorf("rpcrdma: dial %s: %w", addr, err)
 	}
-	c := &Client{dev: dev, addr: addr, opts: o, pd: pd, window: credits.NewWindow(o.Credits), closedCh: make(chan struct{})}
+	c := &Client{dev: dev, addr: addr, opts: o, pd: pd, regs: newRegCache(pd), window: credits.NewWindow(o.Credits), closedCh: make(chan struct{})}
 	c.reqPool.New = func() any { return &request{done: make(chan struct{}, 1)} }
 	cc, err := c.dial(ctx)
 	if err != nil {
@@ -402,17 +403,17 @@ func (c *Client) Close() error {
 		cc.fail(oncrpc.ErrClosed)
 		cc.ep.teardown()
 	}
+	c.regs.close()
 	return c.pd.Close()
 }
 
 // request is one call's transport state (Linux rpcrdma_req). Requests are pooled.
 type request struct {
 	xid     uint32
-	hdr     Header // call header
-	rhdr    Header // reply header
-	mrs     []verbs.MR
-	sinkMR  []verbs.MR // write chunk MRs, by ReplySink index (nil: none)
-	replyMR verbs.MR   // the reply chunk / reassembly MR (registered reply.Inline)
+	hdr     Header   // call header
+	rhdr    Header   // reply header
+	regs    []*reg   // caller memory registered for this call
+	replyMR verbs.MR // the reply chunk / reassembly MR (registered reply.Inline)
 	asm     assembler
 	rcs     []chunks.ReadChunk
 
@@ -542,25 +543,24 @@ func (cc *clientConn) roundTrip(ctx context.Context, timer <-chan time.Time, cal
 	return err
 }
 
-// register registers caller memory for one call.
+// register registers caller memory for one call (see regCache).
 func (cc *clientConn) register(r *request, buf []byte, acc verbs.Access) (verbs.MR, error) {
-	mr, err := cc.c.pd.RegMR(buf, acc)
+	g, err := cc.c.regs.register(buf, acc)
 	if err != nil {
-		return nil, fmt.Errorf("rpcrdma: xid %#08x: register %d bytes: %w", r.xid, len(buf), err)
+		return nil, fmt.Errorf("rpcrdma: xid %#08x: %w", r.xid, err)
 	}
-	r.mrs = append(r.mrs, mr)
-	return mr, nil
+	r.regs = append(r.regs, g)
+	return g.mr, nil
 }
 
-// release deregisters every region registered for the call: when it returns, the server
+// release revokes every registration made for the call: when it returns, the server
 // can no longer read or write the caller's memory (Linux frwr_unmap_sync).
 func (cc *clientConn) release(r *request) {
-	for i, mr := range r.mrs {
-		mr.Close()
-		r.mrs[i] = nil
+	for i, g := range r.regs {
+		cc.c.regs.release(g)
+		r.regs[i] = nil
 	}
-	r.mrs = r.mrs[:0]
-	r.sinkMR = r.sinkMR[:0]
+	r.regs = r.regs[:0]
 	r.replyMR = nil
 }
 
@@ -581,14 +581,12 @@ func (cc *clientConn) send(ctx context.Context, r *request, call *oncrpc.ClientC
 	// Write list: one chunk per reply sink.
 	for _, sink := range call.ReplySinks {
 		if len(sink) == 0 {
-			r.sinkMR = append(r.sinkMR, nil)
 			continue
 		}
 		mr, err := cc.register(r, sink, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 		if err != nil {
 			return err
 		}
-		r.sinkMR = append(r.sinkMR, mr)
 		n := len(h.WriteList)
 		if n < cap(h.WriteList) {
 			h.WriteList = h.WriteList[:n+1]

@@ -117,6 +117,7 @@ type Listener struct {
 	pd    verbs.PD
 	opts  ServerOptions
 	bufs  bufPool
+	regs  *regCache
 	mu    sync.Mutex
 	conns map[*ServerConn]struct{}
 	done  bool
@@ -142,6 +143,7 @@ func Listen(ctx context.Context, dev verbs.Device, addr string, opts *ServerOpti
 	}
 	l := &Listener{dev: dev, ln: ln, pd: pd, opts: o, conns: make(map[*ServerConn]struct{})}
 	l.bufs.pd = pd
+	l.regs = newRegCache(pd)
 	return l, nil
 }
 
@@ -166,6 +168,7 @@ func (l *Listener) Close() error {
 		c.Close()
 	}
 	l.bufs.close()
+	l.regs.close()
 	l.pd.Close()
 	return err
 }
@@ -293,7 +296,7 @@ type srvCall struct {
 	wr    verbs.SendWR
 	sge   [1]verbs.SGE
 	out   Header
-	mrs   []verbs.MR
+	regs  []*reg
 	fills []chunks.WriteChunk
 }
 
@@ -583,11 +586,11 @@ func (sc *ServerConn) WriteReply(call *oncrpc.ServerCall, reply *oncrpc.Message)
 	}
 	err := sc.writeReply(c, reply)
 	sc.finishCall(c)
-	for i, mr := range c.mrs {
-		mr.Close()
-		c.mrs[i] = nil
+	for i, g := range c.regs {
+		sc.l.regs.release(g)
+		c.regs[i] = nil
 	}
-	c.mrs = c.mrs[:0]
+	c.regs = c.regs[:0]
 	if errors.Is(err, errReplyTooLarge) {
 		sc.sendError(context.Background(), ErrCodeChunk, c.h.XID)
 	}
@@ -644,12 +647,13 @@ func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
 			continue
 		}
 		if len(data) > 0 {
-			mr, err := sc.l.pd.RegMR(data, 0)
+			g, err := sc.l.regs.register(data, 0)
 			if err != nil {
 				sc.ep.wait(ctx, w)
 				return fmt.Errorf("rpcrdma: xid %#08x: register payload: %w", in.XID, err)
 			}
-			c.mrs = append(c.mrs, mr)
+			c.regs = append(c.regs, g)
+			mr := g.mr
 			if err := sc.ep.writeChunk(ctx, w, &c.wr, &c.sge, mr, 0, len(data), in.WriteList[i]); err != nil {
 				sc.ep.wait(ctx, w)
 				return fmt.Errorf("rpcrdma: xid %#08x: write chunk %d: %w", in.XID, i, err)

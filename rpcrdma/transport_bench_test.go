@@ -136,7 +136,7 @@ func BenchmarkTransportWrite1M(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := rpc.Call(ctx, tpDiscard, args, &res); err != nil {
+				if err := rpc.Call(ctx, tpDiscard, &args, &res); err != nil {
 					b.Fatal(err)
 				}
 			}
