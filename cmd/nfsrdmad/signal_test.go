@@ -1,0 +1,109 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/rpcbind"
+	"github.com/go-rpcrdma/rpcrdma/rpcbind/rpcbindtest"
+)
+
+// mainArgsEnv makes the test binary run main with these unit-separator (0x1f) separated arguments: the
+// signal test runs the real command in a child process.
+const mainArgsEnv = "NFSRDMAD_TEST_MAIN_ARGS"
+
+func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(mainArgsEnv); ok {
+		os.Args = append([]string{"nfsrdmad"}, strings.Split(args, "\x1f")...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestSignalShutdown runs the command as a process, waits for its start-up line, sends
+// SIGINT or SIGTERM and expects a clean exit (status 0) with the rpcbind registrations
+// removed when rpcbind is available.
+func TestSignalShutdown(t *testing.T) {
+	withRPCBind := rpcbindtest.Ping(context.Background()) == nil
+	if withRPCBind {
+		rpcbindtest.Lock(t)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			args := []string{"-export", t.TempDir(), "-state", "", "-rdma", "127.0.0.1:0", "-tcp", "127.0.0.1:0"}
+			if withRPCBind && sig == syscall.SIGTERM {
+				args = append(args, "-rpcbind")
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), mainArgsEnv+"="+strings.Join(args, "\x1f"))
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			sc := bufio.NewScanner(out)
+			started := false
+			for sc.Scan() {
+				if strings.HasPrefix(sc.Text(), "Mount it from Linux") {
+					started = true
+					break
+				}
+			}
+			if !started {
+				cmd.Wait()
+				t.Fatalf("no start-up line; stderr:\n%s", stderr.String())
+			}
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err = <-done:
+			case <-time.After(60 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("still running 60s after %v; stderr:\n%s", sig, stderr.String())
+			}
+			if err != nil {
+				t.Fatalf("exit after %v: %v; stderr:\n%s", sig, err, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), "stopped") {
+				t.Errorf("no shutdown log line:\n%s", stderr.String())
+			}
+			if withRPCBind && sig == syscall.SIGTERM {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				c, err := rpcbind.DialClient(ctx, rpcbindtest.Addr, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				for _, netid := range []string{"tcp", "rdma"} {
+					if _, err := c.Lookup(ctx, 100003, 3, netid); !errors.Is(err, rpcbind.ErrNotRegistered) {
+						t.Errorf("NFS still registered under %s after %v: %v", netid, sig, err)
+					}
+				}
+			}
+		})
+	}
+}
