@@ -27,6 +27,26 @@ type protDomain struct {
 	nmr    int
 	nqp    int
 	closed bool
+	// zero is a small C-allocated region registered on demand for
+	// receives without SGEs on devices that refuse them (siw).
+	zero    *C.struct_ibv_mr
+	zeroBuf unsafe.Pointer
+}
+
+// zeroSGE returns an empty SGE on the PD's internal region.
+func (pd *protDomain) zeroSGE() (C.struct_ibv_sge, error) {
+	pd.mu.Lock()
+	defer pd.mu.Unlock()
+	if pd.zero == nil {
+		buf := C.calloc(1, 64)
+		mr, errno := C.ibv_reg_mr(pd.pd, buf, 64, C.IBV_ACCESS_LOCAL_WRITE)
+		if mr == nil {
+			C.free(buf)
+			return C.struct_ibv_sge{}, pd.dev.regError(64, errnoErr(errno))
+		}
+		pd.zero, pd.zeroBuf = mr, buf
+	}
+	return C.struct_ibv_sge{addr: C.uint64_t(uintptr(pd.zeroBuf)), length: 0, lkey: pd.zero.lkey}, nil
 }
 
 // AllocPD allocates a protection domain (ibv_alloc_pd).
@@ -56,6 +76,11 @@ func (pd *protDomain) Close() error {
 	}
 	if pd.nmr > 0 || pd.nqp > 0 {
 		return fmt.Errorf("ibverbs: PD.Close: %d memory regions and %d queue pairs still open", pd.nmr, pd.nqp)
+	}
+	if pd.zero != nil {
+		C.ibv_dereg_mr(pd.zero)
+		C.free(pd.zeroBuf)
+		pd.zero, pd.zeroBuf = nil, nil
 	}
 	if rc := C.ibv_dealloc_pd(pd.pd); rc != 0 {
 		return fmt.Errorf("ibverbs: ibv_dealloc_pd: %w", syscall.Errno(rc))

@@ -273,8 +273,11 @@ func (q *queuePair) postSendLocked(wrs []verbs.SendWR) (int, error) {
 			if err := m.sge(s, need, &sges[k]); err != nil {
 				return 0, fmt.Errorf("ibverbs: PostSend: request %d SGE %d: %w", i, j, err)
 			}
-			k++
+			if s.Length > 0 { // empty SGEs carry nothing; siw mishandles them
+				k++
+			}
 		}
+		g.nsge = C.uint16_t(k - int(g.sge_off))
 		seq := q.sqTail + uint64(i)
 		g.wr_id = C.uint64_t(seq | sendBit)
 		g.remote_addr = C.uint64_t(wr.RemoteTO)
@@ -408,13 +411,6 @@ func (q *queuePair) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 		g := &cr[i]
 		g.sge_off = C.uint32_t(k)
 		g.nsge = C.uint32_t(len(wr.SGL))
-		if len(wr.SGL) == 0 && q.dev.IWARP() {
-			// libsiw refuses receives without SGEs; one empty SGE
-			// takes a zero-length message just the same.
-			sges[k] = C.struct_ibv_sge{}
-			g.nsge = 1
-			k++
-		}
 		for j := range wr.SGL {
 			s := &wr.SGL[j]
 			m, ok := s.MR.(*memRegion)
@@ -424,6 +420,22 @@ func (q *queuePair) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 			if err := m.sge(s, verbs.AccessLocalWrite, &sges[k]); err != nil {
 				return 0, fmt.Errorf("ibverbs: PostRecv: request %d SGE %d: %w", i, j, err)
 			}
+			if s.Length > 0 {
+				k++
+			}
+		}
+		g.nsge = C.uint32_t(k - int(g.sge_off))
+		if g.nsge == 0 && q.dev.IWARP() {
+			// libsiw refuses receives without SGEs: one empty SGE on
+			// the PD's small internal region takes a zero-length
+			// message just the same (and a longer one fails with
+			// LocalLength, as with no SGE).
+			z, err := q.pd.zeroSGE()
+			if err != nil {
+				return 0, fmt.Errorf("ibverbs: PostRecv: request %d: %w", i, err)
+			}
+			sges[k] = z
+			g.nsge = 1
 			k++
 		}
 		seq := q.rqTail + uint64(i)
