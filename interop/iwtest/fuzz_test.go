@@ -8,7 +8,17 @@ import (
 func FuzzParseCall(f *testing.F) {
 	f.Add(AppendNullCall(nil, 1, 128, ProgNFS, 4))
 	f.Fuzz(func(t *testing.T, msg []byte) {
+		cc, cerr := ParseCallChunks(msg)
+		if cerr != nil {
+			var he *HeaderError
+			if !errors.As(cerr, &he) || he.Field == "" {
+				t.Fatalf("ParseCallChunks error %v is not a *HeaderError naming a field", cerr)
+			}
+		}
 		c, err := ParseCall(msg)
+		if err == nil && (cerr != nil || cc != c) {
+			t.Fatalf("ParseCall = %+v but ParseCallChunks = %+v, %v", c, cc, cerr)
+		}
 		if err != nil {
 			var he *HeaderError
 			if !errors.As(err, &he) || he.Field == "" {

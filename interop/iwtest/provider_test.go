@@ -172,6 +172,29 @@ func TestProviderLinuxClientFirstSend(t *testing.T) {
 	if call.Credits == 0 {
 		t.Errorf("RDMA_MSG requests 0 credits")
 	}
+	if call.Proc != 0 {
+		return // not the NULL ping: nothing we can answer generically
+	}
+
+	// Answer the NULL call with a Send of our own. Linux takes the reply and
+	// goes on with the mount: its next Send is a new call (for NFSv4.1,
+	// COMPOUND with EXCHANGE_ID), not a retransmission of the NULL call.
+	if err := e.sendMsg(1, AppendNullReply(nil, call.XID, 64)); err != nil {
+		t.Fatalf("PostSend NULL reply: %v", err)
+	}
+	msg, _, err = e.nextRecv(rctx)
+	if err != nil {
+		t.Fatalf("second Send from the Linux client (after our NULL reply): %v", err)
+	}
+	artifact(t, "second-send.bin", msg)
+	next, err := ParseCallChunks(msg) // EXCHANGE_ID comes with a reply chunk
+	if err != nil {
+		t.Fatalf("second Send (% x): %v", msg[:min(len(msg), 64)], err)
+	}
+	t.Logf("second Send: RDMA_MSG xid %#x credits %d: RPC call prog %d vers %d proc %d, %d bytes of arguments", next.XID, next.Credits, next.Prog, next.Vers, next.Proc, next.ArgLen)
+	if next.XID == call.XID || next.Proc == 0 {
+		t.Fatalf("the client sent the NULL call again (xid %#x proc %d): it did not take our reply", next.XID, next.Proc)
+	}
 }
 
 // TestProviderDialKnfsdNull: a verbs/soft queue pair dials the guest's knfsd

@@ -95,9 +95,77 @@ func (r *reader) opaqueAuth(field string) (uint32, error) {
 	return fl, nil
 }
 
-// header reads the RPC-over-RDMA header of an RDMA_MSG without chunks and
-// the RPC XID that must follow it.
-func (r *reader) header() (xid, credits uint32, err error) {
+// maxChunkSegments bounds the segment count of one write or reply chunk.
+const maxChunkSegments = 256
+
+// chunkLists skips a read list, a write list and a reply chunk (RFC 8166
+// §4.2.1), checking only their structure.
+func (r *reader) chunkLists() error {
+	for { // read list: (1, position, handle, length, offset)* 0
+		more, err := r.u32("rpcrdma.read_list")
+		if err != nil {
+			return err
+		}
+		if more == 0 {
+			break
+		}
+		if more != 1 {
+			return bad("rpcrdma.read_list", uint64(more), "0 or 1 (XDR bool)")
+		}
+		if err := r.skipWords("rpcrdma.read_segment", 6); err != nil {
+			return err
+		}
+	}
+	for { // write list: (1, count, segment*)* 0
+		more, err := r.u32("rpcrdma.write_list")
+		if err != nil {
+			return err
+		}
+		if more == 0 {
+			break
+		}
+		if more != 1 {
+			return bad("rpcrdma.write_list", uint64(more), "0 or 1 (XDR bool)")
+		}
+		if err := r.chunk("rpcrdma.write_chunk"); err != nil {
+			return err
+		}
+	}
+	more, err := r.u32("rpcrdma.reply_chunk")
+	switch {
+	case err != nil:
+		return err
+	case more == 1:
+		return r.chunk("rpcrdma.reply_chunk")
+	case more != 0:
+		return bad("rpcrdma.reply_chunk", uint64(more), "0 or 1 (XDR bool)")
+	}
+	return nil
+}
+
+// chunk skips a counted array of segments (handle, length, offset).
+func (r *reader) chunk(field string) error {
+	n, err := r.u32(field + ".count")
+	if err != nil {
+		return err
+	}
+	if n > maxChunkSegments {
+		return bad(field+".count", uint64(n), fmt.Sprintf("<= %d", maxChunkSegments))
+	}
+	return r.skipWords(field+".segment", 4*int(n))
+}
+
+func (r *reader) skipWords(field string, n int) error {
+	if len(r.b)-r.off < 4*n {
+		return bad(field+".length", uint64(len(r.b)-r.off), fmt.Sprintf(">= %d bytes left", 4*n))
+	}
+	r.off += 4 * n
+	return nil
+}
+
+// header reads the RPC-over-RDMA header of an RDMA_MSG without chunks (or,
+// with chunks set, with any chunk lists) and the RPC XID that must follow it.
+func (r *reader) header(chunks bool) (xid, credits uint32, err error) {
 	if xid, err = r.u32("rpcrdma.xid"); err != nil {
 		return
 	}
@@ -110,9 +178,15 @@ func (r *reader) header() (xid, credits uint32, err error) {
 	if _, err = r.expect("rpcrdma.proc", ProcRDMAMsg); err != nil {
 		return
 	}
-	for _, f := range []string{"rpcrdma.read_list", "rpcrdma.write_list", "rpcrdma.reply_chunk"} {
-		if _, err = r.expect(f, 0); err != nil {
+	if chunks {
+		if err = r.chunkLists(); err != nil {
 			return
+		}
+	} else {
+		for _, f := range []string{"rpcrdma.read_list", "rpcrdma.write_list", "rpcrdma.reply_chunk"} {
+			if _, err = r.expect(f, 0); err != nil {
+				return
+			}
 		}
 	}
 	var rx uint32
@@ -125,11 +199,18 @@ func (r *reader) header() (xid, credits uint32, err error) {
 // ParseCall checks that msg (the payload of one RDMAP Send) is an RDMA_MSG
 // with empty chunk lists carrying an ONC RPC version 2 call (RFC 8166 §4.2,
 // RFC 5531 §9), and returns its header fields. Errors are *HeaderError.
-func ParseCall(msg []byte) (Call, error) {
+func ParseCall(msg []byte) (Call, error) { return parseCall(msg, false) }
+
+// ParseCallChunks is ParseCall for an RDMA_MSG that may carry chunk lists (a
+// read list, write chunks, a reply chunk): they are checked for structure
+// and skipped. ArgLen counts the inline argument bytes only.
+func ParseCallChunks(msg []byte) (Call, error) { return parseCall(msg, true) }
+
+func parseCall(msg []byte, chunks bool) (Call, error) {
 	r := reader{b: msg}
 	var c Call
 	var err error
-	if c.XID, c.Credits, err = r.header(); err != nil {
+	if c.XID, c.Credits, err = r.header(chunks); err != nil {
 		return c, err
 	}
 	if _, err = r.expect("rpc.msg_type", 0); err != nil {
@@ -165,7 +246,7 @@ func ParseReply(msg []byte) (Reply, error) {
 	r := reader{b: msg}
 	var p Reply
 	var err error
-	if p.XID, p.Credits, err = r.header(); err != nil {
+	if p.XID, p.Credits, err = r.header(false); err != nil {
 		return p, err
 	}
 	if _, err = r.expect("rpc.msg_type", 1); err != nil {
@@ -199,6 +280,22 @@ func AppendNullCall(dst []byte, xid, credits, prog, vers uint32) []byte {
 		xid, 0, 2, prog, vers, 0, // RPC call header, NULL procedure
 		0, 0, // cred: AUTH_NONE, length 0
 		0, 0, // verf: AUTH_NONE, length 0
+	} {
+		dst = binary.BigEndian.AppendUint32(dst, w)
+	}
+	return dst
+}
+
+// AppendNullReply appends an RDMA_MSG (no chunks) granting credits and
+// carrying a successful RPC reply with no results (MSG_ACCEPTED, AUTH_NONE
+// verifier, SUCCESS), the answer to a NULL call, and returns the extended
+// slice.
+func AppendNullReply(dst []byte, xid, credits uint32) []byte {
+	for _, w := range [...]uint32{
+		xid, RPCRDMAVersion, credits, ProcRDMAMsg, 0, 0, 0, // RPC-over-RDMA header
+		xid, 1, 0, // REPLY, MSG_ACCEPTED
+		0, 0, // verf: AUTH_NONE, length 0
+		0, // SUCCESS
 	} {
 		dst = binary.BigEndian.AppendUint32(dst, w)
 	}

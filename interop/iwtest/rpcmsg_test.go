@@ -82,6 +82,14 @@ func TestParseReplyKnfsd(t *testing.T) {
 	}
 }
 
+func TestAppendNullReply(t *testing.T) {
+	// byte for byte what knfsd answered the lab probe's first NULL call
+	want := sendPayloads(t, readFile(t, "testdata/knfsd-crc-replies.bin"))[0]
+	if got := AppendNullReply(nil, 0x1a2b3c00, 64); string(got) != string(want) {
+		t.Fatalf("AppendNullReply = % x, want knfsd's % x", got, want)
+	}
+}
+
 func TestAppendNullCallRoundTrip(t *testing.T) {
 	b := AppendNullCall([]byte{0xee}, 7, 32, ProgNFS, 3)
 	c, err := ParseCall(b[1:])
@@ -185,6 +193,53 @@ func BenchmarkParseCall(b *testing.B) {
 	for b.Loop() {
 		if _, err := ParseCall(msg); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func TestParseCallChunks(t *testing.T) {
+	// The Linux client's second Send in the lab, after our NULL reply: an
+	// NFSv4.1 COMPOUND (EXCHANGE_ID) offering a one-segment reply chunk.
+	head := []uint32{0x5312422b, 1, 128, 0, 0, 0, 1, 1, 0x4b544701, 0x1090, 0x5312422b, 0x84cf8000}
+	var b []byte
+	for _, w := range head {
+		b = binary.BigEndian.AppendUint32(b, w)
+	}
+	rpc := AppendNullCall(nil, 0x5312422b, 0, ProgNFS, 4)[7*4:]
+	binary.BigEndian.PutUint32(rpc[5*4:], 1) // proc COMPOUND
+	b = append(b, rpc...)
+	b = append(b, 0, 0, 0, 0) // 4 bytes of arguments
+	c, err := ParseCallChunks(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Call{XID: 0x5312422b, Credits: 128, Prog: ProgNFS, Vers: 4, Proc: 1, ArgLen: 4}); c != want {
+		t.Fatalf("got %+v, want %+v", c, want)
+	}
+	if _, err := ParseCall(b); err == nil {
+		t.Fatal("ParseCall accepted a reply chunk")
+	}
+	for _, tc := range []struct {
+		name  string
+		words []uint32
+		field string
+	}{
+		{"read list bool 2", []uint32{1, 1, 0, 0, 2}, "rpcrdma.read_list"},
+		{"read segment cut", []uint32{1, 1, 0, 0, 1, 0, 0}, "rpcrdma.read_segment.length"},
+		{"write list bool 2", []uint32{1, 1, 0, 0, 0, 2}, "rpcrdma.write_list"},
+		{"write chunk count", []uint32{1, 1, 0, 0, 0, 1, 257}, "rpcrdma.write_chunk.count"},
+		{"write chunk cut", []uint32{1, 1, 0, 0, 0, 1, 2, 0, 0, 0, 0}, "rpcrdma.write_chunk.segment.length"},
+		{"reply chunk bool 2", []uint32{1, 1, 0, 0, 0, 0, 2}, "rpcrdma.reply_chunk"},
+		{"reply chunk cut", []uint32{1, 1, 0, 0, 0, 0, 1}, "rpcrdma.reply_chunk.count.length"},
+	} {
+		var m []byte
+		for _, w := range tc.words {
+			m = binary.BigEndian.AppendUint32(m, w)
+		}
+		_, err := ParseCallChunks(m)
+		var he *HeaderError
+		if !errors.As(err, &he) || he.Field != tc.field {
+			t.Errorf("%s: err %v, want a *HeaderError for %s", tc.name, err, tc.field)
 		}
 	}
 }
