@@ -27,9 +27,11 @@ type rawPeer struct {
 
 const rawBufs, rawBufSize = 16, 65536
 
-func newRawPeer(t testing.TB) *rawPeer {
+func newRawPeer(t testing.TB) *rawPeer { return newRawPeerWith(t, soft.Config{}) }
+
+func newRawPeerWith(t testing.TB, cfg soft.Config) *rawPeer {
 	t.Helper()
-	p := &rawPeer{dev: soft.New(soft.Config{})}
+	p := &rawPeer{dev: soft.New(cfg)}
 	var err error
 	if p.pd, err = p.dev.AllocPD(); err != nil {
 		t.Fatal(err)
@@ -69,7 +71,13 @@ func (p *rawPeer) postRecv(t testing.TB, i int) {
 // dialRaw connects a raw peer to addr with private data priv.
 func dialRaw(t testing.TB, addr string, priv []byte) *rawPeer {
 	t.Helper()
-	p := newRawPeer(t)
+	return dialRawWith(t, soft.Config{}, addr, priv)
+}
+
+// dialRawWith is dialRaw with a provider configuration.
+func dialRawWith(t testing.TB, cfg soft.Config, addr string, priv []byte) *rawPeer {
+	t.Helper()
+	p := newRawPeerWith(t, cfg)
 	info, err := p.dev.Dial(tpCtx(t), addr, p.qp, verbs.ConnParams{PrivateData: priv, IRD: 16, ORD: 16})
 	if err != nil {
 		t.Fatal(err)

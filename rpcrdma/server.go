@@ -240,7 +240,7 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 		l: l, ep: ep, peer: peer,
 		cred:       o.Credits.Open(),
 		inlineSend: min(o.InlineSend, peer.RecvSize),
-		ord:        max(min(info.ORD, ord), 1),
+		ord:        max(min(info.ORD, ord), 0),
 		recvq:      make(chan int, nrecv),
 		closed:     make(chan struct{}),
 		dones:      make(map[uint32]*doneEntry),
@@ -267,7 +267,7 @@ type ServerConn struct {
 	peer       ConnPrivate
 	cred       *credits.Conn
 	inlineSend int
-	ord        int
+	ord        int // RDMA Reads in flight at most; 0: the client allows none
 	remote     net.Addr
 
 	recvq     chan int // received messages, by receive buffer index
@@ -505,6 +505,16 @@ func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
 	if len(grouped) == 0 {
 		c.call.Msg = oncrpc.Message{Inline: body}
 		return c, nil
+	}
+
+	if sc.ord == 0 {
+		// The client offered no inbound RDMA Read (IRD 0, e.g. MPA revision 1): its
+		// chunks cannot be pulled. (Linux svcrdma refuses such connections outright.)
+		sc.l.opts.Logger.Debug("read chunks on a connection without RDMA Read", "remote", sc.remote, "xid", h.XID)
+		sc.cred.Done()
+		sc.sendError(ctx, ErrCodeChunk, h.XID)
+		sc.putCall(c)
+		return nil, nil
 	}
 
 	// Pull the read chunks straight into their place in a registered buffer.
