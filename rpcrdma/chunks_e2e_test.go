@@ -188,3 +188,26 @@ func TestLongCallWithReadChunks(t *testing.T) {
 		t.Fatalf("%v with read list %v", h.Proc, h.ReadList)
 	}
 }
+
+// TestEmptySinkEndsWriteList: results map to write chunks by index, so an empty reply
+// sink ends the write list and later results come inline.
+func TestEmptySinkEndsWriteList(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	args := tpMakePayloads(50, 60, 70)
+	sinks := [][]byte{make([]byte, 100), nil, make([]byte, 100)}
+	var res tpPayloads
+	if err := env.rpc.CallWithOptions(tpCtx(t), tpEcho, args, &res, oncrpc.CallOptions{ReplySinks: sinks, MaxReply: 1024}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range args {
+		if !bytes.Equal(res[i], args[i]) {
+			t.Fatalf("payload %d corrupted", i)
+		}
+	}
+	if h := env.strace.last(t, false); len(h.WriteList) != 1 {
+		t.Fatalf("%d write chunks offered, want 1", len(h.WriteList))
+	}
+	if !bytes.Equal(sinks[0][:50], args[0]) || !bytes.Equal(sinks[2], make([]byte, 100)) {
+		t.Fatal("results placed in the wrong sinks")
+	}
+}

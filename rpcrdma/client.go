@@ -578,10 +578,12 @@ func (cc *clientConn) send(ctx context.Context, r *request, call *oncrpc.ClientC
 	h.Reset()
 	h.XID, h.Vers, h.Credits, h.Proc = call.XID, Version1, uint32(cc.c.window.Max()), ProcMsg
 
-	// Write list: one chunk per reply sink.
+	// Write list: one chunk per reply sink. The server puts the i-th DDP-eligible result
+	// in the i-th chunk, so an empty sink (which cannot be registered) ends the list:
+	// later results travel inline.
 	for _, sink := range call.ReplySinks {
 		if len(sink) == 0 {
-			continue
+			break
 		}
 		mr, err := cc.register(r, sink, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 		if err != nil {
