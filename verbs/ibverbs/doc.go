@@ -78,6 +78,12 @@
 // reports no IBV_WC_WITH_INV, so the region's Valid stays true although
 // the device refuses its STag. Sending Send with Invalidate works on both.
 //
+// Device quirks handled here: libsiw refuses receives without SGEs (one
+// empty SGE on a small per-PD region stands in), returns negated errno
+// values, and takes a Send with Invalidate's STag from wr.rdma.rkey; Linux
+// 6.1 siw dereferences a NULL region for a zero-length SGE in a non-empty
+// send (siw_tx_hdt), so empty SGEs are dropped before posting.
+//
 // Fork: registered memory must not be copied-on-write in a child. Go starts
 // programs with clone(CLONE_VFORK|CLONE_VM), which shares memory and is
 // safe; since Linux 5.13 the kernel also protects registrations itself
