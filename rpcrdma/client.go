@@ -104,6 +104,7 @@ type RemoteError struct {
 	VersHigh uint32
 }
 
+// Error describes the RDMA_ERROR reply.
 func (e *RemoteError) Error() string {
 	if e.Code == ErrCodeVers {
 		return fmt.Sprintf("rpcrdma: xid %#08x: server answered ERR_VERS (supports versions %d..%d)", e.XID, e.VersLow, e.VersHigh)

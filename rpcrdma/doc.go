@@ -1,0 +1,48 @@
+// Package rpcrdma implements RPC-over-RDMA version 1 (RFC 8166, which refines
+// draft-ietf-nfsv4-rpcrdma-08 / RFC 5666): the transport header codec and the client and
+// server transports that carry ONC RPC (package oncrpc) over RDMA (package verbs).
+//
+// # Header codec
+//
+// Header, its allocation-free encoder (Header.Append, AppendErrVers, AppendErrChunk) and
+// decoder (Header.Decode, Decoder.Decode), the typed decode errors a responder maps to
+// RDMA_ERROR replies (*VersionError → ERR_VERS, *ChunkError → ERR_CHUNK), and size
+// helpers; see header.go. The chunk types and their rules live in package chunks; RFC
+// 8797 connection private data is ConnPrivate.
+//
+// # Transport
+//
+// Dial returns a Client, an oncrpc.RoundTripper; Listen returns a Listener, an
+// oncrpc.Listener whose connections (ServerConn) are oncrpc.ServerConns. Both program
+// only against package verbs (the software iWARP provider, verbs/soft, by default) and
+// follow RFC 8166 and the seed draft, matching Linux xprtrdma/svcrdma where Linux is the
+// standard:
+//
+//   - Connection setup exchanges RFC 8797 private data both ways (ConnPrivate); each
+//     side sends no more than the peer announced it receives, 1024 bytes when the peer
+//     announced nothing. Limits/SetLimits expose and change the result (CONF_RDMA).
+//   - Buffers for transport headers and inline messages are registered once per
+//     connection. Caller memory carried by chunks is registered per RPC through a cache
+//     that re-keys the STag on reuse and invalidates it as soon as the RPC completes
+//     (reply, error, timeout or cancel), so a peer can never touch it afterwards.
+//   - A call goes inline (RDMA_MSG) when it fits; otherwise its DDP-eligible payloads
+//     travel as read chunks at their XDR positions (roundup elided), and a call still
+//     too long goes as RDMA_NOMSG with a position-zero read chunk. Reply sinks become
+//     write chunks; a reply chunk is offered whenever the reply may not fit inline.
+//   - The server validates every header (ERR_VERS, ERR_CHUNK on the same connection,
+//     which stays up), pulls read chunks by RDMA Read straight into place (at most ORD in
+//     flight), writes results into write chunks and long replies into the reply chunk,
+//     and answers ERR_CHUNK when the client offered too little. Optionally it returns
+//     long replies as read chunks held until RDMA_DONE or a timeout, and pads RDMA_MSGP
+//     replies for clients that opted in. It uses Send With Invalidate when the client
+//     allows it and the call named exactly one STag.
+//   - Credits: the client starts each connection with one credit and follows the
+//     server's grants (package credits); the server's grants follow its posted
+//     receives, are shared between connections by a credits.Policy, and a client that
+//     overruns its grant gets ERR_CHUNK, then is disconnected.
+//   - After a connection loss (or a timed-out try, which drops the connection as Linux
+//     does) the client reconnects and retransmits outstanding calls with their XIDs;
+//     nothing is ever retransmitted on the connection that carried the original.
+//
+// Logging (github.com/hashicorp/go-hclog, the project's logger) is on control paths only.
+package rpcrdma
