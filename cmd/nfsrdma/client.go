@@ -15,11 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
-	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -39,6 +39,8 @@ type connFlags struct {
 	tcpPort   int
 	mountport int
 	timeout   time.Duration
+	provider  string
+	device    string
 	allowBoth bool // -proto both (bench)
 }
 
@@ -49,6 +51,8 @@ func (f *connFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.tcpPort, "tcp-port", defaultTCPPort, "NFS over TCP `port` when -port is 0")
 	fs.IntVar(&f.mountport, "mountport", defaultMountPort, "MOUNT `port` over TCP (nfsrdmad serves MOUNT on its NFS TCP port)")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "bound on the whole command")
+	fs.StringVar(&f.provider, "provider", "soft", "RDMA provider: soft or ibverbs (only in binaries built with -tags ibverbs)")
+	fs.StringVar(&f.device, "device", "", "ibverbs device `NAME` (default: the only one)")
 }
 
 // check validates the flags, naming the bad one.
@@ -77,6 +81,9 @@ func (f *connFlags) check() error {
 	}
 	if f.timeout <= 0 {
 		return fmt.Errorf("-timeout %v: must be positive", f.timeout)
+	}
+	if f.provider != "soft" && f.provider != "ibverbs" {
+		return fmt.Errorf("-provider %q: want soft or ibverbs", f.provider)
 	}
 	return nil
 }
@@ -128,6 +135,9 @@ func parseRemote(s string) (remote, error) {
 	}
 	if host == "" {
 		return remote{}, fmt.Errorf("remote %q: no server before the colon", s)
+	}
+	if strings.ContainsAny(host, "[]/ \t\n\x00") {
+		return remote{}, fmt.Errorf("remote %q: %q is not a host name or address", s, host)
 	}
 	if !strings.HasPrefix(p, "/") {
 		return remote{}, fmt.Errorf("remote %q: the path must start with / (the export path, e.g. SERVER:/srv/data/file)", s)
@@ -182,7 +192,14 @@ func dialNFS(ctx context.Context, f *connFlags, proto, host string) (oncrpc.Roun
 		}
 		return t, t.Close, nil
 	}
-	dev := soft.New(soft.Config{})
+	dev, _, err := daemon.OpenDevice(f.provider, f.device, "", nil)
+	if err != nil {
+		var ce *daemon.ConfigError
+		if errors.As(err, &ce) {
+			return nil, nil, fmt.Errorf("-provider %s: %s: %w", ce.Value, ce.Reason, ce.Err)
+		}
+		return nil, nil, err
+	}
 	t, err := rpcrdma.Dial(ctx, dev, addr, nil)
 	if err != nil {
 		dev.Close()

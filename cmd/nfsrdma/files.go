@@ -146,9 +146,12 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if fi, err := os.Stat(local); err == nil && fi.IsDir() {
 			local = filepath.Join(local, path.Base(r.path))
 		}
-		if file, err = os.OpenFile(local, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644); err != nil {
+		// Written next to LOCAL and renamed over it once complete, so a failed copy
+		// never leaves a truncated LOCAL behind.
+		if file, err = os.CreateTemp(filepath.Dir(local), "."+filepath.Base(local)+".part-*"); err != nil {
 			return err
 		}
+		defer os.Remove(file.Name())
 		defer file.Close()
 		out, report = file, stdout
 	}
@@ -157,8 +160,17 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("%s: %w", r, err)
 	}
+	if n != int64(attr.Size) {
+		return fmt.Errorf("%s: read %d bytes, but the file's size was %d when the copy started (changed meanwhile?)", r, n, attr.Size)
+	}
 	if file != nil {
+		if err := file.Chmod(os.FileMode(attr.Mode & 0o777)); err != nil {
+			return err
+		}
 		if err := file.Close(); err != nil {
+			return err
+		}
+		if err := os.Rename(file.Name(), local); err != nil {
 			return err
 		}
 	}

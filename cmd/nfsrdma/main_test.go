@@ -199,6 +199,7 @@ func TestClientErrors(t *testing.T) {
 		{"mkdir", []string{"127.0.0.1:/export/file"}, "NFS3ERR_EXIST"},
 		{"mkdir", []string{"127.0.0.1:/export"}, "is the export root"},
 		{"rm", []string{"127.0.0.1:/export"}, "is the export root"},
+		{"ls", []string{"-provider", "ibverbs", "127.0.0.1:/export"}, "-provider \"ibverbs\""},
 	} {
 		_, err := s.cli(t, tc.name, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -223,9 +224,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"ls", "-mountport", "0", "h:/x"}, "-mountport 0"},
 		{[]string{"ls", "-timeout", "0s", "h:/x"}, "-timeout"},
 		{[]string{"ls", "nocolon"}, "want SERVER:/path"},
+		{[]string{"ls", "-provider", "mlx", "h:/x"}, "-provider \"mlx\": want soft or ibverbs"},
 		{[]string{"ls", ":/x"}, "no server before the colon"},
 		{[]string{"ls", "h:relative"}, "must start with /"},
 		{[]string{"ls", "[::1/x"}, "want [IPv6]:/path"},
+		{[]string{"ls", "[[x]:/p"}, "is not a host name or address"},
 		{[]string{"put", "-mode", "17777", "a", "h:/x"}, "invalid value \"17777\" for flag -mode: want octal"},
 		{[]string{"mkdir", "-mode", "9", "h:/x"}, "invalid value \"9\" for flag -mode"},
 		{[]string{"bench", "-duration", "2h", "h:/x"}, "-duration 2h0m0s"},

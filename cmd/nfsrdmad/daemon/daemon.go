@@ -267,24 +267,36 @@ func (c *Config) fill() {
 
 // openDevice opens the RDMA device of cfg.Provider.
 func openDevice(cfg *Config, log hclog.Logger) (verbs.Device, string, error) {
-	switch cfg.Provider {
-	case "soft":
+	host, _, _ := net.SplitHostPort(cfg.RDMA)
+	return OpenDevice(cfg.Provider, cfg.Device, host, log)
+}
+
+// OpenDevice opens an RDMA device of provider ("soft" or "ibverbs") and returns it
+// with a description for logs. For ibverbs, device names the device (e.g. "siw0");
+// when empty, the device that owns the IP address addr is used, or the only device.
+// Its errors are *ConfigError for the field Provider; a provider this binary was built
+// without wraps ErrProviderNotBuilt.
+func OpenDevice(provider, device, addr string, log hclog.Logger) (verbs.Device, string, error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	switch provider {
+	case "", "soft":
 		return soft.New(soft.Config{Logger: log.Named("soft")}), "verbs/soft (software iWARP over TCP)", nil
 	case "ibverbs":
 		if openIBVerbs == nil {
-			return nil, "", badString("Provider", cfg.Provider, "rebuild with `go build -tags ibverbs` (needs cgo and libibverbs-dev, librdmacm-dev), or use the soft provider", ErrProviderNotBuilt)
+			return nil, "", badString("Provider", provider, "rebuild with `go build -tags ibverbs` (needs cgo and libibverbs-dev, librdmacm-dev), or use the soft provider", ErrProviderNotBuilt)
 		}
-		host, _, _ := net.SplitHostPort(cfg.RDMA)
-		if ip, err := netip.ParseAddr(host); err != nil || ip.IsUnspecified() {
-			host = ""
+		if ip, err := netip.ParseAddr(addr); err != nil || ip.IsUnspecified() {
+			addr = ""
 		}
-		dev, err := openIBVerbs(cfg.Device, host)
+		dev, err := openIBVerbs(device, addr)
 		if err != nil {
-			return nil, "", badString("Provider", cfg.Provider, "cannot open the device", err)
+			return nil, "", badString("Provider", provider, "cannot open the device", err)
 		}
 		return dev, "verbs/ibverbs (" + dev.Name() + ")", nil
 	}
-	return nil, "", badString("Provider", cfg.Provider, "want one of "+strings.Join(Providers, ", "), nil)
+	return nil, "", badString("Provider", provider, "want one of "+strings.Join(Providers, ", "), nil)
 }
 
 // openIBVerbs opens a libibverbs device by name or by the IP address it owns; nil in
