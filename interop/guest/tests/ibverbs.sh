@@ -5,7 +5,8 @@
 #          the provider's benchmarks; log in /out/ibverbs-suite.log
 #   peer   listen on $GUEST_IP:7471 for the host's verbs/soft client (TestInteropPeer), after
 #          printing LAB-READY; log in /out/ibverbs-peer.log
-#   bench  rdmabench (/out/rdmabench, -provider ibverbs) server and client, two processes
+#   bench  TestTwoProcessBench: a server process and a client process over the device (RDMA
+#          Write/Read bandwidth, Send/Recv round trips); logs in /out/ibverbs-bench-*.log
 . /lab/guest/lib.sh
 P=${1:-siw}; MODE=${2:-suite}; D=${P}0
 step "rdma up $P" rdma_up "$P" eth0
@@ -35,20 +36,21 @@ run_peer() {
   ready "ibverbs peer on $GUEST_IP:7471 via $D"
   wait "$pid"; r=$?; cat /out/ibverbs-peer.log; return $r
 }
-run_rdmabench() {
-  B=/out/rdmabench
-  waitfile "$B" 60 || return 1
-  "$B" -provider ibverbs -device "$D" -listen "$GUEST_IP:7471" -no-tcp >/out/rdmabench-server.log 2>&1 &
+run_bench2() {
+  IBVERBS_ADDR=$GUEST_IP IBVERBS_BENCH_LISTEN=$GUEST_IP:7472 timeout 300 "$BIN" -test.v -test.count=1 \
+    -test.run '^TestTwoProcessBench$' >/out/ibverbs-bench-server.log 2>&1 &
   spid=$!
-  sleep 2
-  timeout 300 "$B" -provider ibverbs -device "$D" -connect "$GUEST_IP:7471" -no-tcp -duration 2s >/out/rdmabench.log 2>&1
-  r=$?; cat /out/rdmabench.log; kill "$spid" 2>/dev/null; cat /out/rdmabench-server.log; return $r
+  IBVERBS_ADDR=$GUEST_IP IBVERBS_BENCH_DIAL=$GUEST_IP:7472 timeout 300 "$BIN" -test.v -test.count=1 \
+    -test.run '^TestTwoProcessBench$' >/out/ibverbs-bench-client.log 2>&1
+  r=$?; wait "$spid"; rs=$?
+  cat /out/ibverbs-bench-client.log /out/ibverbs-bench-server.log
+  [ "$r" = 0 ] && [ "$rs" = 0 ]
 }
 case $MODE in
   suite) step "verbs conformance suite on $D (verbs/ibverbs)" run_suite
          step "verbs/ibverbs benchmarks on $D" run_bench ;;
   peer)  step "verbs/ibverbs peer on $D for the host's verbs/soft" run_peer ;;
-  bench) step "rdmabench -provider ibverbs on $D, two processes" run_rdmabench ;;
+  bench) step "verbs/ibverbs benchmark between two processes on $D" run_bench2 ;;
   *) say "unknown mode $MODE"; LAB_FAILS=$((LAB_FAILS+1)); echo "$LAB_FAILS" > /tmp/lab-fails ;;
 esac
 rdma resource show 2>/dev/null | head -20
