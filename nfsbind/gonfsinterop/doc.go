@@ -1,5 +1,9 @@
-// Package gonfsinterop holds interoperability tests that drive the nfsserver TCP side
-// with github.com/willscott/go-nfs-client, an independent NFSv3 client implementation.
-// It is a separate module so that this test-only dependency (and its own dependency,
-// github.com/rasky/go-xdr) stays out of the main module's go.mod.
+// Package gonfsinterop holds interoperability tests and peer benchmarks for nfsbind:
+// github.com/willscott/go-nfs-client, an independent NFSv3 client implementation,
+// drives the nfsserver TCP side, and BenchmarkPeers compares nfsserver with
+// github.com/willscott/go-nfs (the peer baseline) through nfsclient. It is a separate
+// module so that these test-only dependencies (and theirs: rasky/go-xdr, go-billy,
+// x/net, ...) stay out of the main module's go.mod.
+//
+//	cd nfsbind/gonfsinterop && go test -race . && go test -run - -bench Peers .
 package gonfsinterop
