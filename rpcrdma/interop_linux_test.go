@@ -6,7 +6,9 @@ package rpcrdma
 // through interop/run.sh (case rpcrdma-knfsd), which sets IWTEST_PEER.
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // TestLinuxKnfsdNull dials knfsd with the client transport: NFSv3 NULL inline, NULL with
@@ -71,4 +74,250 @@ func TestLinuxKnfsdNull(t *testing.T) {
 		}
 	}
 	t.Logf("%d messages sent, %d received; knfsd granted %d credits", len(tr.sent), len(tr.recv), cl.window.Granted())
+}
+
+type encFunc func(*xdr.Encoder)
+
+func (f encFunc) EncodeXDR(e *xdr.Encoder) { f(e) }
+
+type decFunc func(*xdr.Decoder) error
+
+func (f decFunc) DecodeXDR(d *xdr.Decoder) error { return f(d) }
+
+// nfsStatus reads an NFSv3 status word and fails on anything but NFS3_OK.
+func nfsStatus(d *xdr.Decoder, what string) error {
+	st, err := d.Uint32()
+	if err != nil {
+		return err
+	}
+	if st != 0 {
+		return fmt.Errorf("%s: NFS3 status %d", what, st)
+	}
+	return nil
+}
+
+func skipPostOpAttr(d *xdr.Decoder) error {
+	ok, err := d.Bool()
+	if err != nil || !ok {
+		return err
+	}
+	return d.Skip(84)
+}
+
+func skipWcc(d *xdr.Decoder) error {
+	ok, err := d.Bool()
+	if err != nil {
+		return err
+	}
+	if ok {
+		if err := d.Skip(24); err != nil {
+			return err
+		}
+	}
+	return skipPostOpAttr(d)
+}
+
+// TestLinuxKnfsdNFS3 mounts /export over TCP (MOUNT v3), then over the client transport:
+// GETATTR inline; READDIRPLUS through a reply chunk; CREATE; WRITE of 100003 bytes as a
+// read chunk (knfsd RDMA-Reads it) and READ of it back into a write chunk (knfsd
+// RDMA-Writes it); and a WRITE whose data is not DDP-eligible, sent as a long call
+// (RDMA_NOMSG, position-zero read chunk).
+func TestLinuxKnfsdNFS3(t *testing.T) {
+	peer, mountAddr := os.Getenv("IWTEST_PEER"), os.Getenv("IWTEST_MOUNT")
+	if peer == "" || mountAddr == "" {
+		t.Skip("IWTEST_PEER / IWTEST_MOUNT not set: run through interop/run.sh")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cred, err := oncrpc.NewAuthSys(&oncrpc.AuthSysParams{Stamp: 1, MachineName: []byte("rpcrdma")})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// MOUNT over oncrpc's TCP transport.
+	mtr, err := oncrpc.DialTCP(ctx, mountAddr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mtr.Close()
+	var root []byte
+	err = oncrpc.NewClient(mtr, 100005, 3, oncrpc.WithAuth(cred)).Call(ctx, 1,
+		encFunc(func(e *xdr.Encoder) { e.String("/export") }),
+		decFunc(func(d *xdr.Decoder) error {
+			if err := nfsStatus(d, "MNT"); err != nil {
+				return err
+			}
+			fh, err := d.Opaque(64)
+			root = append([]byte(nil), fh...)
+			return err
+		}))
+	if err != nil {
+		t.Fatalf("MOUNT: %v", err)
+	}
+
+	tr := &tpTrace{}
+	dev := soft.New(soft.Config{CRC: os.Getenv("IWTEST_CRC") == "1", FirstFPDUDelay: 300 * time.Millisecond})
+	cl, err := Dial(ctx, dev, peer, &ClientOptions{Trace: tr.fn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	nfs := oncrpc.NewClient(cl, 100003, 3, oncrpc.WithAuth(cred))
+
+	// GETATTR of the root: inline both ways.
+	var ftype uint32
+	err = nfs.CallWithOptions(ctx, 1, encFunc(func(e *xdr.Encoder) { e.Opaque(root) }),
+		decFunc(func(d *xdr.Decoder) error {
+			if err := nfsStatus(d, "GETATTR"); err != nil {
+				return err
+			}
+			ftype, err = d.Uint32()
+			return err
+		}), oncrpc.CallOptions{MaxReply: 256})
+	if err != nil || ftype != 2 {
+		t.Fatalf("GETATTR: type %d, %v", ftype, err)
+	}
+	if h := tr.last(t, false); h.Proc != ProcMsg || h.HasChunks() {
+		t.Errorf("GETATTR reply %v with chunks", h.Proc)
+	}
+
+	// READDIRPLUS of the root through a reply chunk.
+	var entries []byte
+	err = nfs.CallWithOptions(ctx, 17, encFunc(func(e *xdr.Encoder) {
+		e.Opaque(root)
+		e.Uint64(0)
+		e.FixedOpaque(make([]byte, 8))
+		e.Uint32(8192)
+		e.Uint32(32768)
+	}), decFunc(func(d *xdr.Decoder) error {
+		if err := nfsStatus(d, "READDIRPLUS"); err != nil {
+			return err
+		}
+		entries = append([]byte(nil), d.Rest()...)
+		return nil
+	}), oncrpc.CallOptions{MaxReply: 33 << 10})
+	if err != nil {
+		t.Fatalf("READDIRPLUS: %v", err)
+	}
+	if !bytes.Contains(entries, []byte("hello.txt")) {
+		t.Errorf("READDIRPLUS does not list hello.txt")
+	}
+	if h := tr.last(t, false); h.Proc != ProcNoMsg || len(h.ReplyChunk) == 0 {
+		t.Errorf("READDIRPLUS reply %v, reply chunk %v; want RDMA_NOMSG through the reply chunk", h.Proc, h.ReplyChunk)
+	}
+
+	// CREATE a file.
+	var fh []byte
+	err = nfs.CallWithOptions(ctx, 8, encFunc(func(e *xdr.Encoder) {
+		e.Opaque(root)
+		e.String("rpcrdma-interop")
+		e.Uint32(0) // UNCHECKED
+		for i := 0; i < 6; i++ {
+			e.Uint32(0) // sattr3: nothing set
+		}
+	}), decFunc(func(d *xdr.Decoder) error {
+		if err := nfsStatus(d, "CREATE"); err != nil {
+			return err
+		}
+		if ok, err := d.Bool(); err != nil || !ok {
+			return fmt.Errorf("CREATE: no file handle (%v)", err)
+		}
+		b, err := d.Opaque(64)
+		fh = append([]byte(nil), b...)
+		return err
+	}), oncrpc.CallOptions{MaxReply: 1024})
+	if err != nil {
+		t.Fatalf("CREATE: %v", err)
+	}
+
+	write := func(data []byte, ddp bool) error {
+		return nfs.CallWithOptions(ctx, 7, encFunc(func(e *xdr.Encoder) {
+			e.Opaque(fh)
+			e.Uint64(0)
+			e.Uint32(uint32(len(data)))
+			e.Uint32(2) // FILE_SYNC
+			if ddp {
+				e.Payload(data)
+			} else {
+				e.Opaque(data)
+			}
+		}), decFunc(func(d *xdr.Decoder) error {
+			if err := nfsStatus(d, "WRITE"); err != nil {
+				return err
+			}
+			if err := skipWcc(d); err != nil {
+				return err
+			}
+			n, err := d.Uint32()
+			if err == nil && int(n) != len(data) {
+				err = fmt.Errorf("WRITE wrote %d of %d", n, len(data))
+			}
+			return err
+		}), oncrpc.CallOptions{MaxReply: 1024})
+	}
+	read := func(n int) ([]byte, error) {
+		sink := make([]byte, n)
+		var got []byte
+		err := nfs.CallWithOptions(ctx, 6, encFunc(func(e *xdr.Encoder) {
+			e.Opaque(fh)
+			e.Uint64(0)
+			e.Uint32(uint32(n))
+		}), decFunc(func(d *xdr.Decoder) error {
+			if err := nfsStatus(d, "READ"); err != nil {
+				return err
+			}
+			if err := skipPostOpAttr(d); err != nil {
+				return err
+			}
+			if _, err := d.Uint32(); err != nil {
+				return err
+			}
+			if _, err := d.Bool(); err != nil {
+				return err
+			}
+			b, err := d.Payload(n)
+			got = append([]byte(nil), b...)
+			return err
+		}), oncrpc.CallOptions{ReplySinks: [][]byte{sink}, MaxReply: 1024})
+		return got, err
+	}
+
+	data := make([]byte, 100003)
+	tpFill(data, 9)
+	if err := write(data, true); err != nil {
+		t.Fatalf("WRITE by read chunk: %v", err)
+	}
+	if h := tr.headers(t, true); len(h) == 0 {
+		t.Fatal("nothing sent")
+	}
+	got, err := read(len(data))
+	if err != nil {
+		t.Fatalf("READ by write chunk: %v", err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatal("READ returned different data")
+	}
+	if h := tr.last(t, false); len(h.WriteList) != 1 || h.WriteList[0].Length() != uint64(len(data)) {
+		t.Errorf("READ reply write list %v", h.WriteList)
+	}
+
+	small := make([]byte, 6000)
+	tpFill(small, 3)
+	if err := write(small, false); err != nil {
+		t.Fatalf("WRITE as a long call: %v", err)
+	}
+	var long Header
+	for _, h := range tr.headers(t, true) {
+		if h.Proc == ProcNoMsg {
+			long = h
+		}
+	}
+	if long.Proc != ProcNoMsg || len(long.ReadList) != 1 || long.ReadList[0].Position != 0 {
+		t.Errorf("long WRITE sent as %v with read list %v", long.Proc, long.ReadList)
+	}
+	got, err = read(len(small))
+	if err != nil || !bytes.Equal(got, small) {
+		t.Fatalf("READ after the long call: %v", err)
+	}
+	t.Logf("%d messages sent, %d received; window %d", len(tr.sent), len(tr.recv), cl.window.Granted())
 }
