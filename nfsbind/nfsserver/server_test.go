@@ -427,6 +427,17 @@ func TestCreateModes(t *testing.T) {
 		t.Fatalf("MKNOD type %v", mr.ObjAttr.Attr.Type)
 	}
 	fifo := mr.Obj.FH
+	if os.Geteuid() == 0 {
+		c.must(nfs3.ProcMknod, &nfs3.MknodArgs{Where: nfs3.DirOpArgs{Dir: e.root, Name: []byte("null")}, Type: nfs3.TypeChr, Spec: nfs3.SpecData{Major: 1, Minor: 3}}, &mr)
+		wantStatus(t, "MKNOD chr", mr.Status, nfs3.StatusOK)
+		if a := mr.ObjAttr.Attr; a.Type != nfs3.TypeChr || a.Rdev != (nfs3.SpecData{Major: 1, Minor: 3}) {
+			t.Fatalf("MKNOD chr: type %v rdev %v", a.Type, a.Rdev)
+		}
+		// The server never opens device nodes for clients.
+		if r := c.read(mr.Obj.FH, 0, 10); r.Status != nfs3.StatusInval {
+			t.Fatalf("READ of a device node: %v", r.Status)
+		}
+	}
 	c.must(nfs3.ProcMknod, &nfs3.MknodArgs{Where: nfs3.DirOpArgs{Dir: e.root, Name: []byte("reg")}, Type: nfs3.TypeReg}, &mr)
 	wantStatus(t, "MKNOD reg", mr.Status, nfs3.StatusBadType)
 	// CREATE UNCHECKED over the FIFO must not block and must not succeed.
