@@ -29,30 +29,29 @@ const DefaultIRDORD = 16
 
 // Private data limits of the InfiniBand CM as rdma_cm exposes them (its own
 // header takes part of the MAD field): a request carries 56 bytes, a reply
-// 196, a reject 148. iWARP (MPA) takes up to verbs.MaxPrivateData.
+// 196, a reject 148. iWARP (MPA) carries the exact bytes, up to iwarpMaxPrivateData.
 const (
 	ibMaxConnectPrivateData = 56
 	ibMaxAcceptPrivateData  = 196
 	ibMaxRejectPrivateData  = 148
-	// iwarpMaxConnectPrivateData: Linux siw resets MPA requests with more
-	// (measured in the lab: TestPrivateDataSizes).
-	iwarpMaxConnectPrivateData = verbs.MaxPrivateData
+	// iwarpMaxPrivateData: Linux 6.1 siw resets an MPA request with 252
+	// bytes of private data and takes 248 (measured in the lab:
+	// TestPrivateDataSizes); this provider holds iWARP to 248.
+	iwarpMaxPrivateData = 248
 )
 
 // maxConnectPrivateData is the most request private data d carries.
 func maxConnectPrivateData(d *Device) int {
 	if d.IWARP() {
-		return iwarpMaxConnectPrivateData
+		return iwarpMaxPrivateData
 	}
 	return ibMaxConnectPrivateData
 }
 
 func (d *Device) checkPrivateData(what string, pd []byte, ibMax int) error {
-	max := verbs.MaxPrivateData
+	max := iwarpMaxPrivateData
 	if !d.IWARP() {
 		max = ibMax
-	} else if ibMax == ibMaxConnectPrivateData {
-		max = iwarpMaxConnectPrivateData
 	}
 	if len(pd) > max {
 		return fmt.Errorf("ibverbs: %s: %w: %d bytes, %s allows %d", what, verbs.ErrPrivateDataTooLong, len(pd), d.name, max)
@@ -124,7 +123,18 @@ func (q *queuePair) endSetup(id *cmID, err error) {
 		return
 	}
 	qp := q.qp
-	q.qp, q.id = nil, nil
+	q.discard = true
+	q.mu.Unlock()
+	if qp != nil {
+		// Flush the attempt's device QP and drop its completions
+		// before destroying it: the device may give the next QP the
+		// same number, and the receives stay pending for the next
+		// attempt anyway.
+		C.gshim_qp_to_error(qp)
+		q.awaitFlush()
+	}
+	q.mu.Lock()
+	q.qp, q.id, q.discard = nil, nil, false
 	if q.state == verbs.StateConnecting {
 		q.state = verbs.StateInit
 	}

@@ -219,7 +219,10 @@ func (c *compQueue) convert(w *C.struct_gwc, out *verbs.Completion) bool {
 	switch wrID := uint64(w.wr_id); {
 	case wrID&sendBit == 0:
 		out.Opcode = verbs.OpcodeRecv
-		out.ID = q.recvDone(wrID)
+		var keep bool
+		if out.ID, keep = q.recvDone(wrID); !keep {
+			return false
+		}
 		if out.Status == verbs.StatusSuccess {
 			out.ByteLen = int(w.byte_len)
 			if w.wc_flags&C.IBV_WC_WITH_INV != 0 {
@@ -230,7 +233,10 @@ func (c *compQueue) convert(w *C.struct_gwc, out *verbs.Completion) bool {
 		}
 	default:
 		var op verbs.SendOp
-		out.ID, op = q.sendDone(wrID &^ sendBit)
+		var keep bool
+		if out.ID, op, keep = q.sendDone(wrID &^ sendBit); !keep {
+			return false
+		}
 		out.Opcode = sendOpcode(op)
 		if out.Opcode == verbs.OpcodeRead && out.Status == verbs.StatusSuccess {
 			out.ByteLen = int(w.byte_len)

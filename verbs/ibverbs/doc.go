@@ -33,7 +33,8 @@
 // the CM carries private data in fixed-size fields: the receiver sees the
 // sender's bytes followed by zeros up to 56 (request), 196 (reply) or 148
 // (reject) bytes, and longer private data is refused with
-// verbs.ErrPrivateDataTooLong. iWARP delivers the exact bytes.
+// verbs.ErrPrivateDataTooLong. iWARP delivers the exact bytes, up to 248
+// (Linux 6.1 siw resets an MPA request carrying 252).
 //
 // The device queue pair is created when the connection is set up
 // (rdma_create_qp binds it to the connection identifier, and the passive

@@ -78,6 +78,7 @@ type queuePair struct {
 	rq             []uint64
 	rqHead, rqTail uint64
 	pending        []pendingRecv
+	discard        bool // drop completions: a failed attempt's QP is being torn down
 
 	// C staging for one batch, guarded by mu.
 	cs   *C.struct_gsend
@@ -456,25 +457,27 @@ func (q *queuePair) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 
 // sendDone retires send requests up to seq and returns the request's ID
 // and operation. Called by the CQ with its lock held.
-func (q *queuePair) sendDone(seq uint64) (uint64, verbs.SendOp) {
+// keep is false while a failed connection attempt's device QP is being
+// torn down: its flushes are dropped (its receives stay pending).
+func (q *queuePair) sendDone(seq uint64) (id uint64, op verbs.SendOp, keep bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	s := q.sq[seq%uint64(len(q.sq))]
 	if seq+1 > q.sqHead {
 		q.sqHead = seq + 1
 	}
-	return s.id, s.op
+	return s.id, s.op, !q.discard
 }
 
 // recvDone retires receive seq and returns its ID.
-func (q *queuePair) recvDone(seq uint64) uint64 {
+func (q *queuePair) recvDone(seq uint64) (id uint64, keep bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	id := q.rq[seq%uint64(len(q.rq))]
+	id = q.rq[seq%uint64(len(q.rq))]
 	if seq+1 > q.rqHead {
 		q.rqHead = seq + 1
 	}
-	return id
+	return id, !q.discard
 }
 
 // completionFailed records a failed completion: the device has moved the
@@ -571,19 +574,7 @@ func (q *queuePair) close() {
 			C.rdma_disconnect(id.id)
 		}
 		C.gshim_qp_to_error(qp)
-		// Let the device flush what is outstanding into the CQs.
-		deadline := time.Now().Add(flushWait)
-		for sleep := time.Millisecond; q.outstanding() > 0 && time.Now().Before(deadline); sleep = min(2*sleep, 50*time.Millisecond) {
-			q.scq.mu.Lock()
-			q.scq.drainLocked()
-			q.scq.mu.Unlock()
-			q.rcq.mu.Lock()
-			q.rcq.drainLocked()
-			q.rcq.mu.Unlock()
-			if q.outstanding() > 0 {
-				time.Sleep(sleep)
-			}
-		}
+		q.awaitFlush()
 		q.scq.removeQP(q)
 		q.rcq.removeQP(q)
 		q.flushRest()
@@ -614,6 +605,25 @@ func (q *queuePair) close() {
 	C.free(unsafe.Pointer(q.csge))
 	C.free(unsafe.Pointer(q.cbad))
 	q.cs, q.cr, q.csge, q.cbad = nil, nil, nil, nil
+}
+
+// awaitFlush lets the device flush what is outstanding on the QP (moved to
+// the error state) into the CQs, for at most flushWait. The drained
+// completions stay queued in the CQs for their owners.
+func (q *queuePair) awaitFlush() {
+	deadline := time.Now().Add(flushWait)
+	for sleep := time.Millisecond; q.outstanding() > 0 && time.Now().Before(deadline); sleep = min(2*sleep, 50*time.Millisecond) {
+		for _, c := range []*compQueue{q.scq, q.rcq} {
+			c.mu.Lock()
+			if !c.closed {
+				c.drainLocked()
+			}
+			c.mu.Unlock()
+		}
+		if q.outstanding() > 0 {
+			time.Sleep(sleep)
+		}
+	}
 }
 
 // flushRest completes, as flushed, every request the device did not.
