@@ -438,7 +438,11 @@ func (s *Server) created(dir *object, name string, c *cred, attr *nfs3.Sattr, fr
 		return statusOf(err)
 	}
 	if fresh && attr != nil && attr.SetMode && !isLnk(&st) {
-		if err := s.chmodAt(dir.fd, name, attr.Mode); err != nil {
+		mode := attr.Mode & 0o7777
+		if isDir(&st) && dir.st.Mode&unix.S_ISGID != 0 {
+			mode |= unix.S_ISGID // a new directory inherits its parent's setgid bit
+		}
+		if err := s.chmodAt(dir.fd, name, mode); err != nil {
 			return statusOf(err)
 		}
 		_ = statAt(dir.fd, name, &st)

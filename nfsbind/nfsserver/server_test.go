@@ -700,6 +700,15 @@ func TestPermissions(t *testing.T) {
 	wantStatus(t, "user REMOVE in sticky dir", rr.Status, nfs3.StatusAcces)
 	user.must(nfs3.ProcRemove, &nfs3.RemoveArgs{What: nfs3.DirOpArgs{Dir: pub, Name: []byte("mine")}}, &rr)
 	wantStatus(t, "user REMOVE own file", rr.Status, nfs3.StatusOK)
+	// In a setgid directory new entries take its group, and new directories keep the bit.
+	root.must(nfs3.ProcSetattr, &nfs3.SetattrArgs{Object: pub, Attr: nfs3.Sattr{SetMode: true, Mode: 0o2777, SetGID: true, GID: 4242}}, &sa)
+	wantStatus(t, "SETATTR setgid", sa.Status, nfs3.StatusOK)
+	var md nfs3.CreateRes
+	user.must(nfs3.ProcMkdir, &nfs3.MkdirArgs{Where: nfs3.DirOpArgs{Dir: pub, Name: []byte("sgid")}, Attr: nfs3.Sattr{SetMode: true, Mode: 0o755}}, &md)
+	wantStatus(t, "MKDIR in setgid dir", md.Status, nfs3.StatusOK)
+	if a := md.ObjAttr.Attr; a.GID != 4242 || a.Mode != 0o2755 || a.UID != 1000 {
+		t.Fatalf("MKDIR in setgid dir: %d:%d mode %o", a.UID, a.GID, a.Mode)
+	}
 	// With RootSquash, root is nobody too.
 	sq := newEnv(t, Options{RootSquash: true})
 	var sqr nfs3.CreateRes
