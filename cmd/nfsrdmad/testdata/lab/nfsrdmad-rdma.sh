@@ -1,15 +1,29 @@
 #!/bin/sh
-# nfsrdmad-rdma TARGET RDMAPORT MOUNTPORT PATH: the kernel NFSv3 client (xprtrdma over siw)
-# mounts an nfsrdmad on the host with proto=rdma (NFS over RDMA on RDMAPORT, MOUNT over TCP
+# nfsrdmad-rdma TARGET RDMAPORT MOUNTPORT PATH [ibverbs]: the kernel NFSv3 client (xprtrdma
+# over siw) mounts an nfsrdmad on the host with proto=rdma (NFS over RDMA on RDMAPORT, MOUNT over TCP
 # on MOUNTPORT, nolock), exactly as nfsrdmad's start-up line says, and runs a workload:
 # files of odd sizes up to 8 MiB - 1 written and compared after dropping caches, a
 # directory of 3000 entries listed, symlinks, a hard link, renames across directories,
-# truncate, chmod, removal, umount.  Guest script of the qemu lab (interop/): see
+# truncate, chmod, removal, umount.  With "ibverbs", nfsrdmad runs in the guest itself on
+# siw0 through the cgo provider (/lab/nfsrdmad-ib, built with -tags ibverbs) and TARGET
+# should be the guest's address.  Guest script of the qemu lab (interop/): see
 # cmd/nfsrdmad/testdata/lab/README.md.
 . /lab/guest/lib.sh
 T=${1:-10.0.2.100}; PORT=${2:-20049}; MPORT=${3:-2049}; EP=${4:-/export}
 step "rdma up siw" rdma_up siw eth0
 modprobe rpcrdma; modprobe nfsv3
+server_up() { # nfsrdmad in the guest on siw0 through verbs/ibverbs
+  ulimit -l unlimited 2>/dev/null
+  mkdir -p /tmp/export
+  /lab/nfsrdmad-ib -export /tmp/export -export-path "$EP" -provider ibverbs -device siw0 \
+    -rdma "$T:$PORT" -tcp "$T:$MPORT" -state /tmp/nfsrdmad-state >/out/nfsrdmad.out 2>/out/nfsrdmad.log &
+  echo $! > /tmp/nfsrdmad.pid
+  n=0; while ! grep -q "^Mount it" /out/nfsrdmad.out 2>/dev/null; do
+    n=$((n+1)); [ $n -gt 100 ] && { cat /out/nfsrdmad.log; return 1; }; sleep 0.2
+  done
+  cat /out/nfsrdmad.out
+}
+[ "$5" = ibverbs ] && step "nfsrdmad -provider ibverbs on siw0" server_up
 mkdir -p /mnt/nfs
 opts="vers=3,proto=rdma,port=$PORT,mountport=$MPORT,mountproto=tcp,nolock"
 files() {
@@ -54,6 +68,11 @@ if step "mount -o $opts $T:$EP" timeout 120 mount -t nfs -o "$opts" "$T:$EP" /mn
   step "symlinks, hard link, renames, chmod, truncate, rm -r" namespace
   grep -A3 "nfs.*/mnt/nfs" /proc/self/mountstats | head -5
   step "umount" umount /mnt/nfs
+fi
+if [ "$5" = ibverbs ]; then
+  kill -INT "$(cat /tmp/nfsrdmad.pid)"; sleep 2
+  step "nfsrdmad stopped cleanly" grep -q "nfsrdmad: stopped" /out/nfsrdmad.log
+  grep -E "WARN|ERROR|stopped" /out/nfsrdmad.log | tail -5
 fi
 dmesg | grep -iE 'rpcrdma|nfs' | tail -20
 finish
