@@ -19,10 +19,14 @@
 //
 // Flags common to the client commands:
 //
-//	-proto rdma|tcp  transport for NFS (default rdma); MOUNT always goes over TCP
-//	-port N          NFS port (default 20049 for rdma, 2049 for tcp)
+//	-proto rdma|tcp  transport for NFS (default rdma; bench: both); MOUNT always uses TCP
+//	-port N          NFS port for -proto (default: -rdma-port or -tcp-port)
+//	-rdma-port N     NFS over RDMA port (default 20049)
+//	-tcp-port N      NFS over TCP port (default 2049)
 //	-mountport N     MOUNT port over TCP (default 2049, where nfsrdmad serves it;
 //	                 for a kernel nfsd see `rpcinfo -p SERVER` for mountd's port)
+//	-provider NAME   soft (default: verbs/soft) or ibverbs (binaries built with
+//	                 -tags ibverbs; -device NAME picks the device)
 //	-timeout D       bound on the whole command (default 10m)
 //
 // READ data lands in the client's buffers by RDMA Write (write chunks) and WRITE data
