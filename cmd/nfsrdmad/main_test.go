@@ -370,3 +370,50 @@ func TestRPCBindRegistration(t *testing.T) {
 		t.Errorf("after exit MOUNT still registered: %v", err)
 	}
 }
+
+// TestConcurrentClients has several clients, over RDMA and TCP, write and read back
+// files of their own at the same time.
+func TestConcurrentClients(t *testing.T) {
+	s := startServer(t, "-credits", "4")
+	ctx := context.Background()
+	const n = 6
+	clients := make([]*nfsclient.Client, n)
+	for i := range clients {
+		netid := "rdma"
+		if i%3 == 2 {
+			netid = "tcp"
+		}
+		clients[i] = s.mount(t, netid)
+	}
+	errc := make(chan error, n)
+	for i, c := range clients {
+		go func() {
+			data := bytes.Repeat([]byte{byte(i), byte(i * 7), 0x5a}, (300<<10)/3+i)
+			name := fmt.Sprintf("client-%d", i)
+			fh, _, err := c.Create(ctx, c.Root(), name, 0o644, true)
+			if err == nil {
+				err = c.WriteAll(ctx, fh, data)
+			}
+			var got []byte
+			if err == nil {
+				got, err = c.ReadAll(ctx, fh)
+			}
+			if err == nil && !bytes.Equal(got, data) {
+				err = fmt.Errorf("read back %d bytes that differ from the %d written", len(got), len(data))
+			}
+			if err != nil {
+				err = fmt.Errorf("%s: %w", name, err)
+			}
+			errc <- err
+		}()
+	}
+	for range clients {
+		if err := <-errc; err != nil {
+			t.Error(err)
+		}
+	}
+	ents, err := os.ReadDir(s.export)
+	if err != nil || len(ents) != n {
+		t.Errorf("export holds %d entries (%v), want %d", len(ents), err, n)
+	}
+}
