@@ -54,7 +54,10 @@ func tryPrivateData(t *testing.T, d *Device, addr string, n int) error {
 		errc <- err
 	}()
 	_, err = d.Dial(ctx, ln.Addr().String(), cli.qp, verbs.ConnParams{PrivateData: pd})
-	cancel()
-	<-errc
-	return err
+	if err != nil {
+		cancel() // the server may never see the request
+		<-errc
+		return err
+	}
+	return <-errc
 }
