@@ -435,6 +435,9 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	}
 	kv = append(kv, "mount", info.MountCommand)
 	log.Info("serving NFSv3", kv...)
+	if !loopbackOnly(info) {
+		log.Warn("no client access control: any host that reaches these ports can mount the export and act as the uid/gid it claims (AUTH_SYS); listen on a private address, firewall the ports, or use -ro")
+	}
 	if cfg.Stdout != nil {
 		printSummary(cfg.Stdout, &cfg, info, provider)
 	}
@@ -494,6 +497,24 @@ func portOf(a net.Addr) int {
 	}
 	n, _ := strconv.Atoi(p)
 	return n
+}
+
+// loopbackOnly reports whether every listener is on a loopback address.
+func loopbackOnly(info Info) bool {
+	for _, a := range []net.Addr{info.RDMA, info.TCP, info.Mountd} {
+		if a == nil {
+			continue
+		}
+		host, _, err := net.SplitHostPort(a.String())
+		if err != nil {
+			return false
+		}
+		ip, err := netip.ParseAddr(host)
+		if err != nil || !ip.Unmap().IsLoopback() {
+			return false
+		}
+	}
+	return true
 }
 
 // hostForMount is the host to name in the mount command: the listeners' address when
@@ -557,6 +578,9 @@ func printSummary(w io.Writer, cfg *Config, info Info, provider string) {
 	}
 	if info.MountPort == 0 {
 		fmt.Fprintln(w, "  (no TCP listener serves MOUNT: Linux cannot mount this; give -tcp or -mountd)")
+	}
+	if !loopbackOnly(info) {
+		fmt.Fprintln(w, "  Note: no client access control; any host reaching these ports can mount (AUTH_SYS is trusted).")
 	}
 	for _, r := range info.Registered {
 		fmt.Fprintf(w, "  registered with rpcbind      %s\n", r)

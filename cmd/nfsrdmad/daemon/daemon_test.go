@@ -73,6 +73,23 @@ func TestMountCommand(t *testing.T) {
 	}
 }
 
+func TestLoopbackOnly(t *testing.T) {
+	for _, tc := range []struct {
+		info Info
+		want bool
+	}{
+		{Info{TCP: tcpAddr("127.0.0.1:2049"), RDMA: rpcrdma.Addr{Addr: tcpAddr("127.0.0.1:20049")}}, true},
+		{Info{TCP: tcpAddr("[::1]:2049")}, true},
+		{Info{TCP: tcpAddr("127.0.0.1:2049"), Mountd: tcpAddr("0.0.0.0:635")}, false},
+		{Info{TCP: tcpAddr("[::]:2049")}, false},
+		{Info{RDMA: rpcrdma.Addr{Addr: tcpAddr("192.0.2.1:20049")}}, false},
+	} {
+		if got := loopbackOnly(tc.info); got != tc.want {
+			t.Errorf("loopbackOnly(%v %v %v) = %v", tc.info.RDMA, tc.info.TCP, tc.info.Mountd, got)
+		}
+	}
+}
+
 func TestRegistrationsFor(t *testing.T) {
 	info := Info{RDMA: rpcrdma.Addr{Addr: tcpAddr("[::]:20049")}, TCP: tcpAddr("127.0.0.1:2049"), Mountd: tcpAddr("127.0.0.1:635")}
 	regs, err := registrationsFor(info)
