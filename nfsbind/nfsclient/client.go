@@ -466,6 +466,42 @@ func (c *Client) ReaddirPlus(ctx context.Context, dir nfs3.FH) ([]Entry, error) 
 	}
 }
 
+// Readdir lists directory dir with READDIR (names and file ids only, "." and ".."
+// left out), each reply bounded by the server's preferred size (dtpref).
+func (c *Client) Readdir(ctx context.Context, dir nfs3.FH) ([]Entry, error) {
+	var out []Entry
+	args := nfs3.ReaddirArgs{Dir: dir, Count: c.dtpref}
+	maxReply, _ := nfsbind.MaxReply(nfs3.ProcReaddir, &args)
+	var r nfs3.ReaddirRes
+	for {
+		err := c.call(ctx, nfs3.ProcReaddir, &args, decodeFunc(func(d *xdr.Decoder) error {
+			if err := r.DecodeXDR(d); err != nil {
+				return err
+			}
+			for i := range r.Entries {
+				en := &r.Entries[i]
+				if string(en.Name) != "." && string(en.Name) != ".." {
+					out = append(out, Entry{Name: string(en.Name), FileID: en.FileID})
+				}
+			}
+			return nil
+		}), maxReply)
+		if err != nil {
+			return nil, err
+		}
+		if err := opErr(nfs3.ProcReaddir, "", r.Status); err != nil {
+			return nil, err
+		}
+		if r.EOF {
+			return out, nil
+		}
+		if len(r.Entries) == 0 {
+			return nil, fmt.Errorf("nfsclient: READDIR: no entries and no end of directory")
+		}
+		args.Cookie, args.CookieVerf = r.Entries[len(r.Entries)-1].Cookie, r.CookieVerf
+	}
+}
+
 // Fsstat returns the file system's space and file counts.
 func (c *Client) Fsstat(ctx context.Context) (nfs3.FsstatRes, error) {
 	var r nfs3.FsstatRes

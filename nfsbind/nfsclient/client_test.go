@@ -222,6 +222,15 @@ func TestReaddirPlusLarge(t *testing.T) {
 		}
 		seen[e.Name] = true
 	}
+	names, err := c.Readdir(ctx, dir)
+	if err != nil || len(names) != n {
+		t.Fatalf("Readdir: %d names, %v", len(names), err)
+	}
+	for _, e := range names {
+		if !seen[e.Name] {
+			t.Fatalf("Readdir returned %q, which READDIRPLUS did not", e.Name)
+		}
+	}
 }
 
 func TestMountErrors(t *testing.T) {
