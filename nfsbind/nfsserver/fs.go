@@ -128,9 +128,10 @@ func (o *object) refresh() error { return statFD(o.fd, &o.st) }
 // openPath opens p (relative to the root, components already validated) with
 // O_PATH|O_NOFOLLOW so that no symbolic link is followed anywhere on the way: with one
 // openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) where the kernel has it (Linux 5.6+),
-// else by walking one component at a time with openat(O_NOFOLLOW).
+// else (or for paths longer than PATH_MAX) by walking one component at a time with
+// openat(O_NOFOLLOW).
 func (s *Server) openPath(p string) (int, error) {
-	if !noOpenat2.Load() {
+	if !noOpenat2.Load() && len(p) < unix.PathMax {
 		if p == "" {
 			p = "."
 		}

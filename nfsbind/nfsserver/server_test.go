@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -494,6 +495,21 @@ func TestUnstableCommitAndRestart(t *testing.T) {
 	c3 := e.dial(rootCred())
 	if _, st := c3.getattr(f); st != nfs3.StatusBadHandle {
 		t.Fatalf("handle under another key: %v", st)
+	}
+}
+
+// Paths longer than PATH_MAX are reached by walking.
+func TestDeepTree(t *testing.T) {
+	e := newEnv(t, Options{})
+	dir := e.root
+	name := strings.Repeat("d", 200)
+	for i := 0; i < 25; i++ { // 25 * 201 bytes > 4096
+		dir = e.c.mkdir(dir, name)
+	}
+	f := e.c.create(dir, "leaf")
+	e.c.write(f, 0, []byte("deep"), nfs3.FileSync)
+	if r := e.c.read(f, 0, 10); r.Status != nfs3.StatusOK || string(r.Data) != "deep" {
+		t.Fatalf("READ at depth 25: %v %q", r.Status, r.Data)
 	}
 }
 
