@@ -924,7 +924,7 @@ func (cc *clientConn) pullReply(ctx context.Context, r *request, h *Header, body
 			return err
 		}
 	}
-	if err := r.asm.run(ctx, cc.ep, mr, body, cc.ord); err != nil {
+	if err := r.asm.run(ctx, cc.ep, mr, body, cc.ord, nil); err != nil {
 		return fmt.Errorf("rpcrdma: xid %#08x: read reply chunks: %w", call.XID, err)
 	}
 	cc.release(r)

@@ -189,6 +189,15 @@ func TestManyConcurrentCalls(t *testing.T) {
 	if env.tr.window.InUse() != 0 {
 		t.Fatalf("%d credits still held", env.tr.window.InUse())
 	}
+	// Every RDMA Read token of the server connection is back (ORD budget intact), and
+	// no call is still counted against the client's grant.
+	sc := onlyConn(t, env.ln)
+	if n := len(sc.reads); n != cap(sc.reads) || n != sc.ord {
+		t.Fatalf("%d of %d Read tokens free, ORD %d", n, cap(sc.reads), sc.ord)
+	}
+	if n := sc.cred.Outstanding(); n != 0 {
+		t.Fatalf("%d calls still outstanding at the server", n)
+	}
 }
 
 // tpMixedCall makes call number i, cycling through the chunk types, and checks it.

@@ -130,12 +130,29 @@ func (a *assembler) appendPZRC(out []piece, p piece) []piece {
 }
 
 // run executes the plan into mr's buffer: inline pieces are copied from inline, remote
-// pieces are RDMA-Read, at most ord at a time.
-func (a *assembler) run(ctx context.Context, e *endpoint, mr verbs.MR, inline []byte, ord int) error {
+// pieces are RDMA-Read, at most ord at a time. When tokens is not nil, every Read also
+// holds one of its tokens (a budget shared by the connection's concurrent pulls, so the
+// connection as a whole never has more Reads in flight than its ORD); a pull that would
+// wait for a token first waits for its own Reads and gives their tokens back, so two
+// pulls can never block each other.
+func (a *assembler) run(ctx context.Context, e *endpoint, mr verbs.MR, inline []byte, ord int, tokens chan struct{}) error {
 	buf := mr.Buf()
 	ord = max(ord, 1)
 	inFlight := 0
 	w := e.newWaiter()
+	drain := func(more bool) error {
+		err := e.wait(ctx, w)
+		if tokens != nil {
+			for ; inFlight > 0; inFlight-- {
+				tokens <- struct{}{}
+			}
+		}
+		inFlight = 0
+		if more {
+			w = e.newWaiter()
+		}
+		return err
+	}
 	for _, p := range a.plan {
 		switch p.kind {
 		case pieceInline:
@@ -144,24 +161,39 @@ func (a *assembler) run(ctx context.Context, e *endpoint, mr verbs.MR, inline []
 			clear(buf[p.dstOff : p.dstOff+p.n])
 		case pieceRemote:
 			if inFlight == ord {
-				if err := e.wait(ctx, w); err != nil {
+				if err := drain(true); err != nil {
 					return err
 				}
-				w = e.newWaiter()
-				inFlight = 0
+			}
+			if tokens != nil {
+				select {
+				case <-tokens:
+				default:
+					if inFlight > 0 {
+						if err := drain(true); err != nil {
+							return err
+						}
+					}
+					select {
+					case <-tokens:
+					case <-ctx.Done():
+						drain(false)
+						return ctx.Err()
+					}
+				}
 			}
 			a.sge[0] = verbs.SGE{MR: mr, Offset: p.dstOff, Length: p.n}
 			a.wr = verbs.SendWR{Op: verbs.OpRead, SGL: a.sge[:], RemoteSTag: p.seg.Handle, RemoteTO: p.seg.Offset}
+			inFlight++
 			if err := e.postWR(ctx, &a.wr, w); err != nil {
-				if werr := e.wait(ctx, w); werr != nil {
+				if werr := drain(false); werr != nil {
 					return werr
 				}
 				return err
 			}
-			inFlight++
 		}
 	}
-	return e.wait(ctx, w)
+	return drain(false)
 }
 
 // writeChunk RDMA-Writes data into the segments of a peer's write chunk c, in order, and

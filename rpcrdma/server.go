@@ -245,7 +245,14 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 		closed:     make(chan struct{}),
 		dones:      make(map[uint32]*doneEntry),
 		remote:     Addr{info.RemoteAddr},
+		ready:      make(chan *srvCall, nrecv),
+		pullq:      make(chan pullJob, nrecv),
 	}
+	sc.reads = make(chan struct{}, max(sc.ord, 1))
+	for i := 0; i < cap(sc.reads); i++ {
+		sc.reads <- struct{}{}
+	}
+	sc.ctx, sc.cancel = context.WithCancel(context.Background())
 	l.mu.Lock()
 	if l.done {
 		l.mu.Unlock()
@@ -274,12 +281,18 @@ type ServerConn struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 
-	mu    sync.Mutex
-	free  []*srvCall
-	dones map[uint32]*doneEntry
+	mu          sync.Mutex
+	free        []*srvCall
+	dones       map[uint32]*doneEntry
+	pullers     int // puller goroutines running
+	idlePullers int // of which waiting for a job
 
-	readMu sync.Mutex // serialises ReadCall's use of asm
-	asm    assembler
+	readMu sync.Mutex    // serialises ReadCall
+	ready  chan *srvCall // calls whose read chunks have been pulled
+	pullq  chan pullJob  // calls whose read chunks are to be pulled
+	reads  chan struct{} // one token per RDMA Read the connection may have in flight (ORD)
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 var _ oncrpc.ServerConn = (*ServerConn)(nil)
@@ -287,7 +300,8 @@ var _ oncrpc.ServerConn = (*ServerConn)(nil)
 // srvCall is the transport state of one call (oncrpc.ServerCall.Cookie).
 type srvCall struct {
 	call     oncrpc.ServerCall
-	h        Header // the call's transport header: write list, reply chunk, read list
+	h        Header    // the call's transport header: write list, reply chunk, read list
+	asm      assembler // read chunk placement
 	msgp     bool
 	finished bool // finishCall ran
 	recvIdx  int  // receive buffer holding the inline call, or -1
@@ -331,6 +345,7 @@ func (sc *ServerConn) RemoteAddr() net.Addr { return sc.remote }
 func (sc *ServerConn) Close() error {
 	sc.closeOnce.Do(func() {
 		close(sc.closed)
+		sc.cancel()
 		sc.ep.teardown()
 		sc.cred.Close()
 		sc.mu.Lock()
@@ -375,9 +390,13 @@ func (sc *ServerConn) ReadCall(ctx context.Context) (*oncrpc.ServerCall, error) 
 	for {
 		var idx int
 		select {
+		case c := <-sc.ready:
+			return &c.call, nil
 		case idx = <-sc.recvq:
 		default:
 			select {
+			case c := <-sc.ready:
+				return &c.call, nil
 			case idx = <-sc.recvq:
 			case <-ctx.Done():
 				return nil, ctx.Err()
@@ -396,6 +415,24 @@ func (sc *ServerConn) ReadCall(ctx context.Context) (*oncrpc.ServerCall, error) 
 			return &call.call, nil
 		}
 	}
+}
+
+// pull RDMA-Reads a call's chunks (in its own goroutine, so that other calls on the
+// connection are not held up) and queues the call for ReadCall. A failure ends the
+// connection, as in Linux svcrdma.
+func (sc *ServerConn) pull(c *srvCall, body []byte, total int) {
+	if err := c.asm.run(sc.ctx, sc.ep, c.big.mr, body, sc.ord, sc.reads); err != nil {
+		sc.l.opts.Logger.Debug("read chunks failed; closing", "remote", sc.remote, "xid", c.h.XID, "err", err)
+		sc.cred.Done()
+		sc.putCall(c)
+		sc.Close()
+		return
+	}
+	// The inline part has been copied: the receive buffer can go back now.
+	sc.repost(c.recvIdx)
+	c.recvIdx = -1
+	c.call.Msg = oncrpc.Message{Inline: c.big.mr.Buf()[:total]}
+	sc.ready <- c
 }
 
 // getCall returns an idle srvCall.
@@ -479,8 +516,8 @@ func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
 
 	// Structure beyond the decoder: group and order the read list, and check that an
 	// RDMA_NOMSG call carries its message in a position-zero chunk.
-	grouped, gerr := chunks.Group(sc.asm.grouped[:0], h.ReadList)
-	sc.asm.grouped = grouped
+	grouped, gerr := chunks.Group(c.asm.grouped[:0], h.ReadList)
+	c.asm.grouped = grouped
 	if gerr == nil && h.Proc == ProcNoMsg && (len(grouped) == 0 || grouped[0].Position != 0) {
 		gerr = errors.New("RDMA_NOMSG call without a position-zero read chunk")
 	}
@@ -524,7 +561,7 @@ func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
 		pzrc, rcs = grouped[0].Segments, grouped[1:]
 		body = nil
 	}
-	total, err := sc.asm.planAssembly(len(body), pzrc, rcs, sc.l.opts.MaxCall)
+	total, err := c.asm.planAssembly(len(body), pzrc, rcs, sc.l.opts.MaxCall)
 	if err != nil {
 		sc.l.opts.Logger.Debug("read chunks do not fit", "remote", sc.remote, "xid", h.XID, "err", err)
 		sc.cred.Done()
@@ -539,16 +576,58 @@ func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
 		return nil, err
 	}
 	c.big = big
-	if err := sc.asm.run(ctx, sc.ep, big.mr, body, sc.ord); err != nil {
-		sc.cred.Done()
-		sc.putCall(c)
-		return nil, fmt.Errorf("rpcrdma: %v: xid %#08x: read chunks: %w", sc.remote, h.XID, err)
+	sc.startPull(pullJob{c: c, body: body, total: total})
+	return nil, nil
+}
+
+// pullJob is a call whose read chunks are to be pulled.
+type pullJob struct {
+	c     *srvCall
+	body  []byte
+	total int
+}
+
+// maxPullers bounds the goroutines pulling read chunks for one connection.
+const maxPullers = 4
+
+// startPull hands a job to an idle puller, starting one if all are busy and fewer than
+// maxPullers run; otherwise the job waits in the queue.
+func (sc *ServerConn) startPull(j pullJob) {
+	select {
+	case sc.pullq <- j:
+	default:
+		// Queue full cannot happen (it holds every receive); fall through safely.
+		go sc.pull(j.c, j.body, j.total)
+		return
 	}
-	// The inline part has been copied: the receive buffer can go back now.
-	sc.repost(c.recvIdx)
-	c.recvIdx = -1
-	c.call.Msg = oncrpc.Message{Inline: big.mr.Buf()[:total]}
-	return c, nil
+	sc.mu.Lock()
+	start := sc.pullers < maxPullers && sc.idlePullers == 0
+	if start {
+		sc.pullers++
+	}
+	sc.mu.Unlock()
+	if start {
+		go sc.puller()
+	}
+}
+
+// puller pulls queued jobs until the connection closes.
+func (sc *ServerConn) puller() {
+	for {
+		sc.mu.Lock()
+		sc.idlePullers++
+		sc.mu.Unlock()
+		var j pullJob
+		select {
+		case j = <-sc.pullq:
+		case <-sc.closed:
+			return
+		}
+		sc.mu.Lock()
+		sc.idlePullers--
+		sc.mu.Unlock()
+		sc.pull(j.c, j.body, j.total)
+	}
 }
 
 // sendError answers xid with RDMA_ERROR (plain Send, never remote invalidation).
