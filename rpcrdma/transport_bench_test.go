@@ -218,3 +218,32 @@ func benchRawTCP(b *testing.B, req, resp int) {
 		}
 	}
 }
+
+// BenchmarkTransportNullParallel runs NULL calls from many goroutines over one
+// connection: RPC-over-RDMA pipelines up to the server's credit grant.
+func BenchmarkTransportNullParallel(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		dial func(*testing.B) *oncrpc.Client
+	}{{"rdma-soft", benchRDMA}, {"oncrpc-tcp", benchTCP}} {
+		b.Run(tc.name, func(b *testing.B) {
+			rpc := tc.dial(b)
+			ctx := context.Background()
+			opts := oncrpc.CallOptions{MaxReply: 256}
+			if err := rpc.CallWithOptions(ctx, tpNull, nil, nil, opts); err != nil {
+				b.Fatal(err)
+			}
+			b.SetParallelism(16)
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := rpc.CallWithOptions(ctx, tpNull, nil, nil, opts); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
