@@ -78,7 +78,8 @@ type queuePair struct {
 	rq             []uint64
 	rqHead, rqTail uint64
 	pending        []pendingRecv
-	discard        bool // drop completions: a failed attempt's QP is being torn down
+	discard        bool          // drop completions: a failed attempt's QP is being torn down
+	reaper         chan struct{} // closed when reap, started by fail, is done
 
 	// C staging for one batch, guarded by mu.
 	cs   *C.struct_gsend
@@ -462,10 +463,11 @@ func (q *queuePair) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 func (q *queuePair) sendDone(seq uint64) (id uint64, op verbs.SendOp, keep bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	s := q.sq[seq%uint64(len(q.sq))]
-	if seq+1 > q.sqHead {
-		q.sqHead = seq + 1
+	if seq < q.sqHead {
+		return 0, 0, false // completed by the provider already (reap)
 	}
+	s := q.sq[seq%uint64(len(q.sq))]
+	q.sqHead = seq + 1
 	return s.id, s.op, !q.discard
 }
 
@@ -473,10 +475,11 @@ func (q *queuePair) sendDone(seq uint64) (id uint64, op verbs.SendOp, keep bool)
 func (q *queuePair) recvDone(seq uint64) (id uint64, keep bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	id = q.rq[seq%uint64(len(q.rq))]
-	if seq+1 > q.rqHead {
-		q.rqHead = seq + 1
+	if seq < q.rqHead {
+		return 0, false // completed by the provider already (reap)
 	}
+	id = q.rq[seq%uint64(len(q.rq))]
+	q.rqHead = seq + 1
 	return id, !q.discard
 }
 
@@ -517,10 +520,24 @@ func (q *queuePair) fail(cause error) {
 	q.err = &verbs.QPError{Cause: cause}
 	close(q.done)
 	qp := q.qp
+	if qp != nil {
+		q.reaper = make(chan struct{})
+	}
 	q.mu.Unlock()
 	if qp != nil {
 		C.gshim_qp_to_error(qp)
+		go q.reap()
 	}
+}
+
+// reap completes, after flushWait at most, whatever the device does not
+// flush after the QP failed: siw, for one, flushes its receive queue once,
+// when the QP enters the error state, and never sees a receive the
+// application wrote to the queue just after that.
+func (q *queuePair) reap() {
+	defer close(q.reaper)
+	q.awaitFlush()
+	q.flushRest()
 }
 
 // onCMEvent handles connection events of an established QP (called by the
@@ -567,8 +584,11 @@ func (q *queuePair) close() {
 		<-setup // Dial/Accept notice q.done, tear down and return
 	}
 	q.mu.Lock()
-	id, qp := q.id, q.qp
+	id, qp, reaper := q.id, q.qp, q.reaper
 	q.mu.Unlock()
+	if reaper != nil {
+		<-reaper
+	}
 	if id != nil && qp != nil {
 		if prev == verbs.StateRTS {
 			C.rdma_disconnect(id.id)
