@@ -11,6 +11,9 @@
 //	rdmabench -listen 0.0.0.0:7471      # server: iWARP on 7471, raw TCP on 7472
 //	rdmabench -connect host:7471        # client against a running server
 //
+// Built with -tags ibverbs, -provider ibverbs -device rxe0 runs either side
+// on a libibverbs device (package verbs/ibverbs) instead of verbs/soft.
+//
 // The server accepts any number of connections from any iWARP peer (MPA
 // revision 1 or 2, with or without CRC). It advertises a 1 MiB region for
 // RDMA Write and Read in its MPA Reply private data ("RDMABNCH", STag, TO,
@@ -67,7 +70,10 @@ func main() {
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("rdmabench: ")
-	dev := soft.New(soft.Config{CRC: *crc, MaxFPDU: *maxFPDU})
+	dev, err := openDevice()
+	if err != nil {
+		log.Fatal(err)
+	}
 	switch {
 	case *self:
 		ctx, cancel := context.WithCancel(context.Background())
@@ -351,7 +357,7 @@ func runClient(dev verbs.Device, addr string) error {
 	}
 	fmt.Printf("rdmabench: %s, MPA CRC %v, ORD %d, %v per measurement in %d rounds (medians), max %d iterations per round\n",
 		addr, *crc, info.ORD, *duration, *rounds, *maxIters)
-	fmt.Printf("%-16s %9s %16s %16s %8s\n", "test", "size", "iWARP (soft)", "raw TCP", "ratio")
+	fmt.Printf("%-16s %9s %16s %16s %8s\n", "test", "size", "RDMA ("+dev.Name()+")", "raw TCP", "ratio")
 	taddr := tcpAddr(addr)
 	var tc net.Conn
 	if !*noTCP {
