@@ -10,10 +10,7 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
 
-var (
-	provider = flag.String("provider", "soft", "verbs provider: soft, or ibverbs when built with -tags ibverbs")
-	device   = flag.String("device", "", "RDMA device for -provider ibverbs, e.g. rxe0 (default: the only one)")
-)
+var provider = flag.String("provider", "soft", "verbs provider: soft, or ibverbs when built with -tags ibverbs")
 
 // openers maps -provider names to device constructors; provider_ibverbs.go
 // adds "ibverbs" when the command is built with the build tag ibverbs.
