@@ -10,9 +10,10 @@
 // reaches the transport: an RDMA transport turns the call's payload into a read chunk
 // and a reply's payload into the client's write chunk, and a TCP transport writes both
 // inline. Subpackages: nfs3 (the XDR), nfsserver (a server exporting a directory),
-// nfsclient (a client whose READ and WRITE use reply sinks and payloads), portmap (the
-// rpcbind protocols Linux clients consult before mounting); gonfsinterop is a separate
-// test-only module that drives nfsserver with an independent client.
+// nfsclient (a client whose READ and WRITE use reply sinks and payloads); gonfsinterop
+// is a separate test-only module that drives nfsserver with an independent client. The
+// rpcbind protocols Linux clients consult before mounting, and an in-memory rpcbind
+// (Registry) for hosts that run none, are in package rpcbind.
 //
 // # Linux behaviour this binding follows
 //

@@ -12,8 +12,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
-	"github.com/go-rpcrdma/rpcrdma/nfsbind/portmap"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 )
 
 // TestServeForLab serves a directory for a manual interop run when NFSSERVER_LAB_ADDR
@@ -30,7 +30,7 @@ import (
 // 6.1's NFSv3 client it passes: files of odd sizes up to 8 MiB - 1 written and compared
 // after dropping caches, 2000 entries listed with ls and ls -l, absolute and relative
 // symlinks, a hard link, renames across directories, rm -r, chmod, truncate, umount.
-// With NFSSERVER_LAB_PORTMAP=127.0.0.1:30111 it also serves a portmap.Registry, and
+// With NFSSERVER_LAB_PORTMAP=127.0.0.1:30111 it also serves an rpcbind.Registry, and
 // `boot.sh --host-port 111:30111 --host-port 2049:32049 nfs-tcp 10.0.2.100 rpcbind /export`
 // mounts with plain `-o vers=3,proto=tcp,nolock` (ports from rpcbind; UMNT on umount)
 // and passes the same workload. testdata/lab/nfs-tcp-tar.sh (same invocation, test
@@ -63,13 +63,21 @@ func TestServeForLab(t *testing.T) {
 		// An rpcbind for clients that mount without port options: it advertises NFS
 		// and MOUNT on NFSSERVER_LAB_ADVERTISE (the port the client sees, 2049 by
 		// default), which may differ from the host port behind a forward.
-		port, _ := strconv.Atoi(os.Getenv("NFSSERVER_LAB_ADVERTISE"))
-		if port == 0 {
-			port = 2049
+		port := uint16(2049)
+		if s := os.Getenv("NFSSERVER_LAB_ADVERTISE"); s != "" {
+			p, err := strconv.ParseUint(s, 10, 16)
+			if err != nil || p == 0 {
+				t.Fatalf("NFSSERVER_LAB_ADVERTISE=%q: want a port number 1 to 65535", s)
+			}
+			port = uint16(p)
 		}
-		reg := portmap.NewRegistry()
-		reg.SetPort(nfs3.Program, nfs3.Version, portmap.ProtoTCP, port)
-		reg.SetPort(nfs3.MountProgram, nfs3.MountVersion, portmap.ProtoTCP, port)
+		reg := rpcbind.NewRegistry()
+		if err := reg.SetPort(nfs3.Program, nfs3.Version, rpcbind.IPProtoTCP, port); err != nil {
+			t.Fatal(err)
+		}
+		if err := reg.SetPort(nfs3.MountProgram, nfs3.MountVersion, rpcbind.IPProtoTCP, port); err != nil {
+			t.Fatal(err)
+		}
 		prs := oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("portmap")})
 		reg.Register(prs)
 		pl, err := oncrpc.ListenTCP(pmAddr, nil)

@@ -1,0 +1,332 @@
+package rpcbind
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// Port is the well-known port of rpcbind (and of the portmapper before it).
+const Port = 111
+
+// OwnerSuperuser is the r_owner of the registrations a Registry makes for itself and
+// for SetPort, as Linux rpcbind records registrations made by root.
+const OwnerSuperuser = "superuser"
+
+// A Registry is an in-memory rpcbind: a table of registrations that Register serves
+// on an oncrpc.Server as portmap version 2 (NULL, SET, UNSET, GETPORT, DUMP) and
+// rpcbind versions 3 and 4 (NULL, SET, UNSET, GETADDR, DUMP, GETTIME, and in version
+// 4 GETVERSADDR), for a host that runs no rpcbind of its own, so that Linux clients
+// can mount without port options. Other procedures get PROC_UNAVAIL. It is safe for
+// concurrent use.
+//
+// What it answers, where it differs from Linux rpcbind:
+//   - SET and UNSET are honoured only from loopback callers (a TCP or UDP remote
+//     address in 127.0.0.0/8 or ::1); others get FALSE. r_owner is recorded as sent.
+//   - SET answers FALSE when the program version is registered under the netid
+//     already (version 2: under the netid of its IP protocol, "tcp" or "udp").
+//   - UNSET answers TRUE only when it removed something (Linux rpcbind also answers
+//     TRUE when nothing matched, so Client.Unregister of a missing registration
+//     fails with ErrRefused here). Version 2 UNSET removes every netid of the
+//     program version, as in Linux.
+//   - GETADDR answers the universal address registered at SET time; when the
+//     version asked for is not registered it answers the address of any other
+//     version of the program under the same netid (RFC 1833 §2.2.1), which
+//     GETVERSADDR does not. Unlike Linux it looks up r_netid, not the netid of the
+//     connection the call came on, so it finds "rdma" registrations too.
+//   - GETPORT and version 2 DUMP see only the "tcp" and "udp" registrations whose
+//     address parses as an IP universal address.
+//
+// A malformed argument gets GARBAGE_ARGS.
+type Registry struct {
+	mu   sync.RWMutex
+	regs []RPCB
+}
+
+// NewRegistry returns a registry that knows only itself: program 100000, versions 2
+// to 4, on port 111 of every IPv4 address ("0.0.0.0.0.111") over "tcp" and "udp".
+func NewRegistry() *Registry {
+	r := &Registry{}
+	self := FormatUniversalAddr(netip.AddrPortFrom(netip.IPv4Unspecified(), Port))
+	for _, v := range []uint32{Version2, Version3, Version4} {
+		for _, n := range []string{NetIDTCP, NetIDUDP} {
+			r.regs = append(r.regs, RPCB{Prog: Program, Vers: v, NetID: n, Addr: self, Owner: OwnerSuperuser})
+		}
+	}
+	return r
+}
+
+// Set adds the registration m, or replaces the one of the same program, version and
+// netid. It fails with a *FieldError when m breaks a limit of Validate; the address
+// is not parsed (a "local" registration's address is a path).
+func (r *Registry) Set(m RPCB) error {
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("rpcbind: registry set prog %d vers %d: %w", m.Prog, m.Vers, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i := r.find(m.Prog, m.Vers, m.NetID); i >= 0 {
+		r.regs[i] = m
+		return nil
+	}
+	r.regs = append(r.regs, m)
+	return nil
+}
+
+// SetPort registers program prog, version vers on port of every IPv4 address
+// ("0.0.0.0.p1.p2", which Linux clients accept: they take only the port) under the
+// netid of prot, IPProtoTCP ("tcp") or IPProtoUDP ("udp"), owned by "superuser".
+func (r *Registry) SetPort(prog, vers, prot uint32, port uint16) error {
+	netid := protNetID(prot)
+	if netid == "" {
+		return fmt.Errorf("rpcbind: registry set prog %d vers %d: prot %d: want %d (TCP) or %d (UDP)", prog, vers, prot, IPProtoTCP, IPProtoUDP)
+	}
+	addr := FormatUniversalAddr(netip.AddrPortFrom(netip.IPv4Unspecified(), port))
+	return r.Set(RPCB{Prog: prog, Vers: vers, NetID: netid, Addr: addr, Owner: OwnerSuperuser})
+}
+
+// Unset removes the registrations of program prog, version vers under netid ("" for
+// every netid) and reports whether any existed.
+func (r *Registry) Unset(prog, vers uint32, netid string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out, found := r.regs[:0], false
+	for _, g := range r.regs {
+		if g.Prog == prog && g.Vers == vers && (netid == "" || g.NetID == netid) {
+			found = true
+			continue
+		}
+		out = append(out, g)
+	}
+	clear(r.regs[len(out):])
+	r.regs = out
+	return found
+}
+
+// Lookup returns the registration of program prog, version vers under netid.
+func (r *Registry) Lookup(prog, vers uint32, netid string) (RPCB, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if i := r.find(prog, vers, netid); i >= 0 {
+		return r.regs[i], true
+	}
+	return RPCB{}, false
+}
+
+// List returns a copy of every registration, in the order they were made.
+func (r *Registry) List() []RPCB {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return append([]RPCB(nil), r.regs...)
+}
+
+// find returns the index of the registration of prog, vers and netid, or -1. The
+// caller holds r.mu.
+func (r *Registry) find(prog, vers uint32, netid string) int {
+	for i := range r.regs {
+		if g := &r.regs[i]; g.Prog == prog && g.Vers == vers && g.NetID == netid {
+			return i
+		}
+	}
+	return -1
+}
+
+// Register makes rs serve the registry as program 100000: version 2 (portmap) and
+// versions 3 and 4 (rpcbind).
+func (r *Registry) Register(rs *oncrpc.Server) {
+	rs.Register(Program, Version2, r.pmapHandler())
+	rs.Register(Program, Version3, r.rpcbHandler(Version3))
+	rs.Register(Program, Version4, r.rpcbHandler(Version4))
+}
+
+// protNetID returns the netid of a version 2 IP protocol number ("" if none).
+func protNetID(prot uint32) string {
+	switch prot {
+	case IPProtoTCP:
+		return NetIDTCP
+	case IPProtoUDP:
+		return NetIDUDP
+	}
+	return ""
+}
+
+// isLoopback reports whether a caller's address is a loopback IP address.
+func isLoopback(a net.Addr) bool {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return a.IP.IsLoopback()
+	case *net.UDPAddr:
+		return a.IP.IsLoopback()
+	}
+	return false
+}
+
+// garbage marks an argument decoding error so that the server answers GARBAGE_ARGS.
+func garbage(proc string, err error) error {
+	return fmt.Errorf("rpcbind: registry %s arguments: %w: %w", proc, oncrpc.ErrGarbageArgs, err)
+}
+
+func null(context.Context, *oncrpc.Request, *xdr.Encoder) error { return nil }
+
+// port returns the port of an IP universal address, false when it does not parse.
+func port(uaddr string) (uint16, bool) {
+	ap, err := ParseUniversalAddr(uaddr)
+	if err != nil {
+		return 0, false
+	}
+	return ap.Port(), true
+}
+
+func (r *Registry) pmapHandler() oncrpc.Handler {
+	return oncrpc.Procs{
+		ProcNull: null,
+		ProcSet: func(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+			var m Mapping
+			if err := m.DecodeXDR(req.Args); err != nil {
+				return garbage("v2 SET", err)
+			}
+			netid := protNetID(m.Prot)
+			ok := isLoopback(req.RemoteAddr) && netid != "" && m.Port <= 0xffff
+			if ok {
+				r.mu.Lock()
+				if r.find(m.Prog, m.Vers, netid) >= 0 {
+					ok = false // SET does not replace an existing mapping
+				} else {
+					addr := FormatUniversalAddr(netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(m.Port)))
+					r.regs = append(r.regs, RPCB{Prog: m.Prog, Vers: m.Vers, NetID: netid, Addr: addr, Owner: OwnerSuperuser})
+				}
+				r.mu.Unlock()
+			}
+			res.Bool(ok)
+			return nil
+		},
+		ProcUnset: func(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+			var m Mapping
+			if err := m.DecodeXDR(req.Args); err != nil {
+				return garbage("v2 UNSET", err)
+			}
+			res.Bool(isLoopback(req.RemoteAddr) && r.Unset(m.Prog, m.Vers, ""))
+			return nil
+		},
+		ProcGetAddr: func(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error { // PMAPPROC_GETPORT
+			var m Mapping
+			if err := m.DecodeXDR(req.Args); err != nil {
+				return garbage("v2 GETPORT", err)
+			}
+			var p uint16
+			if netid := protNetID(m.Prot); netid != "" {
+				r.mu.RLock()
+				if i := r.find(m.Prog, m.Vers, netid); i >= 0 {
+					p, _ = port(r.regs[i].Addr)
+				}
+				r.mu.RUnlock()
+			}
+			res.Uint32(uint32(p))
+			return nil
+		},
+		ProcDump: func(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+			r.mu.RLock()
+			defer r.mu.RUnlock()
+			for i := range r.regs {
+				g := &r.regs[i]
+				var prot uint32
+				switch g.NetID {
+				case NetIDTCP:
+					prot = IPProtoTCP
+				case NetIDUDP:
+					prot = IPProtoUDP
+				default:
+					continue
+				}
+				p, ok := port(g.Addr)
+				if !ok {
+					continue
+				}
+				m := Mapping{Prog: g.Prog, Vers: g.Vers, Prot: prot, Port: uint32(p)}
+				res.Optional(true)
+				m.EncodeXDR(res)
+			}
+			res.Optional(false)
+			return nil
+		},
+	}
+}
+
+func (r *Registry) rpcbHandler(vers uint32) oncrpc.Handler {
+	getaddr := func(name string, anyVersion bool) oncrpc.HandlerFunc {
+		return func(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+			var q RPCB
+			if err := q.DecodeXDR(req.Args); err != nil {
+				return garbage(fmt.Sprintf("v%d %s", vers, name), err)
+			}
+			r.mu.RLock()
+			defer r.mu.RUnlock()
+			i := r.find(q.Prog, q.Vers, q.NetID)
+			if i < 0 && anyVersion {
+				for j := range r.regs {
+					if r.regs[j].Prog == q.Prog && r.regs[j].NetID == q.NetID {
+						i = j
+						break
+					}
+				}
+			}
+			if i >= 0 {
+				res.String(r.regs[i].Addr)
+			} else {
+				res.String("")
+			}
+			return nil
+		}
+	}
+	procs := oncrpc.Procs{
+		ProcNull: null,
+		ProcSet: func(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+			var q RPCB
+			if err := q.DecodeXDR(req.Args); err != nil {
+				return garbage(fmt.Sprintf("v%d SET", vers), err)
+			}
+			ok := isLoopback(req.RemoteAddr)
+			if ok {
+				r.mu.Lock()
+				if r.find(q.Prog, q.Vers, q.NetID) >= 0 {
+					ok = false // SET does not replace an existing mapping
+				} else {
+					r.regs = append(r.regs, q)
+				}
+				r.mu.Unlock()
+			}
+			res.Bool(ok)
+			return nil
+		},
+		ProcUnset: func(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+			var q RPCB
+			if err := q.DecodeXDR(req.Args); err != nil {
+				return garbage(fmt.Sprintf("v%d UNSET", vers), err)
+			}
+			res.Bool(isLoopback(req.RemoteAddr) && r.Unset(q.Prog, q.Vers, q.NetID))
+			return nil
+		},
+		ProcGetAddr: getaddr("GETADDR", true),
+		ProcDump: func(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+			r.mu.RLock()
+			defer r.mu.RUnlock()
+			l := RPCBList(r.regs)
+			l.EncodeXDR(res)
+			return nil
+		},
+		ProcGetTime: func(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+			res.Uint32(uint32(time.Now().Unix()))
+			return nil
+		},
+	}
+	if vers == Version4 {
+		procs[ProcGetVersAddr] = getaddr("GETVERSADDR", false)
+	}
+	return procs
+}
