@@ -251,3 +251,35 @@ func tpMixedCall(ctx context.Context, rpc *oncrpc.Client, i int) error {
 }
 
 var _ = binary.BigEndian
+
+// TestSmallORDConcurrentPulls: with ORD 1 many calls with several read chunks each are
+// pulled concurrently without more than one Read in flight and without deadlock.
+func TestSmallORDConcurrentPulls(t *testing.T) {
+	noTrace := func(bool, []byte) {}
+	env := newTPEnv(t, &ServerOptions{ORD: 1, Trace: noTrace}, &ClientOptions{Trace: noTrace})
+	ctx := tpCtx(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := 0; g < 64; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var res tpPair
+			err := env.rpc.Call(ctx, tpSum, tpMakePayloads(5000, 7, 9000, 4100), &res)
+			if err == nil && res != (tpPair{4, 18107}) {
+				err = fmt.Errorf("sum %v", res)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sc := onlyConn(t, env.ln); sc.ord != 1 || len(sc.reads) != 1 {
+		t.Fatalf("ORD %d, %d tokens free", sc.ord, len(sc.reads))
+	}
+}
