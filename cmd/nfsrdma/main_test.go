@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -395,4 +396,42 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestIPv6 runs the server on [::1] and the client commands against [::1]:/export.
+func TestIPv6(t *testing.T) {
+	if l, err := net.Listen("tcp6", "[::1]:0"); err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	} else {
+		l.Close()
+	}
+	export := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	readyc := make(chan daemon.Info, 1)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- daemon.Run(ctx, daemon.Config{Export: export, ExportPath: "/export", RDMA: "[::1]:0", TCP: "[::1]:0"}, func(i daemon.Info) { readyc <- i })
+	}()
+	var info daemon.Info
+	select {
+	case info = <-readyc:
+	case err := <-errc:
+		t.Fatal(err)
+	}
+	if !strings.Contains(info.MountCommand, "proto=rdma6") || !strings.Contains(info.MountCommand, "[::1]:/export") {
+		t.Errorf("mount command %q", info.MountCommand)
+	}
+	tcp := strconv.Itoa(portOfAddr(info.TCP.String()))
+	s := &testServer{export: export, info: info, conn: []string{"-rdma-port", strconv.Itoa(portOfAddr(info.RDMA.String())), "-tcp-port", tcp, "-mountport", tcp}}
+	os.WriteFile(filepath.Join(export, "six"), []byte("over IPv6"), 0o644)
+	for _, proto := range []string{"rdma", "tcp"} {
+		if out := s.mustCLI(t, "get", "-proto", proto, "[::1]:/export/six", "-"); out != "over IPv6" {
+			t.Errorf("get over %s printed %q", proto, out)
+		}
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Error(err)
+	}
 }

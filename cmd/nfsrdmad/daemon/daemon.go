@@ -544,18 +544,23 @@ func hostForMount(info Info) string {
 }
 
 // MountCommand returns the Linux mount command for a server described by info,
-// reached at host: NFSv3 over RDMA on info.RDMA's port when there is an RDMA
-// listener, else over TCP, with MOUNT over TCP on info.MountPort and no NLM locking
-// (nfsrdmad does not serve NLM).
+// reached at host (an IPv6 literal in brackets): NFSv3 over RDMA on info.RDMA's port
+// when there is an RDMA listener, else over TCP, with MOUNT over TCP on
+// info.MountPort and no NLM locking (nfsrdmad does not serve NLM). An IPv6 host gets
+// the IPv6 transports (proto=rdma6 or tcp6, mountproto=tcp6).
 func MountCommand(info Info, host string) string {
+	six := ""
+	if strings.HasPrefix(host, "[") {
+		six = "6"
+	}
 	var opts []string
 	if info.RDMA != nil {
-		opts = append(opts, "vers=3", "proto=rdma", "port="+strconv.Itoa(portOf(info.RDMA)))
+		opts = append(opts, "vers=3", "proto=rdma"+six, "port="+strconv.Itoa(portOf(info.RDMA)))
 	} else {
-		opts = append(opts, "vers=3", "proto=tcp", "port="+strconv.Itoa(portOf(info.TCP)))
+		opts = append(opts, "vers=3", "proto=tcp"+six, "port="+strconv.Itoa(portOf(info.TCP)))
 	}
 	if info.MountPort != 0 {
-		opts = append(opts, "mountport="+strconv.Itoa(info.MountPort), "mountproto=tcp")
+		opts = append(opts, "mountport="+strconv.Itoa(info.MountPort), "mountproto=tcp"+six)
 	}
 	opts = append(opts, "nolock")
 	return "mount -t nfs -o " + strings.Join(opts, ",") + " " + host + ":" + info.ExportPath + " /mnt"

@@ -62,6 +62,10 @@ func TestMountCommand(t *testing.T) {
 	if got, want := MountCommand(info, "h"), "mount -t nfs -o vers=3,proto=tcp,port=2049,mountport=2049,mountproto=tcp,nolock h:/srv /mnt"; got != want {
 		t.Errorf("MountCommand without RDMA = %q, want %q", got, want)
 	}
+	info.RDMA = rpcrdma.Addr{Addr: tcpAddr("[2001:db8::1]:20049")}
+	if got, want := MountCommand(info, "[2001:db8::1]"), "mount -t nfs -o vers=3,proto=rdma6,port=20049,mountport=2049,mountproto=tcp6,nolock [2001:db8::1]:/srv /mnt"; got != want {
+		t.Errorf("MountCommand for IPv6 = %q, want %q", got, want)
+	}
 	if h := hostForMount(Info{TCP: tcpAddr("[2001:db8::1]:2049")}); h != "[2001:db8::1]" {
 		t.Errorf("host for an IPv6 listener: %q", h)
 	}
