@@ -79,7 +79,7 @@ func sumFile(name string) (string, int64, error) {
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("demo", stderr)
 	keep := fs.Bool("keep", false, "keep the temporary directory (export, local copies) and print its path")
-	largest := fs.String("largest", "8MiB", "size of the largest file moved (the others are fixed odd sizes)")
+	largest := fs.String("largest", "8388607", "size of the largest file moved, e.g. 8388607 or 2MiB (the others have fixed odd sizes)")
 	many := fs.Int("many", 1000, "entries of the big directory listed over RDMA (0 skips it)")
 	benchDur := fs.Duration("bench-duration", 250*time.Millisecond, "time per benchmark measurement (0 skips the benchmark)")
 	level := fs.String("log-level", "error", "server log `level` (to stderr): trace, debug, info, warn, error")
@@ -177,7 +177,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	// 2. Local files.
 	sizes := append(append([]int64(nil), demoSizes...), big)
-	section("Make %d local files of odd sizes, from 0 bytes to %s", len(sizes), sizeName(int(big)))
+	section("Make %d local files of odd sizes, from 0 to %d bytes", len(sizes), big)
 	var seed [32]byte
 	binary.LittleEndian.PutUint64(seed[:], uint64(time.Now().UnixNano()))
 	rng := rand.NewChaCha8(seed)
