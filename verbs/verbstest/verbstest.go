@@ -15,8 +15,8 @@
 // over 1 MiB, local invalidation and re-registration (the old STag is
 // refused, the new one works), Send with Invalidate, private data in
 // request, reply and reject, IRD/ORD, flush of outstanding work when the
-// peer goes away and on Close, posting errors, and many queue pairs at
-// once. A test that cannot run on a provider skips with the reason the
+// peer goes away and on Close, posting errors, many queue pairs at once,
+// and CQ.Wait's context and Close. A test that cannot run on a provider skips with the reason the
 // Provider gives.
 //
 // The suite waits for completions with generous timeouts (slow emulated
@@ -90,6 +90,42 @@ func Run(t *testing.T, p Provider) {
 	t.Run("PostErrors", s.testPostErrors)
 	t.Run("ManyQPs", s.testManyQPs)
 	t.Run("BatchOfSends", s.testBatchOfSends)
+	t.Run("CQWait", s.testCQWait)
+}
+
+// testCQWait: Wait honours its context, and Close wakes a waiter.
+func (s *suite) testCQWait(t *testing.T) {
+	dev := s.p.Open(t)
+	cq, err := dev.CreateCQ(4)
+	if err != nil {
+		t.Fatalf("CreateCQ: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := cq.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait on an empty CQ: %v, want context.DeadlineExceeded", err)
+	}
+	var wc [1]verbs.Completion
+	if n, err := cq.Poll(wc[:]); n != 0 || err != nil {
+		t.Fatalf("Poll on an empty CQ: %d, %v", n, err)
+	}
+	woken := make(chan error, 1)
+	go func() { woken <- cq.Wait(context.Background()) }()
+	time.Sleep(10 * time.Millisecond) // let it block (not required for correctness)
+	if err := cq.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	select {
+	case err := <-woken:
+		if !errors.Is(err, verbs.ErrClosed) {
+			t.Fatalf("Wait across Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(s.p.Timeout):
+		t.Fatal("Close did not wake Wait")
+	}
+	if _, err := cq.Poll(wc[:]); !errors.Is(err, verbs.ErrClosed) {
+		t.Fatalf("Poll after Close: %v, want ErrClosed", err)
+	}
 }
 
 type suite struct{ p Provider }
