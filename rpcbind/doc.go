@@ -1,6 +1,8 @@
 // Package rpcbind is a client for rpcbind (RFC 1833): versions 3 and 4 (SET, UNSET,
 // GETADDR, DUMP, GETTIME) and version 2, portmap (SET, UNSET, GETPORT, DUMP), which
-// Linux mount still uses. It registers RPC services under the netids of RFC 5665 and
+// Linux mount still uses; and Registry, an in-memory rpcbind served on an
+// oncrpc.Server for a host that runs none (so that Linux clients mount without port
+// options). It registers RPC services under the netids of RFC 5665 and
 // the RPC-over-RDMA netids "rdma" and "rdma6" (seed draft §10, §12), with universal
 // addresses (RFC 5665 §5.2.3) that ParseUniversalAddr and FormatUniversalAddr convert.
 //
@@ -29,6 +31,18 @@
 //     registration. Lookup therefore uses DUMP.
 //   - rpcbind does not check that a netid exists in /etc/netconfig: "rdma" and
 //     "rdma6" mappings are stored and dumped like any other.
+//
+// # Registry
+//
+// A Registry serves versions 2, 3 and 4 with the same codecs the Client uses:
+//
+//	reg := rpcbind.NewRegistry()
+//	err := reg.SetPort(100003, 3, rpcbind.IPProtoTCP, 2049)
+//	rs := oncrpc.NewServer(nil)
+//	reg.Register(rs) // then rs.Serve on 127.0.0.1:111 or wherever clients look
+//
+// Its answers differ from Linux rpcbind's in a few documented ways (see Registry):
+// notably UNSET of nothing answers FALSE, and GETADDR looks up r_netid.
 //
 // Decoders enforce limits (MaxNetIDLen, MaxAddrLen, MaxOwnerLen, MaxDumpEntries) and
 // report malformed input as a *FieldError naming the RFC 1833 field; universal address

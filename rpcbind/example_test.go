@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 )
 
@@ -63,4 +64,24 @@ func ExampleClient_Register() {
 	defer c.Unregister(ctx, 100400, 1, rpcbind.NetIDRDMA)
 	found, err := c.Lookup(ctx, 100400, 1, rpcbind.NetIDRDMA)
 	fmt.Println(found, err)
+}
+
+// A host without rpcbind answers Linux clients itself: register NFS and MOUNT in a
+// Registry and serve it (on port 111) next to them.
+func ExampleRegistry() {
+	reg := rpcbind.NewRegistry()
+	if err := reg.SetPort(100003, 3, rpcbind.IPProtoTCP, 2049); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := reg.SetPort(100005, 3, rpcbind.IPProtoTCP, 2049); err != nil {
+		fmt.Println(err)
+		return
+	}
+	rs := oncrpc.NewServer(nil)
+	reg.Register(rs) // then rs.Serve(listener on :111)
+	r, _ := reg.Lookup(100005, 3, rpcbind.NetIDTCP)
+	fmt.Println(r.Addr)
+	// Output:
+	// 0.0.0.0.8.1
 }
