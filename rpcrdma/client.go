@@ -170,7 +170,8 @@ type clientConn struct {
 	ep         *endpoint
 	inlineSend int // largest message we may send (guarded by mu after dial)
 	maxInline  int // largest reply the server can send inline (guarded by mu after dial)
-	ord        int
+	ord        int // RDMA Reads at once when pulling reply read chunks (guarded by mu)
+	maxORD     int // the negotiated ORD
 
 	mu      sync.Mutex
 	pending map[uint32]*request
@@ -206,6 +207,7 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 		inlineSend: min(o.InlineSend, peer.RecvSize),
 		maxInline:  min(o.InlineRecv, peer.SendSize),
 		ord:        max(info.ORD, 1),
+		maxORD:     max(info.ORD, 1),
 		pending:    make(map[uint32]*request),
 		dead:       make(chan struct{}),
 	}
@@ -374,6 +376,32 @@ func (c *Client) SetLimits(l Limits) error {
 		c.window.SetMax(l.Credits)
 	}
 	return nil
+}
+
+// SetInlineThresholds implements confproto.Configurable for the current connection:
+// send is the largest call sent inline, recv the largest reply the server may send
+// inline (longer ones get a reply chunk); both are clamped to [1024, the registered
+// buffer sizes].
+func (c *Client) SetInlineThresholds(send, recv int) {
+	o := &c.opts
+	c.SetLimits(Limits{
+		InlineSend: max(MinInlineSize, min(send, o.InlineSend)),
+		InlineRecv: max(MinInlineSize, min(recv, o.InlineRecv)),
+	})
+}
+
+// SetMaxRDMARead implements confproto.Configurable: the current connection issues at
+// most n RDMA Reads at once (clamped to [1, its ORD]) when pulling reply read chunks.
+func (c *Client) SetMaxRDMARead(n int) {
+	c.mu.Lock()
+	cc := c.cc
+	c.mu.Unlock()
+	if cc == nil {
+		return
+	}
+	cc.mu.Lock()
+	cc.ord = max(1, min(n, cc.maxORD))
+	cc.mu.Unlock()
 }
 
 // Close closes the transport; pending calls fail with oncrpc.ErrClosed.
@@ -924,7 +952,10 @@ func (cc *clientConn) pullReply(ctx context.Context, r *request, h *Header, body
 			return err
 		}
 	}
-	if err := r.asm.run(ctx, cc.ep, mr, body, cc.ord, nil); err != nil {
+	cc.mu.Lock()
+	ord := cc.ord
+	cc.mu.Unlock()
+	if err := r.asm.run(ctx, cc.ep, mr, body, ord, nil); err != nil {
 		return fmt.Errorf("rpcrdma: xid %#08x: read reply chunks: %w", call.XID, err)
 	}
 	cc.release(r)

@@ -3,6 +3,7 @@ package rpcrdma
 import (
 	"testing"
 
+	"github.com/go-rpcrdma/rpcrdma/confproto"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
@@ -107,5 +108,35 @@ func TestSetLimits(t *testing.T) {
 	}
 	if h := env.ctrace.last(t, false); h.Proc != ProcNoMsg {
 		t.Fatalf("2000-byte reply with a 1024 server limit came as %v, want the reply chunk", h.Proc)
+	}
+}
+
+// Both transports take CONF_RDMA results (confproto.Settings.Apply).
+var (
+	_ confproto.Configurable = (*Client)(nil)
+	_ confproto.Configurable = (*ServerConn)(nil)
+)
+
+func TestConfigurable(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	sc := onlyConn(t, env.ln)
+	confproto.Settings{InlineSend: 2048, InlineRecv: 100000, MaxRDMARead: 3}.Apply(env.tr)
+	if l := env.tr.Limits(); l.InlineSend != 2048 || l.InlineRecv != 4096 {
+		t.Fatalf("client limits after Apply: %+v", l)
+	}
+	confproto.Settings{InlineSend: 500, InlineRecv: 2048, MaxRDMARead: 2}.Apply(sc)
+	if l := sc.Limits(); l.InlineSend != 1024 {
+		t.Fatalf("server limits after Apply: %+v (500 clamps to 1024)", l)
+	}
+	if g := sc.reads.Granted(); g != 2 {
+		t.Fatalf("server Read budget %d after SetMaxRDMARead(2)", g)
+	}
+	// Still works, with the new limits.
+	var res tpPair
+	if err := env.rpc.Call(tpCtx(t), tpSum, tpMakePayloads(3000, 3000, 3000), &res); err != nil {
+		t.Fatal(err)
+	}
+	if h := env.strace.last(t, false); len(h.ReadList) != 3 {
+		t.Fatalf("call with 9000 bytes of payload under a 2048 limit: read list %v", h.ReadList)
 	}
 }

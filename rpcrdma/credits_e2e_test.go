@@ -192,8 +192,8 @@ func TestManyConcurrentCalls(t *testing.T) {
 	// Every RDMA Read token of the server connection is back (ORD budget intact), and
 	// no call is still counted against the client's grant.
 	sc := onlyConn(t, env.ln)
-	if n := len(sc.reads); n != cap(sc.reads) || n != sc.ord {
-		t.Fatalf("%d of %d Read tokens free, ORD %d", n, cap(sc.reads), sc.ord)
+	if sc.reads.InUse() != 0 || sc.reads.Granted() != sc.ord {
+		t.Fatalf("%d Read credits in use of %d, ORD %d", sc.reads.InUse(), sc.reads.Granted(), sc.ord)
 	}
 	if n := sc.cred.Outstanding(); n != 0 {
 		t.Fatalf("%d calls still outstanding at the server", n)
@@ -279,7 +279,7 @@ func TestSmallORDConcurrentPulls(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if sc := onlyConn(t, env.ln); sc.ord != 1 || len(sc.reads) != 1 {
-		t.Fatalf("ORD %d, %d tokens free", sc.ord, len(sc.reads))
+	if sc := onlyConn(t, env.ln); sc.ord != 1 || sc.reads.InUse() != 0 {
+		t.Fatalf("ORD %d, %d Read credits in use", sc.ord, sc.reads.InUse())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
+	"github.com/go-rpcrdma/rpcrdma/credits"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 )
 
@@ -131,11 +132,11 @@ func (a *assembler) appendPZRC(out []piece, p piece) []piece {
 
 // run executes the plan into mr's buffer: inline pieces are copied from inline, remote
 // pieces are RDMA-Read, at most ord at a time. When tokens is not nil, every Read also
-// holds one of its tokens (a budget shared by the connection's concurrent pulls, so the
-// connection as a whole never has more Reads in flight than its ORD); a pull that would
-// wait for a token first waits for its own Reads and gives their tokens back, so two
-// pulls can never block each other.
-func (a *assembler) run(ctx context.Context, e *endpoint, mr verbs.MR, inline []byte, ord int, tokens chan struct{}) error {
+// holds one credit of tokens (a budget shared by the connection's concurrent pulls, so
+// the connection as a whole never has more Reads in flight than its ORD); a pull that
+// would wait for a credit first waits for its own Reads and gives their credits back, so
+// two pulls can never block each other.
+func (a *assembler) run(ctx context.Context, e *endpoint, mr verbs.MR, inline []byte, ord int, tokens *credits.Window) error {
 	buf := mr.Buf()
 	ord = max(ord, 1)
 	inFlight := 0
@@ -144,7 +145,7 @@ func (a *assembler) run(ctx context.Context, e *endpoint, mr verbs.MR, inline []
 		err := e.wait(ctx, w)
 		if tokens != nil {
 			for ; inFlight > 0; inFlight-- {
-				tokens <- struct{}{}
+				tokens.Release()
 			}
 		}
 		inFlight = 0
@@ -165,21 +166,15 @@ func (a *assembler) run(ctx context.Context, e *endpoint, mr verbs.MR, inline []
 					return err
 				}
 			}
-			if tokens != nil {
-				select {
-				case <-tokens:
-				default:
-					if inFlight > 0 {
-						if err := drain(true); err != nil {
-							return err
-						}
+			if tokens != nil && !tokens.TryAcquire() {
+				if inFlight > 0 {
+					if err := drain(true); err != nil {
+						return err
 					}
-					select {
-					case <-tokens:
-					case <-ctx.Done():
-						drain(false)
-						return ctx.Err()
-					}
+				}
+				if err := tokens.Acquire(ctx); err != nil {
+					drain(false)
+					return err
 				}
 			}
 			a.sge[0] = verbs.SGE{MR: mr, Offset: p.dstOff, Length: p.n}

@@ -248,10 +248,8 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 		ready:      make(chan *srvCall, nrecv),
 		pullq:      make(chan pullJob, nrecv),
 	}
-	sc.reads = make(chan struct{}, max(sc.ord, 1))
-	for i := 0; i < cap(sc.reads); i++ {
-		sc.reads <- struct{}{}
-	}
+	sc.reads = credits.NewWindow(max(sc.ord, 1))
+	sc.reads.Update(uint32(max(sc.ord, 1)))
 	sc.ctx, sc.cancel = context.WithCancel(context.Background())
 	l.mu.Lock()
 	if l.done {
@@ -262,8 +260,8 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 	}
 	l.conns[sc] = struct{}{}
 	l.mu.Unlock()
+	o.Logger.Debug("accepted", "remote", info.RemoteAddr, "inline_send", min(o.InlineSend, peer.RecvSize), "ord", sc.ord, "send_inv", peer.SendInvOK)
 	ep.start(info, peer, sc.onRecv)
-	o.Logger.Debug("accepted", "remote", info.RemoteAddr, "inline_send", sc.inlineSend, "ord", sc.ord, "send_inv", peer.SendInvOK)
 	return sc, nil
 }
 
@@ -290,7 +288,7 @@ type ServerConn struct {
 	readMu sync.Mutex    // serialises ReadCall
 	ready  chan *srvCall // calls whose read chunks have been pulled
 	pullq  chan pullJob  // calls whose read chunks are to be pulled
-	reads  chan struct{} // one token per RDMA Read the connection may have in flight (ORD)
+	reads  *credits.Window // one credit per RDMA Read the connection may have in flight (ORD)
 	ctx    context.Context
 	cancel context.CancelFunc
 }
@@ -338,6 +336,22 @@ func (sc *ServerConn) SetLimits(l Limits) error {
 	return nil
 }
 
+// SetInlineThresholds implements confproto.Configurable: send is the largest reply sent
+// inline, clamped to [1024, ServerOptions.InlineSend]; recv is ignored (the receive
+// buffers posted for the connection keep their size).
+func (sc *ServerConn) SetInlineThresholds(send, recv int) {
+	send = max(MinInlineSize, min(send, sc.l.opts.InlineSend))
+	sc.mu.Lock()
+	sc.inlineSend = send
+	sc.mu.Unlock()
+}
+
+// SetMaxRDMARead implements confproto.Configurable: at most n RDMA Reads (clamped to
+// [1, the connection's ORD]) are in flight at once from now on.
+func (sc *ServerConn) SetMaxRDMARead(n int) {
+	sc.reads.Update(uint32(max(n, 1)))
+}
+
 // RemoteAddr returns the client's address (netid "rdma").
 func (sc *ServerConn) RemoteAddr() net.Addr { return sc.remote }
 
@@ -346,6 +360,7 @@ func (sc *ServerConn) Close() error {
 	sc.closeOnce.Do(func() {
 		close(sc.closed)
 		sc.cancel()
+		sc.reads.Close()
 		sc.ep.teardown()
 		sc.cred.Close()
 		sc.mu.Lock()
