@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
@@ -117,11 +119,17 @@ func rate(n int64, d time.Duration) string {
 }
 
 func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	ctx, cancel, f, pos, err := startCommand(ctx, "get", args, 2, stderr, nil)
+	qd := 4
+	ctx, cancel, f, pos, err := startCommand(ctx, "get", args, 2, stderr, func(fs *flagSet) {
+		fs.IntVar(&qd, "qd", qd, "READs in flight (to a file; stdout is read one READ at a time)")
+	})
 	if err != nil {
 		return err
 	}
 	defer cancel()
+	if qd < 1 || qd > maxBenchQD {
+		return fmt.Errorf("-qd %d: want 1 to %d", qd, maxBenchQD)
+	}
 	r, err := parseRemote(pos[0])
 	if err != nil {
 		return err
@@ -156,7 +164,12 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		out, report = file, stdout
 	}
 	start := time.Now()
-	n, err := readFile(ctx, s.c, fh, out)
+	var n int64
+	if file != nil {
+		n, err = readFileAt(ctx, s.c, fh, file, int64(attr.Size), qd)
+	} else {
+		n, err = readFile(ctx, s.c, fh, out)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", r, err)
 	}
@@ -203,13 +216,18 @@ func readFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, w io.Writer)
 
 func runPut(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	mode := octal(0)
+	qd := 4
 	ctx, cancel, f, pos, err := startCommand(ctx, "put", args, 2, stderr, func(fs *flagSet) {
 		fs.Var(&mode, "mode", "permission `bits` of a new file, octal (0: the local file's)")
+		fs.IntVar(&qd, "qd", qd, "WRITEs in flight")
 	})
 	if err != nil {
 		return err
 	}
 	defer cancel()
+	if qd < 1 || qd > maxBenchQD {
+		return fmt.Errorf("-qd %d: want 1 to %d", qd, maxBenchQD)
+	}
 	local := pos[0]
 	r, err := parseRemote(pos[1])
 	if err != nil {
@@ -263,7 +281,7 @@ func runPut(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("%s: %w", path.Join(s.export, dirRel, name), err)
 	}
 	start := time.Now()
-	if err := writeFile(ctx, s.c, fh, file); err != nil {
+	if err := writeFile(ctx, s.c, fh, file, fi.Size(), qd); err != nil {
 		return fmt.Errorf("%s: %w", path.Join(s.export, dirRel, name), err)
 	}
 	el := time.Since(start)
@@ -293,51 +311,121 @@ func createOrTruncate(ctx context.Context, c *nfsclient.Client, dir nfs3.FH, nam
 	return fh, nil
 }
 
-// writeFile writes all of src to fh with UNSTABLE WRITEs of MaxWrite bytes, then
-// COMMITs; if the server's write verifier changed meanwhile (it restarted and may
-// have lost the data) it writes everything again, as RFC 1813 §3.3.21 requires.
-func writeFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, src io.ReaderAt) error {
-	buf := make([]byte, c.MaxWrite())
+// writeFile writes the size bytes of src to fh with UNSTABLE WRITEs of MaxWrite bytes,
+// qd of them in flight, then COMMITs; if the server's write verifier changed meanwhile
+// (it restarted and may have lost the data) it writes everything again, as RFC 1813
+// §3.3.21 requires.
+func writeFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, src io.ReaderAt, size int64, qd int) error {
+	chunk := int64(c.MaxWrite())
 	for attempt := 0; attempt < 3; attempt++ {
-		var verf [nfs3.WriteVerfSize]byte
-		changed := false
-		var off int64
-		for {
-			n, rerr := src.ReadAt(buf, off)
-			if n > 0 {
-				for done := 0; done < n; {
-					w, err := c.Write(ctx, fh, uint64(off)+uint64(done), buf[done:n], nfs3.Unstable)
-					if err != nil {
-						return err
+		var (
+			next    atomic.Int64
+			mu      sync.Mutex
+			verf    [nfs3.WriteVerfSize]byte
+			haveV   bool
+			changed bool
+		)
+		wctx, cancel := context.WithCancelCause(ctx)
+		var wg sync.WaitGroup
+		for w := 0; w < qd && int64(w)*chunk < size; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				buf := make([]byte, chunk)
+				for wctx.Err() == nil {
+					off := next.Add(1)*chunk - chunk
+					if off >= size {
+						return
 					}
-					if w.Count == 0 {
-						return fmt.Errorf("WRITE at %d made no progress", off+int64(done))
+					n := min(chunk, size-off)
+					if _, err := src.ReadAt(buf[:n], off); err != nil && !(err == io.EOF && n > 0) {
+						cancel(err)
+						return
 					}
-					if off == 0 && done == 0 {
-						verf = w.Verf
-					} else if w.Verf != verf {
-						changed = true
+					for done := int64(0); done < n; {
+						r, err := c.Write(wctx, fh, uint64(off+done), buf[done:n], nfs3.Unstable)
+						if err != nil {
+							cancel(err)
+							return
+						}
+						if r.Count == 0 {
+							cancel(fmt.Errorf("WRITE at %d made no progress", off+done))
+							return
+						}
+						mu.Lock()
+						if !haveV {
+							verf, haveV = r.Verf, true
+						} else if r.Verf != verf {
+							changed = true
+						}
+						mu.Unlock()
+						done += int64(r.Count)
 					}
-					done += w.Count
 				}
-				off += int64(n)
-			}
-			if rerr == io.EOF {
-				break
-			}
-			if rerr != nil {
-				return rerr
-			}
+			}()
+		}
+		wg.Wait()
+		err := context.Cause(wctx)
+		cancel(nil)
+		if err != nil {
+			return err
 		}
 		cv, err := c.Commit(ctx, fh)
 		if err != nil {
 			return err
 		}
-		if off == 0 || (!changed && cv == verf) {
+		if !haveV || (!changed && cv == verf) {
 			return nil
 		}
 	}
 	return errors.New("the server's write verifier kept changing (is it restarting?)")
+}
+
+// readFileAt copies the size bytes of the file fh to w at the same offsets, MaxRead
+// bytes per READ with qd READs in flight, and returns the bytes read (less than size
+// when the file is shorter now).
+func readFileAt(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, w io.WriterAt, size int64, qd int) (int64, error) {
+	chunk := int64(c.MaxRead())
+	var next, total atomic.Int64
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for i := 0; i < qd && int64(i)*chunk < size; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, chunk)
+			for ctx.Err() == nil {
+				off := next.Add(1)*chunk - chunk
+				if off >= size {
+					return
+				}
+				want := min(chunk, size-off)
+				got := int64(0)
+				for got < want {
+					n, eof, err := c.Read(ctx, fh, uint64(off+got), buf[got:want])
+					if err != nil {
+						cancel(err)
+						return
+					}
+					got += int64(n)
+					if eof || n == 0 {
+						break
+					}
+				}
+				if _, err := w.WriteAt(buf[:got], off); err != nil {
+					cancel(err)
+					return
+				}
+				total.Add(got)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return total.Load(), err
+	}
+	return total.Load(), nil
 }
 
 func runMkdir(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -29,14 +29,18 @@ type testServer struct {
 	conn   []string // the client flags that reach it
 }
 
-func startServer(t *testing.T) *testServer {
+func startServer(t *testing.T, mods ...func(*daemon.Config)) *testServer {
 	t.Helper()
 	s := &testServer{export: t.TempDir()}
+	cfg := daemon.Config{Export: s.export, ExportPath: "/export", RDMA: "127.0.0.1:0", TCP: "127.0.0.1:0"}
+	for _, m := range mods {
+		m(&cfg)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	readyc := make(chan daemon.Info, 1)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- daemon.Run(ctx, daemon.Config{Export: s.export, ExportPath: "/export", RDMA: "127.0.0.1:0", TCP: "127.0.0.1:0"}, func(i daemon.Info) { readyc <- i })
+		errc <- daemon.Run(ctx, cfg, func(i daemon.Info) { readyc <- i })
 	}()
 	select {
 	case s.info = <-readyc:
@@ -433,5 +437,40 @@ func TestIPv6(t *testing.T) {
 	cancel()
 	if err := <-errc; err != nil {
 		t.Error(err)
+	}
+}
+
+// TestParallelTransfers moves a file of many READ/WRITE-sized pieces (the server's
+// transfer size is 64 KiB here) with several calls in flight, and one at a time.
+func TestParallelTransfers(t *testing.T) {
+	s := startServer(t, func(c *daemon.Config) { c.MaxIO = 64 << 10 })
+	local := t.TempDir()
+	data := randomBytes(3<<20+7, 42)
+	src := filepath.Join(local, "src")
+	os.WriteFile(src, data, 0o644)
+	for _, tc := range []struct{ proto, qd string }{{"rdma", "8"}, {"rdma", "1"}, {"tcp", "16"}} {
+		name := "f-" + tc.proto + "-" + tc.qd
+		s.mustCLI(t, "put", "-proto", tc.proto, "-qd", tc.qd, src, "127.0.0.1:/export/"+name)
+		if got, _ := os.ReadFile(filepath.Join(s.export, name)); !bytes.Equal(got, data) {
+			t.Fatalf("put -qd %s over %s: the server holds %d bytes that differ", tc.qd, tc.proto, len(got))
+		}
+		dst := filepath.Join(local, name)
+		s.mustCLI(t, "get", "-proto", tc.proto, "-qd", tc.qd, "127.0.0.1:/export/"+name, dst)
+		if got, _ := os.ReadFile(dst); !bytes.Equal(got, data) {
+			t.Fatalf("get -qd %s over %s: %d bytes that differ", tc.qd, tc.proto, len(got))
+		}
+	}
+	if _, err := s.cli(t, "get", "-qd", "0", "127.0.0.1:/export/x", local); err == nil || !strings.Contains(err.Error(), "-qd 0") {
+		t.Errorf("get -qd 0: %v", err)
+	}
+	// A failed get leaves no partial file behind.
+	if _, err := s.cli(t, "get", "127.0.0.1:/export/missing", filepath.Join(local, "missing")); err == nil {
+		t.Error("get of a missing file succeeded")
+	}
+	ents, _ := os.ReadDir(local)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".part-") || e.Name() == "missing" {
+			t.Errorf("left behind: %s", e.Name())
+		}
 	}
 }
