@@ -285,9 +285,9 @@ type ServerConn struct {
 	pullers     int // puller goroutines running
 	idlePullers int // of which waiting for a job
 
-	readMu sync.Mutex    // serialises ReadCall
-	ready  chan *srvCall // calls whose read chunks have been pulled
-	pullq  chan pullJob  // calls whose read chunks are to be pulled
+	readMu sync.Mutex      // serialises ReadCall
+	ready  chan *srvCall   // calls whose read chunks have been pulled
+	pullq  chan pullJob    // calls whose read chunks are to be pulled
 	reads  *credits.Window // one credit per RDMA Read the connection may have in flight (ORD)
 	ctx    context.Context
 	cancel context.CancelFunc
