@@ -148,6 +148,7 @@ func (q *queuePair) endSetup(id *cmID, err error) {
 			}
 			c.mu.Unlock()
 		}
+		q.dev.async.removeQP(qp)
 		C.rdma_destroy_qp(id.id)
 	}
 	id.destroy()
@@ -176,6 +177,7 @@ func (q *queuePair) attach(id *cmID) error {
 	q.mu.Lock()
 	q.id, q.qp, q.qpn = id, id.id.qp, uint32(id.id.qp.qp_num)
 	q.mu.Unlock()
+	d.async.addQP(id.id.qp, q)
 	q.scq.addQP(q)
 	q.rcq.addQP(q)
 	q.mu.Lock()

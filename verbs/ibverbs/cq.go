@@ -80,6 +80,7 @@ func (d *Device) CreateCQ(depth int) (verbs.CQ, error) {
 	c := &compQueue{dev: d, depth: depth, cq: cq, ch: ch, chFD: fd, loop: make(chan struct{}),
 		wc:  (*C.struct_gwc)(C.calloc(C.GSHIM_BATCH, C.sizeof_struct_gwc)),
 		qps: make(map[uint32]*queuePair), notify: make(chan struct{}, 1), closedC: make(chan struct{})}
+	d.async.addCQ(cq, c)
 	go c.eventLoop()
 	return c, nil
 }
@@ -343,6 +344,7 @@ func (c *compQueue) Close() error {
 	c.mu.Unlock()
 	c.chFD.close()
 	<-c.loop
+	c.dev.async.removeCQ(c.cq)
 	rc := C.ibv_destroy_cq(c.cq)
 	C.ibv_destroy_comp_channel(c.ch)
 	C.free(unsafe.Pointer(c.wc))

@@ -58,6 +58,8 @@ type Device struct {
 	attr      DeviceAttr
 	pid       int
 
+	async *asyncReader
+
 	ech   *C.struct_rdma_event_channel
 	echFD *pollFD
 	loop  chan struct{} // closed when the cm event loop exits
@@ -148,14 +150,22 @@ func Open(cfg Config) (*Device, error) {
 		C.rdma_free_devices(list)
 		return nil, err
 	}
+	async, err := acquireAsync(d.ctx)
+	if err != nil {
+		C.rdma_free_devices(list)
+		return nil, err
+	}
+	d.async = async
 	ech, errno := C.rdma_create_event_channel()
 	if ech == nil {
+		async.release()
 		C.rdma_free_devices(list)
 		return nil, fmt.Errorf("ibverbs: rdma_create_event_channel: %w", errnoErr(errno))
 	}
 	d.ech = ech
 	fd, err := newPollFD(int(ech.fd), "rdma_cm")
 	if err != nil {
+		async.release()
 		C.rdma_destroy_event_channel(ech)
 		C.rdma_free_devices(list)
 		return nil, err
@@ -278,6 +288,7 @@ func (d *Device) Close() error {
 	d.echFD.close()
 	<-d.loop
 	C.rdma_destroy_event_channel(d.ech)
+	d.async.release()
 	C.rdma_free_devices(d.devList)
 	return nil
 }

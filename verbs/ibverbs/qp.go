@@ -598,6 +598,7 @@ func (q *queuePair) close() {
 		q.scq.removeQP(q)
 		q.rcq.removeQP(q)
 		q.flushRest()
+		q.dev.async.removeQP(qp)
 		C.rdma_destroy_qp(id.id)
 		id.destroy()
 	}

@@ -249,3 +249,40 @@ int gshim_port_state(struct ibv_context *ctx, int port, int *state) {
 	*state = a.state;
 	return 0;
 }
+
+int gshim_get_async_event(struct ibv_context *ctx, struct gasync *out) {
+	struct ibv_async_event ev;
+	if (ibv_get_async_event(ctx, &ev)) return errno ? errno : EIO;
+	out->type = ev.event_type;
+	out->port = 0;
+	out->cq = NULL;
+	out->qp = NULL;
+	switch (ev.event_type) {
+	case IBV_EVENT_CQ_ERR:
+		out->cq = ev.element.cq;
+		break;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		out->qp = ev.element.qp;
+		break;
+	case IBV_EVENT_PORT_ACTIVE:
+	case IBV_EVENT_PORT_ERR:
+	case IBV_EVENT_LID_CHANGE:
+	case IBV_EVENT_PKEY_CHANGE:
+	case IBV_EVENT_SM_CHANGE:
+	case IBV_EVENT_CLIENT_REREGISTER:
+	case IBV_EVENT_GID_CHANGE:
+		out->port = ev.element.port_num;
+		break;
+	default:
+		break;
+	}
+	ibv_ack_async_event(&ev);
+	return 0;
+}

@@ -56,6 +56,14 @@ struct gcmev {
 	uint8_t private_data[256];
 };
 
+// Flat asynchronous event (copied before ibv_ack_async_event).
+struct gasync {
+	int type;    // enum ibv_event_type
+	int port;    // for port events
+	void *cq;    // for IBV_EVENT_CQ_ERR
+	void *qp;    // for QP events
+};
+
 // Batch limit of one shim call (the Go side splits longer batches).
 #define GSHIM_BATCH 64
 
@@ -66,6 +74,7 @@ int gshim_req_notify_cq(struct ibv_cq *cq);
 int gshim_get_cq_event(struct ibv_comp_channel *ch);
 int gshim_get_cm_event(struct rdma_event_channel *ch, struct gcmev *out);
 int gshim_set_nonblock(int fd);
+int gshim_get_async_event(struct ibv_context *ctx, struct gasync *out);
 int gshim_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq,
 	uint32_t max_send_wr, uint32_t max_recv_wr, uint32_t max_send_sge, uint32_t max_recv_sge);
 int gshim_connect(struct rdma_cm_id *id, const void *pd, int pdlen, int ird, int ord, int accept);

@@ -16,7 +16,7 @@
 // refused, the new one works), Send with Invalidate, private data in
 // request, reply and reject, IRD/ORD, flush of outstanding work when the
 // peer goes away and on Close, posting errors, many queue pairs at once,
-// and CQ.Wait's context and Close. A test that cannot run on a provider skips with the reason the
+// CQ.Wait's context and Close, and CQ overrun. A test that cannot run on a provider skips with the reason the
 // Provider gives.
 //
 // The suite waits for completions with generous timeouts (slow emulated
@@ -91,6 +91,76 @@ func Run(t *testing.T, p Provider) {
 	t.Run("ManyQPs", s.testManyQPs)
 	t.Run("BatchOfSends", s.testBatchOfSends)
 	t.Run("CQWait", s.testCQWait)
+	t.Run("CQOverrun", s.testCQOverrun)
+}
+
+// testCQOverrun: more completions than a CQ holds make it fail with
+// *verbs.CQOverrunError, after the completions it did hold.
+func (s *suite) testCQOverrun(t *testing.T) {
+	const msgs = 32
+	ctx, cancel := context.WithTimeout(context.Background(), s.p.Timeout)
+	defer cancel()
+	sdev, cdev := s.p.Open(t), s.p.Open(t)
+	ln, err := sdev.Listen(ctx, s.p.ListenAddr)
+	if err != nil {
+		t.Fatalf("Listen: %v", err)
+	}
+	defer ln.Close()
+	pd, err := sdev.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := sdev.CreateCQ(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qp, err := pd.CreateQP(verbs.QPConfig{SendCQ: small, RecvCQ: small, MaxSendWR: 4, MaxRecvWR: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { qp.Close(); small.Close(); pd.Close() })
+	for i := 0; i < msgs; i++ {
+		if err := qp.PostRecv(&verbs.RecvWR{ID: uint64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errc := make(chan error, 1)
+	go func() {
+		cr, err := ln.Accept(ctx)
+		if err == nil {
+			_, err = cr.Accept(ctx, qp, verbs.ConnParams{})
+		}
+		errc <- err
+	}()
+	cli := s.newEndpoint(t, cdev, msgs)
+	if _, err := cdev.Dial(ctx, s.dialAddr(ln), cli.qp, verbs.ConnParams{}); err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("Accept: %v", err)
+	}
+	for i := 0; i < msgs; i++ {
+		cli.send(t, verbs.SendWR{ID: uint64(i), Op: verbs.OpSend})
+	}
+	got := 0
+	var wc [8]verbs.Completion
+	for {
+		n, err := small.Poll(wc[:])
+		got += n
+		if err == nil && n == 0 {
+			err = small.Wait(ctx)
+		}
+		if err != nil {
+			var oe *verbs.CQOverrunError
+			if !errors.As(err, &oe) {
+				t.Fatalf("after %d completions: %v, want *verbs.CQOverrunError", got, err)
+			}
+			if got >= msgs {
+				t.Fatalf("%d completions delivered by a CQ of depth 4 before the overrun", got)
+			}
+			return
+		}
+	}
 }
 
 // testCQWait: Wait honours its context, and Close wakes a waiter.
