@@ -116,3 +116,42 @@ func TestServerWritesMultiSegmentChunks(t *testing.T) {
 		t.Fatalf("reply chunk holds % x...", reply[:8])
 	}
 }
+
+// TestCloseWithCallsInFlight: Close fails pending calls with oncrpc.ErrClosed at once.
+func TestCloseWithCallsInFlight(t *testing.T) {
+	b := newBlocker()
+	env := newTPEnv(t, nil, nil, b.procs())
+	defer close(b.release)
+	ctx := tpCtx(t)
+	errs := make(chan error, 3)
+	for i := 0; i < 3; i++ {
+		go func() { errs <- env.rpc.CallWithOptions(ctx, tpBlock, nil, nil, oncrpc.CallOptions{MaxReply: 100}) }()
+	}
+	<-b.arrived
+	env.tr.Close()
+	for i := 0; i < 3; i++ {
+		if err := <-errs; !errors.Is(err, oncrpc.ErrClosed) {
+			t.Fatalf("pending call after Close: %v, want ErrClosed", err)
+		}
+	}
+}
+
+// TestServerGoneCallFailsWithContext: when the server goes away for good, a call keeps
+// trying to reconnect only until its context ends.
+func TestServerGoneCallFailsWithContext(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	ctx := tpCtx(t)
+	if err := env.rpc.CallWithOptions(ctx, tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
+		t.Fatal(err)
+	}
+	env.srv.Close()
+	env.ln.Close()
+	cctx, cancel := contextWithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- env.rpc.CallWithOptions(cctx, tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 100}) }()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("call to a closed server succeeded")
+	}
+}
