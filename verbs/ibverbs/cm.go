@@ -138,7 +138,7 @@ func (q *queuePair) endSetup(id *cmID, err error) {
 	if q.state == verbs.StateConnecting {
 		q.state = verbs.StateInit
 	}
-	q.sqHead, q.sqTail, q.rqHead, q.rqTail = 0, 0, 0, 0
+	q.sqHead, q.sqTail, q.rqHead, q.rqTail, q.sqSinceSig = 0, 0, 0, 0, 0
 	q.mu.Unlock()
 	if qp != nil {
 		for _, c := range []*compQueue{q.scq, q.rcq} {

@@ -235,7 +235,7 @@ func (c *compQueue) convert(w *C.struct_gwc, out *verbs.Completion) bool {
 	default:
 		var op verbs.SendOp
 		var keep bool
-		if out.ID, op, keep = q.sendDone(wrID &^ sendBit); !keep {
+		if out.ID, op, keep = q.sendDone(wrID&^sendBit, st == C.IBV_WC_SUCCESS); !keep {
 			return false
 		}
 		out.Opcode = sendOpcode(op)

@@ -51,6 +51,13 @@
 // 64 completions per cgo call. Work requests are staged in C memory
 // allocated with the queue pair, so posting does not allocate.
 //
+// A device retires unsignalled send requests only when a later signalled
+// one completes. So that a send queue drains whether or not the caller
+// signals (as in verbs/soft, which retires a request once it is
+// transmitted), the provider itself signals one request in every half
+// queue of unsignalled ones and does not deliver those completions when
+// they succeed; failed and flushed requests always complete.
+//
 // Each CQ has its own completion channel. One goroutine per CQ arms it
 // (ibv_req_notify_cq) and waits for the channel's descriptor, set
 // non-blocking, in the runtime poller (os.NewFile + syscall.RawConn.Read);

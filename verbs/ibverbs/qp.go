@@ -40,6 +40,9 @@ type BatchPoster interface {
 type sendSlot struct {
 	id uint64
 	op verbs.SendOp
+	// hidden: the caller did not ask for a completion, but the provider
+	// did (see postSendLocked); a successful one is not delivered.
+	hidden bool
 }
 
 // pendingRecv is a receive posted before the device QP exists.
@@ -75,6 +78,7 @@ type queuePair struct {
 
 	sq             []sendSlot
 	sqHead, sqTail uint64
+	sqSinceSig     int // unsignalled requests posted since the last signalled one
 	rq             []uint64
 	rqHead, rqTail uint64
 	pending        []pendingRecv
@@ -251,6 +255,7 @@ func (q *queuePair) postSendLocked(wrs []verbs.SendWR) (int, error) {
 	cs := unsafe.Slice(q.cs, C.GSHIM_BATCH)
 	sges := unsafe.Slice(q.csge, q.nsge)
 	k := 0
+	since, sigEvery := q.sqSinceSig, max(1, len(q.sq)/2)
 	for i := range wrs {
 		wr := &wrs[i]
 		if wr.Op == verbs.OpRead && q.ord == 0 {
@@ -286,8 +291,19 @@ func (q *queuePair) postSendLocked(wrs []verbs.SendWR) (int, error) {
 		g.rkey = C.uint32_t(wr.RemoteSTag)
 		g.invalidate_rkey = C.uint32_t(wr.InvalidateSTag)
 		var fl C.int
+		hidden := false
 		if wr.Flags&verbs.Signaled != 0 {
 			fl |= C.IBV_SEND_SIGNALED
+			since = 0
+		} else if since+1 >= sigEvery {
+			// A device retires unsignalled requests only with a later
+			// signalled completion; signal one in every half queue
+			// ourselves so the queue drains even when the caller
+			// never asks (as verbs/soft, which retires on transmit).
+			fl |= C.IBV_SEND_SIGNALED
+			since, hidden = 0, true
+		} else {
+			since++
 		}
 		if wr.Flags&verbs.Solicited != 0 {
 			fl |= C.IBV_SEND_SOLICITED
@@ -303,7 +319,7 @@ func (q *queuePair) postSendLocked(wrs []verbs.SendWR) (int, error) {
 		case verbs.OpRead:
 			g.opcode = C.IBV_WR_RDMA_READ
 		}
-		q.sq[seq%uint64(len(q.sq))] = sendSlot{id: wr.ID, op: wr.Op}
+		q.sq[seq%uint64(len(q.sq))] = sendSlot{id: wr.ID, op: wr.Op, hidden: hidden}
 	}
 	if len(wrs) == 0 {
 		return 0, fmt.Errorf("ibverbs: PostSend: %w (%d outstanding)", verbs.ErrQueueFull, len(q.sq))
@@ -311,6 +327,9 @@ func (q *queuePair) postSendLocked(wrs []verbs.SendWR) (int, error) {
 	rc := C.gshim_post_send(q.qp, q.cs, C.int(len(wrs)), q.csge, q.cbad)
 	bad := *q.cbad
 	q.sqTail += uint64(bad)
+	if rc == 0 {
+		q.sqSinceSig = since
+	} // else: a failed post keeps the old count (at worst an early signal)
 	if rc != 0 {
 		return int(bad), postError("ibv_post_send", rc, len(q.sq))
 	}
@@ -460,7 +479,7 @@ func (q *queuePair) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 // and operation. Called by the CQ with its lock held.
 // keep is false while a failed connection attempt's device QP is being
 // torn down: its flushes are dropped (its receives stay pending).
-func (q *queuePair) sendDone(seq uint64) (id uint64, op verbs.SendOp, keep bool) {
+func (q *queuePair) sendDone(seq uint64, success bool) (id uint64, op verbs.SendOp, keep bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if seq < q.sqHead {
@@ -468,7 +487,7 @@ func (q *queuePair) sendDone(seq uint64) (id uint64, op verbs.SendOp, keep bool)
 	}
 	s := q.sq[seq%uint64(len(q.sq))]
 	q.sqHead = seq + 1
-	return s.id, s.op, !q.discard
+	return s.id, s.op, !q.discard && !(s.hidden && success)
 }
 
 // recvDone retires receive seq and returns its ID.
