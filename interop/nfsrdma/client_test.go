@@ -320,6 +320,15 @@ func TestClientAgainstKnfsd(t *testing.T) {
 	t.Logf("wire (client side): %v", cn)
 	t.Logf("NFSv3 calls by procedure: %v", cn.NFSCalls)
 	artifact(t, "nfsrdma-wire.txt", []byte(cn.String()+"\n"))
+	// The guest compares this with knfsd's own per-procedure counters.
+	proc3 := fmt.Sprintf("proc3 %d", len(cn.NFSCalls))
+	for _, n := range cn.NFSCalls {
+		proc3 += " " + strconv.Itoa(n)
+	}
+	artifact(t, "nfsrdma-proc3", []byte(proc3+"\n"))
+	if cn.LongCalls != 0 {
+		t.Logf("%d calls went as RDMA_NOMSG: their procedures are not in %q", cn.LongCalls, proc3)
+	}
 	big := 0
 	for _, n := range sizes {
 		big = max(big, n)

@@ -129,6 +129,7 @@ func TestLinuxClientMountsServer(t *testing.T) {
 	if c.ErrorReplies != 0 || c.ParseErrors != 0 || c.CreditOverruns != 0 {
 		t.Errorf("%d RDMA_ERROR replies, %d unreadable messages (%s), %d credit overruns; want none", c.ErrorReplies, c.ParseErrors, c.FirstError, c.CreditOverruns)
 	}
+	checkLinuxCounters(t, c)
 	if c.MaxGrant == 0 {
 		t.Error("no credits granted")
 	}
@@ -186,4 +187,46 @@ func sha256File(path string) (string, int64, error) {
 		return "", 0, err
 	}
 	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// checkLinuxCounters compares the Linux client's own account of the mount (the copy of
+// /proc/self/mountstats the guest saved before unmounting) with what our server saw:
+// calls by chunk kind and NFSv3 operations by procedure must agree. Calls the client
+// made after the copy (none are expected with chunks) would show as ours exceeding
+// Linux's, so those checks are equalities only for the chunk counts and the
+// per-procedure counts of the workload's data procedures.
+func checkLinuxCounters(t *testing.T, c Counts) {
+	t.Helper()
+	b, err := os.ReadFile(labPath("mountstats.txt"))
+	if err != nil {
+		t.Errorf("the guest's mountstats: %v", err)
+		return
+	}
+	ms, err := ParseMountStats(b, "/mnt/nfs")
+	if err != nil {
+		t.Errorf("the guest's mountstats: %v", err)
+		return
+	}
+	x := ms.Xprt
+	t.Logf("Linux xprtrdma counters: sends %d, recvs %d, read chunks %d, write chunks %d, reply chunks %d", x.Sends, x.Recvs, x.ReadChunks, x.WriteChunks, x.ReplyChunks)
+	if x.ReadChunks != uint64(c.ReadChunkCalls) || x.WriteChunks != uint64(c.WriteChunkCalls) || x.ReplyChunks != uint64(c.ReplyChunkCalls) {
+		t.Errorf("calls with read/write/reply chunks: Linux counted %d/%d/%d, our server received %d/%d/%d",
+			x.ReadChunks, x.WriteChunks, x.ReplyChunks, c.ReadChunkCalls, c.WriteChunkCalls, c.ReplyChunkCalls)
+	}
+	if x.Sends > uint64(c.Calls) || x.Recvs > uint64(c.Replies) {
+		t.Errorf("Linux sent %d and received %d messages, our server received %d calls and sent %d replies", x.Sends, x.Recvs, c.Calls, c.Replies)
+	}
+	for proc, name := range NFSv3ProcNames {
+		linux, ok := ms.Ops[name]
+		if !ok {
+			t.Errorf("no per-op count for %s in the guest's mountstats", name)
+			continue
+		}
+		// RDMA_NOMSG calls carry their RPC header in a chunk; the judge cannot see
+		// their procedure.
+		ours := uint64(c.NFSCalls[proc]) + uint64(c.LongCalls)
+		if linux > ours || (c.LongCalls == 0 && linux != ours && (proc == NFSProcRead || proc == NFSProcWrite || proc == NFSProcReaddir || proc == NFSProcReaddirPlus)) {
+			t.Errorf("%s: Linux counted %d, our server received %d", name, linux, ours)
+		}
+	}
 }

@@ -25,6 +25,13 @@ type Counts struct {
 
 	NFSCalls [22]int // NFSv3 calls by procedure, when the call was inline (RDMA_MSG)
 
+	// Calls by the chunks they carry, whatever the procedure: the same three
+	// numbers as the read_chunk_count, write_chunk_count and reply_chunk_count of
+	// a Linux client's "xprt: rdma" line in /proc/self/mountstats.
+	ReadChunkCalls  int // calls with a read chunk (any position)
+	WriteChunkCalls int // calls offering write chunks
+	ReplyChunkCalls int // calls offering a reply chunk
+
 	WriteCalls     int    // NFS WRITE calls
 	WriteReadChunk int    // ... that carried their data in a read chunk (position > 0)
 	ReadChunkBytes uint64 // bytes of read chunks at positions other than 0, all calls
@@ -101,6 +108,15 @@ func (t *Tally) call(h *Header) {
 	case ProcNoMsg:
 		c.LongCalls++
 	}
+	if h.ReadSegs > 0 {
+		c.ReadChunkCalls++
+	}
+	if h.WriteChunks > 0 {
+		c.WriteChunkCalls++
+	}
+	if h.ReplyChunk {
+		c.ReplyChunkCalls++
+	}
 	if h.HasRPC && h.IsCall && h.Prog == ProgNFS && h.RPCVers == 3 {
 		if h.RPCProc < uint32(len(c.NFSCalls)) {
 			c.NFSCalls[h.RPCProc]++
@@ -169,8 +185,8 @@ func (t *Tally) Counts() Counts {
 // String summarises the counts on one line for logs.
 func (c Counts) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "calls %d replies %d; WRITE %d (read chunk %d, %d bytes by RDMA Read); READ %d (write chunk %d, %d bytes placed in %d replies); READDIR(PLUS) %d (reply chunk %d); RDMA_NOMSG replies %d (%d bytes); long calls %d; RDMA_DONE %d; RDMA_ERROR %d; grants %d..%d; max in flight %d; credit overruns %d; parse errors %d",
-		c.Calls, c.Replies, c.WriteCalls, c.WriteReadChunk, c.ReadChunkBytes, c.ReadCalls, c.ReadWriteChunk,
+	fmt.Fprintf(&b, "calls %d replies %d; calls with read chunks %d, write chunks %d, reply chunk %d; WRITE %d (read chunk %d, %d bytes by RDMA Read); READ %d (write chunk %d, %d bytes placed in %d replies); READDIR(PLUS) %d (reply chunk %d); RDMA_NOMSG replies %d (%d bytes); long calls %d; RDMA_DONE %d; RDMA_ERROR %d; grants %d..%d; max in flight %d; credit overruns %d; parse errors %d",
+		c.Calls, c.Replies, c.ReadChunkCalls, c.WriteChunkCalls, c.ReplyChunkCalls, c.WriteCalls, c.WriteReadChunk, c.ReadChunkBytes, c.ReadCalls, c.ReadWriteChunk,
 		c.WriteListBytes, c.WriteListReplys, c.DirCalls, c.DirReplyChunk, c.NoMsgReplies, c.ReplyChunkBytes,
 		c.LongCalls, c.DoneMsgs, c.ErrorReplies, c.MinGrant, c.MaxGrant, c.MaxInFlight, c.CreditOverruns, c.ParseErrors)
 	if c.FirstError != "" {
