@@ -845,64 +845,99 @@ func (cc *clientConn) complete(ctx context.Context, r *request, call *oncrpc.Cli
 		return fmt.Errorf("rpcrdma: xid %#08x: %w: unexpected %v", call.XID, ErrBadReply, h.Proc)
 	}
 
-	// Write chunks: lengths tell how much of each sink was filled.
-	if len(h.WriteList) > len(call.ReplySinks) {
-		return fmt.Errorf("rpcrdma: xid %#08x: %w: %d write chunks returned, %d offered", call.XID, ErrBadReply, len(h.WriteList), len(call.ReplySinks))
+	replyCap := 0
+	if r.replyMR != nil {
+		replyCap = min(len(r.replyMR.Buf()), cap(reply.Inline))
 	}
-	for i, wc := range h.WriteList {
-		n := wc.Length()
-		if n > uint64(len(call.ReplySinks[i])) {
-			return fmt.Errorf("rpcrdma: xid %#08x: %w: write chunk %d reports %d bytes, %d offered", call.XID, ErrBadReply, i, n, len(call.ReplySinks[i]))
-		}
-		reply.Placed = append(reply.Placed, call.ReplySinks[i][:n])
-	}
-
-	body := buf[hl:]
-	if h.Proc == ProcMsgP {
-		// Seed §3.9: the sender may pad before the message; rdma_align says to what.
-		// Our server pads the message start to rdma_align from the header's end.
-		if pad := msgpPad(hl, h.Align); pad <= len(body) {
-			body = body[pad:]
-		} else {
-			return fmt.Errorf("rpcrdma: xid %#08x: %w: RDMA_MSGP padding beyond the message", call.XID, ErrBadReply)
-		}
-	}
-	var grouped []chunks.ReadChunk
-	if len(h.ReadList) > 0 {
-		if grouped, err = chunks.Group(r.rcs[:0], h.ReadList); err != nil {
-			return fmt.Errorf("rpcrdma: xid %#08x: %w: %w", call.XID, ErrBadReply, err)
-		}
+	kind, body, grouped, replyLen, err := parseReply(h, buf[hl:], hl, call.ReplySinks, replyCap, r.rcs[:0])
+	if grouped != nil {
 		r.rcs = grouped
 	}
+	if err != nil {
+		return fmt.Errorf("rpcrdma: xid %#08x: %w: %w", call.XID, ErrBadReply, err)
+	}
+	// Write chunks: lengths tell how much of each sink was filled.
+	for i, wc := range h.WriteList {
+		reply.Placed = append(reply.Placed, call.ReplySinks[i][:wc.Length()])
+	}
 
-	switch {
-	case len(grouped) > 0:
+	switch kind {
+	case replyInReadChunks:
 		// A long reply returned as read chunks: pull them, then RDMA_DONE.
 		err = cc.pullReply(ctx, r, h, body, grouped, call, reply)
 		if derr := cc.sendDone(ctx, call.XID); err == nil && derr != nil {
 			err = fmt.Errorf("rpcrdma: xid %#08x: send RDMA_DONE: %w", call.XID, derr)
 		}
 		return err
-	case h.Proc == ProcNoMsg:
-		if len(h.ReplyChunk) == 0 || r.replyMR == nil {
-			return fmt.Errorf("rpcrdma: xid %#08x: %w: RDMA_NOMSG reply without a reply chunk", call.XID, ErrBadReply)
-		}
-		n := h.ReplyChunk.Length()
-		if n > uint64(cap(reply.Inline)) || n > uint64(len(r.replyMR.Buf())) {
-			return fmt.Errorf("rpcrdma: xid %#08x: %w: reply chunk reports %d bytes, %d offered", call.XID, ErrBadReply, n, len(r.replyMR.Buf()))
-		}
+	case replyInChunk:
 		// Revoke the server's access before handing the bytes to the caller.
 		cc.release(r)
-		reply.Inline = reply.Inline[:n]
+		reply.Inline = reply.Inline[:replyLen]
 		return nil
 	default:
-		if h.ReplyChunk.Length() != 0 {
-			return fmt.Errorf("rpcrdma: xid %#08x: %w: %v reply with a non-empty reply chunk", call.XID, ErrBadReply, h.Proc)
-		}
 		cc.release(r)
 		reply.Inline = append(reply.Inline[:0], body...)
 		return nil
 	}
+}
+
+// replyKind says where a reply's RPC message is.
+type replyKind int
+
+const (
+	replyInline       replyKind = iota // after the header (RDMA_MSG, RDMA_MSGP)
+	replyInChunk                       // written into the reply chunk (RDMA_NOMSG)
+	replyInReadChunks                  // to be pulled from read chunks, then RDMA_DONE
+)
+
+// parseReply checks a decoded RDMA_MSG, RDMA_NOMSG or RDMA_MSGP reply header h against
+// what the call offered (sinks: the write chunks, in order; replyCap: the reply chunk's
+// size, 0 when none was offered) and says where the RPC message is: body is what follows
+// the header (hl bytes long) with any RDMA_MSGP padding removed, grouped the reply's read
+// chunks (grouped into rcs), replyLen the bytes written to the reply chunk. Linux
+// (rpcrdma_reply_handler) applies the same rules, less read chunks and RDMA_MSGP.
+func parseReply(h *Header, body []byte, hl int, sinks [][]byte, replyCap int, rcs []chunks.ReadChunk) (kind replyKind, _ []byte, grouped []chunks.ReadChunk, replyLen uint64, err error) {
+	switch h.Proc {
+	case ProcMsg, ProcNoMsg, ProcMsgP:
+	default:
+		return 0, nil, nil, 0, fmt.Errorf("unexpected %v", h.Proc)
+	}
+	if len(h.WriteList) > len(sinks) {
+		return 0, nil, nil, 0, fmt.Errorf("%d write chunks returned, %d offered", len(h.WriteList), len(sinks))
+	}
+	for i, wc := range h.WriteList {
+		if n := wc.Length(); n > uint64(len(sinks[i])) {
+			return 0, nil, nil, 0, fmt.Errorf("write chunk %d reports %d bytes, %d offered", i, n, len(sinks[i]))
+		}
+	}
+	if h.Proc == ProcMsgP {
+		// Seed §3.9: padding between the header and the message, to rdma_align.
+		pad := msgpPad(hl, h.Align)
+		if pad > len(body) {
+			return 0, nil, nil, 0, errors.New("RDMA_MSGP padding beyond the message")
+		}
+		body = body[pad:]
+	}
+	if len(h.ReadList) > 0 {
+		if grouped, err = chunks.Group(rcs, h.ReadList); err != nil {
+			return 0, nil, grouped, 0, err
+		}
+		return replyInReadChunks, body, grouped, 0, nil
+	}
+	if h.Proc == ProcNoMsg {
+		if len(h.ReplyChunk) == 0 || replyCap == 0 {
+			return 0, nil, nil, 0, errors.New("RDMA_NOMSG reply without a reply chunk")
+		}
+		n := h.ReplyChunk.Length()
+		if n > uint64(replyCap) {
+			return 0, nil, nil, 0, fmt.Errorf("reply chunk reports %d bytes, %d offered", n, replyCap)
+		}
+		return replyInChunk, nil, nil, n, nil
+	}
+	if h.ReplyChunk.Length() != 0 {
+		return 0, nil, nil, 0, fmt.Errorf("%v reply with a non-empty reply chunk", h.Proc)
+	}
+	return replyInline, body, nil, 0, nil
 }
 
 // MaxMSGPAlign is the largest rdma_align this package pads to; larger values are
