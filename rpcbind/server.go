@@ -26,20 +26,29 @@ const OwnerSuperuser = "superuser"
 // can mount without port options. Other procedures get PROC_UNAVAIL. It is safe for
 // concurrent use.
 //
-// What it answers, where it differs from Linux rpcbind:
+// What it answers, and where that differs from Linux rpcbind (TestRegistryMatchesRealRPCBind
+// runs the same calls against both and pins each difference):
 //   - SET and UNSET are honoured only from loopback callers (a TCP or UDP remote
-//     address in 127.0.0.0/8 or ::1); others get FALSE. r_owner is recorded as sent.
+//     address in 127.0.0.0/8 or ::1); others get FALSE. r_owner is recorded as sent
+//     (Linux records "unknown" over TCP).
 //   - SET answers FALSE when the program version is registered under the netid
-//     already (version 2: under the netid of its IP protocol, "tcp" or "udp").
+//     already (version 2: under the netid of its IP protocol, "tcp" or "udp"), even
+//     with the same address, which Linux accepts again. Version 2 SET of a protocol
+//     other than TCP or UDP, or of a port above 65535, answers FALSE (Linux keeps the
+//     port's low 16 bits).
 //   - UNSET answers TRUE only when it removed something (Linux rpcbind also answers
 //     TRUE when nothing matched, so Client.Unregister of a missing registration
 //     fails with ErrRefused here). Version 2 UNSET removes every netid of the
 //     program version, as in Linux.
-//   - GETADDR answers the universal address registered at SET time; when the
-//     version asked for is not registered it answers the address of any other
-//     version of the program under the same netid (RFC 1833 §2.2.1), which
-//     GETVERSADDR does not. Unlike Linux it looks up r_netid, not the netid of the
-//     connection the call came on, so it finds "rdma" registrations too.
+//   - GETADDR answers the universal address registered at SET time; an address
+//     registered through SetPort or version 2 SET is "0.0.0.0.p1.p2", which Linux
+//     clients accept because they take only the port (Linux rpcbind puts the
+//     address the caller reached it at in place of the wildcard host). When the
+//     version asked for is not registered GETADDR answers the address of another
+//     version of the program under the same netid (RFC 1833 §2.2.1); GETVERSADDR
+//     and version 2 GETPORT do not (Linux GETPORT does). GETADDR looks up r_netid,
+//     not the netid of the connection the call came on as Linux does, so it finds
+//     "rdma" registrations too.
 //   - GETPORT and version 2 DUMP see only the "tcp" and "udp" registrations whose
 //     address parses as an IP universal address.
 //

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -424,6 +425,99 @@ func BenchmarkRegistryGetAddr(b *testing.B) {
 		e.Truncate(0)
 		if err := h.ServeRPC(ctx, req, &e); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestRegistryMatchesRealRPCBind runs the same sequence of version 2 and version 4
+// calls against Debian's rpcbind and against a Registry and requires the same
+// answers, except for the differences the Registry documents, which it pins down.
+func TestRegistryMatchesRealRPCBind(t *testing.T) {
+	needRPCBind(t)
+	const prog = confRDMAProg
+	type answer struct{ what, got string }
+	run := func(t *testing.T, c *Client) []answer {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		m := Mapping{Prog: prog, Vers: 7, Prot: IPProtoTCP, Port: 20053}
+		q := RPCB{Prog: prog, Vers: 8, NetID: NetIDRDMA, Addr: "192.0.2.1.78.81", Owner: "x"}
+		big := Mapping{Prog: prog, Vers: 9, Prot: IPProtoTCP, Port: 70000}
+		cleanup := func() {
+			c.PmapUnset(context.Background(), &m)
+			c.Unset(context.Background(), &q)
+			c.PmapUnset(context.Background(), &big)
+		}
+		cleanup()
+		t.Cleanup(cleanup)
+		var out []answer
+		add := func(what string, v any, err error) { out = append(out, answer{what, fmt.Sprintf("%v %v", v, err)}) }
+		ok, err := c.PmapSet(ctx, &m)
+		add("v2 SET", ok, err)
+		ok, err = c.PmapSet(ctx, &m)
+		add("v2 SET again", ok, err)
+		other := m
+		other.Port++
+		ok, err = c.PmapSet(ctx, &other)
+		add("v2 SET of another port", ok, err)
+		ok, err = c.PmapSet(ctx, &Mapping{Prog: prog, Vers: 9, Prot: 132, Port: 5})
+		add("v2 SET of SCTP", ok, err)
+		ok, err = c.PmapSet(ctx, &big)
+		add("v2 SET of port 70000", ok, err)
+		ok, err = c.PmapUnset(ctx, &big)
+		add("v2 UNSET of port 70000", ok, err)
+		p, err := c.PmapGetPort(ctx, &Mapping{Prog: prog, Vers: 7, Prot: IPProtoTCP})
+		add("v2 GETPORT tcp", p, err)
+		p, err = c.PmapGetPort(ctx, &Mapping{Prog: prog, Vers: 7, Prot: IPProtoUDP})
+		add("v2 GETPORT udp", p, err)
+		p, err = c.PmapGetPort(ctx, &Mapping{Prog: prog, Vers: 6, Prot: IPProtoTCP})
+		add("v2 GETPORT of another version", p, err)
+		l, err := c.PmapDump(ctx)
+		add("v2 DUMP has it", slices.Contains(l, m), err)
+		rl, err := c.Dump(ctx)
+		e, _ := findInDump(rl, prog, 7, NetIDTCP)
+		add("v4 DUMP r_addr", e.Addr, err)
+		ua, err := c.GetAddr(ctx, &RPCB{Prog: prog, Vers: 7, NetID: NetIDTCP})
+		add("v4 GETADDR tcp", ua, err)
+		ok, err = c.Set(ctx, &RPCB{Prog: prog, Vers: 7, NetID: NetIDTCP, Addr: "127.0.0.1.78.86", Owner: "x"})
+		add("v4 SET over the v2 mapping", ok, err)
+		ok, err = c.Set(ctx, &q)
+		add("v4 SET rdma", ok, err)
+		ok, err = c.Set(ctx, &q)
+		add("v4 SET rdma again", ok, err)
+		rl, err = c.Dump(ctx)
+		e, _ = findInDump(rl, prog, 8, NetIDRDMA)
+		add("v4 DUMP rdma r_addr", e.Addr, err)
+		ok, err = c.PmapUnset(ctx, &m)
+		add("v2 UNSET", ok, err)
+		p, err = c.PmapGetPort(ctx, &m)
+		add("v2 GETPORT after UNSET", p, err)
+		ok, err = c.Unset(ctx, &q)
+		add("v4 UNSET rdma", ok, err)
+		ua, err = c.GetAddr(ctx, &RPCB{Prog: prog, Vers: 8, NetID: NetIDRDMA})
+		add("v4 GETADDR rdma after UNSET", ua, err)
+		return out
+	}
+	// Documented differences: {Linux rpcbind, Registry}.
+	differ := map[string][2]string{
+		"v2 SET again":                  {"true <nil>", "false <nil>"},                    // Linux accepts an identical SET
+		"v4 SET rdma again":             {"true <nil>", "false <nil>"},                    // likewise
+		"v2 SET of port 70000":          {"true <nil>", "false <nil>"},                    // Linux keeps the low 16 bits
+		"v2 UNSET of port 70000":        {"true <nil>", "false <nil>"},                    // so the Registry has nothing to remove
+		"v2 GETPORT of another version": {"20053 <nil>", "0 <nil>"},                       // Linux answers any version of the program
+		"v4 GETADDR tcp":                {"127.0.0.1.78.85 <nil>", "0.0.0.0.78.85 <nil>"}, // Linux fills in a wildcard host
+	}
+	real := run(t, dialTest(t, Version4))
+	ours := run(t, newTestClient(t, serveRegistry(t, NewRegistry()), Version4))
+	if len(real) != len(ours) {
+		t.Fatalf("%d answers from rpcbind, %d from the Registry", len(real), len(ours))
+	}
+	for i := range real {
+		want := [2]string{real[i].got, real[i].got}
+		if d, ok := differ[real[i].what]; ok {
+			want = d
+		}
+		if real[i].got != want[0] || ours[i].got != want[1] {
+			t.Errorf("%s: rpcbind %q, Registry %q; want %q, %q", real[i].what, real[i].got, ours[i].got, want[0], want[1])
 		}
 	}
 }
