@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
+	"github.com/go-rpcrdma/rpcrdma/confproto"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
@@ -208,6 +209,20 @@ func TestServeRDMAAndTCP(t *testing.T) {
 		got, err := c.ReadAll(ctx, fh)
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("%s: read back %d bytes, err %v", netid, len(got), err)
+		}
+	}
+	// CONF_RDMA answers on the RDMA listener with the -inline size.
+	{
+		dev := soft.New(soft.Config{})
+		defer dev.Close()
+		rt, err := rpcrdma.Dial(ctx, dev, s.info.RDMA.String(), &rpcrdma.ClientOptions{InlineSend: confproto.BaseInlineSize})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reply, err := confproto.Negotiate(ctx, confproto.NewClient(rt), confproto.ConfigRDMAReq{MaxCallSendSize: 4096, MaxReplySendSize: 4096, MaxRDMARead: 8})
+		rt.Close()
+		if err != nil || reply.MaxCallSendSize != 2048 {
+			t.Errorf("CONF_RDMA over RDMA: %+v, %v; want maxcall_sendsize 2048", reply, err)
 		}
 	}
 	// Both files are listed over RDMA (READDIRPLUS by reply chunk when long).
