@@ -510,34 +510,14 @@ func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
 	case ProcError:
 		sc.putCall(c)
 		return nil, nil
-	case ProcMsgP:
-		if !sc.l.opts.MSGP {
-			sc.sendError(ctx, ErrCodeChunk, h.XID)
-			sc.putCall(c)
-			return nil, nil
-		}
 	}
 	c.msgp = h.Proc == ProcMsgP
-	body := buf[hl:]
-	if c.msgp {
-		pad := msgpPad(hl, h.Align)
-		if pad > len(body) {
-			sc.sendError(ctx, ErrCodeChunk, h.XID)
-			sc.putCall(c)
-			return nil, nil
-		}
-		body = body[pad:]
+	body, grouped, cerr := checkCall(h, buf[hl:], hl, sc.l.opts.MSGP, c.asm.grouped[:0])
+	if grouped != nil {
+		c.asm.grouped = grouped
 	}
-
-	// Structure beyond the decoder: group and order the read list, and check that an
-	// RDMA_NOMSG call carries its message in a position-zero chunk.
-	grouped, gerr := chunks.Group(c.asm.grouped[:0], h.ReadList)
-	c.asm.grouped = grouped
-	if gerr == nil && h.Proc == ProcNoMsg && (len(grouped) == 0 || grouped[0].Position != 0) {
-		gerr = errors.New("RDMA_NOMSG call without a position-zero read chunk")
-	}
-	if gerr != nil {
-		sc.l.opts.Logger.Debug("bad chunk lists", "remote", sc.remote, "xid", h.XID, "err", gerr)
+	if cerr != nil {
+		sc.l.opts.Logger.Debug("bad call", "remote", sc.remote, "xid", h.XID, "err", cerr)
 		sc.sendError(ctx, ErrCodeChunk, h.XID)
 		sc.putCall(c)
 		return nil, nil
@@ -643,6 +623,37 @@ func (sc *ServerConn) puller() {
 		sc.mu.Unlock()
 		sc.pull(j.c, j.body, j.total)
 	}
+}
+
+// checkCall checks what the header decoder cannot for a call (h.Proc RDMA_MSG,
+// RDMA_NOMSG or RDMA_MSGP; body follows the hl-byte header): RDMA_MSGP only when
+// allowed, and its padding within the message; the read list grouped into read chunks
+// (into rcs) in position order without overlap; an RDMA_NOMSG call carrying its message
+// in a position-zero read chunk. It returns the inline body (padding removed) and the
+// read chunks. Any error is answered with ERR_CHUNK.
+func checkCall(h *Header, body []byte, hl int, allowMSGP bool, rcs []chunks.ReadChunk) ([]byte, []chunks.ReadChunk, error) {
+	switch h.Proc {
+	case ProcMsg, ProcNoMsg:
+	case ProcMsgP:
+		if !allowMSGP {
+			return nil, nil, errors.New("RDMA_MSGP not accepted")
+		}
+		pad := msgpPad(hl, h.Align)
+		if pad > len(body) {
+			return nil, nil, errors.New("RDMA_MSGP padding beyond the message")
+		}
+		body = body[pad:]
+	default:
+		return nil, nil, fmt.Errorf("%v is not a call", h.Proc)
+	}
+	grouped, err := chunks.Group(rcs, h.ReadList)
+	if err != nil {
+		return nil, grouped, err
+	}
+	if h.Proc == ProcNoMsg && (len(grouped) == 0 || grouped[0].Position != 0) {
+		return nil, grouped, errors.New("RDMA_NOMSG call without a position-zero read chunk")
+	}
+	return body, grouped, nil
 }
 
 // sendError answers xid with RDMA_ERROR (plain Send, never remote invalidation).
