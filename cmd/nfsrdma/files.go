@@ -166,7 +166,9 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	start := time.Now()
 	var n int64
 	if file != nil {
-		n, err = readFileAt(ctx, s.c, fh, file, int64(attr.Size), qd)
+		prog := startProgress(stderr, "get "+path.Base(r.path), int64(attr.Size), 500*time.Millisecond, false)
+		n, err = readFileAt(ctx, s.c, fh, file, int64(attr.Size), qd, prog.add)
+		prog.end()
 	} else {
 		n, err = readFile(ctx, s.c, fh, out)
 	}
@@ -281,7 +283,10 @@ func runPut(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return fmt.Errorf("%s: %w", path.Join(s.export, dirRel, name), err)
 	}
 	start := time.Now()
-	if err := writeFile(ctx, s.c, fh, file, fi.Size(), qd); err != nil {
+	prog := startProgress(stderr, "put "+path.Base(local), fi.Size(), 500*time.Millisecond, false)
+	err = writeFile(ctx, s.c, fh, file, fi.Size(), qd, prog.add)
+	prog.end()
+	if err != nil {
 		return fmt.Errorf("%s: %w", path.Join(s.export, dirRel, name), err)
 	}
 	el := time.Since(start)
@@ -315,7 +320,7 @@ func createOrTruncate(ctx context.Context, c *nfsclient.Client, dir nfs3.FH, nam
 // qd of them in flight, then COMMITs; if the server's write verifier changed meanwhile
 // (it restarted and may have lost the data) it writes everything again, as RFC 1813
 // §3.3.21 requires.
-func writeFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, src io.ReaderAt, size int64, qd int) error {
+func writeFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, src io.ReaderAt, size int64, qd int, moved func(int)) error {
 	chunk := int64(c.MaxWrite())
 	for attempt := 0; attempt < 3; attempt++ {
 		var (
@@ -360,6 +365,7 @@ func writeFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, src io.Read
 						}
 						mu.Unlock()
 						done += int64(r.Count)
+						moved(r.Count)
 					}
 				}
 			}()
@@ -384,7 +390,7 @@ func writeFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, src io.Read
 // readFileAt copies the size bytes of the file fh to w at the same offsets, MaxRead
 // bytes per READ with qd READs in flight, and returns the bytes read (less than size
 // when the file is shorter now).
-func readFileAt(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, w io.WriterAt, size int64, qd int) (int64, error) {
+func readFileAt(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, w io.WriterAt, size int64, qd int, moved func(int)) (int64, error) {
 	chunk := int64(c.MaxRead())
 	var next, total atomic.Int64
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -418,6 +424,7 @@ func readFileAt(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, w io.Write
 					return
 				}
 				total.Add(got)
+				moved(int(got))
 			}
 		}()
 	}

@@ -474,3 +474,28 @@ func TestParallelTransfers(t *testing.T) {
 		}
 	}
 }
+
+func TestProgress(t *testing.T) {
+	var buf syncBuffer
+	p := startProgress(&buf, "get f", 4<<20, time.Millisecond, true)
+	p.add(1 << 20)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(buf.String(), "get f: 1.0 / 4.0 MiB (25%)") && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	p.end()
+	p.end() // idempotent
+	out := buf.String()
+	if !strings.Contains(out, "get f: 1.0 / 4.0 MiB (25%)") || !strings.HasSuffix(out, "\r\033[K") {
+		t.Errorf("progress output %q", out)
+	}
+	// Not a terminal: nothing is shown.
+	var quiet bytes.Buffer
+	q := startProgress(&quiet, "x", 10, time.Millisecond, false)
+	q.add(5)
+	time.Sleep(5 * time.Millisecond)
+	q.end()
+	if quiet.Len() != 0 {
+		t.Errorf("progress on a non-terminal wrote %q", quiet.String())
+	}
+}
