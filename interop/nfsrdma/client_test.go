@@ -116,11 +116,40 @@ func TestClientAgainstKnfsd(t *testing.T) {
 	defer mtr.Close()
 
 	tally := NewTally(Client)
+	// Besides the tally, note how knfsd answers the first few READs (which offer a
+	// write chunk for the data and, as nfsclient bounds no reply size, a reply chunk).
+	var (
+		readMu    sync.Mutex
+		readXIDs  = map[uint32]bool{}
+		readShown int
+	)
+	trace := func(sent bool, msg []byte) {
+		tally.Record(sent, msg)
+		h, err := Parse(msg)
+		if err != nil {
+			return
+		}
+		readMu.Lock()
+		defer readMu.Unlock()
+		switch {
+		case sent && h.HasRPC && h.IsCall && h.Prog == ProgNFS && h.RPCProc == NFSProcRead:
+			readXIDs[h.XID] = true
+			if readShown < 3 {
+				t.Logf("READ call xid %#x: write chunks %d (%d segments, %d bytes), reply chunk %v (%d bytes), %d inline bytes", h.XID, h.WriteChunks, h.WriteSegs, h.WriteBytes, h.ReplyChunk, h.ReplyBytes, h.InlineLen)
+			}
+		case !sent && readXIDs[h.XID]:
+			delete(readXIDs, h.XID)
+			if readShown < 3 {
+				readShown++
+				t.Logf("READ reply xid %#x: proc %d, write list %d bytes, reply chunk %v (%d bytes), %d inline bytes", h.XID, h.Proc, h.WriteBytes, h.ReplyChunk, h.ReplyBytes, h.InlineLen)
+			}
+		}
+	}
 	// FirstFPDUDelay: the Linux 6.1 siw accept race (interop/README.md, finding 4).
 	dev := soft.New(soft.Config{FirstFPDUDelay: 300 * time.Millisecond, Logger: log.Named("soft")})
 	defer dev.Close()
 	rt, err := rpcrdma.Dial(ctx, dev, net.JoinHostPort(peer, "20049"), &rpcrdma.ClientOptions{
-		Trace:  tally.Record,
+		Trace:  trace,
 		Logger: log.Named("rpcrdma"),
 	})
 	if err != nil {

@@ -25,12 +25,16 @@ type Counts struct {
 
 	NFSCalls [22]int // NFSv3 calls by procedure, when the call was inline (RDMA_MSG)
 
-	// Calls by the chunks they carry, whatever the procedure: the same three
-	// numbers as the read_chunk_count, write_chunk_count and reply_chunk_count of
-	// a Linux client's "xprt: rdma" line in /proc/self/mountstats.
+	// Calls by the chunks they carry, whatever the procedure, and the segments of
+	// those chunks in all calls. A Linux client counts segments (registered
+	// memory regions) in the read_chunk_count, write_chunk_count and
+	// reply_chunk_count of its "xprt: rdma" line in /proc/self/mountstats.
 	ReadChunkCalls  int // calls with a read chunk (any position)
 	WriteChunkCalls int // calls offering write chunks
 	ReplyChunkCalls int // calls offering a reply chunk
+	ReadChunkSegs   int // read list entries
+	WriteChunkSegs  int // write chunk segments
+	ReplyChunkSegs  int // reply chunk segments
 
 	WriteCalls     int    // NFS WRITE calls
 	WriteReadChunk int    // ... that carried their data in a read chunk (position > 0)
@@ -108,6 +112,9 @@ func (t *Tally) call(h *Header) {
 	case ProcNoMsg:
 		c.LongCalls++
 	}
+	c.ReadChunkSegs += h.ReadSegs
+	c.WriteChunkSegs += h.WriteSegs
+	c.ReplyChunkSegs += h.ReplySegs
 	if h.ReadSegs > 0 {
 		c.ReadChunkCalls++
 	}
@@ -185,8 +192,8 @@ func (t *Tally) Counts() Counts {
 // String summarises the counts on one line for logs.
 func (c Counts) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "calls %d replies %d; calls with read chunks %d, write chunks %d, reply chunk %d; WRITE %d (read chunk %d, %d bytes by RDMA Read); READ %d (write chunk %d, %d bytes placed in %d replies); READDIR(PLUS) %d (reply chunk %d); RDMA_NOMSG replies %d (%d bytes); long calls %d; RDMA_DONE %d; RDMA_ERROR %d; grants %d..%d; max in flight %d; credit overruns %d; parse errors %d",
-		c.Calls, c.Replies, c.ReadChunkCalls, c.WriteChunkCalls, c.ReplyChunkCalls, c.WriteCalls, c.WriteReadChunk, c.ReadChunkBytes, c.ReadCalls, c.ReadWriteChunk,
+	fmt.Fprintf(&b, "calls %d replies %d; calls with read chunks %d (%d segments), write chunks %d (%d segments), reply chunk %d (%d segments); WRITE %d (read chunk %d, %d bytes by RDMA Read); READ %d (write chunk %d, %d bytes placed in %d replies); READDIR(PLUS) %d (reply chunk %d); RDMA_NOMSG replies %d (%d bytes); long calls %d; RDMA_DONE %d; RDMA_ERROR %d; grants %d..%d; max in flight %d; credit overruns %d; parse errors %d",
+		c.Calls, c.Replies, c.ReadChunkCalls, c.ReadChunkSegs, c.WriteChunkCalls, c.WriteChunkSegs, c.ReplyChunkCalls, c.ReplyChunkSegs, c.WriteCalls, c.WriteReadChunk, c.ReadChunkBytes, c.ReadCalls, c.ReadWriteChunk,
 		c.WriteListBytes, c.WriteListReplys, c.DirCalls, c.DirReplyChunk, c.NoMsgReplies, c.ReplyChunkBytes,
 		c.LongCalls, c.DoneMsgs, c.ErrorReplies, c.MinGrant, c.MaxGrant, c.MaxInFlight, c.CreditOverruns, c.ParseErrors)
 	if c.FirstError != "" {

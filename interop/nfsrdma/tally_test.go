@@ -20,7 +20,7 @@ func TestTallyServer(t *testing.T) {
 	tl.Record(false, []byte{1, 2, 3})
 	c := tl.Counts()
 	want := Counts{
-		Calls: 4, Replies: 3, ReadChunkCalls: 1, WriteChunkCalls: 1, ReplyChunkCalls: 1, WriteCalls: 1, WriteReadChunk: 1, ReadChunkBytes: 8192,
+		Calls: 4, Replies: 3, ReadChunkCalls: 1, WriteChunkCalls: 1, ReplyChunkCalls: 1, ReadChunkSegs: 1, WriteChunkSegs: 2, ReplyChunkSegs: 1, WriteCalls: 1, WriteReadChunk: 1, ReadChunkBytes: 8192,
 		ReadCalls: 1, ReadWriteChunk: 1, DirCalls: 1, DirReplyChunk: 1, DoneMsgs: 1,
 		NoMsgReplies: 1, ReplyChunkBytes: 9000, WriteListBytes: 4093, WriteListReplys: 1,
 		MinGrant: 64, MaxGrant: 64, MaxInFlight: 2, ParseErrors: 1,

@@ -66,7 +66,7 @@ if step "mount -o $opts $T:/export" timeout 120 mount -t nfs -o "$opts" "$T:/exp
   step "umount" umount $M
 fi
 [ -f /tmp/lab-fails ] && LAB_FAILS=$(cat /tmp/lab-fails)
-echo "failures $LAB_FAILS" > /out/nfsrdma-done
+echo "failures $LAB_FAILS" > /out/nfsrdma-done.tmp && mv /out/nfsrdma-done.tmp /out/nfsrdma-done
 wait_stop 120
 dmesg | grep -iE 'rpcrdma|nfs:|siw' | tail -20
 finish
