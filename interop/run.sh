@@ -99,10 +99,16 @@ fi
 
 [[ $(id -u) -eq 0 ]] || { echo "run.sh must run as root (qemu image build, network namespaces)" >&2; exit 2; }
 if [[ -n "$BUILD" ]]; then
-  "$HERE/build.sh" || { echo "run.sh: build.sh failed" >&2; exit 2; }
+  # several runs may start at once (other engineers, CI): one build at a time
+  mkdir -p "$CACHE"
+  if command -v flock >/dev/null; then
+    flock "$CACHE/build.lock" "$HERE/build.sh" || { echo "run.sh: build.sh failed" >&2; exit 2; }
+  else
+    "$HERE/build.sh" || { echo "run.sh: build.sh failed" >&2; exit 2; }
+  fi
 fi
 
-RUNS="$CACHE/runs/suite-$(date +%Y%m%d-%H%M%S)"
+RUNS="$CACHE/runs/suite-$(date +%Y%m%d-%H%M%S)-$$"
 mkdir -p "$RUNS/bin"
 # Go test binaries: one per package named by the selected cases (GO_PKG), built once per run
 GO_BUILD_FLAGS=${GO_BUILD_FLAGS-$(command -v cc >/dev/null && echo -race)}   # -race needs cgo (a C compiler)
