@@ -45,8 +45,10 @@ func (r rawArgs) EncodeXDR(e *xdr.Encoder) { e.FixedOpaque(r) }
 
 // TestNegotiateOverRDMA runs the CONF_RDMA service on an oncrpc.Server over the
 // RPC-over-RDMA transport (software iWARP provider) and negotiates as seed §6.1 asks:
-// the client starts with 1 KiB inline sends, and its CONF_RDMA call is the only message
-// it sends before the reply. Bad arguments get GARBAGE_ARGS and the connection stays.
+// the client starts with 1 KiB inline thresholds, and its CONF_RDMA call is the only
+// message it sends before the reply. The outcome is applied to both ends of the
+// connection (rpcrdma.Client and, through a ConnTracker, rpcrdma.ServerConn). Bad
+// arguments get GARBAGE_ARGS and the connection stays.
 func TestNegotiateOverRDMA(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -55,16 +57,20 @@ func TestNegotiateOverRDMA(t *testing.T) {
 
 	limits := confproto.Limits{MaxCallSendSize: 8192, MaxReplySendSize: 8192, Align: 4096, MaxRDMARead: 8}
 	var (
-		mu       sync.Mutex
-		netid    string
-		serverSt confproto.Settings
+		mu         sync.Mutex
+		netid      string
+		serverSt   confproto.Settings
+		serverConn *rpcrdma.ServerConn
+		tracker    confproto.ConnTracker
 	)
 	svc, err := confproto.NewService(&confproto.ServiceOptions{
 		Limits: &limits,
+		ConnOf: tracker.ConnOf,
 		Configured: func(req *oncrpc.Request, _ confproto.ConfigRDMAReq, s confproto.Settings) {
 			mu.Lock()
 			defer mu.Unlock()
 			netid, serverSt = req.Netid, s
+			serverConn, _ = tracker.ConnOf(req).(*rpcrdma.ServerConn)
 		},
 	})
 	if err != nil {
@@ -76,12 +82,14 @@ func TestNegotiateOverRDMA(t *testing.T) {
 	}
 	srv := oncrpc.NewServer(nil)
 	svc.Register(srv)
-	go srv.Serve(ln)
+	go srv.Serve(tracker.Wrap(ln))
 	defer srv.Close()
 
 	var wire wireLog
+	// Buffers sized for what the client wants; thresholds at 1 KiB until configured
+	// (seed §6.1).
 	tr, err := rpcrdma.Dial(ctx, dev, ln.Addr().String(), &rpcrdma.ClientOptions{
-		InlineSend: confproto.BaseInlineSize, // seed §6.1: 1 KiB until configured
+		InlineSend: 16384,
 		InlineRecv: 4096,
 		Trace:      wire.trace,
 	})
@@ -89,6 +97,10 @@ func TestNegotiateOverRDMA(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
+	tr.SetInlineThresholds(confproto.BaseInlineSize, confproto.BaseInlineSize)
+	if l := tr.Limits(); l.InlineSend != confproto.BaseInlineSize {
+		t.Fatalf("client limits before negotiation: %+v", l)
+	}
 	// The largest AUTH_SYS credential: a 255-byte machine name and 16 groups.
 	cred, err := oncrpc.NewAuthSys(&oncrpc.AuthSysParams{MachineName: bytes.Repeat([]byte("m"), 255), GIDs: make([]uint32, 16)})
 	if err != nil {
@@ -96,21 +108,36 @@ func TestNegotiateOverRDMA(t *testing.T) {
 	}
 	c := confproto.NewClient(tr, oncrpc.WithAuth(cred))
 	want := confproto.ConfigRDMAReq{MaxCallSendSize: 16384, MaxReplySendSize: 4096, MaxRDMARead: 4}
-	reply, err := confproto.Negotiate(ctx, c, want)
+	s, err := confproto.NegotiateAndApply(ctx, c, want, tr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reply != (confproto.ConfigRDMAReply{MaxCallSendSize: 8192, Align: 4096, MaxRDMARead: 8}) {
-		t.Errorf("reply %+v", reply)
-	}
-	if s := confproto.ClientSettings(want, reply); s != (confproto.Settings{InlineSend: 8192, InlineRecv: 4096, MaxRDMARead: 8, Align: 4096}) {
+	if s != (confproto.Settings{InlineSend: 8192, InlineRecv: 4096, MaxRDMARead: 8, Align: 4096}) {
 		t.Errorf("client settings %+v", s)
 	}
+	// Applied to the client's connection.
+	if l := tr.Limits(); l.InlineSend != 8192 || l.InlineRecv != 4096 {
+		t.Errorf("client limits after negotiation: %+v", l)
+	}
+	// And, through the tracker, to the server's.
 	mu.Lock()
 	if netid != "rdma" || serverSt != (confproto.Settings{InlineSend: 4096, InlineRecv: 8192, MaxRDMARead: 4}) {
 		t.Errorf("server side: netid %q settings %+v", netid, serverSt)
 	}
+	if serverConn == nil {
+		t.Error("the tracker did not find the server connection")
+	} else if l := serverConn.Limits(); l.InlineSend != 4096 {
+		t.Errorf("server connection limits after negotiation: %+v", l)
+	}
 	mu.Unlock()
+	// A 6000-byte call now goes inline (it would not have under 1 KiB).
+	before := len(wire.snapshot())
+	if err := c.Call(ctx, confproto.ProcNull, rawArgs(make([]byte, 6000)), nil); err != nil {
+		t.Fatal(err)
+	}
+	if msgs := wire.snapshot(); len(msgs) <= before || len(msgs[before].b) < 6000 {
+		t.Errorf("NULL with 6000 bytes of arguments was not sent inline after configuration")
+	}
 
 	msgs := wire.snapshot()
 	if len(msgs) < 2 || !msgs[0].sent || msgs[1].sent {
@@ -130,7 +157,7 @@ func TestNegotiateOverRDMA(t *testing.T) {
 	if _, err := confproto.Negotiate(ctx, c, want); err != nil {
 		t.Errorf("negotiation after garbage: %v", err)
 	}
-	if st := svc.Stats(); st.ConfRDMA != 2 || st.Garbage != 1 {
+	if st := svc.Stats(); st.ConfRDMA != 2 || st.Garbage != 1 || st.Null != 1 {
 		t.Errorf("service stats %+v", st)
 	}
 }
