@@ -33,7 +33,9 @@ type plainConn struct {
 	closed int
 }
 
-func (c *plainConn) ReadCall(context.Context) (*oncrpc.ServerCall, error) { return nil, oncrpc.ErrClosed }
+func (c *plainConn) ReadCall(context.Context) (*oncrpc.ServerCall, error) {
+	return nil, oncrpc.ErrClosed
+}
 func (c *plainConn) WriteReply(*oncrpc.ServerCall, *oncrpc.Message) error { return nil }
 func (c *plainConn) RemoteAddr() net.Addr                                 { return c.remote }
 func (c *plainConn) Close() error {
