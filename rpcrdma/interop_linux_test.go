@@ -120,8 +120,8 @@ func skipWcc(d *xdr.Decoder) error {
 // TestLinuxKnfsdNFS3 mounts /export over TCP (MOUNT v3), then over the client transport:
 // GETATTR inline; READDIRPLUS through a reply chunk; CREATE; WRITE of 100003 bytes as a
 // read chunk (knfsd RDMA-Reads it) and READ of it back into a write chunk (knfsd
-// RDMA-Writes it); and a WRITE whose data is not DDP-eligible, sent as a long call
-// (RDMA_NOMSG, position-zero read chunk).
+// RDMA-Writes it); a WRITE whose data is not DDP-eligible, sent as a long call
+// (RDMA_NOMSG, position-zero read chunk); and 32 concurrent WRITE/READ pairs.
 func TestLinuxKnfsdNFS3(t *testing.T) {
 	peer, mountAddr := os.Getenv("IWTEST_PEER"), os.Getenv("IWTEST_MOUNT")
 	if peer == "" || mountAddr == "" {
@@ -230,10 +230,13 @@ func TestLinuxKnfsdNFS3(t *testing.T) {
 		t.Fatalf("CREATE: %v", err)
 	}
 
-	write := func(data []byte, ddp bool) error {
+	var writeAt func(off uint64, data []byte, ddp bool) error
+	var readAt func(off uint64, n int) ([]byte, error)
+	write := func(data []byte, ddp bool) error { return writeAt(0, data, ddp) }
+	writeAt = func(off uint64, data []byte, ddp bool) error {
 		return nfs.CallWithOptions(ctx, 7, encFunc(func(e *xdr.Encoder) {
 			e.Opaque(fh)
-			e.Uint64(0)
+			e.Uint64(off)
 			e.Uint32(uint32(len(data)))
 			e.Uint32(2) // FILE_SYNC
 			if ddp {
@@ -255,12 +258,13 @@ func TestLinuxKnfsdNFS3(t *testing.T) {
 			return err
 		}), oncrpc.CallOptions{MaxReply: 1024})
 	}
-	read := func(n int) ([]byte, error) {
+	read := func(n int) ([]byte, error) { return readAt(0, n) }
+	readAt = func(off uint64, n int) ([]byte, error) {
 		sink := make([]byte, n)
 		var got []byte
 		err := nfs.CallWithOptions(ctx, 6, encFunc(func(e *xdr.Encoder) {
 			e.Opaque(fh)
-			e.Uint64(0)
+			e.Uint64(off)
 			e.Uint32(uint32(n))
 		}), decFunc(func(d *xdr.Decoder) error {
 			if err := nfsStatus(d, "READ"); err != nil {
@@ -318,6 +322,35 @@ func TestLinuxKnfsdNFS3(t *testing.T) {
 	got, err = read(len(small))
 	if err != nil || !bytes.Equal(got, small) {
 		t.Fatalf("READ after the long call: %v", err)
+	}
+
+	// 32 concurrent WRITE (read chunk) + READ (write chunk) pairs at distinct offsets.
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			d := make([]byte, 65536-i)
+			tpFill(d, byte(i))
+			off := uint64(1<<20 + i*65536)
+			if err := writeAt(off, d, true); err != nil {
+				errs <- fmt.Errorf("WRITE %d: %w", i, err)
+				return
+			}
+			got, err := readAt(off, len(d))
+			if err == nil && !bytes.Equal(got, d) {
+				err = fmt.Errorf("READ %d returned different data", i)
+			}
+			errs <- err
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Logf("%d messages sent, %d received; window %d", len(tr.sent), len(tr.recv), cl.window.Granted())
 }
