@@ -84,7 +84,7 @@ func TestTimeoutRetransmitsOnNewConnection(t *testing.T) {
 	env.tr.mu.Lock()
 	first := env.tr.cc
 	env.tr.mu.Unlock()
-	rpc := oncrpc.NewClient(env.tr, tpProg, tpVers, oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: 100e6, MaxTries: 5}))
+	rpc := oncrpc.NewClient(env.tr, tpProg, tpVers, oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: 200e6, MaxTries: 50}))
 	if err := rpc.CallWithOptions(ctx, tpBlock, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
 		t.Fatal(err)
 	}
