@@ -210,14 +210,19 @@ func registrations(transport string, addr net.Addr) ([]registration, error) {
 // listener fails. ready, when set, is called with the listeners' addresses once they
 // listen (and are registered).
 func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, tcp net.Addr)) error {
+	// The tracker lets the service apply each negotiation to the RDMA connection it
+	// came on.
+	var tracker confproto.ConnTracker
 	svc, err := confproto.NewService(&confproto.ServiceOptions{
 		Limits: &cfg.limits,
 		Logger: log.Named("conf_rdma"),
+		ConnOf: tracker.ConnOf,
 		Configured: func(req *oncrpc.Request, client confproto.ConfigRDMAReq, s confproto.Settings) {
 			log.Info("CONF_RDMA", "remote", req.RemoteAddr.String(), "netid", req.Netid,
 				"client_maxcall_sendsize", client.MaxCallSendSize, "client_maxreply_sendsize", client.MaxReplySendSize,
 				"client_maxrdmaread", client.MaxRDMARead,
-				"server_inline_send", s.InlineSend, "server_inline_recv", s.InlineRecv, "server_max_rdma_read", s.MaxRDMARead)
+				"server_inline_send", s.InlineSend, "server_inline_recv", s.InlineRecv, "server_max_rdma_read", s.MaxRDMARead,
+				"applied", tracker.ConnOf(req) != nil)
 		},
 	})
 	if err != nil {
@@ -244,7 +249,7 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 		if err != nil {
 			return fmt.Errorf("-listen %s: %w", cfg.listen, err)
 		}
-		listeners = append(listeners, l)
+		listeners = append(listeners, tracker.Wrap(l))
 		rdmaAddr = l.Addr()
 	}
 	if cfg.tcp != "" {
@@ -386,21 +391,22 @@ func query(ctx context.Context, cfg *config, w io.Writer) error {
 	defer cancel()
 	want := cfg.request()
 	var t oncrpc.RoundTripper
+	var rdmaConn *rpcrdma.Client
 	switch cfg.queryNet {
 	case "rdma":
 		dev := soft.New(soft.Config{})
 		defer dev.Close()
-		// Seed §6.1: until the server has answered, assume one credit and 1 KiB
-		// messages. The transport's credit window starts at one; calls go out within
-		// 1 KiB; the receive buffers hold the replies we said we accept.
+		// Buffers for what we want; thresholds at 1 KiB until the server has
+		// answered (seed §6.1), and the transport's credit window starts at one.
 		c, err := rpcrdma.Dial(ctx, dev, cfg.query, &rpcrdma.ClientOptions{
-			InlineSend: confproto.BaseInlineSize,
+			InlineSend: int(want.MaxCallSendSize),
 			InlineRecv: int(want.MaxReplySendSize),
 		})
 		if err != nil {
 			return fmt.Errorf("-query %s: %w", cfg.query, err)
 		}
-		t = c
+		c.SetInlineThresholds(confproto.BaseInlineSize, confproto.BaseInlineSize)
+		t, rdmaConn = c, c
 	case "tcp":
 		c, err := oncrpc.DialTCP(ctx, cfg.query, nil)
 		if err != nil {
@@ -418,5 +424,10 @@ func query(ctx context.Context, cfg *config, w io.Writer) error {
 		cfg.query, cfg.queryNet, reply.MaxCallSendSize, reply.Align, reply.MaxRDMARead)
 	fmt.Fprintf(w, "client settings: inline_send=%d inline_recv=%d max_rdma_read=%d align=%d\n",
 		s.InlineSend, s.InlineRecv, s.MaxRDMARead, s.Align)
+	if rdmaConn != nil {
+		s.Apply(rdmaConn)
+		l := rdmaConn.Limits()
+		fmt.Fprintf(w, "applied to the RDMA connection: inline_send=%d inline_recv=%d\n", l.InlineSend, l.InlineRecv)
+	}
 	return nil
 }

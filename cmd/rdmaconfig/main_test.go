@@ -108,14 +108,14 @@ func TestRegistrations(t *testing.T) {
 
 // startServe runs serve with args in the background and returns the listeners'
 // addresses and a function that stops it and returns serve's error.
-func startServe(t *testing.T, args []string) (rdma, tcp net.Addr, stop func() error) {
+func startServe(t *testing.T, args []string) (rdma, tcp net.Addr, stop func() error, logs *syncBuffer) {
 	t.Helper()
 	cfg, err := parseFlags(args, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logBuf syncBuffer
-	log := hclog.New(&hclog.LoggerOptions{Name: "rdmaconfig", Output: &logBuf, Level: hclog.Info})
+	logBuf := new(syncBuffer)
+	log := hclog.New(&hclog.LoggerOptions{Name: "rdmaconfig", Output: logBuf, Level: hclog.Info})
 	ctx, cancel := context.WithCancel(context.Background())
 	type addrs struct{ rdma, tcp net.Addr }
 	readyc := make(chan addrs, 1)
@@ -145,11 +145,11 @@ func startServe(t *testing.T, args []string) (rdma, tcp net.Addr, stop func() er
 	if !strings.Contains(logBuf.String(), "serving CONF_RDMA") {
 		t.Errorf("no start-up line in the log: %s", logBuf.String())
 	}
-	return rdma, tcp, stop
+	return rdma, tcp, stop, logBuf
 }
 
 func TestServeAndQuery(t *testing.T) {
-	rdmaAddr, tcpAddr, stop := startServe(t, []string{"-listen", "127.0.0.1:0", "-tcp", "127.0.0.1:0", "-maxcall", "8192", "-maxreply", "8192", "-align", "64", "-maxrdmaread", "8"})
+	rdmaAddr, tcpAddr, stop, logs := startServe(t, []string{"-listen", "127.0.0.1:0", "-tcp", "127.0.0.1:0", "-maxcall", "8192", "-maxreply", "8192", "-align", "64", "-maxrdmaread", "8"})
 	if rdmaAddr == nil || tcpAddr == nil || rdmaAddr.Network() != "rdma" {
 		t.Fatalf("listeners: rdma %v, tcp %v", rdmaAddr, tcpAddr)
 	}
@@ -161,6 +161,11 @@ func TestServeAndQuery(t *testing.T) {
 		{"rdma", rdmaAddr.String(), nil, []string{
 			"(rdma): maxcall_sendsize=8192 align=64 maxrdmaread=8",
 			"client settings: inline_send=4096 inline_recv=4096 max_rdma_read=8 align=64",
+			"applied to the RDMA connection: inline_send=4096 inline_recv=4096",
+		}},
+		{"rdma", rdmaAddr.String(), []string{"-maxcall", "65536", "-maxreply", "2048"}, []string{
+			"client settings: inline_send=8192 inline_recv=2048 max_rdma_read=8 align=64",
+			"applied to the RDMA connection: inline_send=8192 inline_recv=2048",
 		}},
 		{"tcp", tcpAddr.String(), []string{"-maxcall", "16384", "-maxreply", "2048"}, []string{
 			"(tcp): maxcall_sendsize=8192 align=64 maxrdmaread=8",
@@ -176,6 +181,15 @@ func TestServeAndQuery(t *testing.T) {
 			if !strings.Contains(out.String(), w) {
 				t.Errorf("query over %s printed %q, want a line containing %q", tc.net, out.String(), w)
 			}
+		}
+	}
+	// The server applied each RDMA negotiation to its connection, not the TCP one.
+	for _, w := range []string{
+		"netid=rdma client_maxcall_sendsize=65536 client_maxreply_sendsize=2048 client_maxrdmaread=16 server_inline_send=2048 server_inline_recv=8192 server_max_rdma_read=16 applied=true",
+		"netid=tcp client_maxcall_sendsize=16384 client_maxreply_sendsize=2048 client_maxrdmaread=16 server_inline_send=2048 server_inline_recv=8192 server_max_rdma_read=16 applied=false",
+	} {
+		if !strings.Contains(logs.String(), w) {
+			t.Errorf("server log lacks %q", w)
 		}
 	}
 	if err := stop(); err != nil {
@@ -211,7 +225,7 @@ func TestServeListenError(t *testing.T) {
 func TestServeRegister(t *testing.T) {
 	rpcbindtest.Need(t)
 	rpcbindtest.Lock(t)
-	rdmaAddr, tcpAddr, stop := startServe(t, []string{"-listen", "127.0.0.1:0", "-tcp", "127.0.0.1:0", "-register"})
+	rdmaAddr, tcpAddr, stop, _ := startServe(t, []string{"-listen", "127.0.0.1:0", "-tcp", "127.0.0.1:0", "-register"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := rpcbind.DialClient(ctx, "", nil)
@@ -264,7 +278,7 @@ func TestServeRegisterReplacesStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Unregister(context.Background(), confproto.Program, confproto.Version, rpcbind.NetIDTCP)
-	_, tcpAddr, stop := startServe(t, []string{"-tcp", "127.0.0.1:0", "-register"})
+	_, tcpAddr, stop, _ := startServe(t, []string{"-tcp", "127.0.0.1:0", "-register"})
 	got, err := c.Lookup(ctx, confproto.Program, confproto.Version, rpcbind.NetIDTCP)
 	if err != nil || got.String() != tcpAddr.String() {
 		t.Errorf("Lookup = %v, %v; want %v", got, err, tcpAddr)
@@ -300,7 +314,7 @@ func TestServeRegisterLocal(t *testing.T) {
 	if _, err := os.Stat(rpcbind.DefaultLocalPath); err != nil {
 		t.Skipf("rpcbind's local socket: %v", err)
 	}
-	_, tcpAddr, stop := startServe(t, []string{"-tcp", "127.0.0.1:0", "-register", "-rpcbind", "unix:" + rpcbind.DefaultLocalPath})
+	_, tcpAddr, stop, _ := startServe(t, []string{"-tcp", "127.0.0.1:0", "-register", "-rpcbind", "unix:" + rpcbind.DefaultLocalPath})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := rpcbind.DialClient(ctx, "", nil)

@@ -34,18 +34,6 @@ func main() {
 	}
 }
 
-// printConn stands for the connection's configuration hook: the RPC-over-RDMA
-// transport applies the thresholds to its connection; here they are printed.
-type printConn struct{ w io.Writer }
-
-func (p printConn) SetInlineThresholds(send, recv int) {
-	fmt.Fprintf(p.w, "apply: inline send %d bytes, inline receive %d bytes\n", send, recv)
-}
-
-func (p printConn) SetMaxRDMARead(n int) {
-	fmt.Fprintf(p.w, "apply: at most %d RDMA Reads active against the server\n", n)
-}
-
 func run(ctx context.Context, args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("rdmaconfig-client", flag.ContinueOnError)
 	host := fs.String("host", "127.0.0.1", "host whose rpcbind (port 111) knows the CONF_RDMA server")
@@ -89,20 +77,25 @@ func run(ctx context.Context, args []string, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "rpcbind on %s: CONF_RDMA %s at %s\n", hostIP, *netid, ap)
 
-	// 2. Connect over RDMA: one credit and 1 KiB calls until configured (seed §6.1).
+	// 2. Connect over RDMA with buffers for what we want, but one credit and 1 KiB
+	// messages until configured (seed §6.1).
 	dev := soft.New(soft.Config{})
 	defer dev.Close()
-	t, err := rpcrdma.Dial(ctx, dev, ap.String(), &rpcrdma.ClientOptions{InlineSend: confproto.BaseInlineSize, InlineRecv: int(want.MaxReplySendSize)})
+	t, err := rpcrdma.Dial(ctx, dev, ap.String(), &rpcrdma.ClientOptions{InlineSend: int(want.MaxCallSendSize), InlineRecv: int(want.MaxReplySendSize)})
 	if err != nil {
 		return err
 	}
 	defer t.Close()
+	t.SetInlineThresholds(confproto.BaseInlineSize, confproto.BaseInlineSize)
 
-	// 3. Negotiate and apply.
-	s, err := confproto.NegotiateAndApply(ctx, confproto.NewClient(t), want, printConn{w})
+	// 3. Negotiate and apply the outcome to the connection (rpcrdma.Client is a
+	// confproto.Configurable).
+	s, err := confproto.NegotiateAndApply(ctx, confproto.NewClient(t), want, t)
 	if err != nil {
 		return err
 	}
+	l := t.Limits()
 	fmt.Fprintf(w, "negotiated: %+v\n", s)
+	fmt.Fprintf(w, "connection: inline send %d bytes, inline receive %d bytes\n", l.InlineSend, l.InlineRecv)
 	return nil
 }

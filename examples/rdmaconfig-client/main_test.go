@@ -59,9 +59,8 @@ func TestDiscoverAndNegotiate(t *testing.T) {
 	}
 	for _, want := range []string{
 		"CONF_RDMA rdma at 127.0.0.1:",
-		"apply: inline send 8192 bytes, inline receive 4096 bytes",
-		"apply: at most 4 RDMA Reads",
 		"negotiated: {InlineSend:8192 InlineRecv:4096 MaxRDMARead:4 Align:64}",
+		"connection: inline send 8192 bytes, inline receive 4096 bytes",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
