@@ -7,12 +7,15 @@
 //	rdmaconfig -listen 0.0.0.0:20049 [-tcp 127.0.0.1:20048] [-register]
 //	           [-maxcall 4096] [-maxreply 4096] [-align 4] [-maxrdmaread 16]
 //
+// Each negotiation over RDMA is applied to the connection it came on (the server's
+// inline send size and RDMA Read budget, confproto.ServerSettings) and logged.
+//
 // With -register the listeners are registered with the local rpcbind (127.0.0.1:111,
 // or its AF_LOCAL socket with -rpcbind unix:/run/rpcbind.sock) under netid "rdma" or "rdma6" (and "tcp"/"tcp6" for -tcp), after
 // removing stale registrations of the same netid, and unregistered on exit.
 //
-// Query a server (negotiate from one credit and 1 KiB messages, seed §6.1) and print
-// its answer and the settings a client applies:
+// Query a server (negotiate from one credit and 1 KiB messages, seed §6.1), apply the
+// outcome to the RDMA connection, and print the server's answer and the settings:
 //
 //	rdmaconfig -query 192.0.2.1:20049 [-query-net rdma|tcp] [-maxcall ...] ...
 //
