@@ -297,7 +297,7 @@ func TestProviderKnfsdReadWrite(t *testing.T) {
 	}
 	t.Logf("connected to %v: IRD %d ORD %d (CRC requested: %v)", info.RemoteAddr, info.IRD, info.ORD, envCRC())
 
-	nfs := &nfsConn{e: e, root: root, xid: 0x72770000}
+	nfs := &nfsConn{e: e, root: root, xid: 0x72770000, segs: envInt(t, "IWTEST_SEGS", 1)}
 	for _, size := range sizes {
 		if err := nfs.writeReadBack(ctx, t, size); err != nil {
 			t.Errorf("%d bytes: %v", size, err)
@@ -314,6 +314,7 @@ type nfsConn struct {
 	root []byte
 	xid  uint32
 	id   uint64
+	segs int // segments per chunk (IWTEST_SEGS)
 }
 
 const callCredits = 32
@@ -339,33 +340,64 @@ func (n *nfsConn) roundTrip(ctx context.Context, what string, msg []byte) (*read
 	return r, writes, nil
 }
 
-// writeReadBack creates a file of size random bytes through a read chunk and
-// reads it back through a write chunk.
+// splitSegments cuts size bytes into at most n segment lengths: all but the
+// last a multiple of the 4 KiB page (as Linux cuts its chunks), the last the
+// rest.
+func splitSegments(size, n int) []int {
+	per := max((size/n)&^4095, 4096)
+	var lens []int
+	for size > 0 {
+		l := min(per, size)
+		if len(lens) == n-1 {
+			l = size
+		}
+		lens = append(lens, l)
+		size -= l
+	}
+	return lens
+}
+
+// writeReadBack creates a file of size random bytes, writes it through a
+// read chunk of up to n.segs segments (each its own MR) and reads it back
+// through a write chunk of as many segments (each its own MR).
 func (n *nfsConn) writeReadBack(ctx context.Context, t *testing.T, size int) error {
 	e := n.e
-	data := make([]byte, size)
+	lens := splitSegments(size, max(n.segs, 1))
+	var data []byte
 	rng := rand.New(rand.NewPCG(uint64(size), 7))
-	for i := range data {
-		data[i] = byte(rng.Uint32())
+	var srcs, sinks []verbs.MR
+	defer func() {
+		for _, mr := range append(srcs, sinks...) {
+			mr.Close()
+		}
+	}()
+	for i, l := range lens {
+		b := make([]byte, l)
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		data = append(data, b...)
+		src, err := e.pd.RegMR(b, verbs.AccessRemoteRead)
+		if err != nil {
+			return err
+		}
+		srcs = append(srcs, src)
+		if i == len(lens)-1 {
+			l = (l + 3) &^ 3 // room for the XDR pad, as Linux offers
+		}
+		sink, err := e.pd.RegMR(make([]byte, l), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+		if err != nil {
+			return err
+		}
+		sinks = append(sinks, sink)
 	}
-	src, err := e.pd.RegMR(data, verbs.AccessRemoteRead)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	sinkLen := (size + 3) &^ 3
-	sink, err := e.pd.RegMR(make([]byte, sinkLen), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
-	if err != nil {
-		return err
-	}
-	defer sink.Close()
 	noChunks := func(xid uint32) xdrBuf {
 		return xdrBuf(nil).u32(xid).u32(RPCRDMAVersion).u32(callCredits).u32(ProcRDMAMsg).u32(0).u32(0).u32(0)
 	}
 
 	// CREATE (UNCHECKED, mode 0644) in the export's root.
 	n.xid++
-	name := fmt.Sprintf("iwtest-%d-%d", os.Getpid(), size)
+	name := fmt.Sprintf("iwtest-%d-%d-%d", os.Getpid(), size, len(lens))
 	msg := rpcCallHeader(noChunks(n.xid), n.xid, ProgNFS, 3, nfs3ProcCreate)
 	msg = msg.opaque(n.root).opaque([]byte(name)).u32(0)           // where, createmode UNCHECKED
 	msg = msg.u32(1).u32(0o644).u32(0).u32(0).u32(0).u32(0).u32(0) // sattr3: mode only
@@ -385,15 +417,17 @@ func (n *nfsConn) writeReadBack(ctx context.Context, t *testing.T, size int) err
 	}
 	fh := append([]byte(nil), fhp...)
 
-	// WRITE with a read chunk: the data stays in src; knfsd fetches it with
+	// WRITE with a read chunk: the data stays in srcs; knfsd fetches it with
 	// RDMA Read Requests that our provider answers.
 	n.xid++
 	hdr := xdrBuf(nil).u32(n.xid).u32(RPCRDMAVersion).u32(callCredits).u32(ProcRDMAMsg)
 	rpc := rpcCallHeader(nil, n.xid, ProgNFS, 3, nfs3ProcWrite)
 	rpc = rpc.opaque(fh).u64(0).u32(uint32(size)).u32(fileSync).u32(uint32(size))
-	position := uint32(len(rpc))                                                            // the data would start right after its length word
-	hdr = hdr.u32(1).u32(position).u32(src.RKey()).u32(uint32(size)).u64(src.Addr()).u32(0) // read list
-	hdr = hdr.u32(0).u32(0)                                                                 // write list, reply chunk
+	position := uint32(len(rpc)) // the data would start right after its length word
+	for _, src := range srcs {   // one chunk: every segment at the same position
+		hdr = hdr.u32(1).u32(position).u32(src.RKey()).u32(uint32(len(src.Buf()))).u64(src.Addr())
+	}
+	hdr = hdr.u32(0).u32(0).u32(0) // end of read list, write list, reply chunk
 	start := time.Now()
 	r, _, err = n.roundTrip(ctx, "WRITE", append(hdr, rpc...))
 	if err != nil {
@@ -409,14 +443,17 @@ func (n *nfsConn) writeReadBack(ctx context.Context, t *testing.T, size int) err
 	if _, err := r.expect("WRITE3resok.count", uint32(size)); err != nil {
 		return err
 	}
-	t.Logf("%s: WRITE %d bytes through a read chunk (knfsd RDMA Reads from us): ok in %v", name, size, wdur.Round(time.Millisecond))
+	t.Logf("%s: WRITE %d bytes through a read chunk of %d segment(s) (knfsd RDMA Reads from us): ok in %v", name, size, len(srcs), wdur.Round(time.Millisecond))
 
-	// READ with a write chunk: knfsd RDMA Writes the data into sink.
+	// READ with a write chunk: knfsd RDMA Writes the data into sinks.
 	n.xid++
 	hdr = xdrBuf(nil).u32(n.xid).u32(RPCRDMAVersion).u32(callCredits).u32(ProcRDMAMsg)
-	hdr = hdr.u32(0)                                                                      // read list
-	hdr = hdr.u32(1).u32(1).u32(sink.RKey()).u32(uint32(sinkLen)).u64(sink.Addr()).u32(0) // one write chunk
-	hdr = hdr.u32(0)                                                                      // reply chunk
+	hdr = hdr.u32(0)                         // read list
+	hdr = hdr.u32(1).u32(uint32(len(sinks))) // one write chunk
+	for _, sink := range sinks {
+		hdr = hdr.u32(sink.RKey()).u32(uint32(len(sink.Buf()))).u64(sink.Addr())
+	}
+	hdr = hdr.u32(0).u32(0) // end of write list, reply chunk
 	rpc = rpcCallHeader(nil, n.xid, ProgNFS, 3, nfs3ProcRead).opaque(fh).u64(0).u32(uint32(size))
 	start = time.Now()
 	r, writes, err := n.roundTrip(ctx, "READ", append(hdr, rpc...))
@@ -424,11 +461,13 @@ func (n *nfsConn) writeReadBack(ctx context.Context, t *testing.T, size int) err
 		return err
 	}
 	rdur := time.Since(start)
-	if len(writes) != 1 || len(writes[0]) != 1 {
-		return fmt.Errorf("READ reply write list %+v, want our one chunk of one segment", writes)
+	if len(writes) != 1 || len(writes[0]) != len(sinks) {
+		return fmt.Errorf("READ reply write list %+v, want our one chunk of %d segment(s)", writes, len(sinks))
 	}
-	if s := writes[0][0]; s.Handle != sink.RKey() || s.Offset != sink.Addr() || s.Length != uint32(size) {
-		return fmt.Errorf("READ reply write segment %+v, want handle %#x offset %#x length %d", s, sink.RKey(), sink.Addr(), size)
+	for i, seg := range writes[0] {
+		if seg.Handle != sinks[i].RKey() || seg.Offset != sinks[i].Addr() || seg.Length != uint32(lens[i]) {
+			return fmt.Errorf("READ reply write segment %d %+v, want handle %#x offset %#x length %d", i, seg, sinks[i].RKey(), sinks[i].Addr(), lens[i])
+		}
 	}
 	if _, err := r.expect("READ3res.status", 0); err != nil {
 		return err
@@ -445,13 +484,17 @@ func (n *nfsConn) writeReadBack(ctx context.Context, t *testing.T, size int) err
 	if _, err := r.expect("READ3resok.data.length", uint32(size)); err != nil {
 		return err
 	}
-	if got := sink.Buf()[:size]; !bytes.Equal(got, data) {
+	var got []byte
+	for i, sink := range sinks {
+		got = append(got, sink.Buf()[:lens[i]]...)
+	}
+	if !bytes.Equal(got, data) {
 		i := 0
 		for i < size && got[i] == data[i] {
 			i++
 		}
 		return fmt.Errorf("READ data differs from what was written, first at byte %d of %d", i, size)
 	}
-	t.Logf("%s: READ %d bytes through a write chunk (knfsd RDMA Writes into us): identical, in %v", name, size, rdur.Round(time.Millisecond))
+	t.Logf("%s: READ %d bytes through a write chunk of %d segment(s) (knfsd RDMA Writes into us): identical, in %v", name, size, len(sinks), rdur.Round(time.Millisecond))
 	return nil
 }
