@@ -101,3 +101,38 @@ func FuzzDecodePmapDump(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeRPCB: decoding one rpcb (the argument of SET, UNSET and GETADDR) never
+// panics, fails only with a *FieldError naming an rpcb field, enforces the string
+// limits, and what it accepts re-encodes to as many bytes that decode the same.
+// Seeds (testdata/fuzz/FuzzDecodeRPCB): one per rule of RPCB.DecodeXDR.
+func FuzzDecodeRPCB(f *testing.F) {
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m RPCB
+		d := xdr.NewDecoder(b)
+		if err := m.DecodeXDR(d); err != nil {
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Type != "rpcb" || fe.Entry != -1 {
+				t.Fatalf("error %v is not a *FieldError naming an rpcb field", err)
+			}
+			switch fe.Field {
+			case "r_prog", "r_vers", "r_netid", "r_addr", "r_owner":
+			default:
+				t.Fatalf("error names field %q", fe.Field)
+			}
+			return
+		}
+		if err := m.Validate(); err != nil {
+			t.Fatalf("accepted an rpcb over the limits: %v", err)
+		}
+		var e xdr.Encoder
+		m.EncodeXDR(&e)
+		if e.Len() != d.Offset() {
+			t.Fatalf("re-encoding has %d bytes, decoded %d", e.Len(), d.Offset())
+		}
+		var again RPCB
+		if err := again.DecodeXDR(xdr.NewDecoder(e.Bytes())); err != nil || again != m {
+			t.Fatalf("%+v re-encodes to %+v, %v", m, again, err)
+		}
+	})
+}
