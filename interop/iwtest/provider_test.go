@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -257,5 +258,80 @@ func TestProviderDialKnfsdNull(t *testing.T) {
 	}
 	if os.Getenv("LAB_OUT") != "" {
 		t.Logf("replies saved in %s/replies.bin", os.Getenv("LAB_OUT"))
+	}
+}
+
+// nullCalls runs calls sequential RPC-over-RDMA NULL calls on a connected
+// endpoint and checks each reply. It does not touch e.t, so it may run on
+// any goroutine.
+func (e *endpoint) nullCalls(ctx context.Context, calls int, xidBase, credits uint32) error {
+	for i := range calls {
+		xid := xidBase + uint32(i)
+		if err := e.sendMsg(uint64(100+i), AppendNullCall(nil, xid, 32, ProgNFS, 3)); err != nil {
+			return fmt.Errorf("PostSend NULL call %d: %w", i+1, err)
+		}
+		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		msg, buf, err := e.nextRecv(rctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("reply to NULL call %d (xid %#x): %w", i+1, xid, err)
+		}
+		r, err := ParseReply(msg)
+		if err != nil {
+			return fmt.Errorf("reply to NULL call %d: %w", i+1, err)
+		}
+		if r.XID != xid || r.ReplyStat != 0 || r.AcceptStat != 0 || r.Credits != credits {
+			return fmt.Errorf("reply %+v, want xid %#x MSG_ACCEPTED SUCCESS with %d credits", r, xid, credits)
+		}
+		wr := verbs.RecvWR{ID: uint64(buf), SGL: []verbs.SGE{{MR: e.recv[buf], Length: inlineSize}}}
+		if err := e.qp.PostRecv(&wr); err != nil {
+			return fmt.Errorf("PostRecv: %w", err)
+		}
+	}
+	return nil
+}
+
+// TestProviderKnfsdManyQPs: IWTEST_QPS (default 8) verbs/soft queue pairs,
+// each on its own device and connection, dial the guest's knfsd at once and
+// exchange IWTEST_CALLS NULL calls each, concurrently (CRC if IWTEST_CRC=1).
+// Case: cases/knfsd-provider-qps.case.
+func TestProviderKnfsdManyQPs(t *testing.T) {
+	addr := peerAddr(t)
+	ctx := waitContext(t)
+	credits := uint32(envInt(t, "IWTEST_CREDITS", 64))
+	calls := envInt(t, "IWTEST_CALLS", 20)
+	nqp := envInt(t, "IWTEST_QPS", 8)
+	eps := make([]*endpoint, nqp)
+	for i := range eps {
+		eps[i] = newEndpoint(t, soft.Config{CRC: envCRC(), FirstFPDUDelay: 300 * time.Millisecond})
+	}
+	errs := make([]error, nqp)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, e := range eps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := e.dev.Dial(ctx, addr, e.qp, verbs.ConnParams{
+				PrivateData: AppendConnectPrivate(nil, ConnectPrivate{Version: 1, SendSize: inlineSize, RecvSize: inlineSize}),
+				IRD:         16,
+				ORD:         1,
+			})
+			if err != nil {
+				errs[i] = fmt.Errorf("Dial: %w", err)
+				return
+			}
+			errs[i] = e.nullCalls(ctx, calls, uint32(0x71000000+i<<16), credits)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("QP %d: %v", i, err)
+		}
+	}
+	if !t.Failed() {
+		t.Logf("%d queue pairs x %d NULL calls against knfsd: all replies MSG_ACCEPTED/SUCCESS with %d credits, in %v (CRC: %v)",
+			nqp, calls, credits, time.Since(start).Round(time.Millisecond), envCRC())
 	}
 }
