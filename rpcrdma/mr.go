@@ -17,11 +17,15 @@ import (
 // is exactly the guarantee a fresh registration and deregistration give. A steady stream
 // of RPCs over the same buffers therefore registers nothing new.
 //
-// A cached region keeps its buffer reachable; the cache holds at most maxCachedRegs idle
-// regions and closes the least recently used one beyond that.
+// A cached region keeps its buffer reachable; the cache holds at most maxCachedRegs
+// regions and maxCachedBytes bytes, closing the least recently used idle ones beyond
+// that, so buffers a caller has dropped are not kept alive for long.
 
-// maxCachedRegs bounds the regions a regCache keeps.
-const maxCachedRegs = 256
+// Bounds on what a regCache keeps.
+const (
+	maxCachedRegs  = 256
+	maxCachedBytes = 64 << 20
+)
 
 type regKey struct {
 	p   *byte
@@ -39,10 +43,11 @@ type reg struct {
 }
 
 type regCache struct {
-	pd   verbs.PD
-	mu   sync.Mutex
-	m    map[regKey]*reg
-	tick uint64
+	pd    verbs.PD
+	mu    sync.Mutex
+	m     map[regKey]*reg
+	bytes int // total length of the cached regions
+	tick  uint64
 }
 
 func newRegCache(pd verbs.PD) *regCache {
@@ -64,6 +69,7 @@ func (c *regCache) register(buf []byte, acc verbs.Access) (*reg, error) {
 		if err := r.mr.Reregister(acc); err != nil {
 			c.mu.Lock()
 			delete(c.m, key)
+			c.bytes -= key.n
 			c.mu.Unlock()
 			r.mr.Close()
 			return nil, fmt.Errorf("rpcrdma: re-register %d bytes: %w", len(buf), err)
@@ -71,24 +77,37 @@ func (c *regCache) register(buf []byte, acc verbs.Access) (*reg, error) {
 		return r, nil
 	}
 	_, taken := c.m[key]
-	var victim *reg
-	if !taken && len(c.m) >= maxCachedRegs {
+	var victims []*reg
+	cache := !taken && len(buf) <= maxCachedBytes/4
+	for cache && (len(c.m) >= maxCachedRegs || c.bytes+len(buf) > maxCachedBytes) {
+		var victim *reg
 		for _, r := range c.m {
 			if !r.busy && (victim == nil || r.last < victim.last) {
 				victim = r
 			}
 		}
-		if victim != nil {
-			delete(c.m, victim.key)
+		if victim == nil {
+			cache = false
+			break
 		}
+		delete(c.m, victim.key)
+		c.bytes -= victim.key.n
+		victims = append(victims, victim)
 	}
-	cache := !taken && len(c.m) < maxCachedRegs
+	if cache {
+		c.bytes += len(buf) // reserved; given back below if the registration fails
+	}
 	c.mu.Unlock()
-	if victim != nil {
-		victim.mr.Close()
+	for _, v := range victims {
+		v.mr.Close()
 	}
 	mr, err := c.pd.RegMR(buf, acc)
 	if err != nil {
+		if cache {
+			c.mu.Lock()
+			c.bytes -= len(buf)
+			c.mu.Unlock()
+		}
 		return nil, fmt.Errorf("rpcrdma: register %d bytes: %w", len(buf), err)
 	}
 	r := &reg{key: key, mr: mr, busy: true, own: !cache}
@@ -96,6 +115,7 @@ func (c *regCache) register(buf []byte, acc verbs.Access) (*reg, error) {
 		c.mu.Lock()
 		if _, dup := c.m[key]; dup {
 			r.own = true
+			c.bytes -= len(buf)
 		} else {
 			r.last = c.tick
 			c.m[key] = r
@@ -123,6 +143,7 @@ func (c *regCache) close() {
 	c.mu.Lock()
 	m := c.m
 	c.m = make(map[regKey]*reg)
+	c.bytes = 0
 	c.mu.Unlock()
 	for _, r := range m {
 		r.mr.Close()

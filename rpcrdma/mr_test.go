@@ -60,6 +60,30 @@ func TestRegCache(t *testing.T) {
 	if n := len(c.m); n > maxCachedRegs {
 		t.Fatalf("%d cached regions, bound %d", n, maxCachedRegs)
 	}
+	// And by bytes: big buffers push older ones out.
+	for i := 0; i < 8; i++ {
+		r, err := c.register(make([]byte, maxCachedBytes/4), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.release(r)
+	}
+	total := 0
+	for _, r := range c.m {
+		total += r.key.n
+	}
+	if total > maxCachedBytes || total != c.bytes {
+		t.Fatalf("cache holds %d bytes (counted %d), bound %d", total, c.bytes, maxCachedBytes)
+	}
+	// A buffer above a quarter of the bound is never cached.
+	big, err := c.register(make([]byte, maxCachedBytes/4+1), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !big.own {
+		t.Fatal("a huge buffer was cached")
+	}
+	c.release(big)
 	if _, err := c.register(nil, 0); err == nil {
 		t.Fatal("empty buffer registered")
 	}
