@@ -211,3 +211,37 @@ func TestEmptySinkEndsWriteList(t *testing.T) {
 		t.Fatal("results placed in the wrong sinks")
 	}
 }
+
+// TestReplyChunkExcludesWriteChunkData: a call's MaxReply bounds the whole reply, data
+// included (nfsclient passes nfsbind.MaxReply for READ); the data placed in write chunks
+// travels neither inline nor in the reply chunk, so a reply whose rest fits inline gets
+// no reply chunk, as Linux xprtrdma sizes it (a READ offers a write chunk only). Linux
+// knfsd, offered both, writes the whole READ reply, data included, into the reply chunk
+// as well as the data into the write chunk: every byte crossed twice.
+func TestReplyChunkExcludesWriteChunkData(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	ctx := tpCtx(t)
+	args := tpMakePayloads(100003)
+	sinks := [][]byte{make([]byte, 100004)}
+	var res tpPayloads
+	if err := env.rpc.CallWithOptions(ctx, tpEcho, args, &res, oncrpc.CallOptions{ReplySinks: sinks, MaxReply: 100004 + 512}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(res[0], args[0]) || !bytes.Equal(sinks[0][:len(args[0])], args[0]) {
+		t.Fatal("payload not placed in its sink")
+	}
+	call := env.strace.last(t, false)
+	if len(call.WriteList) != 1 || len(call.ReplyChunk) != 0 {
+		t.Fatalf("call offers %d write chunks and reply chunk %v, want one write chunk and no reply chunk", len(call.WriteList), call.ReplyChunk)
+	}
+	if rep := env.ctrace.last(t, false); rep.Proc != ProcMsg || len(rep.WriteList) != 1 || rep.WriteList[0].Length() != 100003 {
+		t.Fatalf("reply %v with write list %v", rep.Proc, rep.WriteList)
+	}
+	// A reply whose rest may still not fit inline keeps its reply chunk.
+	if err := env.rpc.CallWithOptions(ctx, tpEcho, args, &res, oncrpc.CallOptions{ReplySinks: sinks, MaxReply: 100004 + 20000}); err != nil {
+		t.Fatal(err)
+	}
+	if call := env.strace.last(t, false); len(call.ReplyChunk) != 1 {
+		t.Fatalf("a reply of up to 20000 bytes beside the write chunk: reply chunk %v, want one", call.ReplyChunk)
+	}
+}

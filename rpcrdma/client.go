@@ -633,9 +633,16 @@ func (cc *clientConn) send(ctx context.Context, r *request, call *oncrpc.ClientC
 		maxReply = cc.c.opts.MaxReply
 	}
 	budget := maxInline - (FixedSize + 4 + 4 + 4) // reply header with empty lists
-	for _, c := range h.WriteList {
+	for i, c := range h.WriteList {
 		budget -= 4 + WriteChunkSize(len(c))
+		// Data placed in a write chunk travels neither inline nor in the reply
+		// chunk (Linux sizes the reply chunk the same way; knfsd, offered a reply
+		// chunk beside a READ's write chunk, writes the data into both).
+		if call.MaxReply > 0 {
+			maxReply -= xdr.RoundUp(len(call.ReplySinks[i]))
+		}
 	}
+	maxReply = max(maxReply, 0)
 	if maxReply > budget {
 		if cap(reply.Inline) < maxReply {
 			reply.Inline = make([]byte, 0, maxReply)
