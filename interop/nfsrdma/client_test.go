@@ -116,12 +116,12 @@ func TestClientAgainstKnfsd(t *testing.T) {
 	defer mtr.Close()
 
 	tally := NewTally(Client)
-	// Besides the tally, note how knfsd answers the first few READs (which offer a
-	// write chunk for the data and, as nfsclient bounds no reply size, a reply chunk).
+	// Besides the tally, log how knfsd answers the first few READs and WRITEs: which
+	// chunks each call offered and which the reply used.
 	var (
-		readMu    sync.Mutex
-		readXIDs  = map[uint32]bool{}
-		readShown int
+		traceMu sync.Mutex
+		pending = map[uint32]uint32{} // XID -> NFS procedure
+		shown   = map[uint32]int{}
 	)
 	trace := func(sent bool, msg []byte) {
 		tally.Record(sent, msg)
@@ -129,20 +129,19 @@ func TestClientAgainstKnfsd(t *testing.T) {
 		if err != nil {
 			return
 		}
-		readMu.Lock()
-		defer readMu.Unlock()
-		switch {
-		case sent && h.HasRPC && h.IsCall && h.Prog == ProgNFS && h.RPCProc == NFSProcRead:
-			readXIDs[h.XID] = true
-			if readShown < 3 {
-				t.Logf("READ call xid %#x: write chunks %d (%d segments, %d bytes), reply chunk %v (%d bytes), %d inline bytes", h.XID, h.WriteChunks, h.WriteSegs, h.WriteBytes, h.ReplyChunk, h.ReplyBytes, h.InlineLen)
-			}
-		case !sent && readXIDs[h.XID]:
-			delete(readXIDs, h.XID)
-			if readShown < 3 {
-				readShown++
-				t.Logf("READ reply xid %#x: proc %d, write list %d bytes, reply chunk %v (%d bytes), %d inline bytes", h.XID, h.Proc, h.WriteBytes, h.ReplyChunk, h.ReplyBytes, h.InlineLen)
-			}
+		traceMu.Lock()
+		defer traceMu.Unlock()
+		if sent && h.HasRPC && h.IsCall && h.Prog == ProgNFS && ((h.RPCProc == NFSProcRead && h.WriteBytes >= 65536) || (h.RPCProc == NFSProcWrite && h.ReadBytes >= 65536)) && shown[h.RPCProc] < 3 {
+			pending[h.XID] = h.RPCProc
+			t.Logf("%s call xid %#x: read chunk %d bytes, write chunks %d (%d segments, %d bytes), reply chunk %v (%d segments, %d bytes), %d inline bytes",
+				NFSv3ProcNames[h.RPCProc], h.XID, h.ReadBytes, h.WriteChunks, h.WriteSegs, h.WriteBytes, h.ReplyChunk, h.ReplySegs, h.ReplyBytes, h.InlineLen)
+			return
+		}
+		if proc, ok := pending[h.XID]; ok && !sent {
+			delete(pending, h.XID)
+			shown[proc]++
+			t.Logf("%s reply xid %#x: proc %d, write list %d bytes, reply chunk %v (%d segments, %d bytes), %d inline bytes",
+				NFSv3ProcNames[proc], h.XID, h.Proc, h.WriteBytes, h.ReplyChunk, h.ReplySegs, h.ReplyBytes, h.InlineLen)
 		}
 	}
 	// FirstFPDUDelay: the Linux 6.1 siw accept race (interop/README.md, finding 4).
@@ -367,6 +366,11 @@ func TestClientAgainstKnfsd(t *testing.T) {
 	}
 	if cn.ReadWriteChunk == 0 || cn.WriteListBytes < uint64(big) {
 		t.Errorf("READ by write chunks: %d calls, %d bytes placed by knfsd; want some, at least %d bytes", cn.ReadWriteChunk, cn.WriteListBytes, big)
+	}
+	if cn.ReadReplyChunk != 0 {
+		// knfsd then writes the whole reply, data included, into the reply chunk
+		// besides the data into the write chunk.
+		t.Errorf("%d READs offered a reply chunk beside the write chunk; Linux offers none", cn.ReadReplyChunk)
 	}
 	if cn.DirReplyChunk == 0 || cn.NoMsgReplies == 0 {
 		t.Errorf("READDIR(PLUS) by reply chunk: %d calls offered one, %d RDMA_NOMSG replies; want some of each", cn.DirReplyChunk, cn.NoMsgReplies)

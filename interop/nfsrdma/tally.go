@@ -41,6 +41,7 @@ type Counts struct {
 	ReadChunkBytes uint64 // bytes of read chunks at positions other than 0, all calls
 	ReadCalls      int    // NFS READ calls
 	ReadWriteChunk int    // ... that offered a write chunk
+	ReadReplyChunk int    // ... that offered a write chunk and a reply chunk too
 	DirCalls       int    // NFS READDIR and READDIRPLUS calls
 	DirReplyChunk  int    // ... that offered a reply chunk
 	LongCalls      int    // RDMA_NOMSG calls (position-zero read chunk)
@@ -138,6 +139,9 @@ func (t *Tally) call(h *Header) {
 			c.ReadCalls++
 			if h.WriteChunks > 0 {
 				c.ReadWriteChunk++
+				if h.ReplyChunk {
+					c.ReadReplyChunk++
+				}
 			}
 		case NFSProcReaddir, NFSProcReaddirPlus:
 			c.DirCalls++
@@ -192,8 +196,8 @@ func (t *Tally) Counts() Counts {
 // String summarises the counts on one line for logs.
 func (c Counts) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "calls %d replies %d; calls with read chunks %d (%d segments), write chunks %d (%d segments), reply chunk %d (%d segments); WRITE %d (read chunk %d, %d bytes by RDMA Read); READ %d (write chunk %d, %d bytes placed in %d replies); READDIR(PLUS) %d (reply chunk %d); RDMA_NOMSG replies %d (%d bytes); long calls %d; RDMA_DONE %d; RDMA_ERROR %d; grants %d..%d; max in flight %d; credit overruns %d; parse errors %d",
-		c.Calls, c.Replies, c.ReadChunkCalls, c.ReadChunkSegs, c.WriteChunkCalls, c.WriteChunkSegs, c.ReplyChunkCalls, c.ReplyChunkSegs, c.WriteCalls, c.WriteReadChunk, c.ReadChunkBytes, c.ReadCalls, c.ReadWriteChunk,
+	fmt.Fprintf(&b, "calls %d replies %d; calls with read chunks %d (%d segments), write chunks %d (%d segments), reply chunk %d (%d segments); WRITE %d (read chunk %d, %d bytes by RDMA Read); READ %d (write chunk %d, also reply chunk %d, %d bytes placed in %d replies); READDIR(PLUS) %d (reply chunk %d); RDMA_NOMSG replies %d (%d bytes); long calls %d; RDMA_DONE %d; RDMA_ERROR %d; grants %d..%d; max in flight %d; credit overruns %d; parse errors %d",
+		c.Calls, c.Replies, c.ReadChunkCalls, c.ReadChunkSegs, c.WriteChunkCalls, c.WriteChunkSegs, c.ReplyChunkCalls, c.ReplyChunkSegs, c.WriteCalls, c.WriteReadChunk, c.ReadChunkBytes, c.ReadCalls, c.ReadWriteChunk, c.ReadReplyChunk,
 		c.WriteListBytes, c.WriteListReplys, c.DirCalls, c.DirReplyChunk, c.NoMsgReplies, c.ReplyChunkBytes,
 		c.LongCalls, c.DoneMsgs, c.ErrorReplies, c.MinGrant, c.MaxGrant, c.MaxInFlight, c.CreditOverruns, c.ParseErrors)
 	if c.FirstError != "" {

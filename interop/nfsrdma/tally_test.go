@@ -111,3 +111,17 @@ func BenchmarkTallyRecord(b *testing.B) {
 		tl.Record(true, readReply)
 	}
 }
+
+func TestTallyReadWithReplyChunk(t *testing.T) {
+	// A READ offering a write chunk and a reply chunk, as rpcrdma's client did
+	// before it sized reply chunks without the write-chunk data.
+	both := cat(msg(0x20, 1, 128, ProcMsg, 0,
+		1, 1, 0x55, 131072, 0, 0, 0,
+		1, 1, 0x56, 131200, 0, 0), rpcCall(0x20, NFSProcRead, 0), make([]byte, 12))
+	tl := NewTally(Client)
+	tl.Record(true, readCall)
+	tl.Record(true, both)
+	if c := tl.Counts(); c.ReadCalls != 2 || c.ReadWriteChunk != 2 || c.ReadReplyChunk != 1 || c.ReplyChunkCalls != 1 {
+		t.Errorf("counts: %+v", c)
+	}
+}
