@@ -996,20 +996,25 @@ type bigBuf struct {
 // bufPool keeps registered buffers (registered once, re-keyed per use) in power-of-two
 // sizes from 64 KiB.
 type bufPool struct {
-	pd   verbs.PD
-	mu   sync.Mutex
-	free []*bigBuf
-	all  []*bigBuf
+	pd        verbs.PD
+	mu        sync.Mutex
+	free      []*bigBuf
+	freeBytes int
+	all       []*bigBuf
 }
 
-// maxPooled bounds the idle buffers a pool keeps.
-const maxPooled = 64
+// Bounds on the idle buffers a pool keeps.
+const (
+	maxPooled      = 64
+	maxPooledBytes = 64 << 20
+)
 
 func (p *bufPool) get(n int, access verbs.Access) (*bigBuf, error) {
 	p.mu.Lock()
 	for i, b := range p.free {
 		if len(b.mr.Buf()) >= n {
 			p.free = append(p.free[:i], p.free[i+1:]...)
+			p.freeBytes -= len(b.mr.Buf())
 			p.mu.Unlock()
 			b.mr.Reregister(access | verbs.AccessLocalWrite)
 			return b, nil
@@ -1035,7 +1040,7 @@ func (p *bufPool) put(b *bigBuf) {
 	b.mr.Invalidate()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.free) >= maxPooled {
+	if len(p.free) >= maxPooled || p.freeBytes+len(b.mr.Buf()) > maxPooledBytes {
 		for i, x := range p.all {
 			if x == b {
 				p.all = append(p.all[:i], p.all[i+1:]...)
@@ -1046,6 +1051,7 @@ func (p *bufPool) put(b *bigBuf) {
 		return
 	}
 	p.free = append(p.free, b)
+	p.freeBytes += len(b.mr.Buf())
 }
 
 func (p *bufPool) close() {
@@ -1054,5 +1060,5 @@ func (p *bufPool) close() {
 	for _, b := range p.all {
 		b.mr.Close()
 	}
-	p.all, p.free = nil, nil
+	p.all, p.free, p.freeBytes = nil, nil, 0
 }
