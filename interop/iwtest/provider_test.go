@@ -8,6 +8,7 @@ package iwtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -100,7 +101,7 @@ func (e *endpoint) nextRecv(ctx context.Context) ([]byte, int, error) {
 		}
 		for _, c := range e.wc[:n] {
 			if c.Status != verbs.StatusSuccess {
-				return nil, 0, fmt.Errorf("%v completion (id %d) status %v: %v (QP: %v)", c.Opcode, c.ID, c.Status, c.Err, e.qp.Err())
+				return nil, 0, fmt.Errorf("%v completion (id %d) status %v: %w (QP: %v)", c.Opcode, c.ID, c.Status, c.Err, e.qp.Err())
 			}
 			if c.Opcode == verbs.OpcodeRecv {
 				i := int(c.ID)
@@ -333,5 +334,63 @@ func TestProviderKnfsdManyQPs(t *testing.T) {
 	if !t.Failed() {
 		t.Logf("%d queue pairs x %d NULL calls against knfsd: all replies MSG_ACCEPTED/SUCCESS with %d credits, in %v (CRC: %v)",
 			nqp, calls, credits, time.Since(start).Round(time.Millisecond), envCRC())
+	}
+}
+
+// TestProviderKnfsdTerminate: after a good NULL call, a verbs/soft QP sends
+// knfsd a Send far bigger than any receive svcrdma posts. siw must answer
+// with a DDP Terminate (untagged buffer error), and our provider must report
+// it: the QP enters the error state with a received *verbs.TerminateError
+// and outstanding receives complete as flushed. Case:
+// cases/knfsd-provider-terminate.case.
+func TestProviderKnfsdTerminate(t *testing.T) {
+	addr := peerAddr(t)
+	ctx := waitContext(t)
+	e := newEndpoint(t, soft.Config{CRC: envCRC(), FirstFPDUDelay: 300 * time.Millisecond})
+	if _, err := e.dev.Dial(ctx, addr, e.qp, verbs.ConnParams{
+		PrivateData: AppendConnectPrivate(nil, ConnectPrivate{Version: 1, SendSize: inlineSize, RecvSize: inlineSize}),
+		IRD:         16,
+		ORD:         1,
+	}); err != nil {
+		t.Fatalf("Dial knfsd at %s: %v", addr, err)
+	}
+	if err := e.nullCalls(ctx, 1, 0x74650000, uint32(envInt(t, "IWTEST_CREDITS", 64))); err != nil {
+		t.Fatalf("NULL call before the oversized Send: %v", err)
+	}
+
+	const big = 64 << 10 // svcrdma posts receives of svcrdma_max_req_size (4 KiB)
+	buf := AppendNullCall(make([]byte, 0, big), 0x74650100, 32, ProgNFS, 3)
+	buf = buf[:big]
+	mr, err := e.pd.RegMR(buf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Close()
+	wr := verbs.SendWR{ID: 7, Op: verbs.OpSend, Flags: verbs.Signaled, SGL: []verbs.SGE{{MR: mr, Length: big}}}
+	if err := e.qp.PostSend(&wr); err != nil {
+		t.Fatalf("PostSend of %d bytes: %v", big, err)
+	}
+	select {
+	case <-e.qp.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("QP still %v 30 s after a %d-byte Send to knfsd: no Terminate reported", e.qp.State(), big)
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	qerr := e.qp.Err()
+	var te *verbs.TerminateError
+	if !errors.As(qerr, &te) {
+		t.Fatalf("QP error %v, want a *verbs.TerminateError from siw", qerr)
+	}
+	t.Logf("QP error: %v", qerr)
+	if !te.Received || te.Layer != 1 || te.EType != 2 {
+		t.Fatalf("Terminate %+v, want one received from siw at layer DDP (1), etype untagged buffer (2)", *te)
+	}
+	// everything outstanding is flushed: the receives, and the big Send unless
+	// it completed before the Terminate arrived
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, _, err := e.nextRecv(rctx); !errors.Is(err, verbs.ErrFlushed) {
+		t.Fatalf("after the Terminate, next receive completion: %v, want a flushed status", err)
 	}
 }
