@@ -48,7 +48,7 @@ type ClientOptions struct {
 	IRD, ORD int
 	// MSGPAlign, when not zero, makes the client send calls of at least MSGPThresh
 	// bytes as RDMA_MSGP, padded so the RPC message starts on an MSGPAlign boundary of
-	// the server's receive buffer (see msgpPad for this package's reading of seed §3.9).
+	// the server's receive buffer (see "RDMA_MSGP" in the package documentation).
 	// Only for servers that accept RDMA_MSGP (ServerOptions.MSGP); Linux answers
 	// ERR_CHUNK. At most MaxMSGPAlign. Replies in RDMA_MSGP are always understood.
 	MSGPAlign, MSGPThresh uint32

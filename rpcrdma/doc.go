@@ -44,5 +44,17 @@
 //     does) the client reconnects and retransmits outstanding calls with their XIDs;
 //     nothing is ever retransmitted on the connection that carried the original.
 //
+// # RDMA_MSGP
+//
+// Seed §3.9 lets a sender pad opaque data of at least rdma_thresh bytes to rdma_align
+// and asks the receiver's XDR decoder to skip the padding. A transport cannot find opaque
+// items in a stream it does not parse, so this package pads where a transport can: once,
+// between the transport header and the RPC message, so that the message (and with it
+// every 4-byte-aligned item) starts on an rdma_align boundary of the receive buffer. A
+// client opts in (ClientOptions.MSGPAlign) and sends RDMA_MSGP for calls of at least
+// rdma_thresh bytes; a server that accepts it (ServerOptions.MSGP) pads its replies to
+// such clients the same way. Both sides strip the padding of any RDMA_MSGP they receive.
+// Linux removed RDMA_MSGP on both sides, so it is never sent unless asked for.
+//
 // Logging (github.com/hashicorp/go-hclog, the project's logger) is on control paths only.
 package rpcrdma

@@ -57,7 +57,7 @@ type ServerOptions struct {
 	// DefaultDoneTimeout.
 	DoneTimeout time.Duration
 	// MSGP accepts RDMA_MSGP calls and answers them with RDMA_MSGP replies padded the
-	// same way (see SendMSGP). Off by default: Linux svcrdma answers MSGP with ERR_CHUNK,
+	// same way (see "RDMA_MSGP" in the package documentation). Off by default: Linux svcrdma answers MSGP with ERR_CHUNK,
 	// and so does this server unless MSGP is set.
 	MSGP bool
 	// NoSendInvalidate disables Send With Invalidate even when the client allows it.
