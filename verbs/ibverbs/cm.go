@@ -438,11 +438,12 @@ func (l *listener) Accept(ctx context.Context) (verbs.ConnRequest, error) {
 func (l *listener) Close() error {
 	l.closeOnce.Do(func() {
 		close(l.closed)
-		l.id.destroy()
 		l.id.mu.Lock()
+		l.id.closed = true
 		q := l.id.queue
 		l.id.queue = nil
 		l.id.mu.Unlock()
+		l.id.destroy()
 		for _, ev := range q {
 			if ev.typ == C.RDMA_CM_EVENT_CONNECT_REQUEST {
 				if cid := l.dev.lookupID(ev.id); cid != nil {

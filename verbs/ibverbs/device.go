@@ -315,6 +315,8 @@ type cmID struct {
 	// onEvent, when set, receives events instead of the queue (an
 	// established connection's QP). It must not block.
 	onEvent func(cmEvent)
+	// closed: a closed listener; new requests are refused.
+	closed bool
 }
 
 func (d *Device) newID() (*cmID, error) {
@@ -345,12 +347,18 @@ func (c *cmID) destroy() {
 	C.rdma_destroy_id(c.id)
 }
 
-func (c *cmID) deliver(ev cmEvent) {
+// deliver queues ev (or hands it to onEvent); false if the id no longer
+// takes events (a closed listener).
+func (c *cmID) deliver(ev cmEvent) bool {
 	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false
+	}
 	if f := c.onEvent; f != nil {
 		c.mu.Unlock()
 		f(ev)
-		return
+		return true
 	}
 	c.queue = append(c.queue, ev)
 	c.mu.Unlock()
@@ -358,6 +366,7 @@ func (c *cmID) deliver(ev cmEvent) {
 	case c.notify <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 // next waits for the next queued event.
@@ -422,7 +431,13 @@ func (d *Device) cmLoop() {
 			}
 			continue
 		}
-		target.deliver(e)
+		if !target.deliver(e) && e.typ == C.RDMA_CM_EVENT_CONNECT_REQUEST {
+			// The listener closed meanwhile.
+			if cid := d.lookupID(e.id); cid != nil {
+				C.rdma_reject(cid.id, nil, 0)
+				cid.destroy()
+			}
+		}
 	}
 }
 
