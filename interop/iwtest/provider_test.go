@@ -38,7 +38,17 @@ type endpoint struct {
 }
 
 func newEndpoint(t *testing.T, cfg soft.Config) *endpoint {
-	e := &endpoint{t: t, dev: soft.New(cfg)}
+	return newEndpointSized(t, cfg, inlineSize)
+}
+
+// newEndpointSized is newEndpoint with receive buffers of recvSize bytes.
+func newEndpointSized(t *testing.T, cfg soft.Config, recvSize int) *endpoint {
+	return newEndpointOn(t, soft.New(cfg), recvSize)
+}
+
+// newEndpointOn builds the endpoint on an existing device (a listener's).
+func newEndpointOn(t *testing.T, dev *soft.Device, recvSize int) *endpoint {
+	e := &endpoint{t: t, dev: dev}
 	var err error
 	if e.pd, err = e.dev.AllocPD(); err != nil {
 		t.Fatal(err)
@@ -51,7 +61,7 @@ func newEndpoint(t *testing.T, cfg soft.Config) *endpoint {
 		t.Fatal(err)
 	}
 	for i := range recvDepth {
-		mr, err := e.pd.RegMR(make([]byte, inlineSize), verbs.AccessLocalWrite)
+		mr, err := e.pd.RegMR(make([]byte, recvSize), verbs.AccessLocalWrite)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +76,7 @@ func newEndpoint(t *testing.T, cfg soft.Config) *endpoint {
 }
 
 func (e *endpoint) postRecv(i int) {
-	wr := verbs.RecvWR{ID: uint64(i), SGL: []verbs.SGE{{MR: e.recv[i], Length: inlineSize}}}
+	wr := verbs.RecvWR{ID: uint64(i), SGL: []verbs.SGE{{MR: e.recv[i], Length: len(e.recv[i].Buf())}}}
 	if err := e.qp.PostRecv(&wr); err != nil {
 		e.t.Fatalf("PostRecv %d: %v", i, err)
 	}
@@ -284,7 +294,7 @@ func (e *endpoint) nullCalls(ctx context.Context, calls int, xidBase, credits ui
 		if r.XID != xid || r.ReplyStat != 0 || r.AcceptStat != 0 || r.Credits != credits {
 			return fmt.Errorf("reply %+v, want xid %#x MSG_ACCEPTED SUCCESS with %d credits", r, xid, credits)
 		}
-		wr := verbs.RecvWR{ID: uint64(buf), SGL: []verbs.SGE{{MR: e.recv[buf], Length: inlineSize}}}
+		wr := verbs.RecvWR{ID: uint64(buf), SGL: []verbs.SGE{{MR: e.recv[buf], Length: len(e.recv[buf].Buf())}}}
 		if err := e.qp.PostRecv(&wr); err != nil {
 			return fmt.Errorf("PostRecv: %w", err)
 		}
@@ -393,4 +403,58 @@ func TestProviderKnfsdTerminate(t *testing.T) {
 	if _, _, err := e.nextRecv(rctx); !errors.Is(err, verbs.ErrFlushed) {
 		t.Fatalf("after the Terminate, next receive completion: %v, want a flushed status", err)
 	}
+}
+
+// TestProviderLinuxClientTerminate: the guest's NFS client connects to a
+// verbs/soft listener whose posted receives hold only 32 bytes, so its first
+// Send (an RDMA_MSG of about 70 bytes) does not fit. Our provider must send
+// a DDP Terminate and fail the QP; the case's check then finds siw's report
+// of the Terminate it received ("got TERMINATE. layer 1, type 2") in the
+// guest's kernel log, which shows Linux parsed our Terminate. Case:
+// cases/linux-client-terminate.case.
+func TestProviderLinuxClientTerminate(t *testing.T) {
+	addr := listenAddr(t)
+	ctx := waitContext(t)
+	dev := soft.New(soft.Config{})
+	ln, err := dev.Listen(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	signalReady(t)
+	// xprtrdma reconnects when a connection drops before its first Send (seen
+	// once under load): accept again, a few times at most.
+	for attempt := 1; attempt <= 5; attempt++ {
+		cr, err := ln.Accept(ctx)
+		if err != nil {
+			t.Fatalf("no connection request from the guest (attempt %d): %v", attempt, err)
+		}
+		e := newEndpointOn(t, dev, 32)
+		if _, err := cr.Accept(ctx, e.qp, verbs.ConnParams{
+			PrivateData: AppendConnectPrivate(nil, ConnectPrivate{Version: 1, SendSize: inlineSize, RecvSize: inlineSize}),
+			IRD:         max(cr.ORD(), 1),
+			ORD:         min(cr.IRD(), 128),
+		}); err != nil {
+			t.Fatalf("Accept: %v", err)
+		}
+		select {
+		case <-e.qp.Done():
+		case <-time.After(60 * time.Second):
+			t.Fatalf("QP still %v 60 s after accepting the Linux client with 32-byte receives", e.qp.State())
+		}
+		qerr := e.qp.Err()
+		t.Logf("attempt %d: QP error: %v", attempt, qerr)
+		var te *verbs.TerminateError
+		if !errors.As(qerr, &te) {
+			if errors.Is(qerr, verbs.ErrConnectionLost) {
+				continue // the client gave up on this connection before sending
+			}
+			t.Fatalf("QP error %v, want a *verbs.TerminateError", qerr)
+		}
+		if te.Received || te.Layer != 1 || te.EType != 2 {
+			t.Fatalf("Terminate %+v, want one sent by us at layer DDP (1), etype untagged buffer (2)", *te)
+		}
+		return
+	}
+	t.Fatal("5 connections from the Linux client ended before its first Send")
 }
