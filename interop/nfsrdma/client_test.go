@@ -145,7 +145,7 @@ func TestClientAgainstKnfsd(t *testing.T) {
 		}
 	}
 	// FirstFPDUDelay: the Linux 6.1 siw accept race (interop/README.md, finding 4).
-	dev := soft.New(soft.Config{FirstFPDUDelay: 300 * time.Millisecond, Logger: log.Named("soft")})
+	dev := soft.New(soft.Config{CRC: envCRC(), FirstFPDUDelay: 300 * time.Millisecond, Logger: softLogger(log)})
 	defer dev.Close()
 	rt, err := rpcrdma.Dial(ctx, dev, net.JoinHostPort(peer, "20049"), &rpcrdma.ClientOptions{
 		Trace:  trace,

@@ -20,6 +20,8 @@ import (
 //	NFSRDMA_SIZES   file sizes of the workload, e.g. 0,1,4097,8388607
 //	NFSRDMA_ENTRIES entries of the big directory (default 2000)
 //	NFSRDMA_WAIT    how long the host side waits for the guest (default 360s)
+//	NFSRDMA_CRC     1: MPA CRC32c on our side (requested as initiator, insisted on
+//	                as responder)
 //	LAB_OUT         the run folder (the guest's /out): artifacts, host.ready, and
 //	                the guest's nfsrdma-done marker
 
@@ -30,6 +32,8 @@ func envOrSkip(t *testing.T, name string) string {
 	}
 	return v
 }
+
+func envCRC() bool { return os.Getenv("NFSRDMA_CRC") == "1" }
 
 func waitContext(t *testing.T) context.Context {
 	d := 360 * time.Second
@@ -72,5 +76,14 @@ func signalReady(t *testing.T) {
 }
 
 func testLogger(name string) hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{Name: name, Level: hclog.Info, Output: os.Stderr})
+	return hclog.New(&hclog.LoggerOptions{Name: name, Level: hclog.Info, Output: os.Stderr, IndependentLevels: true})
+}
+
+// softLogger is verbs/soft's logger at debug level: its only debug lines are the
+// per-connection "connected"/"accepted" records with the negotiated MPA CRC, IRD and
+// ORD, which the -crc cases check.
+func softLogger(log hclog.Logger) hclog.Logger {
+	l := log.Named("soft")
+	l.SetLevel(hclog.Debug)
+	return l
 }

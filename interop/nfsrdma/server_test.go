@@ -47,7 +47,7 @@ func TestLinuxClientMountsServer(t *testing.T) {
 	nfs.Register(srv)
 
 	tally := NewTally(Server)
-	dev := soft.New(soft.Config{Logger: log.Named("soft")})
+	dev := soft.New(soft.Config{CRC: envCRC(), Logger: softLogger(log)})
 	defer dev.Close()
 	rl, err := rpcrdma.Listen(ctx, dev, net.JoinHostPort(host, "20049"), &rpcrdma.ServerOptions{
 		Trace:  tally.Record,

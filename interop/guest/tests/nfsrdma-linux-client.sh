@@ -5,9 +5,10 @@
 #   mount -t nfs -o vers=3,proto=rdma,port=20049,mountport=2049,mountproto=tcp,nolock
 # and runs a workload: files of odd sizes up to 8 MiB - 1 written, caches dropped, compared
 # (cmp and sha256) and left on the export with a manifest (/out/nfsrdma-manifest) the host
-# checks; a directory of ENTRIES (default 2000) entries listed with ls and ls -l; symlinks,
-# a hard link, renames across directories, removal; umount.  Then /out/nfsrdma-done
-# ("failures N") tells the host to judge the wire, and the guest waits for out/stop.
+# checks; 16 files written at once, then read at once; a directory of ENTRIES (default
+# 2000) entries listed with ls and ls -l; symlinks, a hard link, renames across
+# directories, removal; umount.  Then /out/nfsrdma-done ("failures N") tells the host to
+# judge the wire, and the guest waits for out/stop.
 . /lab/guest/lib.sh
 T=${1:-$HOSTSVC_IP}; ENTRIES=${2:-2000}
 M=/mnt/nfs
@@ -34,6 +35,21 @@ files() {
   cp /tmp/manifest /out/nfsrdma-manifest
   say "f8388607 sha256 $(cut -d' ' -f1 < /tmp/manifest | tail -1)"
 }
+parallel() { # 16 writers at once, then 16 readers at once after dropping caches
+  head -c 1048579 /dev/urandom > /tmp/par || return 1
+  i=0; while [ $i -lt 16 ]; do dd if=/tmp/par of=$M/par$i bs=64k conv=fsync 2>/dev/null & i=$((i+1)); done
+  wait
+  echo 3 > /proc/sys/vm/drop_caches
+  i=0; while [ $i -lt 16 ]; do cmp /tmp/par $M/par$i > /tmp/par$i.cmp 2>&1 & i=$((i+1)); done
+  wait
+  i=0; while [ $i -lt 16 ]; do
+    [ -s /tmp/par$i.cmp ] && { cat /tmp/par$i.cmp; return 1; }
+    [ "$(stat -c %s $M/par$i)" = 1048579 ] || return 1
+    i=$((i+1))
+  done
+  rm $M/par* || return 1
+  say "16 x 1 MiB+3 written and read back concurrently"
+}
 listing() {
   mkdir $M/many || return 1
   i=0; while [ $i -lt "$ENTRIES" ]; do : > $M/many/an-entry-with-a-longish-name-$i || return 1; i=$((i+1)); done
@@ -59,6 +75,7 @@ namespace() {
 if step "mount -o $opts $T:/export" timeout 120 mount -t nfs -o "$opts" "$T:/export" $M; then
   step "xprt: rdma in /proc/self/mountstats" xprt_is_rdma $M
   step "files 0 B .. 8 MiB-1 written, caches dropped, cmp + sha256" files
+  step "16 concurrent writers, then 16 concurrent readers (1 MiB+3 each)" parallel
   step "$ENTRIES-entry directory listed (ls, ls -l)" listing
   step "symlinks, hard link, renames across directories, rm -r" namespace
   cp /proc/self/mountstats /out/mountstats.txt
