@@ -398,9 +398,12 @@ func (s *Server) commit(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	return nil
 }
 
-// openCreateDir is the common start of CREATE, MKDIR, SYMLINK, MKNOD and LINK: it opens
-// the directory, checks the caller may add to it and validates the new name.
-func (s *Server) openCreateDir(where *nfs3.DirOpArgs, dir *object, c *cred) nfs3.Status {
+// openChangeDir is the common start of every procedure that adds, removes or renames a
+// directory entry: it opens the directory, checks the caller may change it and
+// validates the name. dotStatus is the answer for "." or "..": they always exist
+// (NFS3ERR_EXIST for CREATE, MKDIR, SYMLINK, MKNOD and LINK) and cannot be removed or
+// renamed (NFS3ERR_INVAL for REMOVE, RMDIR and RENAME).
+func (s *Server) openChangeDir(where *nfs3.DirOpArgs, dir *object, c *cred, dotStatus nfs3.Status) nfs3.Status {
 	if st := s.openDir(where.Dir, dir, c, permW|permX); st != nfs3.StatusOK {
 		return st
 	}
@@ -411,9 +414,48 @@ func (s *Server) openCreateDir(where *nfs3.DirOpArgs, dir *object, c *cred) nfs3
 		return st
 	}
 	if isDot(where.Name) {
-		return nfs3.StatusExist
+		return dotStatus
 	}
 	return nfs3.StatusOK
+}
+
+// openCreateDir opens the directory of a CREATE, MKDIR, SYMLINK, MKNOD or LINK.
+func (s *Server) openCreateDir(where *nfs3.DirOpArgs, dir *object, c *cred) nfs3.Status {
+	return s.openChangeDir(where, dir, c, nfs3.StatusExist)
+}
+
+// newEntry is the state of a procedure that makes a directory entry and answers with a
+// CREATE3res: CREATE, MKDIR, SYMLINK and MKNOD.
+type newEntry struct {
+	dir   object
+	c     cred
+	r     nfs3.CreateRes
+	fhbuf [HandleSize]byte
+}
+
+// beginEntry opens the directory the entry is to be made in (see openCreateDir) and
+// reports whether the procedure may go on; the caller closes e.dir either way.
+func (s *Server) beginEntry(req *oncrpc.Request, where *nfs3.DirOpArgs, e *newEntry) bool {
+	e.c = s.credOf(req)
+	e.r.Status = s.openCreateDir(where, &e.dir, &e.c)
+	return e.r.Status == nfs3.StatusOK
+}
+
+// made finishes MKDIR, SYMLINK and MKNOD: err is what making the new entry name
+// returned; on success the entry is fresh and gets attr (see created).
+func (s *Server) made(e *newEntry, name string, attr *nfs3.Sattr, err error) {
+	if err != nil {
+		e.r.Status = statusOf(err)
+		return
+	}
+	e.r.Status = s.created(&e.dir, name, &e.c, attr, true, &e.r, e.fhbuf[:])
+}
+
+// reply encodes the CREATE3res with the directory's wcc_data.
+func (e *newEntry) reply(res *xdr.Encoder) error {
+	e.r.DirWcc = wcc(&e.dir)
+	e.r.EncodeXDR(res)
+	return nil
 }
 
 // created gives a new object its owner, then fills the CREATE-style result.
@@ -453,6 +495,18 @@ func (s *Server) created(dir *object, name string, c *cred, attr *nfs3.Sattr, fr
 	return nfs3.StatusOK
 }
 
+// truncateAt sets the size of the regular file name in dirfd without following a link;
+// sizes beyond what Linux can hold are clamped to math.MaxInt64.
+func truncateAt(dirfd int, name string, size uint64) error {
+	fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	err = unix.Ftruncate(fd, int64(min(size, math.MaxInt64)))
+	unix.Close(fd)
+	return err
+}
+
 // chmodAt sets the exact mode (no umask) of name in dirfd without following a link.
 func (s *Server) chmodAt(dirfd int, name string, mode uint32) error {
 	fd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
@@ -468,18 +522,13 @@ func (s *Server) create(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
-	var dir object
-	var r nfs3.CreateRes
-	c := s.credOf(req)
-	var fhbuf [HandleSize]byte
-	r.Status = s.openCreateDir(&a.Where, &dir, &c)
-	defer dir.close()
-	if r.Status == nfs3.StatusOK {
-		r.Status = s.doCreate(&dir, &a, &c, &r, fhbuf[:])
+	var e newEntry
+	ok := s.beginEntry(req, &a.Where, &e)
+	defer e.dir.close()
+	if ok {
+		e.r.Status = s.doCreate(&e.dir, &a, &e.c, &e.r, e.fhbuf[:])
 	}
-	r.DirWcc = wcc(&dir)
-	r.EncodeXDR(res)
-	return nil
+	return e.reply(res)
 }
 
 func (s *Server) doCreate(dir *object, a *nfs3.CreateArgs, c *cred, r *nfs3.CreateRes, fhbuf []byte) nfs3.Status {
@@ -533,26 +582,14 @@ func (s *Server) doCreate(dir *object, a *nfs3.CreateArgs, c *cred, r *nfs3.Crea
 				if !allowed(c, &st, permW) && !isOwner(c, &st) {
 					return nfs3.StatusAcces
 				}
-				fd, err := unix.Openat(dir.fd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-				if err != nil {
-					return statusOf(err)
-				}
-				err = unix.Ftruncate(fd, int64(min(a.Attr.Size, math.MaxInt64)))
-				unix.Close(fd)
-				if err != nil {
+				if err := truncateAt(dir.fd, name, a.Attr.Size); err != nil {
 					return statusOf(err)
 				}
 			}
 		}
 	}
 	if fresh && a.Attr.SetSize && a.Attr.Size != 0 {
-		fd, err := unix.Openat(dir.fd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return statusOf(err)
-		}
-		err = unix.Ftruncate(fd, int64(min(a.Attr.Size, math.MaxInt64)))
-		unix.Close(fd)
-		if err != nil {
+		if err := truncateAt(dir.fd, name, a.Attr.Size); err != nil {
 			return statusOf(err)
 		}
 	}
@@ -564,26 +601,18 @@ func (s *Server) mkdir(_ context.Context, req *oncrpc.Request, res *xdr.Encoder)
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
-	var dir object
-	var r nfs3.CreateRes
-	c := s.credOf(req)
-	var fhbuf [HandleSize]byte
-	r.Status = s.openCreateDir(&a.Where, &dir, &c)
-	defer dir.close()
-	if r.Status == nfs3.StatusOK {
+	var e newEntry
+	ok := s.beginEntry(req, &a.Where, &e)
+	defer e.dir.close()
+	if ok {
 		mode := uint32(0o755)
 		if a.Attr.SetMode {
 			mode = a.Attr.Mode & 0o7777
 		}
-		if err := unix.Mkdirat(dir.fd, string(a.Where.Name), mode); err != nil {
-			r.Status = statusOf(err)
-		} else {
-			r.Status = s.created(&dir, string(a.Where.Name), &c, &a.Attr, true, &r, fhbuf[:])
-		}
+		name := string(a.Where.Name)
+		s.made(&e, name, &a.Attr, unix.Mkdirat(e.dir.fd, name, mode))
 	}
-	r.DirWcc = wcc(&dir)
-	r.EncodeXDR(res)
-	return nil
+	return e.reply(res)
 }
 
 func (s *Server) symlink(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
@@ -591,23 +620,15 @@ func (s *Server) symlink(_ context.Context, req *oncrpc.Request, res *xdr.Encode
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
-	var dir object
-	var r nfs3.CreateRes
-	c := s.credOf(req)
-	var fhbuf [HandleSize]byte
-	r.Status = s.openCreateDir(&a.Where, &dir, &c)
-	defer dir.close()
-	if r.Status == nfs3.StatusOK {
+	var e newEntry
+	ok := s.beginEntry(req, &a.Where, &e)
+	defer e.dir.close()
+	if ok {
 		// The target is stored as given, absolute or not: the server never follows it.
-		if err := unix.Symlinkat(string(a.Data), dir.fd, string(a.Where.Name)); err != nil {
-			r.Status = statusOf(err)
-		} else {
-			r.Status = s.created(&dir, string(a.Where.Name), &c, &a.Attr, true, &r, fhbuf[:])
-		}
+		name := string(a.Where.Name)
+		s.made(&e, name, &a.Attr, unix.Symlinkat(string(a.Data), e.dir.fd, name))
 	}
-	r.DirWcc = wcc(&dir)
-	r.EncodeXDR(res)
-	return nil
+	return e.reply(res)
 }
 
 func (s *Server) mknod(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
@@ -615,13 +636,10 @@ func (s *Server) mknod(_ context.Context, req *oncrpc.Request, res *xdr.Encoder)
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
-	var dir object
-	var r nfs3.CreateRes
-	c := s.credOf(req)
-	var fhbuf [HandleSize]byte
-	r.Status = s.openCreateDir(&a.Where, &dir, &c)
-	defer dir.close()
-	if r.Status == nfs3.StatusOK {
+	var e newEntry
+	ok := s.beginEntry(req, &a.Where, &e)
+	defer e.dir.close()
+	if ok {
 		mode := uint32(0o644)
 		if a.Attr.SetMode {
 			mode = a.Attr.Mode & 0o7777
@@ -639,37 +657,18 @@ func (s *Server) mknod(_ context.Context, req *oncrpc.Request, res *xdr.Encoder)
 		case nfs3.TypeFifo:
 			mode |= unix.S_IFIFO
 		default:
-			r.Status = nfs3.StatusBadType
+			e.r.Status = nfs3.StatusBadType
+			return e.reply(res)
 		}
-		if r.Status == nfs3.StatusOK {
-			if err := unix.Mknodat(dir.fd, string(a.Where.Name), mode, dev); err != nil {
-				r.Status = statusOf(err)
-			} else {
-				r.Status = s.created(&dir, string(a.Where.Name), &c, &a.Attr, true, &r, fhbuf[:])
-			}
-		}
+		name := string(a.Where.Name)
+		s.made(&e, name, &a.Attr, unix.Mknodat(e.dir.fd, name, mode, dev))
 	}
-	r.DirWcc = wcc(&dir)
-	r.EncodeXDR(res)
-	return nil
+	return e.reply(res)
 }
 
-// openRemoveDir opens the directory of a REMOVE, RMDIR or RENAME source or target and
-// validates the name ("." and ".." cannot be removed or renamed).
+// openRemoveDir opens the directory of a REMOVE, RMDIR or RENAME source or target.
 func (s *Server) openRemoveDir(where *nfs3.DirOpArgs, dir *object, c *cred) nfs3.Status {
-	if st := s.openDir(where.Dir, dir, c, permW|permX); st != nfs3.StatusOK {
-		return st
-	}
-	if s.opts.ReadOnly {
-		return nfs3.StatusROFS
-	}
-	if st := validName(where.Name); st != nfs3.StatusOK {
-		return st
-	}
-	if isDot(where.Name) {
-		return nfs3.StatusInval
-	}
-	return nfs3.StatusOK
+	return s.openChangeDir(where, dir, c, nfs3.StatusInval)
 }
 
 func (s *Server) removeEntry(req *oncrpc.Request, res *xdr.Encoder, rmdir bool) error {
