@@ -234,6 +234,24 @@ func (q *queuePair) PostSendBatch(wrs []verbs.SendWR) (int, error) {
 		}
 		return len(wrs), nil
 	}
+	if uint64(len(q.sq))-(q.sqTail-q.sqHead) < uint64(len(wrs)) {
+		// Completions not polled yet may hold slots (an unsignalled
+		// request retires with a later completion, possibly one the
+		// provider asked for): move them to the CQ's queue, which
+		// retires them, so the queue drains even when the caller polls
+		// its send CQ rarely.
+		q.mu.Unlock()
+		q.scq.mu.Lock()
+		if !q.scq.closed {
+			q.scq.drainLocked()
+		}
+		q.scq.mu.Unlock()
+		q.mu.Lock()
+		if q.state != verbs.StateRTS {
+			q.mu.Unlock()
+			return q.PostSendBatch(wrs) // answered for the new state
+		}
+	}
 	defer q.mu.Unlock()
 	posted := 0
 	for posted < len(wrs) {

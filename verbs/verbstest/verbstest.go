@@ -90,6 +90,7 @@ func Run(t *testing.T, p Provider) {
 	t.Run("PostErrors", s.testPostErrors)
 	t.Run("ManyQPs", s.testManyQPs)
 	t.Run("BatchOfSends", s.testBatchOfSends)
+	t.Run("UnsignaledSends", s.testUnsignaledSends)
 	t.Run("CQWait", s.testCQWait)
 	t.Run("CQOverrun", s.testCQOverrun)
 }
@@ -160,6 +161,91 @@ func (s *suite) testCQOverrun(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+// testUnsignaledSends: a send queue of unsignalled Sends drains although
+// the caller never polls its send CQ, and the CQ delivers no completion for
+// them.
+func (s *suite) testUnsignaledSends(t *testing.T) {
+	const msgs, depth = 40, 4
+	ctx, cancel := context.WithTimeout(context.Background(), s.p.Timeout)
+	defer cancel()
+	sdev, cdev := s.p.Open(t), s.p.Open(t)
+	ln, err := sdev.Listen(ctx, s.p.ListenAddr)
+	if err != nil {
+		t.Fatalf("Listen: %v", err)
+	}
+	defer ln.Close()
+	srv := s.newEndpoint(t, sdev, msgs)
+	buf := make([]byte, msgs)
+	rmr := srv.reg(t, buf, verbs.AccessLocalWrite)
+	for i := 0; i < msgs; i++ {
+		srv.recv(t, uint64(i), verbs.SGE{MR: rmr, Offset: i, Length: 1})
+	}
+	pd, err := cdev.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scq, err := cdev.CreateCQ(4 * depth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcq, err := cdev.CreateCQ(4 * depth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qp, err := pd.CreateQP(verbs.QPConfig{SendCQ: scq, RecvCQ: rcq, MaxSendWR: depth, MaxRecvWR: depth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := make([]byte, msgs)
+	fill(src, 3)
+	smr, err := pd.RegMR(src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { smr.Close(); qp.Close(); scq.Close(); rcq.Close(); pd.Close() })
+	errc := make(chan error, 1)
+	go func() {
+		cr, err := ln.Accept(ctx)
+		if err == nil {
+			_, err = cr.Accept(ctx, srv.qp, verbs.ConnParams{})
+		}
+		errc <- err
+	}()
+	if _, err := cdev.Dial(ctx, s.dialAddr(ln), qp, verbs.ConnParams{}); err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("Accept: %v", err)
+	}
+	for i := 0; i < msgs; i++ {
+		wr := verbs.SendWR{ID: uint64(i), Op: verbs.OpSend, SGL: []verbs.SGE{{MR: smr, Offset: i, Length: 1}}}
+		for {
+			err := qp.PostSend(&wr)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, verbs.ErrQueueFull) || ctx.Err() != nil {
+				t.Fatalf("PostSend %d (send CQ never polled): %v", i, err)
+			}
+			time.Sleep(time.Millisecond) // earlier Sends are still in flight
+		}
+	}
+	for i := 0; i < msgs; i++ {
+		srv.expect(t, uint64(i), verbs.OpcodeRecv, verbs.StatusSuccess)
+	}
+	if !bytes.Equal(buf, src) {
+		t.Fatal("received bytes differ")
+	}
+	var wc [8]verbs.Completion
+	n, err := scq.Poll(wc[:])
+	if err != nil {
+		t.Fatalf("send CQ: %v", err)
+	}
+	for _, c := range wc[:n] {
+		t.Errorf("send CQ delivered {ID %d %v %v} for an unsignalled Send", c.ID, c.Opcode, c.Status)
 	}
 }
 
