@@ -4,7 +4,7 @@
 #
 # Usage: sudo interop/run.sh [options] [CASE|TAG ...]
 #   CASE       a file cases/CASE.case (see --list); TAG selects every case whose TAGS
-#              contain it (quick, go, lab).  Default: every case.
+#              contain it (quick, go, lab, iwtest, provider, ...).  Default: every case.
 #   --quick    same as the tag "quick"
 #   --list     list the cases and their tags, then exit
 #   --check    self-check without root or VM: shell syntax of every script, every case file
@@ -12,7 +12,7 @@
 #              (go vet -tags interop ./interop/...).  Meant for CI.
 #   --no-build skip ./build.sh (the cached lab must exist)
 # Builds the lab first if needed (cached in interop/.cache, ~2 min and ~1.3 GB the first time),
-# builds the Go interop test binary when a case needs it, runs the cases, and ends with
+# builds the Go test binary of each package the cases name (GO_PKG), runs the cases, and ends with
 # "N passed, N failed" (exit status 1 if any case failed).  Run folders: .cache/runs/.
 # Env: GO (go binary, default: go in PATH or /usr/local/go/bin/go), CASE_TIMEOUT (s, default 400),
 #      GO_BUILD_FLAGS (for the Go test binaries; default -race when a C compiler is present).
