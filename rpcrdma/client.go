@@ -67,14 +67,7 @@ type ClientOptions struct {
 }
 
 func (o *ClientOptions) fill() {
-	if o.InlineSend <= 0 {
-		o.InlineSend = DefaultInline
-	}
-	if o.InlineRecv <= 0 {
-		o.InlineRecv = DefaultInline
-	}
-	o.InlineSend = max(MinInlineSize, min(o.InlineSend, MaxInlineSize))
-	o.InlineRecv = max(MinInlineSize, min(o.InlineRecv, MaxInlineSize))
+	o.InlineSend, o.InlineRecv = inlineOption(o.InlineSend), inlineOption(o.InlineRecv)
 	if o.Credits <= 0 {
 		o.Credits = DefaultClientCredits
 	}
@@ -329,11 +322,16 @@ type Limits struct {
 	Credits int
 }
 
+// current returns the current connection, nil when there is none.
+func (c *Client) current() *clientConn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cc
+}
+
 // Limits returns the current connection's limits (zero Limits when not connected).
 func (c *Client) Limits() Limits {
-	c.mu.Lock()
-	cc := c.cc
-	c.mu.Unlock()
+	cc := c.current()
 	if cc == nil {
 		return Limits{}
 	}
@@ -349,18 +347,16 @@ func (c *Client) Limits() Limits {
 // private-data values.
 func (c *Client) SetLimits(l Limits) error {
 	o := &c.opts
-	if l.InlineSend != 0 && (l.InlineSend < MinInlineSize || l.InlineSend > o.InlineSend) {
-		return fmt.Errorf("rpcrdma: SetLimits: InlineSend %d outside [%d, %d]", l.InlineSend, MinInlineSize, o.InlineSend)
+	if err := checkInlineLimit("InlineSend", l.InlineSend, o.InlineSend); err != nil {
+		return err
 	}
-	if l.InlineRecv != 0 && (l.InlineRecv < MinInlineSize || l.InlineRecv > o.InlineRecv) {
-		return fmt.Errorf("rpcrdma: SetLimits: InlineRecv %d outside [%d, %d]", l.InlineRecv, MinInlineSize, o.InlineRecv)
+	if err := checkInlineLimit("InlineRecv", l.InlineRecv, o.InlineRecv); err != nil {
+		return err
 	}
 	if l.Credits < 0 || l.Credits > o.Credits {
 		return fmt.Errorf("rpcrdma: SetLimits: Credits %d outside [1, %d]", l.Credits, o.Credits)
 	}
-	c.mu.Lock()
-	cc := c.cc
-	c.mu.Unlock()
+	cc := c.current()
 	if cc == nil {
 		return fmt.Errorf("rpcrdma: SetLimits: %w", errConnLost)
 	}
@@ -385,17 +381,15 @@ func (c *Client) SetLimits(l Limits) error {
 func (c *Client) SetInlineThresholds(send, recv int) {
 	o := &c.opts
 	c.SetLimits(Limits{
-		InlineSend: max(MinInlineSize, min(send, o.InlineSend)),
-		InlineRecv: max(MinInlineSize, min(recv, o.InlineRecv)),
+		InlineSend: clampInline(send, o.InlineSend),
+		InlineRecv: clampInline(recv, o.InlineRecv),
 	})
 }
 
 // SetMaxRDMARead implements confproto.Configurable: the current connection issues at
 // most n RDMA Reads at once (clamped to [1, its ORD]) when pulling reply read chunks.
 func (c *Client) SetMaxRDMARead(n int) {
-	c.mu.Lock()
-	cc := c.cc
-	c.mu.Unlock()
+	cc := c.current()
 	if cc == nil {
 		return
 	}

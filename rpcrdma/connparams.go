@@ -55,8 +55,29 @@ type ConnPrivate struct {
 // encodeSize encodes a size in 1 KiB units minus one, clamping to the encodable range and
 // rounding down to a multiple of 1 KiB (announcing less than we have is always safe).
 func encodeSize(n int) byte {
-	n = max(MinInlineSize, min(n, MaxInlineSize))
-	return byte(n>>10 - 1)
+	return byte(clampInline(n, MaxInlineSize)>>10 - 1)
+}
+
+// clampInline limits an inline threshold to [MinInlineSize, limit].
+func clampInline(n, limit int) int { return max(MinInlineSize, min(n, limit)) }
+
+// inlineOption is the value of a ClientOptions or ServerOptions inline threshold: n,
+// or DefaultInline when not set (zero or negative), clamped to the sizes the private
+// data can announce.
+func inlineOption(n int) int {
+	if n <= 0 {
+		n = DefaultInline
+	}
+	return clampInline(n, MaxInlineSize)
+}
+
+// checkInlineLimit validates an inline field of a SetLimits argument: zero (no change)
+// or within [MinInlineSize, limit], the registered buffer size.
+func checkInlineLimit(field string, n, limit int) error {
+	if n != 0 && (n < MinInlineSize || n > limit) {
+		return fmt.Errorf("rpcrdma: SetLimits: %s %d outside [%d, %d]", field, n, MinInlineSize, limit)
+	}
+	return nil
 }
 
 func decodeSize(b byte) int { return (int(b) + 1) << 10 }

@@ -70,14 +70,7 @@ type ServerOptions struct {
 }
 
 func (o *ServerOptions) fill() {
-	if o.InlineSend <= 0 {
-		o.InlineSend = DefaultInline
-	}
-	if o.InlineRecv <= 0 {
-		o.InlineRecv = DefaultInline
-	}
-	o.InlineSend = max(MinInlineSize, min(o.InlineSend, MaxInlineSize))
-	o.InlineRecv = max(MinInlineSize, min(o.InlineRecv, MaxInlineSize))
+	o.InlineSend, o.InlineRecv = inlineOption(o.InlineSend), inlineOption(o.InlineRecv)
 	if o.Credits == nil {
 		o.Credits = credits.NewServer(credits.Config{})
 	}
@@ -327,8 +320,8 @@ func (sc *ServerConn) SetLimits(l Limits) error {
 	if l.InlineSend == 0 {
 		return nil
 	}
-	if l.InlineSend < MinInlineSize || l.InlineSend > sc.l.opts.InlineSend {
-		return fmt.Errorf("rpcrdma: SetLimits: InlineSend %d outside [%d, %d]", l.InlineSend, MinInlineSize, sc.l.opts.InlineSend)
+	if err := checkInlineLimit("InlineSend", l.InlineSend, sc.l.opts.InlineSend); err != nil {
+		return err
 	}
 	sc.mu.Lock()
 	sc.inlineSend = l.InlineSend
@@ -340,7 +333,7 @@ func (sc *ServerConn) SetLimits(l Limits) error {
 // inline, clamped to [1024, ServerOptions.InlineSend]; recv is ignored (the receive
 // buffers posted for the connection keep their size).
 func (sc *ServerConn) SetInlineThresholds(send, recv int) {
-	send = max(MinInlineSize, min(send, sc.l.opts.InlineSend))
+	send = clampInline(send, sc.l.opts.InlineSend)
 	sc.mu.Lock()
 	sc.inlineSend = send
 	sc.mu.Unlock()
@@ -466,14 +459,7 @@ func (sc *ServerConn) getCall() *srvCall {
 }
 
 func (sc *ServerConn) putCall(c *srvCall) {
-	if c.recvIdx >= 0 {
-		sc.repost(c.recvIdx)
-		c.recvIdx = -1
-	}
-	if c.big != nil {
-		sc.l.bufs.put(c.big)
-		c.big = nil
-	}
+	sc.releaseBuffers(c)
 	c.call.Msg = oncrpc.Message{}
 	sc.mu.Lock()
 	sc.free = append(sc.free, c)
@@ -721,6 +707,13 @@ func (sc *ServerConn) finishCall(c *srvCall) {
 		return
 	}
 	c.finished = true
+	sc.releaseBuffers(c)
+	sc.cred.Done()
+}
+
+// releaseBuffers gives back the call's receive buffer (reposted) and its reassembly
+// buffer, if it still holds them.
+func (sc *ServerConn) releaseBuffers(c *srvCall) {
 	if c.recvIdx >= 0 {
 		sc.repost(c.recvIdx)
 		c.recvIdx = -1
@@ -729,7 +722,6 @@ func (sc *ServerConn) finishCall(c *srvCall) {
 		sc.l.bufs.put(c.big)
 		c.big = nil
 	}
-	sc.cred.Done()
 }
 
 func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
