@@ -73,40 +73,26 @@ type ReaddirRes struct {
 
 // EncodeXDR encodes READDIR3res.
 func (r *ReaddirRes) EncodeXDR(e *xdr.Encoder) {
-	e.Uint32(uint32(r.Status))
-	r.DirAttr.EncodeXDR(e)
-	if r.Status != StatusOK {
+	if !encodeReaddirHead(e, r.Status, &r.DirAttr, &r.CookieVerf) {
 		return
 	}
-	e.FixedOpaque(r.CookieVerf[:])
 	for i := range r.Entries {
 		en := &r.Entries[i]
-		e.Optional(true)
-		e.Uint64(en.FileID)
-		e.Opaque(en.Name)
-		e.Uint64(en.Cookie)
+		encodeEntryHead(e, en.FileID, en.Name, en.Cookie)
 	}
 	e.Optional(false)
 	e.Bool(r.EOF)
 }
 
 // DecodeXDR decodes READDIR3res, reusing the storage of Entries.
-func (r *ReaddirRes) DecodeXDR(d *xdr.Decoder) (err error) {
-	if r.Status, err = decodeStatus(d, "READDIR3res"); err != nil {
-		return err
-	}
-	if err = r.DirAttr.decode(d, "READDIR3res.dir_attributes"); err != nil {
-		return err
-	}
-	r.CookieVerf, r.Entries, r.EOF = [CookieVerfSize]byte{}, r.Entries[:0], false
-	if r.Status != StatusOK {
-		return nil
-	}
-	if err = decodeFixed8(d, &r.CookieVerf, "READDIR3res.cookieverf"); err != nil {
+func (r *ReaddirRes) DecodeXDR(d *xdr.Decoder) error {
+	r.Entries, r.EOF = r.Entries[:0], false
+	f := &readdirFields
+	if ok, err := decodeReaddirHead(d, f, &r.Status, &r.DirAttr, &r.CookieVerf); !ok || err != nil {
 		return err
 	}
 	for {
-		more, err := decodeBool(d, "READDIR3res.reply.entries")
+		more, err := decodeBool(d, f.entries)
 		if err != nil {
 			return err
 		}
@@ -114,18 +100,86 @@ func (r *ReaddirRes) DecodeXDR(d *xdr.Decoder) (err error) {
 			break
 		}
 		var en DirEntry
-		if en.FileID, err = decodeU64(d, "READDIR3res.entry3.fileid"); err != nil {
-			return err
-		}
-		if en.Name, err = decodeName(d, "READDIR3res.entry3.name"); err != nil {
-			return err
-		}
-		if en.Cookie, err = decodeU64(d, "READDIR3res.entry3.cookie"); err != nil {
+		if err := decodeEntryHead(d, f, &en.FileID, &en.Name, &en.Cookie); err != nil {
 			return err
 		}
 		r.Entries = append(r.Entries, en)
 	}
-	r.EOF, err = decodeBool(d, "READDIR3res.reply.eof")
+	var err error
+	r.EOF, err = decodeBool(d, f.eof)
+	return err
+}
+
+// readdirNames are the field names the decode errors of READDIR3res or READDIRPLUS3res
+// give.
+type readdirNames struct {
+	res, dirAttr, cookieVerf, entries, fileID, name, cookie, eof string
+}
+
+var (
+	readdirFields = readdirNames{
+		res: "READDIR3res", dirAttr: "READDIR3res.dir_attributes", cookieVerf: "READDIR3res.cookieverf",
+		entries: "READDIR3res.reply.entries", fileID: "READDIR3res.entry3.fileid",
+		name: "READDIR3res.entry3.name", cookie: "READDIR3res.entry3.cookie", eof: "READDIR3res.reply.eof",
+	}
+	readdirplusFields = readdirNames{
+		res: "READDIRPLUS3res", dirAttr: "READDIRPLUS3res.dir_attributes", cookieVerf: "READDIRPLUS3res.cookieverf",
+		entries: "READDIRPLUS3res.reply.entries", fileID: "READDIRPLUS3res.entryplus3.fileid",
+		name: "READDIRPLUS3res.entryplus3.name", cookie: "READDIRPLUS3res.entryplus3.cookie", eof: "READDIRPLUS3res.reply.eof",
+	}
+)
+
+// encodeReaddirHead encodes what READDIR3res and READDIRPLUS3res share before the
+// entries: status, dir_attributes and, for NFS3_OK, cookieverf. It reports whether the
+// entries follow (NFS3_OK).
+func encodeReaddirHead(e *xdr.Encoder, status Status, dirAttr *PostOpAttr, verf *[CookieVerfSize]byte) bool {
+	e.Uint32(uint32(status))
+	dirAttr.EncodeXDR(e)
+	if status != StatusOK {
+		return false
+	}
+	e.FixedOpaque(verf[:])
+	return true
+}
+
+// encodeEntryHead encodes the value_follows TRUE before an entry3 or entryplus3 and the
+// fields they share: fileid, name and cookie.
+func encodeEntryHead(e *xdr.Encoder, fileID uint64, name []byte, cookie uint64) {
+	e.Optional(true)
+	e.Uint64(fileID)
+	e.Opaque(name)
+	e.Uint64(cookie)
+}
+
+// decodeReaddirHead decodes what encodeReaddirHead encodes, clearing verf when the
+// status is not NFS3_OK. It reports whether the entries follow.
+func decodeReaddirHead(d *xdr.Decoder, f *readdirNames, status *Status, dirAttr *PostOpAttr, verf *[CookieVerfSize]byte) (ok bool, err error) {
+	if *status, err = decodeStatus(d, f.res); err != nil {
+		return false, err
+	}
+	if err = dirAttr.decode(d, f.dirAttr); err != nil {
+		return false, err
+	}
+	*verf = [CookieVerfSize]byte{}
+	if *status != StatusOK {
+		return false, nil
+	}
+	if err = decodeFixed8(d, verf, f.cookieVerf); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// decodeEntryHead decodes the fields entry3 and entryplus3 start with: fileid, name and
+// cookie.
+func decodeEntryHead(d *xdr.Decoder, f *readdirNames, fileID *uint64, name *[]byte, cookie *uint64) (err error) {
+	if *fileID, err = decodeU64(d, f.fileID); err != nil {
+		return err
+	}
+	if *name, err = decodeName(d, f.name); err != nil {
+		return err
+	}
+	*cookie, err = decodeU64(d, f.cookie)
 	return err
 }
 
@@ -209,18 +263,12 @@ type ReaddirplusRes struct {
 
 // EncodeXDR encodes READDIRPLUS3res.
 func (r *ReaddirplusRes) EncodeXDR(e *xdr.Encoder) {
-	e.Uint32(uint32(r.Status))
-	r.DirAttr.EncodeXDR(e)
-	if r.Status != StatusOK {
+	if !encodeReaddirHead(e, r.Status, &r.DirAttr, &r.CookieVerf) {
 		return
 	}
-	e.FixedOpaque(r.CookieVerf[:])
 	for i := range r.Entries {
 		en := &r.Entries[i]
-		e.Optional(true)
-		e.Uint64(en.FileID)
-		e.Opaque(en.Name)
-		e.Uint64(en.Cookie)
+		encodeEntryHead(e, en.FileID, en.Name, en.Cookie)
 		en.Attr.EncodeXDR(e)
 		en.Handle.encode(e)
 	}
@@ -229,22 +277,14 @@ func (r *ReaddirplusRes) EncodeXDR(e *xdr.Encoder) {
 }
 
 // DecodeXDR decodes READDIRPLUS3res, reusing the storage of Entries.
-func (r *ReaddirplusRes) DecodeXDR(d *xdr.Decoder) (err error) {
-	if r.Status, err = decodeStatus(d, "READDIRPLUS3res"); err != nil {
-		return err
-	}
-	if err = r.DirAttr.decode(d, "READDIRPLUS3res.dir_attributes"); err != nil {
-		return err
-	}
-	r.CookieVerf, r.Entries, r.EOF = [CookieVerfSize]byte{}, r.Entries[:0], false
-	if r.Status != StatusOK {
-		return nil
-	}
-	if err = decodeFixed8(d, &r.CookieVerf, "READDIRPLUS3res.cookieverf"); err != nil {
+func (r *ReaddirplusRes) DecodeXDR(d *xdr.Decoder) error {
+	r.Entries, r.EOF = r.Entries[:0], false
+	f := &readdirplusFields
+	if ok, err := decodeReaddirHead(d, f, &r.Status, &r.DirAttr, &r.CookieVerf); !ok || err != nil {
 		return err
 	}
 	for {
-		more, err := decodeBool(d, "READDIRPLUS3res.reply.entries")
+		more, err := decodeBool(d, f.entries)
 		if err != nil {
 			return err
 		}
@@ -253,13 +293,7 @@ func (r *ReaddirplusRes) DecodeXDR(d *xdr.Decoder) (err error) {
 		}
 		r.Entries = append(r.Entries, DirEntryPlus{})
 		en := &r.Entries[len(r.Entries)-1]
-		if en.FileID, err = decodeU64(d, "READDIRPLUS3res.entryplus3.fileid"); err != nil {
-			return err
-		}
-		if en.Name, err = decodeName(d, "READDIRPLUS3res.entryplus3.name"); err != nil {
-			return err
-		}
-		if en.Cookie, err = decodeU64(d, "READDIRPLUS3res.entryplus3.cookie"); err != nil {
+		if err = decodeEntryHead(d, f, &en.FileID, &en.Name, &en.Cookie); err != nil {
 			return err
 		}
 		if err = en.Attr.decode(d, "READDIRPLUS3res.entryplus3.name_attributes"); err != nil {
@@ -269,6 +303,7 @@ func (r *ReaddirplusRes) DecodeXDR(d *xdr.Decoder) (err error) {
 			return err
 		}
 	}
-	r.EOF, err = decodeBool(d, "READDIRPLUS3res.reply.eof")
+	var err error
+	r.EOF, err = decodeBool(d, f.eof)
 	return err
 }
