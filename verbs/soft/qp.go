@@ -111,6 +111,12 @@ type queuePair struct {
 	sentMsgs  uint64  // messages the writer has sent (guarded by mu)
 	kickDue   bool    // SiwKick timer fired (guarded by mu)
 	kickTimer *time.Timer
+	// writerIdle: the writer is parked with nothing to do; txBusy: a
+	// PostSend caller owns the transmit side (postInline). inlined and
+	// resumed count messages PostSend wrote itself and those whose rest
+	// it left to the writer (for tests). All guarded by mu.
+	writerIdle, txBusy bool
+	inlined, resumed   uint64
 
 	pendingTerm []byte      // Terminate frame the writer sends before closing
 	failed      atomic.Bool // set with StateError; polled by the writer per FPDU
@@ -119,9 +125,11 @@ type queuePair struct {
 	closeOnce   sync.Once
 
 	// Readiness-based I/O for peer accesses (nil RawConn: not available).
-	rawConn    syscall.RawConn
-	rawReadFn  func(uintptr) bool
-	rawWriteFn func(uintptr) bool
+	rawConn     syscall.RawConn
+	rawReadFn   func(uintptr) bool
+	rawWriteFn  func(uintptr) bool
+	rawTryFn    func(uintptr) bool
+	rawFinishFn func(uintptr) bool
 
 	w txState
 	r rxState
@@ -268,8 +276,12 @@ func (q *queuePair) PostSend(wr *verbs.SendWR) error {
 	*w = sendWQE{id: wr.ID, op: wr.Op, flags: wr.Flags, sgl: sgl, length: total,
 		rstag: wr.RemoteSTag, rto: wr.RemoteTO, inv: wr.InvalidateSTag}
 	q.sqTail++
-	q.cond.Signal()
 	handoff.Add(1)
+	if q.canInlineLocked(wr.Op, total) {
+		q.postInline(w)
+		return nil
+	}
+	q.cond.Signal()
 	return nil
 }
 
@@ -418,6 +430,7 @@ func (q *queuePair) start(conn net.Conn, crc bool, ird, ord, maxFPDU int, respon
 	q.irq = make([]inboundRead, max(ird, 1))
 	q.exited = make(chan struct{})
 	q.rawConn, q.rawReadFn, q.rawWriteFn = rawConnOf(conn), q.rawReadStep, q.rawWriteStep
+	q.rawTryFn, q.rawFinishFn = q.rawTryStep, q.rawFinishStep
 	q.state = verbs.StateRTS
 	q.w.init(q)
 	q.r.init(q)

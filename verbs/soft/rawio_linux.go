@@ -99,20 +99,122 @@ func (q *queuePair) rawWriteStep(fd uintptr) bool {
 			w.rawErr = e
 			return true
 		}
-		// Advance past n bytes.
-		for n > 0 && len(w.iov) > 0 {
-			l := uintptr(w.iov[0].Len)
-			if n < l {
-				w.iov[0].Base = (*byte)(unsafe.Add(unsafe.Pointer(w.iov[0].Base), n))
-				w.iov[0].SetLen(int(l - n))
-				n = 0
-				break
-			}
-			n -= l
-			w.iov = w.iov[1:]
+		w.advance(n)
+	}
+	return true
+}
+
+// advance drops the first n written bytes from w.iov.
+func (w *txState) advance(n uintptr) {
+	for n > 0 && len(w.iov) > 0 {
+		l := uintptr(w.iov[0].Len)
+		if n < l {
+			w.iov[0].Base = (*byte)(unsafe.Add(unsafe.Pointer(w.iov[0].Base), n))
+			w.iov[0].SetLen(int(l - n))
+			return
+		}
+		n -= l
+		w.iov = w.iov[1:]
+	}
+}
+
+// loadIOV points w.iov at the pieces of w.vec.
+func (w *txState) loadIOV() {
+	iov := w.iovStore[:0]
+	for _, b := range w.vec {
+		if len(b) == 0 {
+			continue
+		}
+		v := syscall.Iovec{Base: &b[0]}
+		v.SetLen(len(b))
+		iov = append(iov, v)
+	}
+	w.iovStore = iov
+	w.iov = iov
+}
+
+// unsent reports whether tryWriteVec left bytes for the writer.
+func (w *txState) unsent() bool { return len(w.iov) > 0 }
+
+// dropIOV forgets unsent bytes (the connection failed) and the references
+// to registered memory.
+func (w *txState) dropIOV() {
+	w.iov = nil
+	clear(w.iovStore)
+}
+
+// writevStep is one writev(2) of w.iov. It reports whether to go on: false
+// after EAGAIN or an error (recorded in w.rawErr) or when all is written.
+func (w *txState) writevStep(fd uintptr) (again, wouldBlock bool) {
+	n, _, e := syscall.Syscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&w.iov[0])), uintptr(len(w.iov)))
+	switch {
+	case e == syscall.EAGAIN:
+		return false, true
+	case e == syscall.EINTR:
+		return true, false
+	case e != 0:
+		w.rawErr = e
+		return false, false
+	}
+	w.advance(n)
+	return len(w.iov) > 0, false
+}
+
+// rawTryStep is the RawConn.Write callback of tryWriteVec: it writes what
+// the socket takes now and never waits.
+func (q *queuePair) rawTryStep(fd uintptr) bool {
+	w := &q.w
+	for len(w.iov) > 0 {
+		if again, _ := w.writevStep(fd); !again {
+			break
 		}
 	}
 	return true
+}
+
+// rawFinishStep is the RawConn.Write callback of finishVec: it waits for
+// the socket until everything is written.
+func (q *queuePair) rawFinishStep(fd uintptr) bool {
+	w := &q.w
+	for len(w.iov) > 0 {
+		again, wouldBlock := w.writevStep(fd)
+		if wouldBlock {
+			return false
+		}
+		if !again {
+			break
+		}
+	}
+	return true
+}
+
+// tryWriteVec writes w.vec without blocking (postInline). Bytes the socket
+// did not take stay in w.iov for finishVec.
+func (q *queuePair) tryWriteVec() error {
+	w := &q.w
+	w.loadIOV()
+	w.rawErr = nil
+	err := q.rawConn.Write(q.rawTryFn)
+	if err == nil {
+		err = w.rawErr
+	}
+	if err != nil || len(w.iov) == 0 {
+		w.dropIOV()
+	}
+	return err
+}
+
+// finishVec writes the rest of w.iov left by tryWriteVec, waiting for the
+// socket as needed.
+func (q *queuePair) finishVec() error {
+	w := &q.w
+	w.rawErr = nil
+	err := q.rawConn.Write(q.rawFinishFn)
+	if err == nil {
+		err = w.rawErr
+	}
+	w.dropIOV()
+	return err
 }
 
 // writeGuarded writes w.vec while holding m's lock only during writev(2).
@@ -129,17 +231,8 @@ func (q *queuePair) writeGuarded(m *memRegion, stag uint32) (revoked bool, err e
 		m.mu.RUnlock()
 		return !ok, err
 	}
-	iov := w.iovStore[:0]
-	for _, b := range w.vec {
-		if len(b) == 0 {
-			continue
-		}
-		v := syscall.Iovec{Base: &b[0]}
-		v.SetLen(len(b))
-		iov = append(iov, v)
-	}
-	w.iovStore = iov
-	w.iov, w.guard, w.guardSTag, w.rawRevoked, w.rawErr = iov, m, stag, false, nil
+	w.loadIOV()
+	w.guard, w.guardSTag, w.rawRevoked, w.rawErr = m, stag, false, nil
 	err = q.rawConn.Write(q.rawWriteFn)
 	w.guard = nil
 	clear(w.iovStore) // drop references to registered memory

@@ -15,8 +15,17 @@ type rawTxState struct{}
 
 func rawConnOf(net.Conn) syscall.RawConn { return nil }
 
-func (q *queuePair) rawReadStep(fd uintptr) bool  { return true }
-func (q *queuePair) rawWriteStep(fd uintptr) bool { return true }
+func (q *queuePair) rawReadStep(fd uintptr) bool   { return true }
+func (q *queuePair) rawWriteStep(fd uintptr) bool  { return true }
+func (q *queuePair) rawTryStep(fd uintptr) bool    { return true }
+func (q *queuePair) rawFinishStep(fd uintptr) bool { return true }
+
+// Without a RawConn PostSend never writes inline (canInlineLocked), so
+// nothing is ever left unsent.
+func (w *txState) unsent() bool         { return false }
+func (w *txState) dropIOV()             {}
+func (q *queuePair) tryWriteVec() error { return q.writeVec() }
+func (q *queuePair) finishVec() error   { return nil }
 
 func (q *queuePair) writeGuarded(m *memRegion, stag uint32) (revoked bool, err error) {
 	m.mu.RLock()

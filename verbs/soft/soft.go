@@ -44,8 +44,11 @@
 // receive buffer (untagged); only bytes that arrive in the same read as a
 // header pass through a small read-ahead buffer. FPDUs are written with
 // vectored writes (header, payload pieces, trailer; up to 16 FPDUs per
-// write) by the writer goroutine, so PostSend never blocks on the socket.
-// Work requests and completions live in rings
+// write). A Send or Write of up to 64 KiB posted while the writer goroutine
+// has nothing to do is written by PostSend itself, saving the goroutine
+// hand-off; that write never blocks: what the socket does not take at once
+// is left to the writer, which sends it before anything else. So PostSend
+// never waits for the socket. Work requests and completions live in rings
 // allocated when the QP and CQ are created, so the steady state does not
 // allocate (see the benchmarks).
 //

@@ -18,6 +18,11 @@ type txState struct {
 	vec    [][]byte    // backing array for the vectored write
 	nb     net.Buffers // consumed by WriteTo
 	msn    [3]uint32   // last MSN sent per untagged QN
+	// inline: sendMessage is called by postInline and only tries to write;
+	// resume: the work request whose rest (in the raw iovec) the writer
+	// must write next (guarded by mu).
+	inline bool
+	resume *sendWQE
 	rawTxState
 }
 
@@ -100,6 +105,12 @@ func (q *queuePair) sendMessage(h *iwarp.Header, sgl []lsge, total int, guard *m
 		off += n
 		if off == total || k == txBatch {
 			w.vec = vec
+			if w.inline {
+				// PostSend's non-blocking attempt (the message is one
+				// batch); what the socket did not take stays in w.iov
+				// for the writer.
+				return q.tryWriteVec()
+			}
 			if guard == nil {
 				if err := q.writeVec(); err != nil {
 					return err
@@ -263,7 +274,15 @@ func (q *queuePair) writer() {
 		q.noteSentLocked()
 	}
 	for {
+		if q.txBusy {
+			q.cond.Wait() // PostSend is writing a message itself
+			continue
+		}
 		if q.state != verbs.StateRTS {
+			if q.w.resume != nil {
+				q.w.resume = nil
+				q.w.dropIOV() // flushed: its rest is never sent
+			}
 			term := q.pendingTerm
 			q.pendingTerm = nil
 			if q.kickTimer != nil {
@@ -283,6 +302,16 @@ func (q *queuePair) writer() {
 		}
 		if q.responder && !q.peerSpoke {
 			q.cond.Wait()
+			continue
+		}
+		if wq := q.w.resume; wq != nil {
+			// The rest of a message PostSend could only partly write
+			// goes first: nothing may come between its bytes.
+			q.w.resume = nil
+			q.mu.Unlock()
+			err = q.finishVec()
+			q.mu.Lock()
+			q.finishSendLocked(wq, err)
 			continue
 		}
 		if q.kickDue {
@@ -331,16 +360,79 @@ func (q *queuePair) writer() {
 			err = q.transmit(wq)
 			q.mu.Lock()
 			q.noteSentLocked()
-			if err != nil {
-				q.failLocked(fmt.Errorf("%w: %w", verbs.ErrConnectionLost, err), nil)
+			if wq.op == verbs.OpRead {
+				if err != nil {
+					q.failLocked(fmt.Errorf("%w: %w", verbs.ErrConnectionLost, err), nil)
+				}
 				continue
 			}
-			if wq.op != verbs.OpRead && q.state == verbs.StateRTS {
-				wq.state, wq.status = wqeDone, verbs.StatusSuccess
-				q.retireLocked()
-			}
+			q.finishSendLocked(wq, err)
 			continue
 		}
+		q.writerIdle = true
 		q.cond.Wait()
+		q.writerIdle = false
+	}
+}
+
+// finishSendLocked completes a transmitted Send or Write (err: the socket
+// failed). Caller holds mu.
+func (q *queuePair) finishSendLocked(wq *sendWQE, err error) {
+	if err != nil {
+		q.failLocked(fmt.Errorf("%w: %w", verbs.ErrConnectionLost, err), nil)
+		return
+	}
+	if q.state == verbs.StateRTS {
+		wq.state, wq.status = wqeDone, verbs.StatusSuccess
+		q.retireLocked()
+	}
+}
+
+// inlineMax is the largest message PostSend writes from the caller's
+// goroutine (see postInline).
+const inlineMax = 64 << 10
+
+// canInlineLocked reports whether PostSend may write the message it has just
+// queued (op, total bytes) itself: the writer is parked with nothing to do
+// and nothing else waits, so the caller's goroutine owns the transmit side
+// for one non-blocking write. Caller holds mu.
+func (q *queuePair) canInlineLocked(op verbs.SendOp, total int) bool {
+	return q.writerIdle && !q.txBusy && q.w.resume == nil && !q.kickDue &&
+		q.rawConn != nil && op != verbs.OpRead && total <= inlineMax &&
+		total <= iwarp.MaxPayload(q.maxFPDU, op == verbs.OpWrite)*txBatch &&
+		q.sqSent == q.sqTail-1 && q.irqHead == q.irqTail
+}
+
+// postInline writes wq, the only queued work request, from PostSend's
+// goroutine, which saves the hand-off to the writer goroutine and back that
+// otherwise costs two goroutine wake-ups per message. The write never
+// blocks: a socket that takes only part of the message (or nothing) leaves
+// the rest to the writer, which finishes it before anything else. Caller
+// holds mu; it is released during the write.
+func (q *queuePair) postInline(wq *sendWQE) {
+	q.txBusy = true
+	q.sqSent++
+	q.mu.Unlock()
+	q.w.inline = true
+	err := q.transmit(wq)
+	q.w.inline = false
+	partial := err == nil && q.w.unsent()
+	q.mu.Lock()
+	q.txBusy = false
+	q.inlined++
+	q.noteSentLocked()
+	if partial && q.state == verbs.StateRTS {
+		q.w.resume = wq
+		q.resumed++
+	} else {
+		if partial {
+			q.w.dropIOV()
+		}
+		q.finishSendLocked(wq, err)
+	}
+	// Wake the writer only if it has something to do: a parked writer with
+	// nothing to do stays parked, so the next post can go inline too.
+	if !q.writerIdle || q.w.resume != nil || q.sqSent < q.sqTail || q.irqHead < q.irqTail || q.kickDue || q.state != verbs.StateRTS {
+		q.cond.Signal()
 	}
 }

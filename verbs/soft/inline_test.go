@@ -1,0 +1,207 @@
+package soft
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
+)
+
+// inlineCounts returns how many messages PostSend wrote itself and how many
+// of those the writer had to finish.
+func inlineCounts(qp verbs.QP) (inlined, resumed uint64) {
+	q := qp.(*queuePair)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.inlined, q.resumed
+}
+
+// waitWriterIdle waits until qp's writer is parked with nothing to do.
+func waitWriterIdle(t *testing.T, qp verbs.QP) {
+	t.Helper()
+	q := qp.(*queuePair)
+	for i := 0; ; i++ {
+		q.mu.Lock()
+		idle := q.writerIdle
+		q.mu.Unlock()
+		if idle {
+			return
+		}
+		if i == 10000 {
+			t.Fatal("the writer never became idle")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestPostSendInline checks that a small Send or Write posted while the
+// writer has nothing to do is written by PostSend itself (no hand-off to the
+// writer goroutine), and that the peer gets every byte.
+func TestPostSendInline(t *testing.T) {
+	const n, size = 20, 1000
+	rbufs := make([][]byte, n)
+	cli, srv := connectPair(t, pairConfig{
+		client: Config{SiwKick: -1},
+		depth:  n,
+		beforeAccept: func(e *endpoint) {
+			for i := range rbufs {
+				rbufs[i] = make([]byte, size)
+				mr := e.reg(t, rbufs[i], verbs.AccessLocalWrite)
+				if err := e.qp.PostRecv(&verbs.RecvWR{ID: uint64(i), SGL: []verbs.SGE{{MR: mr, Length: size}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		},
+	})
+	sink := make([]byte, size)
+	sinkMR := srv.reg(t, sink, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+	src := make([]byte, size)
+	srcMR := cli.reg(t, src, 0)
+	for i := 0; i < n; i++ {
+		fillPattern(src, byte(i))
+		waitWriterIdle(t, cli.qp)
+		if err := cli.qp.PostSend(&verbs.SendWR{ID: 100 + uint64(i), Op: verbs.OpSend, Flags: verbs.Signaled,
+			SGL: []verbs.SGE{{MR: srcMR, Length: size}}}); err != nil {
+			t.Fatal(err)
+		}
+		cli.expect(t, 100+uint64(i), verbs.OpcodeSend, verbs.StatusSuccess)
+		wc := srv.expect(t, uint64(i), verbs.OpcodeRecv, verbs.StatusSuccess)
+		if wc.ByteLen != size || !bytes.Equal(rbufs[i], src) {
+			t.Fatalf("Send %d: received %d bytes %x..., want %x...", i, wc.ByteLen, rbufs[i][:8], src[:8])
+		}
+	}
+	fillPattern(src, 0xa5)
+	waitWriterIdle(t, cli.qp)
+	if err := cli.qp.PostSend(&verbs.SendWR{ID: 999, Op: verbs.OpWrite, Flags: verbs.Signaled,
+		SGL: []verbs.SGE{{MR: srcMR, Length: size}}, RemoteSTag: sinkMR.RKey(), RemoteTO: sinkMR.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	cli.expect(t, 999, verbs.OpcodeWrite, verbs.StatusSuccess)
+	inlined, resumed := inlineCounts(cli.qp)
+	if inlined != n+1 || resumed != 0 {
+		t.Errorf("PostSend wrote %d messages itself (writer finished %d), want all %d (0)", inlined, resumed, n+1)
+	}
+	// The Write is placed before a later Send completes on the server.
+	rq := make([]byte, 1)
+	if err := srv.qp.PostRecv(&verbs.RecvWR{ID: 77, SGL: []verbs.SGE{{MR: srv.reg(t, rq, verbs.AccessLocalWrite), Length: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitWriterIdle(t, cli.qp)
+	if err := cli.qp.PostSend(&verbs.SendWR{ID: 1000, Op: verbs.OpSend, SGL: []verbs.SGE{{MR: srcMR, Length: 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	srv.expect(t, 77, verbs.OpcodeRecv, verbs.StatusSuccess)
+	if !bytes.Equal(sink, src) {
+		t.Fatalf("RDMA Write placed %x..., want %x...", sink[:8], src[:8])
+	}
+}
+
+// TestPostSendInlineFullSocket is the case that once made inline transmission
+// unacceptable: the peer stops reading, so the socket fills up. PostSend must
+// still return at once for every message (the writer finishes what the
+// socket did not take), and once the peer reads again it must get every
+// message whole and in order.
+func TestPostSendInlineFullSocket(t *testing.T) {
+	checkGoroutines(t)
+	const n, size = 128, 64 << 10
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		// A small receive window, so that our socket fills quickly.
+		c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		return nil
+	}}
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peerc := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			peerc <- nil
+			return
+		}
+		var buf [iwarp.MaxMPAFrameLen]byte
+		if _, err := iwarp.ReadMPAFrame(c, buf[:], iwarp.MPARequest); err != nil {
+			c.Close()
+			peerc <- nil
+			return
+		}
+		rep := iwarp.MPAFrame{Kind: iwarp.MPAReply, Revision: 2, Flags: iwarp.FlagEnhanced, IRD: 8, ORD: 8}
+		b, _ := rep.Append(nil)
+		c.Write(b)
+		peerc <- c // and read nothing until the sends are posted
+	}()
+	// The small window also shrinks the MSS, from which the FPDU size would
+	// follow: fix it so that a message fits one vectored write.
+	cli := newEndpoint(t, New(Config{SiwKick: -1, MaxFPDU: 16 << 10}), n)
+	defer cli.close(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cli.dev.Dial(ctx, ln.Addr().String(), cli.qp, verbs.ConnParams{}); err != nil {
+		t.Fatal(err)
+	}
+	c := <-peerc
+	if c == nil {
+		t.Fatal("raw peer: MPA exchange failed")
+	}
+	defer c.Close()
+
+	src := make([]byte, size)
+	fillPattern(src, 3)
+	mr := cli.reg(t, src, 0)
+	waitWriterIdle(t, cli.qp)
+	posted := make(chan error, 1)
+	go func() {
+		for i := 0; i < n; i++ {
+			if err := cli.qp.PostSend(&verbs.SendWR{ID: uint64(i), Op: verbs.OpSend, Flags: verbs.Signaled,
+				SGL: []verbs.SGE{{MR: mr, Length: size}}}); err != nil {
+				posted <- err
+				return
+			}
+		}
+		posted <- nil
+	}()
+	select {
+	case err := <-posted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("PostSend blocked on a full socket")
+	}
+	if inlined, resumed := inlineCounts(cli.qp); inlined == 0 || resumed == 0 {
+		t.Fatalf("PostSend wrote %d messages itself, the writer finished %d: the full-socket path was not taken", inlined, resumed)
+	}
+
+	p := &rawPeer{t: t, c: c, msn: [3]uint32{1, 1, 1}}
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	for i := 0; i < n; i++ {
+		var got []byte
+		for {
+			f := p.next()
+			if f == nil {
+				t.Fatalf("connection ended after %d messages", i)
+			}
+			h := f.Header
+			if h.Opcode != iwarp.OpSend || h.MSN != uint32(i+1) || int(h.MO) != len(got) {
+				t.Fatalf("message %d: FPDU %v MSN %d MO %d, want Send MSN %d MO %d", i, h.Opcode, h.MSN, h.MO, i+1, len(got))
+			}
+			got = append(got, f.Payload...)
+			if h.Last {
+				break
+			}
+		}
+		if !bytes.Equal(got, src) {
+			t.Fatalf("message %d: %d bytes, not the %d sent", i, len(got), size)
+		}
+	}
+	for i := 0; i < n; i++ {
+		cli.expect(t, uint64(i), verbs.OpcodeSend, verbs.StatusSuccess)
+	}
+}
