@@ -63,11 +63,7 @@ func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer cancel()
-	r, err := parseRemote(pos[0])
-	if err != nil {
-		return err
-	}
-	s, err := mount(ctx, f, f.proto, r)
+	r, s, err := mountRemote(ctx, f, pos[0])
 	if err != nil {
 		return err
 	}
@@ -130,12 +126,8 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if qd < 1 || qd > maxBenchQD {
 		return fmt.Errorf("-qd %d: want 1 to %d", qd, maxBenchQD)
 	}
-	r, err := parseRemote(pos[0])
-	if err != nil {
-		return err
-	}
 	local := pos[1]
-	s, err := mount(ctx, f, f.proto, r)
+	r, s, err := mountRemote(ctx, f, pos[0])
 	if err != nil {
 		return err
 	}
@@ -265,10 +257,7 @@ func runPut(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if s.rel == "" {
 			return fmt.Errorf("%s: the export root is not a directory", r)
 		}
-		dirRel, name = path.Dir(s.rel), path.Base(s.rel)
-		if dirRel == "." {
-			dirRel = ""
-		}
+		dirRel, name = parentRel(s.rel), path.Base(s.rel)
 		if dfh, dattr, err = s.lookup(ctx, dirRel); err != nil {
 			return err
 		}
@@ -435,6 +424,41 @@ func readFileAt(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, w io.Write
 	return total.Load(), nil
 }
 
+// mountRemote parses arg as host:/path and mounts the export holding the path.
+func mountRemote(ctx context.Context, f *connFlags, arg string) (remote, *session, error) {
+	r, err := parseRemote(arg)
+	if err != nil {
+		return remote{}, nil, err
+	}
+	s, err := mount(ctx, f, f.proto, r)
+	if err != nil {
+		return remote{}, nil, err
+	}
+	return r, s, nil
+}
+
+// parentRel is the export-relative path of the directory holding rel ("" for the
+// export root).
+func parentRel(rel string) string {
+	if p := path.Dir(rel); p != "." {
+		return p
+	}
+	return ""
+}
+
+// parentOf looks up the directory holding the session's path r and returns its handle
+// and the path's last name. The export root has no parent here.
+func (s *session) parentOf(ctx context.Context, r remote) (nfs3.FH, string, error) {
+	if s.rel == "" {
+		return nil, "", fmt.Errorf("%s: is the export root", r)
+	}
+	dfh, _, err := s.lookup(ctx, parentRel(s.rel))
+	if err != nil {
+		return nil, "", err
+	}
+	return dfh, path.Base(s.rel), nil
+}
+
 func runMkdir(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	mode := octal(0o755)
 	ctx, cancel, f, pos, err := startCommand(ctx, "mkdir", args, 1, stderr, func(fs *flagSet) {
@@ -444,27 +468,16 @@ func runMkdir(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer cancel()
-	r, err := parseRemote(pos[0])
-	if err != nil {
-		return err
-	}
-	s, err := mount(ctx, f, f.proto, r)
+	r, s, err := mountRemote(ctx, f, pos[0])
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if s.rel == "" {
-		return fmt.Errorf("%s: is the export root", r)
-	}
-	parent := path.Dir(s.rel)
-	if parent == "." {
-		parent = ""
-	}
-	dfh, _, err := s.lookup(ctx, parent)
+	dfh, name, err := s.parentOf(ctx, r)
 	if err != nil {
 		return err
 	}
-	if _, _, err := s.c.Mkdir(ctx, dfh, path.Base(s.rel), uint32(mode)); err != nil {
+	if _, _, err := s.c.Mkdir(ctx, dfh, name, uint32(mode)); err != nil {
 		return fmt.Errorf("%s: %w", r, err)
 	}
 	fmt.Fprintf(stdout, "mkdir %s\n", r)
@@ -477,34 +490,23 @@ func runRm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer cancel()
-	r, err := parseRemote(pos[0])
-	if err != nil {
-		return err
-	}
-	s, err := mount(ctx, f, f.proto, r)
+	r, s, err := mountRemote(ctx, f, pos[0])
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if s.rel == "" {
-		return fmt.Errorf("%s: is the export root", r)
-	}
-	parent := path.Dir(s.rel)
-	if parent == "." {
-		parent = ""
-	}
-	dfh, _, err := s.lookup(ctx, parent)
+	dfh, name, err := s.parentOf(ctx, r)
 	if err != nil {
 		return err
 	}
-	_, attr, err := s.c.Lookup(ctx, dfh, path.Base(s.rel))
+	_, attr, err := s.c.Lookup(ctx, dfh, name)
 	if err != nil {
 		return fmt.Errorf("%s: %w", r, err)
 	}
 	if attr.Type == nfs3.TypeDir {
-		err = s.c.Rmdir(ctx, dfh, path.Base(s.rel))
+		err = s.c.Rmdir(ctx, dfh, name)
 	} else {
-		err = s.c.Remove(ctx, dfh, path.Base(s.rel))
+		err = s.c.Remove(ctx, dfh, name)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", r, err)
