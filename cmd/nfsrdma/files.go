@@ -313,55 +313,36 @@ func writeFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, src io.Read
 	chunk := int64(c.MaxWrite())
 	for attempt := 0; attempt < 3; attempt++ {
 		var (
-			next    atomic.Int64
 			mu      sync.Mutex
 			verf    [nfs3.WriteVerfSize]byte
 			haveV   bool
 			changed bool
 		)
-		wctx, cancel := context.WithCancelCause(ctx)
-		var wg sync.WaitGroup
-		for w := 0; w < qd && int64(w)*chunk < size; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				buf := make([]byte, chunk)
-				for wctx.Err() == nil {
-					off := next.Add(1)*chunk - chunk
-					if off >= size {
-						return
-					}
-					n := min(chunk, size-off)
-					if _, err := src.ReadAt(buf[:n], off); err != nil && !(err == io.EOF && n > 0) {
-						cancel(err)
-						return
-					}
-					for done := int64(0); done < n; {
-						r, err := c.Write(wctx, fh, uint64(off+done), buf[done:n], nfs3.Unstable)
-						if err != nil {
-							cancel(err)
-							return
-						}
-						if r.Count == 0 {
-							cancel(fmt.Errorf("WRITE at %d made no progress", off+done))
-							return
-						}
-						mu.Lock()
-						if !haveV {
-							verf, haveV = r.Verf, true
-						} else if r.Verf != verf {
-							changed = true
-						}
-						mu.Unlock()
-						done += int64(r.Count)
-						moved(r.Count)
-					}
+		err := inChunks(ctx, qd, chunk, size, func(ctx context.Context, buf []byte, off int64) error {
+			n := int64(len(buf))
+			if _, err := src.ReadAt(buf, off); err != nil && !(err == io.EOF && n > 0) {
+				return err
+			}
+			for done := int64(0); done < n; {
+				r, err := c.Write(ctx, fh, uint64(off+done), buf[done:], nfs3.Unstable)
+				if err != nil {
+					return err
 				}
-			}()
-		}
-		wg.Wait()
-		err := context.Cause(wctx)
-		cancel(nil)
+				if r.Count == 0 {
+					return fmt.Errorf("WRITE at %d made no progress", off+done)
+				}
+				mu.Lock()
+				if !haveV {
+					verf, haveV = r.Verf, true
+				} else if r.Verf != verf {
+					changed = true
+				}
+				mu.Unlock()
+				done += int64(r.Count)
+				moved(r.Count)
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
@@ -380,12 +361,38 @@ func writeFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, src io.Read
 // bytes per READ with qd READs in flight, and returns the bytes read (less than size
 // when the file is shorter now).
 func readFileAt(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, w io.WriterAt, size int64, qd int, moved func(int)) (int64, error) {
-	chunk := int64(c.MaxRead())
-	var next, total atomic.Int64
+	var total atomic.Int64
+	err := inChunks(ctx, qd, int64(c.MaxRead()), size, func(ctx context.Context, buf []byte, off int64) error {
+		got := 0
+		for got < len(buf) {
+			n, eof, err := c.Read(ctx, fh, uint64(off)+uint64(got), buf[got:])
+			if err != nil {
+				return err
+			}
+			got += n
+			if eof || n == 0 {
+				break
+			}
+		}
+		if _, err := w.WriteAt(buf[:got], off); err != nil {
+			return err
+		}
+		total.Add(int64(got))
+		moved(got)
+		return nil
+	})
+	return total.Load(), err
+}
+
+// inChunks calls do for each chunk-byte piece of [0, size), taken in order of offset by
+// at most qd goroutines, each with a buffer of its own cut to the piece's length.
+// It stops at the first error (or when ctx ends) and returns it.
+func inChunks(ctx context.Context, qd int, chunk, size int64, do func(ctx context.Context, buf []byte, off int64) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for i := 0; i < qd && int64(i)*chunk < size; i++ {
+	for w := 0; w < qd && int64(w)*chunk < size; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -395,33 +402,15 @@ func readFileAt(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, w io.Write
 				if off >= size {
 					return
 				}
-				want := min(chunk, size-off)
-				got := int64(0)
-				for got < want {
-					n, eof, err := c.Read(ctx, fh, uint64(off+got), buf[got:want])
-					if err != nil {
-						cancel(err)
-						return
-					}
-					got += int64(n)
-					if eof || n == 0 {
-						break
-					}
-				}
-				if _, err := w.WriteAt(buf[:got], off); err != nil {
+				if err := do(ctx, buf[:min(chunk, size-off)], off); err != nil {
 					cancel(err)
 					return
 				}
-				total.Add(got)
-				moved(int(got))
 			}
 		}()
 	}
 	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
-		return total.Load(), err
-	}
-	return total.Load(), nil
+	return context.Cause(ctx)
 }
 
 // mountRemote parses arg as host:/path and mounts the export holding the path.
