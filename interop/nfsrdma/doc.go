@@ -12,7 +12,10 @@
 //   - TestClientAgainstKnfsd (case nfsrdma-knfsd-client): our client library
 //     (nfsbind/nfsclient over rpcrdma and verbs/soft) against the guest's knfsd over
 //     siw, after MOUNT over TCP: the same workload through the library, with the
-//     credits knfsd grants honoured; the guest then checks the files' checksums.
+//     credits knfsd grants honoured; the guest then checks the files' checksums and
+//     knfsd's per-procedure counters.
+//
+// Cases nfsrdma-*-crc run the same tests with MPA CRC32c (NFSRDMA_CRC=1).
 //
 // Those tests carry the build tag "interop" and skip without the harness's
 // environment. The untagged part is the wire judge they use: Parse reads an
