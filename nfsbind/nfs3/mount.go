@@ -115,7 +115,7 @@ func (r *DumpRes) DecodeXDR(d *xdr.Decoder) error {
 			return nil
 		}
 		if len(r.Mounts) == MountMaxList {
-			return field("mountlist", &xdr.DecodeError{What: "mountlist", Pos: d.Pos(), Err: xdr.ErrTooLong, Claimed: MountMaxList + 1, Limit: MountMaxList})
+			return listTooLong(d, "mountlist")
 		}
 		var m MountBody
 		if m.Hostname, err = decodeName(d, "mountbody.ml_hostname"); err != nil {
@@ -126,6 +126,11 @@ func (r *DumpRes) DecodeXDR(d *xdr.Decoder) error {
 		}
 		r.Mounts = append(r.Mounts, m)
 	}
+}
+
+// listTooLong is the error for a MOUNT list (what) longer than MountMaxList.
+func listTooLong(d *xdr.Decoder, what string) error {
+	return field(what, &xdr.DecodeError{What: what, Pos: d.Pos(), Err: xdr.ErrTooLong, Claimed: MountMaxList + 1, Limit: MountMaxList})
 }
 
 // ExportNode is exportnode, one exported directory and the groups allowed to mount it.
@@ -163,9 +168,6 @@ func (r *ExportRes) EncodeXDR(e *xdr.Encoder) {
 func (r *ExportRes) DecodeXDR(d *xdr.Decoder) error {
 	r.Exports = r.Exports[:0]
 	items := 0
-	tooMany := func(what string) error {
-		return field(what, &xdr.DecodeError{What: what, Pos: d.Pos(), Err: xdr.ErrTooLong, Claimed: MountMaxList + 1, Limit: MountMaxList})
-	}
 	for {
 		more, err := decodeBool(d, "exports")
 		if err != nil {
@@ -175,7 +177,7 @@ func (r *ExportRes) DecodeXDR(d *xdr.Decoder) error {
 			return nil
 		}
 		if items++; items > MountMaxList {
-			return tooMany("exports")
+			return listTooLong(d, "exports")
 		}
 		var x ExportNode
 		if x.Dir, err = decodePath(d, "exportnode.ex_dir"); err != nil {
@@ -190,7 +192,7 @@ func (r *ExportRes) DecodeXDR(d *xdr.Decoder) error {
 				break
 			}
 			if items++; items > MountMaxList {
-				return tooMany("groups")
+				return listTooLong(d, "groups")
 			}
 			g, err := decodeName(d, "groupnode.gr_name")
 			if err != nil {
