@@ -172,11 +172,14 @@ var typeNames = [...]string{"", "NF3REG", "NF3DIR", "NF3BLK", "NF3CHR", "NF3LNK"
 // Valid reports whether t is one of the seven ftype3 values.
 func (t FileType) Valid() bool { return t >= TypeReg && t <= TypeFifo }
 
-func (t FileType) String() string {
-	if t.Valid() {
-		return typeNames[t]
+func (t FileType) String() string { return enumString(typeNames[:], "ftype3", uint32(t)) }
+
+// enumString is names[v], or typ(v) for a value names has no name for ("" included).
+func enumString(names []string, typ string, v uint32) string {
+	if uint64(v) < uint64(len(names)) && names[v] != "" {
+		return names[v]
 	}
-	return "ftype3(" + strconv.FormatUint(uint64(t), 10) + ")"
+	return typ + "(" + strconv.FormatUint(uint64(v), 10) + ")"
 }
 
 // StableHow is stable_how (RFC 1813 §3.3.7): how far WRITE data must reach stable
@@ -190,17 +193,9 @@ const (
 	FileSync StableHow = 2 // FILE_SYNC
 )
 
-func (s StableHow) String() string {
-	switch s {
-	case Unstable:
-		return "UNSTABLE"
-	case DataSync:
-		return "DATA_SYNC"
-	case FileSync:
-		return "FILE_SYNC"
-	}
-	return "stable_how(" + strconv.FormatUint(uint64(s), 10) + ")"
-}
+var stableNames = [...]string{Unstable: "UNSTABLE", DataSync: "DATA_SYNC", FileSync: "FILE_SYNC"}
+
+func (s StableHow) String() string { return enumString(stableNames[:], "stable_how", uint32(s)) }
 
 // CreateMode is createmode3 (RFC 1813 §3.3.8).
 type CreateMode uint32
@@ -212,17 +207,9 @@ const (
 	Exclusive CreateMode = 2 // EXCLUSIVE
 )
 
-func (m CreateMode) String() string {
-	switch m {
-	case Unchecked:
-		return "UNCHECKED"
-	case Guarded:
-		return "GUARDED"
-	case Exclusive:
-		return "EXCLUSIVE"
-	}
-	return "createmode3(" + strconv.FormatUint(uint64(m), 10) + ")"
-}
+var createModeNames = [...]string{Unchecked: "UNCHECKED", Guarded: "GUARDED", Exclusive: "EXCLUSIVE"}
+
+func (m CreateMode) String() string { return enumString(createModeNames[:], "createmode3", uint32(m)) }
 
 // TimeHow is time_how (RFC 1813 §2.6): how SETATTR sets a time.
 type TimeHow uint32

@@ -374,6 +374,9 @@ func TestStrings(t *testing.T) {
 		{MountProcMnt.String(), "MOUNTPROC3_MNT"}, {StatusBadHandle.Error(), "nfs3: NFS3ERR_BADHANDLE"},
 		{Status(12345).String(), "nfsstat3(12345)"}, {TypeLnk.String(), "NF3LNK"},
 		{Unstable.String(), "UNSTABLE"}, {Exclusive.String(), "EXCLUSIVE"},
+		{FileSync.String(), "FILE_SYNC"}, {Guarded.String(), "GUARDED"},
+		{FileType(0).String(), "ftype3(0)"}, {FileType(8).String(), "ftype3(8)"},
+		{StableHow(3).String(), "stable_how(3)"}, {CreateMode(1 << 31).String(), "createmode3(2147483648)"},
 		{MountErrNoEnt.Error(), "mount3: MNT3ERR_NOENT"},
 	} {
 		if c.got != c.want {
