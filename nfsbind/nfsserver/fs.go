@@ -122,6 +122,14 @@ func (o *object) close() {
 	}
 }
 
+// attr is the post_op_attr of the object when it was opened, "no attributes" when not.
+func (o *object) attr() nfs3.PostOpAttr {
+	if o.fd < 0 {
+		return nfs3.PostOpAttr{}
+	}
+	return postOp(&o.st)
+}
+
 // refresh re-reads the object's attributes.
 func (o *object) refresh() error { return statFD(o.fd, &o.st) }
 

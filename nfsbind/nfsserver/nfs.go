@@ -185,9 +185,7 @@ func (s *Server) lookup(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 			r.ObjAttr = postOp(&st)
 		}
 	}
-	if dir.fd >= 0 {
-		r.DirAttr = postOp(&dir.st)
-	}
+	r.DirAttr = dir.attr()
 	r.EncodeXDR(res)
 	return nil
 }

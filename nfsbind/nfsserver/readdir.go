@@ -138,9 +138,7 @@ func (s *Server) readdir(_ context.Context, req *oncrpc.Request, res *xdr.Encode
 	if r.Status == nfs3.StatusOK {
 		r.Status = s.doReaddir(&dir, &a, &r)
 	}
-	if dir.fd >= 0 {
-		r.DirAttr = postOp(&dir.st)
-	}
+	r.DirAttr = dir.attr()
 	r.EncodeXDR(res)
 	return nil
 }
@@ -188,9 +186,7 @@ func (s *Server) readdirplus(_ context.Context, req *oncrpc.Request, res *xdr.En
 	if r.Status == nfs3.StatusOK {
 		r.Status = s.doReaddirplus(&dir, &a, &r)
 	}
-	if dir.fd >= 0 {
-		r.DirAttr = postOp(&dir.st)
-	}
+	r.DirAttr = dir.attr()
 	r.EncodeXDR(res)
 	return nil
 }
