@@ -15,6 +15,10 @@
 //     credits knfsd grants honoured; the guest then checks the files' checksums and
 //     knfsd's per-procedure counters.
 //
+//   - TestLinuxClientMountsNfsrdmad (case nfsrdma-nfsrdmad): the same guest workload
+//     against cmd/nfsrdmad's daemon.Run with its defaults, judged by the files and
+//     by the Linux client's own xprtrdma counters.
+//
 // Cases nfsrdma-*-crc run the same tests with MPA CRC32c (NFSRDMA_CRC=1).
 //
 // Those tests carry the build tag "interop" and skip without the harness's
