@@ -9,6 +9,7 @@
 //     runs a file, directory and namespace workload. The test then checks on the
 //     wire that WRITE data came by read chunks, READ data left by write chunks and
 //     READDIR(PLUS) replies by reply chunks, and that no RDMA_ERROR was sent.
+//
 //   - TestClientAgainstKnfsd (case nfsrdma-knfsd-client): our client library
 //     (nfsbind/nfsclient over rpcrdma and verbs/soft) against the guest's knfsd over
 //     siw, after MOUNT over TCP: the same workload through the library, with the
