@@ -206,19 +206,31 @@ func (p *PostOpAttr) EncodeXDR(e *xdr.Encoder) {
 // DecodeXDR decodes a post_op_attr.
 func (p *PostOpAttr) DecodeXDR(d *xdr.Decoder) error { return p.decode(d, "post_op_attr") }
 
-func (p *PostOpAttr) decode(d *xdr.Decoder, name string) error {
+func (p *PostOpAttr) decode(d *xdr.Decoder, name string) error { return p.decodeIn(d, name, "") }
+
+// decodeIn decodes a post_op_attr whose errors name it parent.child (parent alone when
+// child is ""), joined only for an error.
+func (p *PostOpAttr) decodeIn(d *xdr.Decoder, parent, child string) error {
 	ok, err := d.Optional()
 	if err != nil {
-		return field(name, err)
+		return field(joinField(parent, child), err)
 	}
 	p.Present = ok
 	if !ok {
 		return nil
 	}
 	if err := p.Attr.DecodeXDR(d); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", joinField(parent, child), err)
 	}
 	return nil
+}
+
+// joinField names the field child of parent; child "" is parent itself.
+func joinField(parent, child string) string {
+	if child == "" {
+		return parent
+	}
+	return parent + "." + child
 }
 
 // WccAttr is wcc_attr, the attributes weak cache consistency checks compare.
@@ -276,7 +288,7 @@ func (w *WccData) decode(d *xdr.Decoder, name string) error {
 		_ = w.Before.Attr.Mtime.decode(d, "")
 		_ = w.Before.Attr.Ctime.decode(d, "")
 	}
-	return w.After.decode(d, name+".after")
+	return w.After.decodeIn(d, name, "after")
 }
 
 // PostOpFH is post_op_fh3: a file handle that may be absent.
@@ -363,51 +375,46 @@ func (s *Sattr) EncodeXDR(e *xdr.Encoder) {
 // DecodeXDR decodes a sattr3.
 func (s *Sattr) DecodeXDR(d *xdr.Decoder) error { return s.decode(d, "sattr3") }
 
+// Field names below are joined only for an error, so that decoding allocates nothing.
+
 func (s *Sattr) decode(d *xdr.Decoder, name string) error {
-	var err error
 	*s = Sattr{}
-	if s.SetMode, err = decodeBool(d, name+".mode"); err != nil {
+	if err := decodeSetU32(d, &s.SetMode, &s.Mode); err != nil {
+		return field(name+".mode", err)
+	}
+	if err := decodeSetU32(d, &s.SetUID, &s.UID); err != nil {
+		return field(name+".uid", err)
+	}
+	if err := decodeSetU32(d, &s.SetGID, &s.GID); err != nil {
+		return field(name+".gid", err)
+	}
+	var err error
+	if s.SetSize, err = d.Bool(); err == nil && s.SetSize {
+		s.Size, err = d.Uint64()
+	}
+	if err != nil {
+		return field(name+".size", err)
+	}
+	if err := s.Atime.decode(d, name, "atime"); err != nil {
 		return err
 	}
-	if s.SetMode {
-		if s.Mode, err = decodeU32(d, name+".mode"); err != nil {
-			return err
-		}
-	}
-	if s.SetUID, err = decodeBool(d, name+".uid"); err != nil {
-		return err
-	}
-	if s.SetUID {
-		if s.UID, err = decodeU32(d, name+".uid"); err != nil {
-			return err
-		}
-	}
-	if s.SetGID, err = decodeBool(d, name+".gid"); err != nil {
-		return err
-	}
-	if s.SetGID {
-		if s.GID, err = decodeU32(d, name+".gid"); err != nil {
-			return err
-		}
-	}
-	if s.SetSize, err = decodeBool(d, name+".size"); err != nil {
-		return err
-	}
-	if s.SetSize {
-		if s.Size, err = decodeU64(d, name+".size"); err != nil {
-			return err
-		}
-	}
-	if err := s.Atime.decode(d, name+".atime"); err != nil {
-		return err
-	}
-	return s.Mtime.decode(d, name+".mtime")
+	return s.Mtime.decode(d, name, "mtime")
 }
 
-func (t *SetTime) decode(d *xdr.Decoder, name string) error {
-	how, err := decodeU32(d, name)
+// decodeSetU32 decodes a set_mode3, set_uid3 or set_gid3: a bool, then the value when
+// it is TRUE.
+func decodeSetU32(d *xdr.Decoder, set *bool, v *uint32) (err error) {
+	if *set, err = d.Bool(); err == nil && *set {
+		*v, err = d.Uint32()
+	}
+	return err
+}
+
+// decode decodes a set_atime or set_mtime, the field what of parent.
+func (t *SetTime) decode(d *xdr.Decoder, parent, what string) error {
+	how, err := d.Uint32()
 	if err != nil {
-		return err
+		return field(parent+"."+what, err)
 	}
 	switch TimeHow(how) {
 	case DontChange, SetToServerTime:
@@ -415,9 +422,14 @@ func (t *SetTime) decode(d *xdr.Decoder, name string) error {
 		return nil
 	case SetToClientTime:
 		t.How = SetToClientTime
-		return t.Time.decode(d, name)
+		v, err := d.Uint64()
+		if err != nil {
+			return field(parent+"."+what, err)
+		}
+		t.Time = Time{Seconds: uint32(v >> 32), Nseconds: uint32(v)}
+		return nil
 	}
-	return badEnum(name+".set_it", how)
+	return badEnum(parent+"."+what+".set_it", how)
 }
 
 // DirOpArgs is diropargs3: a name in a directory.
@@ -433,13 +445,17 @@ func (a *DirOpArgs) encode(e *xdr.Encoder) {
 	e.Opaque(a.Name)
 }
 
-func (a *DirOpArgs) decode(d *xdr.Decoder, name string) error {
-	var err error
-	if a.Dir, err = decodeFH(d, name+".dir"); err != nil {
-		return err
+func (a *DirOpArgs) decode(d *xdr.Decoder, name string) (err error) {
+	// As decodeFH and decodeName, with the field names joined only for an error.
+	if a.Dir, err = d.Opaque(FHSize); err != nil {
+		a.Dir = nil
+		return field(name+".dir", err)
 	}
-	a.Name, err = decodeName(d, name+".name")
-	return err
+	if a.Name, err = d.StringBytes(MaxNameLen); err != nil {
+		a.Name = nil
+		return field(name+".name", err)
+	}
+	return nil
 }
 
 func decodeStatus(d *xdr.Decoder, name string) (Status, error) {
