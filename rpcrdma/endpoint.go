@@ -219,12 +219,9 @@ func (e *endpoint) postSendBuf(ctx context.Context, idx, n int, op verbs.SendOp,
 	wr := &e.sendWR[idx]
 	*wr = verbs.SendWR{ID: wrID(kindSend, idx, wb), Op: op, Flags: verbs.Signaled,
 		SGL: e.sendSGE[idx : idx+1 : idx+1], InvalidateSTag: inv}
-	e.posted.Add(1)
-	if err := e.qp.PostSend(wr); err != nil {
-		e.posted.Add(-1)
-		e.sq <- struct{}{}
+	if err := e.post(wr); err != nil {
 		e.putSendBuf(idx)
-		return fmt.Errorf("rpcrdma: post %v: %w", op, err)
+		return err
 	}
 	return nil
 }
@@ -237,11 +234,20 @@ func (e *endpoint) postWR(ctx context.Context, wr *verbs.SendWR, w *waiter) erro
 	wr.ID = wrID(kindWaiter, 0, w.idx+1)
 	wr.Flags |= verbs.Signaled
 	w.add(1)
+	if err := e.post(wr); err != nil {
+		w.complete(nil)
+		return err
+	}
+	return nil
+}
+
+// post posts wr, which holds a send-queue slot (acquireSQ) and is Signaled: its
+// completion is counted in posted. If posting fails, the slot is given back.
+func (e *endpoint) post(wr *verbs.SendWR) error {
 	e.posted.Add(1)
 	if err := e.qp.PostSend(wr); err != nil {
 		e.posted.Add(-1)
 		e.sq <- struct{}{}
-		w.complete(nil)
 		return fmt.Errorf("rpcrdma: post %v: %w", wr.Op, err)
 	}
 	return nil
