@@ -14,18 +14,28 @@ import (
 )
 
 func (s *Server) getattr(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
-	var a nfs3.GetattrArgs
-	if err := a.DecodeXDR(req.Args); err != nil {
-		return garbage(err)
-	}
 	var o object
 	var r nfs3.GetattrRes
-	r.Status = s.open(a.Object, &o)
+	if err := s.openFHArgs(req, &o, &r.Status); err != nil {
+		return err
+	}
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
 		fattr(&o.st, &r.Attr)
 	}
 	r.EncodeXDR(res)
+	return nil
+}
+
+// openFHArgs decodes the arguments of GETATTR, READLINK, FSSTAT, FSINFO or PATHCONF
+// (a file handle alone) and opens the object, setting *status. Only an argument that
+// does not decode is an error (GARBAGE_ARGS); the caller closes o otherwise.
+func (s *Server) openFHArgs(req *oncrpc.Request, o *object, status *nfs3.Status) error {
+	var a nfs3.FHArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
+	}
+	*status = s.open(a.Object, o)
 	return nil
 }
 
@@ -225,12 +235,11 @@ func (s *Server) access(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 }
 
 func (s *Server) readlink(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
-	var a nfs3.ReadlinkArgs
-	if err := a.DecodeXDR(req.Args); err != nil {
-		return garbage(err)
-	}
 	var o object
-	r := nfs3.ReadlinkRes{Status: s.open(a.Object, &o)}
+	var r nfs3.ReadlinkRes
+	if err := s.openFHArgs(req, &o, &r.Status); err != nil {
+		return err
+	}
 	defer o.close()
 	var buf [nfs3.MaxPathLen + 1]byte
 	if r.Status == nfs3.StatusOK {
@@ -798,12 +807,11 @@ func (s *Server) link(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) 
 }
 
 func (s *Server) fsstat(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
-	var a nfs3.FsstatArgs
-	if err := a.DecodeXDR(req.Args); err != nil {
-		return garbage(err)
-	}
 	var o object
-	r := nfs3.FsstatRes{Status: s.open(a.Object, &o)}
+	var r nfs3.FsstatRes
+	if err := s.openFHArgs(req, &o, &r.Status); err != nil {
+		return err
+	}
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
 		r.Attr = postOp(&o.st)
@@ -821,12 +829,11 @@ func (s *Server) fsstat(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 }
 
 func (s *Server) fsinfo(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
-	var a nfs3.FsinfoArgs
-	if err := a.DecodeXDR(req.Args); err != nil {
-		return garbage(err)
-	}
 	var o object
-	r := nfs3.FsinfoRes{Status: s.open(a.Object, &o)}
+	var r nfs3.FsinfoRes
+	if err := s.openFHArgs(req, &o, &r.Status); err != nil {
+		return err
+	}
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
 		io := uint32(s.opts.MaxIO)
@@ -843,12 +850,11 @@ func (s *Server) fsinfo(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 }
 
 func (s *Server) pathconf(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
-	var a nfs3.PathconfArgs
-	if err := a.DecodeXDR(req.Args); err != nil {
-		return garbage(err)
-	}
 	var o object
-	r := nfs3.PathconfRes{Status: s.open(a.Object, &o)}
+	var r nfs3.PathconfRes
+	if err := s.openFHArgs(req, &o, &r.Status); err != nil {
+		return err
+	}
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
 		r.Attr = postOp(&o.st)
