@@ -371,6 +371,41 @@ func TestProviderKnfsdManyQPs(t *testing.T) {
 func TestProviderKnfsdTerminate(t *testing.T) {
 	addr := peerAddr(t)
 	ctx := waitContext(t)
+	// siw tears the connection down with a TCP reset after the Terminate.
+	// Now and then (about one run in three, under load) the QP sees only
+	// "connection reset by peer" and no Terminate. Either the reset
+	// discarded the Terminate before our reader got to it, or siw aborted
+	// before sending it; without a capture the two look alike. The race is
+	// on the Linux side, so the test gets 3 tries and needs one Terminate.
+	for attempt := 1; attempt <= 3; attempt++ {
+		e, qerr := oversizedSend(ctx, t, addr)
+		t.Logf("attempt %d: QP error: %v", attempt, qerr)
+		var te *verbs.TerminateError
+		if !errors.As(qerr, &te) {
+			if errors.Is(qerr, verbs.ErrConnectionLost) {
+				continue
+			}
+			t.Fatalf("QP error %v, want a *verbs.TerminateError from siw", qerr)
+		}
+		if !te.Received || te.Layer != 1 || te.EType != 2 {
+			t.Fatalf("Terminate %+v, want one received from siw at layer DDP (1), etype untagged buffer (2)", *te)
+		}
+		// everything outstanding is flushed: the receives, and the big Send
+		// unless it completed before the Terminate arrived
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if _, _, err := e.nextRecv(rctx); !errors.Is(err, verbs.ErrFlushed) {
+			t.Fatalf("after the Terminate, next receive completion: %v, want a flushed status", err)
+		}
+		return
+	}
+	t.Fatal("3 tries: siw's reset always overtook its Terminate")
+}
+
+// oversizedSend connects a new endpoint to knfsd, checks one NULL call, then
+// sends 64 KiB (svcrdma posts receives of svcrdma_max_req_size, 4 KiB) and
+// returns the endpoint and the error its QP failed with.
+func oversizedSend(ctx context.Context, t *testing.T, addr string) (*endpoint, error) {
 	e := newEndpoint(t, soft.Config{CRC: envCRC(), FirstFPDUDelay: 300 * time.Millisecond})
 	if _, err := e.dev.Dial(ctx, addr, e.qp, verbs.ConnParams{
 		PrivateData: AppendConnectPrivate(nil, ConnectPrivate{Version: 1, SendSize: inlineSize, RecvSize: inlineSize}),
@@ -382,15 +417,14 @@ func TestProviderKnfsdTerminate(t *testing.T) {
 	if err := e.nullCalls(ctx, 1, 0x74650000, uint32(envInt(t, "IWTEST_CREDITS", 64))); err != nil {
 		t.Fatalf("NULL call before the oversized Send: %v", err)
 	}
-
-	const big = 64 << 10 // svcrdma posts receives of svcrdma_max_req_size (4 KiB)
+	const big = 64 << 10
 	buf := AppendNullCall(make([]byte, 0, big), 0x74650100, 32, ProgNFS, 3)
 	buf = buf[:big]
 	mr, err := e.pd.RegMR(buf, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mr.Close()
+	t.Cleanup(func() { mr.Close() })
 	wr := verbs.SendWR{ID: 7, Op: verbs.OpSend, Flags: verbs.Signaled, SGL: []verbs.SGE{{MR: mr, Length: big}}}
 	if err := e.qp.PostSend(&wr); err != nil {
 		t.Fatalf("PostSend of %d bytes: %v", big, err)
@@ -402,22 +436,7 @@ func TestProviderKnfsdTerminate(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal(ctx.Err())
 	}
-	qerr := e.qp.Err()
-	var te *verbs.TerminateError
-	if !errors.As(qerr, &te) {
-		t.Fatalf("QP error %v, want a *verbs.TerminateError from siw", qerr)
-	}
-	t.Logf("QP error: %v", qerr)
-	if !te.Received || te.Layer != 1 || te.EType != 2 {
-		t.Fatalf("Terminate %+v, want one received from siw at layer DDP (1), etype untagged buffer (2)", *te)
-	}
-	// everything outstanding is flushed: the receives, and the big Send unless
-	// it completed before the Terminate arrived
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, _, err := e.nextRecv(rctx); !errors.Is(err, verbs.ErrFlushed) {
-		t.Fatalf("after the Terminate, next receive completion: %v, want a flushed status", err)
-	}
+	return e, e.qp.Err()
 }
 
 // TestProviderLinuxClientTerminate: the guest's NFS client connects to a
