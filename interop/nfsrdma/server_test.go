@@ -196,10 +196,8 @@ func sha256File(path string) (string, int64, error) {
 
 // checkLinuxCounters compares the Linux client's own account of the mount (the copy of
 // /proc/self/mountstats the guest saved before unmounting) with what our server saw:
-// calls by chunk kind and NFSv3 operations by procedure must agree. Calls the client
-// made after the copy (none are expected with chunks) would show as ours exceeding
-// Linux's, so those checks are equalities only for the chunk counts and the
-// per-procedure counts of the workload's data procedures.
+// chunk segments (Linux's counts are upper bounds, see below), messages each way, and
+// NFSv3 operations by procedure, exactly for the data and directory procedures.
 func checkLinuxCounters(t *testing.T, c Counts) {
 	t.Helper()
 	b, err := os.ReadFile(labPath("mountstats.txt"))
@@ -214,14 +212,18 @@ func checkLinuxCounters(t *testing.T, c Counts) {
 	}
 	x := ms.Xprt
 	t.Logf("Linux xprtrdma counters: sends %d, recvs %d, read chunks %d, write chunks %d, reply chunks %d", x.Sends, x.Recvs, x.ReadChunks, x.WriteChunks, x.ReplyChunks)
-	// Linux counts segments: every read segment and reply chunk segment it
-	// registers, and the write chunk segments except the pad segment it may append
-	// for an unaligned READ (so between one per chunk and all of them).
-	if x.ReadChunks != uint64(c.ReadChunkSegs) || x.ReplyChunks != uint64(c.ReplyChunkSegs) {
-		t.Errorf("read/reply chunk segments: Linux counted %d/%d, our server received %d/%d", x.ReadChunks, x.ReplyChunks, c.ReadChunkSegs, c.ReplyChunkSegs)
+	// Linux counts segments as it encodes them (rpcrdma_encode_*_chunk), before the
+	// call is sent: a marshal that runs out of MRs part way and is retried counts
+	// its first attempt too, so its counts are upper bounds (equal in most runs).
+	// It leaves out the pad segment of an unaligned READ's write chunk.
+	if uint64(c.ReadChunkSegs) > x.ReadChunks || uint64(c.ReplyChunkSegs) > x.ReplyChunks {
+		t.Errorf("read/reply chunk segments: Linux encoded %d/%d, our server received %d/%d", x.ReadChunks, x.ReplyChunks, c.ReadChunkSegs, c.ReplyChunkSegs)
 	}
-	if x.WriteChunks < uint64(c.WriteChunkCalls) || x.WriteChunks > uint64(c.WriteChunkSegs) {
-		t.Errorf("write chunk segments: Linux counted %d, our server received %d calls with %d segments", x.WriteChunks, c.WriteChunkCalls, c.WriteChunkSegs)
+	if x.WriteChunks < uint64(c.WriteChunkCalls) {
+		t.Errorf("write chunk segments: Linux encoded %d, our server received %d calls with write chunks", x.WriteChunks, c.WriteChunkCalls)
+	}
+	if x.ReadChunks != uint64(c.ReadChunkSegs) || x.ReplyChunks != uint64(c.ReplyChunkSegs) {
+		t.Logf("Linux encoded %d read and %d reply chunk segments, %d and %d arrived (the rest most likely from retried marshals)", x.ReadChunks, x.ReplyChunks, c.ReadChunkSegs, c.ReplyChunkSegs)
 	}
 	if x.Sends > uint64(c.Calls) || x.Recvs > uint64(c.Replies) {
 		t.Errorf("Linux sent %d and received %d messages, our server received %d calls and sent %d replies", x.Sends, x.Recvs, c.Calls, c.Replies)
