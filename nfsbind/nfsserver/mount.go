@@ -17,7 +17,7 @@ import (
 // MountHandler returns the oncrpc handler of MOUNT version 3.
 func (s *Server) MountHandler() oncrpc.Handler {
 	return oncrpc.Procs{
-		uint32(nfs3.MountProcNull):    func(context.Context, *oncrpc.Request, *xdr.Encoder) error { return nil },
+		uint32(nfs3.MountProcNull):    null,
 		uint32(nfs3.MountProcMnt):     s.mnt,
 		uint32(nfs3.MountProcDump):    s.dump,
 		uint32(nfs3.MountProcUmnt):    s.umnt,

@@ -207,7 +207,7 @@ func (s *Server) NFSHandler() oncrpc.Handler {
 
 func (s *Server) procs() oncrpc.Procs {
 	return oncrpc.Procs{
-		uint32(nfs3.ProcNull):        func(context.Context, *oncrpc.Request, *xdr.Encoder) error { return nil },
+		uint32(nfs3.ProcNull):        null,
 		uint32(nfs3.ProcGetattr):     s.getattr,
 		uint32(nfs3.ProcSetattr):     s.setattr,
 		uint32(nfs3.ProcLookup):      s.lookup,
@@ -231,6 +231,9 @@ func (s *Server) procs() oncrpc.Procs {
 		uint32(nfs3.ProcCommit):      s.commit,
 	}
 }
+
+// null is NFSPROC3_NULL and MOUNTPROC3_NULL: no arguments, no results.
+func null(context.Context, *oncrpc.Request, *xdr.Encoder) error { return nil }
 
 // garbage makes an argument decoding error answer GARBAGE_ARGS.
 func garbage(err error) error { return fmt.Errorf("%w: %w", oncrpc.ErrGarbageArgs, err) }
