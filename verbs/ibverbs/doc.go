@@ -56,7 +56,9 @@
 // signals (as in verbs/soft, which retires a request once it is
 // transmitted), the provider itself signals one request in every half
 // queue of unsignalled ones and does not deliver those completions when
-// they succeed; failed and flushed requests always complete.
+// they succeed; failed and flushed requests always complete. A post that
+// finds the send queue full first moves completions not yet polled from
+// the device CQ to the CQ's queue, which retires them.
 //
 // Each CQ has its own completion channel. One goroutine per CQ arms it
 // (ibv_req_notify_cq) and waits for the channel's descriptor, set
