@@ -16,45 +16,25 @@ type ReaddirArgs struct {
 
 // EncodeXDR encodes READDIR3args.
 func (a *ReaddirArgs) EncodeXDR(e *xdr.Encoder) {
-	encodeReaddirArgsHead(e, a.Dir, a.Cookie, &a.CookieVerf)
+	encodeFH(e, a.Dir)
+	e.Uint64(a.Cookie)
+	e.FixedOpaque(a.CookieVerf[:])
 	e.Uint32(a.Count)
 }
 
 // DecodeXDR decodes READDIR3args.
 func (a *ReaddirArgs) DecodeXDR(d *xdr.Decoder) (err error) {
-	if err = decodeReaddirArgsHead(d, &readdirArgsFields, &a.Dir, &a.Cookie, &a.CookieVerf); err != nil {
+	if a.Dir, err = decodeFH(d, "READDIR3args.dir"); err != nil {
+		return err
+	}
+	if a.Cookie, err = decodeU64(d, "READDIR3args.cookie"); err != nil {
+		return err
+	}
+	if err = decodeFixed8(d, &a.CookieVerf, "READDIR3args.cookieverf"); err != nil {
 		return err
 	}
 	a.Count, err = decodeU32(d, "READDIR3args.count")
 	return err
-}
-
-// encodeReaddirArgsHead encodes the fields READDIR3args and READDIRPLUS3args start with:
-// dir, cookie and cookieverf.
-func encodeReaddirArgsHead(e *xdr.Encoder, dir FH, cookie uint64, verf *[CookieVerfSize]byte) {
-	encodeFH(e, dir)
-	e.Uint64(cookie)
-	e.FixedOpaque(verf[:])
-}
-
-// readdirArgsNames are the field names the decode errors of READDIR3args or
-// READDIRPLUS3args give for the fields they share.
-type readdirArgsNames struct{ dir, cookie, cookieVerf string }
-
-var (
-	readdirArgsFields     = readdirArgsNames{"READDIR3args.dir", "READDIR3args.cookie", "READDIR3args.cookieverf"}
-	readdirplusArgsFields = readdirArgsNames{"READDIRPLUS3args.dir", "READDIRPLUS3args.cookie", "READDIRPLUS3args.cookieverf"}
-)
-
-// decodeReaddirArgsHead decodes what encodeReaddirArgsHead encodes.
-func decodeReaddirArgsHead(d *xdr.Decoder, f *readdirArgsNames, dir *FH, cookie *uint64, verf *[CookieVerfSize]byte) (err error) {
-	if *dir, err = decodeFH(d, f.dir); err != nil {
-		return err
-	}
-	if *cookie, err = decodeU64(d, f.cookie); err != nil {
-		return err
-	}
-	return decodeFixed8(d, verf, f.cookieVerf)
 }
 
 // DirEntry is entry3, one name in a READDIR reply. Name aliases the decoder's buffer.
@@ -218,14 +198,22 @@ type ReaddirplusArgs struct {
 
 // EncodeXDR encodes READDIRPLUS3args.
 func (a *ReaddirplusArgs) EncodeXDR(e *xdr.Encoder) {
-	encodeReaddirArgsHead(e, a.Dir, a.Cookie, &a.CookieVerf)
+	encodeFH(e, a.Dir)
+	e.Uint64(a.Cookie)
+	e.FixedOpaque(a.CookieVerf[:])
 	e.Uint32(a.DirCount)
 	e.Uint32(a.MaxCount)
 }
 
 // DecodeXDR decodes READDIRPLUS3args.
 func (a *ReaddirplusArgs) DecodeXDR(d *xdr.Decoder) (err error) {
-	if err = decodeReaddirArgsHead(d, &readdirplusArgsFields, &a.Dir, &a.Cookie, &a.CookieVerf); err != nil {
+	if a.Dir, err = decodeFH(d, "READDIRPLUS3args.dir"); err != nil {
+		return err
+	}
+	if a.Cookie, err = decodeU64(d, "READDIRPLUS3args.cookie"); err != nil {
+		return err
+	}
+	if err = decodeFixed8(d, &a.CookieVerf, "READDIRPLUS3args.cookieverf"); err != nil {
 		return err
 	}
 	if a.DirCount, err = decodeU32(d, "READDIRPLUS3args.dircount"); err != nil {
