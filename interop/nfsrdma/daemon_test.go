@@ -81,8 +81,8 @@ func TestLinuxClientMountsNfsrdmad(t *testing.T) {
 		t.Fatalf("the guest's mountstats: %v", err)
 	}
 	x := ms.Xprt
-	t.Logf("Linux xprtrdma counters: sends %d, recvs %d, read chunks %d, write chunks %d, reply chunks %d; per-op READ %d WRITE %d READDIRPLUS %d",
-		x.Sends, x.Recvs, x.ReadChunks, x.WriteChunks, x.ReplyChunks, ms.Ops["READ"], ms.Ops["WRITE"], ms.Ops["READDIRPLUS"])
+	t.Logf("Linux xprtrdma counters: sends %d, recvs %d, read chunks %d, write chunks %d, reply chunks %d, failed marshals %d; per-op READ %d WRITE %d READDIRPLUS %d",
+		x.Sends, x.Recvs, x.ReadChunks, x.WriteChunks, x.ReplyChunks, x.FailedMarshals, ms.Ops["READ"], ms.Ops["WRITE"], ms.Ops["READDIRPLUS"])
 	if x.ReadChunks == 0 || x.WriteChunks == 0 || x.ReplyChunks == 0 || x.Sends != x.Recvs {
 		t.Errorf("Linux's counters: want read, write and reply chunks used and every send answered")
 	}

@@ -12,10 +12,14 @@ import (
 // /proc/self/mountstats (net/sunrpc/xprtrdma, statistics format of Linux 4.x to 6.x):
 // the fields after "rdma" are the source port, bind count, connect count, connect
 // time, idle time, sends, receives, bad XIDs, request and backlog utilisation, then
-// the read, write and reply chunk counts.
+// the read, write and reply chunk counts (segments, counted as they are encoded),
+// the RDMA request and reply byte totals, pull-up, fix-up and hard-way registration
+// counts, and failed marshals (calls whose encoding failed and was retried: their
+// segments were counted anyway).
 type XprtRDMA struct {
 	Sends, Recvs                         uint64
 	ReadChunks, WriteChunks, ReplyChunks uint64
+	FailedMarshals                       uint64
 }
 
 // MountStats is what ParseMountStats read for one mount point.
@@ -41,7 +45,7 @@ func (e *MountStatsError) Error() string {
 var xprtFields = []struct {
 	name string
 	idx  int
-}{{"sends", 5}, {"recvs", 6}, {"read_chunk_count", 10}, {"write_chunk_count", 11}, {"reply_chunk_count", 12}}
+}{{"sends", 5}, {"recvs", 6}, {"read_chunk_count", 10}, {"write_chunk_count", 11}, {"reply_chunk_count", 12}, {"failed_marshal_count", 18}}
 
 // ParseMountStats reads the section of /proc/self/mountstats for the NFS mount on
 // mountpoint: its "xprt: rdma" counters and its per-op operation counts. Errors are
@@ -92,6 +96,8 @@ func ParseMountStats(b []byte, mountpoint string) (MountStats, error) {
 					ms.Xprt.WriteChunks = v
 				case "reply_chunk_count":
 					ms.Xprt.ReplyChunks = v
+				case "failed_marshal_count":
+					ms.Xprt.FailedMarshals = v
 				}
 			}
 			sawXprt = true

@@ -18,7 +18,7 @@ func TestParseMountStatsLinux(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := XprtRDMA{Sends: 7432, Recvs: 7432, ReadChunks: 18, WriteChunks: 23, ReplyChunks: 96}
+	want := XprtRDMA{Sends: 7432, Recvs: 7432, ReadChunks: 18, WriteChunks: 23, ReplyChunks: 96, FailedMarshals: 2}
 	if ms.Xprt != want {
 		t.Errorf("xprt %+v, want %+v", ms.Xprt, want)
 	}
@@ -43,7 +43,9 @@ var badMountStats = []struct{ field, text string }{
 	{"xprt.sends", "device a:/ mounted on /m with fstype nfs\n\txprt:\trdma 0 0 1 0 1\n"},
 	{"xprt.sends", "device a:/ mounted on /m with fstype nfs\n\txprt:\trdma 0 0 1 0 1 x 5 0 5 0 1 2 3\n"},
 	{"xprt.reply_chunk_count", "device a:/ mounted on /m with fstype nfs\n\txprt:\trdma 0 0 1 0 1 5 5 0 5 0 1 2\n"},
-	{"per-op", "device a:/ mounted on /m with fstype nfs\n\txprt:\trdma 0 0 1 0 1 5 5 0 5 0 1 2 3\n\tper-op statistics\n\tNULL: -1 0\n"},
+	{"xprt.failed_marshal_count", "device a:/ mounted on /m with fstype nfs\n\txprt:\trdma 0 0 1 0 1 5 5 0 5 0 1 2 3 4 5 6 7 8\n"},
+	{"xprt.failed_marshal_count", "device a:/ mounted on /m with fstype nfs\n\txprt:\trdma 0 0 1 0 1 5 5 0 5 0 1 2 3 4 5 6 7 8 -1\n"},
+	{"per-op", "device a:/ mounted on /m with fstype nfs\n\txprt:\trdma 0 0 1 0 1 5 5 0 5 0 1 2 3 4 5 6 7 8 9\n\tper-op statistics\n\tNULL: -1 0\n"},
 }
 
 func TestParseMountStatsErrors(t *testing.T) {
