@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -155,10 +156,19 @@ func TestPostSendInlineFullSocket(t *testing.T) {
 	src := make([]byte, size)
 	fillPattern(src, 3)
 	mr := cli.reg(t, src, 0)
-	waitWriterIdle(t, cli.qp)
 	posted := make(chan error, 1)
 	go func() {
 		for i := 0; i < n; i++ {
+			// Post while the writer is idle, so that PostSend writes,
+			// until the socket is full and the writer takes over.
+			for q := cli.qp.(*queuePair); ; runtime.Gosched() {
+				q.mu.Lock()
+				idle, partial := q.writerIdle, q.resumed > 0
+				q.mu.Unlock()
+				if idle || partial {
+					break
+				}
+			}
 			if err := cli.qp.PostSend(&verbs.SendWR{ID: uint64(i), Op: verbs.OpSend, Flags: verbs.Signaled,
 				SGL: []verbs.SGE{{MR: mr, Length: size}}}); err != nil {
 				posted <- err

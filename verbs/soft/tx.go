@@ -432,7 +432,5 @@ func (q *queuePair) postInline(wq *sendWQE) {
 	}
 	// Wake the writer only if it has something to do: a parked writer with
 	// nothing to do stays parked, so the next post can go inline too.
-	if !q.writerIdle || q.w.resume != nil || q.sqSent < q.sqTail || q.irqHead < q.irqTail || q.kickDue || q.state != verbs.StateRTS {
-		q.cond.Signal()
-	}
+	q.cond.Signal()
 }
