@@ -1,6 +1,6 @@
 module github.com/go-rpcrdma/rpcrdma/nfsbind/gonfsinterop
 
-go 1.24
+go 1.26.0
 
 replace github.com/go-rpcrdma/rpcrdma => ../..
 
@@ -20,5 +20,5 @@ require (
 	github.com/mattn/go-colorable v0.1.12 // indirect
 	github.com/mattn/go-isatty v0.0.14 // indirect
 	github.com/rasky/go-xdr v0.0.0-20170124162913-1a41d1a06c93 // indirect
-	golang.org/x/sys v0.24.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 )
