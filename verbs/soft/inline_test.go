@@ -215,3 +215,69 @@ func TestPostSendInlineFullSocket(t *testing.T) {
 		cli.expect(t, uint64(i), verbs.OpcodeSend, verbs.StatusSuccess)
 	}
 }
+
+// writesOf returns how many socket writes qp's transmit side has made.
+func writesOf(qp verbs.QP) uint64 { return qp.(*queuePair).w.writes.Load() }
+
+// TestMessageOneWrite checks that a multi-FPDU message (a Send, an RDMA
+// Write, and a Read Response answering a peer's Read Request) leaves in one
+// vectored write: a peer never sees part of a message and then waits for the
+// rest of it behind a second system call (the stall a split write would
+// cause with Linux siw, whose receive path processes what has arrived and
+// waits for more).
+func TestMessageOneWrite(t *testing.T) {
+	const size = 4096 // 3 FPDUs at 1448 bytes, as with an Ethernet MSS
+	cfg := Config{MaxFPDU: 1448, SiwKick: -1}
+	rbuf := make([]byte, size)
+	var rmr verbs.MR
+	cli, srv := connectPair(t, pairConfig{
+		client: cfg, server: cfg,
+		beforeAccept: func(e *endpoint) {
+			rmr = e.reg(t, rbuf, verbs.AccessLocalWrite)
+			if err := e.qp.PostRecv(&verbs.RecvWR{ID: 1, SGL: []verbs.SGE{{MR: rmr, Length: size}}}); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+	src := make([]byte, 4*size)
+	fillPattern(src, 9)
+	srcMR := cli.reg(t, src, verbs.AccessLocalWrite)
+	remote := make([]byte, 4*size)
+	fillPattern(remote, 77)
+	remoteMR := srv.reg(t, remote, verbs.AccessLocalWrite|verbs.AccessRemoteRead|verbs.AccessRemoteWrite)
+
+	check := func(what string, qp verbs.QP, before uint64) {
+		t.Helper()
+		if n := writesOf(qp) - before; n != 1 {
+			t.Errorf("%s of %d bytes took %d socket writes, want 1", what, size, n)
+		}
+	}
+
+	c0 := writesOf(cli.qp)
+	if err := cli.qp.PostSend(&verbs.SendWR{ID: 2, Op: verbs.OpSend, Flags: verbs.Signaled, SGL: []verbs.SGE{{MR: srcMR, Length: size}}}); err != nil {
+		t.Fatal(err)
+	}
+	cli.expect(t, 2, verbs.OpcodeSend, verbs.StatusSuccess)
+	srv.expect(t, 1, verbs.OpcodeRecv, verbs.StatusSuccess)
+	check("Send", cli.qp, c0)
+
+	c0 = writesOf(cli.qp)
+	if err := cli.qp.PostSend(&verbs.SendWR{ID: 3, Op: verbs.OpWrite, Flags: verbs.Signaled, SGL: []verbs.SGE{{MR: srcMR, Length: size}},
+		RemoteSTag: remoteMR.RKey(), RemoteTO: remoteMR.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	cli.expect(t, 3, verbs.OpcodeWrite, verbs.StatusSuccess)
+	check("RDMA Write", cli.qp, c0)
+
+	c0, s0 := writesOf(cli.qp), writesOf(srv.qp)
+	if err := cli.qp.PostSend(&verbs.SendWR{ID: 4, Op: verbs.OpRead, Flags: verbs.Signaled, SGL: []verbs.SGE{{MR: srcMR, Offset: size, Length: size}},
+		RemoteSTag: remoteMR.RKey(), RemoteTO: remoteMR.Addr() + size}); err != nil {
+		t.Fatal(err)
+	}
+	cli.expect(t, 4, verbs.OpcodeRead, verbs.StatusSuccess)
+	check("Read Request", cli.qp, c0)
+	check("Read Response", srv.qp, s0)
+	if !bytes.Equal(src[size:2*size], remote[size:2*size]) {
+		t.Fatal("RDMA Read returned other bytes")
+	}
+}

@@ -88,6 +88,7 @@ func (q *queuePair) rawWriteStep(fd uintptr) bool {
 			w.rawRevoked = true
 			return true
 		}
+		w.writes.Add(1)
 		n, _, e := syscall.Syscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&w.iov[0])), uintptr(len(w.iov)))
 		m.mu.RUnlock()
 		switch {
@@ -146,6 +147,7 @@ func (w *txState) dropIOV() {
 // writevStep is one writev(2) of w.iov. It reports whether to go on: false
 // after EAGAIN or an error (recorded in w.rawErr) or when all is written.
 func (w *txState) writevStep(fd uintptr) (again, wouldBlock bool) {
+	w.writes.Add(1)
 	n, _, e := syscall.Syscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&w.iov[0])), uintptr(len(w.iov)))
 	switch {
 	case e == syscall.EAGAIN:

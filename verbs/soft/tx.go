@@ -3,6 +3,7 @@ package soft
 import (
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs"
@@ -23,6 +24,10 @@ type txState struct {
 	// must write next (guarded by mu).
 	inline bool
 	resume *sendWQE
+	// writes counts socket writes (writev calls, or WriteTo calls where the
+	// runtime does the writev): a message must go out in one, never split
+	// into pieces the peer sees at different times (for tests).
+	writes atomic.Uint64
 	rawTxState
 }
 
@@ -30,9 +35,10 @@ func (w *txState) init(q *queuePair) {
 	w.vec = make([][]byte, 0, txBatch*(q.maxSendSGE+3))
 }
 
-// writeFPDU sends w.vec as one vectored write.
+// writeVec sends w.vec as one vectored write.
 func (q *queuePair) writeVec() error {
 	w := &q.w
+	w.writes.Add(1)
 	w.nb = w.vec
 	_, err := w.nb.WriteTo(q.conn)
 	w.nb = nil
