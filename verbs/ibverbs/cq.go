@@ -202,6 +202,7 @@ func (c *compQueue) drainLocked() {
 		}
 		c.soft = append(c.soft, buf[:got]...)
 		clear(buf[:got])
+		c.signal() // a waiter may have taken the event for these already
 	}
 }
 

@@ -43,6 +43,14 @@ type sendSlot struct {
 	// hidden: the caller did not ask for a completion, but the provider
 	// did (see postSendLocked); a successful one is not delivered.
 	hidden bool
+	// signaled: the device reports this request's completion.
+	signaled bool
+	// live: posted as request seq and not yet completed. Completions
+	// can come out of order (siw completes a Send posted after an RDMA
+	// Read before the Read's response arrives), so this, not sqHead,
+	// tells whether a request has completed.
+	live bool
+	seq  uint64
 }
 
 // pendingRecv is a receive posted before the device QP exists.
@@ -337,7 +345,7 @@ func (q *queuePair) postSendLocked(wrs []verbs.SendWR) (int, error) {
 		case verbs.OpRead:
 			g.opcode = C.IBV_WR_RDMA_READ
 		}
-		q.sq[seq%uint64(len(q.sq))] = sendSlot{id: wr.ID, op: wr.Op, hidden: hidden}
+		q.sq[seq%uint64(len(q.sq))] = sendSlot{id: wr.ID, op: wr.Op, hidden: hidden, signaled: fl&C.IBV_SEND_SIGNALED != 0, live: true, seq: seq}
 	}
 	if len(wrs) == 0 {
 		return 0, fmt.Errorf("ibverbs: PostSend: %w (%d outstanding)", verbs.ErrQueueFull, len(q.sq))
@@ -500,11 +508,17 @@ func (q *queuePair) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 func (q *queuePair) sendDone(seq uint64, success bool) (id uint64, op verbs.SendOp, keep bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if seq < q.sqHead {
+	s := &q.sq[seq%uint64(len(q.sq))]
+	if !s.live || s.seq != seq {
 		return 0, 0, false // completed by the provider already (reap)
 	}
-	s := q.sq[seq%uint64(len(q.sq))]
-	q.sqHead = seq + 1
+	s.live = false
+	if seq+1 > q.sqHead {
+		// A completion retires the unsignalled requests before it; an
+		// earlier signalled one still outstanding (a Read overtaken by a
+		// later Send) stays live and is delivered when it completes.
+		q.sqHead = seq + 1
+	}
 	return s.id, s.op, !q.discard && !(s.hidden && success)
 }
 
@@ -689,10 +703,18 @@ func (q *queuePair) flushRest() {
 	q.mu.Lock()
 	var wcs []verbs.Completion
 	var rwcs []verbs.Completion
-	for ; q.sqHead < q.sqTail; q.sqHead++ {
-		s := q.sq[q.sqHead%uint64(len(q.sq))]
+	n := uint64(len(q.sq))
+	for seq := q.sqTail - min(q.sqTail, n); seq < q.sqTail; seq++ {
+		s := &q.sq[seq%n]
+		// Below sqHead only signalled requests overtaken by a later
+		// completion are outstanding; from sqHead on, every one is.
+		if !s.live || s.seq != seq || (seq < q.sqHead && !s.signaled) {
+			continue
+		}
+		s.live = false
 		wcs = append(wcs, verbs.Completion{ID: s.id, QP: q, Opcode: sendOpcode(s.op), Status: verbs.StatusFlushed, Err: q.err})
 	}
+	q.sqHead = q.sqTail
 	for ; q.rqHead < q.rqTail; q.rqHead++ {
 		rwcs = append(rwcs, verbs.Completion{ID: q.rq[q.rqHead%uint64(len(q.rq))], QP: q, Opcode: verbs.OpcodeRecv, Status: verbs.StatusFlushed, Err: q.err})
 	}
