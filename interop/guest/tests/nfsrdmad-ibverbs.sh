@@ -1,5 +1,5 @@
 #!/bin/sh
-# nfsrdmad-ibverbs PROVIDER [FILES] [STALL]: nfsrdmad with the cgo provider (-provider ibverbs, verbs/ibverbs)
+# nfsrdmad-ibverbs PROVIDER [FILES] [STALL] [LOGLEVEL]: nfsrdmad with the cgo provider (-provider ibverbs, verbs/ibverbs)
 # runs in the guest on PROVIDER's device (siw -> siw0, rxe -> rxe0), bound to the guest's address,
 # and the guest's own kernel NFSv3 client mounts it with proto=rdma (NFS over RDMA on 20049, MOUNT
 # over TCP on 2049, nolock) and runs a workload: files of odd sizes up to 8 MiB - 1 written and
@@ -12,7 +12,7 @@
 # killed, the hard mount is left behind).
 # The workload is the one of cmd/nfsrdmad/testdata/lab/nfsrdmad-rdma.sh (run by hand there).
 . /lab/guest/lib.sh
-P=${1:-siw}; N=${2:-3000}; STALL=${3:-600}; D=${P}0
+P=${1:-siw}; N=${2:-3000}; STALL=${3:-600}; LOG=${4:-info}; D=${P}0
 T=$GUEST_IP; PORT=20049; MPORT=2049; EP=/export
 BIN=/out/nfsrdmad
 step "rdma up $P" rdma_up "$P" eth0
@@ -26,7 +26,7 @@ server_up() { # nfsrdmad in the guest on $D through verbs/ibverbs
   ulimit -l unlimited 2>/dev/null
   mkdir -p /tmp/export
   "$BIN" -export /tmp/export -export-path "$EP" -provider ibverbs -device "$D" \
-    -rdma "$T:$PORT" -tcp "$T:$MPORT" -state /tmp/nfsrdmad-state >/out/nfsrdmad.out 2>/out/nfsrdmad.log &
+    -rdma "$T:$PORT" -tcp "$T:$MPORT" -state /tmp/nfsrdmad-state -log-level "$LOG" >/out/nfsrdmad.out 2>/out/nfsrdmad.log &
   echo $! > /tmp/nfsrdmad.pid
   n=0; while ! grep -q "^Mount it" /out/nfsrdmad.out 2>/dev/null; do
     n=$((n+1)); [ $n -gt 300 ] && { cat /out/nfsrdmad.log; return 1; }; sleep 0.2
@@ -85,12 +85,14 @@ if step "mount -o $opts $T:$EP" timeout 120 mount -t nfs -o "$opts" "$T:$EP" /mn
   (sleep "$STALL"; [ -e /tmp/workload-done ] || { say "FAIL: workload stalled for $STALL s: SIGQUIT to nfsrdmad (goroutine dump in nfsrdmad.log)"
     kill -QUIT "$(cat /tmp/nfsrdmad.pid)"; sleep 2; grep -A12 "on /mnt/nfs" /proc/self/mountstats; dmesg | tail -20
     echo 1 > /tmp/lab-rc; kids=$(pgrep -P "$MAIN"); kill -9 "$MAIN" $kids; }) &
+  WD=$!
   step "xprt: rdma in mountstats" xprt_is_rdma /mnt/nfs
   step "files 0 B .. 8 MiB-1 written, caches dropped, compared" files
   step "$N-entry directory listed (ls, ls -l)" listing
   step "symlinks, hard link, renames, chmod, truncate, rm -r" namespace
   grep -A3 "nfs.*/mnt/nfs" /proc/self/mountstats | head -5
   : > /tmp/workload-done
+  kill $(pgrep -P "$WD") "$WD" 2>/dev/null # the watchdog holds the console pipe open
   step "umount" umount /mnt/nfs
   step "export as the server sees it" server_view
 fi
