@@ -192,7 +192,9 @@ func (m *memRegion) register(access verbs.Access, old uint32, avoid bool) (*C.st
 		if mr == nil {
 			return nil, m.pd.dev.regError(len(m.buf), errnoErr(errno))
 		}
-		if !avoid || uint32(mr.rkey) != old {
+		// A region without remote access has no rkey a peer could use
+		// (rxe reports 0 for every such region): nothing to avoid.
+		if !avoid || uint32(mr.rkey) != old || access&(verbs.AccessRemoteRead|verbs.AccessRemoteWrite) == 0 {
 			return mr, nil
 		}
 		hold = append(hold, mr)
