@@ -1001,18 +1001,17 @@ const (
 	maxPooledBytes = 64 << 20
 )
 
+// get returns a registered buffer of at least n bytes with the given access, reusing an
+// idle one (re-registered, so its STag is new) when it can. A pooled buffer whose
+// re-registration fails is deregistered and dropped, never handed out with stale rights,
+// and a fresh buffer is registered instead.
 func (p *bufPool) get(n int, access verbs.Access) (*bigBuf, error) {
-	p.mu.Lock()
-	for i, b := range p.free {
-		if len(b.mr.Buf()) >= n {
-			p.free = append(p.free[:i], p.free[i+1:]...)
-			p.freeBytes -= len(b.mr.Buf())
-			p.mu.Unlock()
-			b.mr.Reregister(access | verbs.AccessLocalWrite)
+	if b := p.takeFree(n); b != nil {
+		if err := b.mr.Reregister(access | verbs.AccessLocalWrite); err == nil {
 			return b, nil
 		}
+		p.drop(b)
 	}
-	p.mu.Unlock()
 	size := 64 << 10
 	for size < n {
 		size <<= 1
@@ -1031,19 +1030,41 @@ func (p *bufPool) get(n int, access verbs.Access) (*bigBuf, error) {
 func (p *bufPool) put(b *bigBuf) {
 	b.mr.Invalidate()
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if len(p.free) >= maxPooled || p.freeBytes+len(b.mr.Buf()) > maxPooledBytes {
-		for i, x := range p.all {
-			if x == b {
-				p.all = append(p.all[:i], p.all[i+1:]...)
-				break
-			}
-		}
-		b.mr.Close()
+		p.mu.Unlock()
+		p.drop(b)
 		return
 	}
 	p.free = append(p.free, b)
 	p.freeBytes += len(b.mr.Buf())
+	p.mu.Unlock()
+}
+
+// takeFree removes and returns an idle buffer of at least n bytes, or nil.
+func (p *bufPool) takeFree(n int) *bigBuf {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, b := range p.free {
+		if len(b.mr.Buf()) >= n {
+			p.free = append(p.free[:i], p.free[i+1:]...)
+			p.freeBytes -= len(b.mr.Buf())
+			return b
+		}
+	}
+	return nil
+}
+
+// drop forgets b, which is not on the free list, and deregisters it.
+func (p *bufPool) drop(b *bigBuf) {
+	p.mu.Lock()
+	for i, x := range p.all {
+		if x == b {
+			p.all = append(p.all[:i], p.all[i+1:]...)
+			break
+		}
+	}
+	p.mu.Unlock()
+	b.mr.Close()
 }
 
 func (p *bufPool) close() {

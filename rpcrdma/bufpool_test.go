@@ -1,0 +1,68 @@
+package rpcrdma
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
+)
+
+// refusingPD wraps a PD so that its MRs refuse Reregister, as rxe did when a region
+// without remote access kept rkey 0.
+type refusingPD struct{ verbs.PD }
+
+type refusingMR struct {
+	verbs.MR
+	closed bool
+}
+
+var errRefused = errors.New("reregister refused")
+
+func (pd refusingPD) RegMR(buf []byte, access verbs.Access) (verbs.MR, error) {
+	mr, err := pd.PD.RegMR(buf, access)
+	if err != nil {
+		return nil, err
+	}
+	return &refusingMR{MR: mr}, nil
+}
+
+func (m *refusingMR) Reregister(verbs.Access) error { return errRefused }
+func (m *refusingMR) Close() error                  { m.closed = true; return m.MR.Close() }
+
+// A pooled buffer whose re-registration fails is dropped and deregistered, and the
+// caller gets a fresh registration with the access it asked for — never the old
+// buffer with stale rights.
+func TestBufPoolDropsBufferThatFailsReregister(t *testing.T) {
+	dev := soft.New(soft.Config{})
+	defer dev.Close()
+	pd, err := dev.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	p := &bufPool{pd: refusingPD{pd}}
+	defer p.close()
+
+	first, err := p.get(1000, verbs.AccessRemoteRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.put(first)
+	second, err := p.get(1000, verbs.AccessRemoteWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second == first {
+		t.Fatal("pool handed out the buffer whose re-registration failed")
+	}
+	if !first.mr.(*refusingMR).closed {
+		t.Fatal("the buffer that failed to re-register was not deregistered")
+	}
+	if got := second.mr.Access(); got&verbs.AccessRemoteWrite == 0 {
+		t.Fatalf("fresh buffer has access %v, want RemoteWrite", got)
+	}
+	if len(p.all) != 1 || p.all[0] != second || len(p.free) != 0 {
+		t.Fatalf("pool bookkeeping: all %d free %d", len(p.all), len(p.free))
+	}
+}
