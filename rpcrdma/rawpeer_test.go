@@ -124,19 +124,11 @@ func (p *rawPeer) next(t testing.TB) verbs.Completion {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var wc [1]verbs.Completion
-	for {
-		n, err := p.cq.Poll(wc[:])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 1 {
-			return wc[0]
-		}
-		if err := p.cq.Wait(ctx); err != nil {
-			t.Fatalf("waiting for a completion: %v", err)
-		}
+	wc, err := verbs.NextCompletion(ctx, p.cq)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return wc
 }
 
 // waitSend waits for the send-queue completion with ID id and returns it.

@@ -13,19 +13,11 @@ import (
 
 // waitOne blocks until cq yields one completion.
 func waitOne(ctx context.Context, cq verbs.CQ) verbs.Completion {
-	var wc [1]verbs.Completion
-	for {
-		n, err := cq.Poll(wc[:])
-		if err != nil {
-			log.Fatal(err)
-		}
-		if n == 1 {
-			return wc[0]
-		}
-		if err := cq.Wait(ctx); err != nil {
-			log.Fatal(err)
-		}
+	wc, err := verbs.NextCompletion(ctx, cq)
+	if err != nil {
+		log.Fatal(err)
 	}
+	return wc
 }
 
 // Example shows the whole life of a connection: a server posts a receive and

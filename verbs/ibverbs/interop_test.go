@@ -102,22 +102,14 @@ func (p *peer) expect(id uint64, op verbs.Opcode) verbs.Completion {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var wc [1]verbs.Completion
-	for {
-		n, err := p.cq.Poll(wc[:])
-		if err != nil {
-			p.t.Fatal(err)
-		}
-		if n == 1 {
-			if wc[0].ID != id || wc[0].Opcode != op || wc[0].Status != verbs.StatusSuccess {
-				p.t.Fatalf("completion {ID %d %v %v err %v}, want {ID %d %v Success}", wc[0].ID, wc[0].Opcode, wc[0].Status, wc[0].Err, id, op)
-			}
-			return wc[0]
-		}
-		if err := p.cq.Wait(ctx); err != nil {
-			p.t.Fatalf("waiting for completion %d (%v): %v", id, op, err)
-		}
+	wc, err := verbs.NextCompletion(ctx, p.cq)
+	if err != nil {
+		p.t.Fatalf("waiting for completion %d (%v): %v", id, op, err)
 	}
+	if wc.ID != id || wc.Opcode != op || wc.Status != verbs.StatusSuccess {
+		p.t.Fatalf("completion {ID %d %v %v err %v}, want {ID %d %v Success}", wc.ID, wc.Opcode, wc.Status, wc.Err, id, op)
+	}
+	return wc
 }
 
 func (p *peer) post(wr verbs.SendWR) {

@@ -62,14 +62,11 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	fmt.Println("IRD", info.IRD, "ORD", info.ORD)
-	var wc [1]verbs.Completion
-	for {
-		if n, _ := ccq.Poll(wc[:]); n == 1 {
-			break
-		}
-		ccq.Wait(ctx)
+	wc, err := verbs.NextCompletion(ctx, ccq)
+	if err != nil {
+		log.Fatal(err)
 	}
-	fmt.Printf("%v %q\n", wc[0].Status, inbox[:wc[0].ByteLen])
+	fmt.Printf("%v %q\n", wc.Status, inbox[:wc.ByteLen])
 	// Output:
 	// IRD 4 ORD 4
 	// Success "server hello"

@@ -350,19 +350,11 @@ func (e *endpoint) wait(t testing.TB) verbs.Completion {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), e.s.p.Timeout)
 	defer cancel()
-	var wc [1]verbs.Completion
-	for {
-		n, err := e.cq.Poll(wc[:])
-		if err != nil {
-			t.Fatalf("Poll: %v", err)
-		}
-		if n == 1 {
-			return wc[0]
-		}
-		if err := e.cq.Wait(ctx); err != nil {
-			t.Fatalf("Wait: %v", err)
-		}
+	wc, err := verbs.NextCompletion(ctx, e.cq)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return wc
 }
 
 func (e *endpoint) expect(t testing.TB, id uint64, op verbs.Opcode, st verbs.Status) verbs.Completion {
