@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	gonfs "github.com/willscott/go-nfs"
 	gonfshelpers "github.com/willscott/go-nfs/helpers"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/benchio"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsserver"
@@ -129,46 +129,13 @@ func benchPeer(b *testing.B, start func(*testing.B, string) peer, overRDMA bool,
 		b.Skipf("server's rtmax %d / wtmax %d below %d", c.MaxRead(), c.MaxWrite(), size)
 	}
 	slots := benchFileSize / size
-	b.SetBytes(int64(size))
-	b.ReportAllocs()
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	next := 0
-	var firstErr error
-	for w := 0; w < qd; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, size)
-			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= b.N {
-					return
-				}
-				off := uint64((i % slots) * size)
-				var err error
-				if op == "READ" {
-					_, _, err = c.Read(ctx, fh, off, buf)
-				} else {
-					_, err = c.Write(ctx, fh, off, buf, nfs3.Unstable)
-				}
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		b.Fatal(firstErr)
-	}
+	benchio.Run(b, qd, size, func(ctx context.Context, i int, buf []byte) error {
+		off := uint64((i % slots) * size)
+		if op == "READ" {
+			_, _, err := c.Read(ctx, fh, off, buf)
+			return err
+		}
+		_, err := c.Write(ctx, fh, off, buf, nfs3.Unstable)
+		return err
+	})
 }

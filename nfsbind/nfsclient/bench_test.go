@@ -3,9 +3,9 @@ package nfsclient
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/benchio"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 )
 
@@ -39,44 +39,13 @@ func benchIO(b *testing.B, op string, size, qd int) {
 		}
 	}
 	slots := fileSize / size
-	b.SetBytes(int64(size))
-	b.ReportAllocs()
-	b.ResetTimer()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	next := 0
-	var firstErr error
-	for w := 0; w < qd; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, size)
-			for {
-				mu.Lock()
-				i := next
-				next++
-				mu.Unlock()
-				if i >= b.N {
-					return
-				}
-				off := uint64((i % slots) * size)
-				var err error
-				if op == "READ" {
-					_, _, err = c.Read(ctx, fh, off, buf)
-				} else {
-					_, err = c.Write(ctx, fh, off, buf, nfs3.Unstable)
-				}
-				if err != nil {
-					mu.Lock()
-					firstErr = err
-					mu.Unlock()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		b.Fatal(firstErr)
-	}
+	benchio.Run(b, qd, size, func(ctx context.Context, i int, buf []byte) error {
+		off := uint64((i % slots) * size)
+		if op == "READ" {
+			_, _, err := c.Read(ctx, fh, off, buf)
+			return err
+		}
+		_, err := c.Write(ctx, fh, off, buf, nfs3.Unstable)
+		return err
+	})
 }
