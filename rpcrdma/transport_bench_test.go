@@ -96,11 +96,14 @@ func benchTCP(b *testing.B) *oncrpc.Client {
 	return oncrpc.NewClient(tr, tpProg, tpVers)
 }
 
+// benchTransports are the transports every transport benchmark compares, in one run.
+var benchTransports = []struct {
+	name string
+	dial func(*testing.B) *oncrpc.Client
+}{{"rdma-soft", benchRDMA}, {"oncrpc-tcp", benchTCP}}
+
 func BenchmarkTransportNull(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		dial func(*testing.B) *oncrpc.Client
-	}{{"rdma-soft", benchRDMA}, {"oncrpc-tcp", benchTCP}} {
+	for _, tc := range benchTransports {
 		b.Run(tc.name, func(b *testing.B) {
 			rpc := tc.dial(b)
 			ctx := context.Background()
@@ -124,10 +127,7 @@ func BenchmarkTransportNull(b *testing.B) {
 // inline in the record over TCP) and gets a small reply.
 func BenchmarkTransportWrite1M(b *testing.B) {
 	args := tpMakePayloads(1 << 20)
-	for _, tc := range []struct {
-		name string
-		dial func(*testing.B) *oncrpc.Client
-	}{{"rdma-soft", benchRDMA}, {"oncrpc-tcp", benchTCP}} {
+	for _, tc := range benchTransports {
 		b.Run(tc.name, func(b *testing.B) {
 			rpc := tc.dial(b)
 			ctx := context.Background()
@@ -152,10 +152,7 @@ func BenchmarkTransportWrite1M(b *testing.B) {
 // chunk over RDMA, inline over TCP).
 func BenchmarkTransportRead1M(b *testing.B) {
 	sink := make([]byte, 1<<20)
-	for _, tc := range []struct {
-		name string
-		dial func(*testing.B) *oncrpc.Client
-	}{{"rdma-soft", benchRDMA}, {"oncrpc-tcp", benchTCP}} {
+	for _, tc := range benchTransports {
 		b.Run(tc.name, func(b *testing.B) {
 			rpc := tc.dial(b)
 			ctx := context.Background()
@@ -222,10 +219,7 @@ func benchRawTCP(b *testing.B, req, resp int) {
 // BenchmarkTransportNullParallel runs NULL calls from many goroutines over one
 // connection: RPC-over-RDMA pipelines up to the server's credit grant.
 func BenchmarkTransportNullParallel(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		dial func(*testing.B) *oncrpc.Client
-	}{{"rdma-soft", benchRDMA}, {"oncrpc-tcp", benchTCP}} {
+	for _, tc := range benchTransports {
 		b.Run(tc.name, func(b *testing.B) {
 			rpc := tc.dial(b)
 			ctx := context.Background()
