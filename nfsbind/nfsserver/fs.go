@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -31,8 +32,19 @@ func genOf(st *unix.Statx_t) uint64 {
 
 func idOf(st *unix.Statx_t) handleID { return handleID{key: keyOf(st), gen: genOf(st)} }
 
+// emptyPath is the "" that statx(AT_EMPTY_PATH) takes: unix.Statx would copy the Go
+// string "" to the heap on every call, and statFD runs on every READ and WRITE.
+var emptyPath = [1]byte{0}
+
+// statFD reads the attributes of the object fd refers to (statx(fd, "",
+// AT_EMPTY_PATH)), without allocating.
 func statFD(fd int, st *unix.Statx_t) error {
-	return unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, statxMask, st)
+	_, _, errno := unix.Syscall6(unix.SYS_STATX, uintptr(fd), uintptr(unsafe.Pointer(&emptyPath[0])),
+		unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, statxMask, uintptr(unsafe.Pointer(st)), 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 func statAt(dirfd int, name string, st *unix.Statx_t) error {
