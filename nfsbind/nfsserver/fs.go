@@ -422,9 +422,15 @@ func wcc(o *object) nfs3.WccData {
 	if o.fd < 0 {
 		return nfs3.WccData{}
 	}
-	w := nfs3.WccData{Before: preOp(&o.st)}
+	return wccOf(o.fd, &o.st)
+}
+
+// wccOf returns the weak cache consistency data of the object fd refers to, which
+// had the attributes before.
+func wccOf(fd int, before *unix.Statx_t) nfs3.WccData {
+	w := nfs3.WccData{Before: preOp(before)}
 	var now unix.Statx_t
-	if statFD(o.fd, &now) == nil {
+	if statFD(fd, &now) == nil {
 		w.After = postOp(&now)
 	}
 	return w
