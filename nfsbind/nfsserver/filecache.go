@@ -83,6 +83,9 @@ var clockBase = time.Now()
 
 func monotonic() int64 { return int64(time.Since(clockBase)) }
 
+// newClock is the clock a new Server's cache reads; tests replace it before New.
+var newClock = monotonic
+
 // maxOpenFiles is the cache size for the option n: DefaultMaxOpenFiles for 0, none for
 // a negative n, and never more than a quarter of the process's descriptor limit, so
 // that connections and uncached calls still find descriptors.
@@ -104,7 +107,7 @@ func (c *fileCache) init(max int) {
 	c.m = make(map[[HandleSize]byte]*openFile, max)
 	c.lru.next, c.lru.prev = &c.lru, &c.lru
 	c.max = max
-	c.clock = monotonic
+	c.clock = newClock
 }
 
 func (c *fileCache) unlink(f *openFile) {
