@@ -395,3 +395,32 @@ func TestReadWriteAllocs(t *testing.T) {
 		})
 	}
 }
+
+// READ of a cached file that grew behind the server's back reports EOF and
+// attributes from the fstat before the read, which sees the growth. (The second fstat
+// for data read past that size covers growth between the fstat and the read, a race
+// no test can time.)
+func TestReadEOFOfGrowingFile(t *testing.T) {
+	e := newEnv(t, Options{})
+	path := filepath.Join(e.dir, "f")
+	os.WriteFile(path, []byte("0123456789"), 0o644)
+	fh, _ := e.c.lookup(e.root, "f")
+	cachedFile(t, e, fh, "0123456789")
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("abcdefghij"))
+	f.Close()
+	for _, c := range []struct {
+		off   uint64
+		count uint32
+		n     int
+		eof   bool
+	}{{0, 15, 15, false}, {0, 20, 20, true}, {5, 100, 15, true}, {20, 1, 0, true}, {3, 4, 4, false}} {
+		r := e.c.read(fh, c.off, c.count)
+		if r.Status != nfs3.StatusOK || len(r.Data) != c.n || r.EOF != c.eof || r.Attr.Attr.Size != 20 && c.off+uint64(c.n) >= 10 {
+			t.Errorf("READ %d@%d: %v, %d bytes, eof %v, size %d; want %d bytes, eof %v", c.count, c.off, r.Status, len(r.Data), r.EOF, r.Attr.Attr.Size, c.n, c.eof)
+		}
+	}
+}

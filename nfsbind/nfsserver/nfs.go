@@ -307,9 +307,15 @@ func (s *Server) read(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) 
 				r.Count, r.Data = uint32(n), buf[:n]
 				req.AfterReply(rb.release)
 			}
-			if statFD(f.fd, &st) == nil {
-				r.EOF = a.Offset+uint64(n) >= st.Size
+			// A short read met the end of the file. A full one ending at or past the
+			// size seen before it found the file grown: look again. Otherwise the
+			// attributes from before the read stand; paired with the data they
+			// cannot make a client's cache look newer than what it read.
+			end := a.Offset + uint64(n)
+			if n == count && end >= st.Size && count > 0 {
+				_ = statFD(f.fd, &st)
 			}
+			r.EOF = n < count || end >= st.Size
 		}
 	}
 	r.Attr = postOpIf(&st)
