@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -55,6 +57,7 @@ func (c *memConn) RemoteAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 
 // memConn: what is allocated per call is the server's own doing.
 type memRig struct {
 	srv    *Server
+	fh     nfs3.FH
 	conn   *memConn
 	call   *oncrpc.ServerCall
 	stream []byte
@@ -88,7 +91,7 @@ func newMemRig(tb testing.TB, opts Options, proc nfs3.Proc, args interface{ with
 	hdr := oncrpc.CallHeader{XID: 1, Prog: nfs3.Program, Vers: nfs3.Version, Proc: uint32(proc), Cred: auth, Verf: oncrpc.OpaqueAuth{Flavor: oncrpc.AuthNone}}
 	hdr.EncodeXDR(&e)
 	args.withFH(fh).EncodeXDR(&e)
-	return &memRig{srv: s, conn: conn, call: &oncrpc.ServerCall{}, stream: xdr.Flatten(nil, e.Bytes(), e.Payloads())}
+	return &memRig{srv: s, fh: fh, conn: conn, call: &oncrpc.ServerCall{}, stream: xdr.Flatten(nil, e.Bytes(), e.Payloads())}
 }
 
 // roundTrip sends the call and returns the NFS status of its reply and the reply's
@@ -114,6 +117,16 @@ func benchServer(b *testing.B, proc nfs3.Proc, args interface{ withFH(nfs3.FH) x
 			b.Fatalf("reply %v, %d bytes", st, n)
 		}
 	}
+}
+
+// cache puts the rig's file in the open-file cache, as a READ would.
+func (r *memRig) cache(tb testing.TB) {
+	var st unix.Statx_t
+	f, status := r.srv.openIO(r.fh, accRead, &st)
+	if status != nfs3.StatusOK {
+		tb.Fatalf("opening the file: %v", status)
+	}
+	r.srv.files.release(f)
 }
 
 func lookupPath(tb testing.TB, s *Server, h oncrpc.Handler, names ...string) nfs3.FH {
@@ -149,6 +162,19 @@ func (w writeBench) withFH(fh nfs3.FH) xdr.EncoderTo {
 }
 
 func BenchmarkServerGetattr(b *testing.B) { benchServer(b, nfs3.ProcGetattr, getattrBench{}) }
+
+// BenchmarkServerGetattrOpen is GETATTR of a file the open-file cache holds, as after
+// a READ or WRITE of it.
+func BenchmarkServerGetattrOpen(b *testing.B) {
+	r := newMemRig(b, Options{}, nfs3.ProcGetattr, getattrBench{})
+	r.cache(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if st, n := r.roundTrip(b); st != nfs3.StatusOK {
+			b.Fatalf("reply %v, %d bytes", st, n)
+		}
+	}
+}
 func BenchmarkServerRead4K(b *testing.B)  { benchServer(b, nfs3.ProcRead, readBench{4096}) }
 func BenchmarkServerRead1M(b *testing.B)  { benchServer(b, nfs3.ProcRead, readBench{1 << 20}) }
 func BenchmarkServerWrite4K(b *testing.B) { benchServer(b, nfs3.ProcWrite, writeBench{4096}) }

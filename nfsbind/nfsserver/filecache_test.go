@@ -53,7 +53,8 @@ func cachedFile(t *testing.T, e *env, fh nfs3.FH, want string) {
 	}
 }
 
-// wantStale checks that READ, WRITE and COMMIT of fh all answer NFS3ERR_STALE.
+// wantStale checks that GETATTR, READ, WRITE and COMMIT of fh all answer
+// NFS3ERR_STALE.
 func wantStale(t *testing.T, e *env, fh nfs3.FH, what string) {
 	t.Helper()
 	r := e.c.read(fh, 0, 100)
@@ -66,6 +67,9 @@ func wantStale(t *testing.T, e *env, fh nfs3.FH, what string) {
 	var cr nfs3.CommitRes
 	e.c.must(nfs3.ProcCommit, &nfs3.CommitArgs{File: fh}, &cr)
 	wantStatus(t, what+": COMMIT", cr.Status, nfs3.StatusStale)
+	if _, st := e.c.getattr(fh); st != nfs3.StatusStale {
+		t.Fatalf("%s: GETATTR %v, want NFS3ERR_STALE", what, st)
+	}
 }
 
 func TestOpenFileCacheRemoved(t *testing.T) {
@@ -83,6 +87,20 @@ func TestOpenFileCacheRemoved(t *testing.T) {
 	wantStale(t, e, f, "removed file")
 	if e.srv.files.get(f) != nil {
 		t.Fatal("stale file still cached")
+	}
+	// GETATTR answers from a cached file too, and finds it stale the same way.
+	os.WriteFile(filepath.Join(e.dir, "h"), []byte("h"), 0o644)
+	h, _ := e.c.lookup(e.root, "h")
+	cachedFile(t, e, h, "h")
+	if _, st := e.c.getattr(h); st != nfs3.StatusOK {
+		t.Fatalf("GETATTR of a cached file: %v", st)
+	}
+	os.Remove(filepath.Join(e.dir, "h"))
+	if _, st := e.c.getattr(h); st != nfs3.StatusStale {
+		t.Fatalf("GETATTR of a cached, removed file: %v", st)
+	}
+	if e.srv.files.get(h) != nil {
+		t.Fatal("stale file still cached after GETATTR")
 	}
 	// Removed through NFS: the descriptor is dropped at once, not when it is next used.
 	n := e.srv.files.len()
@@ -362,8 +380,8 @@ func TestOpenFileCacheEvictionUnderConcurrentReads(t *testing.T) {
 	}
 }
 
-// A steady-state READ or WRITE, through oncrpc.Server dispatch as a connection
-// delivers it, allocates nothing on the server.
+// A steady-state READ, WRITE or COMMIT, or GETATTR of a file open for them, through
+// oncrpc.Server dispatch as a connection delivers it, allocates nothing on the server.
 func TestReadWriteAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items")
@@ -379,9 +397,11 @@ func TestReadWriteAllocs(t *testing.T) {
 		{"WRITE 4KiB", nfs3.ProcWrite, writeBench{4096}},
 		{"WRITE 64KiB", nfs3.ProcWrite, writeBench{64 << 10}},
 		{"COMMIT", nfs3.ProcCommit, commitBench{}},
+		{"GETATTR of an open file", nfs3.ProcGetattr, getattrBench{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newMemRig(t, Options{}, c.proc, c.args)
+			r.cache(t)
 			if st, n := r.roundTrip(t); st != nfs3.StatusOK {
 				t.Fatalf("reply %v, %d bytes", st, n)
 			}

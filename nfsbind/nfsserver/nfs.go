@@ -14,17 +14,41 @@ import (
 )
 
 func (s *Server) getattr(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
-	var o object
-	var r nfs3.GetattrRes
-	if err := s.openFHArgs(req, &o, &r.Status); err != nil {
-		return err
+	var a nfs3.FHArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
 	}
+	var r nfs3.GetattrRes
+	var st unix.Statx_t
+	if s.statCached(a.Object, &st) {
+		fattr(&st, &r.Attr)
+		r.EncodeXDR(res)
+		return nil
+	}
+	var o object
+	r.Status = s.open(a.Object, &o)
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
 		fattr(&o.st, &r.Attr)
 	}
 	r.EncodeXDR(res)
 	return nil
+}
+
+// statCached fills st with the attributes of the file fh names if the open-file cache
+// holds it and it is still valid there (see revalidate); otherwise the caller resolves
+// fh itself.
+func (s *Server) statCached(fh nfs3.FH, st *unix.Statx_t) bool {
+	f := s.files.get(fh)
+	if f == nil {
+		return false
+	}
+	ok := s.revalidate(f, st) == nfs3.StatusOK
+	if !ok {
+		s.files.remove(f)
+	}
+	s.files.release(f)
+	return ok
 }
 
 // openFHArgs decodes the arguments of GETATTR, READLINK, FSSTAT, FSINFO or PATHCONF
@@ -206,29 +230,35 @@ func (s *Server) access(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 		return garbage(err)
 	}
 	var o object
-	r := nfs3.AccessRes{Status: s.open(a.Object, &o)}
+	var r nfs3.AccessRes
+	if s.statCached(a.Object, &o.st) {
+		o.fd = -1
+	} else {
+		r.Status = s.open(a.Object, &o)
+	}
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
 		c := s.credOf(req)
+		st := &o.st
 		var granted uint32
-		if allowed(&c, &o.st, permR) {
+		if allowed(&c, st, permR) {
 			granted |= nfs3.AccessRead
 		}
-		if allowed(&c, &o.st, permW) && !s.opts.ReadOnly {
+		if allowed(&c, st, permW) && !s.opts.ReadOnly {
 			granted |= nfs3.AccessModify | nfs3.AccessExtend
-			if isDir(&o.st) {
+			if isDir(st) {
 				granted |= nfs3.AccessDelete
 			}
 		}
-		if allowed(&c, &o.st, permX) {
-			if isDir(&o.st) {
+		if allowed(&c, st, permX) {
+			if isDir(st) {
 				granted |= nfs3.AccessLookup
 			} else {
 				granted |= nfs3.AccessExecute
 			}
 		}
 		r.Access = a.Access & granted
-		r.Attr = postOp(&o.st)
+		r.Attr = postOp(st)
 	}
 	r.EncodeXDR(res)
 	return nil
