@@ -159,10 +159,10 @@ func (s *Server) openPath(p string) (int, error) {
 			Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 		}
-		fd, err := unix.Openat2(s.rootFD, p, &how)
+		fd, err := openat2(s.rootFD, p, &how)
 		for try := 0; err == unix.EAGAIN && try < 3; try++ {
 			// A rename or mount raced with the lookup; the kernel asks us to retry.
-			fd, err = unix.Openat2(s.rootFD, p, &how)
+			fd, err = openat2(s.rootFD, p, &how)
 		}
 		switch err {
 		case unix.ENOSYS, unix.E2BIG, unix.EPERM:
@@ -179,6 +179,28 @@ func (s *Server) openPath(p string) (int, error) {
 	}
 	return s.walkPath(p)
 }
+
+// openat2 is unix.Openat2 without copying a short path to the heap: paths of up to
+// shortPath bytes are NUL-terminated in an array on the stack.
+func openat2(dirfd int, p string, how *unix.OpenHow) (int, error) {
+	if len(p) >= shortPath {
+		return unix.Openat2(dirfd, p, how)
+	}
+	if strings.IndexByte(p, 0) >= 0 {
+		return -1, unix.EINVAL // as unix.Openat2 answers
+	}
+	var buf [shortPath]byte
+	copy(buf[:], p)
+	fd, _, errno := unix.Syscall6(unix.SYS_OPENAT2, uintptr(dirfd), uintptr(unsafe.Pointer(&buf[0])),
+		uintptr(unsafe.Pointer(how)), unsafe.Sizeof(*how), 0, 0)
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(fd), nil
+}
+
+// shortPath bounds the paths openat2 passes from the stack.
+const shortPath = 256
 
 // noOpenat2 records that openat2 is unavailable.
 var noOpenat2 atomic.Bool
