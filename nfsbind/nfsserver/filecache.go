@@ -73,6 +73,9 @@ type fileCache struct {
 	m   map[[HandleSize]byte]*openFile
 	lru openFile // sentinel: lru.next is the most recently used entry
 	max int
+	// closed is set by closeAll: files opened afterwards are not cached, so that
+	// none outlives the Server.
+	closed bool
 	// clock reads a monotonic clock in nanoseconds; tests replace it.
 	clock func() int64
 	// opens counts descriptors opened for the cache, evictions entries dropped.
@@ -149,6 +152,10 @@ func (c *fileCache) add(f *openFile) *openFile {
 	}
 	var drop [2]*openFile
 	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return f
+	}
 	if old := c.m[f.fh]; old != nil {
 		if old.acc&f.acc == f.acc {
 			old.refs.Add(1)
@@ -219,6 +226,7 @@ func (c *fileCache) release(f *openFile) {
 // closeAll empties the cache; descriptors in use are closed when their calls end.
 func (c *fileCache) closeAll() {
 	c.mu.Lock()
+	c.closed = true
 	var all []*openFile
 	for f := c.lru.next; f != &c.lru; {
 		next := f.next
@@ -321,7 +329,7 @@ func (s *Server) openFileFrom(fd int, want, need uint8, st *unix.Statx_t) (*open
 }
 
 // reopenFor opens the regular file fd refers to for acc, through /proc/self/fd, which
-// reaches the very inode fd holds.
+// reaches the very inode fd holds (an O_PATH descriptor cannot be read or written).
 func reopenFor(fd int, acc uint8) (int, uint8, error) {
 	flags := unix.O_RDONLY
 	switch acc {

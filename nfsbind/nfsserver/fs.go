@@ -362,13 +362,9 @@ func (s *Server) search(id handleID) (string, bool) {
 	return "", false
 }
 
-// reopen opens a regular file or directory object for I/O through /proc/self/fd, which
-// refers to the very inode the O_PATH descriptor holds.
-func reopen(o *object, flags int) (int, error) {
-	if isDir(&o.st) {
-		return unix.Openat(o.fd, ".", flags|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	}
-	return unix.Open("/proc/self/fd/"+strconv.Itoa(o.fd), flags|unix.O_CLOEXEC, 0)
+// openDirFD opens the directory object o for reading its entries.
+func openDirFD(o *object) (int, error) {
+	return unix.Openat(o.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 }
 
 func procPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
