@@ -16,7 +16,6 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
-	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // fakeClock makes the open-file caches of Servers created from now on read a clock the
@@ -377,46 +376,6 @@ func TestOpenFileCacheEvictionUnderConcurrentReads(t *testing.T) {
 	}
 	if got := e.srv.files.len(); got > 3 {
 		t.Fatalf("%d files cached, want at most 3", got)
-	}
-}
-
-// A steady-state READ, WRITE, COMMIT or GETATTR, through oncrpc.Server dispatch as a
-// connection delivers it, allocates nothing on the server.
-func TestReadWriteAllocs(t *testing.T) {
-	if raceEnabled {
-		t.Skip("the race detector makes sync.Pool drop items")
-	}
-	fakeClock(t) // no revalidation walk during the measurement
-	for _, c := range []struct {
-		name     string
-		proc     nfs3.Proc
-		args     interface{ withFH(nfs3.FH) xdr.EncoderTo }
-		uncached bool
-	}{
-		{"READ 4KiB", nfs3.ProcRead, readBench{4096}, false},
-		{"READ 1MiB", nfs3.ProcRead, readBench{1 << 20}, false},
-		{"WRITE 4KiB", nfs3.ProcWrite, writeBench{4096}, false},
-		{"WRITE 64KiB", nfs3.ProcWrite, writeBench{64 << 10}, false},
-		{"COMMIT", nfs3.ProcCommit, commitBench{}, false},
-		{"GETATTR of an open file", nfs3.ProcGetattr, getattrBench{}, false},
-		{"GETATTR resolving the handle", nfs3.ProcGetattr, getattrBench{}, true},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			r := newMemRig(t, Options{}, c.proc, c.args)
-			if !c.uncached {
-				r.cache(t)
-			}
-			if st, n := r.roundTrip(t); st != nfs3.StatusOK {
-				t.Fatalf("reply %v, %d bytes", st, n)
-			}
-			if n := testing.AllocsPerRun(200, func() {
-				if st, _ := r.roundTrip(t); st != nfs3.StatusOK {
-					t.Fatalf("reply %v", st)
-				}
-			}); n != 0 {
-				t.Fatalf("%v allocations per call, want 0", n)
-			}
-		})
 	}
 }
 
