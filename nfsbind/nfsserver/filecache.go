@@ -36,7 +36,10 @@ import (
 //
 // The cache holds at most Options.MaxOpenFiles entries, least recently used first out.
 // An evicted descriptor is closed when the last call using it finishes, so the
-// process holds at most MaxOpenFiles plus one per call in progress.
+// process holds at most MaxOpenFiles plus one per call in progress. While the cache
+// holds files, a timer sweeps it every openFileSweep, closing files no call used for
+// openFileIdle and files removed behind the server's back, so that neither an idle
+// server nor a local rm keeps descriptors (and a removed file's blocks) for long.
 
 // DefaultMaxOpenFiles is the default of Options.MaxOpenFiles.
 const DefaultMaxOpenFiles = 512
@@ -44,6 +47,13 @@ const DefaultMaxOpenFiles = 512
 // openFileRecheck is how long a cached descriptor is used before its inode's place in
 // the export is verified again.
 const openFileRecheck = time.Second
+
+// openFileIdle is how long a cached file may go unused before the sweep closes it;
+// openFileSweep is the sweep period.
+const (
+	openFileIdle  = 30 * time.Second
+	openFileSweep = 5 * time.Second
+)
 
 // Access an open file allows.
 const (
@@ -62,6 +72,8 @@ type openFile struct {
 	refs atomic.Int32
 	// checked is the clock reading when the file was last found inside the export.
 	checked atomic.Int64
+	// used is the clock reading when a call last used the file.
+	used atomic.Int64
 
 	prev, next *openFile // LRU list, guarded by fileCache.mu
 }
@@ -76,6 +88,8 @@ type fileCache struct {
 	// closed is set by closeAll: files opened afterwards are not cached, so that
 	// none outlives the Server.
 	closed bool
+	// sweeper is the armed sweep timer, nil when none is (the cache is empty).
+	sweeper *time.Timer
 	// clock reads a monotonic clock in nanoseconds; tests replace it.
 	clock func() int64
 	// opens counts descriptors opened for the cache, evictions entries dropped.
@@ -174,6 +188,9 @@ func (c *fileCache) add(f *openFile) *openFile {
 	f.refs.Add(1)
 	c.m[f.fh] = f
 	c.pushFront(f)
+	if c.sweeper == nil {
+		c.sweeper = time.AfterFunc(openFileSweep, c.sweep)
+	}
 	c.mu.Unlock()
 	for _, d := range drop {
 		if d != nil {
@@ -227,6 +244,10 @@ func (c *fileCache) release(f *openFile) {
 func (c *fileCache) closeAll() {
 	c.mu.Lock()
 	c.closed = true
+	if c.sweeper != nil {
+		c.sweeper.Stop()
+		c.sweeper = nil
+	}
 	var all []*openFile
 	for f := c.lru.next; f != &c.lru; {
 		next := f.next
@@ -239,6 +260,37 @@ func (c *fileCache) closeAll() {
 	for _, f := range all {
 		c.release(f)
 	}
+}
+
+// sweep closes the cached files no call used for openFileIdle and those with no links
+// left, and arms the next sweep while files remain. The descriptors are fstat'ed
+// outside the lock, so calls are not held up.
+func (c *fileCache) sweep() {
+	now := c.clock()
+	c.mu.Lock()
+	c.sweeper = nil
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	files := make([]*openFile, 0, len(c.m))
+	for f := c.lru.next; f != &c.lru; f = f.next {
+		f.refs.Add(1)
+		files = append(files, f)
+	}
+	c.mu.Unlock()
+	var st unix.Statx_t
+	for _, f := range files {
+		if now-f.used.Load() > int64(openFileIdle) || statFD(f.fd, &st) != nil || st.Nlink == 0 {
+			c.remove(f)
+		}
+		c.release(f)
+	}
+	c.mu.Lock()
+	if len(c.m) > 0 && !c.closed && c.sweeper == nil {
+		c.sweeper = time.AfterFunc(openFileSweep, c.sweep)
+	}
+	c.mu.Unlock()
 }
 
 // len is the number of cached files.
@@ -274,6 +326,7 @@ func (s *Server) openIO(fh nfs3.FH, need uint8, st *unix.Statx_t) (*openFile, nf
 		copy(nf.fh[:], fh)
 		nf.id = f.id
 		nf.checked.Store(f.checked.Load())
+		nf.used.Store(f.used.Load())
 		s.files.release(f)
 		if nf.acc&f.acc == f.acc {
 			return s.files.add(nf), nfs3.StatusOK
@@ -303,7 +356,9 @@ func (s *Server) openIO(fh nfs3.FH, need uint8, st *unix.Statx_t) (*openFile, nf
 	}
 	copy(f.fh[:], fh)
 	f.id = idOf(&o.st)
-	f.checked.Store(s.files.clock())
+	now := s.files.clock()
+	f.checked.Store(now)
+	f.used.Store(now)
 	return s.files.add(f), nfs3.StatusOK
 }
 
@@ -356,6 +411,7 @@ func (s *Server) revalidate(f *openFile, st *unix.Statx_t) nfs3.Status {
 		return nfs3.StatusStale
 	}
 	now := s.files.clock()
+	f.used.Store(now)
 	last := f.checked.Load()
 	if now-last < int64(openFileRecheck) || !f.checked.CompareAndSwap(last, now) {
 		return nfs3.StatusOK

@@ -44,12 +44,11 @@ func cachedFile(t *testing.T, e *env, fh nfs3.FH, want string) {
 	if r := e.c.read(fh, 0, 100); r.Status != nfs3.StatusOK || string(r.Data) != want {
 		t.Fatalf("READ: %v %q, want %q", r.Status, r.Data, want)
 	}
-	if e.srv.files.get(fh) == nil {
+	f := e.srv.files.get(fh)
+	if f == nil {
 		t.Fatal("file not in the open-file cache after READ")
-	} else {
-		e.srv.files.release(e.srv.files.get(fh))
-		e.srv.files.release(e.srv.files.get(fh)) // one reference for each get
 	}
+	e.srv.files.release(f)
 }
 
 // wantStale checks that GETATTR, READ, WRITE and COMMIT of fh all answer
@@ -405,5 +404,55 @@ func TestReadEOFOfGrowingFile(t *testing.T) {
 		if r.Status != nfs3.StatusOK || len(r.Data) != c.n || r.EOF != c.eof || r.Attr.Attr.Size != 20 && c.off+uint64(c.n) >= 10 {
 			t.Errorf("READ %d@%d: %v, %d bytes, eof %v, size %d; want %d bytes, eof %v", c.count, c.off, r.Status, len(r.Data), r.EOF, r.Attr.Attr.Size, c.n, c.eof)
 		}
+	}
+}
+
+// The sweep closes files removed behind the server's back at once and files no call
+// used for openFileIdle, and stays armed only while files are cached.
+func TestOpenFileCacheSweep(t *testing.T) {
+	now := fakeClock(t)
+	e := newEnv(t, Options{})
+	fhs := map[string]nfs3.FH{}
+	for _, name := range []string{"busy", "removed", "idle"} {
+		os.WriteFile(filepath.Join(e.dir, name), []byte(name), 0o644)
+		fhs[name], _ = e.c.lookup(e.root, name)
+		cachedFile(t, e, fhs[name], name)
+	}
+	armed := func() bool {
+		e.srv.files.mu.Lock()
+		defer e.srv.files.mu.Unlock()
+		return e.srv.files.sweeper != nil
+	}
+	if !armed() {
+		t.Fatal("no sweep armed with files cached")
+	}
+	before := fdCount(t)
+	os.Remove(filepath.Join(e.dir, "removed"))
+	e.srv.files.sweep()
+	if e.srv.files.len() != 2 || fdCount(t) != before-1 {
+		t.Fatalf("after sweeping a removed file: %d cached, %d descriptors, want 2 and %d", e.srv.files.len(), fdCount(t), before-1)
+	}
+	now.Add(int64(openFileIdle) / 2)
+	e.c.read(fhs["busy"], 0, 10)
+	now.Add(int64(openFileIdle)/2 + 1)
+	e.srv.files.sweep()
+	if f := e.srv.files.get(fhs["busy"]); f == nil || e.srv.files.len() != 1 {
+		t.Fatalf("after sweeping an idle file: %d cached, busy file cached: %v", e.srv.files.len(), f != nil)
+	} else {
+		e.srv.files.release(f)
+	}
+	if !armed() {
+		t.Fatal("no sweep armed with a file cached")
+	}
+	now.Add(int64(openFileIdle) + 1)
+	e.srv.files.sweep()
+	if e.srv.files.len() != 0 || fdCount(t) != before-3 || armed() {
+		t.Fatalf("after sweeping the last file: %d cached, %d descriptors (want %d), armed %v", e.srv.files.len(), fdCount(t), before-3, armed())
+	}
+	if r := e.c.read(fhs["idle"], 0, 10); r.Status != nfs3.StatusOK || string(r.Data) != "idle" {
+		t.Fatalf("READ of a swept file: %v %q", r.Status, r.Data)
+	}
+	if !armed() {
+		t.Fatal("no sweep armed after caching a file again")
 	}
 }
