@@ -291,7 +291,7 @@ func mount(ctx context.Context, f *connFlags, proto string, r remote) (*session,
 	if err != nil {
 		return nil, err
 	}
-	c, err := nfsclient.Mount(ctx, nrt, mrt, exp, a)
+	c, err := nfsclient.Mount(ctx, nfsclient.Transports{NFS: nrt, Mount: mrt}, exp, a)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s:%s over %s: %w", r.host, exp, proto, err)
 	}

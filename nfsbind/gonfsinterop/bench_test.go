@@ -117,7 +117,7 @@ func benchPeer(b *testing.B, start func(*testing.B, string) peer, overRDMA bool,
 		nfsTr = rt
 	}
 	auth, _ := oncrpc.NewAuthSys(&oncrpc.AuthSysParams{MachineName: []byte("bench")})
-	c, err := nfsclient.Mount(ctx, tr, nfsTr, p.export, oncrpc.WithAuth(auth))
+	c, err := nfsclient.Mount(ctx, nfsclient.Transports{NFS: nfsTr, Mount: tr}, p.export, oncrpc.WithAuth(auth))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -41,9 +41,30 @@ type decodeFunc func(d *xdr.Decoder) error
 
 func (f decodeFunc) DecodeXDR(d *xdr.Decoder) error { return f(d) }
 
-// Mount asks the server's MOUNT v3 service (over mount, which may share a transport
-// with nfs) for the handle of path, then opens an NFSv3 client on it with New.
-func Mount(ctx context.Context, nfsRT, mountRT oncrpc.RoundTripper, path string, opts ...oncrpc.ClientOption) (*Client, error) {
+// Transports names the transports Mount uses, so that the transport carrying NFS
+// (the one a benchmark or an RDMA user cares about) cannot be confused with the one
+// carrying MOUNT. Both may be the same transport when one server connection answers
+// both programs.
+type Transports struct {
+	// NFS carries the NFSv3 calls: READ, WRITE and every other procedure of the
+	// returned Client. It is typically an rpcrdma transport, or a TCP one.
+	NFS oncrpc.RoundTripper
+	// Mount carries the MOUNT v3 MNT call, usually over TCP to the server's mountd
+	// port. Nil means NFS carries it too.
+	Mount oncrpc.RoundTripper
+}
+
+// Mount asks the server's MOUNT v3 service (over t.Mount) for the handle of path,
+// then opens an NFSv3 client on it over t.NFS with New. opts apply to both programs'
+// calls.
+func Mount(ctx context.Context, t Transports, path string, opts ...oncrpc.ClientOption) (*Client, error) {
+	if t.NFS == nil {
+		return nil, fmt.Errorf("nfsclient: MNT %s: no NFS transport (Transports.NFS is nil)", path)
+	}
+	mountRT := t.Mount
+	if mountRT == nil {
+		mountRT = t.NFS
+	}
 	mc := oncrpc.NewClient(mountRT, nfs3.MountProgram, nfs3.MountVersion, opts...)
 	var r nfs3.MntRes
 	var fh nfs3.FH
@@ -60,7 +81,7 @@ func Mount(ctx context.Context, nfsRT, mountRT oncrpc.RoundTripper, path string,
 	if r.Status != nfs3.MountOK {
 		return nil, fmt.Errorf("nfsclient: MNT %s: %w", path, r.Status)
 	}
-	return New(ctx, nfsRT, fh, opts...)
+	return New(ctx, t.NFS, fh, opts...)
 }
 
 // Unmount tells the server's MOUNT service the client no longer uses path.
