@@ -157,8 +157,8 @@ type session struct {
 	// unlisted says why the export was not found in the server's EXPORT list, and the
 	// remote path was mounted as it is ("" when it was found there).
 	unlisted string
-	mrt    oncrpc.RoundTripper
-	closer []func() error
+	mrt      oncrpc.RoundTripper
+	closer   []func() error
 }
 
 // Close unmounts and closes the transports.
