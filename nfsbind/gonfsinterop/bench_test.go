@@ -85,15 +85,16 @@ var peerRows = []struct {
 // BenchmarkPeers measures READ and WRITE at 4 KiB and 1 MiB with 1 and 32 calls in
 // flight, through nfsclient on 127.0.0.1, against nfsserver with NFS over RDMA
 // (verbs/soft) and over TCP, and against willscott/go-nfs over TCP as the peer
-// baseline, in one run. Rows are named peer=SERVER-TRANSPORT/op/size/qd, so
-// benchstat -col /peer puts the servers side by side. Every row checks at its end
-// that its NFS calls travelled over the transport its name says.
+// baseline, in one run. Rows are named op/size/qd/peer=SERVER-TRANSPORT, the peers
+// of one case run one after the other, so that load from other processes tends to
+// hit them alike, and benchstat -col /peer puts them side by side. Every row checks
+// at its end that its NFS calls travelled over the transport its name says.
 func BenchmarkPeers(b *testing.B) {
-	for _, row := range peerRows {
-		for _, op := range []string{"READ", "WRITE"} {
-			for _, size := range []int{4 << 10, 1 << 20} {
-				for _, qd := range []int{1, 32} {
-					b.Run(fmt.Sprintf("peer=%s/op=%s/size=%s/qd=%d", row.name, op, sizeName(size), qd), func(b *testing.B) {
+	for _, op := range []string{"READ", "WRITE"} {
+		for _, size := range []int{4 << 10, 1 << 20} {
+			for _, qd := range []int{1, 32} {
+				for _, row := range peerRows {
+					b.Run(fmt.Sprintf("op=%s/size=%s/qd=%d/peer=%s", op, sizeName(size), qd, row.name), func(b *testing.B) {
 						benchPeer(b, row.start, row.nfs, op, size, qd)
 					})
 				}
