@@ -31,11 +31,11 @@ func Loop(ctx context.Context, qd, size int, n int64, d time.Duration, op Op) (d
 		firstErr error
 	)
 	// Past the deadline no worker starts another call.
+	start := time.Now()
 	if d > 0 {
 		stop := time.AfterFunc(d, func() { next.Store(n) })
 		defer stop.Stop()
 	}
-	start := time.Now()
 	for range qd {
 		wg.Add(1)
 		go func() {

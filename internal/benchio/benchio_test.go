@@ -43,9 +43,10 @@ func TestRunCoversEveryIndexOnce(t *testing.T) {
 // Loop stops starting calls when the duration has passed, reports the first error,
 // and reports a done context.
 func TestLoopStops(t *testing.T) {
-	// Only the duration can end this loop.
+	// Only the duration can end this loop. (Under load the deadline may pass before
+	// any worker runs, so no count of calls is asserted.)
 	done, el, err := Loop(context.Background(), 2, 8, 1<<62, time.Millisecond, func(context.Context, int, []byte) error { return nil })
-	if err != nil || done == 0 || el < time.Millisecond {
+	if err != nil || el < time.Millisecond {
 		t.Fatalf("Loop with a duration: %d done in %v, %v", done, el, err)
 	}
 	boom := errors.New("boom")
