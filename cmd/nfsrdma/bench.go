@@ -250,7 +250,7 @@ func runBenchCases(ctx context.Context, w io.Writer, clients map[string]*nfsclie
 				for _, r := range group {
 					n++
 					med := r.iops() // sorts the rounds
-					fmt.Fprintf(w, "[%2d/%d] %v  median of %d rounds %9.1f MB/s %9.0f IOPS  (rounds %.0f to %.0f IOPS)\n",
+					fmt.Fprintf(w, "[%2d/%d] %-30v  median of %d rounds %9.1f MB/s %9.0f IOPS  (rounds %.0f to %.0f IOPS)\n",
 						n, total, r.benchCase, len(r.rounds), r.mbps(), med, r.rounds[0], r.rounds[len(r.rounds)-1])
 				}
 				results = append(results, group...)

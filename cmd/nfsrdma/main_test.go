@@ -312,7 +312,7 @@ func TestParseRemote(t *testing.T) {
 func TestBench(t *testing.T) {
 	s := startServer(t)
 	out := s.mustCLI(t, "bench", "-duration", "20ms", "-rounds", "3", "-max-ops", "50", "-file-size", "2MiB", "127.0.0.1:/export")
-	for _, w := range []string{"in 3 rounds (medians)", "[ 1/16] READ     4 KiB qd 1  over rdma  median of 3 rounds", "[16/16] WRITE    1 MiB qd 32 over tcp  median of 3 rounds", "rdma MB/s", "tcp IOPS", "rdma/tcp"} {
+	for _, w := range []string{"in 3 rounds (medians)", "[ 1/16] READ     4 KiB qd 1  over rdma  median of 3 rounds", "[16/16] WRITE    1 MiB qd 32 over tcp   median of 3 rounds", "rdma MB/s", "tcp IOPS", "rdma/tcp"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("bench output lacks %q:\n%s", w, out)
 		}

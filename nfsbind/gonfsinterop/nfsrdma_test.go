@@ -54,8 +54,8 @@ func TestNfsrdmaBenchGoNFS(t *testing.T) {
 	for _, w := range []string{
 		"mounted / as it is (MOUNT EXPORT:",
 		"in 3 rounds (medians)",
-		"[ 1/8] READ     4 KiB qd 1  over tcp  median of 3 rounds",
-		"[ 8/8] WRITE   64 KiB qd 4  over tcp  median of 3 rounds",
+		"[ 1/8] READ     4 KiB qd 1  over tcp   median of 3 rounds",
+		"[ 8/8] WRITE   64 KiB qd 4  over tcp   median of 3 rounds",
 		"tcp MB/s",
 	} {
 		if !strings.Contains(out, w) {
