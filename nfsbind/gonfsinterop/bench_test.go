@@ -111,11 +111,13 @@ func sizeName(n int) string {
 	return fmt.Sprintf("%dKiB", n>>10)
 }
 
-// countingRT counts the calls it carries, NFSv3 ones by procedure.
+// countingRT counts the calls it carries, NFSv3 ones by procedure, and the replies
+// whose data the transport placed in the caller's buffer (an RDMA Write).
 type countingRT struct {
 	oncrpc.RoundTripper
-	nfs   [nfs3.ProcCommit + 1]atomic.Int64
-	other atomic.Int64 // MOUNT and anything else
+	nfs    [nfs3.ProcCommit + 1]atomic.Int64
+	other  atomic.Int64 // MOUNT and anything else
+	placed atomic.Int64
 }
 
 func (c *countingRT) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
@@ -126,7 +128,11 @@ func (c *countingRT) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, rep
 	} else {
 		c.other.Add(1)
 	}
-	return c.RoundTripper.RoundTrip(ctx, call, reply)
+	err := c.RoundTripper.RoundTrip(ctx, call, reply)
+	if err == nil && len(reply.Placed) > 0 && len(reply.Placed[0]) > 0 {
+		c.placed.Add(1)
+	}
+	return err
 }
 
 // nfsCalls returns the NFSv3 calls of every procedure carried.
@@ -175,7 +181,8 @@ func mountPeer(tb testing.TB, p peer, nfs string) *peerMount {
 }
 
 // checkTransports fails tb unless every NFS call, and at least reads READs and
-// writes WRITEs, went over the transport m was mounted with, and MOUNT over TCP.
+// writes WRITEs, went over the transport m was mounted with, READ data was placed
+// by RDMA exactly when that is RDMA, and MOUNT went over TCP.
 func (m *peerMount) checkTransports(tb testing.TB, reads, writes int64) {
 	tb.Helper()
 	carrier, other := m.tcp, m.rdma
@@ -187,6 +194,11 @@ func (m *peerMount) checkTransports(tb testing.TB, reads, writes int64) {
 	}
 	if r, w := carrier.nfs[nfs3.ProcRead].Load(), carrier.nfs[nfs3.ProcWrite].Load(); r < reads || w < writes {
 		tb.Fatalf("NFS over %s: %d READ and %d WRITE calls over it, want at least %d and %d", m.nfs, r, w, reads, writes)
+	}
+	// Over RDMA every READ's data lands by RDMA Write in the caller's buffer (a write
+	// chunk); over TCP none can.
+	if placed, want := carrier.placed.Load(), carrier.nfs[nfs3.ProcRead].Load(); (m.nfs == "rdma" && placed != want) || (m.nfs == "tcp" && placed != 0) {
+		tb.Fatalf("NFS over %s: %d of %d READ replies placed their data", m.nfs, placed, want)
 	}
 	if m.tcp.other.Load() == 0 || (m.rdma != nil && m.rdma.other.Load() != 0) {
 		tb.Fatalf("MOUNT calls: %d over TCP, want some; %v over RDMA, want none", m.tcp.other.Load(), m.rdma)
