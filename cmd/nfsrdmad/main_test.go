@@ -162,7 +162,7 @@ func (s *server) mount(t *testing.T, netid string) *nfsclient.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := nfsclient.Mount(ctx, nrt, mrt, s.info.ExportPath, oncrpc.WithAuth(auth))
+	c, err := nfsclient.Mount(ctx, nfsclient.Transports{NFS: nrt, Mount: mrt}, s.info.ExportPath, oncrpc.WithAuth(auth))
 	if err != nil {
 		t.Fatalf("mount over %s: %v", netid, err)
 	}
@@ -282,7 +282,7 @@ func TestServeMountdOnly(t *testing.T) {
 	}
 	defer mrt.Close()
 	var ae *oncrpc.AcceptError
-	if _, err := nfsclient.Mount(dctx, mrt, mrt, info.ExportPath); !errors.As(err, &ae) || ae.Stat != oncrpc.ProgUnavail {
+	if _, err := nfsclient.Mount(dctx, nfsclient.Transports{NFS: mrt}, info.ExportPath); !errors.As(err, &ae) || ae.Stat != oncrpc.ProgUnavail {
 		t.Errorf("NFS over the mountd listener: %v, want PROG_UNAVAIL", err)
 	}
 	dev := soft.New(soft.Config{})
@@ -292,7 +292,7 @@ func TestServeMountdOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	c, err := nfsclient.Mount(dctx, rt, mrt, info.ExportPath)
+	c, err := nfsclient.Mount(dctx, nfsclient.Transports{NFS: rt, Mount: mrt}, info.ExportPath)
 	if err != nil {
 		t.Fatal(err)
 	}
