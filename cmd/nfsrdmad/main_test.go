@@ -58,8 +58,13 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.RDMA != ":20049" || cfg.TCP != ":2049" || cfg.Provider != "soft" || cfg.Credits != 64 || cfg.Inline != 4096 {
+	if cfg.RDMA != ":20049" || cfg.TCP != ":2049" || cfg.Provider != "soft" || cfg.Credits != 64 || cfg.Inline != 4096 ||
+		cfg.MaxOpenFiles != daemon.DefaultMaxOpenFiles {
 		t.Errorf("defaults %+v", cfg)
+	}
+
+	if cfg, err := parseFlags([]string{"-export", dir, "-max-open-files", "-1"}, io.Discard); err != nil || cfg.MaxOpenFiles != -1 {
+		t.Errorf("-max-open-files -1: %+v, %v", cfg, err)
 	}
 
 	file := filepath.Join(dir, "file")
