@@ -178,7 +178,7 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 	o := &c.opts
 	nrecv := o.Credits + 8
 	ep, err := newEndpoint(c.pd, c.dev, endpointConfig{
-		recvSize: o.InlineRecv, nrecv: nrecv,
+		recvSize: o.InlineRecv, nrecv: nrecv, initRecv: nrecv,
 		sendSize: o.InlineSend, nsend: o.Credits + 8,
 		sqDepth: 2*o.Credits + 64, maxSendSGE: 2,
 	})

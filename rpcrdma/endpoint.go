@@ -14,10 +14,15 @@ import (
 // An endpoint is one RPC-over-RDMA connection's verbs resources, shared by the client
 // and server transports (Linux verbs.c / svc_rdma_transport.c): a queue pair, one
 // completion queue for both of its queues, and two pools of registered buffers that are
-// registered once when the connection is set up and reused for every message:
+// registered once and reused for every message:
 //
 //   - receive buffers (inline receive size each) that stay posted on the receive queue;
 //   - send buffers (inline send size each) for transport headers and inline messages.
+//
+// Both pools start small and grow in registered slabs up to their configured maximum, so
+// that an idle connection holds little memory: send buffers when every registered one is
+// in use (getSendBuf), receive buffers when the transport asks (growRecv: the server
+// when a client's calls use most of the credits its posted receives allow).
 //
 // One goroutine (poll) drains the completion queue and routes each completion by its
 // work request ID: a receive goes to the transport's onRecv handler; a send buffer's
@@ -26,21 +31,26 @@ import (
 // many are outstanding, never posts more than the send queue holds, and knows when a
 // failed queue pair has flushed all of them.
 type endpoint struct {
+	pd   verbs.PD
 	qp   verbs.QP
 	cq   verbs.CQ
 	info *verbs.ConnInfo
 	peer ConnPrivate
 
-	recvMR   verbs.MR
+	// Buffer i of a pool lives at recvSGE[i] / send[i] (its slab's MR and offset), set
+	// once when its slab is registered, before index i is first used.
 	recvSize int
-	recvWR   []verbs.RecvWR
-	recvSGE  []verbs.SGE
+	recvWR   []verbs.RecvWR // len: the pool's maximum
+	recvSGE  []verbs.SGE    // Length: the buffer size, or the received length until taken
 
-	sendMR   verbs.MR
 	sendSize int
 	sendFree chan int
-	sendWR   []verbs.SendWR
-	sendSGE  []verbs.SGE
+	send     []*sendSlot // len: the pool's maximum; nil beyond nSend
+
+	bufMu sync.Mutex // serialises pool growth
+	nRecv int        // receive buffers registered (and posted once)
+	nSend int        // send buffers registered
+	slabs []verbs.MR // every registered slab of both pools
 
 	sq chan struct{} // one token per free send-queue slot
 
@@ -67,9 +77,12 @@ const (
 
 func wrID(kind, a, b int) uint64 { return uint64(kind)<<56 | uint64(a)<<32 | uint64(uint32(b)) }
 
-// endpointConfig sizes an endpoint.
+// endpointConfig sizes an endpoint. nrecv and nsend are the pools' maximums; initRecv
+// receive buffers (at least 1, at most nrecv) are registered and posted at creation,
+// and send buffers are registered on first use.
 type endpointConfig struct {
 	recvSize, nrecv int
+	initRecv        int
 	sendSize, nsend int
 	sqDepth         int // send queue depth: sends + reads + writes in flight
 	maxSendSGE      int
@@ -98,35 +111,90 @@ func newEndpoint(pd verbs.PD, dev verbs.Device, cfg endpointConfig) (*endpoint, 
 		e.cq.Close()
 		return nil, fmt.Errorf("rpcrdma: create QP: %w", err)
 	}
-	if e.recvMR, err = pd.RegMR(make([]byte, cfg.recvSize*cfg.nrecv), verbs.AccessLocalWrite); err != nil {
-		e.destroy()
-		return nil, fmt.Errorf("rpcrdma: register %d receive buffers: %w", cfg.nrecv, err)
-	}
-	if e.sendMR, err = pd.RegMR(make([]byte, cfg.sendSize*cfg.nsend), 0); err != nil {
-		e.destroy()
-		return nil, fmt.Errorf("rpcrdma: register %d send buffers: %w", cfg.nsend, err)
-	}
+	e.pd = pd
 	e.sq = make(chan struct{}, cfg.sqDepth)
 	for i := 0; i < cfg.sqDepth; i++ {
 		e.sq <- struct{}{}
 	}
 	e.sendFree = make(chan int, cfg.nsend)
-	e.sendWR = make([]verbs.SendWR, cfg.nsend)
-	e.sendSGE = make([]verbs.SGE, cfg.nsend)
-	for i := 0; i < cfg.nsend; i++ {
-		e.sendFree <- i
-	}
+	e.send = make([]*sendSlot, cfg.nsend)
 	e.recvWR = make([]verbs.RecvWR, cfg.nrecv)
 	e.recvSGE = make([]verbs.SGE, cfg.nrecv)
-	for i := range e.recvWR {
-		e.recvSGE[i] = verbs.SGE{MR: e.recvMR, Offset: i * cfg.recvSize, Length: cfg.recvSize}
-		e.recvWR[i] = verbs.RecvWR{ID: wrID(kindRecv, i, 0), SGL: e.recvSGE[i : i+1 : i+1]}
-		if err := e.postRecv(i); err != nil {
-			e.destroy()
-			return nil, err
-		}
+	if _, err := e.growRecv(min(max(cfg.initRecv, 1), cfg.nrecv)); err != nil {
+		e.destroy()
+		return nil, err
 	}
 	return e, nil
+}
+
+// registerSlab registers n buffers of size bytes as one memory region.
+func (e *endpoint) registerSlab(n, size int, access verbs.Access) (verbs.MR, error) {
+	mr, err := e.pd.RegMR(make([]byte, n*size), access)
+	if err != nil {
+		return nil, err
+	}
+	e.slabs = append(e.slabs, mr)
+	return mr, nil
+}
+
+// growRecv registers up to n more receive buffers (never beyond the pool's maximum)
+// and posts them. It returns the number of receive buffers now registered, all posted
+// when err is nil.
+func (e *endpoint) growRecv(n int) (int, error) {
+	e.bufMu.Lock()
+	defer e.bufMu.Unlock()
+	n = min(n, len(e.recvWR)-e.nRecv)
+	if n <= 0 {
+		return e.nRecv, nil
+	}
+	mr, err := e.registerSlab(n, e.recvSize, verbs.AccessLocalWrite)
+	if err != nil {
+		return e.nRecv, fmt.Errorf("rpcrdma: register %d receive buffers: %w", n, err)
+	}
+	for j := 0; j < n; j++ {
+		i := e.nRecv
+		e.recvSGE[i] = verbs.SGE{MR: mr, Offset: j * e.recvSize, Length: e.recvSize}
+		e.recvWR[i] = verbs.RecvWR{ID: wrID(kindRecv, i, 0), SGL: e.recvSGE[i : i+1 : i+1]}
+		if err := e.postRecv(i); err != nil {
+			return e.nRecv, err
+		}
+		e.nRecv++
+	}
+	return e.nRecv, nil
+}
+
+// growSend registers more send buffers (as many as are registered already, at least
+// minSendSlab, never beyond the pool's maximum) and frees them. It reports whether it
+// added any.
+func (e *endpoint) growSend() bool {
+	e.bufMu.Lock()
+	defer e.bufMu.Unlock()
+	n := min(max(e.nSend, minSendSlab), len(e.send)-e.nSend)
+	if n <= 0 {
+		return false
+	}
+	mr, err := e.registerSlab(n, e.sendSize, 0)
+	if err != nil {
+		return false // wait for a buffer in use instead
+	}
+	slots := make([]sendSlot, n)
+	for j := range slots {
+		slots[j].base = verbs.SGE{MR: mr, Offset: j * e.sendSize}
+		e.send[e.nSend] = &slots[j]
+		e.sendFree <- e.nSend
+		e.nSend++
+	}
+	return true
+}
+
+// minSendSlab is the fewest send buffers registered at once.
+const minSendSlab = 1
+
+// sendSlot is one send buffer and the work request that sends it.
+type sendSlot struct {
+	base verbs.SGE    // the buffer: its slab's MR and offset
+	sge  [1]verbs.SGE // base with the length being sent
+	wr   verbs.SendWR
 }
 
 // start launches the completion poller once the connection is established.
@@ -137,7 +205,14 @@ func (e *endpoint) start(info *verbs.ConnInfo, peer ConnPrivate, onRecv func(idx
 
 // recvBuf returns receive buffer idx.
 func (e *endpoint) recvBuf(idx int) []byte {
-	return e.recvMR.Buf()[idx*e.recvSize : (idx+1)*e.recvSize]
+	s := &e.recvSGE[idx]
+	return s.MR.Buf()[s.Offset : s.Offset+e.recvSize]
+}
+
+// sendBuf returns send buffer idx.
+func (e *endpoint) sendBuf(idx int) []byte {
+	s := &e.send[idx].base
+	return s.MR.Buf()[s.Offset : s.Offset+e.sendSize]
 }
 
 // postRecv (re)posts receive buffer idx.
@@ -164,16 +239,22 @@ func (e *endpoint) err() error {
 	return errEndpointClosed
 }
 
-// getSendBuf takes a free send buffer, waiting for one (sends complete quickly).
+// getSendBuf takes a free send buffer, registering more when every one is in use and
+// the pool may grow, or else waiting for one (sends complete quickly).
 func (e *endpoint) getSendBuf(ctx context.Context) (int, []byte, error) {
-	select {
-	case i := <-e.sendFree:
-		return i, e.sendMR.Buf()[i*e.sendSize : (i+1)*e.sendSize], nil
-	default:
+	for {
+		select {
+		case i := <-e.sendFree:
+			return i, e.sendBuf(i), nil
+		default:
+		}
+		if !e.growSend() {
+			break
+		}
 	}
 	select {
 	case i := <-e.sendFree:
-		return i, e.sendMR.Buf()[i*e.sendSize : (i+1)*e.sendSize], nil
+		return i, e.sendBuf(i), nil
 	case <-ctx.Done():
 		return 0, nil, ctx.Err()
 	case <-e.qp.Done():
@@ -215,10 +296,12 @@ func (e *endpoint) postSendBuf(ctx context.Context, idx, n int, op verbs.SendOp,
 	if w != nil {
 		wb = w.idx + 1
 	}
-	e.sendSGE[idx] = verbs.SGE{MR: e.sendMR, Offset: idx * e.sendSize, Length: n}
-	wr := &e.sendWR[idx]
+	sl := e.send[idx]
+	sl.sge[0] = sl.base
+	sl.sge[0].Length = n
+	wr := &sl.wr
 	*wr = verbs.SendWR{ID: wrID(kindSend, idx, wb), Op: op, Flags: verbs.Signaled,
-		SGL: e.sendSGE[idx : idx+1 : idx+1], InvalidateSTag: inv}
+		SGL: sl.sge[:], InvalidateSTag: inv}
 	if err := e.post(wr); err != nil {
 		e.putSendBuf(idx)
 		return err
@@ -465,12 +548,12 @@ func (e *endpoint) destroy() {
 	if e.qp != nil {
 		e.qp.Close()
 	}
-	if e.recvMR != nil {
-		e.recvMR.Close()
+	e.bufMu.Lock()
+	for _, mr := range e.slabs {
+		mr.Close()
 	}
-	if e.sendMR != nil {
-		e.sendMR.Close()
-	}
+	e.slabs = nil
+	e.bufMu.Unlock()
 	if e.cq != nil {
 		e.cq.Close()
 	}

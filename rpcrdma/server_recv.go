@@ -26,6 +26,19 @@ func (sc *ServerConn) onRecv(idx, n int, wc *verbs.Completion) {
 	sc.recvq <- idx
 }
 
+// growRecvs posts receives for up to n calls, so that the grants can follow a client
+// that uses its credits. A failure leaves the grants where they are.
+func (sc *ServerConn) growRecvs(n int) {
+	total, err := sc.ep.growRecv(n - sc.callRecvs)
+	if err != nil {
+		sc.l.opts.Logger.Debug("cannot post more receives", "remote", sc.remote, "posted", total, "err", err)
+	}
+	if calls := total - sc.l.opts.ExtraRecvs; calls > sc.callRecvs {
+		sc.callRecvs = calls
+		sc.cred.SetReceives(calls)
+	}
+}
+
 // repost returns receive buffer idx to the receive queue.
 func (sc *ServerConn) repost(idx int) {
 	sc.ep.recvSGE[idx].Length = sc.ep.recvSize
@@ -163,6 +176,9 @@ func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
 	case credits.Disconnect:
 		sc.putCall(c)
 		return nil, fmt.Errorf("rpcrdma: %v: %w", sc.remote, credits.ErrOverrun)
+	}
+	if n := sc.cred.Grow(); n > 0 {
+		sc.growRecvs(n)
 	}
 
 	if len(grouped) == 0 {
