@@ -13,7 +13,9 @@
 //     scatter/gather entries name. Remote tagged offsets (TO) are
 //     MR.Addr()+offset.
 //   - A completion queue (CQ) collects Completions; Poll drains them without
-//     blocking, Wait blocks until one is available or the context ends.
+//     blocking, Wait blocks until one is available or the context ends. A CQ
+//     created WithHandler instead delivers each completion inline to a
+//     CompletionHandler, from the provider's completion context.
 //   - A queue pair (QP) has a send queue (PostSend: Send, Send with Invalidate,
 //     Send with Solicited Event, RDMA Write, RDMA Read) and a receive queue
 //     (PostRecv). Receives may be posted before the QP is connected.
@@ -104,7 +106,9 @@ type Device interface {
 	// AllocPD allocates a protection domain.
 	AllocPD() (PD, error)
 	// CreateCQ creates a completion queue that holds up to depth completions.
-	CreateCQ(depth int) (CQ, error)
+	// With WithHandler its completions are delivered inline to a handler
+	// instead (see CompletionHandler for the contract).
+	CreateCQ(depth int, opts ...CQOption) (CQ, error)
 	// Listen starts accepting connection requests on a TCP address such as
 	// "127.0.0.1:20049".
 	Listen(ctx context.Context, addr string) (Listener, error)
@@ -292,7 +296,9 @@ type QP interface {
 type CQ interface {
 	// Poll moves up to len(wc) completions into wc without blocking and
 	// returns how many it moved. It returns an error only when the CQ itself
-	// failed (e.g. *CQOverrunError) or was closed.
+	// failed (e.g. *CQOverrunError) or was closed. A CQ created WithHandler
+	// holds no completions: Poll moves none and only reports the CQ's failure
+	// or closure, and Wait returns only then (or when ctx ends).
 	Poll(wc []Completion) (int, error)
 	// Wait blocks until at least one completion is available, the CQ fails or
 	// is closed, or ctx ends.

@@ -254,6 +254,7 @@ func (q *queuePair) PostSendBatch(wrs []verbs.SendWR) (int, error) {
 			q.scq.drainLocked()
 		}
 		q.scq.mu.Unlock()
+		q.scq.deliver()
 		q.mu.Lock()
 		if q.state != verbs.StateRTS {
 			q.mu.Unlock()
@@ -691,6 +692,7 @@ func (q *queuePair) awaitFlush() {
 				c.drainLocked()
 			}
 			c.mu.Unlock()
+			c.deliver()
 		}
 		if q.outstanding() > 0 {
 			time.Sleep(sleep)

@@ -117,6 +117,10 @@ type queuePair struct {
 	// it left to the writer (for tests). All guarded by mu.
 	writerIdle, txBusy bool
 	inlined, resumed   uint64
+	// undelivered: a completion was pushed under mu to a CQ with a
+	// handler; the writer delivers it at the top of its loop (guarded by
+	// mu). See deliver.
+	undelivered bool
 
 	pendingTerm []byte      // Terminate frame the writer sends before closing
 	failed      atomic.Bool // set with StateError; polled by the writer per FPDU
@@ -249,14 +253,20 @@ func (q *queuePair) PostSend(wr *verbs.SendWR) error {
 		return fmt.Errorf("soft: PostSend: %w: Solicited is only valid on Send and SendInv", verbs.ErrInvalidWR)
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
+	err := q.postSendLocked(wr, need)
+	q.unlockDeliver()
+	return err
+}
+
+// postSendLocked queues (or transmits, see postInline) wr. Caller holds mu.
+func (q *queuePair) postSendLocked(wr *verbs.SendWR, need verbs.Access) error {
 	switch q.state {
 	case verbs.StateClosed:
 		return fmt.Errorf("soft: PostSend: %w", verbs.ErrClosed)
 	case verbs.StateInit, verbs.StateConnecting:
 		return fmt.Errorf("soft: PostSend: %w: QP is %v", verbs.ErrBadState, q.state)
 	case verbs.StateError:
-		q.sendCQ.push(&verbs.Completion{ID: wr.ID, QP: q, Opcode: sendOpcode(wr.Op), Status: verbs.StatusFlushed, Err: q.err})
+		q.pushLocked(q.sendCQ, &verbs.Completion{ID: wr.ID, QP: q, Opcode: sendOpcode(wr.Op), Status: verbs.StatusFlushed, Err: q.err})
 		return nil
 	}
 	if wr.Op == verbs.OpRead && q.ord == 0 {
@@ -294,12 +304,18 @@ func (q *queuePair) PostRecv(wr *verbs.RecvWR) error {
 		return fmt.Errorf("soft: PostRecv: %w: %d SGEs, MaxRecvSGE is %d", verbs.ErrInvalidWR, len(wr.SGL), q.maxRecvSGE)
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
+	err := q.postRecvLocked(wr)
+	q.unlockDeliver()
+	return err
+}
+
+// postRecvLocked queues wr. Caller holds mu.
+func (q *queuePair) postRecvLocked(wr *verbs.RecvWR) error {
 	switch q.state {
 	case verbs.StateClosed:
 		return fmt.Errorf("soft: PostRecv: %w", verbs.ErrClosed)
 	case verbs.StateError:
-		q.recvCQ.push(&verbs.Completion{ID: wr.ID, QP: q, Opcode: verbs.OpcodeRecv, Status: verbs.StatusFlushed, Err: q.err})
+		q.pushLocked(q.recvCQ, &verbs.Completion{ID: wr.ID, QP: q, Opcode: verbs.OpcodeRecv, Status: verbs.StatusFlushed, Err: q.err})
 		return nil
 	}
 	if q.rqTail-q.rqHead == uint64(len(q.rq)) {
@@ -339,7 +355,7 @@ func (q *queuePair) retireLocked() {
 			if w.op == verbs.OpRead && w.status == verbs.StatusSuccess {
 				wc.ByteLen = w.length
 			}
-			q.sendCQ.push(&wc)
+			q.pushLocked(q.sendCQ, &wc)
 		}
 		q.sqHead++
 	}
@@ -350,8 +366,35 @@ func (q *queuePair) retireLocked() {
 // nil) and closes the connection.
 func (q *queuePair) fail(cause error, term []byte) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	q.failLocked(cause, term)
+	q.unlockDeliver()
+}
+
+// pushLocked pushes wc to cq (one of the QP's CQs) and notes that it may
+// need delivering to a handler. Caller holds mu.
+func (q *queuePair) pushLocked(cq *compQueue, wc *verbs.Completion) {
+	cq.push(wc)
+	q.undelivered = true
+}
+
+// unlockDeliver releases mu and delivers what is staged (which makes the
+// writer's own delivery unnecessary). Caller holds mu.
+func (q *queuePair) unlockDeliver() {
+	q.undelivered = false
+	q.mu.Unlock()
+	q.deliver()
+}
+
+// deliver hands the completions staged in the QP's CQs to their handlers
+// (verbs.CompletionHandler). Every goroutine that pushes completions calls
+// it once it has released every provider lock: PostSend, PostRecv, Close
+// and fail after unlocking, the reader after each FPDU, the writer at the
+// top of its loop (when undelivered is set).
+func (q *queuePair) deliver() {
+	q.sendCQ.deliver()
+	if q.recvCQ != q.sendCQ {
+		q.recvCQ.deliver()
+	}
 }
 
 func (q *queuePair) failLocked(cause error, term []byte) {
@@ -387,7 +430,7 @@ func (q *queuePair) failLocked(cause error, term []byte) {
 	m := uint64(len(q.rq))
 	for ; q.rqHead < q.rqTail; q.rqHead++ {
 		r := &q.rq[q.rqHead%m]
-		q.recvCQ.push(&verbs.Completion{ID: r.id, QP: q, Opcode: verbs.OpcodeRecv, Status: verbs.StatusFlushed, Err: qerr})
+		q.pushLocked(q.recvCQ, &verbs.Completion{ID: r.id, QP: q, Opcode: verbs.OpcodeRecv, Status: verbs.StatusFlushed, Err: qerr})
 	}
 	q.cond.Broadcast()
 }
@@ -398,7 +441,7 @@ func (q *queuePair) Close() error {
 		q.mu.Lock()
 		q.failLocked(verbs.ErrClosed, nil)
 		conn, exited := q.conn, q.exited
-		q.mu.Unlock()
+		q.unlockDeliver()
 		if conn != nil {
 			conn.Close()
 		}
