@@ -274,6 +274,14 @@ type QP interface {
 	// StatusFlushed. wr and its SGL may be reused as soon as PostSend returns,
 	// but the memory the SGL names must stay unchanged until the request
 	// completes. PostSend never waits for the network.
+	//
+	// A chain (wr.Next, at most MaxChain requests) is posted as one batch:
+	// every request is checked and the queue must have room for all of them
+	// before any is queued (otherwise the error says which request failed
+	// and none was posted), and the requests are queued back to back in
+	// chain order, with no other poster's request between them, so the
+	// provider can hand them to the device or the wire together (one
+	// ibv_post_send call and doorbell; one vectored write in verbs/soft).
 	PostSend(wr *SendWR) error
 	// PostRecv queues a receive buffer. It may be called in StateInit, before
 	// the connection exists. wr may be reused when PostRecv returns.

@@ -18,7 +18,8 @@
 // peer goes away and on Close, posting errors, many queue pairs at once,
 // CQ.Wait's context and Close, CQ overrun, and CQs with a
 // completion handler (a ping-pong driven from the handlers, which repost and
-// send from inside them; flushes delivered exactly once; none after CQ.Close). A test that cannot run on a provider skips with the reason the
+// send from inside them; flushes delivered exactly once; none after CQ.Close).
+// and chains of send requests (SendWR.Next) posted in order, all or none. A test that cannot run on a provider skips with the reason the
 // Provider gives.
 //
 // The suite waits for completions with generous timeouts (slow emulated
@@ -97,6 +98,7 @@ func Run(t *testing.T, p Provider) {
 	t.Run("CQOverrun", s.testCQOverrun)
 	t.Run("HandlerPingPong", s.testHandlerPingPong)
 	t.Run("HandlerFlush", s.testHandlerFlush)
+	t.Run("SendChain", s.testSendChain)
 }
 
 // testCQOverrun: more completions than a CQ holds make it fail with
