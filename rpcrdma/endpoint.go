@@ -24,12 +24,16 @@ import (
 // in use (getSendBuf), receive buffers when the transport asks (growRecv: the server
 // when a client's calls use most of the credits its posted receives allow).
 //
-// One goroutine (poll) drains the completion queue and routes each completion by its
-// work request ID: a receive goes to the transport's onRecv handler; a send buffer's
-// completion returns the buffer to its pool; RDMA Read/Write and waited-for Sends complete
-// a waiter. Every send-queue work request is signalled, so the endpoint always knows how
-// many are outstanding, never posts more than the send queue holds, and knows when a
-// failed queue pair has flushed all of them.
+// The completion queue delivers inline (verbs.WithHandler): the provider calls dispatch
+// from its completion context, which routes each completion by its work request ID: a
+// receive goes straight to the transport's onRecv handler; a send buffer's completion
+// returns the buffer to its pool; RDMA Read/Write and waited-for Sends complete a waiter.
+// No goroutine stands between the provider and the transport. Every send-queue work
+// request is signalled, so the endpoint always knows how many are outstanding, never
+// posts more than the send queue holds, and knows when a failed queue pair has flushed
+// all of them; one idle goroutine (watch) waits for the queue pair to fail or close and
+// then for those flushed completions, and only then reports the endpoint stopped, so
+// that no memory is released while the peer or the provider may still touch it.
 type endpoint struct {
 	pd   verbs.PD
 	qp   verbs.QP
@@ -54,19 +58,31 @@ type endpoint struct {
 
 	sq chan struct{} // one token per free send-queue slot
 
-	onRecv func(idx, n int, wc *verbs.Completion)
+	// onRecv is the transport's receive handler, set by start. Receives that
+	// complete before start (a client may send as soon as the connection is up) wait
+	// in early until start hands them over.
+	onRecv  atomic.Pointer[recvHandler]
+	startMu sync.Mutex
+	early   []verbs.Completion
 
 	wmu     sync.Mutex
 	waiters []*waiter
 	freeW   []*waiter
 
-	posted   atomic.Int64  // work requests posted and not completed
-	stopped  chan struct{} // closed when the poller has exited
-	closing  chan struct{} // closed by close
-	closeMu  sync.Once
-	lastErr  atomic.Pointer[error]
-	pollOnce sync.Once
+	posted    atomic.Int64  // work requests posted and not completed
+	flushing  atomic.Bool   // the queue pair is done: stop when posted reaches 0
+	stopped   chan struct{} // closed when no completion can arrive any more
+	stopOnce  sync.Once
+	closing   chan struct{} // closed by close
+	closeMu   sync.Once
+	lastErr   atomic.Pointer[error]
+	watchOnce sync.Once
 }
+
+// recvHandler is the transport's receive handler: receive buffer idx holds n bytes. It
+// runs in the provider's completion context (see verbs.CompletionHandler): it must not
+// block or close the queue pair itself; it may post.
+type recvHandler func(idx, n int, wc *verbs.Completion)
 
 // Work request ID layout: kind in the top 8 bits, then a 24-bit index and a 32-bit index.
 const (
@@ -99,7 +115,7 @@ func newEndpoint(pd verbs.PD, dev verbs.Device, cfg endpointConfig) (*endpoint, 
 	}
 	var err error
 	cqDepth := cfg.nrecv + cfg.sqDepth + 16
-	if e.cq, err = dev.CreateCQ(cqDepth); err != nil {
+	if e.cq, err = dev.CreateCQ(cqDepth, verbs.WithHandler(e.dispatch)); err != nil {
 		return nil, fmt.Errorf("rpcrdma: create CQ of depth %d: %w", cqDepth, err)
 	}
 	e.qp, err = pd.CreateQP(verbs.QPConfig{
@@ -197,10 +213,20 @@ type sendSlot struct {
 	wr   verbs.SendWR
 }
 
-// start launches the completion poller once the connection is established.
-func (e *endpoint) start(info *verbs.ConnInfo, peer ConnPrivate, onRecv func(idx, n int, wc *verbs.Completion)) {
-	e.info, e.peer, e.onRecv = info, peer, onRecv
-	e.pollOnce.Do(func() { go e.poll() })
+// start hands receives to onRecv from now on (first those that completed before) and
+// starts watching for the end of the connection, once it is established.
+func (e *endpoint) start(info *verbs.ConnInfo, peer ConnPrivate, onRecv recvHandler) {
+	e.info, e.peer = info, peer
+	e.startMu.Lock()
+	e.onRecv.Store(&onRecv)
+	early := e.early
+	e.early = nil
+	e.startMu.Unlock()
+	for i := range early {
+		wc := &early[i]
+		onRecv(int(wc.ID>>32&0xffffff), wc.ByteLen, wc)
+	}
+	e.watchOnce.Do(func() { go e.watch() })
 }
 
 // recvBuf returns receive buffer idx.
@@ -437,14 +463,13 @@ func (e *endpoint) wait(ctx context.Context, w *waiter) error {
 	return err
 }
 
-// flushGrace bounds how long the poller waits, after the queue pair failed, for the
+// flushGrace bounds how long the endpoint waits, after the queue pair failed, for the
 // flushed completions of work requests still outstanding.
 const flushGrace = 2 * time.Second
 
-// poll drains the completion queue until the queue pair has failed or closed and every
-// posted work request has completed.
-func (e *endpoint) poll() {
-	defer close(e.stopped)
+// watch waits until the queue pair has failed or closed (or the CQ failed), then until
+// every posted work request has completed, and then closes stopped.
+func (e *endpoint) watch() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -454,57 +479,49 @@ func (e *endpoint) poll() {
 		}
 		cancel()
 	}()
-	var wcs [32]verbs.Completion
-	var deadline time.Time
-	for {
-		n, err := e.cq.Poll(wcs[:])
-		for i := 0; i < n; i++ {
-			e.dispatch(&wcs[i])
-		}
-		if err != nil {
-			e.setErr(err)
-			e.qp.Close()
-			return
-		}
-		if n > 0 {
-			continue
-		}
-		if ctx.Err() == nil {
-			if err := e.cq.Wait(ctx); err != nil && ctx.Err() == nil {
-				e.setErr(err)
-				e.qp.Close()
-				return
-			}
-			continue
-		}
-		// The QP is done: wait for its flushed completions.
-		if e.posted.Load() <= 0 {
-			return
-		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(flushGrace)
-			e.qp.Close()
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(time.Millisecond)
+	// A CQ with a handler holds nothing: Wait returns only when it fails or ctx ends.
+	if err := e.cq.Wait(ctx); ctx.Err() == nil {
+		// The CQ failed: completions were lost, so the count cannot be trusted.
+		// Closing the queue pair stops the provider touching our memory.
+		e.setErr(err)
+		e.qp.Close()
+		e.stop()
+		return
+	}
+	// The QP is done: wait for its flushed completions (dispatch stops the endpoint
+	// when the last one arrives). Close makes sure the provider flushes everything.
+	e.flushing.Store(true)
+	if e.posted.Load() <= 0 {
+		e.stop()
+	}
+	e.qp.Close()
+	t := time.NewTimer(flushGrace)
+	defer t.Stop()
+	select {
+	case <-e.stopped:
+	case <-t.C:
+		e.stop()
 	}
 }
 
-// setErr records why the endpoint stopped (kept out of poll so that poll's error
-// variables stay on the stack).
+// stop reports that no more completions will arrive.
+func (e *endpoint) stop() { e.stopOnce.Do(func() { close(e.stopped) }) }
+
+// setErr records why the endpoint stopped.
 func (e *endpoint) setErr(err error) { e.lastErr.Store(&err) }
 
-// dispatch routes one completion.
+// dispatch routes one completion (the CQ's verbs.CompletionHandler).
 func (e *endpoint) dispatch(wc *verbs.Completion) {
-	e.posted.Add(-1)
 	kind := int(wc.ID >> 56)
 	a := int(wc.ID >> 32 & 0xffffff)
 	b := int(uint32(wc.ID))
 	switch kind {
 	case kindRecv:
-		e.onRecv(a, wc.ByteLen, wc)
+		if h := e.onRecv.Load(); h != nil {
+			(*h)(a, wc.ByteLen, wc)
+		} else {
+			e.earlyRecv(wc)
+		}
 	case kindSend:
 		e.sq <- struct{}{}
 		e.sendFree <- a
@@ -515,6 +532,21 @@ func (e *endpoint) dispatch(wc *verbs.Completion) {
 		e.sq <- struct{}{}
 		e.waiterAt(b - 1).complete(wc)
 	}
+	if e.posted.Add(-1) <= 0 && e.flushing.Load() {
+		e.stop()
+	}
+}
+
+// earlyRecv keeps a receive that completed before start for start to hand over.
+func (e *endpoint) earlyRecv(wc *verbs.Completion) {
+	e.startMu.Lock()
+	if h := e.onRecv.Load(); h != nil {
+		e.startMu.Unlock()
+		(*h)(int(wc.ID>>32&0xffffff), wc.ByteLen, wc)
+		return
+	}
+	e.early = append(e.early, *wc)
+	e.startMu.Unlock()
 }
 
 func (e *endpoint) waiterAt(i int) *waiter {
@@ -523,20 +555,18 @@ func (e *endpoint) waiterAt(i int) *waiter {
 	return e.waiters[i]
 }
 
-// close disconnects the queue pair; the poller then drains the flushed completions.
+// close starts disconnecting: the watcher closes the queue pair and waits for the
+// flushed completions. It never blocks, so a receive handler may call it.
 func (e *endpoint) close() {
-	e.closeMu.Do(func() {
-		close(e.closing)
-		e.qp.Close()
-	})
+	e.closeMu.Do(func() { close(e.closing) })
 }
 
-// teardown closes the connection, waits for the poller (when it was started) and
-// releases every verbs resource.
+// teardown closes the connection, waits until no completion can arrive (when the
+// endpoint was started) and releases every verbs resource.
 func (e *endpoint) teardown() {
 	e.close()
 	started := true
-	e.pollOnce.Do(func() { started = false })
+	e.watchOnce.Do(func() { started = false })
 	if started {
 		<-e.stopped
 	}
