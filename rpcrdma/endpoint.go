@@ -56,7 +56,11 @@ type endpoint struct {
 	nSend int        // send buffers registered
 	slabs []verbs.MR // every registered slab of both pools
 
-	sq chan struct{} // one token per free send-queue slot
+	sq      chan struct{} // one token per free send-queue slot
+	chainMu sync.Mutex    // serialises takers of several slots (acquireSQN)
+	// chainHook, when set (by tests, before the connection carries traffic), sees
+	// every chain postChain posts: its length and whether it ends with a Send.
+	chainHook func(k int, send bool)
 
 	// onRecv is the transport's receive handler, set by start. Receives that
 	// complete before start (a client may send as soon as the connection is up) wait
@@ -346,6 +350,90 @@ func (e *endpoint) postWR(ctx context.Context, wr *verbs.SendWR, w *waiter) erro
 	if err := e.post(wr); err != nil {
 		w.complete(nil)
 		return err
+	}
+	return nil
+}
+
+// postChain posts wrs (RDMA Writes or Reads) and then, when idx >= 0, n bytes of send
+// buffer idx with op (OpSend or OpSendInv invalidating inv), as one chain: one PostSend,
+// so the provider can put them on the wire together, the Send behind the data it
+// announces. Every request completes w (counted here). On failure nothing was posted
+// and the send buffer is back in the pool. The chain must not be longer than
+// maxChain().
+func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op verbs.SendOp, inv uint32, w *waiter) error {
+	k := len(wrs)
+	var send *verbs.SendWR
+	if idx >= 0 {
+		k++
+		sl := e.send[idx]
+		sl.sge[0] = sl.base
+		sl.sge[0].Length = n
+		send = &sl.wr
+		*send = verbs.SendWR{ID: wrID(kindSend, idx, w.idx+1), Op: op, Flags: verbs.Signaled,
+			SGL: sl.sge[:], InvalidateSTag: inv}
+	}
+	if k == 0 {
+		return nil
+	}
+	if err := e.acquireSQN(ctx, k); err != nil {
+		if idx >= 0 {
+			e.putSendBuf(idx)
+		}
+		return err
+	}
+	for i := range wrs {
+		wr := &wrs[i].wr
+		wr.ID = wrID(kindWaiter, 0, w.idx+1)
+		wr.Flags |= verbs.Signaled
+		wr.SGL = wrs[i].sge[:]
+		if i+1 < len(wrs) {
+			wr.Next = &wrs[i+1].wr
+		} else {
+			wr.Next = send
+		}
+	}
+	first := send
+	if len(wrs) > 0 {
+		first = &wrs[0].wr
+	}
+	w.add(k)
+	e.posted.Add(int64(k))
+	if err := e.qp.PostSend(first); err != nil {
+		e.posted.Add(-int64(k))
+		for i := 0; i < k; i++ {
+			e.sq <- struct{}{}
+		}
+		w.add(-k)
+		if idx >= 0 {
+			e.putSendBuf(idx)
+		}
+		return fmt.Errorf("rpcrdma: post %d work requests: %w", k, err)
+	}
+	if h := e.chainHook; h != nil {
+		h(k, idx >= 0)
+	}
+	return nil
+}
+
+// maxChain is the longest chain postChain takes: verbs.MaxChain, at most the send
+// queue's depth.
+func (e *endpoint) maxChain() int { return min(verbs.MaxChain, cap(e.sq)) }
+
+// acquireSQN takes k send-queue slots. Takers of several slots go one at a time, so
+// that two of them never each hold part of what the other waits for.
+func (e *endpoint) acquireSQN(ctx context.Context, k int) error {
+	if k == 1 {
+		return e.acquireSQ(ctx)
+	}
+	e.chainMu.Lock()
+	defer e.chainMu.Unlock()
+	for i := 0; i < k; i++ {
+		if err := e.acquireSQ(ctx); err != nil {
+			for ; i > 0; i-- {
+				e.sq <- struct{}{}
+			}
+			return err
+		}
 	}
 	return nil
 }

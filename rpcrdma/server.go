@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/credits"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
@@ -312,11 +311,9 @@ type srvCall struct {
 	recvIdx  int  // receive buffer holding the inline call, or -1
 	big      *bigBuf
 	// reply state
-	wr    verbs.SendWR
-	sge   [1]verbs.SGE
-	out   Header
-	regs  []*reg
-	fills []chunks.WriteChunk
+	out  Header
+	regs []*reg
+	wrs  []rdmaWR // the reply's RDMA Writes
 }
 
 // Limits returns the connection's limits: InlineSend is the largest reply sent inline
