@@ -59,7 +59,8 @@ type endpoint struct {
 	sq      chan struct{} // one token per free send-queue slot
 	chainMu sync.Mutex    // serialises takers of several slots (acquireSQN)
 	// chainHook, when set (by tests, before the connection carries traffic), sees
-	// every chain postChain posts: its length and whether it ends with a Send.
+	// every chain postChain is about to post: its length and whether it ends with a
+	// Send.
 	chainHook func(k int, send bool)
 
 	// onRecv is the transport's receive handler, set by start. Receives that
@@ -396,6 +397,9 @@ func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op v
 	if len(wrs) > 0 {
 		first = &wrs[0].wr
 	}
+	if h := e.chainHook; h != nil {
+		h(k, idx >= 0)
+	}
 	w.add(k)
 	e.posted.Add(int64(k))
 	if err := e.qp.PostSend(first); err != nil {
@@ -408,9 +412,6 @@ func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op v
 			e.putSendBuf(idx)
 		}
 		return fmt.Errorf("rpcrdma: post %d work requests: %w", k, err)
-	}
-	if h := e.chainHook; h != nil {
-		h(k, idx >= 0)
 	}
 	return nil
 }

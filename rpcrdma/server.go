@@ -118,7 +118,6 @@ type Listener struct {
 	pd    verbs.PD
 	opts  ServerOptions
 	bufs  bufPool
-	regs  *regCache
 	mu    sync.Mutex
 	conns map[*ServerConn]struct{}
 	done  bool
@@ -144,7 +143,6 @@ func Listen(ctx context.Context, dev verbs.Device, addr string, opts *ServerOpti
 	}
 	l := &Listener{dev: dev, ln: ln, pd: pd, opts: o, conns: make(map[*ServerConn]struct{})}
 	l.bufs.pd = pd
-	l.regs = newRegCache(pd)
 	return l, nil
 }
 
@@ -169,7 +167,6 @@ func (l *Listener) Close() error {
 		c.Close()
 	}
 	l.bufs.close()
-	l.regs.close()
 	l.pd.Close()
 	return err
 }
@@ -253,6 +250,7 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 		ready:      make(chan *srvCall, nrecv),
 		pullq:      make(chan pullJob, nrecv),
 	}
+	sc.regs.pd = l.pd
 	sc.reads = credits.NewWindow(max(sc.ord, 1))
 	sc.reads.Update(uint32(max(sc.ord, 1)))
 	sc.ctx, sc.cancel = context.WithCancel(context.Background())
@@ -276,6 +274,7 @@ type ServerConn struct {
 	ep         *endpoint
 	peer       ConnPrivate
 	cred       *credits.Conn
+	regs       regCache // reply payloads registered for RDMA Write (its own, so connections never wait for each other)
 	inlineSend int
 	ord        int // RDMA Reads in flight at most; 0: the client allows none
 	remote     net.Addr
@@ -366,6 +365,7 @@ func (sc *ServerConn) Close() error {
 		sc.cancel()
 		sc.reads.Close()
 		sc.ep.teardown()
+		sc.regs.close()
 		sc.cred.Close()
 		sc.mu.Lock()
 		for xid, d := range sc.dones {

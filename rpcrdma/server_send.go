@@ -56,7 +56,7 @@ func (sc *ServerConn) WriteReply(call *oncrpc.ServerCall, reply *oncrpc.Message)
 	err := sc.writeReply(c, reply)
 	sc.finishCall(c)
 	for i, g := range c.regs {
-		sc.l.regs.release(g)
+		sc.regs.release(g)
 		c.regs[i] = nil
 	}
 	c.regs = c.regs[:0]
@@ -148,7 +148,7 @@ func (sc *ServerConn) execReply(c *srvCall, reply *oncrpc.Message, p *replyPlan,
 			continue
 		}
 		data := reply.Payloads[i].Data
-		g, err := sc.l.regs.register(data, 0)
+		g, err := sc.regs.register(data, 0)
 		if err != nil {
 			return fmt.Errorf("rpcrdma: xid %#08x: register payload: %w", in.XID, err)
 		}
@@ -281,6 +281,8 @@ func (sc *ServerConn) keepUntilDone(xid uint32, big *bigBuf) {
 	d.timer = time.AfterFunc(sc.l.opts.DoneTimeout, func() {
 		sc.mu.Lock()
 		if sc.dones[xid] == d {
+			// Revoked before the entry goes: once it is gone, nothing can read it.
+			d.big.mr.Invalidate()
 			delete(sc.dones, xid)
 			sc.mu.Unlock()
 			sc.l.opts.Logger.Debug("RDMA_DONE timeout; reply read chunks reclaimed", "xid", xid)
