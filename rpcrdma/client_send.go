@@ -64,6 +64,7 @@ func (cc *clientConn) send(ctx context.Context, r *request, call *oncrpc.ClientC
 	if err := cc.registerCall(r, &p, call, reply); err != nil {
 		return err
 	}
+	cc.growRecvs(cc.c.window.InUse())
 
 	idx, buf, err := cc.ep.getSendBuf(ctx)
 	if err != nil {

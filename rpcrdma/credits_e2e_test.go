@@ -348,3 +348,53 @@ func TestSmallORDConcurrentPulls(t *testing.T) {
 		t.Fatalf("ORD %d, %d Read credits in use", sc.ord, sc.reads.InUse())
 	}
 }
+
+// TestClientReceivesGrowWithCalls: a client connection starts with few receives and
+// registers more before sending calls beyond them, so every call in flight has a
+// receive posted for its reply: many calls at once all complete on the first
+// connection (a reply finding no receive would have broken it).
+func TestClientReceivesGrowWithCalls(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	ctx := tpCtx(t)
+	conn := func() *clientConn {
+		env.tr.mu.Lock()
+		defer env.tr.mu.Unlock()
+		return env.tr.cc
+	}
+	posted := func(cc *clientConn) int {
+		cc.ep.bufMu.Lock()
+		defer cc.ep.bufMu.Unlock()
+		return cc.ep.nRecv
+	}
+	if err := env.rpc.CallWithOptions(ctx, tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
+		t.Fatal(err)
+	}
+	first := conn()
+	if n := posted(first); n != initialCallRecvs+clientExtraRecvs {
+		t.Fatalf("%d receives after one call, want %d", n, initialCallRecvs+clientExtraRecvs)
+	}
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for g := 0; g < 96; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 30; i++ {
+				if err := env.rpc.CallWithOptions(ctx, tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() != 0 {
+		t.Fatalf("%d calls failed", failed.Load())
+	}
+	if conn() != first {
+		t.Fatal("the connection was lost under load")
+	}
+	calls := int(first.callRecvs.Load())
+	if got := posted(first); got != calls+clientExtraRecvs || calls <= initialCallRecvs {
+		t.Fatalf("%d receives for %d calls after 96 callers", got, calls)
+	}
+}

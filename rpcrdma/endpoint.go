@@ -158,13 +158,13 @@ func (e *endpoint) registerSlab(n, size int, access verbs.Access) (verbs.MR, err
 	return mr, nil
 }
 
-// growRecv registers up to n more receive buffers (never beyond the pool's maximum)
-// and posts them. It returns the number of receive buffers now registered, all posted
-// when err is nil.
-func (e *endpoint) growRecv(n int) (int, error) {
+// growRecv registers and posts receive buffers until there are total (never beyond
+// the pool's maximum). It returns the number of receive buffers now registered, all
+// posted when err is nil.
+func (e *endpoint) growRecv(total int) (int, error) {
 	e.bufMu.Lock()
 	defer e.bufMu.Unlock()
-	n = min(n, len(e.recvWR)-e.nRecv)
+	n := min(total, len(e.recvWR)) - e.nRecv
 	if n <= 0 {
 		return e.nRecv, nil
 	}

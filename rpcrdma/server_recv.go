@@ -29,7 +29,7 @@ func (sc *ServerConn) onRecv(idx, n int, wc *verbs.Completion) {
 // growRecvs posts receives for up to n calls, so that the grants can follow a client
 // that uses its credits. A failure leaves the grants where they are.
 func (sc *ServerConn) growRecvs(n int) {
-	total, err := sc.ep.growRecv(n - sc.callRecvs)
+	total, err := sc.ep.growRecv(n + sc.l.opts.ExtraRecvs)
 	if err != nil {
 		sc.l.opts.Logger.Debug("cannot post more receives", "remote", sc.remote, "posted", total, "err", err)
 	}
