@@ -190,16 +190,19 @@ func (e *endpoint) err() error {
 	return errEndpointClosed
 }
 
+// sendBufAt returns send buffer i.
+func (e *endpoint) sendBufAt(i int) []byte { return e.sendMR.Buf()[i*e.sendSize : (i+1)*e.sendSize] }
+
 // getSendBuf takes a free send buffer, waiting for one (sends complete quickly).
 func (e *endpoint) getSendBuf(ctx context.Context) (int, []byte, error) {
 	select {
 	case i := <-e.sendFree:
-		return i, e.sendMR.Buf()[i*e.sendSize : (i+1)*e.sendSize], nil
+		return i, e.sendBufAt(i), nil
 	default:
 	}
 	select {
 	case i := <-e.sendFree:
-		return i, e.sendMR.Buf()[i*e.sendSize : (i+1)*e.sendSize], nil
+		return i, e.sendBufAt(i), nil
 	case <-ctx.Done():
 		return 0, nil, ctx.Err()
 	case <-e.qp.Done():
@@ -237,6 +240,12 @@ func (e *endpoint) postSendBuf(ctx context.Context, idx, n int, op verbs.SendOp,
 		e.putSendBuf(idx)
 		return err
 	}
+	return e.postSendBufHeld(idx, n, op, inv, w)
+}
+
+// postSendBufHeld is postSendBuf for a caller that holds a send-queue slot already; it
+// never blocks.
+func (e *endpoint) postSendBufHeld(idx, n int, op verbs.SendOp, inv uint32, w *waiter) error {
 	wb := 0
 	if w != nil {
 		wb = w.idx + 1

@@ -280,7 +280,12 @@ type ServerConn struct {
 	pullers     int // puller goroutines running
 	idlePullers int // of which waiting for a job
 
-	readMu sync.Mutex      // serialises ReadCall
+	readMu sync.Mutex      // serialises ReadCall and ServeCalls
+	// push is ServeCalls' deliver while it runs: onRecv hands plain calls to it
+	// straight from the completion (under pushMu's read lock, so ServeCalls can wait
+	// for the last one before it returns).
+	pushMu sync.RWMutex
+	push   func(call *oncrpc.ServerCall, inline bool)
 	ready  chan *srvCall   // calls whose read chunks have been pulled
 	pullq  chan pullJob    // calls whose read chunks are to be pulled
 	reads  *credits.Window // one credit per RDMA Read the connection may have in flight (ORD)
@@ -288,7 +293,10 @@ type ServerConn struct {
 	cancel context.CancelFunc
 }
 
-var _ oncrpc.ServerConn = (*ServerConn)(nil)
+var (
+	_ oncrpc.ServerConn     = (*ServerConn)(nil)
+	_ oncrpc.PushServerConn = (*ServerConn)(nil)
+)
 
 // srvCall is the transport state of one call (oncrpc.ServerCall.Cookie).
 type srvCall struct {
@@ -299,6 +307,10 @@ type srvCall struct {
 	finished bool // finishCall ran
 	recvIdx  int  // receive buffer holding the inline call, or -1
 	big      *bigBuf
+	// What the reply may use without waiting, reserved when the call was received
+	// (see receiveInline): a send buffer (-1: none) and a send-queue slot.
+	sendIdx int
+	sqHeld  bool
 	// reply state
 	wr    verbs.SendWR
 	sge   [1]verbs.SGE

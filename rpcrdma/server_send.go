@@ -48,6 +48,9 @@ func (sc *ServerConn) WriteReply(call *oncrpc.ServerCall, reply *oncrpc.Message)
 		return errors.New("rpcrdma: WriteReply: call does not come from this transport")
 	}
 	defer sc.putCall(c)
+	// A call delivered in the completion context holds a reservation: its
+	// WriteReply may be running there, where nothing may block.
+	reserved := c.sendIdx >= 0
 	if reply == nil {
 		sc.finishCall(c)
 		return nil
@@ -66,7 +69,11 @@ func (sc *ServerConn) WriteReply(call *oncrpc.ServerCall, reply *oncrpc.Message)
 	}
 	c.regs = c.regs[:0]
 	if errors.Is(err, errReplyTooLarge) {
-		sc.sendError(context.Background(), ErrCodeChunk, c.h.XID)
+		if reserved {
+			go sc.sendError(context.Background(), ErrCodeChunk, c.h.XID)
+		} else {
+			sc.sendError(context.Background(), ErrCodeChunk, c.h.XID)
+		}
 	}
 	return err
 }
@@ -151,7 +158,7 @@ func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
 			streamLen += xdr.RoundUp(len(p.Data))
 		}
 	}
-	idx, buf, err := sc.ep.getSendBuf(ctx)
+	idx, buf, err := sc.takeSendBuf(ctx, c)
 	if err != nil {
 		sc.ep.wait(ctx, w)
 		return err
@@ -241,18 +248,23 @@ func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
 		sc.ep.putSendBuf(idx)
 		return fmt.Errorf("rpcrdma: xid %#08x: write chunks: %w", in.XID, err)
 	}
-	w = sc.ep.newWaiter()
 	sc.finishCall(c)
-	w.add(1)
-	if err := sc.ep.postSendBuf(ctx, idx, len(b), op, inv, w); err != nil {
-		w.complete(nil)
-		sc.ep.wait(ctx, w)
-		return err
+	// The reply is in the send buffer, which returns to its pool when the Send
+	// completes: nothing here waits for that (a failed Send fails the connection).
+	if c.sqHeld {
+		c.sqHeld = false
+		return sc.ep.postSendBufHeld(idx, len(b), op, inv, nil)
 	}
-	if err := sc.ep.wait(ctx, w); err != nil {
-		return fmt.Errorf("rpcrdma: xid %#08x: send reply: %w", in.XID, err)
+	return sc.ep.postSendBuf(ctx, idx, len(b), op, inv, nil)
+}
+
+// takeSendBuf returns the send buffer reserved for c, or waits for a free one.
+func (sc *ServerConn) takeSendBuf(ctx context.Context, c *srvCall) (int, []byte, error) {
+	if i := c.sendIdx; i >= 0 {
+		c.sendIdx = -1
+		return i, sc.ep.sendBufAt(i), nil
 	}
-	return nil
+	return sc.ep.getSendBuf(ctx)
 }
 
 // appendStream appends the reply stream with the payloads not in placed put back in

@@ -83,7 +83,7 @@ func benchTCP(b *testing.B) *oncrpc.Client {
 	for k, v := range benchProcs() {
 		procs[k] = v
 	}
-	srv.Register(tpProg, tpVers, procs)
+	srv.Register(tpProg, tpVers, oncrpc.NonBlocking(procs, tpNull)) // as newTPEnv
 	go srv.Serve(ln)
 	tr, err := oncrpc.DialTCP(context.Background(), ln.Addr().String(), nil)
 	if err != nil {
