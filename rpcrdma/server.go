@@ -280,7 +280,7 @@ type ServerConn struct {
 	pullers     int // puller goroutines running
 	idlePullers int // of which waiting for a job
 
-	readMu sync.Mutex      // serialises ReadCall and ServeCalls
+	readMu sync.Mutex // serialises ReadCall and ServeCalls
 	// push is ServeCalls' deliver while it runs: onRecv hands plain calls to it
 	// straight from the completion (under pushMu's read lock, so ServeCalls can wait
 	// for the last one before it returns).
