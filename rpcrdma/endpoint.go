@@ -305,7 +305,7 @@ func (w *waiter) add(n int) {
 }
 
 // complete records one completion (wc nil: a work request that was never posted). It
-// never blocks: the poller calls it.
+// never blocks: dispatch calls it in the completion context.
 func (w *waiter) complete(wc *verbs.Completion) {
 	w.mu.Lock()
 	if wc != nil && wc.Status != verbs.StatusSuccess && w.err == nil {
@@ -362,7 +362,7 @@ func (e *endpoint) wait(ctx context.Context, w *waiter) error {
 			}
 			ctx = context.Background()
 		case <-e.stopped:
-			// The poller is gone: whatever is still pending will never complete.
+			// No completion can arrive any more: whatever is still pending never will.
 			stopped = true
 		}
 		w.mu.Lock()
