@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
@@ -167,6 +168,10 @@ type clientConn struct {
 	ord        int // RDMA Reads at once when pulling reply read chunks (guarded by mu)
 	maxORD     int // the negotiated ORD
 
+	// callRecvs is the number of receives registered for replies (beyond
+	// clientExtraRecvs); it grows with the calls in flight (growRecvs).
+	callRecvs atomic.Int32
+
 	mu      sync.Mutex
 	pending map[uint32]*request
 	dead    chan struct{}
@@ -176,10 +181,11 @@ type clientConn struct {
 // dial establishes one connection.
 func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 	o := &c.opts
-	nrecv := o.Credits + 8
+	nrecv := o.Credits + clientExtraRecvs
+	callRecvs := min(initialCallRecvs, o.Credits)
 	ep, err := newEndpoint(c.pd, c.dev, endpointConfig{
-		recvSize: o.InlineRecv, nrecv: nrecv,
-		sendSize: o.InlineSend, nsend: o.Credits + 8,
+		recvSize: o.InlineRecv, nrecv: nrecv, initRecv: callRecvs + clientExtraRecvs,
+		sendSize: o.InlineSend, nsend: nrecv,
 		sqDepth: 2*o.Credits + 64, maxSendSGE: 2,
 	})
 	if err != nil {
@@ -205,6 +211,7 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 		pending:    make(map[uint32]*request),
 		dead:       make(chan struct{}),
 	}
+	cc.callRecvs.Store(int32(callRecvs))
 	c.window.Reset()
 	ep.start(info, peer, cc.onRecv)
 	go func() {
@@ -216,6 +223,36 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 	}()
 	o.Logger.Debug("connected", "addr", c.addr, "inline_send", cc.inlineSend, "max_inline_reply", cc.maxInline, "ord", cc.ord)
 	return cc, nil
+}
+
+// clientExtraRecvs is how many receives a client connection keeps posted beyond one per
+// call in flight, for replies the server sends unasked (an RDMA_ERROR for a call it
+// could not parse counts as that call's reply).
+const clientExtraRecvs = 8
+
+// growRecvs makes sure a receive is registered (and posted, unless it holds a reply
+// still being processed) for each of the inFlight calls holding credits, this one
+// included, before the call is sent: it registers more, doubling, when they do not
+// suffice. A failure to register leaves the count as it is; the server's grant then
+// bounds how many calls can be in flight, and a reply without a posted receive ends
+// the connection (iWARP/IB receiver-not-ready), from which the client reconnects.
+func (cc *clientConn) growRecvs(inFlight int) {
+	have := int(cc.callRecvs.Load())
+	if inFlight <= have {
+		return
+	}
+	want := min(max(inFlight, 2*have), cc.c.opts.Credits)
+	total, err := cc.ep.growRecv(want + clientExtraRecvs)
+	if err != nil {
+		cc.c.opts.Logger.Debug("cannot post more receives", "addr", cc.c.addr, "posted", total, "err", err)
+	}
+	for {
+		cur := cc.callRecvs.Load()
+		n := int32(total - clientExtraRecvs)
+		if n <= cur || cc.callRecvs.CompareAndSwap(cur, n) {
+			return
+		}
+	}
 }
 
 // fail marks the connection dead and wakes every pending call.

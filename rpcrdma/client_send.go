@@ -39,136 +39,121 @@ func segmentOf(mr verbs.MR, n int) chunks.Segment {
 	return chunks.Segment{Handle: mr.RKey(), Length: uint32(n), Offset: mr.Addr()}
 }
 
-// send marshals the call (Linux rpcrdma_marshal_req) and posts it.
+// send marshals the call and posts it: planCall decides how it travels (Linux
+// rpcrdma_marshal_req), registerCall registers the memory the plan's chunks name, and
+// the header and inline part go out in one Send. Registrations are revoked by the
+// caller (release) on every path; a send buffer taken here is given back on every
+// failure.
 func (cc *clientConn) send(ctx context.Context, r *request, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
 	cc.mu.Lock()
-	inlineSend, maxInline := cc.inlineSend, cc.maxInline
+	lim := callLimits{inlineSend: cc.inlineSend, maxInline: cc.maxInline}
 	cc.mu.Unlock()
+	o := &cc.c.opts
+	lim.maxReply, lim.callMaxReply = call.MaxReply, call.MaxReply
+	if lim.maxReply <= 0 {
+		lim.maxReply = o.MaxReply
+	}
+	lim.msgpAlign, lim.msgpThresh = o.MSGPAlign, o.MSGPThresh
 	h := &r.hdr
 	h.Reset()
-	h.XID, h.Vers, h.Credits, h.Proc = call.XID, Version1, uint32(cc.c.window.Max()), ProcMsg
-
-	// Write list: one chunk per reply sink. The server puts the i-th DDP-eligible result
-	// in the i-th chunk, so an empty sink (which cannot be registered) ends the list:
-	// later results travel inline.
-	for _, sink := range call.ReplySinks {
-		if len(sink) == 0 {
-			break
-		}
-		mr, err := cc.register(r, sink, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
-		if err != nil {
-			return err
-		}
-		n := len(h.WriteList)
-		if n < cap(h.WriteList) {
-			h.WriteList = h.WriteList[:n+1]
-		} else {
-			h.WriteList = append(h.WriteList, nil)
-		}
-		h.WriteList[n] = append(h.WriteList[n][:0], segmentOf(mr, len(sink)))
+	h.XID, h.Vers, h.Credits = call.XID, Version1, uint32(cc.c.window.Max())
+	p, err := planCall(h, &call.Msg, call.ReplySinks, &lim)
+	if err != nil {
+		return fmt.Errorf("rpcrdma: xid %#08x: %w", call.XID, err)
 	}
-
-	// Reply chunk whenever the reply may not fit inline.
-	maxReply := call.MaxReply
-	if maxReply <= 0 {
-		maxReply = cc.c.opts.MaxReply
+	if err := cc.registerCall(r, &p, call, reply); err != nil {
+		return err
 	}
-	budget := maxInline - (FixedSize + 4 + 4 + 4) // reply header with empty lists
-	for i, c := range h.WriteList {
-		budget -= 4 + WriteChunkSize(len(c))
-		// Data placed in a write chunk travels neither inline nor in the reply
-		// chunk (Linux sizes the reply chunk the same way; knfsd, offered a reply
-		// chunk beside a READ's write chunk, writes the data into both).
-		if call.MaxReply > 0 {
-			maxReply -= xdr.RoundUp(len(call.ReplySinks[i]))
-		}
-	}
-	maxReply = max(maxReply, 0)
-	if maxReply > budget {
-		if cap(reply.Inline) < maxReply {
-			reply.Inline = make([]byte, 0, maxReply)
-		}
-		buf := reply.Inline[:maxReply]
-		mr, err := cc.register(r, buf, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
-		if err != nil {
-			return err
-		}
-		r.replyMR = mr
-		h.ReplyChunk = append(h.ReplyChunk[:0], segmentOf(mr, maxReply))
-	}
-
-	// Call: inline if it fits, else payloads as read chunks, else a long call.
-	total := call.Msg.Len()
-	var body []byte // inline body to send, nil when flattening payloads
-	flatten := false
-	if h.Size()+total <= inlineSend {
-		flatten = true
-	} else {
-		for _, p := range call.Msg.Payloads {
-			if len(p.Data) == 0 {
-				continue
-			}
-			mr, err := cc.register(r, p.Data, verbs.AccessRemoteRead)
-			if err != nil {
-				return err
-			}
-			h.ReadList = append(h.ReadList, chunks.ReadSegment{Position: uint32(p.Pos), Segment: segmentOf(mr, len(p.Data))})
-		}
-		body = call.Msg.Inline
-		if h.Size()+len(body) > inlineSend {
-			// Long call: RDMA_NOMSG, the inline stream as a position-zero read chunk.
-			mr, err := cc.register(r, call.Msg.Inline, verbs.AccessRemoteRead)
-			if err != nil {
-				return err
-			}
-			h.ReadList = append(h.ReadList, chunks.ReadSegment{})
-			copy(h.ReadList[1:], h.ReadList)
-			h.ReadList[0] = chunks.ReadSegment{Position: 0, Segment: segmentOf(mr, len(call.Msg.Inline))}
-			h.Proc = ProcNoMsg
-			body = nil
-			if h.Size() > inlineSend {
-				return fmt.Errorf("rpcrdma: xid %#08x: transport header of %d bytes exceeds the inline send size %d", call.XID, h.Size(), inlineSend)
-			}
-		}
-	}
-
-	// RDMA_MSGP (opt-in): pad so the RPC message starts on an rdma_align boundary.
-	pad := 0
-	if o := &cc.c.opts; h.Proc == ProcMsg && o.MSGPAlign > 0 {
-		msgLen := len(body)
-		if flatten {
-			msgLen = total
-		}
-		if msgLen >= int(o.MSGPThresh) {
-			h.Proc, h.Align, h.Thresh = ProcMsgP, o.MSGPAlign, o.MSGPThresh
-			pad = msgpPad(h.Size(), h.Align)
-			if h.Size()+pad+msgLen > inlineSend {
-				h.Proc, h.Align, h.Thresh, pad = ProcMsg, 0, 0, 0
-			}
-		}
-	}
+	cc.growRecvs(cc.c.window.InUse())
 
 	idx, buf, err := cc.ep.getSendBuf(ctx)
 	if err != nil {
 		return cc.sendErr(err)
 	}
-	b, err := h.Append(buf[:0])
+	n, err := marshalCall(buf, h, &p, &call.Msg)
 	if err != nil {
 		cc.ep.putSendBuf(idx)
 		return fmt.Errorf("rpcrdma: xid %#08x: %w", call.XID, err)
 	}
-	b = append(b, zeroPad[:pad]...)
-	if flatten {
-		b = xdr.Flatten(b, call.Msg.Inline, call.Msg.Payloads)
-	} else {
-		b = append(b, body...)
+	return cc.postCall(ctx, r, call.XID, idx, buf[:n])
+}
+
+// registerCall registers the memory planCall's chunks name, in the plan's order (reply
+// sinks, reply buffer, payloads, then a long call's inline stream), and fills in their
+// segments' handles and offsets.
+func (cc *clientConn) registerCall(r *request, p *callPlan, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
+	h := &r.hdr
+	const sinkAccess = verbs.AccessLocalWrite | verbs.AccessRemoteWrite
+	for i, c := range h.WriteList {
+		mr, err := cc.register(r, call.ReplySinks[i], sinkAccess)
+		if err != nil {
+			return err
+		}
+		c[0] = segmentOf(mr, int(c[0].Length))
+	}
+	if p.replyChunk > 0 {
+		if cap(reply.Inline) < p.replyChunk {
+			reply.Inline = make([]byte, 0, p.replyChunk)
+		}
+		mr, err := cc.register(r, reply.Inline[:p.replyChunk], sinkAccess)
+		if err != nil {
+			return err
+		}
+		r.replyMR = mr
+		h.ReplyChunk[0] = segmentOf(mr, p.replyChunk)
+	}
+	rl := h.ReadList
+	if p.long {
+		rl = rl[1:]
+	}
+	j := 0
+	for _, pl := range call.Msg.Payloads {
+		if !p.readChunks || len(pl.Data) == 0 {
+			continue
+		}
+		mr, err := cc.register(r, pl.Data, verbs.AccessRemoteRead)
+		if err != nil {
+			return err
+		}
+		rl[j].Segment = segmentOf(mr, len(pl.Data))
+		j++
+	}
+	if p.long {
+		mr, err := cc.register(r, call.Msg.Inline, verbs.AccessRemoteRead)
+		if err != nil {
+			return err
+		}
+		h.ReadList[0].Segment = segmentOf(mr, len(call.Msg.Inline))
+	}
+	return nil
+}
+
+// marshalCall writes the transport header h, the plan's padding and the inline part of
+// msg into buf and returns the length.
+func marshalCall(buf []byte, h *Header, p *callPlan, msg *oncrpc.Message) (int, error) {
+	b, err := h.Append(buf[:0])
+	if err != nil {
+		return 0, err
+	}
+	b = append(b, zeroPad[:p.pad]...)
+	switch {
+	case p.long:
+	case p.readChunks:
+		b = append(b, msg.Inline...)
+	default:
+		b = xdr.Flatten(b, msg.Inline, msg.Payloads)
 	}
 	if len(b) > len(buf) {
-		cc.ep.putSendBuf(idx)
-		return fmt.Errorf("rpcrdma: xid %#08x: message of %d bytes overflows the send buffer", call.XID, len(b))
+		return 0, fmt.Errorf("message of %d bytes overflows the send buffer", len(b))
 	}
+	return len(b), nil
+}
+
+// postCall makes r pending under its XID and posts send buffer idx holding msg; on
+// failure the buffer is given back and r is not pending.
+func (cc *clientConn) postCall(ctx context.Context, r *request, xid uint32, idx int, msg []byte) error {
 	if tr := cc.c.opts.Trace; tr != nil {
-		tr(true, b)
+		tr(true, msg)
 	}
 	cc.mu.Lock()
 	select {
@@ -178,11 +163,11 @@ func (cc *clientConn) send(ctx context.Context, r *request, call *oncrpc.ClientC
 		return errConnLost
 	default:
 	}
-	cc.pending[call.XID] = r
+	cc.pending[xid] = r
 	cc.mu.Unlock()
-	if err := cc.ep.postSendBuf(ctx, idx, len(b), verbs.OpSend, 0, nil); err != nil {
+	if err := cc.ep.postSendBuf(ctx, idx, len(msg), verbs.OpSend, 0, nil); err != nil {
 		cc.mu.Lock()
-		delete(cc.pending, call.XID)
+		delete(cc.pending, xid)
 		cc.mu.Unlock()
 		return cc.sendErr(err)
 	}

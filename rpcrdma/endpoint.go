@@ -14,10 +14,15 @@ import (
 // An endpoint is one RPC-over-RDMA connection's verbs resources, shared by the client
 // and server transports (Linux verbs.c / svc_rdma_transport.c): a queue pair, one
 // completion queue for both of its queues, and two pools of registered buffers that are
-// registered once when the connection is set up and reused for every message:
+// registered once and reused for every message:
 //
 //   - receive buffers (inline receive size each) that stay posted on the receive queue;
 //   - send buffers (inline send size each) for transport headers and inline messages.
+//
+// Both pools start small and grow in registered slabs up to their configured maximum, so
+// that an idle connection holds little memory: send buffers when every registered one is
+// in use (getSendBuf), receive buffers when the transport asks (growRecv: the server
+// when a client's calls use most of the credits its posted receives allow).
 //
 // The completion queue delivers inline (verbs.WithHandler): the provider calls dispatch
 // from its completion context, which routes each completion by its work request ID: a
@@ -30,23 +35,33 @@ import (
 // then for those flushed completions, and only then reports the endpoint stopped, so
 // that no memory is released while the peer or the provider may still touch it.
 type endpoint struct {
+	pd   verbs.PD
 	qp   verbs.QP
 	cq   verbs.CQ
 	info *verbs.ConnInfo
 	peer ConnPrivate
 
-	recvMR   verbs.MR
+	// Buffer i of a pool lives at recvSGE[i] / send[i] (its slab's MR and offset), set
+	// once when its slab is registered, before index i is first used.
 	recvSize int
-	recvWR   []verbs.RecvWR
-	recvSGE  []verbs.SGE
+	recvWR   []verbs.RecvWR // len: the pool's maximum
+	recvSGE  []verbs.SGE    // Length: the buffer size, or the received length until taken
 
-	sendMR   verbs.MR
 	sendSize int
 	sendFree chan int
-	sendWR   []verbs.SendWR
-	sendSGE  []verbs.SGE
+	send     []*sendSlot // len: the pool's maximum; nil beyond nSend
 
-	sq chan struct{} // one token per free send-queue slot
+	bufMu sync.Mutex // serialises pool growth
+	nRecv int        // receive buffers registered (and posted once)
+	nSend int        // send buffers registered
+	slabs []verbs.MR // every registered slab of both pools
+
+	sq      chan struct{} // one token per free send-queue slot
+	chainMu sync.Mutex    // serialises takers of several slots (acquireSQN)
+	// chainHook, when set (by tests, before the connection carries traffic), sees
+	// every chain postChain is about to post: its length and whether it ends with a
+	// Send.
+	chainHook func(k int, send bool)
 
 	// onRecv is the transport's receive handler, set by start. Receives that
 	// complete before start (a client may send as soon as the connection is up) wait
@@ -83,9 +98,12 @@ const (
 
 func wrID(kind, a, b int) uint64 { return uint64(kind)<<56 | uint64(a)<<32 | uint64(uint32(b)) }
 
-// endpointConfig sizes an endpoint.
+// endpointConfig sizes an endpoint. nrecv and nsend are the pools' maximums; initRecv
+// receive buffers (at least 1, at most nrecv) are registered and posted at creation,
+// and send buffers are registered on first use.
 type endpointConfig struct {
 	recvSize, nrecv int
+	initRecv        int
 	sendSize, nsend int
 	sqDepth         int // send queue depth: sends + reads + writes in flight
 	maxSendSGE      int
@@ -114,35 +132,97 @@ func newEndpoint(pd verbs.PD, dev verbs.Device, cfg endpointConfig) (*endpoint, 
 		e.cq.Close()
 		return nil, fmt.Errorf("rpcrdma: create QP: %w", err)
 	}
-	if e.recvMR, err = pd.RegMR(make([]byte, cfg.recvSize*cfg.nrecv), verbs.AccessLocalWrite); err != nil {
-		e.destroy()
-		return nil, fmt.Errorf("rpcrdma: register %d receive buffers: %w", cfg.nrecv, err)
-	}
-	if e.sendMR, err = pd.RegMR(make([]byte, cfg.sendSize*cfg.nsend), 0); err != nil {
-		e.destroy()
-		return nil, fmt.Errorf("rpcrdma: register %d send buffers: %w", cfg.nsend, err)
-	}
+	e.pd = pd
 	e.sq = make(chan struct{}, cfg.sqDepth)
 	for i := 0; i < cfg.sqDepth; i++ {
 		e.sq <- struct{}{}
 	}
 	e.sendFree = make(chan int, cfg.nsend)
-	e.sendWR = make([]verbs.SendWR, cfg.nsend)
-	e.sendSGE = make([]verbs.SGE, cfg.nsend)
-	for i := 0; i < cfg.nsend; i++ {
-		e.sendFree <- i
-	}
+	e.send = make([]*sendSlot, cfg.nsend)
 	e.recvWR = make([]verbs.RecvWR, cfg.nrecv)
 	e.recvSGE = make([]verbs.SGE, cfg.nrecv)
-	for i := range e.recvWR {
-		e.recvSGE[i] = verbs.SGE{MR: e.recvMR, Offset: i * cfg.recvSize, Length: cfg.recvSize}
-		e.recvWR[i] = verbs.RecvWR{ID: wrID(kindRecv, i, 0), SGL: e.recvSGE[i : i+1 : i+1]}
-		if err := e.postRecv(i); err != nil {
-			e.destroy()
-			return nil, err
-		}
+	if _, err := e.growRecv(min(max(cfg.initRecv, 1), cfg.nrecv)); err != nil {
+		e.destroy()
+		return nil, err
 	}
 	return e, nil
+}
+
+// registerSlab registers n buffers of size bytes as one memory region.
+func (e *endpoint) registerSlab(n, size int, access verbs.Access) (verbs.MR, error) {
+	mr, err := e.pd.RegMR(make([]byte, n*size), access)
+	if err != nil {
+		return nil, err
+	}
+	e.slabs = append(e.slabs, mr)
+	return mr, nil
+}
+
+// growRecv registers and posts receive buffers until there are total (never beyond
+// the pool's maximum). It returns the number of receive buffers now registered, all
+// posted when err is nil.
+func (e *endpoint) growRecv(total int) (int, error) {
+	e.bufMu.Lock()
+	first := e.nRecv
+	n := min(total, len(e.recvWR)) - first
+	if n <= 0 {
+		e.bufMu.Unlock()
+		return first, nil
+	}
+	mr, err := e.registerSlab(n, e.recvSize, verbs.AccessLocalWrite)
+	if err != nil {
+		e.bufMu.Unlock()
+		return first, fmt.Errorf("rpcrdma: register %d receive buffers: %w", n, err)
+	}
+	for j := 0; j < n; j++ {
+		i := first + j
+		e.recvSGE[i] = verbs.SGE{MR: mr, Offset: j * e.recvSize, Length: e.recvSize}
+		e.recvWR[i] = verbs.RecvWR{ID: wrID(kindRecv, i, 0), SGL: e.recvSGE[i : i+1 : i+1]}
+	}
+	e.nRecv += n
+	e.bufMu.Unlock()
+	// Posted without bufMu held: a post may run the completion handler (see
+	// verbs.CompletionHandler), which may grow the pools itself.
+	for j := 0; j < n; j++ {
+		if err := e.postRecv(first + j); err != nil {
+			return first + j, err
+		}
+	}
+	return first + n, nil
+}
+
+// growSend registers more send buffers (as many as are registered already, at least
+// minSendSlab, never beyond the pool's maximum) and frees them. It reports whether it
+// added any.
+func (e *endpoint) growSend() bool {
+	e.bufMu.Lock()
+	defer e.bufMu.Unlock()
+	n := min(max(e.nSend, minSendSlab), len(e.send)-e.nSend)
+	if n <= 0 {
+		return false
+	}
+	mr, err := e.registerSlab(n, e.sendSize, 0)
+	if err != nil {
+		return false // wait for a buffer in use instead
+	}
+	slots := make([]sendSlot, n)
+	for j := range slots {
+		slots[j].base = verbs.SGE{MR: mr, Offset: j * e.sendSize}
+		e.send[e.nSend] = &slots[j]
+		e.sendFree <- e.nSend
+		e.nSend++
+	}
+	return true
+}
+
+// minSendSlab is the fewest send buffers registered at once.
+const minSendSlab = 1
+
+// sendSlot is one send buffer and the work request that sends it.
+type sendSlot struct {
+	base verbs.SGE    // the buffer: its slab's MR and offset
+	sge  [1]verbs.SGE // base with the length being sent
+	wr   verbs.SendWR
 }
 
 // start hands receives to onRecv from now on (first those that completed before) and
@@ -163,7 +243,14 @@ func (e *endpoint) start(info *verbs.ConnInfo, peer ConnPrivate, onRecv recvHand
 
 // recvBuf returns receive buffer idx.
 func (e *endpoint) recvBuf(idx int) []byte {
-	return e.recvMR.Buf()[idx*e.recvSize : (idx+1)*e.recvSize]
+	s := &e.recvSGE[idx]
+	return s.MR.Buf()[s.Offset : s.Offset+e.recvSize]
+}
+
+// sendBuf returns send buffer idx.
+func (e *endpoint) sendBuf(idx int) []byte {
+	s := &e.send[idx].base
+	return s.MR.Buf()[s.Offset : s.Offset+e.sendSize]
 }
 
 // postRecv (re)posts receive buffer idx.
@@ -190,19 +277,22 @@ func (e *endpoint) err() error {
 	return errEndpointClosed
 }
 
-// sendBufAt returns send buffer i.
-func (e *endpoint) sendBufAt(i int) []byte { return e.sendMR.Buf()[i*e.sendSize : (i+1)*e.sendSize] }
-
-// getSendBuf takes a free send buffer, waiting for one (sends complete quickly).
+// getSendBuf takes a free send buffer, registering more when every one is in use and
+// the pool may grow, or else waiting for one (sends complete quickly).
 func (e *endpoint) getSendBuf(ctx context.Context) (int, []byte, error) {
-	select {
-	case i := <-e.sendFree:
-		return i, e.sendBufAt(i), nil
-	default:
+	for {
+		select {
+		case i := <-e.sendFree:
+			return i, e.sendBuf(i), nil
+		default:
+		}
+		if !e.growSend() {
+			break
+		}
 	}
 	select {
 	case i := <-e.sendFree:
-		return i, e.sendBufAt(i), nil
+		return i, e.sendBuf(i), nil
 	case <-ctx.Done():
 		return 0, nil, ctx.Err()
 	case <-e.qp.Done():
@@ -250,10 +340,12 @@ func (e *endpoint) postSendBufHeld(idx, n int, op verbs.SendOp, inv uint32, w *w
 	if w != nil {
 		wb = w.idx + 1
 	}
-	e.sendSGE[idx] = verbs.SGE{MR: e.sendMR, Offset: idx * e.sendSize, Length: n}
-	wr := &e.sendWR[idx]
+	sl := e.send[idx]
+	sl.sge[0] = sl.base
+	sl.sge[0].Length = n
+	wr := &sl.wr
 	*wr = verbs.SendWR{ID: wrID(kindSend, idx, wb), Op: op, Flags: verbs.Signaled,
-		SGL: e.sendSGE[idx : idx+1 : idx+1], InvalidateSTag: inv}
+		SGL: sl.sge[:], InvalidateSTag: inv}
 	if err := e.post(wr); err != nil {
 		e.putSendBuf(idx)
 		return err
@@ -272,6 +364,106 @@ func (e *endpoint) postWR(ctx context.Context, wr *verbs.SendWR, w *waiter) erro
 	if err := e.post(wr); err != nil {
 		w.complete(nil)
 		return err
+	}
+	return nil
+}
+
+// postChain posts wrs (RDMA Writes or Reads) and then, when idx >= 0, n bytes of send
+// buffer idx with op (OpSend or OpSendInv invalidating inv), as one chain: one PostSend,
+// so the provider can put them on the wire together, the Send behind the data it
+// announces. Every request completes w (counted here); a lone Send may have no waiter
+// (w nil: nobody waits for it, its buffer returns to the pool on completion). The
+// caller already holds held of the send-queue slots the chain needs (a reservation),
+// and postChain takes the rest; with all of them held it never blocks. On failure
+// nothing was posted, the send buffer is back in the pool and the held slots are given
+// back. The chain must not be longer than maxChain().
+func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op verbs.SendOp, inv uint32, held int, w *waiter) error {
+	k := len(wrs)
+	var send *verbs.SendWR
+	if idx >= 0 {
+		k++
+		wb := 0
+		if w != nil {
+			wb = w.idx + 1
+		}
+		sl := e.send[idx]
+		sl.sge[0] = sl.base
+		sl.sge[0].Length = n
+		send = &sl.wr
+		*send = verbs.SendWR{ID: wrID(kindSend, idx, wb), Op: op, Flags: verbs.Signaled,
+			SGL: sl.sge[:], InvalidateSTag: inv}
+	}
+	if k == 0 {
+		return nil
+	}
+	if k > held {
+		if err := e.acquireSQN(ctx, k-held); err != nil {
+			for i := 0; i < held; i++ {
+				e.sq <- struct{}{}
+			}
+			if idx >= 0 {
+				e.putSendBuf(idx)
+			}
+			return err
+		}
+	}
+	for i := range wrs {
+		wr := &wrs[i].wr
+		wr.ID = wrID(kindWaiter, 0, w.idx+1)
+		wr.Flags |= verbs.Signaled
+		wr.SGL = wrs[i].sge[:]
+		if i+1 < len(wrs) {
+			wr.Next = &wrs[i+1].wr
+		} else {
+			wr.Next = send
+		}
+	}
+	first := send
+	if len(wrs) > 0 {
+		first = &wrs[0].wr
+	}
+	if h := e.chainHook; h != nil {
+		h(k, idx >= 0)
+	}
+	if w != nil {
+		w.add(k)
+	}
+	e.posted.Add(int64(k))
+	if err := e.qp.PostSend(first); err != nil {
+		e.posted.Add(-int64(k))
+		for i := 0; i < k; i++ {
+			e.sq <- struct{}{}
+		}
+		if w != nil {
+			w.add(-k)
+		}
+		if idx >= 0 {
+			e.putSendBuf(idx)
+		}
+		return fmt.Errorf("rpcrdma: post %d work requests: %w", k, err)
+	}
+	return nil
+}
+
+// maxChain is the longest chain postChain takes: verbs.MaxChain, at most the send
+// queue's depth.
+func (e *endpoint) maxChain() int { return min(verbs.MaxChain, cap(e.sq)) }
+
+// acquireSQN takes k send-queue slots. Takers of several slots go one at a time, so
+// that two of them never each hold part of what the other waits for.
+func (e *endpoint) acquireSQN(ctx context.Context, k int) error {
+	if k == 1 {
+		return e.acquireSQ(ctx)
+	}
+	e.chainMu.Lock()
+	defer e.chainMu.Unlock()
+	for i := 0; i < k; i++ {
+		if err := e.acquireSQ(ctx); err != nil {
+			for ; i > 0; i-- {
+				e.sq <- struct{}{}
+			}
+			return err
+		}
 	}
 	return nil
 }
@@ -504,12 +696,12 @@ func (e *endpoint) destroy() {
 	if e.qp != nil {
 		e.qp.Close()
 	}
-	if e.recvMR != nil {
-		e.recvMR.Close()
+	e.bufMu.Lock()
+	for _, mr := range e.slabs {
+		mr.Close()
 	}
-	if e.sendMR != nil {
-		e.sendMR.Close()
-	}
+	e.slabs = nil
+	e.bufMu.Unlock()
 	if e.cq != nil {
 		e.cq.Close()
 	}

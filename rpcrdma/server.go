@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/credits"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
@@ -26,9 +25,13 @@ const (
 	// DefaultDoneTimeout is how long a reply returned in read chunks stays registered
 	// waiting for the client's RDMA_DONE.
 	DefaultDoneTimeout = 30 * time.Second
-	// DefaultExtraRecvs is how many receives a connection posts beyond its largest
-	// grant (Linux keeps a batch of 7 more), for RDMA_DONE and error traffic.
-	DefaultExtraRecvs = 8
+	// DefaultExtraRecvs is how many receives a connection keeps posted beyond its
+	// grant, for RDMA_DONE and a client's first calls beyond its grant (answered with
+	// ERR_CHUNK rather than lost).
+	DefaultExtraRecvs = 2
+	// initialCallRecvs is how many receives for calls a connection posts at first (at
+	// most the policy's PerConn); more are registered as the client uses its credits.
+	initialCallRecvs = 4
 )
 
 // ServerOptions configure a Listener. The zero value selects the defaults.
@@ -41,9 +44,12 @@ type ServerOptions struct {
 	InlineSend, InlineRecv int
 	// Credits shares credits between connections. Default: credits.NewServer with
 	// credits.Config{} (FairShare of 256, at most 64 per connection). Each connection
-	// posts Credits.Config().PerConn + ExtraRecvs receives.
+	// starts with min(4, Credits.Config().PerConn) + ExtraRecvs receives posted and
+	// registers more, up to PerConn + ExtraRecvs, when its client's calls use most of
+	// the credits it was granted (credits.Conn.Grow); grants never exceed the posted
+	// receives.
 	Credits *credits.Server
-	// ExtraRecvs is the number of receives posted beyond the largest grant. Default 8.
+	// ExtraRecvs is the number of receives posted beyond the grant. Default 2.
 	ExtraRecvs int
 	// MaxCall bounds a call reassembled from read chunks. Default DefaultMaxCall.
 	MaxCall int
@@ -112,7 +118,6 @@ type Listener struct {
 	pd    verbs.PD
 	opts  ServerOptions
 	bufs  bufPool
-	regs  *regCache
 	mu    sync.Mutex
 	conns map[*ServerConn]struct{}
 	done  bool
@@ -138,7 +143,6 @@ func Listen(ctx context.Context, dev verbs.Device, addr string, opts *ServerOpti
 	}
 	l := &Listener{dev: dev, ln: ln, pd: pd, opts: o, conns: make(map[*ServerConn]struct{})}
 	l.bufs.pd = pd
-	l.regs = newRegCache(pd)
 	return l, nil
 }
 
@@ -163,7 +167,6 @@ func (l *Listener) Close() error {
 		c.Close()
 	}
 	l.bufs.close()
-	l.regs.close()
 	l.pd.Close()
 	return err
 }
@@ -211,10 +214,13 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 	}
 	perConn := o.Credits.Config().PerConn
 	nrecv := perConn + o.ExtraRecvs
+	callRecvs := min(initialCallRecvs, perConn)
 	ep, err := newEndpoint(l.pd, l.dev, endpointConfig{
-		recvSize: o.InlineRecv, nrecv: nrecv,
+		recvSize: o.InlineRecv, nrecv: nrecv, initRecv: callRecvs + o.ExtraRecvs,
 		sendSize: o.InlineSend, nsend: nrecv,
-		sqDepth: 4*nrecv + 64, maxSendSGE: 2,
+		// A reply takes a Send and usually one RDMA Write; the RDMA Reads of calls
+		// being pulled are bounded by ORD. More work requests wait for a slot.
+		sqDepth: 2*nrecv + o.ORD, maxSendSGE: 2,
 	})
 	if err != nil {
 		cr.Reject(nil)
@@ -233,7 +239,8 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 	}
 	sc := &ServerConn{
 		l: l, ep: ep, peer: peer,
-		cred:       o.Credits.Open(),
+		cred:       o.Credits.OpenWithReceives(callRecvs),
+		callRecvs:  callRecvs,
 		inlineSend: min(o.InlineSend, peer.RecvSize),
 		ord:        max(min(info.ORD, ord), 0),
 		recvq:      make(chan int, nrecv),
@@ -243,6 +250,7 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 		ready:      make(chan *srvCall, nrecv),
 		pullq:      make(chan pullJob, nrecv),
 	}
+	sc.regs.pd = l.pd
 	sc.reads = credits.NewWindow(max(sc.ord, 1))
 	sc.reads.Update(uint32(max(sc.ord, 1)))
 	sc.ctx, sc.cancel = context.WithCancel(context.Background())
@@ -266,10 +274,12 @@ type ServerConn struct {
 	ep         *endpoint
 	peer       ConnPrivate
 	cred       *credits.Conn
+	regs       regCache // reply payloads registered for RDMA Write (its own, so connections never wait for each other)
 	inlineSend int
 	ord        int // RDMA Reads in flight at most; 0: the client allows none
 	remote     net.Addr
 
+	callRecvs int      // receives posted for calls (beyond ExtraRecvs); guarded by mu
 	recvq     chan int // received messages, by receive buffer index
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -312,11 +322,9 @@ type srvCall struct {
 	sendIdx int
 	sqHeld  bool
 	// reply state
-	wr    verbs.SendWR
-	sge   [1]verbs.SGE
-	out   Header
-	regs  []*reg
-	fills []chunks.WriteChunk
+	out  Header
+	regs []*reg
+	wrs  []rdmaWR // the reply's RDMA Writes
 }
 
 // Limits returns the connection's limits: InlineSend is the largest reply sent inline
@@ -369,6 +377,7 @@ func (sc *ServerConn) Close() error {
 		sc.cancel()
 		sc.reads.Close()
 		sc.ep.teardown()
+		sc.regs.close()
 		sc.cred.Close()
 		sc.mu.Lock()
 		for xid, d := range sc.dones {

@@ -69,6 +69,9 @@ func (sc *ServerConn) receiveInline(idx, n int, deliver func(*oncrpc.ServerCall,
 		go sc.Close()
 		return true
 	}
+	if n := sc.cred.Grow(); n > 0 {
+		sc.growRecvs(n)
+	}
 	c.msgp = h.Proc == ProcMsgP
 	c.call.Msg = oncrpc.Message{Inline: body}
 	inline := len(h.WriteList) == 0 && len(h.ReplyChunk) == 0 && sc.reserve(c)
@@ -95,7 +98,7 @@ func (sc *ServerConn) answerOverrun(c *srvCall) {
 	}
 	idx := c.sendIdx
 	c.sendIdx, c.sqHeld = -1, false
-	b := AppendErrChunk(sc.ep.sendBufAt(idx)[:0], xid, Version1, grant)
+	b := AppendErrChunk(sc.ep.sendBuf(idx)[:0], xid, Version1, grant)
 	if tr := sc.l.opts.Trace; tr != nil {
 		tr(true, b)
 	}
@@ -111,12 +114,20 @@ func (sc *ServerConn) postError(ctx context.Context, idx int, b []byte) {
 	sc.ep.postSendBuf(ctx, idx, len(b), verbs.OpSend, 0, nil)
 }
 
-// reserve takes a send buffer and a send-queue slot for c's reply if both are free now.
+// reserve takes a send buffer and a send-queue slot for c's reply if both are free now
+// (growing the send pool, which registers memory but waits for nothing, if it may).
 func (sc *ServerConn) reserve(c *srvCall) bool {
 	select {
 	case c.sendIdx = <-sc.ep.sendFree:
 	default:
-		return false
+		if !sc.ep.growSend() {
+			return false
+		}
+		select {
+		case c.sendIdx = <-sc.ep.sendFree:
+		default:
+			return false
+		}
 	}
 	select {
 	case <-sc.ep.sq:
@@ -162,6 +173,21 @@ func (sc *ServerConn) ServeCalls(ctx context.Context, deliver func(call *oncrpc.
 		}
 		deliver(call, false)
 	}
+}
+
+// growRecvs posts receives for up to n calls, so that the grants can follow a client
+// that uses its credits. A failure leaves the grants where they are.
+func (sc *ServerConn) growRecvs(n int) {
+	total, err := sc.ep.growRecv(n + sc.l.opts.ExtraRecvs)
+	if err != nil {
+		sc.l.opts.Logger.Debug("cannot post more receives", "remote", sc.remote, "posted", total, "err", err)
+	}
+	sc.mu.Lock() // the receive loop and the completion context both grow
+	if calls := total - sc.l.opts.ExtraRecvs; calls > sc.callRecvs {
+		sc.callRecvs = calls
+		sc.cred.SetReceives(calls)
+	}
+	sc.mu.Unlock()
 }
 
 // repost returns receive buffer idx to the receive queue.
@@ -307,6 +333,9 @@ func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
 	case credits.Disconnect:
 		sc.putCall(c)
 		return nil, fmt.Errorf("rpcrdma: %v: %w", sc.remote, credits.ErrOverrun)
+	}
+	if n := sc.cred.Grow(); n > 0 {
+		sc.growRecvs(n)
 	}
 
 	if len(grouped) == 0 {

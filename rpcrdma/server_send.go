@@ -8,11 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
-	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
-	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // sendError answers xid with RDMA_ERROR (plain Send, never remote invalidation).
@@ -32,10 +31,6 @@ func (sc *ServerConn) sendError(ctx context.Context, code ErrCode, xid uint32) {
 	}
 	sc.ep.postSendBuf(ctx, idx, len(b), verbs.OpSend, 0, nil)
 }
-
-// errReplyTooLarge is returned by WriteReply when the reply fits neither inline nor the
-// client's reply chunk; the client is sent ERR_CHUNK (RFC 8166 §4.5.3).
-var errReplyTooLarge = errors.New("rpcrdma: reply too large for what the client offered")
 
 // WriteReply sends reply for call: payloads into the client's write chunks (the i-th
 // payload into the i-th write chunk) by RDMA Write, the rest inline or, when too long,
@@ -64,7 +59,7 @@ func (sc *ServerConn) WriteReply(call *oncrpc.ServerCall, reply *oncrpc.Message)
 	err := sc.writeReply(c, reply)
 	sc.finishCall(c)
 	for i, g := range c.regs {
-		sc.l.regs.release(g)
+		sc.regs.release(g)
 		c.regs[i] = nil
 	}
 	c.regs = c.regs[:0]
@@ -104,218 +99,190 @@ func (sc *ServerConn) releaseBuffers(c *srvCall) {
 	}
 }
 
+// writeReply plans the reply (planReply) and executes the plan: it registers the
+// payloads placed in write chunks, builds the RDMA Writes (payloads, or the stream into
+// the reply chunk), encodes the header (and inline stream) into a send buffer, and
+// posts the Writes and the Send. Whatever fails, one cleanup path gives back the send
+// buffer and the stream buffer and waits until nothing posted can touch memory any
+// more; the caller releases the registrations.
 func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
-	ctx := context.Background()
-	in := &c.h
-	out := &c.out
+	in, out := &c.h, &c.out
 	out.Reset()
-	out.XID, out.Vers, out.Credits, out.Proc = in.XID, Version1, sc.cred.Grant(), ProcMsg
-	w := sc.ep.newWaiter()
-
-	// Payloads into write chunks.
-	placed := uint64(0) // bitmap of payloads placed (first 64)
-	c.fills = c.fills[:0]
+	out.XID, out.Vers, out.Credits = in.XID, Version1, sc.cred.Grant()
+	sc.mu.Lock()
+	lim := replyLimits{inline: min(sc.inlineSend, sc.ep.sendSize), msgp: c.msgp, readChunks: sc.l.opts.ReplyReadChunks}
+	sc.mu.Unlock()
+	p, err := planReply(out, in, reply, &lim)
+	if err != nil {
+		return fmt.Errorf("rpcrdma: xid %#08x: %w", in.XID, err)
+	}
 	for i := range in.WriteList {
-		n := len(c.fills)
-		if n < cap(c.fills) {
-			c.fills = c.fills[:n+1]
-		} else {
-			c.fills = append(c.fills, nil)
+		if p.tooLong&(1<<i) != 0 {
+			sc.l.opts.Logger.Debug("payload larger than its write chunk; sending it inline", "xid", in.XID, "chunk", i, "len", len(reply.Payloads[i].Data))
 		}
-		var data []byte
-		if i < len(reply.Payloads) && i < 64 {
-			data = reply.Payloads[i].Data
-		}
-		if data == nil || uint64(len(data)) > in.WriteList[i].Length() {
-			if data != nil {
-				sc.l.opts.Logger.Debug("payload larger than its write chunk; sending it inline", "xid", in.XID, "chunk", i, "len", len(data))
-			}
-			c.fills[n], _ = chunks.Fill(c.fills[n][:0], in.WriteList[i], 0)
+	}
+	x := replyExec{idx: -1, w: sc.ep.newWaiter()}
+	err = sc.execReply(c, reply, &p, &x)
+	if x.idx >= 0 {
+		sc.ep.putSendBuf(x.idx)
+	}
+	if werr := sc.ep.wait(context.Background(), x.w); err == nil && werr != nil {
+		err = fmt.Errorf("rpcrdma: xid %#08x: %s: %w", in.XID, x.stage, werr)
+	}
+	if x.big != nil {
+		sc.l.bufs.put(x.big)
+	}
+	return err
+}
+
+// replyExec is what executing a reply plan holds, for writeReply's cleanup.
+type replyExec struct {
+	idx   int     // send buffer taken and not posted, or -1
+	big   *bigBuf // stream buffer to give back (not one kept until RDMA_DONE)
+	w     *waiter // every work request posted
+	stage string  // what the work requests on w were, for errors
+}
+
+// execReply executes plan p for call c (see writeReply).
+func (sc *ServerConn) execReply(c *srvCall, reply *oncrpc.Message, p *replyPlan, x *replyExec) error {
+	ctx := context.Background()
+	in, out := &c.h, &c.out
+	// RDMA Writes: the placed payloads, then the stream into the reply chunk.
+	c.wrs = c.wrs[:0]
+	aliased := false // a placed payload lies in the call's own memory
+	for i := range in.WriteList {
+		if p.placed&(1<<i) == 0 || len(reply.Payloads[i].Data) == 0 {
 			continue
 		}
-		if len(data) > 0 {
-			g, err := sc.l.regs.register(data, 0)
-			if err != nil {
-				sc.ep.wait(ctx, w)
-				return fmt.Errorf("rpcrdma: xid %#08x: register payload: %w", in.XID, err)
-			}
-			c.regs = append(c.regs, g)
-			mr := g.mr
-			if err := sc.ep.writeChunk(ctx, w, &c.wr, &c.sge, mr, 0, len(data), in.WriteList[i]); err != nil {
-				sc.ep.wait(ctx, w)
-				return fmt.Errorf("rpcrdma: xid %#08x: write chunk %d: %w", in.XID, i, err)
-			}
+		data := reply.Payloads[i].Data
+		g, err := sc.regs.register(data, 0)
+		if err != nil {
+			return fmt.Errorf("rpcrdma: xid %#08x: register payload: %w", in.XID, err)
 		}
-		c.fills[n], _ = chunks.Fill(c.fills[n][:0], in.WriteList[i], uint64(len(data)))
-		placed |= 1 << i
-	}
-	out.WriteList = append(out.WriteList[:0], c.fills...)
-
-	// The rest of the reply stream: inline with unplaced payloads put back.
-	streamLen := len(reply.Inline)
-	for i, p := range reply.Payloads {
-		if i >= 64 || placed&(1<<i) == 0 {
-			streamLen += xdr.RoundUp(len(p.Data))
+		c.regs = append(c.regs, g)
+		if c.wrs, err = appendWrites(c.wrs, g.mr, 0, len(data), in.WriteList[i]); err != nil {
+			return fmt.Errorf("rpcrdma: xid %#08x: write chunk %d: %w", in.XID, i, err)
 		}
-	}
-	idx, buf, err := sc.takeSendBuf(ctx, c)
-	if err != nil {
-		sc.ep.wait(ctx, w)
-		return err
-	}
-	sc.mu.Lock()
-	limit := min(sc.inlineSend, len(buf))
-	sc.mu.Unlock()
-	// RDMA_MSGP only for a client that sent RDMA_MSGP, for replies of at least its
-	// rdma_thresh, and only when the padded reply still fits inline.
-	msgp, pad := c.msgp && streamLen >= int(in.Thresh), 0
-	if msgp {
-		pad = msgpPad(out.Size()+8, in.Align)
-		if out.Size()+8+pad+streamLen > limit {
-			msgp, pad = false, 0
-		}
-	}
-	hdrSize := out.Size()
-	if msgp {
-		hdrSize += 8
+		aliased = aliased || sc.inCallMemory(c, data)
 	}
 	op, inv := sc.invalidate(c)
-	var b []byte
-	switch {
-	case hdrSize+pad+streamLen <= limit:
-		if msgp {
-			out.Proc, out.Align, out.Thresh = ProcMsgP, in.Align, in.Thresh
+	switch p.path {
+	case pathReplyChunk, pathReadChunk:
+		big, err := sc.l.bufs.get(p.stream, 0)
+		if err != nil {
+			return err
 		}
-		b, err = out.Append(buf[:0])
-		if err == nil {
-			b = append(b, zeroPad[:pad]...)
-			b = appendStream(b, reply, placed)
+		x.big = big
+		appendStream(big.mr.Buf()[:0], reply, p.placed)
+		if p.path == pathReplyChunk {
+			if c.wrs, err = appendWrites(c.wrs, big.mr, 0, p.stream, in.ReplyChunk); err != nil {
+				return fmt.Errorf("rpcrdma: xid %#08x: reply chunk: %w", in.XID, err)
+			}
+			break
 		}
-	case len(in.ReplyChunk) > 0 && uint64(streamLen) <= in.ReplyChunk.Length():
-		big, gerr := sc.l.bufs.get(streamLen, 0)
-		if gerr != nil {
-			sc.ep.putSendBuf(idx)
-			sc.ep.wait(ctx, w)
-			return gerr
+		if err := big.mr.Reregister(verbs.AccessRemoteRead); err != nil {
+			return fmt.Errorf("rpcrdma: xid %#08x: register reply read chunk: %w", in.XID, err)
 		}
-		defer sc.l.bufs.put(big)
-		appendStream(big.mr.Buf()[:0], reply, placed)
-		if err := sc.ep.writeChunk(ctx, w, &c.wr, &c.sge, big.mr, 0, streamLen, in.ReplyChunk); err != nil {
-			sc.ep.putSendBuf(idx)
-			sc.ep.wait(ctx, w)
-			return fmt.Errorf("rpcrdma: xid %#08x: reply chunk: %w", in.XID, err)
-		}
-		out.Proc = ProcNoMsg
-		out.ReplyChunk, _ = chunks.Fill(out.ReplyChunk[:0], in.ReplyChunk, uint64(streamLen))
-		b, err = out.Append(buf[:0])
-	case sc.l.opts.ReplyReadChunks:
-		big, gerr := sc.l.bufs.get(streamLen, 0)
-		if gerr != nil {
-			sc.ep.putSendBuf(idx)
-			sc.ep.wait(ctx, w)
-			return gerr
-		}
-		appendStream(big.mr.Buf()[:0], reply, placed)
-		if rerr := big.mr.Reregister(verbs.AccessRemoteRead); rerr != nil {
-			sc.l.bufs.put(big)
-			sc.ep.putSendBuf(idx)
-			sc.ep.wait(ctx, w)
-			return fmt.Errorf("rpcrdma: xid %#08x: register reply read chunk: %w", in.XID, rerr)
-		}
-		out.Proc = ProcNoMsg
-		out.ReadList = append(out.ReadList[:0], chunks.ReadSegment{Position: 0, Segment: segmentOf(big.mr, streamLen)})
+		out.ReadList[0].Segment = segmentOf(big.mr, p.stream)
 		sc.keepUntilDone(in.XID, big)
-		b, err = out.Append(buf[:0])
-		op = verbs.OpSend // the client must keep its own STags for nothing; no invalidation ambiguity
-		inv = 0
-	default:
-		sc.ep.putSendBuf(idx)
-		sc.ep.wait(ctx, w)
-		return fmt.Errorf("rpcrdma: xid %#08x: %d-byte reply, inline limit %d, reply chunk %d: %w",
-			in.XID, streamLen, limit, in.ReplyChunk.Length(), errReplyTooLarge)
+		x.big = nil
+		op, inv = verbs.OpSend, 0 // the client must keep its own STags for nothing; no invalidation ambiguity
 	}
+
+	idx, buf, err := sc.takeSendBuf(ctx, c)
 	if err != nil {
-		sc.ep.putSendBuf(idx)
-		sc.ep.wait(ctx, w)
+		return err
+	}
+	x.idx = idx
+	b, err := out.Append(buf[:0])
+	if err != nil {
 		return fmt.Errorf("rpcrdma: xid %#08x: encode reply header: %w", in.XID, err)
+	}
+	if p.path == pathInline {
+		b = append(b, zeroPad[:p.pad]...)
+		b = appendStream(b, reply, p.placed)
 	}
 	if tr := sc.l.opts.Trace; tr != nil {
 		tr(true, b)
 	}
-	// The reply no longer needs the call's memory once its RDMA Writes have been
-	// transmitted (the header and inline part are in the send buffer already).
-	if err := sc.ep.wait(ctx, w); err != nil {
-		sc.ep.putSendBuf(idx)
-		return fmt.Errorf("rpcrdma: xid %#08x: write chunks: %w", in.XID, err)
+
+	// The call's memory (receive or reassembly buffer) and credit are released before
+	// the Send is posted: the client may send its next call as soon as the reply
+	// arrives, and that call must find a posted receive and a free credit. When a
+	// payload being written lies in that memory, the Writes go first and are waited for.
+	if len(c.wrs)+1 > sc.ep.maxChain() || aliased {
+		x.stage = "write chunks"
+		for wrs := c.wrs; len(wrs) > 0; {
+			n := min(len(wrs), sc.ep.maxChain())
+			if err := sc.ep.postChain(ctx, wrs[:n], -1, 0, 0, 0, 0, x.w); err != nil {
+				return fmt.Errorf("rpcrdma: xid %#08x: write chunks: %w", in.XID, err)
+			}
+			wrs = wrs[n:]
+		}
+		if err := sc.ep.wait(ctx, x.w); err != nil {
+			x.w = sc.ep.newWaiter()
+			return fmt.Errorf("rpcrdma: xid %#08x: write chunks: %w", in.XID, err)
+		}
+		x.w = sc.ep.newWaiter()
+		c.wrs = c.wrs[:0]
 	}
 	sc.finishCall(c)
-	// The reply is in the send buffer, which returns to its pool when the Send
-	// completes: nothing here waits for that (a failed Send fails the connection).
-	if c.sqHeld {
-		c.sqHeld = false
-		return sc.ep.postSendBufHeld(idx, len(b), op, inv, nil)
+	x.stage = "send reply"
+	x.idx = -1 // posted (or given back) below, whatever happens
+	// A lone Send: the reply is in the send buffer, which returns to its pool when
+	// the Send completes. Nothing waits for that (a failed Send fails the
+	// connection), so a reply sent from the completion context (a call delivered
+	// inline, which holds a send-queue slot) never waits for anything.
+	w, held := x.w, 0
+	if len(c.wrs) == 0 {
+		w = nil
 	}
-	return sc.ep.postSendBuf(ctx, idx, len(b), op, inv, nil)
+	if c.sqHeld {
+		c.sqHeld, held = false, 1
+	}
+	if err := sc.ep.postChain(ctx, c.wrs, idx, len(b), op, inv, held, w); err != nil {
+		return fmt.Errorf("rpcrdma: xid %#08x: send reply: %w", in.XID, err)
+	}
+	return nil
 }
 
 // takeSendBuf returns the send buffer reserved for c, or waits for a free one.
 func (sc *ServerConn) takeSendBuf(ctx context.Context, c *srvCall) (int, []byte, error) {
 	if i := c.sendIdx; i >= 0 {
 		c.sendIdx = -1
-		return i, sc.ep.sendBufAt(i), nil
+		return i, sc.ep.sendBuf(i), nil
 	}
 	return sc.ep.getSendBuf(ctx)
 }
 
-// appendStream appends the reply stream with the payloads not in placed put back in
-// their places (data and XDR pad).
-func appendStream(b []byte, m *oncrpc.Message, placed uint64) []byte {
-	off := 0 // offset in m.Inline
-	pos := 0 // logical position
-	for i, p := range m.Payloads {
-		// Inline bytes up to this payload's data.
-		n := p.Pos - pos
-		b = append(b, m.Inline[off:off+n]...)
-		off += n
-		pos = p.Pos + xdr.RoundUp(len(p.Data))
-		if i < 64 && placed&(1<<i) != 0 {
-			continue
-		}
-		b = append(b, p.Data...)
-		b = append(b, make([]byte, xdr.PadLen(len(p.Data)))...)
+// inCallMemory reports whether b lies (partly) in memory call c holds: its receive
+// buffer or its reassembly buffer.
+func (sc *ServerConn) inCallMemory(c *srvCall, b []byte) bool {
+	if c.recvIdx >= 0 && overlaps(b, sc.ep.recvBuf(c.recvIdx)) {
+		return true
 	}
-	return append(b, m.Inline[off:]...)
+	return c.big != nil && overlaps(b, c.big.mr.Buf())
+}
+
+// overlaps reports whether a and b share memory.
+func overlaps(a, b []byte) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	pa, pb := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return pa < pb+uintptr(len(b)) && pb < pa+uintptr(len(a))
 }
 
 // invalidate chooses Send With Invalidate: when the client allows it and the call's
-// chunks name exactly one distinct STag (Linux svc_rdma_get_inv_rkey).
+// chunks name exactly one distinct STag (invalidateSTag).
 func (sc *ServerConn) invalidate(c *srvCall) (verbs.SendOp, uint32) {
 	if !sc.peer.SendInvOK || sc.l.opts.NoSendInvalidate {
 		return verbs.OpSend, 0
 	}
-	var stag uint32
-	n := 0
-	see := func(s uint32) {
-		if n == 0 || s != stag {
-			stag = s
-			n++
-		}
+	if stag, ok := invalidateSTag(&c.h); ok {
+		return verbs.OpSendInv, stag
 	}
-	for _, rs := range c.h.ReadList {
-		see(rs.Handle)
-	}
-	for _, wc := range c.h.WriteList {
-		for _, s := range wc {
-			see(s.Handle)
-		}
-	}
-	for _, s := range c.h.ReplyChunk {
-		see(s.Handle)
-	}
-	if n != 1 {
-		return verbs.OpSend, 0
-	}
-	return verbs.OpSendInv, stag
+	return verbs.OpSend, 0
 }
 
 // doneEntry is a reply kept registered as read chunks until RDMA_DONE or a timeout.
@@ -341,6 +308,8 @@ func (sc *ServerConn) keepUntilDone(xid uint32, big *bigBuf) {
 	d.timer = time.AfterFunc(sc.l.opts.DoneTimeout, func() {
 		sc.mu.Lock()
 		if sc.dones[xid] == d {
+			// Revoked before the entry goes: once it is gone, nothing can read it.
+			d.big.mr.Invalidate()
 			delete(sc.dones, xid)
 			sc.mu.Unlock()
 			sc.l.opts.Logger.Debug("RDMA_DONE timeout; reply read chunks reclaimed", "xid", xid)
