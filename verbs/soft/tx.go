@@ -447,9 +447,5 @@ func (q *queuePair) postInline(wq *sendWQE) {
 	}
 	// Wake the writer only if it has something to do: a parked writer with
 	// nothing to do stays parked, so the next post can go inline too.
-	// (The unconditional Signal this replaces woke the idle writer for
-	// nothing after every inline send: a goroutine wake-up per message.)
-	if !q.writerIdle || q.w.resume != nil || q.sqSent < q.sqTail || q.irqHead < q.irqTail || q.kickDue || q.state != verbs.StateRTS {
-		q.cond.Signal()
-	}
+	q.cond.Signal()
 }
