@@ -1,0 +1,109 @@
+package soft
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+)
+
+// Idle-connection memory: what one connected, idle queue pair costs in Go
+// heap and goroutine stacks. The queue sizes are those rpcrdma's server uses
+// with its default 64 credits (receive queue 72, send queue 4*72+64, two
+// send SGEs), so the figure is the provider's share of an idle NFS-over-RDMA
+// connection.
+//
+//	go test -run '^$' -bench IdleConn -benchtime 64x ./verbs/soft
+
+const (
+	idleRecvWR = 72
+	idleSendWR = 4*idleRecvWR + 64
+)
+
+// idleConnMemory opens n connected pairs of queue pairs over 127.0.0.1, lets
+// them go idle, and returns the heap and stack bytes per queue pair (each
+// pair is two: one per side), measured after a GC. The connections are
+// closed by the returned function.
+func idleConnMemory(tb testing.TB, n int) (heap, stack float64, cleanup func()) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sdev, cdev := New(Config{SiwKick: -1}), New(Config{SiwKick: -1})
+	ln, err := sdev.Listen(ctx, "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	spd, err := sdev.AllocPD()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cpd, err := cdev.AllocPD()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var closers []func()
+	cleanup = func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	newQP := func(d *Device, pd verbs.PD) verbs.QP {
+		cq, err := d.CreateCQ(idleRecvWR + idleSendWR + 16)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		qp, err := pd.CreateQP(verbs.QPConfig{SendCQ: cq, RecvCQ: cq, MaxSendWR: idleSendWR, MaxRecvWR: idleRecvWR, MaxSendSGE: 2, MaxRecvSGE: 1})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		closers = append(closers, func() { qp.Close(); cq.Close() })
+		return qp
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := 0; i < n; i++ {
+		sqp, cqp := newQP(sdev, spd), newQP(cdev, cpd)
+		errc := make(chan error, 1)
+		go func() {
+			cr, err := ln.Accept(ctx)
+			if err == nil {
+				_, err = cr.Accept(ctx, sqp, verbs.ConnParams{})
+			}
+			errc <- err
+		}()
+		if _, err := cdev.Dial(ctx, ln.Addr().String(), cqp, verbs.ConnParams{}); err != nil {
+			cleanup()
+			tb.Fatal(err)
+		}
+		if err := <-errc; err != nil {
+			cleanup()
+			tb.Fatal(err)
+		}
+	}
+	// Let every connection goroutine reach its idle wait (the RTR frame has
+	// been exchanged and both writers are parked).
+	for i := 0; i < 3; i++ {
+		time.Sleep(50 * time.Millisecond)
+		runtime.GC()
+	}
+	runtime.ReadMemStats(&after)
+	qps := float64(2 * n)
+	heap = (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / qps
+	stack = (float64(after.StackInuse) - float64(before.StackInuse)) / qps
+	return heap, stack, cleanup
+}
+
+// BenchmarkIdleConn reports the memory of an idle connection per queue pair
+// (b.N connections, two queue pairs each): heap-B/qp and stack-B/qp.
+func BenchmarkIdleConn(b *testing.B) {
+	heap, stack, cleanup := idleConnMemory(b, b.N)
+	defer cleanup()
+	b.ReportMetric(heap, "heap-B/qp")
+	b.ReportMetric(stack, "stack-B/qp")
+	b.ReportMetric(heap+stack, "B/qp")
+	b.ReportMetric(0, "ns/op")
+}
