@@ -10,8 +10,13 @@ import (
 // Without Linux readiness-based I/O, peer accesses hold the region's lock
 // across the whole socket read or write.
 
-// rawTxState is unused without readiness-based I/O.
-type rawTxState struct{}
+// rawTxState and rawTxBuf are unused without readiness-based I/O.
+type (
+	rawTxState struct{}
+	rawTxBuf   struct{}
+)
+
+func newRawTxBuf() rawTxBuf { return rawTxBuf{} }
 
 func rawConnOf(net.Conn) syscall.RawConn { return nil }
 
