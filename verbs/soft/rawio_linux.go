@@ -82,6 +82,36 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 	return true
 }
 
+// rawFillStep is the RawConn.Read callback of fill: one read(2) into the
+// read-ahead buffer, up to r.fillLim. When nothing has arrived and nothing
+// is buffered, the buffer goes back to the pool before the wait, so an idle
+// connection holds none; it is taken again when the socket is readable.
+func (q *queuePair) rawFillStep(fd uintptr) bool {
+	r := &q.r
+	for {
+		if r.buf == nil {
+			r.buf = rxPool.Get().(*[rxReadAhead]byte)
+		}
+		n, err := syscall.Read(int(fd), r.buf[r.w:r.fillLim])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			if r.w == 0 {
+				r.release()
+			}
+			return false
+		case err != nil:
+			r.fillErr = err
+		case n == 0:
+			r.fillErr = io.EOF
+		default:
+			r.w += n
+		}
+		return true
+	}
+}
+
 // rawWriteStep is the RawConn.Write callback of writeGuarded.
 func (q *queuePair) rawWriteStep(fd uintptr) bool {
 	w := &q.w

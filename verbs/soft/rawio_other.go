@@ -21,6 +21,7 @@ func newRawTxBuf() rawTxBuf { return rawTxBuf{} }
 func rawConnOf(net.Conn) syscall.RawConn { return nil }
 
 func (q *queuePair) rawReadStep(fd uintptr) bool   { return true }
+func (q *queuePair) rawFillStep(fd uintptr) bool   { return true }
 func (q *queuePair) rawWriteStep(fd uintptr) bool  { return true }
 func (q *queuePair) rawTryStep(fd uintptr) bool    { return true }
 func (q *queuePair) rawFinishStep(fd uintptr) bool { return true }
