@@ -593,12 +593,19 @@ const inlineMax = 64 << 10
 // unsent work itself: the writer is parked with nothing to do and nothing
 // else waits, so the caller's goroutine owns the transmit side for one
 // non-blocking write of one batch: no Reads, at most inlineMax bytes, all
-// fitting one batch buffer. Caller holds mu.
+// fitting one batch buffer, not ending in an RDMA Write. Caller holds mu.
 func (q *queuePair) canInlineLocked(op verbs.SendOp, total int) bool {
 	if !q.writerIdle || q.txBusy || q.w.resume || q.kickDue || q.rawConn == nil || q.irqHead != q.irqTail {
 		return false
 	}
 	n := uint64(len(q.sq))
+	if q.sq[(q.sqTail-1)%n].op == verbs.OpWrite {
+		// An RDMA Write is (almost always) followed by the Send that
+		// tells the peer about it, as in an RPC reply: the writer, once
+		// woken, takes both into one write, or PostSend of the Send
+		// does if it comes first.
+		return false
+	}
 	var slab, pieces, bytes int
 	for i := q.sqSent; i < q.sqTail; i++ {
 		wq := &q.sq[i%n]
