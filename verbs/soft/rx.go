@@ -160,6 +160,7 @@ func (q *queuePair) readInto(dst []byte) error {
 			return nil
 		}
 		if len(dst) >= rxDirectMin {
+			r.release() // empty: a direct read needs no buffer
 			_, err := io.ReadFull(q.conn, dst)
 			return err
 		}
