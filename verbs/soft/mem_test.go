@@ -10,23 +10,19 @@ import (
 )
 
 // Idle-connection memory: what one connected, idle queue pair costs in Go
-// heap and goroutine stacks. The queue sizes are those rpcrdma's server uses
-// with its default 64 credits (receive queue 72, send queue 4*72+64, two
-// send SGEs), so the figure is the provider's share of an idle NFS-over-RDMA
-// connection.
+// heap and goroutine stacks. With the queue sizes rpcrdma's server uses with
+// its default 64 credits (receive queue 72, send queue 4*72+64, two send
+// SGEs) the figure is the provider's share of an idle NFS-over-RDMA
+// connection; with 16-entry queues it is mostly the connection itself.
 //
 //	go test -run '^$' -bench IdleConn -benchtime 64x ./verbs/soft
 
-const (
-	idleRecvWR = 72
-	idleSendWR = 4*idleRecvWR + 64
-)
 
 // idleConnMemory opens n connected pairs of queue pairs over 127.0.0.1, lets
 // them go idle, and returns the heap and stack bytes per queue pair (each
 // pair is two: one per side), measured after a GC. The connections are
 // closed by the returned function.
-func idleConnMemory(tb testing.TB, n int) (heap, stack float64, cleanup func()) {
+func idleConnMemory(tb testing.TB, n, sendWR, recvWR int) (heap, stack float64, cleanup func()) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -51,11 +47,11 @@ func idleConnMemory(tb testing.TB, n int) (heap, stack float64, cleanup func()) 
 		}
 	}
 	newQP := func(d *Device, pd verbs.PD) verbs.QP {
-		cq, err := d.CreateCQ(idleRecvWR + idleSendWR + 16)
+		cq, err := d.CreateCQ(recvWR + sendWR + 16)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		qp, err := pd.CreateQP(verbs.QPConfig{SendCQ: cq, RecvCQ: cq, MaxSendWR: idleSendWR, MaxRecvWR: idleRecvWR, MaxSendSGE: 2, MaxRecvSGE: 1})
+		qp, err := pd.CreateQP(verbs.QPConfig{SendCQ: cq, RecvCQ: cq, MaxSendWR: sendWR, MaxRecvWR: recvWR, MaxSendSGE: 2, MaxRecvSGE: 1})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -100,10 +96,17 @@ func idleConnMemory(tb testing.TB, n int) (heap, stack float64, cleanup func()) 
 // BenchmarkIdleConn reports the memory of an idle connection per queue pair
 // (b.N connections, two queue pairs each): heap-B/qp and stack-B/qp.
 func BenchmarkIdleConn(b *testing.B) {
-	heap, stack, cleanup := idleConnMemory(b, b.N)
-	defer cleanup()
-	b.ReportMetric(heap, "heap-B/qp")
-	b.ReportMetric(stack, "stack-B/qp")
-	b.ReportMetric(heap+stack, "B/qp")
-	b.ReportMetric(0, "ns/op")
+	for _, tc := range []struct {
+		name           string
+		sendWR, recvWR int
+	}{{"rpcrdma-server", 4*72 + 64, 72}, {"queues=16", 16, 16}} {
+		b.Run(tc.name, func(b *testing.B) {
+			heap, stack, cleanup := idleConnMemory(b, b.N, tc.sendWR, tc.recvWR)
+			defer cleanup()
+			b.ReportMetric(heap, "heap-B/qp")
+			b.ReportMetric(stack, "stack-B/qp")
+			b.ReportMetric(heap+stack, "B/qp")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
 }
