@@ -17,7 +17,6 @@ import (
 //
 //	go test -run '^$' -bench IdleConn -benchtime 64x ./verbs/soft
 
-
 // idleConnMemory opens n connected pairs of queue pairs over 127.0.0.1, lets
 // them go idle, and returns the heap and stack bytes per queue pair (each
 // pair is two: one per side), measured after a GC. The connections are

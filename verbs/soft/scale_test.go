@@ -69,7 +69,7 @@ type scalePair struct {
 	srvErr           chan error
 	stop             context.CancelFunc
 	srvCtx           context.Context
-	crecvSGE, rsSGE  [1]verbs.SGE
+	crecvSGE         [1]verbs.SGE
 	csendSGE, wsSGE  [1]verbs.SGE
 	ssendSGE, srsSGE [1]verbs.SGE
 }
