@@ -109,3 +109,61 @@ func BenchmarkIdleConn(b *testing.B) {
 		})
 	}
 }
+
+// buffersHeld reports whether qp holds a read-ahead or a batch buffer.
+func buffersHeld(qp verbs.QP) (rx, tx bool) {
+	q := qp.(*queuePair)
+	return q.r.held.Load(), q.w.held.Load()
+}
+
+// TestIdleConnHoldsNoBuffers checks that once traffic stops, neither side
+// of a connection keeps its read-ahead or transmit batch buffer: they go
+// back to the pools, so idle connections cost no buffer memory.
+func TestIdleConnHoldsNoBuffers(t *testing.T) {
+	const size = 4096
+	cfg := Config{SiwKick: -1}
+	var srvRecv verbs.RecvWR
+	cli, srv := connectPair(t, pairConfig{
+		client: cfg, server: cfg,
+		beforeAccept: func(e *endpoint) {
+			mr := e.reg(t, make([]byte, size), verbs.AccessLocalWrite)
+			srvRecv = verbs.RecvWR{ID: 1, SGL: []verbs.SGE{{MR: mr, Length: size}}}
+			if err := e.qp.PostRecv(&srvRecv); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+	src := cli.reg(t, make([]byte, 2*size), verbs.AccessLocalWrite)
+	remote := srv.reg(t, make([]byte, size), verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
+	// A Write and a Send (the server reads ahead), then a Read (the server
+	// answers with a Read Response, the client reads ahead).
+	if err := cli.qp.PostSend(&verbs.SendWR{ID: 2, Op: verbs.OpWrite, SGL: []verbs.SGE{{MR: src, Length: size}},
+		RemoteSTag: remote.RKey(), RemoteTO: remote.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.qp.PostSend(&verbs.SendWR{ID: 3, Op: verbs.OpSend, Flags: verbs.Signaled, SGL: []verbs.SGE{{MR: src, Length: 100}}}); err != nil {
+		t.Fatal(err)
+	}
+	cli.expect(t, 3, verbs.OpcodeSend, verbs.StatusSuccess)
+	srv.expect(t, 1, verbs.OpcodeRecv, verbs.StatusSuccess)
+	if err := cli.qp.PostSend(&verbs.SendWR{ID: 4, Op: verbs.OpRead, Flags: verbs.Signaled, SGL: []verbs.SGE{{MR: src, Offset: size, Length: size}},
+		RemoteSTag: remote.RKey(), RemoteTO: remote.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	cli.expect(t, 4, verbs.OpcodeRead, verbs.StatusSuccess)
+	// The connection goroutines give their buffers back as they go idle,
+	// a moment after the last completion.
+	for _, e := range []*endpoint{cli, srv} {
+		waitWriterIdle(t, e.qp)
+		for i := 0; ; i++ {
+			rx, tx := buffersHeld(e.qp)
+			if !rx && !tx {
+				break
+			}
+			if i == 10000 {
+				t.Fatalf("an idle queue pair still holds its read-ahead (%v) or batch (%v) buffer", rx, tx)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}

@@ -90,7 +90,7 @@ func (q *queuePair) rawFillStep(fd uintptr) bool {
 	r := &q.r
 	for {
 		if r.buf == nil {
-			r.buf = rxPool.Get().(*[rxReadAhead]byte)
+			r.take()
 		}
 		n, err := syscall.Read(int(fd), r.buf[r.w:r.fillLim])
 		switch {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs"
@@ -37,6 +38,7 @@ var errStop = errors.New("soft: reader stopped")
 // rxState is the reader goroutine's private state.
 type rxState struct {
 	buf   *[rxReadAhead]byte // nil when nothing is buffered (r == w == 0)
+	held  atomic.Bool        // buf != nil, for tests
 	r, w  int
 	large bool // the FPDU being read has rxDirectMin or more payload
 	// rawFillStep (as a method value, so calling it does not allocate),
@@ -96,11 +98,18 @@ func (r *rxState) consume(n int) {
 	}
 }
 
+// take gets a read-ahead buffer.
+func (r *rxState) take() {
+	r.buf = rxPool.Get().(*[rxReadAhead]byte)
+	r.held.Store(true)
+}
+
 // release returns the read-ahead buffer, which holds nothing unconsumed.
 func (r *rxState) release() {
 	if r.buf != nil {
 		rxPool.Put(r.buf)
 		r.buf = nil
+		r.held.Store(false)
 	}
 	r.r, r.w = 0, 0
 }
@@ -113,7 +122,7 @@ func (q *queuePair) fill(need int) error {
 		return nil
 	}
 	if r.buf == nil {
-		r.buf = rxPool.Get().(*[rxReadAhead]byte)
+		r.take()
 	}
 	if r.r > 0 {
 		r.w = copy(r.buf[:], r.buf[r.r:r.w])

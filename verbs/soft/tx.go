@@ -97,8 +97,9 @@ func msgCost(total, maxPay, nsge int) (slab, pieces int) {
 // txState is the transmit side's state: owned by the writer goroutine, or by
 // PostSend while txBusy is set (postInline).
 type txState struct {
-	buf *txBuf    // the batch being built or written; nil when idle
-	msn [3]uint32 // last MSN sent per untagged QN
+	buf  *txBuf      // the batch being built or written; nil when idle
+	held atomic.Bool // buf != nil, for tests
+	msn  [3]uint32   // last MSN sent per untagged QN
 	// inline: the batch is PostSend's (postInline) and may only be
 	// written without blocking.
 	inline bool
@@ -130,6 +131,7 @@ var errTxStopped = errors.New("soft: transmission stopped")
 // txBegin takes a batch buffer.
 func (q *queuePair) txBegin() {
 	q.w.buf = txPool.Get().(*txBuf)
+	q.w.held.Store(true)
 }
 
 // txEnd returns the batch buffer.
@@ -139,6 +141,7 @@ func (q *queuePair) txEnd() {
 	w.buf.reset()
 	txPool.Put(w.buf)
 	w.buf = nil
+	w.held.Store(false)
 }
 
 // flush writes the batch built so far and empties it.
