@@ -359,7 +359,7 @@ func (q *queuePair) transmitBatch(from, to uint64) error {
 // finishBatchLocked completes the transmitted Sends and Writes among
 // [from, to) in order (err: the socket failed). Caller holds mu.
 func (q *queuePair) finishBatchLocked(from, to uint64, err error) {
-	q.noteSentLocked(int(to - from))
+	q.noteSentNLocked(int(to - from))
 	if err != nil && err != errTxStopped {
 		q.failLocked(fmt.Errorf("%w: %w", verbs.ErrConnectionLost, err), nil)
 		return
@@ -443,9 +443,12 @@ func (q *queuePair) terminateLocal(code iwarp.TermCode, reason string, hdr []byt
 		Reason: fmt.Sprintf("%v: %s", code, reason)}, frame)
 }
 
-// noteSentLocked counts k sent messages and, after an initiator's first
+// noteSentLocked counts one sent message; see noteSentNLocked.
+func (q *queuePair) noteSentLocked() { q.noteSentNLocked(1) }
+
+// noteSentNLocked counts k sent messages and, after an initiator's first
 // batch, arms the SiwKick timer. Caller holds mu.
-func (q *queuePair) noteSentLocked(k int) {
+func (q *queuePair) noteSentNLocked(k int) {
 	first := q.sentMsgs == 0
 	q.sentMsgs += uint64(k)
 	if !first || k == 0 || q.responder || q.dev.cfg.SiwKick < 0 {
@@ -493,11 +496,11 @@ func (q *queuePair) writer() {
 	}
 	q.mu.Lock()
 	if q.rtrSend != RTRNone {
-		q.noteSentLocked(1)
+		q.noteSentLocked()
 	}
 	for {
 		if q.txBusy {
-			q.cond.Wait() // PostSend is writing a batch itself
+			q.cond.Wait() // PostSend is writing a message itself
 			continue
 		}
 		if q.state != verbs.StateRTS {
@@ -546,7 +549,7 @@ func (q *queuePair) writer() {
 			q.txBegin()
 			err = q.txFinish(q.emptyWrite())
 			q.mu.Lock()
-			q.noteSentLocked(1)
+			q.noteSentLocked()
 			if err != nil {
 				q.failLocked(fmt.Errorf("%w: %w", verbs.ErrConnectionLost, err), nil)
 			}
@@ -561,7 +564,7 @@ func (q *queuePair) writer() {
 			q.mu.Unlock()
 			err = q.sendReadResponse(&ir)
 			q.mu.Lock()
-			q.noteSentLocked(1)
+			q.noteSentLocked()
 			if err != nil {
 				q.failLocked(fmt.Errorf("%w: %w", verbs.ErrConnectionLost, err), nil)
 			}
@@ -649,5 +652,9 @@ func (q *queuePair) postInline(wq *sendWQE) {
 	}
 	// Wake the writer only if it has something to do: a parked writer with
 	// nothing to do stays parked, so the next post can go inline too.
-	q.cond.Signal()
+	// (An unconditional Signal would wake the idle writer for nothing
+	// after every inline send: a goroutine wake-up per message.)
+	if !q.writerIdle || q.w.resume || q.sqSent < q.sqTail || q.irqHead < q.irqTail || q.kickDue || q.state != verbs.StateRTS {
+		q.cond.Signal()
+	}
 }
