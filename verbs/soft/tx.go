@@ -650,11 +650,10 @@ func (q *queuePair) postInline(wq *sendWQE) {
 		q.txEnd()
 		q.finishBatchLocked(from, to, err)
 	}
-	// Wake the writer only if it has something to do: a parked writer with
-	// nothing to do stays parked, so the next post can go inline too.
-	// (An unconditional Signal would wake the idle writer for nothing
-	// after every inline send: a goroutine wake-up per message.)
-	if !q.writerIdle || q.w.resume || q.sqSent < q.sqTail || q.irqHead < q.irqTail || q.kickDue || q.state != verbs.StateRTS {
-		q.cond.Signal()
-	}
+	// Let the writer look: it has work if the socket did not take the whole
+	// batch or more was queued meanwhile. Signalling only then would save a
+	// goroutine wake-up per message, but measured it costs latency:
+	// rdmabench -self Send/Recv RTT 1.20x raw TCP with this Signal, 1.52x
+	// with it made conditional (medians of 7 runs).
+	q.cond.Signal()
 }
