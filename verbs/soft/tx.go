@@ -340,11 +340,12 @@ func (q *queuePair) claimLocked(inline bool) (from uint64) {
 	return from
 }
 
-// transmitBatch writes the claimed send-queue entries [from, to).
-func (q *queuePair) transmitBatch(from, to uint64) error {
-	n := uint64(len(q.sq))
+// transmitBatch writes the claimed send-queue entries [from, to) of sq, the
+// ring as claimLocked saw it (the ring field itself is read under mu only).
+func (q *queuePair) transmitBatch(sq []sendWQE, from, to uint64) error {
+	n := uint64(len(sq))
 	for i := from; i < to; i++ {
-		if err := q.appendWQE(&q.sq[i%n]); err != nil {
+		if err := q.appendWQE(&sq[i%n]); err != nil {
 			return err
 		}
 	}
@@ -367,8 +368,11 @@ func (q *queuePair) finishBatchLocked(from, to uint64, err error) {
 	if q.state != verbs.StateRTS {
 		return
 	}
+	// An RDMA Read at the start of the batch may have been answered and
+	// retired meanwhile, and its slot reused: only entries from sqHead on
+	// are still the batch's.
 	n := uint64(len(q.sq))
-	for i := from; i < to; i++ {
+	for i := max(from, q.sqHead); i < to; i++ {
 		if wq := &q.sq[i%n]; wq.op != verbs.OpRead {
 			wq.state, wq.status = wqeDone, verbs.StatusSuccess
 		}
@@ -571,7 +575,7 @@ func (q *queuePair) writer() {
 			continue
 		}
 		if q.sqSent < q.sqTail {
-			from := q.claimLocked(false)
+			from, sq := q.claimLocked(false), q.sq
 			to := q.sqSent
 			if from == to {
 				q.cond.Wait() // ORD reached: wait for a Read Response
@@ -579,7 +583,7 @@ func (q *queuePair) writer() {
 			}
 			q.mu.Unlock()
 			q.txBegin()
-			err = q.transmitBatch(from, to)
+			err = q.transmitBatch(sq, from, to)
 			q.txEnd()
 			q.mu.Lock()
 			q.finishBatchLocked(from, to, err)
@@ -632,12 +636,12 @@ func (q *queuePair) canInlineLocked(op verbs.SendOp, total int) bool {
 // anything else. Caller holds mu; it is released during the write.
 func (q *queuePair) postInline(wq *sendWQE) {
 	q.txBusy = true
-	from := q.claimLocked(true)
+	from, sq := q.claimLocked(true), q.sq
 	to := q.sqSent
 	q.mu.Unlock()
 	q.w.inline = true
 	q.txBegin()
-	err := q.transmitBatch(from, to)
+	err := q.transmitBatch(sq, from, to)
 	q.w.inline = false
 	partial := err == nil && q.w.unsent()
 	q.mu.Lock()
