@@ -58,4 +58,3 @@ func TestCQRingGrowsOnDemand(t *testing.T) {
 		t.Fatalf("Poll after overrun = %v, want CQOverrunError{Depth: %d}", err, depth)
 	}
 }
-
