@@ -102,9 +102,15 @@ type queuePair struct {
 	sqDepth                int
 	sqOver                 []sendWQE
 
-	// Receive queue.
+	// Receive queue: absolute counters; slot = counter % len(rq). It holds
+	// rqDepth (MaxRecvWR) receives; its ring starts small and doubles when a
+	// PostRecv finds it full (growRQLocked). The reader only reads the entry
+	// it is filling (rqHead), so the ring may move under it: the old ring is
+	// never written again, and the reader finds rqHead in the new one for the
+	// next message.
 	rq             []recvWQE
 	rqHead, rqTail uint64
+	rqDepth        int
 
 	// Outbound reads in flight (sq counters or rtrORQ), bounded by ord.
 	orq              []uint64
@@ -190,19 +196,16 @@ func (pd *protDomain) CreateQP(cfg verbs.QPConfig) (verbs.QP, error) {
 		state:   verbs.StateInit,
 		done:    make(chan struct{}),
 		sqDepth: cfg.MaxSendWR,
-		rq:      make([]recvWQE, cfg.MaxRecvWR),
+		rqDepth: cfg.MaxRecvWR,
 	}
 	q.cond.L = &q.mu
 	q.sq = q.newSQRing(min(cfg.MaxSendWR, sqInitRing))
-	rs := make([]lsge, cfg.MaxRecvWR*cfg.MaxRecvSGE)
-	for i := range q.rq {
-		q.rq[i].sgl = rs[i*cfg.MaxRecvSGE : i*cfg.MaxRecvSGE : (i+1)*cfg.MaxRecvSGE]
-	}
+	q.rq = q.newRQRing(min(cfg.MaxRecvWR, sqInitRing))
 	return q, nil
 }
 
-// sqInitRing is how many send work requests a new QP's ring holds before it
-// first grows.
+// sqInitRing is how many work requests a new QP's send and receive rings hold
+// before they first grow.
 const sqInitRing = 8
 
 // newSQRing allocates a send-queue ring of n entries with their SGE storage.
@@ -214,6 +217,31 @@ func (q *queuePair) newSQRing(n int) []sendWQE {
 		sq[i].sgl = ss[i*k : i*k : (i+1)*k]
 	}
 	return sq
+}
+
+// newRQRing allocates a receive-queue ring of n entries with their SGE storage.
+func (q *queuePair) newRQRing(n int) []recvWQE {
+	rq := make([]recvWQE, n)
+	k := q.maxRecvSGE
+	rs := make([]lsge, n*k)
+	for i := range rq {
+		rq[i].sgl = rs[i*k : i*k : (i+1)*k]
+	}
+	return rq
+}
+
+// growRQLocked moves the receive queue to a ring twice as large (at most
+// rqDepth). Caller holds mu.
+func (q *queuePair) growRQLocked() {
+	rq := q.newRQRing(min(2*len(q.rq), q.rqDepth))
+	old, on, nn := q.rq, uint64(len(q.rq)), uint64(len(rq))
+	for i := q.rqHead; i < q.rqTail; i++ {
+		d, o := &rq[i%nn], &old[i%on]
+		sgl := append(d.sgl[:0], o.sgl...)
+		*d = *o
+		d.sgl = sgl
+	}
+	q.rq = rq
 }
 
 // growSQLocked moves the send queue to a ring that holds its entries, those
@@ -458,7 +486,10 @@ func (q *queuePair) postRecvLocked(wr *verbs.RecvWR) error {
 		return nil
 	}
 	if q.rqTail-q.rqHead == uint64(len(q.rq)) {
-		return fmt.Errorf("soft: PostRecv: %w (%d outstanding)", verbs.ErrQueueFull, len(q.rq))
+		if len(q.rq) == q.rqDepth {
+			return fmt.Errorf("soft: PostRecv: %w (%d outstanding)", verbs.ErrQueueFull, len(q.rq))
+		}
+		q.growRQLocked()
 	}
 	r := &q.rq[q.rqTail%uint64(len(q.rq))]
 	sgl, total, err := q.resolveSGL(r.sgl[:0], wr.SGL, verbs.AccessLocalWrite, "PostRecv")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/bits"
 	"testing"
 
@@ -357,5 +358,60 @@ func TestSQGrowthUnderTraffic(t *testing.T) {
 	q.mu.Unlock()
 	if ring > depth+1 {
 		t.Fatalf("send ring grew to %d entries, beyond MaxSendWR+1 = %d", ring, depth+1)
+	}
+}
+
+// TestRQRingGrowsOnDemand: a QP's receive ring starts at sqInitRing entries,
+// grows when PostRecv finds it full, up to MaxRecvWR (ErrQueueFull beyond), and
+// may move while the reader is in the middle of a message: that message and the
+// ones after it land in the receives they were posted for, in order.
+func TestRQRingGrowsOnDemand(t *testing.T) {
+	const depth = 32
+	dev := New(Config{})
+	ln, err := dev.Listen(context.Background(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &serverUnderTest{endpoint: newEndpoint(t, dev, depth), ln: ln}
+	t.Cleanup(func() { s.qp.Close(); s.cq.Close(); ln.Close() })
+	q := s.qp.(*queuePair)
+	if len(q.rq) != sqInitRing {
+		t.Fatalf("new QP with MaxRecvWR %d holds a receive ring of %d entries, want %d", depth, len(q.rq), sqInitRing)
+	}
+	buf := make([]byte, depth*16)
+	mr := s.reg(t, buf, verbs.AccessLocalWrite)
+	postRecv := func(i int) error {
+		return s.qp.PostRecv(&verbs.RecvWR{ID: uint64(i), SGL: []verbs.SGE{{MR: mr, Offset: 16 * i, Length: 16}}})
+	}
+	if err := postRecv(0); err != nil {
+		t.Fatal(err)
+	}
+	p := s.connectRaw(t, false, verbs.ConnParams{})
+	// The first half of message 0, then the ring grows (and moves), then the rest.
+	p.send(iwarp.Header{Opcode: iwarp.OpSend, QN: 0, MSN: 1, MO: 0}, []byte("message "))
+	for i := 1; i < depth; i++ {
+		if err := postRecv(i); err != nil {
+			t.Fatalf("PostRecv %d: %v", i, err)
+		}
+	}
+	if err := postRecv(depth); !errors.Is(err, verbs.ErrQueueFull) {
+		t.Fatalf("receive beyond MaxRecvWR %d: %v, want ErrQueueFull", depth, err)
+	}
+	q.mu.Lock()
+	ring := len(q.rq)
+	q.mu.Unlock()
+	if ring != depth {
+		t.Fatalf("full receive queue: ring of %d entries, want %d", ring, depth)
+	}
+	p.send(iwarp.Header{Opcode: iwarp.OpSend, Last: true, QN: 0, MSN: 1, MO: 8}, []byte("00"))
+	p.msn[0] = 2
+	for i := 1; i < depth; i++ {
+		p.sendMsg(iwarp.OpSend, []byte(fmt.Sprintf("message %02d", i)), 0)
+	}
+	for i := 0; i < depth; i++ {
+		wc := s.expect(t, uint64(i), verbs.OpcodeRecv, verbs.StatusSuccess)
+		if got, want := string(buf[16*i:16*i+wc.ByteLen]), fmt.Sprintf("message %02d", i); got != want {
+			t.Fatalf("receive %d holds %q, want %q", i, got, want)
+		}
 	}
 }
