@@ -603,15 +603,8 @@ const flushGrace = 2 * time.Second
 // watch waits until the queue pair has failed or closed (or the CQ failed), then until
 // every posted work request has completed, and then closes stopped.
 func (e *endpoint) watch() {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-e.qp.Done():
-		case <-e.closing:
-		}
-		cancel()
-	}()
+	// close closes the queue pair, so its Done covers both ends.
+	ctx := doneCtx{e.qp.Done()}
 	// A CQ with a handler holds nothing: Wait returns only when it fails or ctx ends.
 	if err := e.cq.Wait(ctx); ctx.Err() == nil {
 		// The CQ failed: completions were lost, so the count cannot be trusted.
@@ -688,10 +681,31 @@ func (e *endpoint) waiterAt(i int) *waiter {
 	return e.waiters[i]
 }
 
-// close starts disconnecting: the watcher closes the queue pair and waits for the
-// flushed completions. It never blocks, so a receive handler may call it.
+// close starts disconnecting: it closes the queue pair (on a goroutine of its own:
+// closing may wait for the provider) and the watcher waits for the flushed
+// completions. It never blocks, so a receive handler may call it.
 func (e *endpoint) close() {
-	e.closeMu.Do(func() { close(e.closing) })
+	e.closeMu.Do(func() {
+		close(e.closing)
+		go e.qp.Close()
+	})
+}
+
+// doneCtx is a context that ends when done is closed: watch waits on the CQ until the
+// queue pair is done without a goroutine of its own to cancel a context (an idle
+// connection's memory is mostly goroutine stacks and buffers).
+type doneCtx struct{ done <-chan struct{} }
+
+func (c doneCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c doneCtx) Done() <-chan struct{}       { return c.done }
+func (c doneCtx) Value(any) any               { return nil }
+func (c doneCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return nil
+	}
 }
 
 // teardown closes the connection, waits until no completion can arrive (when the
