@@ -388,7 +388,7 @@ func BenchmarkServerArriveGrantDone(b *testing.B) {
 
 // TestServerGrantsFollowReceives: grants never exceed the receives a connection has
 // posted; Grow asks for more (doubling, up to what the policy grants) only once the
-// requester has been granted all of them and keeps at least half outstanding.
+// requester has been granted all of them and keeps more than half outstanding.
 func TestServerGrantsFollowReceives(t *testing.T) {
 	s := NewServer(Config{Total: 256, PerConn: 64, Policy: Fixed})
 	c := s.OpenWithReceives(4)
@@ -404,8 +404,12 @@ func TestServerGrantsFollowReceives(t *testing.T) {
 		t.Fatalf("Grow %d with 1 of 4 outstanding, want 0", n)
 	}
 	c.Arrive(64)
+	if n := c.Grow(); n != 0 {
+		t.Fatalf("Grow %d with 2 of 4 outstanding, want 0", n)
+	}
+	c.Arrive(64)
 	if n := c.Grow(); n != 8 {
-		t.Fatalf("Grow %d with 2 of 4 outstanding, want 8", n)
+		t.Fatalf("Grow %d with 3 of 4 outstanding, want 8", n)
 	}
 	// Until the transport reports the new receives, grants stay within the old ones.
 	if g := c.Grant(); g != 4 {
@@ -421,13 +425,14 @@ func TestServerGrantsFollowReceives(t *testing.T) {
 	if g := c.Grant(); g != 8 {
 		t.Fatalf("grant %d with 8 receives posted, want 8", g)
 	}
+	c.Arrive(64)
 	if n := c.Grow(); n != 16 {
-		t.Fatalf("Grow %d with 4 of 8 granted outstanding, want 16", n)
+		t.Fatalf("Grow %d with 6 of 8 granted outstanding, want 16", n)
 	}
 	for r := 16; r < 64; r *= 2 {
 		c.SetReceives(r)
 		c.Grant()
-		for c.Outstanding() < r/2 {
+		for c.Outstanding() <= r/2 {
 			c.Arrive(64)
 		}
 		if n := c.Grow(); n != min(2*r, 64) {
@@ -448,6 +453,7 @@ func TestServerGrantsFollowReceives(t *testing.T) {
 	defer d.Close()
 	d.Arrive(64)
 	d.Grant() // the reply to the first call grants the 4 posted receives
+	d.Arrive(64)
 	d.Arrive(64)
 	if n := d.Grow(); n != 8 {
 		t.Fatalf("FairShare of 8: Grow %d, want 8", n)

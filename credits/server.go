@@ -208,14 +208,15 @@ func (c *Conn) SetReceives(n int) {
 
 // Grow returns how many receives for calls the connection should have posted, when
 // that is more than it has: the requester has been granted all the posted receives and
-// is using them (at least half of them outstanding), and the policy would grant more.
+// is using them (more than half of them outstanding: a client that keeps exactly half
+// in flight has all it needs), and the policy would grant more.
 // It returns 0 when no growth is needed. The transport posts the receives, then calls
 // SetReceives. Growth at most doubles the receives at a time, and waits for the
 // requester to be granted (and to use) what it added before adding more.
 func (c *Conn) Grow() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if 2*c.outstanding < c.receives || c.receives > c.limit || c.receives >= c.s.cfg.PerConn {
+	if 2*c.outstanding <= c.receives || c.receives > c.limit || c.receives >= c.s.cfg.PerConn {
 		return 0
 	}
 	want := c.policyLocked()

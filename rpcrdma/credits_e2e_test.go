@@ -181,8 +181,10 @@ func TestOverrunningClientBesideWellBehaved(t *testing.T) {
 	ctx := tpCtx(t)
 	bad := dialRaw(t, env.ln.Addr().String(), linuxClientPrivate)
 	// The bad client has one credit (no reply yet) and sends 8 calls that block without
-	// waiting for answers. The first is accepted; the second overruns and its ERR_CHUNK
-	// grants 4 credits, so three more are accepted; the rest overrun.
+	// waiting for answers. The connection starts with 2 receives for calls: the first
+	// call is accepted; the second overruns and its ERR_CHUNK grants 2; the third is
+	// accepted, and with 2 of 2 outstanding the connection posts 4; the fourth overruns
+	// and its ERR_CHUNK grants 4, so two more are accepted; the rest overrun.
 	blockCall := func(xid uint32) []byte {
 		h := Header{XID: xid, Vers: 1, Credits: 100, Proc: ProcMsg}
 		m, _ := h.Append(nil)
@@ -194,13 +196,13 @@ func TestOverrunningClientBesideWellBehaved(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		<-b.arrived
 	}
-	for i := 0; i < 4; i++ {
+	for i, want := range []uint32{2, 4, 4, 4} {
 		h, _ := bad.recvHeader(t)
 		if h.Proc != ProcError || h.ErrCode != ErrCodeChunk {
 			t.Fatalf("overrun call answered %+v, want ERR_CHUNK", h)
 		}
-		if h.Credits != 4 {
-			t.Fatalf("ERR_CHUNK grants %d, want 4", h.Credits)
+		if h.Credits != want {
+			t.Fatalf("ERR_CHUNK %d grants %d, want %d", i, h.Credits, want)
 		}
 	}
 	// Meanwhile the good client works (its calls do not block).

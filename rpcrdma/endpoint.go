@@ -41,11 +41,11 @@ type endpoint struct {
 	info *verbs.ConnInfo
 	peer ConnPrivate
 
-	// Buffer i of a pool lives at recvSGE[i] / send[i] (its slab's MR and offset), set
-	// once when its slab is registered, before index i is first used.
+	// Buffer i of a pool lives at recv[i] / send[i] (its slab's MR and offset), set
+	// once when its slab is registered, before index i is first used; the slots are
+	// allocated with their slab, so an idle connection holds only the pointers.
 	recvSize int
-	recvWR   []verbs.RecvWR // len: the pool's maximum
-	recvSGE  []verbs.SGE    // Length: the buffer size, or the received length until taken
+	recv     []*recvSlot // len: the pool's maximum; nil beyond nRecv
 
 	sendSize int
 	sendFree chan int
@@ -139,8 +139,7 @@ func newEndpoint(pd verbs.PD, dev verbs.Device, cfg endpointConfig) (*endpoint, 
 	}
 	e.sendFree = make(chan int, cfg.nsend)
 	e.send = make([]*sendSlot, cfg.nsend)
-	e.recvWR = make([]verbs.RecvWR, cfg.nrecv)
-	e.recvSGE = make([]verbs.SGE, cfg.nrecv)
+	e.recv = make([]*recvSlot, cfg.nrecv)
 	if _, err := e.growRecv(min(max(cfg.initRecv, 1), cfg.nrecv)); err != nil {
 		e.destroy()
 		return nil, err
@@ -164,7 +163,7 @@ func (e *endpoint) registerSlab(n, size int, access verbs.Access) (verbs.MR, err
 func (e *endpoint) growRecv(total int) (int, error) {
 	e.bufMu.Lock()
 	first := e.nRecv
-	n := min(total, len(e.recvWR)) - first
+	n := min(total, len(e.recv)) - first
 	if n <= 0 {
 		e.bufMu.Unlock()
 		return first, nil
@@ -174,10 +173,12 @@ func (e *endpoint) growRecv(total int) (int, error) {
 		e.bufMu.Unlock()
 		return first, fmt.Errorf("rpcrdma: register %d receive buffers: %w", n, err)
 	}
-	for j := 0; j < n; j++ {
-		i := first + j
-		e.recvSGE[i] = verbs.SGE{MR: mr, Offset: j * e.recvSize, Length: e.recvSize}
-		e.recvWR[i] = verbs.RecvWR{ID: wrID(kindRecv, i, 0), SGL: e.recvSGE[i : i+1 : i+1]}
+	slots := make([]recvSlot, n)
+	for j := range slots {
+		i, sl := first+j, &slots[j]
+		sl.sge[0] = verbs.SGE{MR: mr, Offset: j * e.recvSize, Length: e.recvSize}
+		sl.wr = verbs.RecvWR{ID: wrID(kindRecv, i, 0), SGL: sl.sge[:]}
+		e.recv[i] = sl
 	}
 	e.nRecv += n
 	e.bufMu.Unlock()
@@ -218,6 +219,13 @@ func (e *endpoint) growSend() bool {
 // minSendSlab is the fewest send buffers registered at once.
 const minSendSlab = 1
 
+// recvSlot is one receive buffer and the work request that posts it. sge's Length is
+// the buffer size while posted, the received length until the message is taken.
+type recvSlot struct {
+	wr  verbs.RecvWR
+	sge [1]verbs.SGE
+}
+
 // sendSlot is one send buffer and the work request that sends it.
 type sendSlot struct {
 	base verbs.SGE    // the buffer: its slab's MR and offset
@@ -243,9 +251,16 @@ func (e *endpoint) start(info *verbs.ConnInfo, peer ConnPrivate, onRecv recvHand
 
 // recvBuf returns receive buffer idx.
 func (e *endpoint) recvBuf(idx int) []byte {
-	s := &e.recvSGE[idx]
+	s := &e.recv[idx].sge[0]
 	return s.MR.Buf()[s.Offset : s.Offset+e.recvSize]
 }
+
+// recvLen returns the length recorded for receive buffer idx (setRecvLen).
+func (e *endpoint) recvLen(idx int) int { return e.recv[idx].sge[0].Length }
+
+// setRecvLen records the length of the message received in buffer idx until it is
+// taken; repost restores the buffer size.
+func (e *endpoint) setRecvLen(idx, n int) { e.recv[idx].sge[0].Length = n }
 
 // sendBuf returns send buffer idx.
 func (e *endpoint) sendBuf(idx int) []byte {
@@ -256,7 +271,7 @@ func (e *endpoint) sendBuf(idx int) []byte {
 // postRecv (re)posts receive buffer idx.
 func (e *endpoint) postRecv(idx int) error {
 	e.posted.Add(1)
-	if err := e.qp.PostRecv(&e.recvWR[idx]); err != nil {
+	if err := e.qp.PostRecv(&e.recv[idx].wr); err != nil {
 		e.posted.Add(-1)
 		return fmt.Errorf("rpcrdma: post receive: %w", err)
 	}
@@ -588,15 +603,8 @@ const flushGrace = 2 * time.Second
 // watch waits until the queue pair has failed or closed (or the CQ failed), then until
 // every posted work request has completed, and then closes stopped.
 func (e *endpoint) watch() {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-e.qp.Done():
-		case <-e.closing:
-		}
-		cancel()
-	}()
+	// close closes the queue pair, so its Done covers both ends.
+	ctx := doneCtx{e.qp.Done()}
 	// A CQ with a handler holds nothing: Wait returns only when it fails or ctx ends.
 	if err := e.cq.Wait(ctx); ctx.Err() == nil {
 		// The CQ failed: completions were lost, so the count cannot be trusted.
@@ -673,10 +681,31 @@ func (e *endpoint) waiterAt(i int) *waiter {
 	return e.waiters[i]
 }
 
-// close starts disconnecting: the watcher closes the queue pair and waits for the
-// flushed completions. It never blocks, so a receive handler may call it.
+// close starts disconnecting: it closes the queue pair (on a goroutine of its own:
+// closing may wait for the provider) and the watcher waits for the flushed
+// completions. It never blocks, so a receive handler may call it.
 func (e *endpoint) close() {
-	e.closeMu.Do(func() { close(e.closing) })
+	e.closeMu.Do(func() {
+		close(e.closing)
+		go e.qp.Close()
+	})
+}
+
+// doneCtx is a context that ends when done is closed: watch waits on the CQ until the
+// queue pair is done without a goroutine of its own to cancel a context (an idle
+// connection's memory is mostly goroutine stacks and buffers).
+type doneCtx struct{ done <-chan struct{} }
+
+func (c doneCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c doneCtx) Done() <-chan struct{}       { return c.done }
+func (c doneCtx) Value(any) any               { return nil }
+func (c doneCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return nil
+	}
 }
 
 // teardown closes the connection, waits until no completion can arrive (when the

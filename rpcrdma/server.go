@@ -31,7 +31,7 @@ const (
 	DefaultExtraRecvs = 2
 	// initialCallRecvs is how many receives for calls a connection posts at first (at
 	// most the policy's PerConn); more are registered as the client uses its credits.
-	initialCallRecvs = 4
+	initialCallRecvs = 2
 )
 
 // ServerOptions configure a Listener. The zero value selects the defaults.
@@ -44,7 +44,7 @@ type ServerOptions struct {
 	InlineSend, InlineRecv int
 	// Credits shares credits between connections. Default: credits.NewServer with
 	// credits.Config{} (FairShare of 256, at most 64 per connection). Each connection
-	// starts with min(4, Credits.Config().PerConn) + ExtraRecvs receives posted and
+	// starts with min(2, Credits.Config().PerConn) + ExtraRecvs receives posted and
 	// registers more, up to PerConn + ExtraRecvs, when its client's calls use most of
 	// the credits it was granted (credits.Conn.Grow); grants never exceed the posted
 	// receives.

@@ -25,7 +25,7 @@ func (sc *ServerConn) onRecv(idx, n int, wc *verbs.Completion) {
 	if tr := sc.l.opts.Trace; tr != nil {
 		tr(false, sc.ep.recvBuf(idx)[:n])
 	}
-	sc.ep.recvSGE[idx].Length = n // remember the length until ReadCall takes it
+	sc.ep.setRecvLen(idx, n) // remember the length until ReadCall takes it
 	sc.pushMu.RLock()
 	pushed := sc.push != nil && sc.receiveInline(idx, n, sc.push)
 	sc.pushMu.RUnlock()
@@ -192,7 +192,7 @@ func (sc *ServerConn) growRecvs(n int) {
 
 // repost returns receive buffer idx to the receive queue.
 func (sc *ServerConn) repost(idx int) {
-	sc.ep.recvSGE[idx].Length = sc.ep.recvSize
+	sc.ep.setRecvLen(idx, sc.ep.recvSize)
 	if err := sc.ep.postRecv(idx); err != nil {
 		sc.ep.close()
 	}
@@ -284,7 +284,7 @@ func (sc *ServerConn) putCall(c *srvCall) {
 // receive processes one received message. It returns the call to hand up, nil when the
 // message was consumed here, or an error that ends the connection.
 func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
-	n := sc.ep.recvSGE[idx].Length
+	n := sc.ep.recvLen(idx)
 	buf := sc.ep.recvBuf(idx)[:n]
 	c := sc.getCall()
 	c.recvIdx = idx

@@ -9,8 +9,11 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 )
 
-// compQueue is the software provider's verbs.CQ: a fixed ring of
-// completions allocated once at creation.
+// compQueue is the software provider's verbs.CQ: a ring of completions that
+// holds up to depth of them. The ring starts small (cqInitRing entries) and
+// doubles when a push finds it full, up to depth, so that an idle CQ holds
+// little memory; a busy one stops allocating once it has grown to the most it
+// ever held at once.
 //
 // A CQ with a handler (verbs.WithHandler) uses the ring only as a staging
 // area: completions are pushed under the QP's lock, as for a polled CQ, and
@@ -21,9 +24,10 @@ import (
 type compQueue struct {
 	dev    *Device
 	mu     sync.Mutex
-	ring   []verbs.Completion
-	head   int // oldest
-	n      int // count
+	ring   []verbs.Completion // len: current capacity, at most depth
+	depth  int                // the most completions the CQ holds (overrun beyond)
+	head   int                // oldest
+	n      int                // count
 	err    error
 	closed bool
 	notify chan struct{} // capacity 1: "something changed"
@@ -43,13 +47,27 @@ func (d *Device) CreateCQ(depth int, opts ...verbs.CQOption) (verbs.CQ, error) {
 		return nil, fmt.Errorf("soft: CreateCQ: depth %d out of range [1, %d]", depth, 1<<20)
 	}
 	o := verbs.ApplyCQOptions(opts)
-	c := &compQueue{dev: d, ring: make([]verbs.Completion, depth), notify: make(chan struct{}, 1), handler: o.Handler}
+	c := &compQueue{dev: d, ring: make([]verbs.Completion, min(depth, cqInitRing)), depth: depth,
+		notify: make(chan struct{}, 1), handler: o.Handler}
 	c.idle.L = &c.mu
 	return c, nil
 }
 
-// push appends a completion. A full ring marks the CQ overrun (ibverbs
-// IBV_EVENT_CQ_ERR); the completion is dropped. With a handler the caller
+// cqInitRing is how many completions a new CQ's ring holds before it first grows.
+const cqInitRing = 8
+
+// grow doubles the ring (at most to depth), keeping the completions in order.
+// Caller holds mu and has checked that the ring is full and below depth.
+func (c *compQueue) grow() {
+	ring := make([]verbs.Completion, min(2*len(c.ring), c.depth))
+	k := copy(ring, c.ring[c.head:])
+	copy(ring[k:], c.ring[:c.head])
+	c.ring, c.head = ring, 0
+}
+
+// push appends a completion, growing the ring when it is full. A CQ holding
+// depth completions is overrun (ibverbs IBV_EVENT_CQ_ERR); the completion is
+// dropped. With a handler the caller
 // (which holds the QP's lock) must call deliver once it holds no lock.
 func (c *compQueue) push(wc *verbs.Completion) {
 	c.mu.Lock()
@@ -57,9 +75,12 @@ func (c *compQueue) push(wc *verbs.Completion) {
 		c.mu.Unlock()
 		return
 	}
-	if c.n == len(c.ring) {
+	if c.n == len(c.ring) && c.n < c.depth {
+		c.grow()
+	}
+	if c.n == c.depth {
 		if c.err == nil {
-			c.err = &verbs.CQOverrunError{Depth: len(c.ring)}
+			c.err = &verbs.CQOverrunError{Depth: c.depth}
 		}
 	} else {
 		i := c.head + c.n

@@ -28,7 +28,8 @@ const (
 	wqeDone                        // finished (status set), awaiting retirement
 )
 
-// sendWQE is one send-queue entry. sgl aliases qp.sgeStore.
+// sendWQE is one send-queue entry. sgl aliases the SGE storage allocated with
+// its ring (see growSQLocked), or its own for an entry of sqOver.
 type sendWQE struct {
 	id     uint64
 	op     verbs.SendOp
@@ -84,13 +85,32 @@ type queuePair struct {
 	err   error // *verbs.QPError once in StateError
 	done  chan struct{}
 
-	// Send queue: absolute counters; slot = counter % len(sq).
+	// Send queue: absolute counters; slot = counter % len(sq). The queue
+	// holds sqDepth (MaxSendWR) work requests; its ring starts small and
+	// grows (growSQLocked) as they pile up, so an idle QP holds little
+	// memory. Entries in [sqHead, sqSent) may be referenced outside mu by
+	// the writer, a PostSend writing inline or the reader (a pending RDMA
+	// Read), so the ring moves only when that range is empty; requests
+	// posted while it must grow but cannot yet wait, in order, in sqOver,
+	// invisible to the writer until the ring grows (retireLocked). The
+	// writer may also still look at entry sqSent-1 after it was retired (an
+	// RDMA Read whose response came back before the writer's transmit
+	// returned), so that entry's slot is not reused until sqSent moves on
+	// (sqLowLocked): the ring holds up to sqDepth+1 entries.
 	sq                     []sendWQE
 	sqHead, sqSent, sqTail uint64 // retired, transmitted/started, posted
+	sqDepth                int
+	sqOver                 []sendWQE
 
-	// Receive queue.
+	// Receive queue: absolute counters; slot = counter % len(rq). It holds
+	// rqDepth (MaxRecvWR) receives; its ring starts small and doubles when a
+	// PostRecv finds it full (growRQLocked). The reader only reads the entry
+	// it is filling (rqHead), so the ring may move under it: the old ring is
+	// never written again, and the reader finds rqHead in the new one for the
+	// next message.
 	rq             []recvWQE
 	rqHead, rqTail uint64
+	rqDepth        int
 
 	// Outbound reads in flight (sq counters or rtrORQ), bounded by ord.
 	orq              []uint64
@@ -173,21 +193,113 @@ func (pd *protDomain) CreateQP(cfg verbs.QPConfig) (verbs.QP, error) {
 	q := &queuePair{
 		dev: pd.dev, pd: pd, sendCQ: scq, recvCQ: rcq, userCtx: cfg.Context,
 		maxSendSGE: cfg.MaxSendSGE, maxRecvSGE: cfg.MaxRecvSGE,
-		state: verbs.StateInit,
-		done:  make(chan struct{}),
-		sq:    make([]sendWQE, cfg.MaxSendWR),
-		rq:    make([]recvWQE, cfg.MaxRecvWR),
+		state:   verbs.StateInit,
+		done:    make(chan struct{}),
+		sqDepth: cfg.MaxSendWR,
+		rqDepth: cfg.MaxRecvWR,
 	}
 	q.cond.L = &q.mu
-	ss := make([]lsge, cfg.MaxSendWR*cfg.MaxSendSGE)
-	for i := range q.sq {
-		q.sq[i].sgl = ss[i*cfg.MaxSendSGE : i*cfg.MaxSendSGE : (i+1)*cfg.MaxSendSGE]
-	}
-	rs := make([]lsge, cfg.MaxRecvWR*cfg.MaxRecvSGE)
-	for i := range q.rq {
-		q.rq[i].sgl = rs[i*cfg.MaxRecvSGE : i*cfg.MaxRecvSGE : (i+1)*cfg.MaxRecvSGE]
-	}
+	q.sq = q.newSQRing(min(cfg.MaxSendWR, sqInitRing))
+	q.rq = q.newRQRing(min(cfg.MaxRecvWR, sqInitRing))
 	return q, nil
+}
+
+// sqInitRing is how many work requests a new QP's send and receive rings hold
+// before they first grow.
+const sqInitRing = 8
+
+// newSQRing allocates a send-queue ring of n entries with their SGE storage.
+func (q *queuePair) newSQRing(n int) []sendWQE {
+	sq := make([]sendWQE, n)
+	k := q.maxSendSGE
+	ss := make([]lsge, n*k)
+	for i := range sq {
+		sq[i].sgl = ss[i*k : i*k : (i+1)*k]
+	}
+	return sq
+}
+
+// newRQRing allocates a receive-queue ring of n entries with their SGE storage.
+func (q *queuePair) newRQRing(n int) []recvWQE {
+	rq := make([]recvWQE, n)
+	k := q.maxRecvSGE
+	rs := make([]lsge, n*k)
+	for i := range rq {
+		rq[i].sgl = rs[i*k : i*k : (i+1)*k]
+	}
+	return rq
+}
+
+// growRQLocked moves the receive queue to a ring twice as large (at most
+// rqDepth). Caller holds mu.
+func (q *queuePair) growRQLocked() {
+	rq := q.newRQRing(min(2*len(q.rq), q.rqDepth))
+	old, on, nn := q.rq, uint64(len(q.rq)), uint64(len(rq))
+	for i := q.rqHead; i < q.rqTail; i++ {
+		d, o := &rq[i%nn], &old[i%on]
+		sgl := append(d.sgl[:0], o.sgl...)
+		*d = *o
+		d.sgl = sgl
+	}
+	q.rq = rq
+}
+
+// growSQLocked moves the send queue to a ring that holds its entries, those
+// waiting in sqOver and extra more (doubling at least, at most sqDepth), then
+// appends sqOver's entries behind the others and wakes the writer for them.
+// Caller holds mu; sqHead == sqSent, so nothing references the old ring.
+func (q *queuePair) growSQLocked(extra int) {
+	used := int(q.sqTail - q.sqLowLocked())
+	need := used + len(q.sqOver) + extra
+	if need > len(q.sq) {
+		sq := q.newSQRing(min(max(2*len(q.sq), need), q.sqDepth+1))
+		old, on, nn := q.sq, uint64(len(q.sq)), uint64(len(sq))
+		for i := q.sqHead; i < q.sqTail; i++ {
+			copyWQE(&sq[i%nn], &old[i%on])
+		}
+		q.sq = sq
+	}
+	if len(q.sqOver) == 0 {
+		return
+	}
+	n := uint64(len(q.sq))
+	for i := range q.sqOver {
+		o := &q.sqOver[i]
+		copyWQE(&q.sq[q.sqTail%n], o)
+		q.sqTail++
+		clear(o.sgl[:cap(o.sgl)])
+		*o = sendWQE{sgl: o.sgl[:0]} // keeps its SGE storage for the next time
+	}
+	q.sqOver = q.sqOver[:0]
+	q.cond.Signal()
+}
+
+// sqLowLocked returns the oldest send-queue entry whose slot may still be
+// referenced: sqHead, or the retired entry sqSent-1 the writer may still be
+// looking at (see sq). Caller holds mu.
+func (q *queuePair) sqLowLocked() uint64 {
+	if q.sqHead == q.sqSent && q.sqSent > 0 {
+		return q.sqSent - 1
+	}
+	return q.sqHead
+}
+
+// copyWQE copies src to dst, the SGEs into dst's own storage.
+func copyWQE(dst, src *sendWQE) {
+	sgl := append(dst.sgl[:0], src.sgl...)
+	*dst = *src
+	dst.sgl = sgl
+}
+
+// overSlot appends an entry to sqOver (reusing the SGE storage of one used
+// before) and returns it; the pointer is good until the next append.
+func (q *queuePair) overSlot() *sendWQE {
+	if len(q.sqOver) < cap(q.sqOver) {
+		q.sqOver = q.sqOver[:len(q.sqOver)+1]
+	} else {
+		q.sqOver = append(q.sqOver, sendWQE{})
+	}
+	return &q.sqOver[len(q.sqOver)-1]
 }
 
 func (q *queuePair) Context() any          { return q.userCtx }
@@ -286,13 +398,21 @@ func (q *queuePair) postSendLocked(wr *verbs.SendWR, n int) error {
 		}
 		return nil
 	}
-	if free := uint64(len(q.sq)) - (q.sqTail - q.sqHead); uint64(n) > free {
-		return fmt.Errorf("soft: PostSend: %w (%d outstanding, %d requests posted)", verbs.ErrQueueFull, len(q.sq), n)
+	queued := int(q.sqTail-q.sqHead) + len(q.sqOver)
+	if n > q.sqDepth-queued {
+		return fmt.Errorf("soft: PostSend: %w (%d outstanding, %d requests posted)", verbs.ErrQueueFull, queued, n)
 	}
-	// Fill the free slots from sqTail on; sqTail moves past them only when
-	// every request of the chain resolved, so a bad one posts none.
+	over := len(q.sqOver) > 0 || int(q.sqTail-q.sqLowLocked())+n > len(q.sq)
+	if over && len(q.sqOver) == 0 && q.sqHead == q.sqSent {
+		q.growSQLocked(n)
+		over = false
+	}
+	// Fill the free slots from sqTail on (or sqOver's, see sq); sqTail moves
+	// past them only when every request of the chain resolved, so a bad one
+	// posts none.
 	var last *sendWQE
 	i := 0
+	mark := len(q.sqOver)
 	for w := wr; w != nil; w, i = w.Next, i+1 {
 		need := verbs.Access(0)
 		if w.Op == verbs.OpRead {
@@ -301,25 +421,45 @@ func (q *queuePair) postSendLocked(wr *verbs.SendWR, n int) error {
 			}
 			need = verbs.AccessLocalWrite
 		}
-		last = &q.sq[(q.sqTail+uint64(i))%uint64(len(q.sq))]
+		if over {
+			last = q.overSlot()
+		} else {
+			last = &q.sq[(q.sqTail+uint64(i))%uint64(len(q.sq))]
+		}
 		sgl, total, err := q.resolveSGL(last.sgl[:0], w.SGL, need, "PostSend")
 		if err != nil {
+			q.dropOverLocked(mark)
 			return fmt.Errorf("request %d: %w", i, err)
 		}
 		if w.Op == verbs.OpRead && uint64(total) > 1<<32-1 {
+			q.dropOverLocked(mark)
 			return fmt.Errorf("soft: PostSend: request %d: %w: RDMA Read of %d bytes", i, verbs.ErrInvalidWR, total)
 		}
 		*last = sendWQE{id: w.ID, op: w.Op, flags: w.Flags, sgl: sgl, length: total,
 			rstag: w.RemoteSTag, rto: w.RemoteTO, inv: w.InvalidateSTag}
 	}
-	q.sqTail += uint64(n)
 	handoff.Add(1)
+	if over {
+		return nil // the writer gets them when the ring has grown
+	}
+	q.sqTail += uint64(n)
 	if q.canInlineLocked(last.op, last.length) {
 		q.postInline(last)
 		return nil
 	}
 	q.cond.Signal()
 	return nil
+}
+
+// dropOverLocked removes the entries of sqOver from index mark on (a chain
+// that failed to post). Caller holds mu.
+func (q *queuePair) dropOverLocked(mark int) {
+	for i := mark; i < len(q.sqOver); i++ {
+		o := &q.sqOver[i]
+		clear(o.sgl[:cap(o.sgl)])
+		*o = sendWQE{sgl: o.sgl[:0]}
+	}
+	q.sqOver = q.sqOver[:mark]
 }
 
 // PostRecv queues a receive buffer.
@@ -346,7 +486,10 @@ func (q *queuePair) postRecvLocked(wr *verbs.RecvWR) error {
 		return nil
 	}
 	if q.rqTail-q.rqHead == uint64(len(q.rq)) {
-		return fmt.Errorf("soft: PostRecv: %w (%d outstanding)", verbs.ErrQueueFull, len(q.rq))
+		if len(q.rq) == q.rqDepth {
+			return fmt.Errorf("soft: PostRecv: %w (%d outstanding)", verbs.ErrQueueFull, len(q.rq))
+		}
+		q.growRQLocked()
 	}
 	r := &q.rq[q.rqTail%uint64(len(q.rq))]
 	sgl, total, err := q.resolveSGL(r.sgl[:0], wr.SGL, verbs.AccessLocalWrite, "PostRecv")
@@ -369,13 +512,14 @@ func sendOpcode(op verbs.SendOp) verbs.Opcode {
 	return verbs.OpcodeSend
 }
 
-// retireLocked completes finished send WQEs in posting order. Caller holds mu.
+// retireLocked completes finished send WQEs in posting order; once none is in
+// flight, requests waiting in sqOver move to a grown ring. Caller holds mu.
 func (q *queuePair) retireLocked() {
 	n := uint64(len(q.sq))
 	for q.sqHead < q.sqTail {
 		w := &q.sq[q.sqHead%n]
 		if w.state != wqeDone {
-			return
+			break
 		}
 		if w.flags&verbs.Signaled != 0 || w.status != verbs.StatusSuccess {
 			wc := verbs.Completion{ID: w.id, QP: q, Opcode: sendOpcode(w.op), Status: w.status, Err: w.err}
@@ -385,6 +529,9 @@ func (q *queuePair) retireLocked() {
 			q.pushLocked(q.sendCQ, &wc)
 		}
 		q.sqHead++
+	}
+	if len(q.sqOver) > 0 && q.sqHead == q.sqSent && q.state == verbs.StateRTS {
+		q.growSQLocked(0)
 	}
 }
 
@@ -451,6 +598,11 @@ func (q *queuePair) failLocked(cause error, term []byte) {
 	}
 	q.retireLocked()
 	q.sqSent = q.sqTail
+	for i := range q.sqOver {
+		o := &q.sqOver[i]
+		q.pushLocked(q.sendCQ, &verbs.Completion{ID: o.id, QP: q, Opcode: sendOpcode(o.op), Status: verbs.StatusFlushed, Err: qerr})
+	}
+	q.dropOverLocked(0)
 	q.orqHead, q.orqTail = 0, 0
 	q.irqHead, q.irqTail = 0, 0
 	// Flush the receive queue.
