@@ -13,30 +13,25 @@ import (
 )
 
 // BenchmarkNullRPC compares a NULL call over the TCP transport (Client, Server and
-// record marking; with NULL run by a worker and, -inline, on the reading goroutine) with a raw TCP ping-pong of the same sizes (44 bytes out: a record
+// record marking) with a raw TCP ping-pong of the same sizes (44 bytes out: a record
 // mark and the 40-byte call header; 28 bytes back), in one run:
 //
 //	go test -run XXX -bench NullRPC ./oncrpc
 func BenchmarkNullRPC(b *testing.B) {
-	null := func(h Handler) func(b *testing.B) {
-		return func(b *testing.B) {
-			_, addr := startTCPServer(b, nil, h)
-			c := NewClient(dialTCP(b, addr, nil), testProg, testVers)
-			ctx := context.Background()
+	b.Run("oncrpc-tcp", func(b *testing.B) {
+		_, addr := startTCPServer(b, nil, echoHandler())
+		c := NewClient(dialTCP(b, addr, nil), testProg, testVers)
+		ctx := context.Background()
+		if err := c.Call(ctx, procNull, nil, nil); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
 			if err := c.Call(ctx, procNull, nil, nil); err != nil {
 				b.Fatal(err)
 			}
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := c.Call(ctx, procNull, nil, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
 		}
-	}
-	b.Run("oncrpc-tcp", null(echoHandler()))
-	// NULL declared non-blocking: it runs on the connection's reading goroutine.
-	b.Run("oncrpc-tcp-inline", null(NonBlocking(echoHandler(), procNull)))
+	})
 	b.Run("raw-tcp", func(b *testing.B) {
 		call := writeRecord(&Message{Inline: (&CallHeader{XID: 1, Prog: testProg, Vers: testVers}).Append(nil)}, 0)
 		reply := writeRecord(&Message{Inline: (&ReplyHeader{XID: 1}).Append(nil)}, 0)

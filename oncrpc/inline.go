@@ -10,9 +10,11 @@ import (
 
 // An InlineHandler is a Handler that says which of its procedures never block: they do
 // no I/O, wait for nothing and hold locks only briefly (NULL, or answers from memory).
-// A Server runs calls to such procedures on the goroutine that received them (the
-// transport's receive context) instead of handing them to a worker goroutine, which
-// saves two goroutine wake-ups per call. Everything else still runs on workers.
+// On a connection that delivers its calls itself (PushServerConn, e.g. RPC-over-RDMA),
+// a Server runs calls to such procedures right where they arrive, in the transport's
+// receive context, instead of handing them to a worker goroutine, which saves two
+// goroutine wake-ups per call. Everything else, and every call read with ReadCall,
+// runs on workers.
 type InlineHandler interface {
 	Handler
 	// Inline reports whether calls to procedure proc of version vers never block.

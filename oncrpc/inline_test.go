@@ -24,55 +24,6 @@ func goroutineID() uint64 {
 	return id
 }
 
-// goroutineRecorder is a handler whose procNull (declared non-blocking) and procEcho
-// (not) record the goroutines they ran on.
-type goroutineRecorder struct {
-	mu         sync.Mutex
-	null, echo []uint64
-}
-
-func (g *goroutineRecorder) handler() Handler {
-	rec := func(to *[]uint64) HandlerFunc {
-		return func(ctx context.Context, req *Request, res *xdr.Encoder) error {
-			g.mu.Lock()
-			*to = append(*to, goroutineID())
-			g.mu.Unlock()
-			return nil
-		}
-	}
-	return NonBlocking(Procs{procNull: rec(&g.null), procEcho: rec(&g.echo)}, procNull)
-}
-
-// TestInlineHandlerOverTCP: calls to a procedure declared non-blocking run on the
-// connection's reading goroutine (every one on the same goroutine), the others on
-// worker goroutines.
-func TestInlineHandlerOverTCP(t *testing.T) {
-	var g goroutineRecorder
-	_, addr := startTCPServer(t, nil, g.handler())
-	c := NewClient(dialTCP(t, addr, nil), testProg, testVers)
-	ctx := context.Background()
-	for i := 0; i < 5; i++ {
-		if err := c.Call(ctx, procNull, nil, nil); err != nil {
-			t.Fatalf("NULL: %v", err)
-		}
-		if err := c.Call(ctx, procEcho, bytesArg("x"), nil); err != nil {
-			t.Fatalf("echo: %v", err)
-		}
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, id := range g.null {
-		if id != g.null[0] {
-			t.Fatalf("NULL ran on goroutines %v, want one (the connection's reader)", g.null)
-		}
-	}
-	for _, id := range g.echo {
-		if id == g.null[0] {
-			t.Fatalf("echo (not declared non-blocking) ran on the reading goroutine %d", id)
-		}
-	}
-}
-
 // pushConn is a PushServerConn whose calls a test delivers by hand.
 type pushConn struct {
 	deliverc chan func(*ServerCall, bool) // ServeCalls hands its deliver here
@@ -129,7 +80,10 @@ func pushCall(xid, proc uint32) *ServerCall {
 // every delivered call is answered before the connection is closed.
 func TestPushServerConn(t *testing.T) {
 	release := make(chan struct{})
-	var g goroutineRecorder
+	var g struct {
+		mu   sync.Mutex
+		null []uint64
+	}
 	procs := Procs{
 		procNull: func(ctx context.Context, req *Request, res *xdr.Encoder) error {
 			g.mu.Lock()

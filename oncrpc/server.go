@@ -347,11 +347,12 @@ func (s *Server) serveConn(c ServerConn) {
 	}
 }
 
-// servePull reads calls with ReadCall until it fails. Calls to non-blocking procedures
-// (InlineHandler) run right here; the rest go to per-connection workers, started on
-// demand up to maxConc; an idle worker takes the next call, so steady-state dispatch
-// does not allocate. When ReadCall fails it calls stop, and it returns when every call
-// it read has been answered.
+// servePull reads calls with ReadCall until it fails. Calls go to per-connection
+// workers, started on demand up to maxConc; an idle worker takes the next call, so
+// steady-state dispatch does not allocate. (Running non-blocking procedures in this
+// loop instead was measured over TCP: no CPU saved, NULL latency up to 5% worse,
+// since the worker overlaps the reply with the loop's next read.) When ReadCall fails
+// it calls stop, and it returns when every call it read has been answered.
 func (s *Server) servePull(ctx context.Context, c ServerConn, remote net.Addr, stop func()) error {
 	work := make(chan *ServerCall)
 	var inflight sync.WaitGroup
@@ -373,10 +374,6 @@ func (s *Server) servePull(ctx context.Context, c ServerConn, remote net.Addr, s
 			return err
 		}
 		s.calls.Add(1)
-		if s.inline(call) {
-			s.handle(ctx, c, call, remote)
-			continue
-		}
 		select {
 		case work <- call:
 			continue

@@ -14,8 +14,9 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 )
 
-// onRecv handles a receive completion (in the poller goroutine): it matches the reply
-// to its call by XID and hands the buffer over. Unknown XIDs are dropped.
+// onRecv handles a receive completion in the completion context (see
+// verbs.CompletionHandler): it matches the reply to its call by XID and wakes the
+// caller directly. Unknown XIDs are dropped.
 func (cc *clientConn) onRecv(idx, n int, wc *verbs.Completion) {
 	if wc.Status != verbs.StatusSuccess {
 		return // flushed: the connection is going away

@@ -163,25 +163,32 @@ func (e *endpoint) registerSlab(n, size int, access verbs.Access) (verbs.MR, err
 // posted when err is nil.
 func (e *endpoint) growRecv(total int) (int, error) {
 	e.bufMu.Lock()
-	defer e.bufMu.Unlock()
-	n := min(total, len(e.recvWR)) - e.nRecv
+	first := e.nRecv
+	n := min(total, len(e.recvWR)) - first
 	if n <= 0 {
-		return e.nRecv, nil
+		e.bufMu.Unlock()
+		return first, nil
 	}
 	mr, err := e.registerSlab(n, e.recvSize, verbs.AccessLocalWrite)
 	if err != nil {
-		return e.nRecv, fmt.Errorf("rpcrdma: register %d receive buffers: %w", n, err)
+		e.bufMu.Unlock()
+		return first, fmt.Errorf("rpcrdma: register %d receive buffers: %w", n, err)
 	}
 	for j := 0; j < n; j++ {
-		i := e.nRecv
+		i := first + j
 		e.recvSGE[i] = verbs.SGE{MR: mr, Offset: j * e.recvSize, Length: e.recvSize}
 		e.recvWR[i] = verbs.RecvWR{ID: wrID(kindRecv, i, 0), SGL: e.recvSGE[i : i+1 : i+1]}
-		if err := e.postRecv(i); err != nil {
-			return e.nRecv, err
-		}
-		e.nRecv++
 	}
-	return e.nRecv, nil
+	e.nRecv += n
+	e.bufMu.Unlock()
+	// Posted without bufMu held: a post may run the completion handler (see
+	// verbs.CompletionHandler), which may grow the pools itself.
+	for j := 0; j < n; j++ {
+		if err := e.postRecv(first + j); err != nil {
+			return first + j, err
+		}
+	}
+	return first + n, nil
 }
 
 // growSend registers more send buffers (as many as are registered already, at least
@@ -323,6 +330,12 @@ func (e *endpoint) postSendBuf(ctx context.Context, idx, n int, op verbs.SendOp,
 		e.putSendBuf(idx)
 		return err
 	}
+	return e.postSendBufHeld(idx, n, op, inv, w)
+}
+
+// postSendBufHeld is postSendBuf for a caller that holds a send-queue slot already; it
+// never blocks.
+func (e *endpoint) postSendBufHeld(idx, n int, op verbs.SendOp, inv uint32, w *waiter) error {
 	wb := 0
 	if w != nil {
 		wb = w.idx + 1
@@ -358,29 +371,41 @@ func (e *endpoint) postWR(ctx context.Context, wr *verbs.SendWR, w *waiter) erro
 // postChain posts wrs (RDMA Writes or Reads) and then, when idx >= 0, n bytes of send
 // buffer idx with op (OpSend or OpSendInv invalidating inv), as one chain: one PostSend,
 // so the provider can put them on the wire together, the Send behind the data it
-// announces. Every request completes w (counted here). On failure nothing was posted
-// and the send buffer is back in the pool. The chain must not be longer than
-// maxChain().
-func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op verbs.SendOp, inv uint32, w *waiter) error {
+// announces. Every request completes w (counted here); a lone Send may have no waiter
+// (w nil: nobody waits for it, its buffer returns to the pool on completion). The
+// caller already holds held of the send-queue slots the chain needs (a reservation),
+// and postChain takes the rest; with all of them held it never blocks. On failure
+// nothing was posted, the send buffer is back in the pool and the held slots are given
+// back. The chain must not be longer than maxChain().
+func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op verbs.SendOp, inv uint32, held int, w *waiter) error {
 	k := len(wrs)
 	var send *verbs.SendWR
 	if idx >= 0 {
 		k++
+		wb := 0
+		if w != nil {
+			wb = w.idx + 1
+		}
 		sl := e.send[idx]
 		sl.sge[0] = sl.base
 		sl.sge[0].Length = n
 		send = &sl.wr
-		*send = verbs.SendWR{ID: wrID(kindSend, idx, w.idx+1), Op: op, Flags: verbs.Signaled,
+		*send = verbs.SendWR{ID: wrID(kindSend, idx, wb), Op: op, Flags: verbs.Signaled,
 			SGL: sl.sge[:], InvalidateSTag: inv}
 	}
 	if k == 0 {
 		return nil
 	}
-	if err := e.acquireSQN(ctx, k); err != nil {
-		if idx >= 0 {
-			e.putSendBuf(idx)
+	if k > held {
+		if err := e.acquireSQN(ctx, k-held); err != nil {
+			for i := 0; i < held; i++ {
+				e.sq <- struct{}{}
+			}
+			if idx >= 0 {
+				e.putSendBuf(idx)
+			}
+			return err
 		}
-		return err
 	}
 	for i := range wrs {
 		wr := &wrs[i].wr
@@ -400,14 +425,18 @@ func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op v
 	if h := e.chainHook; h != nil {
 		h(k, idx >= 0)
 	}
-	w.add(k)
+	if w != nil {
+		w.add(k)
+	}
 	e.posted.Add(int64(k))
 	if err := e.qp.PostSend(first); err != nil {
 		e.posted.Add(-int64(k))
 		for i := 0; i < k; i++ {
 			e.sq <- struct{}{}
 		}
-		w.add(-k)
+		if w != nil {
+			w.add(-k)
+		}
 		if idx >= 0 {
 			e.putSendBuf(idx)
 		}
@@ -468,7 +497,7 @@ func (w *waiter) add(n int) {
 }
 
 // complete records one completion (wc nil: a work request that was never posted). It
-// never blocks: the poller calls it.
+// never blocks: dispatch calls it in the completion context.
 func (w *waiter) complete(wc *verbs.Completion) {
 	w.mu.Lock()
 	if wc != nil && wc.Status != verbs.StatusSuccess && w.err == nil {
@@ -525,7 +554,7 @@ func (e *endpoint) wait(ctx context.Context, w *waiter) error {
 			}
 			ctx = context.Background()
 		case <-e.stopped:
-			// The poller is gone: whatever is still pending will never complete.
+			// No completion can arrive any more: whatever is still pending never will.
 			stopped = true
 		}
 		w.mu.Lock()

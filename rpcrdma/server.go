@@ -279,7 +279,7 @@ type ServerConn struct {
 	ord        int // RDMA Reads in flight at most; 0: the client allows none
 	remote     net.Addr
 
-	callRecvs int      // receives posted for calls (beyond ExtraRecvs); ReadCall's goroutine
+	callRecvs int      // receives posted for calls (beyond ExtraRecvs); guarded by mu
 	recvq     chan int // received messages, by receive buffer index
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -290,7 +290,12 @@ type ServerConn struct {
 	pullers     int // puller goroutines running
 	idlePullers int // of which waiting for a job
 
-	readMu sync.Mutex      // serialises ReadCall
+	readMu sync.Mutex // serialises ReadCall and ServeCalls
+	// push is ServeCalls' deliver while it runs: onRecv hands plain calls to it
+	// straight from the completion (under pushMu's read lock, so ServeCalls can wait
+	// for the last one before it returns).
+	pushMu sync.RWMutex
+	push   func(call *oncrpc.ServerCall, inline bool)
 	ready  chan *srvCall   // calls whose read chunks have been pulled
 	pullq  chan pullJob    // calls whose read chunks are to be pulled
 	reads  *credits.Window // one credit per RDMA Read the connection may have in flight (ORD)
@@ -298,7 +303,10 @@ type ServerConn struct {
 	cancel context.CancelFunc
 }
 
-var _ oncrpc.ServerConn = (*ServerConn)(nil)
+var (
+	_ oncrpc.ServerConn     = (*ServerConn)(nil)
+	_ oncrpc.PushServerConn = (*ServerConn)(nil)
+)
 
 // srvCall is the transport state of one call (oncrpc.ServerCall.Cookie).
 type srvCall struct {
@@ -309,6 +317,10 @@ type srvCall struct {
 	finished bool // finishCall ran
 	recvIdx  int  // receive buffer holding the inline call, or -1
 	big      *bigBuf
+	// What the reply may use without waiting, reserved when the call was received
+	// (see receiveInline): a send buffer (-1: none) and a send-queue slot.
+	sendIdx int
+	sqHeld  bool
 	// reply state
 	out  Header
 	regs []*reg

@@ -14,7 +14,10 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 )
 
-// onRecv queues a received message for ReadCall (poller goroutine).
+// onRecv handles a received message in the provider's completion context. While
+// ServeCalls runs, a plain call (RDMA_MSG or RDMA_MSGP without read chunks, within its
+// credits) goes straight to ServeCalls' deliver; everything else is queued for the
+// receive loop (ReadCall or ServeCalls), which may block.
 func (sc *ServerConn) onRecv(idx, n int, wc *verbs.Completion) {
 	if wc.Status != verbs.StatusSuccess {
 		return
@@ -23,7 +26,153 @@ func (sc *ServerConn) onRecv(idx, n int, wc *verbs.Completion) {
 		tr(false, sc.ep.recvBuf(idx)[:n])
 	}
 	sc.ep.recvSGE[idx].Length = n // remember the length until ReadCall takes it
-	sc.recvq <- idx
+	sc.pushMu.RLock()
+	pushed := sc.push != nil && sc.receiveInline(idx, n, sc.push)
+	sc.pushMu.RUnlock()
+	if !pushed {
+		sc.recvq <- idx
+	}
+}
+
+// receiveInline delivers the call in receive buffer idx (n bytes) if it is a plain call
+// within its credits, and reports whether it did; anything else is left to receive. It
+// runs in the completion context, so it never blocks: a credit overrun is answered and
+// a connection that must end is closed from other goroutines. The call may run inline
+// when its reply needs no RDMA Write and a send buffer and send-queue slot could be
+// reserved for it.
+func (sc *ServerConn) receiveInline(idx, n int, deliver func(*oncrpc.ServerCall, bool)) bool {
+	buf := sc.ep.recvBuf(idx)[:n]
+	c := sc.getCall()
+	h := &c.h
+	hl, err := h.Decode(buf)
+	if err != nil || (h.Proc != ProcMsg && h.Proc != ProcMsgP) || len(h.ReadList) > 0 {
+		sc.putCall(c)
+		return false
+	}
+	body, grouped, cerr := checkCall(h, buf[hl:], hl, sc.l.opts.MSGP, c.asm.grouped[:0])
+	if grouped != nil {
+		c.asm.grouped = grouped
+	}
+	if cerr != nil || len(grouped) > 0 {
+		sc.putCall(c)
+		return false
+	}
+	c.recvIdx = idx
+	switch sc.cred.Arrive(h.Credits) {
+	case credits.Overrun:
+		sc.l.opts.Logger.Debug("credit overrun", "remote", sc.remote, "xid", h.XID)
+		sc.answerOverrun(c)
+		return true
+	case credits.Disconnect:
+		sc.l.opts.Logger.Debug("credit overrun; disconnecting", "remote", sc.remote, "xid", h.XID)
+		sc.putCall(c)
+		go sc.Close()
+		return true
+	}
+	if n := sc.cred.Grow(); n > 0 {
+		sc.growRecvs(n)
+	}
+	c.msgp = h.Proc == ProcMsgP
+	c.call.Msg = oncrpc.Message{Inline: body}
+	inline := len(h.WriteList) == 0 && len(h.ReplyChunk) == 0 && sc.reserve(c)
+	deliver(&c.call, inline)
+	return true
+}
+
+// answerOverrun answers c, a call beyond its credits, with ERR_CHUNK without blocking,
+// and releases it. The grant is taken now, in arrival order (it moves the credit
+// limit), as the receive loop would; only when no send buffer or send-queue slot is
+// free is the Send left to a goroutine.
+func (sc *ServerConn) answerOverrun(c *srvCall) {
+	xid, grant := c.h.XID, sc.cred.Grant()
+	if !sc.reserve(c) {
+		go func() {
+			defer sc.putCall(c)
+			idx, buf, err := sc.ep.getSendBuf(sc.ctx)
+			if err != nil {
+				return
+			}
+			sc.postError(sc.ctx, idx, AppendErrChunk(buf[:0], xid, Version1, grant))
+		}()
+		return
+	}
+	idx := c.sendIdx
+	c.sendIdx, c.sqHeld = -1, false
+	b := AppendErrChunk(sc.ep.sendBuf(idx)[:0], xid, Version1, grant)
+	if tr := sc.l.opts.Trace; tr != nil {
+		tr(true, b)
+	}
+	sc.ep.postSendBufHeld(idx, len(b), verbs.OpSend, 0, nil)
+	sc.putCall(c)
+}
+
+// postError sends the error message b held in send buffer idx.
+func (sc *ServerConn) postError(ctx context.Context, idx int, b []byte) {
+	if tr := sc.l.opts.Trace; tr != nil {
+		tr(true, b)
+	}
+	sc.ep.postSendBuf(ctx, idx, len(b), verbs.OpSend, 0, nil)
+}
+
+// reserve takes a send buffer and a send-queue slot for c's reply if both are free now
+// (growing the send pool, which registers memory but waits for nothing, if it may).
+func (sc *ServerConn) reserve(c *srvCall) bool {
+	select {
+	case c.sendIdx = <-sc.ep.sendFree:
+	default:
+		if !sc.ep.growSend() {
+			return false
+		}
+		select {
+		case c.sendIdx = <-sc.ep.sendFree:
+		default:
+			return false
+		}
+	}
+	select {
+	case <-sc.ep.sq:
+		c.sqHeld = true
+		return true
+	default:
+		sc.ep.putSendBuf(c.sendIdx)
+		c.sendIdx = -1
+		return false
+	}
+}
+
+// unreserve gives back what reserve took and the reply did not use.
+func (sc *ServerConn) unreserve(c *srvCall) {
+	if c.sendIdx >= 0 {
+		sc.ep.putSendBuf(c.sendIdx)
+		c.sendIdx = -1
+	}
+	if c.sqHeld {
+		c.sqHeld = false
+		sc.ep.sq <- struct{}{}
+	}
+}
+
+// ServeCalls implements oncrpc.PushServerConn: plain calls are delivered from the
+// completion context (onRecv); the rest (calls with read chunks once pulled, and what
+// ReadCall handles without returning) by this goroutine.
+func (sc *ServerConn) ServeCalls(ctx context.Context, deliver func(call *oncrpc.ServerCall, inline bool)) error {
+	sc.readMu.Lock()
+	defer sc.readMu.Unlock()
+	sc.pushMu.Lock()
+	sc.push = deliver
+	sc.pushMu.Unlock()
+	defer func() {
+		sc.pushMu.Lock() // waits for a delivery in progress
+		sc.push = nil
+		sc.pushMu.Unlock()
+	}()
+	for {
+		call, err := sc.readCall(ctx)
+		if err != nil {
+			return err
+		}
+		deliver(call, false)
+	}
 }
 
 // growRecvs posts receives for up to n calls, so that the grants can follow a client
@@ -33,10 +182,12 @@ func (sc *ServerConn) growRecvs(n int) {
 	if err != nil {
 		sc.l.opts.Logger.Debug("cannot post more receives", "remote", sc.remote, "posted", total, "err", err)
 	}
+	sc.mu.Lock() // the receive loop and the completion context both grow
 	if calls := total - sc.l.opts.ExtraRecvs; calls > sc.callRecvs {
 		sc.callRecvs = calls
 		sc.cred.SetReceives(calls)
 	}
+	sc.mu.Unlock()
 }
 
 // repost returns receive buffer idx to the receive queue.
@@ -53,6 +204,11 @@ func (sc *ServerConn) repost(idx int) {
 func (sc *ServerConn) ReadCall(ctx context.Context) (*oncrpc.ServerCall, error) {
 	sc.readMu.Lock()
 	defer sc.readMu.Unlock()
+	return sc.readCall(ctx)
+}
+
+// readCall is ReadCall; the caller holds readMu.
+func (sc *ServerConn) readCall(ctx context.Context) (*oncrpc.ServerCall, error) {
 	for {
 		var idx int
 		select {
@@ -111,13 +267,14 @@ func (sc *ServerConn) getCall() *srvCall {
 		c.finished = false
 		return c
 	}
-	c := &srvCall{recvIdx: -1}
+	c := &srvCall{recvIdx: -1, sendIdx: -1}
 	c.call.Cookie = c
 	return c
 }
 
 func (sc *ServerConn) putCall(c *srvCall) {
 	sc.releaseBuffers(c)
+	sc.unreserve(c)
 	c.call.Msg = oncrpc.Message{}
 	sc.mu.Lock()
 	sc.free = append(sc.free, c)

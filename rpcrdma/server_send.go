@@ -43,6 +43,9 @@ func (sc *ServerConn) WriteReply(call *oncrpc.ServerCall, reply *oncrpc.Message)
 		return errors.New("rpcrdma: WriteReply: call does not come from this transport")
 	}
 	defer sc.putCall(c)
+	// A call delivered in the completion context holds a reservation: its
+	// WriteReply may be running there, where nothing may block.
+	reserved := c.sendIdx >= 0
 	if reply == nil {
 		sc.finishCall(c)
 		return nil
@@ -61,7 +64,11 @@ func (sc *ServerConn) WriteReply(call *oncrpc.ServerCall, reply *oncrpc.Message)
 	}
 	c.regs = c.regs[:0]
 	if errors.Is(err, errReplyTooLarge) {
-		sc.sendError(context.Background(), ErrCodeChunk, c.h.XID)
+		if reserved {
+			go sc.sendError(context.Background(), ErrCodeChunk, c.h.XID)
+		} else {
+			sc.sendError(context.Background(), ErrCodeChunk, c.h.XID)
+		}
 	}
 	return err
 }
@@ -182,7 +189,7 @@ func (sc *ServerConn) execReply(c *srvCall, reply *oncrpc.Message, p *replyPlan,
 		op, inv = verbs.OpSend, 0 // the client must keep its own STags for nothing; no invalidation ambiguity
 	}
 
-	idx, buf, err := sc.ep.getSendBuf(ctx)
+	idx, buf, err := sc.takeSendBuf(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -207,7 +214,7 @@ func (sc *ServerConn) execReply(c *srvCall, reply *oncrpc.Message, p *replyPlan,
 		x.stage = "write chunks"
 		for wrs := c.wrs; len(wrs) > 0; {
 			n := min(len(wrs), sc.ep.maxChain())
-			if err := sc.ep.postChain(ctx, wrs[:n], -1, 0, 0, 0, x.w); err != nil {
+			if err := sc.ep.postChain(ctx, wrs[:n], -1, 0, 0, 0, 0, x.w); err != nil {
 				return fmt.Errorf("rpcrdma: xid %#08x: write chunks: %w", in.XID, err)
 			}
 			wrs = wrs[n:]
@@ -221,11 +228,31 @@ func (sc *ServerConn) execReply(c *srvCall, reply *oncrpc.Message, p *replyPlan,
 	}
 	sc.finishCall(c)
 	x.stage = "send reply"
-	x.idx = -1 // postChain owns it now, posted or not
-	if err := sc.ep.postChain(ctx, c.wrs, idx, len(b), op, inv, x.w); err != nil {
+	x.idx = -1 // posted (or given back) below, whatever happens
+	// A lone Send: the reply is in the send buffer, which returns to its pool when
+	// the Send completes. Nothing waits for that (a failed Send fails the
+	// connection), so a reply sent from the completion context (a call delivered
+	// inline, which holds a send-queue slot) never waits for anything.
+	w, held := x.w, 0
+	if len(c.wrs) == 0 {
+		w = nil
+	}
+	if c.sqHeld {
+		c.sqHeld, held = false, 1
+	}
+	if err := sc.ep.postChain(ctx, c.wrs, idx, len(b), op, inv, held, w); err != nil {
 		return fmt.Errorf("rpcrdma: xid %#08x: send reply: %w", in.XID, err)
 	}
 	return nil
+}
+
+// takeSendBuf returns the send buffer reserved for c, or waits for a free one.
+func (sc *ServerConn) takeSendBuf(ctx context.Context, c *srvCall) (int, []byte, error) {
+	if i := c.sendIdx; i >= 0 {
+		c.sendIdx = -1
+		return i, sc.ep.sendBuf(i), nil
+	}
+	return sc.ep.getSendBuf(ctx)
 }
 
 // inCallMemory reports whether b lies (partly) in memory call c holds: its receive

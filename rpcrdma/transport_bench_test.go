@@ -99,7 +99,7 @@ func benchTCPServer(b *testing.B) func() *oncrpc.Client {
 	for k, v := range benchProcs() {
 		procs[k] = v
 	}
-	srv.Register(tpProg, tpVers, procs)
+	srv.Register(tpProg, tpVers, oncrpc.NonBlocking(procs, tpNull)) // as newTPEnv
 	go srv.Serve(ln)
 	b.Cleanup(func() { srv.Close() })
 	return func() *oncrpc.Client {
