@@ -20,14 +20,19 @@ import (
 // without the lock (syscall.RawConn) and hold it only for the non-blocking
 // read(2)/writev(2) itself, re-checking the STag each time.
 
-// rawTxState is the writer's state for writeGuarded.
+// rawTxState is the writer's state for the raw writes.
 type rawTxState struct {
-	iov, iovStore []syscall.Iovec
-	guard         *memRegion
-	guardSTag     uint32
-	rawRevoked    bool
-	rawErr        error
+	iov        []syscall.Iovec // what is left to write of w.buf.iovStore
+	rawRevoked bool
+	rawErr     error
 }
+
+// rawTxBuf is a batch buffer's iovec array.
+type rawTxBuf struct {
+	iovStore []syscall.Iovec
+}
+
+func newRawTxBuf() rawTxBuf { return rawTxBuf{iovStore: make([]syscall.Iovec, 0, txMaxIOV)} }
 
 // rawConnOf returns c's RawConn, or nil when c is not a TCP socket.
 func rawConnOf(c net.Conn) syscall.RawConn {
@@ -77,6 +82,36 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 	return true
 }
 
+// rawFillStep is the RawConn.Read callback of fill: one read(2) into the
+// read-ahead buffer, up to r.fillLim. When nothing has arrived and nothing
+// is buffered, the buffer goes back to the pool before the wait, so an idle
+// connection holds none; it is taken again when the socket is readable.
+func (q *queuePair) rawFillStep(fd uintptr) bool {
+	r := &q.r
+	for {
+		if r.buf == nil {
+			r.take()
+		}
+		n, err := syscall.Read(int(fd), r.buf[r.w:r.fillLim])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			if r.w == 0 {
+				r.release()
+			}
+			return false
+		case err != nil:
+			r.fillErr = err
+		case n == 0:
+			r.fillErr = io.EOF
+		default:
+			r.w += n
+		}
+		return true
+	}
+}
+
 // rawWriteStep is the RawConn.Write callback of writeGuarded.
 func (q *queuePair) rawWriteStep(fd uintptr) bool {
 	w := &q.w
@@ -119,18 +154,19 @@ func (w *txState) advance(n uintptr) {
 	}
 }
 
-// loadIOV points w.iov at the pieces of w.vec.
+// loadIOV points w.iov at the pieces of the batch.
 func (w *txState) loadIOV() {
-	iov := w.iovStore[:0]
-	for _, b := range w.vec {
-		if len(b) == 0 {
+	b := w.buf
+	iov := b.iovStore[:0]
+	for _, p := range b.vec {
+		if len(p) == 0 {
 			continue
 		}
-		v := syscall.Iovec{Base: &b[0]}
-		v.SetLen(len(b))
+		v := syscall.Iovec{Base: &p[0]}
+		v.SetLen(len(p))
 		iov = append(iov, v)
 	}
-	w.iovStore = iov
+	b.iovStore = iov
 	w.iov = iov
 }
 
@@ -141,7 +177,10 @@ func (w *txState) unsent() bool { return len(w.iov) > 0 }
 // to registered memory.
 func (w *txState) dropIOV() {
 	w.iov = nil
-	clear(w.iovStore)
+	if w.buf != nil {
+		clear(w.buf.iovStore)
+		w.buf.iovStore = w.buf.iovStore[:0]
+	}
 }
 
 // writevStep is one writev(2) of w.iov. It reports whether to go on: false
@@ -190,7 +229,7 @@ func (q *queuePair) rawFinishStep(fd uintptr) bool {
 	return true
 }
 
-// tryWriteVec writes w.vec without blocking (postInline). Bytes the socket
+// tryWriteVec writes the batch without blocking (postInline). Bytes the socket
 // did not take stay in w.iov for finishVec.
 func (q *queuePair) tryWriteVec() error {
 	w := &q.w
@@ -199,9 +238,6 @@ func (q *queuePair) tryWriteVec() error {
 	err := q.rawConn.Write(q.rawTryFn)
 	if err == nil {
 		err = w.rawErr
-	}
-	if err != nil || len(w.iov) == 0 {
-		w.dropIOV()
 	}
 	return err
 }
@@ -215,11 +251,10 @@ func (q *queuePair) finishVec() error {
 	if err == nil {
 		err = w.rawErr
 	}
-	w.dropIOV()
 	return err
 }
 
-// writeGuarded writes w.vec while holding m's lock only during writev(2).
+// writeGuarded writes the batch while holding m's lock only during writev(2).
 // It reports revoked when m's STag stopped being valid (nothing more is
 // written then).
 func (q *queuePair) writeGuarded(m *memRegion, stag uint32) (revoked bool, err error) {
@@ -234,10 +269,9 @@ func (q *queuePair) writeGuarded(m *memRegion, stag uint32) (revoked bool, err e
 		return !ok, err
 	}
 	w.loadIOV()
-	w.guard, w.guardSTag, w.rawRevoked, w.rawErr = m, stag, false, nil
+	w.rawRevoked, w.rawErr = false, nil
 	err = q.rawConn.Write(q.rawWriteFn)
-	w.guard = nil
-	clear(w.iovStore) // drop references to registered memory
+	w.dropIOV() // drop references to registered memory
 	if err == nil {
 		err = w.rawErr
 	}

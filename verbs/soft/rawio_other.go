@@ -10,12 +10,18 @@ import (
 // Without Linux readiness-based I/O, peer accesses hold the region's lock
 // across the whole socket read or write.
 
-// rawTxState is unused without readiness-based I/O.
-type rawTxState struct{}
+// rawTxState and rawTxBuf are unused without readiness-based I/O.
+type (
+	rawTxState struct{}
+	rawTxBuf   struct{}
+)
+
+func newRawTxBuf() rawTxBuf { return rawTxBuf{} }
 
 func rawConnOf(net.Conn) syscall.RawConn { return nil }
 
 func (q *queuePair) rawReadStep(fd uintptr) bool   { return true }
+func (q *queuePair) rawFillStep(fd uintptr) bool   { return true }
 func (q *queuePair) rawWriteStep(fd uintptr) bool  { return true }
 func (q *queuePair) rawTryStep(fd uintptr) bool    { return true }
 func (q *queuePair) rawFinishStep(fd uintptr) bool { return true }

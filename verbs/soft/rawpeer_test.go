@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -461,28 +462,39 @@ func TestSiwMPARequest(t *testing.T) {
 // block Invalidate; once invalidated, the rest of the access is refused with
 // a Terminate.
 func TestInvalidateDuringPeerStall(t *testing.T) {
-	t.Run("Write", func(t *testing.T) {
-		checkGoroutines(t)
-		s := newServerUnderTest(t, Config{})
-		p := s.connectRaw(t, false, verbs.ConnParams{})
-		h := iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: s.mr.RKey(), TO: s.mr.Addr()}
-		fpdu, _ := iwarp.AppendFPDU(nil, &h, make([]byte, 4000), false)
-		p.write(fpdu[:1000]) // header and part of the payload, then stall
-		time.Sleep(20 * time.Millisecond)
-		invalidated := make(chan error, 1)
-		go func() { invalidated <- s.mr.Invalidate() }()
-		select {
-		case err := <-invalidated:
-			if err != nil {
-				t.Fatal(err)
+	// The rest of the payload comes through the read-ahead buffer (4000
+	// bytes) or is read straight into the region (60000).
+	for _, size := range []int{4000, 60000} {
+		t.Run(fmt.Sprintf("Write%d", size), func(t *testing.T) {
+			checkGoroutines(t)
+			s := newServerUnderTest(t, Config{})
+			buf := make([]byte, size)
+			mr := s.reg(t, buf, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+			p := s.connectRaw(t, false, verbs.ConnParams{})
+			h := iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: mr.RKey(), TO: mr.Addr()}
+			fpdu, _ := iwarp.AppendFPDU(nil, &h, bytes.Repeat([]byte{0xff}, size), false)
+			const first = 1000
+			p.write(fpdu[:first]) // header and part of the payload, then stall
+			time.Sleep(20 * time.Millisecond)
+			invalidated := make(chan error, 1)
+			go func() { invalidated <- mr.Invalidate() }()
+			select {
+			case err := <-invalidated:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Invalidate blocked behind a stalled peer")
 			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("Invalidate blocked behind a stalled peer")
-		}
-		p.write(fpdu[1000:])
-		p.expectTerminate(iwarp.TermDDPTaggedInvalidSTag)
-		s.checkQPFailed(t, iwarp.TermDDPTaggedInvalidSTag, false)
-	})
+			p.write(fpdu[first:])
+			p.expectTerminate(iwarp.TermDDPTaggedInvalidSTag)
+			s.checkQPFailed(t, iwarp.TermDDPTaggedInvalidSTag, false)
+			// Only what arrived before the invalidation may have been placed.
+			if i := bytes.IndexByte(buf[first-iwarp.TaggedHeaderLen:], 0xff); i >= 0 {
+				t.Fatalf("byte %d of the region was written after Invalidate", first-iwarp.TaggedHeaderLen+i)
+			}
+		})
+	}
 	t.Run("ReadResponse", func(t *testing.T) {
 		checkGoroutines(t)
 		s := newServerUnderTest(t, Config{})

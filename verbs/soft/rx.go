@@ -4,30 +4,48 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
 )
 
+// Receive buffering. The reader reads the stream through a read-ahead
+// buffer of rxReadAhead bytes, so one read(2) brings in whatever has arrived
+// (many small messages, the RDMA Write and the Send of an RPC reply) and
+// small payloads are copied out of it. A payload remainder of rxDirectMin
+// bytes or more is read straight into its destination (direct placement);
+// after such a large FPDU the read-ahead is limited to rxLargeReadAhead
+// bytes, so that the next large payload goes direct as well.
+//
+// The buffer comes from rxPool while bytes are buffered and goes back when
+// the reader has consumed everything and must wait for the socket (on Linux
+// the wait needs no buffer, see rawFillStep): an idle connection holds none.
 const (
-	// rxReadAhead is the read-ahead buffer size: headers, trailers and small
-	// messages are read through it; payload beyond what one read brought in
-	// is read straight into its destination.
-	rxReadAhead = 512
-	// rxDirectMin is the smallest remainder read directly into the
-	// destination; smaller remainders go through the read-ahead buffer so
-	// the trailer and next header come in the same read.
-	rxDirectMin = 128
+	rxReadAhead      = 64 << 10
+	rxDirectMin      = 16 << 10
+	rxLargeReadAhead = 1 << 10
 )
+
+// rxPool holds the read-ahead buffers.
+var rxPool = sync.Pool{New: func() any { return new([rxReadAhead]byte) }}
 
 // errStop ends the reader after a violation or a received Terminate.
 var errStop = errors.New("soft: reader stopped")
 
 // rxState is the reader goroutine's private state.
 type rxState struct {
-	buf  [rxReadAhead]byte
-	r, w int
+	buf   *[rxReadAhead]byte // nil when nothing is buffered (r == w == 0)
+	held  atomic.Bool        // buf != nil, for tests
+	r, w  int
+	large bool // the FPDU being read has rxDirectMin or more payload
+	// rawFillStep (as a method value, so calling it does not allocate),
+	// its argument and result.
+	fillFn  func(uintptr) bool
+	fillLim int
+	fillErr error
 
 	h       iwarp.Header
 	hdr     [iwarp.UntaggedHeaderLen + iwarp.ReadRequestLen]byte // offending-header copy
@@ -61,20 +79,73 @@ type rxState struct {
 
 func (r *rxState) init(q *queuePair) {
 	r.msn = [3]uint32{1, 1, 1}
+	r.fillFn = q.rawFillStep
 }
 
-// fill makes at least need bytes (need <= rxReadAhead) available in buf.
+// buffered returns the bytes read ahead and not yet consumed.
+func (r *rxState) buffered() []byte {
+	if r.buf == nil {
+		return nil
+	}
+	return r.buf[r.r:r.w]
+}
+
+// consume takes n buffered bytes.
+func (r *rxState) consume(n int) {
+	r.r += n
+	if r.r == r.w {
+		r.r, r.w = 0, 0
+	}
+}
+
+// take gets a read-ahead buffer.
+func (r *rxState) take() {
+	r.buf = rxPool.Get().(*[rxReadAhead]byte)
+	r.held.Store(true)
+}
+
+// release returns the read-ahead buffer, which holds nothing unconsumed.
+func (r *rxState) release() {
+	if r.buf != nil {
+		rxPool.Put(r.buf)
+		r.buf = nil
+		r.held.Store(false)
+	}
+	r.r, r.w = 0, 0
+}
+
+// fill makes at least need bytes (need <= rxLargeReadAhead) available in
+// buf, reading as much as has arrived (up to the read-ahead limit).
 func (q *queuePair) fill(need int) error {
 	r := &q.r
 	if r.w-r.r >= need {
 		return nil
 	}
+	if r.buf == nil {
+		r.take()
+	}
 	if r.r > 0 {
 		r.w = copy(r.buf[:], r.buf[r.r:r.w])
 		r.r = 0
 	}
+	lim := rxReadAhead
+	if r.large {
+		lim = rxLargeReadAhead
+	}
 	for r.w < need {
-		n, err := q.conn.Read(r.buf[r.w:])
+		if q.rawConn != nil {
+			// Wait for the socket without holding the buffer.
+			r.fillLim, r.fillErr = lim, nil
+			err := q.rawConn.Read(r.fillFn)
+			if err == nil {
+				err = r.fillErr
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		n, err := q.conn.Read(r.buf[r.w:lim])
 		r.w += n
 		if err != nil {
 			if r.w >= need {
@@ -86,26 +157,27 @@ func (q *queuePair) fill(need int) error {
 	return nil
 }
 
-// readInto fills dst from the stream: first from the read-ahead buffer, then
-// straight from the socket.
+// readInto fills dst from the stream: from the read-ahead buffer, or
+// straight from the socket for a remainder of rxDirectMin bytes or more.
 func (q *queuePair) readInto(dst []byte) error {
 	r := &q.r
-	n := copy(dst, r.buf[r.r:r.w])
-	r.r += n
-	dst = dst[n:]
-	for len(dst) > 0 {
+	for {
+		n := copy(dst, r.buffered())
+		r.consume(n)
+		dst = dst[n:]
+		if len(dst) == 0 {
+			return nil
+		}
 		if len(dst) >= rxDirectMin {
+			r.release() // empty: a direct read needs no buffer
 			_, err := io.ReadFull(q.conn, dst)
 			return err
 		}
-		if err := q.fill(len(dst)); err != nil {
+		r.large = false
+		if err := q.fill(1); err != nil {
 			return err
 		}
-		n = copy(dst, r.buf[r.r:r.w])
-		r.r += n
-		dst = dst[n:]
 	}
-	return nil
 }
 
 // readPayload reads payload into dst, adding it to the running CRC.
@@ -128,20 +200,39 @@ func (q *queuePair) readPayload(dst []byte) error {
 func (q *queuePair) placeGuarded(m *memRegion, stag uint32, dst []byte) (revoked bool, err error) {
 	handoff.Load()
 	r := &q.r
-	n := copy(dst, r.buf[r.r:r.w])
-	r.r += n
-	if q.crc {
-		r.crc = iwarp.UpdateCRC(r.crc, dst[:n])
-	}
-	dst = dst[n:]
-	if len(dst) == 0 || q.rawConn == nil {
-		if len(dst) > 0 {
-			err = q.readPayload(dst)
+	for {
+		n := copy(dst, r.buffered())
+		r.consume(n)
+		if q.crc {
+			r.crc = iwarp.UpdateCRC(r.crc, dst[:n])
 		}
+		dst = dst[n:]
+		if len(dst) == 0 || q.rawConn == nil {
+			if len(dst) > 0 {
+				err = q.readPayload(dst)
+			}
+			m.mu.RUnlock()
+			return false, err
+		}
+		if len(dst) >= rxDirectMin {
+			break
+		}
+		// A small remainder comes through the read-ahead buffer (with
+		// the trailer and what follows); the region is unlocked while
+		// the socket is waited for, and re-checked before the copy.
 		m.mu.RUnlock()
-		return false, err
+		r.large = false
+		if err := q.fill(1); err != nil {
+			return false, err
+		}
+		m.mu.RLock()
+		if m.closed || !m.valid || m.stag != stag {
+			m.mu.RUnlock()
+			return true, nil
+		}
 	}
 	m.mu.RUnlock()
+	r.release() // empty: a direct read needs no buffer
 	r.rawDst, r.rawMR, r.rawSTag, r.rawRevoked, r.rawErr = dst, m, stag, false, nil
 	err = q.rawConn.Read(q.rawReadFn)
 	r.rawDst, r.rawMR = nil, nil
@@ -160,7 +251,7 @@ func (q *queuePair) readTrailer(pl int) error {
 	}
 	r := &q.r
 	err := iwarp.CheckTrailer(r.buf[r.r:r.r+tl], ulpdu, r.crc, q.crc)
-	r.r += tl
+	r.consume(tl)
 	return err
 }
 
@@ -173,6 +264,7 @@ func (q *queuePair) violation(code iwarp.TermCode, format string, args ...any) e
 // reader is the connection's receive goroutine.
 func (q *queuePair) reader() {
 	defer q.exitOne()
+	defer q.r.release()
 	for {
 		err := q.readFPDU()
 		q.deliver() // completions this FPDU produced, with no lock held
@@ -195,8 +287,11 @@ func (q *queuePair) reader() {
 		// sends until it closes, briefly, so our Terminate is read before
 		// the socket closes.
 		q.conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		q.r.release()
+		buf := rxPool.Get().(*[rxReadAhead]byte)
+		defer rxPool.Put(buf)
 		for {
-			if _, err := q.conn.Read(q.r.buf[:]); err != nil {
+			if _, err := q.conn.Read(buf[:]); err != nil {
 				return
 			}
 		}
@@ -224,7 +319,8 @@ func (q *queuePair) readFPDU() error {
 	if q.crc {
 		r.crc = iwarp.UpdateCRC(0, r.buf[r.r:r.r+hl])
 	}
-	r.r += hl
+	r.consume(hl)
+	r.large = pl >= rxDirectMin
 	if !r.spoke {
 		r.spoke = true
 		q.mu.Lock()

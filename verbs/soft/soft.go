@@ -39,18 +39,25 @@
 //
 // # Performance
 //
-// Each connection has one reader and one writer goroutine. Payload is read
-// from the socket straight into the registered buffer (tagged) or the posted
-// receive buffer (untagged); only bytes that arrive in the same read as a
-// header pass through a small read-ahead buffer. FPDUs are written with
-// vectored writes (header, payload pieces, trailer; up to 16 FPDUs per
-// write). A Send or Write of up to 64 KiB posted while the writer goroutine
-// has nothing to do is written by PostSend itself, saving the goroutine
-// hand-off; that write never blocks: what the socket does not take at once
-// is left to the writer, which sends it before anything else. So PostSend
-// never waits for the socket. Work requests and completions live in rings
-// allocated when the QP and CQ are created, so the steady state does not
-// allocate (see the benchmarks).
+// Each connection has one reader and one writer goroutine. The reader reads
+// through a 64 KiB read-ahead buffer, so one read brings in whatever has
+// arrived (an RPC reply's RDMA Write and Send together, many small FPDUs);
+// payload is copied out of it when small and read straight from the socket
+// into the registered buffer (tagged) or the posted receive buffer
+// (untagged) when 16 KiB or more remains. The transmit side gathers every
+// queued work request into one vectored write (headers, payload pieces,
+// trailers; up to IOV_MAX pieces and 1 MiB), so an RDMA Write and the Send
+// behind it leave in one system call, in queue order. A batch of Sends of
+// up to 64 KiB posted while the writer goroutine has nothing to do is
+// written by PostSend itself, saving the goroutine hand-off; that write
+// never blocks: what the socket does not take at once is left to the
+// writer, which sends it before anything else. So PostSend never waits for
+// the socket. (An RDMA Write is left to the writer, so that the Send
+// usually posted right behind it joins it.) Work requests and completions
+// live in rings allocated when the QP and CQ are created, so the steady
+// state does not allocate (see the benchmarks); read-ahead and batch
+// buffers come from pools and are held only while in use, so an idle
+// connection holds none.
 //
 // Wire encoding and decoding is package verbs/iwarp; this package holds the
 // protocol state machines. Its one dependency beyond the standard library is

@@ -1,8 +1,10 @@
 package soft
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -10,20 +12,106 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
 )
 
-// txState is the writer goroutine's private state: buffers reused for every
-// FPDU so that transmission does not allocate.
+// Transmit batching. The writer (or PostSend itself, see postInline) takes
+// every queued message it can and gathers their FPDUs into one vectored
+// write: an RDMA Write's FPDUs and the Send behind it leave in one writev(2).
+// Messages keep their queue order; completions of a batch are delivered in
+// order once it is written. A batch is bounded by txMaxIOV pieces and
+// txMaxBytes bytes; a message that does not fit in the rest of a batch starts
+// the next one, so that a message fitting one batch always leaves in one
+// write (a peer never sees part of it and then waits for the rest behind a
+// second system call, the stall a split write causes with Linux siw).
+//
+// FPDU headers and trailers are laid out back to back in the batch's slab,
+// so the trailer of one FPDU and the header of the next take one piece of
+// the vectored write; payload is referenced where it lies (the kernel reads
+// it, as a NIC would: the provider never copies a local buffer). The
+// buffers of a batch come from txPool and go back when it is written: an
+// idle connection holds none.
+
+const (
+	// txMaxIOV bounds the pieces of one vectored write (Linux IOV_MAX).
+	txMaxIOV = 1024
+	// txMaxBytes bounds the bytes of one batch.
+	txMaxBytes = 1 << 20
+	// txSlabSize is the room for headers and trailers.
+	txSlabSize = 16 << 10
+	// txFPDUOverhead bounds an FPDU's header (a Read Request's body
+	// included) and trailer.
+	txFPDUOverhead = iwarp.UntaggedHeaderLen + iwarp.ReadRequestLen + 3 + iwarp.CRCLen
+)
+
+// txBuf is the scratch of one batch.
+type txBuf struct {
+	vec   [][]byte // the pieces of the vectored write
+	slab  []byte   // headers and trailers; never reallocated
+	seg   int      // start in slab of the last piece if it is a slab piece, else -1
+	bytes int      // bytes in vec
+	rawTxBuf
+}
+
+var txPool = sync.Pool{New: func() any {
+	return &txBuf{vec: make([][]byte, 0, txMaxIOV), slab: make([]byte, 0, txSlabSize), seg: -1, rawTxBuf: newRawTxBuf()}
+}}
+
+// reset empties b and drops its references to registered memory.
+func (b *txBuf) reset() {
+	clear(b.vec)
+	b.vec, b.slab, b.seg, b.bytes = b.vec[:0], b.slab[:0], -1, 0
+}
+
+// room reports whether an FPDU of slab bytes in the slab and up to pieces
+// other pieces fits in b.
+func (b *txBuf) room(slab, pieces int) bool {
+	return len(b.vec)+pieces+2 <= txMaxIOV && len(b.slab)+slab <= cap(b.slab)
+}
+
+// grew makes the slab bytes from start (just appended) part of the last
+// piece, or a new one.
+func (b *txBuf) grew(start int) {
+	b.bytes += len(b.slab) - start
+	if b.seg >= 0 {
+		b.vec[len(b.vec)-1] = b.slab[b.seg:]
+		return
+	}
+	b.seg = start
+	b.vec = append(b.vec, b.slab[start:])
+}
+
+// ref adds p, referenced in place, as a piece of its own.
+func (b *txBuf) ref(p []byte) {
+	b.vec = append(b.vec, p)
+	b.bytes += len(p)
+	b.seg = -1
+}
+
+// msgCost bounds what a message of total bytes from an SGL of nsge entries
+// takes of a batch: slab bytes and other pieces.
+func msgCost(total, maxPay, nsge int) (slab, pieces int) {
+	fpdus := max(1, (total+maxPay-1)/maxPay)
+	// Per FPDU a slab piece and payload pieces; every FPDU boundary can
+	// split an SGE into one more piece.
+	return fpdus * txFPDUOverhead, 2*fpdus + nsge + 1
+}
+
+// txState is the transmit side's state: owned by the writer goroutine, or by
+// PostSend while txBusy is set (postInline).
 type txState struct {
-	hdr    [iwarp.UntaggedHeaderLen + iwarp.ReadRequestLen + iwarp.CRCLen + 8]byte
-	hdrs   [txBatch][iwarp.UntaggedHeaderLen]byte
-	trails [txBatch][8]byte
-	vec    [][]byte    // backing array for the vectored write
-	nb     net.Buffers // consumed by WriteTo
-	msn    [3]uint32   // last MSN sent per untagged QN
-	// inline: sendMessage is called by postInline and only tries to write;
-	// resume: the work request whose rest (in the raw iovec) the writer
-	// must write next (guarded by mu).
+	buf  *txBuf      // the batch being built or written; nil when idle
+	held atomic.Bool // buf != nil, for tests
+	msn  [3]uint32   // last MSN sent per untagged QN
+	// inline: the batch is PostSend's (postInline) and may only be
+	// written without blocking.
 	inline bool
-	resume *sendWQE
+	// resumeFrom..resumeTo: send-queue entries whose batch PostSend could
+	// only partly write; the writer writes the rest (still in w.iov)
+	// before anything else (guarded by mu).
+	resume               bool
+	resumeFrom, resumeTo uint64
+	// guard, guardSTag: the batch is a Read Response from this region;
+	// every write re-checks the STag (writeGuarded).
+	guard     *memRegion
+	guardSTag uint32
 	// writes counts socket writes (writev calls, or WriteTo calls where the
 	// runtime does the writev): a message must go out in one, never split
 	// into pieces the peer sees at different times (for tests).
@@ -31,73 +119,122 @@ type txState struct {
 	rawTxState
 }
 
-func (w *txState) init(q *queuePair) {
-	w.vec = make([][]byte, 0, txBatch*(q.maxSendSGE+3))
+// init is called as the connection starts; the transmit state needs
+// nothing until the first batch.
+func (w *txState) init(q *queuePair) {}
+
+// errTxStopped ends a batch when the queue pair failed meanwhile (the
+// writer loop sees the error state next) or a Read Response's source was
+// invalidated (a Terminate is on its way).
+var errTxStopped = errors.New("soft: transmission stopped")
+
+// txBegin takes a batch buffer.
+func (q *queuePair) txBegin() {
+	q.w.buf = txPool.Get().(*txBuf)
+	q.w.held.Store(true)
 }
 
-// writeVec sends w.vec as one vectored write.
-func (q *queuePair) writeVec() error {
+// txEnd returns the batch buffer.
+func (q *queuePair) txEnd() {
 	w := &q.w
-	w.writes.Add(1)
-	w.nb = w.vec
-	_, err := w.nb.WriteTo(q.conn)
-	w.nb = nil
+	w.dropIOV()
+	w.buf.reset()
+	txPool.Put(w.buf)
+	w.buf = nil
+	w.held.Store(false)
+}
+
+// flush writes the batch built so far and empties it.
+func (q *queuePair) flush() error {
+	w := &q.w
+	if len(w.buf.vec) == 0 {
+		return nil
+	}
+	if w.inline {
+		// canInlineLocked admits only batches that fit one buffer.
+		return errors.New("soft: internal error: PostSend's batch overflowed")
+	}
+	if w.guard != nil {
+		revoked, err := q.writeGuarded(w.guard, w.guardSTag)
+		if err != nil {
+			return err
+		}
+		if revoked {
+			q.terminateLocal(iwarp.TermRDMAPInvalidSTag, fmt.Sprintf("Read Response source STag %#08x invalidated during transfer", w.guardSTag), nil)
+			return errTxStopped
+		}
+	} else if err := q.writeVec(); err != nil {
+		return err
+	}
+	w.buf.reset()
+	return nil
+}
+
+// writeVec sends the batch as one vectored write, blocking until done.
+func (q *queuePair) writeVec() error {
+	b := q.w.buf
+	q.w.writes.Add(1)
+	nb := net.Buffers(b.vec)
+	_, err := nb.WriteTo(q.conn)
 	return err
 }
 
-// txBatch is the most FPDUs gathered into one vectored write. With small
-// FPDUs (an Ethernet MSS) this saves most of the per-FPDU system calls.
-const txBatch = 16
-
-// sendMessage segments one RDMAP message into FPDUs of at most q.maxFPDU
-// bytes and writes them, up to txBatch FPDUs per vectored write. h is the
-// header template: for tagged opcodes TO advances, for untagged ones MO
-// does. The payload is gathered from sgl without copying.
-//
-// With guard set (a Read Response), every write holds guard's lock and
-// first checks that guardSTag is still valid; if it was invalidated
-// meanwhile, the rest of the message is not sent and the peer gets a
-// Terminate.
-func (q *queuePair) sendMessage(h *iwarp.Header, sgl []lsge, total int, guard *memRegion, guardSTag uint32) error {
-	w := &q.w
+// appendMessage adds one RDMAP message to the batch: segmented into FPDUs of
+// at most q.maxFPDU bytes, h the header template (for tagged opcodes TO
+// advances, for untagged ones MO does), the payload gathered from sgl. A
+// message that does not fit in the rest of the batch starts a new one; one
+// larger than a batch is split at FPDU boundaries.
+func (q *queuePair) appendMessage(h *iwarp.Header, sgl []lsge, total int) error {
+	b := q.w.buf
 	tagged := h.Opcode.Tagged()
 	maxPay := iwarp.MaxPayload(q.maxFPDU, tagged)
 	if maxPay <= 0 {
 		return fmt.Errorf("soft: max FPDU size %d leaves no room for payload", q.maxFPDU)
 	}
+	if slab, pieces := msgCost(total, maxPay, len(sgl)); !b.room(slab, pieces) || b.bytes+total > txMaxBytes {
+		if err := q.flush(); err != nil {
+			return err
+		}
+	}
 	baseTO := h.TO
 	si, so := 0, 0 // SGE index and offset within it
-	vec := w.vec[:0]
-	k := 0 // FPDUs in vec
 	for off := 0; ; {
 		if q.failed.Load() {
-			return nil // the writer loop sees the error state next
+			return errTxStopped
 		}
 		n := min(maxPay, total-off)
+		if !b.room(txFPDUOverhead, len(sgl)-si+1) || (b.bytes > 0 && b.bytes+n > txMaxBytes) {
+			if err := q.flush(); err != nil {
+				return err
+			}
+		}
 		h.Last = off+n == total
 		if tagged {
 			h.TO = baseTO + uint64(off)
 		} else {
 			h.MO = uint32(off)
 		}
-		hdr, err := iwarp.AppendFPDUHeader(w.hdrs[k][:0], h, n)
-		if err != nil {
+		start := len(b.slab)
+		var err error
+		if b.slab, err = iwarp.AppendFPDUHeader(b.slab, h, n); err != nil {
+			b.slab = b.slab[:start]
 			return err
 		}
-		vec = append(vec, hdr)
 		var crc uint32
 		if q.crc {
-			crc = iwarp.UpdateCRC(0, hdr)
+			crc = iwarp.UpdateCRC(0, b.slab[start:])
 		}
+		hl := len(b.slab) - start
+		b.grew(start)
 		for rem := n; rem > 0; {
 			s := &sgl[si]
 			take := min(s.n-so, rem)
 			if take > 0 {
 				p := s.m.buf[s.off+so : s.off+so+take]
-				vec = append(vec, p)
 				if q.crc {
 					crc = iwarp.UpdateCRC(crc, p)
 				}
+				b.ref(p)
 			}
 			so += take
 			rem -= take
@@ -106,62 +243,42 @@ func (q *queuePair) sendMessage(h *iwarp.Header, sgl []lsge, total int, guard *m
 				so = 0
 			}
 		}
-		vec = append(vec, iwarp.AppendTrailer(w.trails[k][:0], len(hdr)-iwarp.MPALenFieldLen+n, crc, q.crc))
-		k++
+		start = len(b.slab)
+		b.slab = iwarp.AppendTrailer(b.slab, hl-iwarp.MPALenFieldLen+n, crc, q.crc)
+		b.grew(start)
 		off += n
-		if off == total || k == txBatch {
-			w.vec = vec
-			if w.inline {
-				// PostSend's non-blocking attempt (the message is one
-				// batch); what the socket did not take stays in w.iov
-				// for the writer.
-				return q.tryWriteVec()
-			}
-			if guard == nil {
-				if err := q.writeVec(); err != nil {
-					return err
-				}
-			} else {
-				revoked, err := q.writeGuarded(guard, guardSTag)
-				if err != nil {
-					return err
-				}
-				if revoked {
-					q.terminateLocal(iwarp.TermRDMAPInvalidSTag, fmt.Sprintf("Read Response source STag %#08x invalidated during transfer", guardSTag), nil)
-					return nil
-				}
-			}
-			vec, k = w.vec[:0], 0
-		}
 		if off == total {
 			return nil
 		}
 	}
 }
 
-// writeSmall writes one small prebuilt FPDU held in w.hdr.
-func (q *queuePair) writeSmall(b []byte) error {
-	q.w.vec = append(q.w.vec[:0], b)
-	return q.writeVec()
-}
-
-// sendReadRequest sends the Read Request for an RDMA Read (or an RTR read
-// when sgl is nil).
-func (q *queuePair) sendReadRequest(sinkSTag uint32, sinkTO uint64, size uint32, srcSTag uint32, srcTO uint64) error {
+// appendReadRequest adds the Read Request for an RDMA Read (or the RTR
+// read) to the batch.
+func (q *queuePair) appendReadRequest(sinkSTag uint32, sinkTO uint64, size uint32, srcSTag uint32, srcTO uint64) error {
 	w := &q.w
+	b := w.buf
+	if !b.room(txFPDUOverhead, 0) {
+		if err := q.flush(); err != nil {
+			return err
+		}
+	}
 	w.msn[iwarp.QNReadRequest]++
 	rr := iwarp.ReadRequest{SinkSTag: sinkSTag, SinkTO: sinkTO, Size: size, SrcSTag: srcSTag, SrcTO: srcTO}
 	var body [iwarp.ReadRequestLen]byte
 	h := iwarp.Header{Opcode: iwarp.OpReadRequest, Last: true, QN: iwarp.QNReadRequest, MSN: w.msn[iwarp.QNReadRequest]}
-	b, err := iwarp.AppendFPDU(w.hdr[:0], &h, rr.Append(body[:0]), q.crc)
-	if err != nil {
+	start := len(b.slab)
+	var err error
+	if b.slab, err = iwarp.AppendFPDU(b.slab, &h, rr.Append(body[:0]), q.crc); err != nil {
+		b.slab = b.slab[:start]
 		return err
 	}
-	return q.writeSmall(b)
+	b.grew(start)
+	return nil
 }
 
-// sendWQE transmits one send-queue entry (not a Read: see writer).
-func (q *queuePair) transmit(wq *sendWQE) error {
+// appendWQE adds one send-queue entry to the batch.
+func (q *queuePair) appendWQE(wq *sendWQE) error {
 	var h iwarp.Header
 	switch wq.op {
 	case verbs.OpWrite:
@@ -184,9 +301,100 @@ func (q *queuePair) transmit(wq *sendWQE) error {
 		}
 	case verbs.OpRead:
 		s := wq.sgl[0]
-		return q.sendReadRequest(s.m.RKey(), s.m.base+uint64(s.off), uint32(wq.length), wq.rstag, wq.rto)
+		return q.appendReadRequest(s.m.RKey(), s.m.base+uint64(s.off), uint32(wq.length), wq.rstag, wq.rto)
 	}
-	return q.sendMessage(&h, wq.sgl, wq.length, nil, 0)
+	return q.appendMessage(&h, wq.sgl, wq.length)
+}
+
+// claimLocked takes the send-queue entries from sqSent on for one batch:
+// while they fit in one batch buffer (the first always does; a larger
+// message is split) and Reads stay within ORD; with inline, Reads end the
+// batch. It returns the first entry taken (q.sqSent is then past the last).
+// Caller holds mu.
+func (q *queuePair) claimLocked(inline bool) (from uint64) {
+	from = q.sqSent
+	n := uint64(len(q.sq))
+	var slab, pieces, bytes int
+	for q.sqSent < q.sqTail {
+		wq := &q.sq[q.sqSent%n]
+		if wq.op == verbs.OpRead {
+			if inline || q.orqTail-q.orqHead >= uint64(q.ord) {
+				break
+			}
+			slab += txFPDUOverhead
+		} else {
+			s, p := msgCost(wq.length, iwarp.MaxPayload(q.maxFPDU, wq.op == verbs.OpWrite), len(wq.sgl))
+			if q.sqSent > from && (slab+s > txSlabSize || pieces+p+2 > txMaxIOV || bytes+wq.length > txMaxBytes) {
+				break
+			}
+			slab, pieces, bytes = slab+s, pieces+p, bytes+wq.length
+		}
+		if wq.op == verbs.OpRead {
+			wq.state = wqeReadPending
+			wq.placed = 0
+			q.orq[q.orqTail%uint64(len(q.orq))] = q.sqSent
+			q.orqTail++
+		}
+		q.sqSent++
+	}
+	return from
+}
+
+// transmitBatch writes the claimed send-queue entries [from, to).
+func (q *queuePair) transmitBatch(from, to uint64) error {
+	n := uint64(len(q.sq))
+	for i := from; i < to; i++ {
+		if err := q.appendWQE(&q.sq[i%n]); err != nil {
+			return err
+		}
+	}
+	if q.w.inline {
+		// PostSend's non-blocking attempt; what the socket does not
+		// take stays in w.iov for the writer.
+		return q.tryWriteVec()
+	}
+	return q.flush()
+}
+
+// finishBatchLocked completes the transmitted Sends and Writes among
+// [from, to) in order (err: the socket failed). Caller holds mu.
+func (q *queuePair) finishBatchLocked(from, to uint64, err error) {
+	q.noteSentNLocked(int(to - from))
+	if err != nil && err != errTxStopped {
+		q.failLocked(fmt.Errorf("%w: %w", verbs.ErrConnectionLost, err), nil)
+		return
+	}
+	if q.state != verbs.StateRTS {
+		return
+	}
+	n := uint64(len(q.sq))
+	for i := from; i < to; i++ {
+		if wq := &q.sq[i%n]; wq.op != verbs.OpRead {
+			wq.state, wq.status = wqeDone, verbs.StatusSuccess
+		}
+	}
+	q.retireLocked()
+}
+
+// txFinish flushes a batch of its own (an RTR frame, the SiwKick Write, a
+// Read Response) built after txBegin, unless building it failed with err,
+// and returns the buffer.
+func (q *queuePair) txFinish(err error) error {
+	if err == nil {
+		err = q.flush()
+	}
+	q.txEnd()
+	if err == errTxStopped {
+		err = nil
+	}
+	return err
+}
+
+// emptyWrite adds a zero-length RDMA Write (STag 1, TO 0, as siw sends its
+// RTR; receivers do not check the STag of an empty Write).
+func (q *queuePair) emptyWrite() error {
+	h := iwarp.Header{Opcode: iwarp.OpWrite, STag: 1}
+	return q.appendMessage(&h, nil, 0)
 }
 
 // sendReadResponse answers an accepted inbound Read Request. The source
@@ -194,9 +402,11 @@ func (q *queuePair) transmit(wq *sendWQE) error {
 // concurrent invalidation waits for it (or wins, and the peer gets a
 // Terminate instead of the data).
 func (q *queuePair) sendReadResponse(ir *inboundRead) error {
+	w := &q.w
 	h := iwarp.Header{Opcode: iwarp.OpReadResponse, STag: ir.req.SinkSTag, TO: ir.req.SinkTO}
 	if ir.req.Size == 0 {
-		return q.sendMessage(&h, nil, 0, nil, 0)
+		q.txBegin()
+		return q.txFinish(q.appendMessage(&h, nil, 0))
 	}
 	m, off, code, reason := q.dev.stags.remoteCheck(q.pd, ir.req.SrcSTag, ir.req.SrcTO, int(ir.req.Size), verbs.AccessRemoteRead, false)
 	if m == nil {
@@ -205,7 +415,11 @@ func (q *queuePair) sendReadResponse(ir *inboundRead) error {
 	}
 	m.mu.RUnlock() // writeGuarded re-checks the STag for every write
 	sgl := [1]lsge{{m: m, off: off, n: int(ir.req.Size)}}
-	return q.sendMessage(&h, sgl[:], int(ir.req.Size), m, ir.req.SrcSTag)
+	w.guard, w.guardSTag = m, ir.req.SrcSTag
+	q.txBegin()
+	err := q.txFinish(q.appendMessage(&h, sgl[:], int(ir.req.Size)))
+	w.guard = nil
+	return err
 }
 
 // readRequestHeader rebuilds the 48-byte Read Request FPDU header + body for
@@ -229,16 +443,21 @@ func (q *queuePair) terminateLocal(code iwarp.TermCode, reason string, hdr []byt
 		Reason: fmt.Sprintf("%v: %s", code, reason)}, frame)
 }
 
-// noteSentLocked counts a sent message and, after an initiator's first,
-// arms the SiwKick timer. Caller holds mu.
-func (q *queuePair) noteSentLocked() {
-	q.sentMsgs++
-	if q.sentMsgs != 1 || q.responder || q.dev.cfg.SiwKick < 0 {
+// noteSentLocked counts one sent message; see noteSentNLocked.
+func (q *queuePair) noteSentLocked() { q.noteSentNLocked(1) }
+
+// noteSentNLocked counts k sent messages and, after an initiator's first
+// batch, arms the SiwKick timer. Caller holds mu.
+func (q *queuePair) noteSentNLocked(k int) {
+	first := q.sentMsgs == 0
+	q.sentMsgs += uint64(k)
+	if !first || k == 0 || q.responder || q.dev.cfg.SiwKick < 0 {
 		return
 	}
+	sent := q.sentMsgs
 	q.kickTimer = time.AfterFunc(q.dev.cfg.SiwKick, func() {
 		q.mu.Lock()
-		if q.state == verbs.StateRTS && !q.peerSpoke && q.sentMsgs == 1 {
+		if q.state == verbs.StateRTS && !q.peerSpoke && q.sentMsgs == sent {
 			q.kickDue = true
 			q.cond.Signal()
 		}
@@ -262,15 +481,15 @@ func (q *queuePair) writer() {
 	var err error
 	switch q.rtrSend {
 	case RTRWrite:
-		// siw sends STag 1, TO 0; a zero-length Write is not checked.
-		h := iwarp.Header{Opcode: iwarp.OpWrite, STag: 1}
-		err = q.sendMessage(&h, nil, 0, nil, 0)
+		q.txBegin()
+		err = q.txFinish(q.emptyWrite())
 	case RTRRead:
 		q.mu.Lock()
 		q.orq[q.orqTail%uint64(len(q.orq))] = rtrORQ
 		q.orqTail++
 		q.mu.Unlock()
-		err = q.sendReadRequest(1, 0, 0, 1, 0)
+		q.txBegin()
+		err = q.txFinish(q.appendReadRequest(1, 0, 0, 1, 0))
 	}
 	if err != nil {
 		q.fail(fmt.Errorf("%w: sending RTR: %w", verbs.ErrConnectionLost, err), nil)
@@ -294,9 +513,9 @@ func (q *queuePair) writer() {
 			continue
 		}
 		if q.state != verbs.StateRTS {
-			if q.w.resume != nil {
-				q.w.resume = nil
-				q.w.dropIOV() // flushed: its rest is never sent
+			if q.w.resume {
+				q.w.resume = false
+				q.txEnd() // flushed: its rest is never sent
 			}
 			term := q.pendingTerm
 			q.pendingTerm = nil
@@ -306,7 +525,9 @@ func (q *queuePair) writer() {
 			q.mu.Unlock()
 			if term != nil {
 				q.conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
-				q.writeSmall(term)
+				q.txBegin()
+				q.w.buf.ref(term)
+				q.txFinish(nil)
 				if tc, ok := q.conn.(*net.TCPConn); ok {
 					tc.CloseWrite()
 					return // the reader drains, then the socket closes
@@ -319,23 +540,25 @@ func (q *queuePair) writer() {
 			q.cond.Wait()
 			continue
 		}
-		if wq := q.w.resume; wq != nil {
-			// The rest of a message PostSend could only partly write
-			// goes first: nothing may come between its bytes.
-			q.w.resume = nil
+		if q.w.resume {
+			// The rest of a batch PostSend could only partly write goes
+			// first: nothing may come between its bytes.
+			q.w.resume = false
+			from, to := q.w.resumeFrom, q.w.resumeTo
 			q.mu.Unlock()
 			err = q.finishVec()
+			q.txEnd()
 			q.mu.Lock()
-			q.finishSendLocked(wq, err)
+			q.finishBatchLocked(from, to, err)
 			continue
 		}
 		if q.kickDue {
 			q.kickDue = false
-			q.sentMsgs++
 			q.mu.Unlock()
-			h := iwarp.Header{Opcode: iwarp.OpWrite, STag: 1}
-			err = q.sendMessage(&h, nil, 0, nil, 0)
+			q.txBegin()
+			err = q.txFinish(q.emptyWrite())
 			q.mu.Lock()
+			q.noteSentLocked()
 			if err != nil {
 				q.failLocked(fmt.Errorf("%w: %w", verbs.ErrConnectionLost, err), nil)
 			}
@@ -357,31 +580,18 @@ func (q *queuePair) writer() {
 			continue
 		}
 		if q.sqSent < q.sqTail {
-			n := uint64(len(q.sq))
-			idx := q.sqSent % n
-			wq := &q.sq[idx]
-			if wq.op == verbs.OpRead {
-				if q.orqTail-q.orqHead >= uint64(q.ord) {
-					q.cond.Wait() // ORD reached: wait for a Read Response
-					continue
-				}
-				wq.state = wqeReadPending
-				wq.placed = 0
-				q.orq[q.orqTail%uint64(len(q.orq))] = q.sqSent
-				q.orqTail++
-			}
-			q.sqSent++
-			q.mu.Unlock()
-			err = q.transmit(wq)
-			q.mu.Lock()
-			q.noteSentLocked()
-			if wq.op == verbs.OpRead {
-				if err != nil {
-					q.failLocked(fmt.Errorf("%w: %w", verbs.ErrConnectionLost, err), nil)
-				}
+			from := q.claimLocked(false)
+			to := q.sqSent
+			if from == to {
+				q.cond.Wait() // ORD reached: wait for a Read Response
 				continue
 			}
-			q.finishSendLocked(wq, err)
+			q.mu.Unlock()
+			q.txBegin()
+			err = q.transmitBatch(from, to)
+			q.txEnd()
+			q.mu.Lock()
+			q.finishBatchLocked(from, to, err)
 			continue
 		}
 		q.writerIdle = true
@@ -390,62 +600,70 @@ func (q *queuePair) writer() {
 	}
 }
 
-// finishSendLocked completes a transmitted Send or Write (err: the socket
-// failed). Caller holds mu.
-func (q *queuePair) finishSendLocked(wq *sendWQE, err error) {
-	if err != nil {
-		q.failLocked(fmt.Errorf("%w: %w", verbs.ErrConnectionLost, err), nil)
-		return
-	}
-	if q.state == verbs.StateRTS {
-		wq.state, wq.status = wqeDone, verbs.StatusSuccess
-		q.retireLocked()
-	}
-}
-
-// inlineMax is the largest message PostSend writes from the caller's
-// goroutine (see postInline).
+// inlineMax is the most bytes PostSend writes from the caller's goroutine
+// (see postInline).
 const inlineMax = 64 << 10
 
-// canInlineLocked reports whether PostSend may write the message it has just
-// queued (op, total bytes) itself: the writer is parked with nothing to do
-// and nothing else waits, so the caller's goroutine owns the transmit side
-// for one non-blocking write. Caller holds mu.
+// canInlineLocked reports whether PostSend may write the send queue's
+// unsent work itself: the writer is parked with nothing to do and nothing
+// else waits, so the caller's goroutine owns the transmit side for one
+// non-blocking write of one batch: no Reads, at most inlineMax bytes, all
+// fitting one batch buffer, not ending in an RDMA Write. Caller holds mu.
 func (q *queuePair) canInlineLocked(op verbs.SendOp, total int) bool {
-	return q.writerIdle && !q.txBusy && q.w.resume == nil && !q.kickDue &&
-		q.rawConn != nil && op != verbs.OpRead && total <= inlineMax &&
-		total <= iwarp.MaxPayload(q.maxFPDU, op == verbs.OpWrite)*txBatch &&
-		q.sqSent == q.sqTail-1 && q.irqHead == q.irqTail
+	if !q.writerIdle || q.txBusy || q.w.resume || q.kickDue || q.rawConn == nil || q.irqHead != q.irqTail {
+		return false
+	}
+	n := uint64(len(q.sq))
+	if q.sq[(q.sqTail-1)%n].op == verbs.OpWrite {
+		// An RDMA Write is (almost always) followed by the Send that
+		// tells the peer about it, as in an RPC reply: the writer, once
+		// woken, takes both into one write, or PostSend of the Send
+		// does if it comes first.
+		return false
+	}
+	var slab, pieces, bytes int
+	for i := q.sqSent; i < q.sqTail; i++ {
+		wq := &q.sq[i%n]
+		if wq.op == verbs.OpRead {
+			return false
+		}
+		s, p := msgCost(wq.length, iwarp.MaxPayload(q.maxFPDU, wq.op == verbs.OpWrite), len(wq.sgl))
+		slab, pieces, bytes = slab+s, pieces+p, bytes+wq.length
+	}
+	return slab <= txSlabSize && pieces+2 <= txMaxIOV && bytes <= inlineMax
 }
 
-// postInline writes wq, the only queued work request, from PostSend's
-// goroutine, which saves the hand-off to the writer goroutine and back that
-// otherwise costs two goroutine wake-ups per message. The write never
-// blocks: a socket that takes only part of the message (or nothing) leaves
-// the rest to the writer, which finishes it before anything else. Caller
-// holds mu; it is released during the write.
+// postInline writes the send queue's unsent work (wq is the entry just
+// posted) from PostSend's goroutine, which saves the hand-off to the writer
+// goroutine and back that otherwise costs two goroutine wake-ups per
+// message. The write never blocks: a socket that takes only part of the
+// batch (or nothing) leaves the rest to the writer, which finishes it before
+// anything else. Caller holds mu; it is released during the write.
 func (q *queuePair) postInline(wq *sendWQE) {
 	q.txBusy = true
-	q.sqSent++
+	from := q.claimLocked(true)
+	to := q.sqSent
 	q.mu.Unlock()
 	q.w.inline = true
-	err := q.transmit(wq)
+	q.txBegin()
+	err := q.transmitBatch(from, to)
 	q.w.inline = false
 	partial := err == nil && q.w.unsent()
 	q.mu.Lock()
 	q.txBusy = false
-	q.inlined++
-	q.noteSentLocked()
+	q.inlined += to - from
 	if partial && q.state == verbs.StateRTS {
-		q.w.resume = wq
-		q.resumed++
+		q.w.resume, q.w.resumeFrom, q.w.resumeTo = true, from, to
+		q.resumed += to - from
 	} else {
-		if partial {
-			q.w.dropIOV()
-		}
-		q.finishSendLocked(wq, err)
+		q.txEnd()
+		q.finishBatchLocked(from, to, err)
 	}
 	// Wake the writer only if it has something to do: a parked writer with
 	// nothing to do stays parked, so the next post can go inline too.
-	q.cond.Signal()
+	// (An unconditional Signal would wake the idle writer for nothing
+	// after every inline send: a goroutine wake-up per message.)
+	if !q.writerIdle || q.w.resume || q.sqSent < q.sqTail || q.irqHead < q.irqTail || q.kickDue || q.state != verbs.StateRTS {
+		q.cond.Signal()
+	}
 }
