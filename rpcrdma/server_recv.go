@@ -375,8 +375,80 @@ func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
 		return nil, err
 	}
 	c.big = big
+	if ok, err := sc.pullNow(c, body, total); ok || err != nil {
+		return nil, err
+	}
 	sc.startPull(pullJob{c: c, body: body, total: total})
 	return nil, nil
+}
+
+// pullNow posts the RDMA Reads of c's read chunks as one chain from the receive loop,
+// when the connection's Read credits for all of them are free now and the chain fits
+// the send queue, and reports whether it did; the completion handler (pulled) then
+// hands the call up, with no goroutine in between. Otherwise the call goes to a puller
+// (startPull), which can wait for credits Read by Read. An error ends the connection.
+func (sc *ServerConn) pullNow(c *srvCall, body []byte, total int) (bool, error) {
+	k := c.asm.remotes()
+	if k > sc.ord || k > sc.ep.maxChain() {
+		return false, nil
+	}
+	for c.asm.held = 0; c.asm.held < k; c.asm.held++ {
+		if !sc.reads.TryAcquire() {
+			sc.releaseReads(c)
+			return false, nil
+		}
+	}
+	if c.asm.done == nil {
+		c.asm.done = func(err error) { sc.pulled(c, err) }
+	}
+	c.asm.total = total
+	if err := c.asm.start(sc.ctx, sc.ep, c.big.mr, body, c.asm.done); err != nil {
+		sc.releaseReads(c)
+		sc.cred.Done()
+		sc.putCall(c)
+		return true, fmt.Errorf("rpcrdma: %v: xid %#08x: pull read chunks: %w", sc.remote, c.h.XID, err)
+	}
+	return true, nil
+}
+
+// releaseReads gives back the Read credits c holds.
+func (sc *ServerConn) releaseReads(c *srvCall) {
+	for ; c.asm.held > 0; c.asm.held-- {
+		sc.reads.Release()
+	}
+}
+
+// pulled runs, in the completion context, when every RDMA Read pullNow posted for c has
+// completed (or at once from the receive loop, when there was nothing to read): it
+// gives back the receive buffer and the Read credits and delivers the call, to
+// ServeCalls' deliver directly when it runs, else through ready for ReadCall. A failed
+// Read ends the connection, as in pull.
+func (sc *ServerConn) pulled(c *srvCall, err error) {
+	sc.releaseReads(c)
+	if err != nil {
+		go sc.pullFailed(c, err)
+		return
+	}
+	// The inline part was copied before the Reads were posted.
+	sc.repost(c.recvIdx)
+	c.recvIdx = -1
+	c.call.Msg = oncrpc.Message{Inline: c.big.mr.Buf()[:c.asm.total]}
+	sc.pushMu.RLock()
+	if deliver := sc.push; deliver != nil {
+		deliver(&c.call, false)
+		sc.pushMu.RUnlock()
+		return
+	}
+	sc.pushMu.RUnlock()
+	sc.ready <- c
+}
+
+// pullFailed ends the connection after c's read chunks could not be pulled.
+func (sc *ServerConn) pullFailed(c *srvCall, err error) {
+	sc.l.opts.Logger.Debug("read chunks failed; closing", "remote", sc.remote, "xid", c.h.XID, "err", err)
+	sc.cred.Done()
+	sc.putCall(c)
+	sc.Close()
 }
 
 // pullJob is a call whose read chunks are to be pulled.
