@@ -64,10 +64,12 @@ func (a *assembler) remotes() int {
 // start executes the plan into mr's buffer without waiting: inline pieces are copied
 // from inline now, and every remote piece becomes one RDMA Read of a single chain,
 // posted at once, that completes a waiter calling done (in the completion context).
-// The caller has taken the Reads' credits (a.held) and checked that the chain fits
-// (endpoint.maxChain). After start returns nil, inline is no longer needed and a
-// belongs to the completion; on failure nothing was posted and done is not called.
-func (a *assembler) start(ctx context.Context, e *endpoint, mr verbs.MR, inline []byte, done func(err error)) error {
+// The caller has taken the Reads' credits (a.held), checked that the chain fits
+// (endpoint.maxChain), and holds held of its send-queue slots (all of them: start never
+// blocks). After start returns nil, inline is no longer needed and a belongs to the
+// completion; on failure nothing was posted, the held slots are given back and done is
+// not called.
+func (a *assembler) start(ctx context.Context, e *endpoint, mr verbs.MR, inline []byte, held int, done func(err error)) error {
 	buf := mr.Buf()
 	a.wrs = a.wrs[:0]
 	for _, p := range a.plan {
@@ -88,7 +90,7 @@ func (a *assembler) start(ctx context.Context, e *endpoint, mr verbs.MR, inline 
 		return nil
 	}
 	w := e.newWaiterFunc(done)
-	if err := e.postChain(ctx, a.wrs, -1, 0, 0, 0, 0, w); err != nil {
+	if err := e.postChain(ctx, a.wrs, -1, 0, 0, 0, held, w); err != nil {
 		e.freeWaiter(w)
 		return err
 	}
