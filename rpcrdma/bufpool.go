@@ -69,18 +69,25 @@ func (p *bufPool) put(b *bigBuf) {
 	p.mu.Unlock()
 }
 
-// takeFree removes and returns an idle buffer of at least n bytes, or nil.
+// takeFree removes and returns the smallest idle buffer of at least n bytes, or nil, so
+// that small calls do not take the buffers large ones need (which would then register
+// new ones).
 func (p *bufPool) takeFree(n int) *bigBuf {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	best := -1
 	for i, b := range p.free {
-		if len(b.mr.Buf()) >= n {
-			p.free = append(p.free[:i], p.free[i+1:]...)
-			p.freeBytes -= len(b.mr.Buf())
-			return b
+		if l := len(b.mr.Buf()); l >= n && (best < 0 || l < len(p.free[best].mr.Buf())) {
+			best = i
 		}
 	}
-	return nil
+	if best < 0 {
+		return nil
+	}
+	b := p.free[best]
+	p.free = append(p.free[:best], p.free[best+1:]...)
+	p.freeBytes -= len(b.mr.Buf())
+	return b
 }
 
 // drop forgets b, which is not on the free list, and deregisters it.
