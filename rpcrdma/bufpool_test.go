@@ -100,3 +100,21 @@ func TestBufPoolBestFit(t *testing.T) {
 		t.Fatalf("%d buffers registered, want 2", n)
 	}
 }
+
+// Buffers are at least 64 KiB and waste at most a quarter of their size.
+func TestBufSize(t *testing.T) {
+	for _, c := range []struct{ n, want int }{
+		{1, 64 << 10}, {64 << 10, 64 << 10}, {64<<10 + 1, 80 << 10},
+		{96 << 10, 96 << 10}, {112<<10 + 1, 128 << 10},
+		{1<<20 + 200, 1280 << 10}, {2 << 20, 2 << 20}, {2<<20 + 1, 2560 << 10},
+	} {
+		if got := bufSize(c.n); got != c.want {
+			t.Errorf("bufSize(%d) = %d, want %d", c.n, got, c.want)
+		}
+	}
+	for n := 1; n < 8<<20; n += 4093 {
+		if s := bufSize(n); s < n || (s > minBuf && s-n > s/4) {
+			t.Fatalf("bufSize(%d) = %d", n, s)
+		}
+	}
+}
