@@ -36,9 +36,9 @@ func (sc *ServerConn) onRecv(idx, n int, wc *verbs.Completion) {
 
 // receiveInline delivers the call in receive buffer idx (n bytes) if it is a plain call
 // within its credits (one with read chunks once they are pulled, see pullInline), and
-// reports whether it did; anything else is left to receive. It
-// runs in the completion context, so it never blocks: a credit overrun is answered and
-// a connection that must end is closed from other goroutines. The call may run inline
+// reports whether it did; anything else is left to receive. It runs in the completion
+// context, so it never blocks: a credit overrun is answered and a connection that must
+// end is closed from other goroutines. The call may run inline
 // when its reply needs no RDMA Write and a send buffer and send-queue slot could be
 // reserved for it.
 func (sc *ServerConn) receiveInline(idx, n int, deliver func(*oncrpc.ServerCall, bool)) bool {
