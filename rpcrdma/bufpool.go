@@ -14,8 +14,8 @@ type bigBuf struct {
 	mr verbs.MR
 }
 
-// bufPool keeps registered buffers (registered once, re-keyed per use) in power-of-two
-// sizes from 64 KiB.
+// bufPool keeps registered buffers (registered once, re-keyed per use) in the sizes of
+// bufSize.
 type bufPool struct {
 	pd        verbs.PD
 	mu        sync.Mutex
@@ -30,6 +30,29 @@ const (
 	maxPooledBytes = 64 << 20
 )
 
+// minBuf is the smallest buffer a bufPool registers.
+const minBuf = 64 << 10
+
+// bufSize is the size of buffer registered for an n-byte message: at least minBuf, and
+// above that four size classes per power of two (5/4, 6/4, 7/4 and 2 times the power of
+// two below), so that a buffer wastes at most a quarter of its size (a 1 MiB NFS WRITE
+// with its headers takes 1.25 MiB, not 2) while sizes still repeat for reuse.
+func bufSize(n int) int {
+	size := minBuf
+	for size < n {
+		size <<= 1
+	}
+	if size == minBuf {
+		return size
+	}
+	for q := 5; q < 8; q++ {
+		if s := size / 8 * q; s >= n {
+			return s
+		}
+	}
+	return size
+}
+
 // get returns a registered buffer of at least n bytes with the given access, reusing an
 // idle one (re-registered, so its STag is new) when it can. A pooled buffer whose
 // re-registration fails is deregistered and dropped, never handed out with stale rights,
@@ -41,10 +64,7 @@ func (p *bufPool) get(n int, access verbs.Access) (*bigBuf, error) {
 		}
 		p.drop(b)
 	}
-	size := 64 << 10
-	for size < n {
-		size <<= 1
-	}
+	size := bufSize(n)
 	mr, err := p.pd.RegMR(make([]byte, size), access|verbs.AccessLocalWrite)
 	if err != nil {
 		return nil, fmt.Errorf("rpcrdma: register %d-byte buffer: %w", size, err)
@@ -69,18 +89,25 @@ func (p *bufPool) put(b *bigBuf) {
 	p.mu.Unlock()
 }
 
-// takeFree removes and returns an idle buffer of at least n bytes, or nil.
+// takeFree removes and returns the smallest idle buffer of at least n bytes, or nil, so
+// that small calls do not take the buffers large ones need (which would then register
+// new ones).
 func (p *bufPool) takeFree(n int) *bigBuf {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	best := -1
 	for i, b := range p.free {
-		if len(b.mr.Buf()) >= n {
-			p.free = append(p.free[:i], p.free[i+1:]...)
-			p.freeBytes -= len(b.mr.Buf())
-			return b
+		if l := len(b.mr.Buf()); l >= n && (best < 0 || l < len(p.free[best].mr.Buf())) {
+			best = i
 		}
 	}
-	return nil
+	if best < 0 {
+		return nil
+	}
+	b := p.free[best]
+	p.free = append(p.free[:best], p.free[best+1:]...)
+	p.freeBytes -= len(b.mr.Buf())
+	return b
 }
 
 // drop forgets b, which is not on the free list, and deregisters it.

@@ -66,3 +66,55 @@ func TestBufPoolDropsBufferThatFailsReregister(t *testing.T) {
 		t.Fatalf("pool bookkeeping: all %d free %d", len(p.all), len(p.free))
 	}
 }
+
+// A small message takes the smallest idle buffer that holds it, leaving the large one
+// for a large message, which then registers nothing new.
+func TestBufPoolBestFit(t *testing.T) {
+	dev := soft.New(soft.Config{})
+	defer dev.Close()
+	pd, err := dev.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	p := &bufPool{pd: pd}
+	defer p.close()
+
+	large, err := p.get(1<<20+100, verbs.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := p.get(4200, verbs.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.put(large) // the large one first, so a first-fit scan would find it first
+	p.put(small)
+	if b, err := p.get(4200, verbs.AccessLocalWrite); err != nil || b != small {
+		t.Fatalf("small message got %p (%v), want the small buffer %p", b, err, small)
+	}
+	if b, err := p.get(1<<20+100, verbs.AccessLocalWrite); err != nil || b != large {
+		t.Fatalf("large message got %p (%v), want the large buffer %p", b, err, large)
+	}
+	if n := len(p.all); n != 2 {
+		t.Fatalf("%d buffers registered, want 2", n)
+	}
+}
+
+// Buffers are at least 64 KiB and waste at most a quarter of their size.
+func TestBufSize(t *testing.T) {
+	for _, c := range []struct{ n, want int }{
+		{1, 64 << 10}, {64 << 10, 64 << 10}, {64<<10 + 1, 80 << 10},
+		{96 << 10, 96 << 10}, {112<<10 + 1, 128 << 10},
+		{1<<20 + 200, 1280 << 10}, {2 << 20, 2 << 20}, {2<<20 + 1, 2560 << 10},
+	} {
+		if got := bufSize(c.n); got != c.want {
+			t.Errorf("bufSize(%d) = %d, want %d", c.n, got, c.want)
+		}
+	}
+	for n := 1; n < 8<<20; n += 4093 {
+		if s := bufSize(n); s < n || (s > minBuf && s-n > s/4) {
+			t.Fatalf("bufSize(%d) = %d", n, s)
+		}
+	}
+}

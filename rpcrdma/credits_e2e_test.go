@@ -351,6 +351,66 @@ func TestSmallORDConcurrentPulls(t *testing.T) {
 	}
 }
 
+// TestReadChunksPulledInline: calls whose read chunks fit the connection's free Read
+// credits are pulled from the receive loop and handed up by the completion handler:
+// such calls arrive whole, concurrently too, and a lone caller's never start a puller
+// goroutine.
+func TestReadChunksPulledInline(t *testing.T) {
+	noTrace := func(bool, []byte) {}
+	env := newTPEnv(t, &ServerOptions{ORD: 16, Trace: noTrace}, &ClientOptions{Trace: noTrace})
+	ctx := tpCtx(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8*20)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				var res tpPair
+				err := env.rpc.Call(ctx, tpSum, tpMakePayloads(5000, 7, 9000+i), &res)
+				if err == nil && res != (tpPair{3, uint32(14007 + i)}) {
+					err = fmt.Errorf("sum %v", res)
+				}
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Eight callers with three Reads each may find the 16 credits taken and go to
+	// a puller; either way every credit comes back.
+	if sc := onlyConn(t, env.ln); sc.reads.InUse() != 0 {
+		t.Fatalf("%d Read credits in use", sc.reads.InUse())
+	}
+
+	// A lone caller's calls always find their credits free: no puller ever starts.
+	env2 := newTPEnv(t, &ServerOptions{ORD: 16, Trace: noTrace}, &ClientOptions{Trace: noTrace})
+	for i := 0; i < 50; i++ {
+		var res tpPair
+		if err := env2.rpc.Call(ctx, tpSum, tpMakePayloads(5000, 7, 9000+i), &res); err != nil {
+			t.Fatal(err)
+		}
+		if res != (tpPair{3, uint32(14007 + i)}) {
+			t.Fatalf("call %d: sum %v", i, res)
+		}
+	}
+	sc2 := onlyConn(t, env2.ln)
+	sc2.mu.Lock()
+	pullers := sc2.pullers
+	sc2.mu.Unlock()
+	if pullers != 0 {
+		t.Fatalf("%d puller goroutines started for calls whose Reads fit the free credits", pullers)
+	}
+	if sc2.reads.InUse() != 0 {
+		t.Fatalf("%d Read credits in use", sc2.reads.InUse())
+	}
+}
+
 // TestClientReceivesGrowWithCalls: a client connection starts with few receives and
 // registers more before sending calls beyond them, so every call in flight has a
 // receive posted for its reply: many calls at once all complete on the first

@@ -498,11 +498,15 @@ func (e *endpoint) post(wr *verbs.SendWR) error {
 // A waiter collects the completions of a group of work requests (the RDMA Reads of a
 // chunk, the Writes and Send of a reply).
 type waiter struct {
+	e       *endpoint
 	idx     int
 	mu      sync.Mutex
 	pending int
 	err     error
 	done    chan struct{} // receives one token when pending drops to 0
+	// fn, when set (newWaiterFunc), is called instead, in the completion context,
+	// with the first failure when pending drops to 0; the waiter is recycled first.
+	fn func(err error)
 }
 
 func (w *waiter) add(n int) {
@@ -519,6 +523,14 @@ func (w *waiter) complete(wc *verbs.Completion) {
 		w.err = completionError(wc)
 	}
 	w.pending--
+	if w.pending == 0 && w.fn != nil {
+		fn, err := w.fn, w.err
+		w.fn, w.err = nil, nil
+		w.mu.Unlock()
+		w.e.freeWaiter(w)
+		fn(err)
+		return
+	}
 	if w.pending == 0 {
 		select {
 		case w.done <- struct{}{}:
@@ -545,9 +557,26 @@ func (e *endpoint) newWaiter() *waiter {
 		e.freeW = e.freeW[:n-1]
 		return w
 	}
-	w := &waiter{idx: len(e.waiters), done: make(chan struct{}, 1)}
+	w := &waiter{e: e, idx: len(e.waiters), done: make(chan struct{}, 1)}
 	e.waiters = append(e.waiters, w)
 	return w
+}
+
+// newWaiterFunc returns an idle waiter that calls fn, in the completion context, once
+// every work request counted on it has completed (nobody waits for it). A caller whose
+// posting failed with nothing left pending gives it back with freeWaiter.
+func (e *endpoint) newWaiterFunc(fn func(err error)) *waiter {
+	w := e.newWaiter()
+	w.fn = fn
+	return w
+}
+
+// freeWaiter recycles an idle waiter.
+func (e *endpoint) freeWaiter(w *waiter) {
+	w.fn, w.err = nil, nil
+	e.wmu.Lock()
+	e.freeW = append(e.freeW, w)
+	e.wmu.Unlock()
 }
 
 // wait waits until every work request counted on w has completed and returns the first

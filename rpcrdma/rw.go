@@ -41,6 +41,60 @@ type assembler struct {
 	grouped []chunks.ReadChunk
 	wr      verbs.SendWR
 	sge     [1]verbs.SGE
+
+	// State of a pull posted from the receive context (start): its chained Reads,
+	// the Read credits they hold, the message length, and the completion callback.
+	wrs   []rdmaWR
+	held  int
+	total int
+	done  func(err error)
+}
+
+// remotes returns how many RDMA Reads the plan takes.
+func (a *assembler) remotes() int {
+	k := 0
+	for _, p := range a.plan {
+		if p.kind == pieceRemote {
+			k++
+		}
+	}
+	return k
+}
+
+// start executes the plan into mr's buffer without waiting: inline pieces are copied
+// from inline now, and every remote piece becomes one RDMA Read of a single chain,
+// posted at once, that completes a waiter calling done (in the completion context).
+// The caller has taken the Reads' credits (a.held), checked that the chain fits
+// (endpoint.maxChain), and holds held of its send-queue slots (all of them: start never
+// blocks). After start returns nil, inline is no longer needed and a belongs to the
+// completion; on failure nothing was posted, the held slots are given back and done is
+// not called.
+func (a *assembler) start(ctx context.Context, e *endpoint, mr verbs.MR, inline []byte, held int, done func(err error)) error {
+	buf := mr.Buf()
+	a.wrs = a.wrs[:0]
+	for _, p := range a.plan {
+		switch p.kind {
+		case pieceInline:
+			copy(buf[p.dstOff:p.dstOff+p.n], inline[p.srcOff:p.srcOff+p.n])
+		case pieceZero:
+			clear(buf[p.dstOff : p.dstOff+p.n])
+		case pieceRemote:
+			a.wrs = append(a.wrs, rdmaWR{
+				wr:  verbs.SendWR{Op: verbs.OpRead, RemoteSTag: p.seg.Handle, RemoteTO: p.seg.Offset},
+				sge: [1]verbs.SGE{{MR: mr, Offset: p.dstOff, Length: p.n}},
+			})
+		}
+	}
+	if len(a.wrs) == 0 {
+		done(nil)
+		return nil
+	}
+	w := e.newWaiterFunc(done)
+	if err := e.postChain(ctx, a.wrs, -1, 0, 0, 0, held, w); err != nil {
+		e.freeWaiter(w)
+		return err
+	}
+	return nil
 }
 
 // planAssembly computes the pieces of the whole XDR stream. The inline source is either

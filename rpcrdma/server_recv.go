@@ -15,9 +15,9 @@ import (
 )
 
 // onRecv handles a received message in the provider's completion context. While
-// ServeCalls runs, a plain call (RDMA_MSG or RDMA_MSGP without read chunks, within its
-// credits) goes straight to ServeCalls' deliver; everything else is queued for the
-// receive loop (ReadCall or ServeCalls), which may block.
+// ServeCalls runs, a plain call (RDMA_MSG or RDMA_MSGP within its credits) goes
+// straight to ServeCalls' deliver, once its read chunks if any are pulled; everything
+// else is queued for the receive loop (ReadCall or ServeCalls), which may block.
 func (sc *ServerConn) onRecv(idx, n int, wc *verbs.Completion) {
 	if wc.Status != verbs.StatusSuccess {
 		return
@@ -35,9 +35,10 @@ func (sc *ServerConn) onRecv(idx, n int, wc *verbs.Completion) {
 }
 
 // receiveInline delivers the call in receive buffer idx (n bytes) if it is a plain call
-// within its credits, and reports whether it did; anything else is left to receive. It
-// runs in the completion context, so it never blocks: a credit overrun is answered and
-// a connection that must end is closed from other goroutines. The call may run inline
+// within its credits (one with read chunks once they are pulled, see pullInline), and
+// reports whether it did; anything else is left to receive. It runs in the completion
+// context, so it never blocks: a credit overrun is answered and a connection that must
+// end is closed from other goroutines. The call may run inline
 // when its reply needs no RDMA Write and a send buffer and send-queue slot could be
 // reserved for it.
 func (sc *ServerConn) receiveInline(idx, n int, deliver func(*oncrpc.ServerCall, bool)) bool {
@@ -45,7 +46,7 @@ func (sc *ServerConn) receiveInline(idx, n int, deliver func(*oncrpc.ServerCall,
 	c := sc.getCall()
 	h := &c.h
 	hl, err := h.Decode(buf)
-	if err != nil || (h.Proc != ProcMsg && h.Proc != ProcMsgP) || len(h.ReadList) > 0 {
+	if err != nil || (h.Proc != ProcMsg && h.Proc != ProcMsgP) {
 		sc.putCall(c)
 		return false
 	}
@@ -53,7 +54,7 @@ func (sc *ServerConn) receiveInline(idx, n int, deliver func(*oncrpc.ServerCall,
 	if grouped != nil {
 		c.asm.grouped = grouped
 	}
-	if cerr != nil || len(grouped) > 0 {
+	if cerr != nil {
 		sc.putCall(c)
 		return false
 	}
@@ -73,6 +74,10 @@ func (sc *ServerConn) receiveInline(idx, n int, deliver func(*oncrpc.ServerCall,
 		sc.growRecvs(n)
 	}
 	c.msgp = h.Proc == ProcMsgP
+	if len(grouped) > 0 {
+		sc.pullInline(c, body, grouped)
+		return true
+	}
 	c.call.Msg = oncrpc.Message{Inline: body}
 	inline := len(h.WriteList) == 0 && len(h.ReplyChunk) == 0 && sc.reserve(c)
 	deliver(&c.call, inline)
@@ -343,16 +348,41 @@ func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
 		return c, nil
 	}
 
-	if sc.ord == 0 {
-		// The client offered no inbound RDMA Read (IRD 0, e.g. MPA revision 1): its
-		// chunks cannot be pulled. (Linux svcrdma refuses such connections outright.)
-		sc.l.opts.Logger.Debug("read chunks on a connection without RDMA Read", "remote", sc.remote, "xid", h.XID)
+	body, total, err := sc.preparePull(c, body, grouped)
+	switch {
+	case errors.Is(err, errRefusePull):
 		sc.cred.Done()
 		sc.sendError(ctx, ErrCodeChunk, h.XID)
 		sc.putCall(c)
 		return nil, nil
+	case err != nil:
+		sc.cred.Done()
+		sc.putCall(c)
+		return nil, err
 	}
+	if ok, err := sc.pullNow(c, body, total, false); ok || err != nil {
+		return nil, err
+	}
+	sc.startPull(pullJob{c: c, body: body, total: total})
+	return nil, nil
+}
 
+// errRefusePull marks read chunks that cannot be pulled: the call is answered with
+// ERR_CHUNK and the connection stays up.
+var errRefusePull = errors.New("rpcrdma: read chunks cannot be pulled")
+
+// preparePull plans the placement of c's read chunks (grouped; body the inline part)
+// and takes a registered reassembly buffer for the message (c.big). It returns the
+// inline source for the plan (nil when a position-zero chunk carries the message) and
+// the message length. Chunks that cannot be pulled give errRefusePull; a buffer that
+// cannot be registered gives an error that ends the connection. It never blocks.
+func (sc *ServerConn) preparePull(c *srvCall, body []byte, grouped []chunks.ReadChunk) ([]byte, int, error) {
+	if sc.ord == 0 {
+		// The client offered no inbound RDMA Read (IRD 0, e.g. MPA revision 1): its
+		// chunks cannot be pulled. (Linux svcrdma refuses such connections outright.)
+		sc.l.opts.Logger.Debug("read chunks on a connection without RDMA Read", "remote", sc.remote, "xid", c.h.XID)
+		return nil, 0, errRefusePull
+	}
 	// Pull the read chunks straight into their place in a registered buffer.
 	var pzrc []chunks.Segment
 	rcs := grouped
@@ -362,21 +392,140 @@ func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
 	}
 	total, err := c.asm.planAssembly(len(body), pzrc, rcs, sc.l.opts.MaxCall)
 	if err != nil {
-		sc.l.opts.Logger.Debug("read chunks do not fit", "remote", sc.remote, "xid", h.XID, "err", err)
-		sc.cred.Done()
-		sc.sendError(ctx, ErrCodeChunk, h.XID)
-		sc.putCall(c)
-		return nil, nil
+		sc.l.opts.Logger.Debug("read chunks do not fit", "remote", sc.remote, "xid", c.h.XID, "err", err)
+		return nil, 0, errRefusePull
 	}
 	big, err := sc.l.bufs.get(total, verbs.AccessLocalWrite)
 	if err != nil {
-		sc.cred.Done()
-		sc.putCall(c)
-		return nil, err
+		return nil, 0, err
 	}
 	c.big = big
-	sc.startPull(pullJob{c: c, body: body, total: total})
-	return nil, nil
+	return body, total, nil
+}
+
+// pullInline starts pulling c's read chunks from the completion context (receiveInline
+// calls it once c is within its credits), so that a call with read chunks reaches the
+// handler with no goroutine in between: its Reads are posted here when their Read
+// credits and send-queue slots are free now, else a puller takes it. It never blocks;
+// what would (answering ERR_CHUNK, closing) is left to a goroutine.
+func (sc *ServerConn) pullInline(c *srvCall, body []byte, grouped []chunks.ReadChunk) {
+	body, total, err := sc.preparePull(c, body, grouped)
+	switch {
+	case errors.Is(err, errRefusePull):
+		go func() {
+			sc.cred.Done()
+			sc.sendError(sc.ctx, ErrCodeChunk, c.h.XID)
+			sc.putCall(c)
+		}()
+		return
+	case err != nil:
+		go sc.pullFailed(c, err)
+		return
+	}
+	ok, err := sc.pullNow(c, body, total, true)
+	if err != nil {
+		go func() {
+			sc.l.opts.Logger.Debug("read chunks failed; closing", "remote", sc.remote, "err", err)
+			sc.Close()
+		}()
+		return
+	}
+	if !ok {
+		sc.startPull(pullJob{c: c, body: body, total: total})
+	}
+}
+
+// pullNow posts the RDMA Reads of c's read chunks as one chain from the receive loop
+// or (nowait) the completion context, when the connection's Read credits for all of
+// them (and, with nowait, their send-queue slots) are free now and the chain fits the
+// send queue, and reports whether it did; the completion handler (pulled) then hands
+// the call up, with no goroutine in between. Otherwise the call goes to a puller
+// (startPull), which can wait for credits Read by Read. An error (c released) ends
+// the connection.
+func (sc *ServerConn) pullNow(c *srvCall, body []byte, total int, nowait bool) (bool, error) {
+	k := c.asm.remotes()
+	if k > sc.ord || k > sc.ep.maxChain() || (nowait && k == 0) {
+		return false, nil
+	}
+	for c.asm.held = 0; c.asm.held < k; c.asm.held++ {
+		if !sc.reads.TryAcquire() {
+			sc.releaseReads(c)
+			return false, nil
+		}
+	}
+	slots := 0
+	if nowait {
+		if slots = sc.trySQ(k); slots < k {
+			sc.releaseReads(c)
+			return false, nil
+		}
+	}
+	if c.asm.done == nil {
+		c.asm.done = func(err error) { sc.pulled(c, err) }
+	}
+	c.asm.total = total
+	if err := c.asm.start(sc.ctx, sc.ep, c.big.mr, body, slots, c.asm.done); err != nil {
+		sc.releaseReads(c)
+		sc.cred.Done()
+		sc.putCall(c)
+		return true, fmt.Errorf("rpcrdma: %v: xid %#08x: pull read chunks: %w", sc.remote, c.h.XID, err)
+	}
+	return true, nil
+}
+
+// trySQ takes k send-queue slots if they are free now and returns k, else 0.
+func (sc *ServerConn) trySQ(k int) int {
+	for i := 0; i < k; i++ {
+		select {
+		case <-sc.ep.sq:
+		default:
+			for ; i > 0; i-- {
+				sc.ep.sq <- struct{}{}
+			}
+			return 0
+		}
+	}
+	return k
+}
+
+// releaseReads gives back the Read credits c holds.
+func (sc *ServerConn) releaseReads(c *srvCall) {
+	for ; c.asm.held > 0; c.asm.held-- {
+		sc.reads.Release()
+	}
+}
+
+// pulled runs, in the completion context, when every RDMA Read pullNow posted for c has
+// completed (or at once from the receive loop, when there was nothing to read): it
+// gives back the receive buffer and the Read credits and delivers the call, to
+// ServeCalls' deliver directly when it runs, else through ready for ReadCall. A failed
+// Read ends the connection, as in pull.
+func (sc *ServerConn) pulled(c *srvCall, err error) {
+	sc.releaseReads(c)
+	if err != nil {
+		go sc.pullFailed(c, err)
+		return
+	}
+	// The inline part was copied before the Reads were posted.
+	sc.repost(c.recvIdx)
+	c.recvIdx = -1
+	c.call.Msg = oncrpc.Message{Inline: c.big.mr.Buf()[:c.asm.total]}
+	sc.pushMu.RLock()
+	if deliver := sc.push; deliver != nil {
+		deliver(&c.call, false)
+		sc.pushMu.RUnlock()
+		return
+	}
+	sc.pushMu.RUnlock()
+	sc.ready <- c
+}
+
+// pullFailed ends the connection after c's read chunks could not be pulled.
+func (sc *ServerConn) pullFailed(c *srvCall, err error) {
+	sc.l.opts.Logger.Debug("read chunks failed; closing", "remote", sc.remote, "xid", c.h.XID, "err", err)
+	sc.cred.Done()
+	sc.putCall(c)
+	sc.Close()
 }
 
 // pullJob is a call whose read chunks are to be pulled.
