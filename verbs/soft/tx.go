@@ -43,10 +43,11 @@ const (
 
 // txBuf is the scratch of one batch.
 type txBuf struct {
-	vec   [][]byte // the pieces of the vectored write
-	slab  []byte   // headers and trailers; never reallocated
-	seg   int      // start in slab of the last piece if it is a slab piece, else -1
-	bytes int      // bytes in vec
+	vec   [][]byte    // the pieces of the vectored write
+	nb    net.Buffers // vec as WriteTo consumes it (a field, so it does not escape per write)
+	slab  []byte      // headers and trailers; never reallocated
+	seg   int         // start in slab of the last piece if it is a slab piece, else -1
+	bytes int         // bytes in vec
 	rawTxBuf
 }
 
@@ -174,8 +175,9 @@ func (q *queuePair) flush() error {
 func (q *queuePair) writeVec() error {
 	b := q.w.buf
 	q.w.writes.Add(1)
-	nb := net.Buffers(b.vec)
-	_, err := nb.WriteTo(q.conn)
+	b.nb = b.vec
+	_, err := b.nb.WriteTo(q.conn)
+	b.nb = nil
 	return err
 }
 
