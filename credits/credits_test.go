@@ -385,3 +385,79 @@ func BenchmarkServerArriveGrantDone(b *testing.B) {
 		c.Done()
 	}
 }
+
+// TestServerGrantsFollowReceives: grants never exceed the receives a connection has
+// posted; Grow asks for more (doubling, up to what the policy grants) only once the
+// requester has been granted all of them and keeps at least half outstanding.
+func TestServerGrantsFollowReceives(t *testing.T) {
+	s := NewServer(Config{Total: 256, PerConn: 64, Policy: Fixed})
+	c := s.OpenWithReceives(4)
+	defer c.Close()
+	if g := c.Grant(); g != 4 {
+		t.Fatalf("grant %d with 4 receives posted, want 4", g)
+	}
+	if n := c.Grow(); n != 0 {
+		t.Fatalf("Grow %d with nothing outstanding, want 0", n)
+	}
+	c.Arrive(64)
+	if n := c.Grow(); n != 0 {
+		t.Fatalf("Grow %d with 1 of 4 outstanding, want 0", n)
+	}
+	c.Arrive(64)
+	if n := c.Grow(); n != 8 {
+		t.Fatalf("Grow %d with 2 of 4 outstanding, want 8", n)
+	}
+	// Until the transport reports the new receives, grants stay within the old ones.
+	if g := c.Grant(); g != 4 {
+		t.Fatalf("grant %d before SetReceives, want 4", g)
+	}
+	c.SetReceives(8)
+	// Not granted yet: no further growth however many are outstanding.
+	c.Arrive(64)
+	c.Arrive(64)
+	if n := c.Grow(); n != 0 {
+		t.Fatalf("Grow %d before the requester was granted the new receives, want 0", n)
+	}
+	if g := c.Grant(); g != 8 {
+		t.Fatalf("grant %d with 8 receives posted, want 8", g)
+	}
+	if n := c.Grow(); n != 16 {
+		t.Fatalf("Grow %d with 4 of 8 granted outstanding, want 16", n)
+	}
+	for r := 16; r < 64; r *= 2 {
+		c.SetReceives(r)
+		c.Grant()
+		for c.Outstanding() < r/2 {
+			c.Arrive(64)
+		}
+		if n := c.Grow(); n != min(2*r, 64) {
+			t.Fatalf("Grow %d at %d receives, want %d", n, r, min(2*r, 64))
+		}
+	}
+	c.SetReceives(64)
+	c.Grant()
+	for c.Outstanding() < 64 {
+		c.Arrive(64)
+	}
+	if n := c.Grow(); n != 0 {
+		t.Fatalf("Grow %d at PerConn, want 0", n)
+	}
+	// The policy's share bounds growth too.
+	fs := NewServer(Config{Total: 8, PerConn: 64})
+	d := fs.OpenWithReceives(4)
+	defer d.Close()
+	d.Arrive(64)
+	d.Grant() // the reply to the first call grants the 4 posted receives
+	d.Arrive(64)
+	if n := d.Grow(); n != 8 {
+		t.Fatalf("FairShare of 8: Grow %d, want 8", n)
+	}
+	d.SetReceives(8)
+	d.Grant()
+	for d.Outstanding() < 8 {
+		d.Arrive(64)
+	}
+	if n := d.Grow(); n != 0 {
+		t.Fatalf("FairShare of 8 at 8 receives: Grow %d, want 0", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // State is what a Policy sees when it computes one connection's grant.
@@ -22,7 +23,9 @@ type State struct {
 }
 
 // Policy decides how many credits to grant one connection. The Server clamps the result
-// to [1, PerConn], so a policy cannot grant 0 or more than a connection's posted receives.
+// to [1, PerConn], and further to the receives the connection has posted
+// (Conn.SetReceives), so a policy cannot grant 0 or more than a connection's posted
+// receives.
 type Policy interface {
 	Grant(s State) int
 }
@@ -51,9 +54,10 @@ type Config struct {
 	// Total is the receive budget shared by all connections (the sum of grants the
 	// policy aims for). Default 256.
 	Total int
-	// PerConn is the most one connection may be granted; each connection should keep
-	// at least PerConn receives posted (plus a few for RDMA_DONE and error traffic).
-	// Default 64 (Linux svcrdma's max_requests).
+	// PerConn is the most one connection may be granted. A connection need not keep
+	// PerConn receives posted: grants never exceed what it reports with
+	// Conn.SetReceives, and Conn.Grow tells it when to post more. Default 64 (Linux
+	// svcrdma's max_requests).
 	PerConn int
 	// Policy computes grants; nil means FairShare.
 	Policy Policy
@@ -65,8 +69,7 @@ type Config struct {
 // Server shares credits between the connections of one listener.
 type Server struct {
 	cfg   Config
-	mu    sync.Mutex
-	conns int
+	conns atomic.Int64 // open connections; atomic, so grants on one connection never wait for another's
 }
 
 // NewServer returns a Server with cfg's defaults filled in.
@@ -90,18 +93,16 @@ func NewServer(cfg Config) *Server {
 func (s *Server) Config() Config { return s.cfg }
 
 // Conns returns the number of open connections.
-func (s *Server) Conns() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.conns
-}
+func (s *Server) Conns() int { return int(s.conns.Load()) }
 
-// Open registers a new connection.
-func (s *Server) Open() *Conn {
-	s.mu.Lock()
-	s.conns++
-	s.mu.Unlock()
-	c := &Conn{s: s, requested: 1}
+// Open registers a new connection that keeps PerConn receives posted for calls.
+func (s *Server) Open() *Conn { return s.OpenWithReceives(s.cfg.PerConn) }
+
+// OpenWithReceives registers a new connection that has n receives posted for calls
+// (see Conn.SetReceives; values below 1 mean 1).
+func (s *Server) OpenWithReceives(n int) *Conn {
+	s.conns.Add(1)
+	c := &Conn{s: s, requested: 1, receives: max(n, 1)}
 	c.limit = c.grantLocked()
 	return c
 }
@@ -144,6 +145,7 @@ type Conn struct {
 	requested   uint32
 	outstanding int
 	limit       int // calls allowed outstanding: the grants still in force
+	receives    int // receives posted for calls: the most any grant may be
 	overruns    int
 	closed      bool
 }
@@ -195,12 +197,43 @@ func (c *Conn) Grant() uint32 {
 	return uint32(g)
 }
 
-// grantLocked computes the policy's grant clamped to [1, PerConn].
+// SetReceives tells the connection how many receives its transport has posted for
+// calls (beyond any kept for other traffic): no grant exceeds it from now on. A
+// transport raises it only after the receives are posted. Values below 1 mean 1.
+func (c *Conn) SetReceives(n int) {
+	c.mu.Lock()
+	c.receives = max(n, 1)
+	c.mu.Unlock()
+}
+
+// Grow returns how many receives for calls the connection should have posted, when
+// that is more than it has: the requester has been granted all the posted receives and
+// is using them (at least half of them outstanding), and the policy would grant more.
+// It returns 0 when no growth is needed. The transport posts the receives, then calls
+// SetReceives. Growth at most doubles the receives at a time, and waits for the
+// requester to be granted (and to use) what it added before adding more.
+func (c *Conn) Grow() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if 2*c.outstanding < c.receives || c.receives > c.limit || c.receives >= c.s.cfg.PerConn {
+		return 0
+	}
+	want := c.policyLocked()
+	if want <= c.receives {
+		return 0
+	}
+	return min(want, 2*c.receives)
+}
+
+// grantLocked computes the policy's grant clamped to [1, min(PerConn, receives)].
 func (c *Conn) grantLocked() int {
+	return max(1, min(c.policyLocked(), c.receives))
+}
+
+// policyLocked computes the policy's grant clamped to [1, PerConn].
+func (c *Conn) policyLocked() int {
 	s := c.s
-	s.mu.Lock()
-	n := s.conns
-	s.mu.Unlock()
+	n := int(s.conns.Load())
 	g := s.cfg.Policy.Grant(State{
 		Requested:   c.requested,
 		Outstanding: c.outstanding,
@@ -220,7 +253,5 @@ func (c *Conn) Close() {
 	}
 	c.closed = true
 	c.mu.Unlock()
-	c.s.mu.Lock()
-	c.s.conns--
-	c.s.mu.Unlock()
+	c.s.conns.Add(-1)
 }

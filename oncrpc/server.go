@@ -319,8 +319,41 @@ func (s *Server) serveConn(c ServerConn) {
 	ctx, cancel := context.WithCancel(s.callCtx)
 	defer cancel()
 
-	// Calls go to per-connection workers, started on demand up to maxConc; an idle
-	// worker takes the next call, so steady-state dispatch does not allocate.
+	// When reading fails (not merely stopped by Shutdown), the handlers still running
+	// are told before the server waits for them.
+	stop := func() {
+		if s.readCtx.Err() == nil {
+			cancel()
+		}
+	}
+	var err error
+	if pc, ok := c.(PushServerConn); ok {
+		err = s.servePush(ctx, pc, remote, stop)
+	} else {
+		err = s.servePull(ctx, c, remote, stop)
+	}
+	c.Close()
+	s.connMu.Lock()
+	delete(s.conns, c)
+	s.connMu.Unlock()
+	var tooLarge *RecordTooLargeError
+	switch {
+	case s.readCtx.Err() != nil:
+		s.log.Debug("connection closed by shutdown", "remote", remote.String())
+	case errors.As(err, &tooLarge) || errors.Is(err, ErrRecordTruncated):
+		s.log.Warn("connection closed: bad record", "remote", remote.String(), "error", err)
+	default:
+		s.log.Debug("connection closed", "remote", remote.String(), "reason", err)
+	}
+}
+
+// servePull reads calls with ReadCall until it fails. Calls go to per-connection
+// workers, started on demand up to maxConc; an idle worker takes the next call, so
+// steady-state dispatch does not allocate. (Running non-blocking procedures in this
+// loop instead was measured over TCP: no CPU saved, NULL latency up to 5% worse,
+// since the worker overlaps the reply with the loop's next read.) When ReadCall fails
+// it calls stop, and it returns when every call it read has been answered.
+func (s *Server) servePull(ctx context.Context, c ServerConn, remote net.Addr, stop func()) error {
 	work := make(chan *ServerCall)
 	var inflight sync.WaitGroup
 	workers := 0
@@ -330,15 +363,15 @@ func (s *Server) serveConn(c ServerConn) {
 			s.handle(ctx, c, call, remote)
 		}
 	}
-	var err error
+	defer func() {
+		close(work)
+		inflight.Wait()
+	}()
 	for {
-		var call *ServerCall
-		call, err = c.ReadCall(s.readCtx)
+		call, err := c.ReadCall(s.readCtx)
 		if err != nil {
-			if s.readCtx.Err() == nil {
-				cancel()
-			}
-			break
+			stop()
+			return err
 		}
 		s.calls.Add(1)
 		select {
@@ -354,21 +387,96 @@ func (s *Server) serveConn(c ServerConn) {
 		}
 		work <- call // at the bound: wait for a worker
 	}
-	close(work)
-	inflight.Wait()
-	c.Close()
-	s.connMu.Lock()
-	delete(s.conns, c)
-	s.connMu.Unlock()
-	var tooLarge *RecordTooLargeError
-	switch {
-	case s.readCtx.Err() != nil:
-		s.log.Debug("connection closed by shutdown", "remote", remote.String())
-	case errors.As(err, &tooLarge) || errors.Is(err, ErrRecordTruncated):
-		s.log.Warn("connection closed: bad record", "remote", remote.String(), "error", err)
-	default:
-		s.log.Debug("connection closed", "remote", remote.String(), "reason", err)
+}
+
+// servePush serves a connection that delivers its calls itself (PushServerConn). Calls
+// to non-blocking procedures run in deliver when the transport allows it; the rest are
+// queued for per-connection workers (at most maxConc run; the queue is bounded by what
+// the transport lets its peer send, e.g. RPC-over-RDMA credits), since deliver must not
+// block. When ServeCalls returns it calls stop, and it returns when every delivered call
+// has been answered.
+func (s *Server) servePush(ctx context.Context, c PushServerConn, remote net.Addr, stop func()) error {
+	q := &pushQueue{s: s, ctx: ctx, c: c, remote: remote, work: make(chan *ServerCall, s.maxConc)}
+	err := c.ServeCalls(s.readCtx, q.deliver)
+	stop()
+	q.close()
+	return err
+}
+
+// pushQueue hands pushed calls to workers without blocking the deliverer.
+type pushQueue struct {
+	s      *Server
+	ctx    context.Context
+	c      ServerConn
+	remote net.Addr
+
+	work     chan *ServerCall // to idle workers; never blocks (one slot per idle worker)
+	inflight sync.WaitGroup
+	mu       sync.Mutex
+	idle     int           // workers waiting on work
+	workers  int           // workers running
+	backlog  []*ServerCall // calls waiting for a worker (all maxConc busy)
+	closed   bool
+}
+
+// deliver is the PushServerConn's deliver function.
+func (q *pushQueue) deliver(call *ServerCall, inline bool) {
+	q.s.calls.Add(1)
+	if inline && q.s.inline(call) {
+		q.s.handle(q.ctx, q.c, call, q.remote)
+		return
 	}
+	q.mu.Lock()
+	switch {
+	case q.idle > 0:
+		q.idle--
+		q.mu.Unlock()
+		q.work <- call
+	case q.workers < q.s.maxConc:
+		q.workers++
+		q.inflight.Add(1)
+		q.mu.Unlock()
+		go q.worker(call)
+	default:
+		q.backlog = append(q.backlog, call)
+		q.mu.Unlock()
+	}
+}
+
+func (q *pushQueue) worker(call *ServerCall) {
+	defer q.inflight.Done()
+	for call != nil {
+		q.s.handle(q.ctx, q.c, call, q.remote)
+		q.mu.Lock()
+		if n := len(q.backlog); n > 0 {
+			call = q.backlog[0]
+			copy(q.backlog, q.backlog[1:])
+			q.backlog[n-1] = nil
+			q.backlog = q.backlog[:n-1]
+			q.mu.Unlock()
+			continue
+		}
+		if q.closed {
+			q.mu.Unlock()
+			return
+		}
+		q.idle++
+		q.mu.Unlock()
+		call = <-q.work
+	}
+}
+
+// close ends the workers once the backlog is answered (deliver is not called again).
+func (q *pushQueue) close() {
+	q.mu.Lock()
+	q.closed = true
+	idle := q.idle
+	q.idle = 0
+	q.mu.Unlock()
+	for i := 0; i < idle; i++ {
+		q.work <- nil
+	}
+	q.inflight.Wait()
 }
 
 // Shutdown stops accepting connections and reading calls, waits for the calls being

@@ -109,6 +109,24 @@ type ServerConn interface {
 	RemoteAddr() net.Addr
 }
 
+// A PushServerConn is a ServerConn that hands calls to the Server as they arrive,
+// from its own receive context, instead of having the Server wait in ReadCall: one
+// goroutine hand-off fewer per call. A Server uses ServeCalls instead of ReadCall when
+// the connection implements it.
+type PushServerConn interface {
+	ServerConn
+	// ServeCalls calls deliver with each call as it arrives, until the connection fails
+	// or is closed or ctx is done, and then returns the error that ended it, as
+	// ReadCall would have. No deliver call runs or starts after it returns.
+	//
+	// deliver may run on the transport's receive goroutine, and concurrently on
+	// another; it must not block. When inline is true the transport has reserved what
+	// answering the call takes, so deliver may run the call's handler and call
+	// WriteReply right there (a reply the reservation does not cover is still sent,
+	// without blocking deliver); otherwise it must hand the call to another goroutine.
+	ServeCalls(ctx context.Context, deliver func(call *ServerCall, inline bool)) error
+}
+
 // Transport errors.
 var (
 	// ErrClosed is returned by a transport, Client or Server that has been closed.

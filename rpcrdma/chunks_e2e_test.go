@@ -2,6 +2,8 @@ package rpcrdma
 
 import (
 	"bytes"
+	"context"
+	"sync"
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
@@ -243,5 +245,84 @@ func TestReplyChunkExcludesWriteChunkData(t *testing.T) {
 	}
 	if call := env.strace.last(t, false); len(call.ReplyChunk) != 1 {
 		t.Fatalf("a reply of up to 20000 bytes beside the write chunk: reply chunk %v, want one", call.ReplyChunk)
+	}
+}
+
+// TestReplyWritesChainedWithSend: the server posts a reply's RDMA Writes and its Send
+// as one chain (one PostSend, so the provider can put them on the wire together) —
+// unless a payload it writes lies in the call's own receive buffer, which is released
+// before the Send is posted: then the Writes go first, alone, and the Send follows.
+func TestReplyWritesChainedWithSend(t *testing.T) {
+	const tpReflect = 13 // args: payloads; results: the same payloads, not copied
+	reflect := oncrpc.Procs{tpReflect: func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+		n, err := req.Args.ArrayLen(64, 4)
+		if err != nil {
+			return err
+		}
+		res.Uint32(uint32(n))
+		for i := 0; i < n; i++ {
+			b, err := req.Args.Payload(-1)
+			if err != nil {
+				return err
+			}
+			res.Payload(b)
+		}
+		return nil
+	}}
+	env := newTPEnv(t, nil, nil, benchProcs(), reflect)
+	ctx := tpCtx(t)
+	sc := onlyConn(t, env.ln)
+	type chain struct {
+		k    int
+		send bool
+	}
+	var mu sync.Mutex
+	var chains []chain
+	sc.ep.chainHook = func(k int, send bool) {
+		mu.Lock()
+		chains = append(chains, chain{k, send})
+		mu.Unlock()
+	}
+	take := func() []chain {
+		mu.Lock()
+		defer mu.Unlock()
+		c := chains
+		chains = nil
+		return c
+	}
+	// A payload from server memory into a one-segment write chunk: Write + Send.
+	sink := make([]byte, 4096)
+	var res benchSink
+	if err := env.rpc.CallWithOptions(ctx, tpSource, tpUint32(4096), &res, oncrpc.CallOptions{ReplySinks: [][]byte{sink}, MaxReply: 1024}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(sink, benchSource[:4096]) {
+		t.Fatal("payload not placed in the sink")
+	}
+	if got := take(); len(got) != 1 || got[0] != (chain{2, true}) {
+		t.Fatalf("source reply posted as %v, want one chain of a Write and the Send", got)
+	}
+	// A long reply into the reply chunk: Write + Send.
+	var big tpOpaque
+	if err := env.rpc.CallWithOptions(ctx, tpBig, tpUint32(5000), &big, oncrpc.CallOptions{MaxReply: 200000}); err != nil {
+		t.Fatal(err)
+	}
+	if got := take(); len(got) != 1 || got[0] != (chain{2, true}) {
+		t.Fatalf("reply chunk reply posted as %v, want one chain of a Write and the Send", got)
+	}
+	// Reflected payloads lie in the call's receive buffer: three Writes, then the Send.
+	args := tpMakePayloads(100, 7, 2000)
+	sinks := [][]byte{make([]byte, 200), make([]byte, 64), make([]byte, 4096)}
+	var echo tpPayloads
+	if err := env.rpc.CallWithOptions(ctx, tpReflect, args, &echo, oncrpc.CallOptions{ReplySinks: sinks, MaxReply: 1024}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range args {
+		if !bytes.Equal(sinks[i][:len(args[i])], args[i]) {
+			t.Fatalf("payload %d was not placed in its sink", i)
+		}
+	}
+	if got := take(); len(got) != 2 || got[0] != (chain{3, false}) || got[1] != (chain{1, true}) {
+		t.Fatalf("reflected reply posted as %v, want the three Writes, then the Send", got)
 	}
 }

@@ -1,18 +1,20 @@
+// Client transport: options, Dial, connection management (reconnect, limits, close) and
+// RoundTrip (Linux xprtrdma transport.c).
+
 package rpcrdma
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/credits"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
-	"github.com/go-rpcrdma/rpcrdma/xdr"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -166,6 +168,10 @@ type clientConn struct {
 	ord        int // RDMA Reads at once when pulling reply read chunks (guarded by mu)
 	maxORD     int // the negotiated ORD
 
+	// callRecvs is the number of receives registered for replies (beyond
+	// clientExtraRecvs); it grows with the calls in flight (growRecvs).
+	callRecvs atomic.Int32
+
 	mu      sync.Mutex
 	pending map[uint32]*request
 	dead    chan struct{}
@@ -175,10 +181,11 @@ type clientConn struct {
 // dial establishes one connection.
 func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 	o := &c.opts
-	nrecv := o.Credits + 8
+	nrecv := o.Credits + clientExtraRecvs
+	callRecvs := min(initialCallRecvs, o.Credits)
 	ep, err := newEndpoint(c.pd, c.dev, endpointConfig{
-		recvSize: o.InlineRecv, nrecv: nrecv,
-		sendSize: o.InlineSend, nsend: o.Credits + 8,
+		recvSize: o.InlineRecv, nrecv: nrecv, initRecv: callRecvs + clientExtraRecvs,
+		sendSize: o.InlineSend, nsend: nrecv,
 		sqDepth: 2*o.Credits + 64, maxSendSGE: 2,
 	})
 	if err != nil {
@@ -204,6 +211,7 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 		pending:    make(map[uint32]*request),
 		dead:       make(chan struct{}),
 	}
+	cc.callRecvs.Store(int32(callRecvs))
 	c.window.Reset()
 	ep.start(info, peer, cc.onRecv)
 	go func() {
@@ -215,6 +223,36 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 	}()
 	o.Logger.Debug("connected", "addr", c.addr, "inline_send", cc.inlineSend, "max_inline_reply", cc.maxInline, "ord", cc.ord)
 	return cc, nil
+}
+
+// clientExtraRecvs is how many receives a client connection keeps posted beyond one per
+// call in flight, for replies the server sends unasked (an RDMA_ERROR for a call it
+// could not parse counts as that call's reply).
+const clientExtraRecvs = 8
+
+// growRecvs makes sure a receive is registered (and posted, unless it holds a reply
+// still being processed) for each of the inFlight calls holding credits, this one
+// included, before the call is sent: it registers more, doubling, when they do not
+// suffice. A failure to register leaves the count as it is; the server's grant then
+// bounds how many calls can be in flight, and a reply without a posted receive ends
+// the connection (iWARP/IB receiver-not-ready), from which the client reconnects.
+func (cc *clientConn) growRecvs(inFlight int) {
+	have := int(cc.callRecvs.Load())
+	if inFlight <= have {
+		return
+	}
+	want := min(max(inFlight, 2*have), cc.c.opts.Credits)
+	total, err := cc.ep.growRecv(want + clientExtraRecvs)
+	if err != nil {
+		cc.c.opts.Logger.Debug("cannot post more receives", "addr", cc.c.addr, "posted", total, "err", err)
+	}
+	for {
+		cur := cc.callRecvs.Load()
+		n := int32(total - clientExtraRecvs)
+		if n <= cur || cc.callRecvs.CompareAndSwap(cur, n) {
+			return
+		}
+	}
 }
 
 // fail marks the connection dead and wakes every pending call.
@@ -564,437 +602,4 @@ func (cc *clientConn) roundTrip(ctx context.Context, timer <-chan time.Time, cal
 		return fmt.Errorf("rpcrdma: xid %#08x: %w", call.XID, errConnLost)
 	}
 	return err
-}
-
-// register registers caller memory for one call (see regCache).
-func (cc *clientConn) register(r *request, buf []byte, acc verbs.Access) (verbs.MR, error) {
-	g, err := cc.c.regs.register(buf, acc)
-	if err != nil {
-		return nil, fmt.Errorf("rpcrdma: xid %#08x: %w", r.xid, err)
-	}
-	r.regs = append(r.regs, g)
-	return g.mr, nil
-}
-
-// release revokes every registration made for the call: when it returns, the server
-// can no longer read or write the caller's memory (Linux frwr_unmap_sync).
-func (cc *clientConn) release(r *request) {
-	for i, g := range r.regs {
-		cc.c.regs.release(g)
-		r.regs[i] = nil
-	}
-	r.regs = r.regs[:0]
-	r.replyMR = nil
-}
-
-// segmentOf describes a whole registered region as one segment.
-func segmentOf(mr verbs.MR, n int) chunks.Segment {
-	return chunks.Segment{Handle: mr.RKey(), Length: uint32(n), Offset: mr.Addr()}
-}
-
-// send marshals the call (Linux rpcrdma_marshal_req) and posts it.
-func (cc *clientConn) send(ctx context.Context, r *request, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
-	cc.mu.Lock()
-	inlineSend, maxInline := cc.inlineSend, cc.maxInline
-	cc.mu.Unlock()
-	h := &r.hdr
-	h.Reset()
-	h.XID, h.Vers, h.Credits, h.Proc = call.XID, Version1, uint32(cc.c.window.Max()), ProcMsg
-
-	// Write list: one chunk per reply sink. The server puts the i-th DDP-eligible result
-	// in the i-th chunk, so an empty sink (which cannot be registered) ends the list:
-	// later results travel inline.
-	for _, sink := range call.ReplySinks {
-		if len(sink) == 0 {
-			break
-		}
-		mr, err := cc.register(r, sink, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
-		if err != nil {
-			return err
-		}
-		n := len(h.WriteList)
-		if n < cap(h.WriteList) {
-			h.WriteList = h.WriteList[:n+1]
-		} else {
-			h.WriteList = append(h.WriteList, nil)
-		}
-		h.WriteList[n] = append(h.WriteList[n][:0], segmentOf(mr, len(sink)))
-	}
-
-	// Reply chunk whenever the reply may not fit inline.
-	maxReply := call.MaxReply
-	if maxReply <= 0 {
-		maxReply = cc.c.opts.MaxReply
-	}
-	budget := maxInline - (FixedSize + 4 + 4 + 4) // reply header with empty lists
-	for i, c := range h.WriteList {
-		budget -= 4 + WriteChunkSize(len(c))
-		// Data placed in a write chunk travels neither inline nor in the reply
-		// chunk (Linux sizes the reply chunk the same way; knfsd, offered a reply
-		// chunk beside a READ's write chunk, writes the data into both).
-		if call.MaxReply > 0 {
-			maxReply -= xdr.RoundUp(len(call.ReplySinks[i]))
-		}
-	}
-	maxReply = max(maxReply, 0)
-	if maxReply > budget {
-		if cap(reply.Inline) < maxReply {
-			reply.Inline = make([]byte, 0, maxReply)
-		}
-		buf := reply.Inline[:maxReply]
-		mr, err := cc.register(r, buf, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
-		if err != nil {
-			return err
-		}
-		r.replyMR = mr
-		h.ReplyChunk = append(h.ReplyChunk[:0], segmentOf(mr, maxReply))
-	}
-
-	// Call: inline if it fits, else payloads as read chunks, else a long call.
-	total := call.Msg.Len()
-	var body []byte // inline body to send, nil when flattening payloads
-	flatten := false
-	if h.Size()+total <= inlineSend {
-		flatten = true
-	} else {
-		for _, p := range call.Msg.Payloads {
-			if len(p.Data) == 0 {
-				continue
-			}
-			mr, err := cc.register(r, p.Data, verbs.AccessRemoteRead)
-			if err != nil {
-				return err
-			}
-			h.ReadList = append(h.ReadList, chunks.ReadSegment{Position: uint32(p.Pos), Segment: segmentOf(mr, len(p.Data))})
-		}
-		body = call.Msg.Inline
-		if h.Size()+len(body) > inlineSend {
-			// Long call: RDMA_NOMSG, the inline stream as a position-zero read chunk.
-			mr, err := cc.register(r, call.Msg.Inline, verbs.AccessRemoteRead)
-			if err != nil {
-				return err
-			}
-			h.ReadList = append(h.ReadList, chunks.ReadSegment{})
-			copy(h.ReadList[1:], h.ReadList)
-			h.ReadList[0] = chunks.ReadSegment{Position: 0, Segment: segmentOf(mr, len(call.Msg.Inline))}
-			h.Proc = ProcNoMsg
-			body = nil
-			if h.Size() > inlineSend {
-				return fmt.Errorf("rpcrdma: xid %#08x: transport header of %d bytes exceeds the inline send size %d", call.XID, h.Size(), inlineSend)
-			}
-		}
-	}
-
-	// RDMA_MSGP (opt-in): pad so the RPC message starts on an rdma_align boundary.
-	pad := 0
-	if o := &cc.c.opts; h.Proc == ProcMsg && o.MSGPAlign > 0 {
-		msgLen := len(body)
-		if flatten {
-			msgLen = total
-		}
-		if msgLen >= int(o.MSGPThresh) {
-			h.Proc, h.Align, h.Thresh = ProcMsgP, o.MSGPAlign, o.MSGPThresh
-			pad = msgpPad(h.Size(), h.Align)
-			if h.Size()+pad+msgLen > inlineSend {
-				h.Proc, h.Align, h.Thresh, pad = ProcMsg, 0, 0, 0
-			}
-		}
-	}
-
-	idx, buf, err := cc.ep.getSendBuf(ctx)
-	if err != nil {
-		return cc.sendErr(err)
-	}
-	b, err := h.Append(buf[:0])
-	if err != nil {
-		cc.ep.putSendBuf(idx)
-		return fmt.Errorf("rpcrdma: xid %#08x: %w", call.XID, err)
-	}
-	b = append(b, zeroPad[:pad]...)
-	if flatten {
-		b = xdr.Flatten(b, call.Msg.Inline, call.Msg.Payloads)
-	} else {
-		b = append(b, body...)
-	}
-	if len(b) > len(buf) {
-		cc.ep.putSendBuf(idx)
-		return fmt.Errorf("rpcrdma: xid %#08x: message of %d bytes overflows the send buffer", call.XID, len(b))
-	}
-	if tr := cc.c.opts.Trace; tr != nil {
-		tr(true, b)
-	}
-	cc.mu.Lock()
-	select {
-	case <-cc.dead:
-		cc.mu.Unlock()
-		cc.ep.putSendBuf(idx)
-		return errConnLost
-	default:
-	}
-	cc.pending[call.XID] = r
-	cc.mu.Unlock()
-	if err := cc.ep.postSendBuf(ctx, idx, len(b), verbs.OpSend, 0, nil); err != nil {
-		cc.mu.Lock()
-		delete(cc.pending, call.XID)
-		cc.mu.Unlock()
-		return cc.sendErr(err)
-	}
-	return nil
-}
-
-// sendErr maps a send failure on a dead connection to errConnLost.
-func (cc *clientConn) sendErr(err error) error {
-	select {
-	case <-cc.dead:
-		return errConnLost
-	case <-cc.ep.qp.Done():
-		return errConnLost
-	default:
-	}
-	return err
-}
-
-// onRecv handles a receive completion (in the poller goroutine): it matches the reply
-// to its call by XID and hands the buffer over. Unknown XIDs are dropped.
-func (cc *clientConn) onRecv(idx, n int, wc *verbs.Completion) {
-	if wc.Status != verbs.StatusSuccess {
-		return // flushed: the connection is going away
-	}
-	buf := cc.ep.recvBuf(idx)[:n]
-	if tr := cc.c.opts.Trace; tr != nil {
-		tr(false, buf)
-	}
-	if n < FixedSize {
-		cc.repost(idx)
-		return
-	}
-	xid := binary.BigEndian.Uint32(buf)
-	cc.mu.Lock()
-	r, ok := cc.pending[xid]
-	orphan := false
-	if ok {
-		delete(cc.pending, xid)
-		orphan = r.orphan
-		r.handed = !orphan
-	}
-	cc.mu.Unlock()
-	if !ok {
-		cc.repost(idx)
-		return
-	}
-	r.recvIdx, r.recvLen = idx, n
-	r.inv, r.invSTag = wc.Flags&verbs.WithInvalidate != 0, wc.InvalidatedSTag
-	if orphan {
-		go cc.finishOrphan(r)
-		return
-	}
-	r.done <- struct{}{}
-}
-
-// finishOrphan completes a call whose caller gave up: it acknowledges reply read chunks
-// with RDMA_DONE so the server can release them, then frees the credit.
-func (cc *clientConn) finishOrphan(r *request) {
-	buf := cc.ep.recvBuf(r.recvIdx)[:r.recvLen]
-	if _, err := r.rhdr.Decode(buf); err == nil {
-		cc.c.window.Update(r.rhdr.Credits)
-		if len(r.rhdr.ReadList) > 0 {
-			cc.sendDone(context.Background(), r.xid)
-		}
-	}
-	cc.repost(r.recvIdx)
-	cc.c.window.Release()
-	cc.c.putRequest(r)
-}
-
-// repost gives a receive buffer back to the receive queue.
-func (cc *clientConn) repost(idx int) {
-	if err := cc.ep.postRecv(idx); err != nil {
-		cc.fail(err)
-	}
-}
-
-// sendDone sends RDMA_DONE for xid (seed §3.8).
-func (cc *clientConn) sendDone(ctx context.Context, xid uint32) error {
-	idx, buf, err := cc.ep.getSendBuf(ctx)
-	if err != nil {
-		return err
-	}
-	d := Header{XID: xid, Vers: Version1, Credits: uint32(cc.c.window.Max()), Proc: ProcDone}
-	b, _ := d.Append(buf[:0])
-	if tr := cc.c.opts.Trace; tr != nil {
-		tr(true, b)
-	}
-	return cc.ep.postSendBuf(ctx, idx, len(b), verbs.OpSend, 0, nil)
-}
-
-// complete decodes the reply attached to r into reply (Linux rpcrdma_reply_handler).
-func (cc *clientConn) complete(ctx context.Context, r *request, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
-	defer cc.repost(r.recvIdx)
-	buf := cc.ep.recvBuf(r.recvIdx)[:r.recvLen]
-	h := &r.rhdr
-	hl, err := h.Decode(buf)
-	if err != nil {
-		return fmt.Errorf("rpcrdma: xid %#08x: %w: %w", call.XID, ErrBadReply, err)
-	}
-	cc.c.window.Update(h.Credits)
-	reply.Placed = reply.Placed[:0]
-	switch h.Proc {
-	case ProcError:
-		return &RemoteError{XID: h.XID, Code: h.ErrCode, VersLow: h.VersLow, VersHigh: h.VersHigh}
-	case ProcMsg, ProcNoMsg, ProcMsgP:
-	default:
-		return fmt.Errorf("rpcrdma: xid %#08x: %w: unexpected %v", call.XID, ErrBadReply, h.Proc)
-	}
-
-	replyCap := 0
-	if r.replyMR != nil {
-		replyCap = min(len(r.replyMR.Buf()), cap(reply.Inline))
-	}
-	kind, body, grouped, replyLen, err := parseReply(h, buf[hl:], hl, call.ReplySinks, replyCap, r.rcs[:0])
-	if grouped != nil {
-		r.rcs = grouped
-	}
-	if err != nil {
-		return fmt.Errorf("rpcrdma: xid %#08x: %w: %w", call.XID, ErrBadReply, err)
-	}
-	// Write chunks: lengths tell how much of each sink was filled.
-	for i, wc := range h.WriteList {
-		reply.Placed = append(reply.Placed, call.ReplySinks[i][:wc.Length()])
-	}
-
-	switch kind {
-	case replyInReadChunks:
-		// A long reply returned as read chunks: pull them, then RDMA_DONE.
-		err = cc.pullReply(ctx, r, h, body, grouped, call, reply)
-		if derr := cc.sendDone(ctx, call.XID); err == nil && derr != nil {
-			err = fmt.Errorf("rpcrdma: xid %#08x: send RDMA_DONE: %w", call.XID, derr)
-		}
-		return err
-	case replyInChunk:
-		// Revoke the server's access before handing the bytes to the caller.
-		cc.release(r)
-		reply.Inline = reply.Inline[:replyLen]
-		return nil
-	default:
-		cc.release(r)
-		reply.Inline = append(reply.Inline[:0], body...)
-		return nil
-	}
-}
-
-// replyKind says where a reply's RPC message is.
-type replyKind int
-
-const (
-	replyInline       replyKind = iota // after the header (RDMA_MSG, RDMA_MSGP)
-	replyInChunk                       // written into the reply chunk (RDMA_NOMSG)
-	replyInReadChunks                  // to be pulled from read chunks, then RDMA_DONE
-)
-
-// parseReply checks a decoded RDMA_MSG, RDMA_NOMSG or RDMA_MSGP reply header h against
-// what the call offered (sinks: the write chunks, in order; replyCap: the reply chunk's
-// size, 0 when none was offered) and says where the RPC message is: body is what follows
-// the header (hl bytes long) with any RDMA_MSGP padding removed, grouped the reply's read
-// chunks (grouped into rcs), replyLen the bytes written to the reply chunk. Linux
-// (rpcrdma_reply_handler) applies the same rules, less read chunks and RDMA_MSGP.
-func parseReply(h *Header, body []byte, hl int, sinks [][]byte, replyCap int, rcs []chunks.ReadChunk) (kind replyKind, _ []byte, grouped []chunks.ReadChunk, replyLen uint64, err error) {
-	switch h.Proc {
-	case ProcMsg, ProcNoMsg, ProcMsgP:
-	default:
-		return 0, nil, nil, 0, fmt.Errorf("unexpected %v", h.Proc)
-	}
-	if len(h.WriteList) > len(sinks) {
-		return 0, nil, nil, 0, fmt.Errorf("%d write chunks returned, %d offered", len(h.WriteList), len(sinks))
-	}
-	for i, wc := range h.WriteList {
-		if n := wc.Length(); n > uint64(len(sinks[i])) {
-			return 0, nil, nil, 0, fmt.Errorf("write chunk %d reports %d bytes, %d offered", i, n, len(sinks[i]))
-		}
-	}
-	if h.Proc == ProcMsgP {
-		// Seed §3.9: padding between the header and the message, to rdma_align.
-		pad := msgpPad(hl, h.Align)
-		if pad > len(body) {
-			return 0, nil, nil, 0, errors.New("RDMA_MSGP padding beyond the message")
-		}
-		body = body[pad:]
-	}
-	if len(h.ReadList) > 0 {
-		if grouped, err = chunks.Group(rcs, h.ReadList); err != nil {
-			return 0, nil, grouped, 0, err
-		}
-		return replyInReadChunks, body, grouped, 0, nil
-	}
-	if h.Proc == ProcNoMsg {
-		if len(h.ReplyChunk) == 0 || replyCap == 0 {
-			return 0, nil, nil, 0, errors.New("RDMA_NOMSG reply without a reply chunk")
-		}
-		n := h.ReplyChunk.Length()
-		if n > uint64(replyCap) {
-			return 0, nil, nil, 0, fmt.Errorf("reply chunk reports %d bytes, %d offered", n, replyCap)
-		}
-		return replyInChunk, nil, nil, n, nil
-	}
-	if h.ReplyChunk.Length() != 0 {
-		return 0, nil, nil, 0, fmt.Errorf("%v reply with a non-empty reply chunk", h.Proc)
-	}
-	return replyInline, body, nil, 0, nil
-}
-
-// MaxMSGPAlign is the largest rdma_align this package pads to; larger values are
-// treated as no padding.
-const MaxMSGPAlign = 4096
-
-var zeroPad [MaxMSGPAlign]byte
-
-// msgpPad returns the padding an RDMA_MSGP sender puts between a header of hl bytes and
-// the RPC message so that the message starts on an align boundary.
-//
-// RDMA_MSGP (seed §3.9) asks the XDR decoder to skip padding before opaque data of at
-// least rdma_thresh bytes. A transport cannot find opaque items in a stream it does not
-// parse, so this package applies the padding where the transport can: once, between the
-// transport header and the RPC message, aligning the whole message (and so its
-// 4-byte-aligned items) to rdma_align in the receive buffer; a sender uses RDMA_MSGP only
-// for messages of at least rdma_thresh bytes. Both sides of this package strip it, and
-// only peers that opted in send it (Linux removed RDMA_MSGP on both sides).
-func msgpPad(hl int, align uint32) int {
-	if align <= 1 || align > MaxMSGPAlign {
-		return 0
-	}
-	a := int(align)
-	return (a - hl%a) % a
-}
-
-// pullReply reads a reply returned in read chunks into reply.Inline.
-func (cc *clientConn) pullReply(ctx context.Context, r *request, h *Header, body []byte, grouped []chunks.ReadChunk, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
-	var pzrc []chunks.Segment
-	rcs := grouped
-	if grouped[0].Position == 0 {
-		pzrc = grouped[0].Segments
-		rcs = grouped[1:]
-		body = nil
-	}
-	limit := max(cc.c.opts.MaxReply, call.MaxReply)
-	total, err := r.asm.planAssembly(len(body), pzrc, rcs, limit)
-	if err != nil {
-		return fmt.Errorf("rpcrdma: xid %#08x: %w: %w", call.XID, ErrBadReply, err)
-	}
-	mr := r.replyMR
-	if mr == nil || len(mr.Buf()) < total {
-		if cap(reply.Inline) < total {
-			reply.Inline = make([]byte, 0, total)
-		}
-		if mr, err = cc.register(r, reply.Inline[:total], verbs.AccessLocalWrite); err != nil {
-			return err
-		}
-	}
-	cc.mu.Lock()
-	ord := cc.ord
-	cc.mu.Unlock()
-	if err := r.asm.run(ctx, cc.ep, mr, body, ord, nil); err != nil {
-		return fmt.Errorf("rpcrdma: xid %#08x: read reply chunks: %w", call.XID, err)
-	}
-	cc.release(r)
-	reply.Inline = reply.Inline[:total]
-	return nil
 }

@@ -101,8 +101,73 @@ func TestCreditsStartAtOne(t *testing.T) {
 	if err := env.rpc.CallWithOptions(tpCtx(t), tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
 		t.Fatal(err)
 	}
-	if g := env.tr.window.Granted(); g != 64 {
-		t.Fatalf("window after the first reply %d, want the server's 64", g)
+	if g := env.tr.window.Granted(); g != initialCallRecvs {
+		t.Fatalf("window after the first reply %d, want the server's first grant, %d", g, initialCallRecvs)
+	}
+}
+
+// TestCreditsGrowWithReceives: a connection starts with few receives posted and grants
+// no more; when its client keeps its whole grant outstanding the server posts more
+// receives and grants them, doubling up to PerConn (64), and never grants more than it
+// has posted.
+func TestCreditsGrowWithReceives(t *testing.T) {
+	arrived := make(chan struct{}, 128)
+	var gate atomic.Pointer[chan struct{}]
+	hold := oncrpc.Procs{tpBlock: func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+		g := *gate.Load()
+		arrived <- struct{}{}
+		<-g
+		return nil
+	}}
+	env := newTPEnv(t, nil, nil, hold)
+	ctx := tpCtx(t)
+	if err := env.rpc.CallWithOptions(ctx, tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
+		t.Fatal(err)
+	}
+	sc := onlyConn(t, env.ln)
+	extra := env.ln.opts.ExtraRecvs
+	want := initialCallRecvs
+	for round := 0; ; round++ {
+		g := env.tr.window.Granted()
+		if g != want {
+			t.Fatalf("round %d: window %d, want %d", round, g, want)
+		}
+		if g == 64 {
+			break
+		}
+		release := make(chan struct{})
+		gate.Store(&release)
+		errs := make(chan error, g)
+		for i := 0; i < g; i++ {
+			go func() { errs <- env.rpc.CallWithOptions(ctx, tpBlock, nil, nil, oncrpc.CallOptions{MaxReply: 100}) }()
+		}
+		for i := 0; i < g; i++ {
+			<-arrived
+		}
+		// Every granted call is outstanding: the receives have grown (ReadCall did it
+		// before handing the calls up), and the next grant may use them.
+		sc.ep.bufMu.Lock()
+		posted := sc.ep.nRecv
+		sc.ep.bufMu.Unlock()
+		want = min(2*g, 64)
+		if posted != want+extra {
+			t.Fatalf("round %d: %d receives posted with %d calls outstanding, want %d", round, posted, g, want+extra)
+		}
+		close(release)
+		for i := 0; i < g; i++ {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// No reply ever granted more than the receives posted for calls at the time: grants
+	// only ever rose to what the previous round had posted.
+	prev := uint32(0)
+	for _, h := range env.ctrace.headers(t, false) {
+		if h.Credits < prev || h.Credits > 64 {
+			t.Fatalf("grants went %d -> %d", prev, h.Credits)
+		}
+		prev = h.Credits
 	}
 }
 
@@ -281,5 +346,58 @@ func TestSmallORDConcurrentPulls(t *testing.T) {
 	}
 	if sc := onlyConn(t, env.ln); sc.ord != 1 || sc.reads.InUse() != 0 {
 		t.Fatalf("ORD %d, %d Read credits in use", sc.ord, sc.reads.InUse())
+	}
+}
+
+// TestClientReceivesGrowWithCalls: a client connection starts with few receives and
+// registers more before sending calls beyond them, so every call in flight has a
+// receive posted for its reply: many calls at once all complete on the first
+// connection (a reply finding no receive would have broken it).
+func TestClientReceivesGrowWithCalls(t *testing.T) {
+	// NULL runs inline where it arrives (newTPEnv), one call at a time, so calls never
+	// pile up at the server; a do-nothing procedure run by workers lets them.
+	const workerNull = tpSum
+	env := newTPEnv(t, nil, nil, oncrpc.Procs{workerNull: func(context.Context, *oncrpc.Request, *xdr.Encoder) error { return nil }})
+	ctx := tpCtx(t)
+	conn := func() *clientConn {
+		env.tr.mu.Lock()
+		defer env.tr.mu.Unlock()
+		return env.tr.cc
+	}
+	posted := func(cc *clientConn) int {
+		cc.ep.bufMu.Lock()
+		defer cc.ep.bufMu.Unlock()
+		return cc.ep.nRecv
+	}
+	if err := env.rpc.CallWithOptions(ctx, tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
+		t.Fatal(err)
+	}
+	first := conn()
+	if n := posted(first); n != initialCallRecvs+clientExtraRecvs {
+		t.Fatalf("%d receives after one call, want %d", n, initialCallRecvs+clientExtraRecvs)
+	}
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for g := 0; g < 96; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 30; i++ {
+				if err := env.rpc.CallWithOptions(ctx, workerNull, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() != 0 {
+		t.Fatalf("%d calls failed", failed.Load())
+	}
+	if conn() != first {
+		t.Fatal("the connection was lost under load")
+	}
+	calls := int(first.callRecvs.Load())
+	if got := posted(first); got != calls+clientExtraRecvs || calls <= initialCallRecvs {
+		t.Fatalf("%d receives for %d calls after 96 callers", got, calls)
 	}
 }

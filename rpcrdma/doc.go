@@ -21,8 +21,9 @@
 //   - Connection setup exchanges RFC 8797 private data both ways (ConnPrivate); each
 //     side sends no more than the peer announced it receives, 1024 bytes when the peer
 //     announced nothing. Limits/SetLimits expose and change the result (CONF_RDMA).
-//   - Buffers for transport headers and inline messages are registered once per
-//     connection. Caller memory carried by chunks is registered per RPC through a cache
+//   - Buffers for transport headers and inline messages are registered per connection
+//     in slabs, few at first and more as the connection's traffic needs them, and
+//     reused for every message. Caller memory carried by chunks is registered per RPC through a cache
 //     that re-keys the STag on reuse and invalidates it as soon as the RPC completes
 //     (reply, error, timeout or cancel), so a peer can never touch it afterwards.
 //   - A call goes inline (RDMA_MSG) when it fits; otherwise its DDP-eligible payloads
@@ -39,7 +40,10 @@
 //   - Credits: the client starts each connection with one credit and follows the
 //     server's grants (package credits); the server's grants follow its posted
 //     receives, are shared between connections by a credits.Policy, and a client that
-//     overruns its grant gets ERR_CHUNK, then is disconnected.
+//     overruns its grant gets ERR_CHUNK, then is disconnected. A server connection
+//     posts a few receives at first and registers more, doubling up to the policy's
+//     grant, when its client keeps the credits it was granted in use, so an idle
+//     connection holds little memory.
 //   - After a connection loss (or a timed-out try, which drops the connection as Linux
 //     does) the client reconnects and retransmits outstanding calls with their XIDs;
 //     nothing is ever retransmitted on the connection that carried the original.

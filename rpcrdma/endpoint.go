@@ -14,49 +14,80 @@ import (
 // An endpoint is one RPC-over-RDMA connection's verbs resources, shared by the client
 // and server transports (Linux verbs.c / svc_rdma_transport.c): a queue pair, one
 // completion queue for both of its queues, and two pools of registered buffers that are
-// registered once when the connection is set up and reused for every message:
+// registered once and reused for every message:
 //
 //   - receive buffers (inline receive size each) that stay posted on the receive queue;
 //   - send buffers (inline send size each) for transport headers and inline messages.
 //
-// One goroutine (poll) drains the completion queue and routes each completion by its
-// work request ID: a receive goes to the transport's onRecv handler; a send buffer's
-// completion returns the buffer to its pool; RDMA Read/Write and waited-for Sends complete
-// a waiter. Every send-queue work request is signalled, so the endpoint always knows how
-// many are outstanding, never posts more than the send queue holds, and knows when a
-// failed queue pair has flushed all of them.
+// Both pools start small and grow in registered slabs up to their configured maximum, so
+// that an idle connection holds little memory: send buffers when every registered one is
+// in use (getSendBuf), receive buffers when the transport asks (growRecv: the server
+// when a client's calls use most of the credits its posted receives allow).
+//
+// The completion queue delivers inline (verbs.WithHandler): the provider calls dispatch
+// from its completion context, which routes each completion by its work request ID: a
+// receive goes straight to the transport's onRecv handler; a send buffer's completion
+// returns the buffer to its pool; RDMA Read/Write and waited-for Sends complete a waiter.
+// No goroutine stands between the provider and the transport. Every send-queue work
+// request is signalled, so the endpoint always knows how many are outstanding, never
+// posts more than the send queue holds, and knows when a failed queue pair has flushed
+// all of them; one idle goroutine (watch) waits for the queue pair to fail or close and
+// then for those flushed completions, and only then reports the endpoint stopped, so
+// that no memory is released while the peer or the provider may still touch it.
 type endpoint struct {
+	pd   verbs.PD
 	qp   verbs.QP
 	cq   verbs.CQ
 	info *verbs.ConnInfo
 	peer ConnPrivate
 
-	recvMR   verbs.MR
+	// Buffer i of a pool lives at recvSGE[i] / send[i] (its slab's MR and offset), set
+	// once when its slab is registered, before index i is first used.
 	recvSize int
-	recvWR   []verbs.RecvWR
-	recvSGE  []verbs.SGE
+	recvWR   []verbs.RecvWR // len: the pool's maximum
+	recvSGE  []verbs.SGE    // Length: the buffer size, or the received length until taken
 
-	sendMR   verbs.MR
 	sendSize int
 	sendFree chan int
-	sendWR   []verbs.SendWR
-	sendSGE  []verbs.SGE
+	send     []*sendSlot // len: the pool's maximum; nil beyond nSend
 
-	sq chan struct{} // one token per free send-queue slot
+	bufMu sync.Mutex // serialises pool growth
+	nRecv int        // receive buffers registered (and posted once)
+	nSend int        // send buffers registered
+	slabs []verbs.MR // every registered slab of both pools
 
-	onRecv func(idx, n int, wc *verbs.Completion)
+	sq      chan struct{} // one token per free send-queue slot
+	chainMu sync.Mutex    // serialises takers of several slots (acquireSQN)
+	// chainHook, when set (by tests, before the connection carries traffic), sees
+	// every chain postChain is about to post: its length and whether it ends with a
+	// Send.
+	chainHook func(k int, send bool)
+
+	// onRecv is the transport's receive handler, set by start. Receives that
+	// complete before start (a client may send as soon as the connection is up) wait
+	// in early until start hands them over.
+	onRecv  atomic.Pointer[recvHandler]
+	startMu sync.Mutex
+	early   []verbs.Completion
 
 	wmu     sync.Mutex
 	waiters []*waiter
 	freeW   []*waiter
 
-	posted   atomic.Int64  // work requests posted and not completed
-	stopped  chan struct{} // closed when the poller has exited
-	closing  chan struct{} // closed by close
-	closeMu  sync.Once
-	lastErr  atomic.Pointer[error]
-	pollOnce sync.Once
+	posted    atomic.Int64  // work requests posted and not completed
+	flushing  atomic.Bool   // the queue pair is done: stop when posted reaches 0
+	stopped   chan struct{} // closed when no completion can arrive any more
+	stopOnce  sync.Once
+	closing   chan struct{} // closed by close
+	closeMu   sync.Once
+	lastErr   atomic.Pointer[error]
+	watchOnce sync.Once
 }
+
+// recvHandler is the transport's receive handler: receive buffer idx holds n bytes. It
+// runs in the provider's completion context (see verbs.CompletionHandler): it must not
+// block or close the queue pair itself; it may post.
+type recvHandler func(idx, n int, wc *verbs.Completion)
 
 // Work request ID layout: kind in the top 8 bits, then a 24-bit index and a 32-bit index.
 const (
@@ -67,9 +98,12 @@ const (
 
 func wrID(kind, a, b int) uint64 { return uint64(kind)<<56 | uint64(a)<<32 | uint64(uint32(b)) }
 
-// endpointConfig sizes an endpoint.
+// endpointConfig sizes an endpoint. nrecv and nsend are the pools' maximums; initRecv
+// receive buffers (at least 1, at most nrecv) are registered and posted at creation,
+// and send buffers are registered on first use.
 type endpointConfig struct {
 	recvSize, nrecv int
+	initRecv        int
 	sendSize, nsend int
 	sqDepth         int // send queue depth: sends + reads + writes in flight
 	maxSendSGE      int
@@ -86,7 +120,7 @@ func newEndpoint(pd verbs.PD, dev verbs.Device, cfg endpointConfig) (*endpoint, 
 	}
 	var err error
 	cqDepth := cfg.nrecv + cfg.sqDepth + 16
-	if e.cq, err = dev.CreateCQ(cqDepth); err != nil {
+	if e.cq, err = dev.CreateCQ(cqDepth, verbs.WithHandler(e.dispatch)); err != nil {
 		return nil, fmt.Errorf("rpcrdma: create CQ of depth %d: %w", cqDepth, err)
 	}
 	e.qp, err = pd.CreateQP(verbs.QPConfig{
@@ -98,46 +132,125 @@ func newEndpoint(pd verbs.PD, dev verbs.Device, cfg endpointConfig) (*endpoint, 
 		e.cq.Close()
 		return nil, fmt.Errorf("rpcrdma: create QP: %w", err)
 	}
-	if e.recvMR, err = pd.RegMR(make([]byte, cfg.recvSize*cfg.nrecv), verbs.AccessLocalWrite); err != nil {
-		e.destroy()
-		return nil, fmt.Errorf("rpcrdma: register %d receive buffers: %w", cfg.nrecv, err)
-	}
-	if e.sendMR, err = pd.RegMR(make([]byte, cfg.sendSize*cfg.nsend), 0); err != nil {
-		e.destroy()
-		return nil, fmt.Errorf("rpcrdma: register %d send buffers: %w", cfg.nsend, err)
-	}
+	e.pd = pd
 	e.sq = make(chan struct{}, cfg.sqDepth)
 	for i := 0; i < cfg.sqDepth; i++ {
 		e.sq <- struct{}{}
 	}
 	e.sendFree = make(chan int, cfg.nsend)
-	e.sendWR = make([]verbs.SendWR, cfg.nsend)
-	e.sendSGE = make([]verbs.SGE, cfg.nsend)
-	for i := 0; i < cfg.nsend; i++ {
-		e.sendFree <- i
-	}
+	e.send = make([]*sendSlot, cfg.nsend)
 	e.recvWR = make([]verbs.RecvWR, cfg.nrecv)
 	e.recvSGE = make([]verbs.SGE, cfg.nrecv)
-	for i := range e.recvWR {
-		e.recvSGE[i] = verbs.SGE{MR: e.recvMR, Offset: i * cfg.recvSize, Length: cfg.recvSize}
-		e.recvWR[i] = verbs.RecvWR{ID: wrID(kindRecv, i, 0), SGL: e.recvSGE[i : i+1 : i+1]}
-		if err := e.postRecv(i); err != nil {
-			e.destroy()
-			return nil, err
-		}
+	if _, err := e.growRecv(min(max(cfg.initRecv, 1), cfg.nrecv)); err != nil {
+		e.destroy()
+		return nil, err
 	}
 	return e, nil
 }
 
-// start launches the completion poller once the connection is established.
-func (e *endpoint) start(info *verbs.ConnInfo, peer ConnPrivate, onRecv func(idx, n int, wc *verbs.Completion)) {
-	e.info, e.peer, e.onRecv = info, peer, onRecv
-	e.pollOnce.Do(func() { go e.poll() })
+// registerSlab registers n buffers of size bytes as one memory region.
+func (e *endpoint) registerSlab(n, size int, access verbs.Access) (verbs.MR, error) {
+	mr, err := e.pd.RegMR(make([]byte, n*size), access)
+	if err != nil {
+		return nil, err
+	}
+	e.slabs = append(e.slabs, mr)
+	return mr, nil
+}
+
+// growRecv registers and posts receive buffers until there are total (never beyond
+// the pool's maximum). It returns the number of receive buffers now registered, all
+// posted when err is nil.
+func (e *endpoint) growRecv(total int) (int, error) {
+	e.bufMu.Lock()
+	first := e.nRecv
+	n := min(total, len(e.recvWR)) - first
+	if n <= 0 {
+		e.bufMu.Unlock()
+		return first, nil
+	}
+	mr, err := e.registerSlab(n, e.recvSize, verbs.AccessLocalWrite)
+	if err != nil {
+		e.bufMu.Unlock()
+		return first, fmt.Errorf("rpcrdma: register %d receive buffers: %w", n, err)
+	}
+	for j := 0; j < n; j++ {
+		i := first + j
+		e.recvSGE[i] = verbs.SGE{MR: mr, Offset: j * e.recvSize, Length: e.recvSize}
+		e.recvWR[i] = verbs.RecvWR{ID: wrID(kindRecv, i, 0), SGL: e.recvSGE[i : i+1 : i+1]}
+	}
+	e.nRecv += n
+	e.bufMu.Unlock()
+	// Posted without bufMu held: a post may run the completion handler (see
+	// verbs.CompletionHandler), which may grow the pools itself.
+	for j := 0; j < n; j++ {
+		if err := e.postRecv(first + j); err != nil {
+			return first + j, err
+		}
+	}
+	return first + n, nil
+}
+
+// growSend registers more send buffers (as many as are registered already, at least
+// minSendSlab, never beyond the pool's maximum) and frees them. It reports whether it
+// added any.
+func (e *endpoint) growSend() bool {
+	e.bufMu.Lock()
+	defer e.bufMu.Unlock()
+	n := min(max(e.nSend, minSendSlab), len(e.send)-e.nSend)
+	if n <= 0 {
+		return false
+	}
+	mr, err := e.registerSlab(n, e.sendSize, 0)
+	if err != nil {
+		return false // wait for a buffer in use instead
+	}
+	slots := make([]sendSlot, n)
+	for j := range slots {
+		slots[j].base = verbs.SGE{MR: mr, Offset: j * e.sendSize}
+		e.send[e.nSend] = &slots[j]
+		e.sendFree <- e.nSend
+		e.nSend++
+	}
+	return true
+}
+
+// minSendSlab is the fewest send buffers registered at once.
+const minSendSlab = 1
+
+// sendSlot is one send buffer and the work request that sends it.
+type sendSlot struct {
+	base verbs.SGE    // the buffer: its slab's MR and offset
+	sge  [1]verbs.SGE // base with the length being sent
+	wr   verbs.SendWR
+}
+
+// start hands receives to onRecv from now on (first those that completed before) and
+// starts watching for the end of the connection, once it is established.
+func (e *endpoint) start(info *verbs.ConnInfo, peer ConnPrivate, onRecv recvHandler) {
+	e.info, e.peer = info, peer
+	e.startMu.Lock()
+	e.onRecv.Store(&onRecv)
+	early := e.early
+	e.early = nil
+	e.startMu.Unlock()
+	for i := range early {
+		wc := &early[i]
+		onRecv(int(wc.ID>>32&0xffffff), wc.ByteLen, wc)
+	}
+	e.watchOnce.Do(func() { go e.watch() })
 }
 
 // recvBuf returns receive buffer idx.
 func (e *endpoint) recvBuf(idx int) []byte {
-	return e.recvMR.Buf()[idx*e.recvSize : (idx+1)*e.recvSize]
+	s := &e.recvSGE[idx]
+	return s.MR.Buf()[s.Offset : s.Offset+e.recvSize]
+}
+
+// sendBuf returns send buffer idx.
+func (e *endpoint) sendBuf(idx int) []byte {
+	s := &e.send[idx].base
+	return s.MR.Buf()[s.Offset : s.Offset+e.sendSize]
 }
 
 // postRecv (re)posts receive buffer idx.
@@ -164,16 +277,22 @@ func (e *endpoint) err() error {
 	return errEndpointClosed
 }
 
-// getSendBuf takes a free send buffer, waiting for one (sends complete quickly).
+// getSendBuf takes a free send buffer, registering more when every one is in use and
+// the pool may grow, or else waiting for one (sends complete quickly).
 func (e *endpoint) getSendBuf(ctx context.Context) (int, []byte, error) {
-	select {
-	case i := <-e.sendFree:
-		return i, e.sendMR.Buf()[i*e.sendSize : (i+1)*e.sendSize], nil
-	default:
+	for {
+		select {
+		case i := <-e.sendFree:
+			return i, e.sendBuf(i), nil
+		default:
+		}
+		if !e.growSend() {
+			break
+		}
 	}
 	select {
 	case i := <-e.sendFree:
-		return i, e.sendMR.Buf()[i*e.sendSize : (i+1)*e.sendSize], nil
+		return i, e.sendBuf(i), nil
 	case <-ctx.Done():
 		return 0, nil, ctx.Err()
 	case <-e.qp.Done():
@@ -211,14 +330,22 @@ func (e *endpoint) postSendBuf(ctx context.Context, idx, n int, op verbs.SendOp,
 		e.putSendBuf(idx)
 		return err
 	}
+	return e.postSendBufHeld(idx, n, op, inv, w)
+}
+
+// postSendBufHeld is postSendBuf for a caller that holds a send-queue slot already; it
+// never blocks.
+func (e *endpoint) postSendBufHeld(idx, n int, op verbs.SendOp, inv uint32, w *waiter) error {
 	wb := 0
 	if w != nil {
 		wb = w.idx + 1
 	}
-	e.sendSGE[idx] = verbs.SGE{MR: e.sendMR, Offset: idx * e.sendSize, Length: n}
-	wr := &e.sendWR[idx]
+	sl := e.send[idx]
+	sl.sge[0] = sl.base
+	sl.sge[0].Length = n
+	wr := &sl.wr
 	*wr = verbs.SendWR{ID: wrID(kindSend, idx, wb), Op: op, Flags: verbs.Signaled,
-		SGL: e.sendSGE[idx : idx+1 : idx+1], InvalidateSTag: inv}
+		SGL: sl.sge[:], InvalidateSTag: inv}
 	if err := e.post(wr); err != nil {
 		e.putSendBuf(idx)
 		return err
@@ -237,6 +364,106 @@ func (e *endpoint) postWR(ctx context.Context, wr *verbs.SendWR, w *waiter) erro
 	if err := e.post(wr); err != nil {
 		w.complete(nil)
 		return err
+	}
+	return nil
+}
+
+// postChain posts wrs (RDMA Writes or Reads) and then, when idx >= 0, n bytes of send
+// buffer idx with op (OpSend or OpSendInv invalidating inv), as one chain: one PostSend,
+// so the provider can put them on the wire together, the Send behind the data it
+// announces. Every request completes w (counted here); a lone Send may have no waiter
+// (w nil: nobody waits for it, its buffer returns to the pool on completion). The
+// caller already holds held of the send-queue slots the chain needs (a reservation),
+// and postChain takes the rest; with all of them held it never blocks. On failure
+// nothing was posted, the send buffer is back in the pool and the held slots are given
+// back. The chain must not be longer than maxChain().
+func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op verbs.SendOp, inv uint32, held int, w *waiter) error {
+	k := len(wrs)
+	var send *verbs.SendWR
+	if idx >= 0 {
+		k++
+		wb := 0
+		if w != nil {
+			wb = w.idx + 1
+		}
+		sl := e.send[idx]
+		sl.sge[0] = sl.base
+		sl.sge[0].Length = n
+		send = &sl.wr
+		*send = verbs.SendWR{ID: wrID(kindSend, idx, wb), Op: op, Flags: verbs.Signaled,
+			SGL: sl.sge[:], InvalidateSTag: inv}
+	}
+	if k == 0 {
+		return nil
+	}
+	if k > held {
+		if err := e.acquireSQN(ctx, k-held); err != nil {
+			for i := 0; i < held; i++ {
+				e.sq <- struct{}{}
+			}
+			if idx >= 0 {
+				e.putSendBuf(idx)
+			}
+			return err
+		}
+	}
+	for i := range wrs {
+		wr := &wrs[i].wr
+		wr.ID = wrID(kindWaiter, 0, w.idx+1)
+		wr.Flags |= verbs.Signaled
+		wr.SGL = wrs[i].sge[:]
+		if i+1 < len(wrs) {
+			wr.Next = &wrs[i+1].wr
+		} else {
+			wr.Next = send
+		}
+	}
+	first := send
+	if len(wrs) > 0 {
+		first = &wrs[0].wr
+	}
+	if h := e.chainHook; h != nil {
+		h(k, idx >= 0)
+	}
+	if w != nil {
+		w.add(k)
+	}
+	e.posted.Add(int64(k))
+	if err := e.qp.PostSend(first); err != nil {
+		e.posted.Add(-int64(k))
+		for i := 0; i < k; i++ {
+			e.sq <- struct{}{}
+		}
+		if w != nil {
+			w.add(-k)
+		}
+		if idx >= 0 {
+			e.putSendBuf(idx)
+		}
+		return fmt.Errorf("rpcrdma: post %d work requests: %w", k, err)
+	}
+	return nil
+}
+
+// maxChain is the longest chain postChain takes: verbs.MaxChain, at most the send
+// queue's depth.
+func (e *endpoint) maxChain() int { return min(verbs.MaxChain, cap(e.sq)) }
+
+// acquireSQN takes k send-queue slots. Takers of several slots go one at a time, so
+// that two of them never each hold part of what the other waits for.
+func (e *endpoint) acquireSQN(ctx context.Context, k int) error {
+	if k == 1 {
+		return e.acquireSQ(ctx)
+	}
+	e.chainMu.Lock()
+	defer e.chainMu.Unlock()
+	for i := 0; i < k; i++ {
+		if err := e.acquireSQ(ctx); err != nil {
+			for ; i > 0; i-- {
+				e.sq <- struct{}{}
+			}
+			return err
+		}
 	}
 	return nil
 }
@@ -270,7 +497,7 @@ func (w *waiter) add(n int) {
 }
 
 // complete records one completion (wc nil: a work request that was never posted). It
-// never blocks: the poller calls it.
+// never blocks: dispatch calls it in the completion context.
 func (w *waiter) complete(wc *verbs.Completion) {
 	w.mu.Lock()
 	if wc != nil && wc.Status != verbs.StatusSuccess && w.err == nil {
@@ -327,7 +554,7 @@ func (e *endpoint) wait(ctx context.Context, w *waiter) error {
 			}
 			ctx = context.Background()
 		case <-e.stopped:
-			// The poller is gone: whatever is still pending will never complete.
+			// No completion can arrive any more: whatever is still pending never will.
 			stopped = true
 		}
 		w.mu.Lock()
@@ -354,14 +581,13 @@ func (e *endpoint) wait(ctx context.Context, w *waiter) error {
 	return err
 }
 
-// flushGrace bounds how long the poller waits, after the queue pair failed, for the
+// flushGrace bounds how long the endpoint waits, after the queue pair failed, for the
 // flushed completions of work requests still outstanding.
 const flushGrace = 2 * time.Second
 
-// poll drains the completion queue until the queue pair has failed or closed and every
-// posted work request has completed.
-func (e *endpoint) poll() {
-	defer close(e.stopped)
+// watch waits until the queue pair has failed or closed (or the CQ failed), then until
+// every posted work request has completed, and then closes stopped.
+func (e *endpoint) watch() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -371,57 +597,49 @@ func (e *endpoint) poll() {
 		}
 		cancel()
 	}()
-	var wcs [32]verbs.Completion
-	var deadline time.Time
-	for {
-		n, err := e.cq.Poll(wcs[:])
-		for i := 0; i < n; i++ {
-			e.dispatch(&wcs[i])
-		}
-		if err != nil {
-			e.setErr(err)
-			e.qp.Close()
-			return
-		}
-		if n > 0 {
-			continue
-		}
-		if ctx.Err() == nil {
-			if err := e.cq.Wait(ctx); err != nil && ctx.Err() == nil {
-				e.setErr(err)
-				e.qp.Close()
-				return
-			}
-			continue
-		}
-		// The QP is done: wait for its flushed completions.
-		if e.posted.Load() <= 0 {
-			return
-		}
-		if deadline.IsZero() {
-			deadline = time.Now().Add(flushGrace)
-			e.qp.Close()
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(time.Millisecond)
+	// A CQ with a handler holds nothing: Wait returns only when it fails or ctx ends.
+	if err := e.cq.Wait(ctx); ctx.Err() == nil {
+		// The CQ failed: completions were lost, so the count cannot be trusted.
+		// Closing the queue pair stops the provider touching our memory.
+		e.setErr(err)
+		e.qp.Close()
+		e.stop()
+		return
+	}
+	// The QP is done: wait for its flushed completions (dispatch stops the endpoint
+	// when the last one arrives). Close makes sure the provider flushes everything.
+	e.flushing.Store(true)
+	if e.posted.Load() <= 0 {
+		e.stop()
+	}
+	e.qp.Close()
+	t := time.NewTimer(flushGrace)
+	defer t.Stop()
+	select {
+	case <-e.stopped:
+	case <-t.C:
+		e.stop()
 	}
 }
 
-// setErr records why the endpoint stopped (kept out of poll so that poll's error
-// variables stay on the stack).
+// stop reports that no more completions will arrive.
+func (e *endpoint) stop() { e.stopOnce.Do(func() { close(e.stopped) }) }
+
+// setErr records why the endpoint stopped.
 func (e *endpoint) setErr(err error) { e.lastErr.Store(&err) }
 
-// dispatch routes one completion.
+// dispatch routes one completion (the CQ's verbs.CompletionHandler).
 func (e *endpoint) dispatch(wc *verbs.Completion) {
-	e.posted.Add(-1)
 	kind := int(wc.ID >> 56)
 	a := int(wc.ID >> 32 & 0xffffff)
 	b := int(uint32(wc.ID))
 	switch kind {
 	case kindRecv:
-		e.onRecv(a, wc.ByteLen, wc)
+		if h := e.onRecv.Load(); h != nil {
+			(*h)(a, wc.ByteLen, wc)
+		} else {
+			e.earlyRecv(wc)
+		}
 	case kindSend:
 		e.sq <- struct{}{}
 		e.sendFree <- a
@@ -432,6 +650,21 @@ func (e *endpoint) dispatch(wc *verbs.Completion) {
 		e.sq <- struct{}{}
 		e.waiterAt(b - 1).complete(wc)
 	}
+	if e.posted.Add(-1) <= 0 && e.flushing.Load() {
+		e.stop()
+	}
+}
+
+// earlyRecv keeps a receive that completed before start for start to hand over.
+func (e *endpoint) earlyRecv(wc *verbs.Completion) {
+	e.startMu.Lock()
+	if h := e.onRecv.Load(); h != nil {
+		e.startMu.Unlock()
+		(*h)(int(wc.ID>>32&0xffffff), wc.ByteLen, wc)
+		return
+	}
+	e.early = append(e.early, *wc)
+	e.startMu.Unlock()
 }
 
 func (e *endpoint) waiterAt(i int) *waiter {
@@ -440,20 +673,18 @@ func (e *endpoint) waiterAt(i int) *waiter {
 	return e.waiters[i]
 }
 
-// close disconnects the queue pair; the poller then drains the flushed completions.
+// close starts disconnecting: the watcher closes the queue pair and waits for the
+// flushed completions. It never blocks, so a receive handler may call it.
 func (e *endpoint) close() {
-	e.closeMu.Do(func() {
-		close(e.closing)
-		e.qp.Close()
-	})
+	e.closeMu.Do(func() { close(e.closing) })
 }
 
-// teardown closes the connection, waits for the poller (when it was started) and
-// releases every verbs resource.
+// teardown closes the connection, waits until no completion can arrive (when the
+// endpoint was started) and releases every verbs resource.
 func (e *endpoint) teardown() {
 	e.close()
 	started := true
-	e.pollOnce.Do(func() { started = false })
+	e.watchOnce.Do(func() { started = false })
 	if started {
 		<-e.stopped
 	}
@@ -465,12 +696,12 @@ func (e *endpoint) destroy() {
 	if e.qp != nil {
 		e.qp.Close()
 	}
-	if e.recvMR != nil {
-		e.recvMR.Close()
+	e.bufMu.Lock()
+	for _, mr := range e.slabs {
+		mr.Close()
 	}
-	if e.sendMR != nil {
-		e.sendMR.Close()
-	}
+	e.slabs = nil
+	e.bufMu.Unlock()
 	if e.cq != nil {
 		e.cq.Close()
 	}

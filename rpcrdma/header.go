@@ -1,11 +1,9 @@
-// Package rpcrdma implements RPC-over-RDMA version 1 (RFC 8166, which refines
-// draft-ietf-nfsv4-rpcrdma-08 / RFC 5666).
-//
-// This file and errors.go hold the transport header codec: Header, its allocation-free
+// Transport header codec. This file and errors.go hold Header, its allocation-free
 // encoder (Header.Append, AppendErrVers, AppendErrChunk) and decoder (Header.Decode,
 // Decoder.Decode), the typed decode errors a responder maps to RDMA_ERROR replies
 // (*VersionError → ERR_VERS, *ChunkError → ERR_CHUNK), and size helpers. The chunk types
 // and their rules live in package chunks.
+
 package rpcrdma
 
 import (

@@ -17,9 +17,14 @@ import (
 // is exactly the guarantee a fresh registration and deregistration give. A steady stream
 // of RPCs over the same buffers therefore registers nothing new.
 //
-// A cached region keeps its buffer reachable; the cache holds at most maxCachedRegs
-// regions and maxCachedBytes bytes, closing the least recently used idle ones beyond
-// that, so buffers a caller has dropped are not kept alive for long.
+// A buffer in use by several RPCs at once (a server returning the same data to many
+// clients) has several cached regions, one per RPC. A cached region keeps its buffer
+// reachable; the cache holds at most maxCachedRegs regions and maxCachedBytes bytes,
+// closing the least recently used idle ones beyond that, so buffers a caller has
+// dropped are not kept alive for long.
+//
+// A Client has one cache; a server has one per connection, so that connections never
+// wait for each other's registrations (Linux keeps its MRs per transport, too).
 
 // Bounds on what a regCache keeps.
 const (
@@ -40,19 +45,20 @@ type reg struct {
 	busy bool
 	last uint64
 	own  bool // not cached: closed on release
+	next *reg // the next cached region of the same key
 }
 
+// A regCache is ready once pd is set; newRegCache returns one.
 type regCache struct {
 	pd    verbs.PD
 	mu    sync.Mutex
-	m     map[regKey]*reg
-	bytes int // total length of the cached regions
+	m     map[regKey]*reg // cached regions by key, as a list through next
+	n     int             // cached regions
+	bytes int             // total length of the cached regions
 	tick  uint64
 }
 
-func newRegCache(pd verbs.PD) *regCache {
-	return &regCache{pd: pd, m: make(map[regKey]*reg)}
-}
+func newRegCache(pd verbs.PD) *regCache { return &regCache{pd: pd} }
 
 // register returns a valid registration of buf with access acc and a STag no earlier
 // registration had.
@@ -63,38 +69,41 @@ func (c *regCache) register(buf []byte, acc verbs.Access) (*reg, error) {
 	key := regKey{p: &buf[0], n: len(buf), acc: acc}
 	c.mu.Lock()
 	c.tick++
-	if r, ok := c.m[key]; ok && !r.busy {
+	for r := c.m[key]; r != nil; r = r.next {
+		if r.busy {
+			continue
+		}
 		r.busy, r.last = true, c.tick
 		c.mu.Unlock()
 		if err := r.mr.Reregister(acc); err != nil {
 			c.mu.Lock()
-			delete(c.m, key)
-			c.bytes -= key.n
+			c.unlink(r)
 			c.mu.Unlock()
 			r.mr.Close()
 			return nil, fmt.Errorf("rpcrdma: re-register %d bytes: %w", len(buf), err)
 		}
 		return r, nil
 	}
-	_, taken := c.m[key]
 	var victims []*reg
-	cache := !taken && len(buf) <= maxCachedBytes/4
-	for cache && (len(c.m) >= maxCachedRegs || c.bytes+len(buf) > maxCachedBytes) {
+	cache := len(buf) <= maxCachedBytes/4
+	for cache && (c.n >= maxCachedRegs || c.bytes+len(buf) > maxCachedBytes) {
 		var victim *reg
-		for _, r := range c.m {
-			if !r.busy && (victim == nil || r.last < victim.last) {
-				victim = r
+		for _, l := range c.m {
+			for r := l; r != nil; r = r.next {
+				if !r.busy && (victim == nil || r.last < victim.last) {
+					victim = r
+				}
 			}
 		}
 		if victim == nil {
 			cache = false
 			break
 		}
-		delete(c.m, victim.key)
-		c.bytes -= victim.key.n
+		c.unlink(victim)
 		victims = append(victims, victim)
 	}
 	if cache {
+		c.n++
 		c.bytes += len(buf) // reserved; given back below if the registration fails
 	}
 	c.mu.Unlock()
@@ -105,6 +114,7 @@ func (c *regCache) register(buf []byte, acc verbs.Access) (*reg, error) {
 	if err != nil {
 		if cache {
 			c.mu.Lock()
+			c.n--
 			c.bytes -= len(buf)
 			c.mu.Unlock()
 		}
@@ -113,16 +123,37 @@ func (c *regCache) register(buf []byte, acc verbs.Access) (*reg, error) {
 	r := &reg{key: key, mr: mr, busy: true, own: !cache}
 	if cache {
 		c.mu.Lock()
-		if _, dup := c.m[key]; dup {
-			r.own = true
-			c.bytes -= len(buf)
-		} else {
-			r.last = c.tick
-			c.m[key] = r
+		if c.m == nil {
+			c.m = make(map[regKey]*reg)
 		}
+		r.last, r.next = c.tick, c.m[key]
+		c.m[key] = r
 		c.mu.Unlock()
 	}
 	return r, nil
+}
+
+// unlink removes cached region r from the cache (c.mu held).
+func (c *regCache) unlink(r *reg) {
+	p := c.m[r.key]
+	if p == r {
+		if r.next == nil {
+			delete(c.m, r.key)
+		} else {
+			c.m[r.key] = r.next
+		}
+	} else {
+		for p != nil && p.next != r {
+			p = p.next
+		}
+		if p == nil {
+			return
+		}
+		p.next = r.next
+	}
+	r.next = nil
+	c.n--
+	c.bytes -= r.key.n
 }
 
 // release revokes the registration: when it returns, no peer operation can touch the
@@ -142,10 +173,11 @@ func (c *regCache) release(r *reg) {
 func (c *regCache) close() {
 	c.mu.Lock()
 	m := c.m
-	c.m = make(map[regKey]*reg)
-	c.bytes = 0
+	c.m, c.n, c.bytes = nil, 0, 0
 	c.mu.Unlock()
-	for _, r := range m {
-		r.mr.Close()
+	for _, l := range m {
+		for r := l; r != nil; r = r.next {
+			r.mr.Close()
+		}
 	}
 }

@@ -19,28 +19,40 @@ func TestRegCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	stag := a.mr.RKey()
-	// The same buffer while the first registration is in use: a separate region.
+	// The same buffer while the first registration is in use: a separate region,
+	// cached too.
 	b, err := c.register(buf, verbs.AccessRemoteWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b == a || !b.own {
+	if b == a || b.own || b.mr.RKey() == stag {
 		t.Fatal("a busy registration was handed out twice")
 	}
+	stagB := b.mr.RKey()
 	c.release(b)
 	c.release(a)
-	if a.mr.Valid() {
+	if a.mr.Valid() || b.mr.Valid() {
 		t.Fatal("released registration still valid")
 	}
-	// Registered again: the cached region with a new STag.
+	// Registered again, twice at once: both cached regions, each with a new STag.
 	a2, err := c.register(buf, verbs.AccessRemoteWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a2 != a || a2.mr.RKey() == stag || !a2.mr.Valid() {
-		t.Fatalf("re-registration: same %v, STag %#x (old %#x), valid %v", a2 == a, a2.mr.RKey(), stag, a2.mr.Valid())
+	b2, err := c.register(buf, verbs.AccessRemoteWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if (a2 != a || b2 != b) && (a2 != b || b2 != a) {
+		t.Fatal("re-registration did not reuse the cached regions")
+	}
+	for _, r := range []*reg{a2, b2} {
+		if k := r.mr.RKey(); k == stag || k == stagB || !r.mr.Valid() {
+			t.Fatalf("re-registration: STag %#x (old %#x, %#x), valid %v", k, stag, stagB, r.mr.Valid())
+		}
 	}
 	c.release(a2)
+	c.release(b2)
 	// Different access or length: different regions.
 	d, _ := c.register(buf, verbs.AccessRemoteRead)
 	e, _ := c.register(buf[:100], verbs.AccessRemoteWrite)
@@ -57,7 +69,7 @@ func TestRegCache(t *testing.T) {
 		}
 		c.release(r)
 	}
-	if n := len(c.m); n > maxCachedRegs {
+	if n := c.n; n > maxCachedRegs || n < len(c.m) {
 		t.Fatalf("%d cached regions, bound %d", n, maxCachedRegs)
 	}
 	// And by bytes: big buffers push older ones out.
@@ -69,8 +81,10 @@ func TestRegCache(t *testing.T) {
 		c.release(r)
 	}
 	total := 0
-	for _, r := range c.m {
-		total += r.key.n
+	for _, l := range c.m {
+		for r := l; r != nil; r = r.next {
+			total += r.key.n
+		}
 	}
 	if total > maxCachedBytes || total != c.bytes {
 		t.Fatalf("cache holds %d bytes (counted %d), bound %d", total, c.bytes, maxCachedBytes)

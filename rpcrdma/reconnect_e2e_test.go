@@ -15,8 +15,9 @@ func TestConnectionLossRetransmits(t *testing.T) {
 	b := newBlocker()
 	env := newTPEnv(t, nil, nil, b.procs())
 	ctx := tpCtx(t)
-	const n = 5
-	// Grow the window first so all n calls are outstanding at once.
+	// The connection's first grant: all n calls are outstanding at once (no reply can
+	// carry a larger grant while they block).
+	const n = initialCallRecvs
 	if err := env.rpc.CallWithOptions(ctx, tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
 		t.Fatal(err)
 	}

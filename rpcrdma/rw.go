@@ -191,10 +191,16 @@ func (a *assembler) run(ctx context.Context, e *endpoint, mr verbs.MR, inline []
 	return drain(false)
 }
 
-// writeChunk RDMA-Writes data into the segments of a peer's write chunk c, in order, and
-// returns how many bytes went into each segment in lens (reused). Completions are counted
-// on w.
-func (e *endpoint) writeChunk(ctx context.Context, w *waiter, wr *verbs.SendWR, sge *[1]verbs.SGE, mr verbs.MR, off, n int, c chunks.WriteChunk) error {
+// rdmaWR is one RDMA Write (or Read) with its one-entry SGL, kept in a slice that is
+// reused from RPC to RPC and posted as a chain (endpoint.postChain).
+type rdmaWR struct {
+	wr  verbs.SendWR
+	sge [1]verbs.SGE
+}
+
+// appendWrites appends the RDMA Writes that put n bytes of mr, from off, into the
+// segments of a peer's write chunk c, in order.
+func appendWrites(wrs []rdmaWR, mr verbs.MR, off, n int, c chunks.WriteChunk) ([]rdmaWR, error) {
 	for _, s := range c {
 		if n == 0 {
 			break
@@ -203,16 +209,15 @@ func (e *endpoint) writeChunk(ctx context.Context, w *waiter, wr *verbs.SendWR, 
 		if l == 0 {
 			continue
 		}
-		sge[0] = verbs.SGE{MR: mr, Offset: off, Length: l}
-		*wr = verbs.SendWR{Op: verbs.OpWrite, SGL: sge[:], RemoteSTag: s.Handle, RemoteTO: s.Offset}
-		if err := e.postWR(ctx, wr, w); err != nil {
-			return err
-		}
+		wrs = append(wrs, rdmaWR{
+			wr:  verbs.SendWR{Op: verbs.OpWrite, RemoteSTag: s.Handle, RemoteTO: s.Offset},
+			sge: [1]verbs.SGE{{MR: mr, Offset: off, Length: l}},
+		})
 		off += l
 		n -= l
 	}
 	if n > 0 {
-		return fmt.Errorf("rpcrdma: %d bytes left after filling a write chunk of %d: %w", n, c.Length(), chunks.ErrTooLong)
+		return wrs, fmt.Errorf("rpcrdma: %d bytes left after filling a write chunk of %d: %w", n, c.Length(), chunks.ErrTooLong)
 	}
-	return nil
+	return wrs, nil
 }

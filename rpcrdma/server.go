@@ -1,3 +1,6 @@
+// Server transport: options, the Listener (listen, accept, connection setup with RFC
+// 8797 private data) and ServerConn's state and lifecycle (Linux svc_rdma_transport.c).
+
 package rpcrdma
 
 import (
@@ -8,11 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/credits"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
-	"github.com/go-rpcrdma/rpcrdma/xdr"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -24,9 +25,13 @@ const (
 	// DefaultDoneTimeout is how long a reply returned in read chunks stays registered
 	// waiting for the client's RDMA_DONE.
 	DefaultDoneTimeout = 30 * time.Second
-	// DefaultExtraRecvs is how many receives a connection posts beyond its largest
-	// grant (Linux keeps a batch of 7 more), for RDMA_DONE and error traffic.
-	DefaultExtraRecvs = 8
+	// DefaultExtraRecvs is how many receives a connection keeps posted beyond its
+	// grant, for RDMA_DONE and a client's first calls beyond its grant (answered with
+	// ERR_CHUNK rather than lost).
+	DefaultExtraRecvs = 2
+	// initialCallRecvs is how many receives for calls a connection posts at first (at
+	// most the policy's PerConn); more are registered as the client uses its credits.
+	initialCallRecvs = 4
 )
 
 // ServerOptions configure a Listener. The zero value selects the defaults.
@@ -39,9 +44,12 @@ type ServerOptions struct {
 	InlineSend, InlineRecv int
 	// Credits shares credits between connections. Default: credits.NewServer with
 	// credits.Config{} (FairShare of 256, at most 64 per connection). Each connection
-	// posts Credits.Config().PerConn + ExtraRecvs receives.
+	// starts with min(4, Credits.Config().PerConn) + ExtraRecvs receives posted and
+	// registers more, up to PerConn + ExtraRecvs, when its client's calls use most of
+	// the credits it was granted (credits.Conn.Grow); grants never exceed the posted
+	// receives.
 	Credits *credits.Server
-	// ExtraRecvs is the number of receives posted beyond the largest grant. Default 8.
+	// ExtraRecvs is the number of receives posted beyond the grant. Default 2.
 	ExtraRecvs int
 	// MaxCall bounds a call reassembled from read chunks. Default DefaultMaxCall.
 	MaxCall int
@@ -110,7 +118,6 @@ type Listener struct {
 	pd    verbs.PD
 	opts  ServerOptions
 	bufs  bufPool
-	regs  *regCache
 	mu    sync.Mutex
 	conns map[*ServerConn]struct{}
 	done  bool
@@ -136,7 +143,6 @@ func Listen(ctx context.Context, dev verbs.Device, addr string, opts *ServerOpti
 	}
 	l := &Listener{dev: dev, ln: ln, pd: pd, opts: o, conns: make(map[*ServerConn]struct{})}
 	l.bufs.pd = pd
-	l.regs = newRegCache(pd)
 	return l, nil
 }
 
@@ -161,7 +167,6 @@ func (l *Listener) Close() error {
 		c.Close()
 	}
 	l.bufs.close()
-	l.regs.close()
 	l.pd.Close()
 	return err
 }
@@ -209,10 +214,13 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 	}
 	perConn := o.Credits.Config().PerConn
 	nrecv := perConn + o.ExtraRecvs
+	callRecvs := min(initialCallRecvs, perConn)
 	ep, err := newEndpoint(l.pd, l.dev, endpointConfig{
-		recvSize: o.InlineRecv, nrecv: nrecv,
+		recvSize: o.InlineRecv, nrecv: nrecv, initRecv: callRecvs + o.ExtraRecvs,
 		sendSize: o.InlineSend, nsend: nrecv,
-		sqDepth: 4*nrecv + 64, maxSendSGE: 2,
+		// A reply takes a Send and usually one RDMA Write; the RDMA Reads of calls
+		// being pulled are bounded by ORD. More work requests wait for a slot.
+		sqDepth: 2*nrecv + o.ORD, maxSendSGE: 2,
 	})
 	if err != nil {
 		cr.Reject(nil)
@@ -231,7 +239,8 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 	}
 	sc := &ServerConn{
 		l: l, ep: ep, peer: peer,
-		cred:       o.Credits.Open(),
+		cred:       o.Credits.OpenWithReceives(callRecvs),
+		callRecvs:  callRecvs,
 		inlineSend: min(o.InlineSend, peer.RecvSize),
 		ord:        max(min(info.ORD, ord), 0),
 		recvq:      make(chan int, nrecv),
@@ -241,6 +250,7 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 		ready:      make(chan *srvCall, nrecv),
 		pullq:      make(chan pullJob, nrecv),
 	}
+	sc.regs.pd = l.pd
 	sc.reads = credits.NewWindow(max(sc.ord, 1))
 	sc.reads.Update(uint32(max(sc.ord, 1)))
 	sc.ctx, sc.cancel = context.WithCancel(context.Background())
@@ -264,10 +274,12 @@ type ServerConn struct {
 	ep         *endpoint
 	peer       ConnPrivate
 	cred       *credits.Conn
+	regs       regCache // reply payloads registered for RDMA Write (its own, so connections never wait for each other)
 	inlineSend int
 	ord        int // RDMA Reads in flight at most; 0: the client allows none
 	remote     net.Addr
 
+	callRecvs int      // receives posted for calls (beyond ExtraRecvs); guarded by mu
 	recvq     chan int // received messages, by receive buffer index
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -278,7 +290,12 @@ type ServerConn struct {
 	pullers     int // puller goroutines running
 	idlePullers int // of which waiting for a job
 
-	readMu sync.Mutex      // serialises ReadCall
+	readMu sync.Mutex // serialises ReadCall and ServeCalls
+	// push is ServeCalls' deliver while it runs: onRecv hands plain calls to it
+	// straight from the completion (under pushMu's read lock, so ServeCalls can wait
+	// for the last one before it returns).
+	pushMu sync.RWMutex
+	push   func(call *oncrpc.ServerCall, inline bool)
 	ready  chan *srvCall   // calls whose read chunks have been pulled
 	pullq  chan pullJob    // calls whose read chunks are to be pulled
 	reads  *credits.Window // one credit per RDMA Read the connection may have in flight (ORD)
@@ -286,7 +303,10 @@ type ServerConn struct {
 	cancel context.CancelFunc
 }
 
-var _ oncrpc.ServerConn = (*ServerConn)(nil)
+var (
+	_ oncrpc.ServerConn     = (*ServerConn)(nil)
+	_ oncrpc.PushServerConn = (*ServerConn)(nil)
+)
 
 // srvCall is the transport state of one call (oncrpc.ServerCall.Cookie).
 type srvCall struct {
@@ -297,12 +317,14 @@ type srvCall struct {
 	finished bool // finishCall ran
 	recvIdx  int  // receive buffer holding the inline call, or -1
 	big      *bigBuf
+	// What the reply may use without waiting, reserved when the call was received
+	// (see receiveInline): a send buffer (-1: none) and a send-queue slot.
+	sendIdx int
+	sqHeld  bool
 	// reply state
-	wr    verbs.SendWR
-	sge   [1]verbs.SGE
-	out   Header
-	regs  []*reg
-	fills []chunks.WriteChunk
+	out  Header
+	regs []*reg
+	wrs  []rdmaWR // the reply's RDMA Writes
 }
 
 // Limits returns the connection's limits: InlineSend is the largest reply sent inline
@@ -355,6 +377,7 @@ func (sc *ServerConn) Close() error {
 		sc.cancel()
 		sc.reads.Close()
 		sc.ep.teardown()
+		sc.regs.close()
 		sc.cred.Close()
 		sc.mu.Lock()
 		for xid, d := range sc.dones {
@@ -367,711 +390,4 @@ func (sc *ServerConn) Close() error {
 		sc.l.mu.Unlock()
 	})
 	return nil
-}
-
-// onRecv queues a received message for ReadCall (poller goroutine).
-func (sc *ServerConn) onRecv(idx, n int, wc *verbs.Completion) {
-	if wc.Status != verbs.StatusSuccess {
-		return
-	}
-	if tr := sc.l.opts.Trace; tr != nil {
-		tr(false, sc.ep.recvBuf(idx)[:n])
-	}
-	sc.ep.recvSGE[idx].Length = n // remember the length until ReadCall takes it
-	sc.recvq <- idx
-}
-
-// repost returns receive buffer idx to the receive queue.
-func (sc *ServerConn) repost(idx int) {
-	sc.ep.recvSGE[idx].Length = sc.ep.recvSize
-	if err := sc.ep.postRecv(idx); err != nil {
-		sc.ep.close()
-	}
-}
-
-// ReadCall waits for the next call. Transport messages that are not calls (RDMA_DONE,
-// RDMA_ERROR) and calls with bad headers (answered with RDMA_ERROR here) are handled
-// without returning. The connection stays up after header errors.
-func (sc *ServerConn) ReadCall(ctx context.Context) (*oncrpc.ServerCall, error) {
-	sc.readMu.Lock()
-	defer sc.readMu.Unlock()
-	for {
-		var idx int
-		select {
-		case c := <-sc.ready:
-			return &c.call, nil
-		case idx = <-sc.recvq:
-		default:
-			select {
-			case c := <-sc.ready:
-				return &c.call, nil
-			case idx = <-sc.recvq:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-sc.closed:
-				return nil, fmt.Errorf("rpcrdma: read call: %w", oncrpc.ErrClosed)
-			case <-sc.ep.stopped:
-				return nil, fmt.Errorf("rpcrdma: read call: %w", sc.ep.err())
-			}
-		}
-		call, err := sc.receive(ctx, idx)
-		if err != nil {
-			sc.Close()
-			return nil, err
-		}
-		if call != nil {
-			return &call.call, nil
-		}
-	}
-}
-
-// pull RDMA-Reads a call's chunks (in its own goroutine, so that other calls on the
-// connection are not held up) and queues the call for ReadCall. A failure ends the
-// connection, as in Linux svcrdma.
-func (sc *ServerConn) pull(c *srvCall, body []byte, total int) {
-	if err := c.asm.run(sc.ctx, sc.ep, c.big.mr, body, sc.ord, sc.reads); err != nil {
-		sc.l.opts.Logger.Debug("read chunks failed; closing", "remote", sc.remote, "xid", c.h.XID, "err", err)
-		sc.cred.Done()
-		sc.putCall(c)
-		sc.Close()
-		return
-	}
-	// The inline part has been copied: the receive buffer can go back now.
-	sc.repost(c.recvIdx)
-	c.recvIdx = -1
-	c.call.Msg = oncrpc.Message{Inline: c.big.mr.Buf()[:total]}
-	sc.ready <- c
-}
-
-// getCall returns an idle srvCall.
-func (sc *ServerConn) getCall() *srvCall {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if n := len(sc.free); n > 0 {
-		c := sc.free[n-1]
-		sc.free = sc.free[:n-1]
-		c.finished = false
-		return c
-	}
-	c := &srvCall{recvIdx: -1}
-	c.call.Cookie = c
-	return c
-}
-
-func (sc *ServerConn) putCall(c *srvCall) {
-	sc.releaseBuffers(c)
-	c.call.Msg = oncrpc.Message{}
-	sc.mu.Lock()
-	sc.free = append(sc.free, c)
-	sc.mu.Unlock()
-}
-
-// receive processes one received message. It returns the call to hand up, nil when the
-// message was consumed here, or an error that ends the connection.
-func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
-	n := sc.ep.recvSGE[idx].Length
-	buf := sc.ep.recvBuf(idx)[:n]
-	c := sc.getCall()
-	c.recvIdx = idx
-	h := &c.h
-	hl, err := h.Decode(buf)
-	if err != nil {
-		var ve *VersionError
-		var ce *ChunkError
-		switch {
-		case errors.As(err, &ve):
-			sc.sendError(ctx, ErrCodeVers, ve.XID)
-		case errors.As(err, &ce) && ce.HaveXID:
-			sc.sendError(ctx, ErrCodeChunk, ce.XID)
-		}
-		sc.l.opts.Logger.Debug("bad transport header", "remote", sc.remote, "err", err)
-		sc.putCall(c)
-		return nil, nil
-	}
-	switch h.Proc {
-	case ProcDone:
-		sc.done(h.XID)
-		sc.putCall(c)
-		return nil, nil
-	case ProcError:
-		sc.putCall(c)
-		return nil, nil
-	}
-	c.msgp = h.Proc == ProcMsgP
-	body, grouped, cerr := checkCall(h, buf[hl:], hl, sc.l.opts.MSGP, c.asm.grouped[:0])
-	if grouped != nil {
-		c.asm.grouped = grouped
-	}
-	if cerr != nil {
-		sc.l.opts.Logger.Debug("bad call", "remote", sc.remote, "xid", h.XID, "err", cerr)
-		sc.sendError(ctx, ErrCodeChunk, h.XID)
-		sc.putCall(c)
-		return nil, nil
-	}
-
-	switch sc.cred.Arrive(h.Credits) {
-	case credits.Overrun:
-		sc.l.opts.Logger.Debug("credit overrun", "remote", sc.remote, "xid", h.XID)
-		sc.sendError(ctx, ErrCodeChunk, h.XID)
-		sc.putCall(c)
-		return nil, nil
-	case credits.Disconnect:
-		sc.putCall(c)
-		return nil, fmt.Errorf("rpcrdma: %v: %w", sc.remote, credits.ErrOverrun)
-	}
-
-	if len(grouped) == 0 {
-		c.call.Msg = oncrpc.Message{Inline: body}
-		return c, nil
-	}
-
-	if sc.ord == 0 {
-		// The client offered no inbound RDMA Read (IRD 0, e.g. MPA revision 1): its
-		// chunks cannot be pulled. (Linux svcrdma refuses such connections outright.)
-		sc.l.opts.Logger.Debug("read chunks on a connection without RDMA Read", "remote", sc.remote, "xid", h.XID)
-		sc.cred.Done()
-		sc.sendError(ctx, ErrCodeChunk, h.XID)
-		sc.putCall(c)
-		return nil, nil
-	}
-
-	// Pull the read chunks straight into their place in a registered buffer.
-	var pzrc []chunks.Segment
-	rcs := grouped
-	if grouped[0].Position == 0 {
-		pzrc, rcs = grouped[0].Segments, grouped[1:]
-		body = nil
-	}
-	total, err := c.asm.planAssembly(len(body), pzrc, rcs, sc.l.opts.MaxCall)
-	if err != nil {
-		sc.l.opts.Logger.Debug("read chunks do not fit", "remote", sc.remote, "xid", h.XID, "err", err)
-		sc.cred.Done()
-		sc.sendError(ctx, ErrCodeChunk, h.XID)
-		sc.putCall(c)
-		return nil, nil
-	}
-	big, err := sc.l.bufs.get(total, verbs.AccessLocalWrite)
-	if err != nil {
-		sc.cred.Done()
-		sc.putCall(c)
-		return nil, err
-	}
-	c.big = big
-	sc.startPull(pullJob{c: c, body: body, total: total})
-	return nil, nil
-}
-
-// pullJob is a call whose read chunks are to be pulled.
-type pullJob struct {
-	c     *srvCall
-	body  []byte
-	total int
-}
-
-// maxPullers bounds the goroutines pulling read chunks for one connection.
-const maxPullers = 4
-
-// startPull hands a job to an idle puller, starting one if all are busy and fewer than
-// maxPullers run; otherwise the job waits in the queue.
-func (sc *ServerConn) startPull(j pullJob) {
-	select {
-	case sc.pullq <- j:
-	default:
-		// Queue full cannot happen (it holds every receive); fall through safely.
-		go sc.pull(j.c, j.body, j.total)
-		return
-	}
-	sc.mu.Lock()
-	start := sc.pullers < maxPullers && sc.idlePullers == 0
-	if start {
-		sc.pullers++
-	}
-	sc.mu.Unlock()
-	if start {
-		go sc.puller()
-	}
-}
-
-// puller pulls queued jobs until the connection closes.
-func (sc *ServerConn) puller() {
-	for {
-		sc.mu.Lock()
-		sc.idlePullers++
-		sc.mu.Unlock()
-		var j pullJob
-		select {
-		case j = <-sc.pullq:
-		case <-sc.closed:
-			return
-		}
-		sc.mu.Lock()
-		sc.idlePullers--
-		sc.mu.Unlock()
-		sc.pull(j.c, j.body, j.total)
-	}
-}
-
-// checkCall checks what the header decoder cannot for a call (h.Proc RDMA_MSG,
-// RDMA_NOMSG or RDMA_MSGP; body follows the hl-byte header): RDMA_MSGP only when
-// allowed, and its padding within the message; the read list grouped into read chunks
-// (into rcs) in position order without overlap; an RDMA_NOMSG call carrying its message
-// in a position-zero read chunk. It returns the inline body (padding removed) and the
-// read chunks. Any error is answered with ERR_CHUNK.
-func checkCall(h *Header, body []byte, hl int, allowMSGP bool, rcs []chunks.ReadChunk) ([]byte, []chunks.ReadChunk, error) {
-	switch h.Proc {
-	case ProcMsg, ProcNoMsg:
-	case ProcMsgP:
-		if !allowMSGP {
-			return nil, nil, errors.New("RDMA_MSGP not accepted")
-		}
-		pad := msgpPad(hl, h.Align)
-		if pad > len(body) {
-			return nil, nil, errors.New("RDMA_MSGP padding beyond the message")
-		}
-		body = body[pad:]
-	default:
-		return nil, nil, fmt.Errorf("%v is not a call", h.Proc)
-	}
-	grouped, err := chunks.Group(rcs, h.ReadList)
-	if err != nil {
-		return nil, grouped, err
-	}
-	if h.Proc == ProcNoMsg && (len(grouped) == 0 || grouped[0].Position != 0) {
-		return nil, grouped, errors.New("RDMA_NOMSG call without a position-zero read chunk")
-	}
-	return body, grouped, nil
-}
-
-// sendError answers xid with RDMA_ERROR (plain Send, never remote invalidation).
-func (sc *ServerConn) sendError(ctx context.Context, code ErrCode, xid uint32) {
-	idx, buf, err := sc.ep.getSendBuf(ctx)
-	if err != nil {
-		return
-	}
-	var b []byte
-	if code == ErrCodeVers {
-		b = AppendErrVers(buf[:0], xid, Version1, sc.cred.Grant())
-	} else {
-		b = AppendErrChunk(buf[:0], xid, Version1, sc.cred.Grant())
-	}
-	if tr := sc.l.opts.Trace; tr != nil {
-		tr(true, b)
-	}
-	sc.ep.postSendBuf(ctx, idx, len(b), verbs.OpSend, 0, nil)
-}
-
-// errReplyTooLarge is returned by WriteReply when the reply fits neither inline nor the
-// client's reply chunk; the client is sent ERR_CHUNK (RFC 8166 §4.5.3).
-var errReplyTooLarge = errors.New("rpcrdma: reply too large for what the client offered")
-
-// WriteReply sends reply for call: payloads into the client's write chunks (the i-th
-// payload into the i-th write chunk) by RDMA Write, the rest inline or, when too long,
-// through the reply chunk (RDMA_NOMSG), or as read chunks when ReplyReadChunks allows.
-// A reply that fits nothing the client offered is answered with ERR_CHUNK and
-// WriteReply returns an error. It returns when the transport no longer refers to reply.
-func (sc *ServerConn) WriteReply(call *oncrpc.ServerCall, reply *oncrpc.Message) error {
-	c, ok := call.Cookie.(*srvCall)
-	if !ok || c == nil {
-		return errors.New("rpcrdma: WriteReply: call does not come from this transport")
-	}
-	defer sc.putCall(c)
-	if reply == nil {
-		sc.finishCall(c)
-		return nil
-	}
-	select {
-	case <-sc.closed:
-		sc.finishCall(c)
-		return fmt.Errorf("rpcrdma: write reply: %w", oncrpc.ErrClosed)
-	default:
-	}
-	err := sc.writeReply(c, reply)
-	sc.finishCall(c)
-	for i, g := range c.regs {
-		sc.l.regs.release(g)
-		c.regs[i] = nil
-	}
-	c.regs = c.regs[:0]
-	if errors.Is(err, errReplyTooLarge) {
-		sc.sendError(context.Background(), ErrCodeChunk, c.h.XID)
-	}
-	return err
-}
-
-// finishCall releases what the call holds on the connection (its receive buffer or
-// reassembly buffer, and its credit) once nothing refers to the call's memory any more.
-// It runs before the reply's Send is posted: the client may send its next call as soon
-// as the reply arrives, and that call must find a posted receive and a free credit.
-func (sc *ServerConn) finishCall(c *srvCall) {
-	if c.finished {
-		return
-	}
-	c.finished = true
-	sc.releaseBuffers(c)
-	sc.cred.Done()
-}
-
-// releaseBuffers gives back the call's receive buffer (reposted) and its reassembly
-// buffer, if it still holds them.
-func (sc *ServerConn) releaseBuffers(c *srvCall) {
-	if c.recvIdx >= 0 {
-		sc.repost(c.recvIdx)
-		c.recvIdx = -1
-	}
-	if c.big != nil {
-		sc.l.bufs.put(c.big)
-		c.big = nil
-	}
-}
-
-func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
-	ctx := context.Background()
-	in := &c.h
-	out := &c.out
-	out.Reset()
-	out.XID, out.Vers, out.Credits, out.Proc = in.XID, Version1, sc.cred.Grant(), ProcMsg
-	w := sc.ep.newWaiter()
-
-	// Payloads into write chunks.
-	placed := uint64(0) // bitmap of payloads placed (first 64)
-	c.fills = c.fills[:0]
-	for i := range in.WriteList {
-		n := len(c.fills)
-		if n < cap(c.fills) {
-			c.fills = c.fills[:n+1]
-		} else {
-			c.fills = append(c.fills, nil)
-		}
-		var data []byte
-		if i < len(reply.Payloads) && i < 64 {
-			data = reply.Payloads[i].Data
-		}
-		if data == nil || uint64(len(data)) > in.WriteList[i].Length() {
-			if data != nil {
-				sc.l.opts.Logger.Debug("payload larger than its write chunk; sending it inline", "xid", in.XID, "chunk", i, "len", len(data))
-			}
-			c.fills[n], _ = chunks.Fill(c.fills[n][:0], in.WriteList[i], 0)
-			continue
-		}
-		if len(data) > 0 {
-			g, err := sc.l.regs.register(data, 0)
-			if err != nil {
-				sc.ep.wait(ctx, w)
-				return fmt.Errorf("rpcrdma: xid %#08x: register payload: %w", in.XID, err)
-			}
-			c.regs = append(c.regs, g)
-			mr := g.mr
-			if err := sc.ep.writeChunk(ctx, w, &c.wr, &c.sge, mr, 0, len(data), in.WriteList[i]); err != nil {
-				sc.ep.wait(ctx, w)
-				return fmt.Errorf("rpcrdma: xid %#08x: write chunk %d: %w", in.XID, i, err)
-			}
-		}
-		c.fills[n], _ = chunks.Fill(c.fills[n][:0], in.WriteList[i], uint64(len(data)))
-		placed |= 1 << i
-	}
-	out.WriteList = append(out.WriteList[:0], c.fills...)
-
-	// The rest of the reply stream: inline with unplaced payloads put back.
-	streamLen := len(reply.Inline)
-	for i, p := range reply.Payloads {
-		if i >= 64 || placed&(1<<i) == 0 {
-			streamLen += xdr.RoundUp(len(p.Data))
-		}
-	}
-	idx, buf, err := sc.ep.getSendBuf(ctx)
-	if err != nil {
-		sc.ep.wait(ctx, w)
-		return err
-	}
-	sc.mu.Lock()
-	limit := min(sc.inlineSend, len(buf))
-	sc.mu.Unlock()
-	// RDMA_MSGP only for a client that sent RDMA_MSGP, for replies of at least its
-	// rdma_thresh, and only when the padded reply still fits inline.
-	msgp, pad := c.msgp && streamLen >= int(in.Thresh), 0
-	if msgp {
-		pad = msgpPad(out.Size()+8, in.Align)
-		if out.Size()+8+pad+streamLen > limit {
-			msgp, pad = false, 0
-		}
-	}
-	hdrSize := out.Size()
-	if msgp {
-		hdrSize += 8
-	}
-	op, inv := sc.invalidate(c)
-	var b []byte
-	switch {
-	case hdrSize+pad+streamLen <= limit:
-		if msgp {
-			out.Proc, out.Align, out.Thresh = ProcMsgP, in.Align, in.Thresh
-		}
-		b, err = out.Append(buf[:0])
-		if err == nil {
-			b = append(b, zeroPad[:pad]...)
-			b = appendStream(b, reply, placed)
-		}
-	case len(in.ReplyChunk) > 0 && uint64(streamLen) <= in.ReplyChunk.Length():
-		big, gerr := sc.l.bufs.get(streamLen, 0)
-		if gerr != nil {
-			sc.ep.putSendBuf(idx)
-			sc.ep.wait(ctx, w)
-			return gerr
-		}
-		defer sc.l.bufs.put(big)
-		appendStream(big.mr.Buf()[:0], reply, placed)
-		if err := sc.ep.writeChunk(ctx, w, &c.wr, &c.sge, big.mr, 0, streamLen, in.ReplyChunk); err != nil {
-			sc.ep.putSendBuf(idx)
-			sc.ep.wait(ctx, w)
-			return fmt.Errorf("rpcrdma: xid %#08x: reply chunk: %w", in.XID, err)
-		}
-		out.Proc = ProcNoMsg
-		out.ReplyChunk, _ = chunks.Fill(out.ReplyChunk[:0], in.ReplyChunk, uint64(streamLen))
-		b, err = out.Append(buf[:0])
-	case sc.l.opts.ReplyReadChunks:
-		big, gerr := sc.l.bufs.get(streamLen, 0)
-		if gerr != nil {
-			sc.ep.putSendBuf(idx)
-			sc.ep.wait(ctx, w)
-			return gerr
-		}
-		appendStream(big.mr.Buf()[:0], reply, placed)
-		if rerr := big.mr.Reregister(verbs.AccessRemoteRead); rerr != nil {
-			sc.l.bufs.put(big)
-			sc.ep.putSendBuf(idx)
-			sc.ep.wait(ctx, w)
-			return fmt.Errorf("rpcrdma: xid %#08x: register reply read chunk: %w", in.XID, rerr)
-		}
-		out.Proc = ProcNoMsg
-		out.ReadList = append(out.ReadList[:0], chunks.ReadSegment{Position: 0, Segment: segmentOf(big.mr, streamLen)})
-		sc.keepUntilDone(in.XID, big)
-		b, err = out.Append(buf[:0])
-		op = verbs.OpSend // the client must keep its own STags for nothing; no invalidation ambiguity
-		inv = 0
-	default:
-		sc.ep.putSendBuf(idx)
-		sc.ep.wait(ctx, w)
-		return fmt.Errorf("rpcrdma: xid %#08x: %d-byte reply, inline limit %d, reply chunk %d: %w",
-			in.XID, streamLen, limit, in.ReplyChunk.Length(), errReplyTooLarge)
-	}
-	if err != nil {
-		sc.ep.putSendBuf(idx)
-		sc.ep.wait(ctx, w)
-		return fmt.Errorf("rpcrdma: xid %#08x: encode reply header: %w", in.XID, err)
-	}
-	if tr := sc.l.opts.Trace; tr != nil {
-		tr(true, b)
-	}
-	// The reply no longer needs the call's memory once its RDMA Writes have been
-	// transmitted (the header and inline part are in the send buffer already).
-	if err := sc.ep.wait(ctx, w); err != nil {
-		sc.ep.putSendBuf(idx)
-		return fmt.Errorf("rpcrdma: xid %#08x: write chunks: %w", in.XID, err)
-	}
-	w = sc.ep.newWaiter()
-	sc.finishCall(c)
-	w.add(1)
-	if err := sc.ep.postSendBuf(ctx, idx, len(b), op, inv, w); err != nil {
-		w.complete(nil)
-		sc.ep.wait(ctx, w)
-		return err
-	}
-	if err := sc.ep.wait(ctx, w); err != nil {
-		return fmt.Errorf("rpcrdma: xid %#08x: send reply: %w", in.XID, err)
-	}
-	return nil
-}
-
-// appendStream appends the reply stream with the payloads not in placed put back in
-// their places (data and XDR pad).
-func appendStream(b []byte, m *oncrpc.Message, placed uint64) []byte {
-	off := 0 // offset in m.Inline
-	pos := 0 // logical position
-	for i, p := range m.Payloads {
-		// Inline bytes up to this payload's data.
-		n := p.Pos - pos
-		b = append(b, m.Inline[off:off+n]...)
-		off += n
-		pos = p.Pos + xdr.RoundUp(len(p.Data))
-		if i < 64 && placed&(1<<i) != 0 {
-			continue
-		}
-		b = append(b, p.Data...)
-		b = append(b, make([]byte, xdr.PadLen(len(p.Data)))...)
-	}
-	return append(b, m.Inline[off:]...)
-}
-
-// invalidate chooses Send With Invalidate: when the client allows it and the call's
-// chunks name exactly one distinct STag (Linux svc_rdma_get_inv_rkey).
-func (sc *ServerConn) invalidate(c *srvCall) (verbs.SendOp, uint32) {
-	if !sc.peer.SendInvOK || sc.l.opts.NoSendInvalidate {
-		return verbs.OpSend, 0
-	}
-	var stag uint32
-	n := 0
-	see := func(s uint32) {
-		if n == 0 || s != stag {
-			stag = s
-			n++
-		}
-	}
-	for _, rs := range c.h.ReadList {
-		see(rs.Handle)
-	}
-	for _, wc := range c.h.WriteList {
-		for _, s := range wc {
-			see(s.Handle)
-		}
-	}
-	for _, s := range c.h.ReplyChunk {
-		see(s.Handle)
-	}
-	if n != 1 {
-		return verbs.OpSend, 0
-	}
-	return verbs.OpSendInv, stag
-}
-
-// doneEntry is a reply kept registered as read chunks until RDMA_DONE or a timeout.
-type doneEntry struct {
-	big   *bigBuf
-	timer *time.Timer
-}
-
-func (d *doneEntry) release(sc *ServerConn) {
-	d.timer.Stop()
-	d.big.mr.Invalidate()
-	sc.l.bufs.put(d.big)
-}
-
-func (sc *ServerConn) keepUntilDone(xid uint32, big *bigBuf) {
-	d := &doneEntry{big: big}
-	sc.mu.Lock()
-	if old, ok := sc.dones[xid]; ok {
-		delete(sc.dones, xid)
-		old.release(sc)
-	}
-	sc.dones[xid] = d
-	d.timer = time.AfterFunc(sc.l.opts.DoneTimeout, func() {
-		sc.mu.Lock()
-		if sc.dones[xid] == d {
-			delete(sc.dones, xid)
-			sc.mu.Unlock()
-			sc.l.opts.Logger.Debug("RDMA_DONE timeout; reply read chunks reclaimed", "xid", xid)
-			d.release(sc)
-			return
-		}
-		sc.mu.Unlock()
-	})
-	sc.mu.Unlock()
-}
-
-// done handles RDMA_DONE: the client has pulled the reply's read chunks.
-func (sc *ServerConn) done(xid uint32) {
-	sc.mu.Lock()
-	d, ok := sc.dones[xid]
-	if ok {
-		delete(sc.dones, xid)
-	}
-	sc.mu.Unlock()
-	if ok {
-		d.release(sc)
-	}
-}
-
-// bigBuf is a registered buffer for reassembled calls and long replies.
-type bigBuf struct {
-	mr verbs.MR
-}
-
-// bufPool keeps registered buffers (registered once, re-keyed per use) in power-of-two
-// sizes from 64 KiB.
-type bufPool struct {
-	pd        verbs.PD
-	mu        sync.Mutex
-	free      []*bigBuf
-	freeBytes int
-	all       []*bigBuf
-}
-
-// Bounds on the idle buffers a pool keeps.
-const (
-	maxPooled      = 64
-	maxPooledBytes = 64 << 20
-)
-
-// get returns a registered buffer of at least n bytes with the given access, reusing an
-// idle one (re-registered, so its STag is new) when it can. A pooled buffer whose
-// re-registration fails is deregistered and dropped, never handed out with stale rights,
-// and a fresh buffer is registered instead.
-func (p *bufPool) get(n int, access verbs.Access) (*bigBuf, error) {
-	if b := p.takeFree(n); b != nil {
-		if err := b.mr.Reregister(access | verbs.AccessLocalWrite); err == nil {
-			return b, nil
-		}
-		p.drop(b)
-	}
-	size := 64 << 10
-	for size < n {
-		size <<= 1
-	}
-	mr, err := p.pd.RegMR(make([]byte, size), access|verbs.AccessLocalWrite)
-	if err != nil {
-		return nil, fmt.Errorf("rpcrdma: register %d-byte buffer: %w", size, err)
-	}
-	b := &bigBuf{mr: mr}
-	p.mu.Lock()
-	p.all = append(p.all, b)
-	p.mu.Unlock()
-	return b, nil
-}
-
-func (p *bufPool) put(b *bigBuf) {
-	b.mr.Invalidate()
-	p.mu.Lock()
-	if len(p.free) >= maxPooled || p.freeBytes+len(b.mr.Buf()) > maxPooledBytes {
-		p.mu.Unlock()
-		p.drop(b)
-		return
-	}
-	p.free = append(p.free, b)
-	p.freeBytes += len(b.mr.Buf())
-	p.mu.Unlock()
-}
-
-// takeFree removes and returns an idle buffer of at least n bytes, or nil.
-func (p *bufPool) takeFree(n int) *bigBuf {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for i, b := range p.free {
-		if len(b.mr.Buf()) >= n {
-			p.free = append(p.free[:i], p.free[i+1:]...)
-			p.freeBytes -= len(b.mr.Buf())
-			return b
-		}
-	}
-	return nil
-}
-
-// drop forgets b, which is not on the free list, and deregisters it.
-func (p *bufPool) drop(b *bigBuf) {
-	p.mu.Lock()
-	for i, x := range p.all {
-		if x == b {
-			p.all = append(p.all[:i], p.all[i+1:]...)
-			break
-		}
-	}
-	p.mu.Unlock()
-	b.mr.Close()
-}
-
-func (p *bufPool) close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, b := range p.all {
-		b.mr.Close()
-	}
-	p.all, p.free, p.freeBytes = nil, nil, 0
 }

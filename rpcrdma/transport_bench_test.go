@@ -67,13 +67,29 @@ func (s *benchSink) DecodeXDR(d *xdr.Decoder) error {
 	return err
 }
 
-func benchRDMA(b *testing.B) *oncrpc.Client {
+// benchServer starts one server for a benchmark and returns a function that dials a
+// client to it (called once per connection the benchmark wants).
+type benchServer func(b *testing.B) (dial func() *oncrpc.Client)
+
+func benchRDMAServer(b *testing.B) func() *oncrpc.Client {
 	noTrace := func(bool, []byte) {}
 	env := newTPEnv(b, &ServerOptions{Trace: noTrace}, &ClientOptions{Trace: noTrace}, benchProcs())
-	return env.rpc
+	first := true
+	return func() *oncrpc.Client {
+		if first {
+			first = false
+			return env.rpc
+		}
+		tr, err := Dial(context.Background(), env.dev, env.ln.Addr().String(), &ClientOptions{Trace: noTrace})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { tr.Close() })
+		return oncrpc.NewClient(tr, tpProg, tpVers)
+	}
 }
 
-func benchTCP(b *testing.B) *oncrpc.Client {
+func benchTCPServer(b *testing.B) func() *oncrpc.Client {
 	ln, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
 	if err != nil {
 		b.Fatal(err)
@@ -83,29 +99,32 @@ func benchTCP(b *testing.B) *oncrpc.Client {
 	for k, v := range benchProcs() {
 		procs[k] = v
 	}
-	srv.Register(tpProg, tpVers, procs)
+	srv.Register(tpProg, tpVers, oncrpc.NonBlocking(procs, tpNull)) // as newTPEnv
 	go srv.Serve(ln)
-	tr, err := oncrpc.DialTCP(context.Background(), ln.Addr().String(), nil)
-	if err != nil {
-		b.Fatal(err)
+	b.Cleanup(func() { srv.Close() })
+	return func() *oncrpc.Client {
+		tr, err := oncrpc.DialTCP(context.Background(), ln.Addr().String(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { tr.Close() })
+		return oncrpc.NewClient(tr, tpProg, tpVers)
 	}
-	b.Cleanup(func() {
-		tr.Close()
-		srv.Close()
-	})
-	return oncrpc.NewClient(tr, tpProg, tpVers)
 }
 
 // benchTransports are the transports every transport benchmark compares, in one run.
 var benchTransports = []struct {
-	name string
-	dial func(*testing.B) *oncrpc.Client
-}{{"rdma-soft", benchRDMA}, {"oncrpc-tcp", benchTCP}}
+	name   string
+	server benchServer
+}{{"rdma-soft", benchRDMAServer}, {"oncrpc-tcp", benchTCPServer}}
+
+// dial starts a server and returns one client connected to it.
+func (s benchServer) dial(b *testing.B) *oncrpc.Client { return s(b)() }
 
 func BenchmarkTransportNull(b *testing.B) {
 	for _, tc := range benchTransports {
 		b.Run(tc.name, func(b *testing.B) {
-			rpc := tc.dial(b)
+			rpc := tc.server.dial(b)
 			ctx := context.Background()
 			opts := oncrpc.CallOptions{MaxReply: 256}
 			if err := rpc.CallWithOptions(ctx, tpNull, nil, nil, opts); err != nil {
@@ -129,7 +148,7 @@ func BenchmarkTransportWrite1M(b *testing.B) {
 	args := tpMakePayloads(1 << 20)
 	for _, tc := range benchTransports {
 		b.Run(tc.name, func(b *testing.B) {
-			rpc := tc.dial(b)
+			rpc := tc.server.dial(b)
 			ctx := context.Background()
 			var res tpUint32
 			b.SetBytes(1 << 20)
@@ -154,7 +173,7 @@ func BenchmarkTransportRead1M(b *testing.B) {
 	sink := make([]byte, 1<<20)
 	for _, tc := range benchTransports {
 		b.Run(tc.name, func(b *testing.B) {
-			rpc := tc.dial(b)
+			rpc := tc.server.dial(b)
 			ctx := context.Background()
 			var res benchSink
 			opts := oncrpc.CallOptions{ReplySinks: [][]byte{sink}, MaxReply: 1024}
@@ -221,7 +240,7 @@ func benchRawTCP(b *testing.B, req, resp int) {
 func BenchmarkTransportNullParallel(b *testing.B) {
 	for _, tc := range benchTransports {
 		b.Run(tc.name, func(b *testing.B) {
-			rpc := tc.dial(b)
+			rpc := tc.server.dial(b)
 			ctx := context.Background()
 			opts := oncrpc.CallOptions{MaxReply: 256}
 			if err := rpc.CallWithOptions(ctx, tpNull, nil, nil, opts); err != nil {

@@ -13,7 +13,9 @@
 //     scatter/gather entries name. Remote tagged offsets (TO) are
 //     MR.Addr()+offset.
 //   - A completion queue (CQ) collects Completions; Poll drains them without
-//     blocking, Wait blocks until one is available or the context ends.
+//     blocking, Wait blocks until one is available or the context ends. A CQ
+//     created WithHandler instead delivers each completion inline to a
+//     CompletionHandler, from the provider's completion context.
 //   - A queue pair (QP) has a send queue (PostSend: Send, Send with Invalidate,
 //     Send with Solicited Event, RDMA Write, RDMA Read) and a receive queue
 //     (PostRecv). Receives may be posted before the QP is connected.
@@ -104,7 +106,9 @@ type Device interface {
 	// AllocPD allocates a protection domain.
 	AllocPD() (PD, error)
 	// CreateCQ creates a completion queue that holds up to depth completions.
-	CreateCQ(depth int) (CQ, error)
+	// With WithHandler its completions are delivered inline to a handler
+	// instead (see CompletionHandler for the contract).
+	CreateCQ(depth int, opts ...CQOption) (CQ, error)
 	// Listen starts accepting connection requests on a TCP address such as
 	// "127.0.0.1:20049".
 	Listen(ctx context.Context, addr string) (Listener, error)
@@ -270,6 +274,14 @@ type QP interface {
 	// StatusFlushed. wr and its SGL may be reused as soon as PostSend returns,
 	// but the memory the SGL names must stay unchanged until the request
 	// completes. PostSend never waits for the network.
+	//
+	// A chain (wr.Next, at most MaxChain requests) is posted as one batch:
+	// every request is checked and the queue must have room for all of them
+	// before any is queued (otherwise the error says which request failed
+	// and none was posted), and the requests are queued back to back in
+	// chain order, with no other poster's request between them, so the
+	// provider can hand them to the device or the wire together (one
+	// ibv_post_send call and doorbell; one vectored write in verbs/soft).
 	PostSend(wr *SendWR) error
 	// PostRecv queues a receive buffer. It may be called in StateInit, before
 	// the connection exists. wr may be reused when PostRecv returns.
@@ -292,7 +304,9 @@ type QP interface {
 type CQ interface {
 	// Poll moves up to len(wc) completions into wc without blocking and
 	// returns how many it moved. It returns an error only when the CQ itself
-	// failed (e.g. *CQOverrunError) or was closed.
+	// failed (e.g. *CQOverrunError) or was closed. A CQ created WithHandler
+	// holds no completions: Poll moves none and only reports the CQ's failure
+	// or closure, and Wait returns only then (or when ctx ends).
 	Poll(wc []Completion) (int, error)
 	// Wait blocks until at least one completion is available, the CQ fails or
 	// is closed, or ctx ends.

@@ -71,7 +71,15 @@ type SendWR struct {
 	RemoteTO   uint64
 	// InvalidateSTag is the peer STag a Send with Invalidate invalidates.
 	InvalidateSTag uint32
+	// Next chains another request behind this one (ibv_send_wr.next):
+	// PostSend posts the whole chain as one batch (see QP.PostSend). Nil
+	// ends the chain.
+	Next *SendWR
 }
+
+// MaxChain is the longest chain of send work requests (SendWR.Next) one
+// PostSend accepts.
+const MaxChain = 64
 
 // RecvWR is a receive-queue work request.
 type RecvWR struct {

@@ -11,11 +11,10 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/benchio"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
 )
@@ -32,31 +31,22 @@ func (c benchCase) String() string {
 	return fmt.Sprintf("%-5s %8s qd %-2d over %s", c.op, sizeName(c.size), c.qd, c.proto)
 }
 
-// benchResult is a finished measurement.
+// benchResult is a finished measurement: the median of its rounds.
 type benchResult struct {
 	benchCase
-	ops     int64
-	elapsed time.Duration
+	rounds []float64 // calls per second of each round, sorted
 }
 
-func (r benchResult) mbps() float64 {
-	if r.elapsed <= 0 {
-		return 0
-	}
-	return float64(r.ops) * float64(r.size) / r.elapsed.Seconds() / 1e6
-}
+// iops is the median round's calls per second.
+func (r benchResult) iops() float64 { return benchio.Median(r.rounds) }
 
-func (r benchResult) iops() float64 {
-	if r.elapsed <= 0 {
-		return 0
-	}
-	return float64(r.ops) / r.elapsed.Seconds()
-}
+func (r benchResult) mbps() float64 { return r.iops() * float64(r.size) / 1e6 }
 
 // benchOptions bound and select the measurements.
 type benchOptions struct {
-	duration time.Duration // per case
-	maxOps   int64         // per case
+	duration time.Duration // per case, split over its rounds
+	rounds   int           // per case; the median is reported
+	maxOps   int64         // per round
 	fileSize int64
 	ops      []string
 	sizes    []int
@@ -68,6 +58,7 @@ type benchOptions struct {
 const (
 	maxBenchDuration = time.Minute
 	maxBenchQD       = 256
+	maxBenchRounds   = 100
 	maxBenchFile     = 1 << 30
 )
 
@@ -116,10 +107,13 @@ func parseList(flagName, v string, each func(string) error) error {
 }
 
 // parseBenchOptions checks the bench flags.
-func parseBenchOptions(duration time.Duration, maxOps int64, fileSize, ops, sizes, qds string, protos []string, maxIO int) (benchOptions, error) {
-	o := benchOptions{duration: duration, maxOps: maxOps, protos: protos}
+func parseBenchOptions(duration time.Duration, rounds int, maxOps int64, fileSize, ops, sizes, qds string, protos []string, maxIO int) (benchOptions, error) {
+	o := benchOptions{duration: duration, rounds: rounds, maxOps: maxOps, protos: protos}
 	if duration <= 0 || duration > maxBenchDuration {
 		return o, fmt.Errorf("-duration %v: want more than 0 and at most %v per measurement", duration, maxBenchDuration)
+	}
+	if rounds < 1 || rounds > maxBenchRounds {
+		return o, fmt.Errorf("-rounds %d: want 1 to %d", rounds, maxBenchRounds)
 	}
 	if maxOps <= 0 {
 		return o, fmt.Errorf("-max-ops %d: must be positive", maxOps)
@@ -172,12 +166,14 @@ func parseBenchOptions(duration time.Duration, maxOps int64, fileSize, ops, size
 }
 
 // benchFile creates the file the measurements use in dir and fills it, so READs of
-// any offset find data. remove deletes it.
+// any offset find data. remove deletes it. The file's mode is 0644, what a server
+// gives a new file under the usual umask, because some servers cannot set a mode
+// (willscott/go-nfs over a billy osfs fails a CREATE whose mode differs).
 func benchFile(ctx context.Context, c *nfsclient.Client, dir nfs3.FH, size int64) (fh nfs3.FH, remove func(), err error) {
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	name := ".nfsrdma-bench-" + hex.EncodeToString(rnd[:])
-	fh, _, err = c.Create(ctx, dir, name, 0o600, false)
+	fh, _, err = c.Create(ctx, dir, name, 0o644, false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the bench file: %w", err)
 	}
@@ -206,83 +202,67 @@ func benchFile(ctx context.Context, c *nfsclient.Client, dir nfs3.FH, size int64
 	return fh, remove, nil
 }
 
-// measure runs one case against fh until the duration or the op count runs out.
-func measure(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, bc benchCase, o *benchOptions) (benchResult, error) {
+// measureRound runs one round of a case against fh, for its share of the duration or
+// until the op count runs out, and returns its calls per second.
+func measureRound(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, bc benchCase, o *benchOptions) (float64, error) {
 	slots := o.fileSize / int64(bc.size)
-	var next atomic.Int64
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	var errOnce sync.Once
-	var firstErr error
-	var done atomic.Int64
-	start := time.Now()
-	for w := 0; w < bc.qd; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, bc.size)
-			for ctx.Err() == nil {
-				i := next.Add(1) - 1
-				if i >= o.maxOps {
-					return
-				}
-				off := uint64((i % slots) * int64(bc.size))
-				var err error
-				if bc.op == "READ" {
-					_, _, err = c.Read(ctx, fh, off, buf)
-				} else {
-					_, err = c.Write(ctx, fh, off, buf, nfs3.Unstable)
-				}
-				if err != nil {
-					errOnce.Do(func() { firstErr = err; cancel() })
-					return
-				}
-				done.Add(1)
-			}
-		}()
+	done, el, err := benchio.Loop(ctx, bc.qd, bc.size, o.maxOps, o.duration/time.Duration(o.rounds), func(ctx context.Context, i int, buf []byte) error {
+		off := uint64((int64(i) % slots) * int64(bc.size))
+		if bc.op == "READ" {
+			_, _, err := c.Read(ctx, fh, off, buf)
+			return err
+		}
+		_, err := c.Write(ctx, fh, off, buf, nfs3.Unstable)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%v: %w", bc, err)
 	}
-	// When the time is up no worker starts another call.
-	stop := time.AfterFunc(o.duration, func() { next.Store(o.maxOps) })
-	wg.Wait()
-	stop.Stop()
-	el := time.Since(start)
-	if firstErr != nil {
-		return benchResult{}, fmt.Errorf("%v: %w", bc, firstErr)
+	if el <= 0 {
+		return 0, nil
 	}
-	return benchResult{benchCase: bc, ops: done.Load(), elapsed: el}, nil
+	return float64(done) / el.Seconds(), nil
 }
 
-// runBenchCases measures every case, printing a line per case as it finishes, then
-// the summary table.
+// runBenchCases measures every case in -rounds rounds, alternating between the
+// transports round by round so that other load on the machine affects each alike,
+// printing a line per case with the median round as it finishes, then the summary
+// table of medians.
 func runBenchCases(ctx context.Context, w io.Writer, clients map[string]*nfsclient.Client, files map[string]nfs3.FH, o *benchOptions) ([]benchResult, error) {
-	var cases []benchCase
+	var results []benchResult
+	n, total := 0, len(o.ops)*len(o.sizes)*len(o.qds)*len(o.protos)
 	for _, op := range o.ops {
 		for _, size := range o.sizes {
 			for _, qd := range o.qds {
-				for _, p := range o.protos {
-					cases = append(cases, benchCase{op, size, qd, p})
+				group := make([]benchResult, len(o.protos))
+				for i, p := range o.protos {
+					group[i].benchCase = benchCase{op, size, qd, p}
 				}
+				for range o.rounds {
+					for i := range group {
+						v, err := measureRound(ctx, clients[group[i].proto], files[group[i].proto], group[i].benchCase, o)
+						if err != nil {
+							return results, err
+						}
+						group[i].rounds = append(group[i].rounds, v)
+					}
+				}
+				for _, r := range group {
+					n++
+					med := r.iops() // sorts the rounds
+					fmt.Fprintf(w, "[%2d/%d] %-30v  median of %d rounds %9.1f MB/s %9.0f IOPS  (rounds %.0f to %.0f IOPS)\n",
+						n, total, r.benchCase, len(r.rounds), r.mbps(), med, r.rounds[0], r.rounds[len(r.rounds)-1])
+				}
+				results = append(results, group...)
 			}
 		}
-	}
-	var results []benchResult
-	for i, bc := range cases {
-		fmt.Fprintf(w, "[%2d/%d] %v ... ", i+1, len(cases), bc)
-		r, err := measure(ctx, clients[bc.proto], files[bc.proto], bc, o)
-		if err != nil {
-			fmt.Fprintln(w, "failed")
-			return results, err
-		}
-		fmt.Fprintf(w, "%8d calls in %6.2fs  %9.1f MB/s  %9.0f IOPS\n", r.ops, r.elapsed.Seconds(), r.mbps(), r.iops())
-		results = append(results, r)
 	}
 	printBenchTable(w, results, o.protos)
 	return results, nil
 }
 
-// printBenchTable prints one row per (op, size, qd) with MB/s and IOPS per transport
-// and, when both ran, RDMA's throughput as a multiple of TCP's.
+// printBenchTable prints one row per (op, size, qd) with the median MB/s and IOPS per
+// transport and, when both ran, RDMA's throughput as a multiple of TCP's.
 func printBenchTable(w io.Writer, results []benchResult, protos []string) {
 	type key struct {
 		op       string
@@ -335,12 +315,14 @@ func printBenchTable(w io.Writer, results []benchResult, protos []string) {
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
 		duration                      time.Duration
+		rounds                        int
 		maxOps                        int64
 		fileSize, ops, sizes, qdsFlag string
 	)
 	ctx, cancel, f, pos, err := startCommand(ctx, "bench", args, 1, stderr, func(fs *flagSet) {
-		fs.DurationVar(&duration, "duration", 2*time.Second, "time per measurement (at most 1m)")
-		fs.Int64Var(&maxOps, "max-ops", 1_000_000, "calls per measurement at most")
+		fs.DurationVar(&duration, "duration", 2*time.Second, "time per measurement, split over -rounds (at most 1m)")
+		fs.IntVar(&rounds, "rounds", 5, "rounds per measurement, alternating between transports; medians are reported")
+		fs.Int64Var(&maxOps, "max-ops", 1_000_000, "calls per round at most")
 		fs.StringVar(&fileSize, "file-size", "64MiB", "size of the file read and written")
 		fs.StringVar(&ops, "ops", "read,write", "operations to measure")
 		fs.StringVar(&sizes, "sizes", "4KiB,1MiB", "call sizes")
@@ -360,7 +342,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// Check the flags before connecting; sizes are checked against the server's
 	// transfer size below.
-	if _, err := parseBenchOptions(duration, maxOps, fileSize, ops, sizes, qdsFlag, protos, nfs3.MaxData); err != nil {
+	if _, err := parseBenchOptions(duration, rounds, maxOps, fileSize, ops, sizes, qdsFlag, protos, nfs3.MaxData); err != nil {
 		return err
 	}
 	clients := map[string]*nfsclient.Client{}
@@ -390,11 +372,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, c := range clients {
 		maxIO = min(maxIO, c.MaxRead(), c.MaxWrite())
 	}
-	o, err := parseBenchOptions(duration, maxOps, fileSize, ops, sizes, qdsFlag, protos, maxIO)
+	o, err := parseBenchOptions(duration, rounds, maxOps, fileSize, ops, sizes, qdsFlag, protos, maxIO)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "bench %s: %s file, %v or %d calls per measurement\n", r, sizeName(int(o.fileSize)), o.duration, o.maxOps)
+	if first.unlisted != "" {
+		fmt.Fprintf(stdout, "bench %s: mounted %s as it is (%s)\n", r, first.export, first.unlisted)
+	}
+	fmt.Fprintf(stdout, "bench %s: %s file, %v per measurement in %d rounds (medians), at most %d calls per round\n", r, sizeName(int(o.fileSize)), o.duration, o.rounds, o.maxOps)
 	fh, remove, err := benchFile(ctx, first.c, dirFH, o.fileSize)
 	if err != nil {
 		return err

@@ -154,8 +154,11 @@ type session struct {
 	proto  string
 	export string // the export mounted
 	rel    string // the remote path inside the export ("" for its root)
-	mrt    oncrpc.RoundTripper
-	closer []func() error
+	// unlisted says why the export was not found in the server's EXPORT list, and the
+	// remote path was mounted as it is ("" when it was found there).
+	unlisted string
+	mrt      oncrpc.RoundTripper
+	closer   []func() error
 }
 
 // Close unmounts and closes the transports.
@@ -273,13 +276,20 @@ func mount(ctx context.Context, f *connFlags, proto string, r remote) (*session,
 	}
 	s.mrt = mrt
 	s.closer = append(s.closer, mrt.Close)
-	exps, err := exports(ctx, mrt)
-	if err != nil {
-		return nil, fmt.Errorf("MOUNT at %s: %w", maddr, err)
-	}
-	exp, rel, found := exportFor(exps, r.path)
-	if !found {
-		return nil, fmt.Errorf("%s: no export of %s contains %s (exports: %s)", r, r.host, r.path, strings.Join(exps, ", "))
+	// A server that lists no exports, or does not implement EXPORT at all (such as
+	// willscott/go-nfs), is asked to MNT the path itself.
+	exps, expErr := exports(ctx, mrt)
+	exp, rel := r.path, ""
+	switch {
+	case expErr != nil:
+		s.unlisted = expErr.Error()
+	case len(exps) == 0:
+		s.unlisted = "MOUNT EXPORT: no exports listed"
+	default:
+		var found bool
+		if exp, rel, found = exportFor(exps, r.path); !found {
+			return nil, fmt.Errorf("%s: no export of %s contains %s (exports: %s)", r, r.host, r.path, strings.Join(exps, ", "))
+		}
 	}
 	s.export, s.rel = exp, rel
 	nrt, closeNFS, err := dialNFS(ctx, f, proto, r.host)
@@ -291,7 +301,10 @@ func mount(ctx context.Context, f *connFlags, proto string, r remote) (*session,
 	if err != nil {
 		return nil, err
 	}
-	c, err := nfsclient.Mount(ctx, nrt, mrt, exp, a)
+	c, err := nfsclient.Mount(ctx, nfsclient.Transports{NFS: nrt, Mount: mrt}, exp, a)
+	if err != nil && s.unlisted != "" {
+		return nil, fmt.Errorf("mount %s:%s over %s (MOUNT at %s: %s; then MNT of the path): %w", r.host, exp, proto, maddr, s.unlisted, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("mount %s:%s over %s: %w", r.host, exp, proto, err)
 	}

@@ -8,14 +8,16 @@
 //	nfsrdma put   [flags] LOCAL SERVER:/path    copy a file to the server
 //	nfsrdma mkdir [flags] SERVER:/path          make a directory
 //	nfsrdma rm    [flags] SERVER:/path          remove a file or an empty directory
-//	nfsrdma bench [flags] SERVER:/dir           READ/WRITE throughput, RDMA vs TCP
+//	nfsrdma bench [flags] SERVER:/dir           READ/WRITE throughput, RDMA vs TCP,
+//	                                            medians of -rounds rounds
 //	nfsrdma demo  [flags]                       serve a temporary directory in process
 //	                                            and exercise it end to end
 //
 // SERVER is a host name or address ([addr] for IPv6); /path is the server-side path:
 // the export path (as nfsrdmad prints it) followed by the path inside the export.
 // nfsrdma asks the server's MOUNT service for its export list and mounts the longest
-// export containing the path.
+// export containing the path; from a server that has no EXPORT procedure or lists
+// nothing (willscott/go-nfs), it mounts the path itself.
 //
 // Flags common to the client commands:
 //

@@ -243,6 +243,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"bench", "-ops", "read,getattr", "h:/x"}, "want read or write"},
 		{[]string{"bench", "-file-size", "2GiB", "h:/x"}, "-file-size 2GiB: at most"},
 		{[]string{"bench", "-max-ops", "0", "h:/x"}, "-max-ops 0"},
+		{[]string{"bench", "-rounds", "0", "h:/x"}, "-rounds 0: want 1 to 100"},
 		{[]string{"demo", "-largest", "1GiB"}, "-largest 1GiB"},
 		{[]string{"demo", "extra"}, "want 0 argument(s)"},
 		{[]string{"ls", "-nope", "h:/x"}, "not defined"},
@@ -310,8 +311,8 @@ func TestParseRemote(t *testing.T) {
 
 func TestBench(t *testing.T) {
 	s := startServer(t)
-	out := s.mustCLI(t, "bench", "-duration", "20ms", "-max-ops", "50", "-file-size", "2MiB", "127.0.0.1:/export")
-	for _, w := range []string{"[ 1/16] READ     4 KiB qd 1  over rdma", "[16/16] WRITE    1 MiB qd 32 over tcp", "rdma MB/s", "tcp IOPS", "rdma/tcp"} {
+	out := s.mustCLI(t, "bench", "-duration", "20ms", "-rounds", "3", "-max-ops", "50", "-file-size", "2MiB", "127.0.0.1:/export")
+	for _, w := range []string{"in 3 rounds (medians)", "[ 1/16] READ     4 KiB qd 1  over rdma  median of 3 rounds", "[16/16] WRITE    1 MiB qd 32 over tcp   median of 3 rounds", "rdma MB/s", "tcp IOPS", "rdma/tcp"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("bench output lacks %q:\n%s", w, out)
 		}

@@ -96,6 +96,7 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 	fs.StringVar(&cfg.StateDir, "state", defaultStateDir(), "`DIR` keeping the file-handle key, so handles survive a restart (\"\": a random key per run)")
 	fs.BoolVar(&cfg.ReadOnly, "ro", false, "export read-only")
 	fs.IntVar(&cfg.MaxIO, "max-io", 0, "largest READ/WRITE in `bytes` (0: 1 MiB)")
+	fs.IntVar(&cfg.MaxOpenFiles, "max-open-files", daemon.DefaultMaxOpenFiles, "files kept open between READ/WRITE calls (negative: none; capped at a quarter of RLIMIT_NOFILE)")
 	fs.StringVar(&cfg.RDMA, "rdma", daemon.DefaultRDMAAddr, "NFS over RDMA listener `ADDR` (\"\" disables)")
 	fs.StringVar(&cfg.TCP, "tcp", daemon.DefaultTCPAddr, "NFS and MOUNT over TCP listener `ADDR` (\"\" disables)")
 	fs.StringVar(&cfg.Mountd, "mountd", "", "extra TCP listener `ADDR` serving only MOUNT (needed when -tcp is \"\")")
@@ -134,7 +135,7 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 var flagNames = map[string]string{
 	"Export": "-export", "ExportPath": "-export-path", "RDMA": "-rdma", "TCP": "-tcp",
 	"Mountd": "-mountd", "Provider": "-provider", "Credits": "-credits", "Inline": "-inline",
-	"MaxIO": "-max-io", "RPCBindTimeout": "-rpcbind-timeout",
+	"MaxIO": "-max-io", "MaxOpenFiles": "-max-open-files", "RPCBindTimeout": "-rpcbind-timeout",
 }
 
 // flagErr rewrites a *daemon.ConfigError in terms of the command's flags.

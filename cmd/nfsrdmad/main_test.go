@@ -58,8 +58,13 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.RDMA != ":20049" || cfg.TCP != ":2049" || cfg.Provider != "soft" || cfg.Credits != 64 || cfg.Inline != 4096 {
+	if cfg.RDMA != ":20049" || cfg.TCP != ":2049" || cfg.Provider != "soft" || cfg.Credits != 64 || cfg.Inline != 4096 ||
+		cfg.MaxOpenFiles != daemon.DefaultMaxOpenFiles {
 		t.Errorf("defaults %+v", cfg)
+	}
+
+	if cfg, err := parseFlags([]string{"-export", dir, "-max-open-files", "-1"}, io.Discard); err != nil || cfg.MaxOpenFiles != -1 {
+		t.Errorf("-max-open-files -1: %+v, %v", cfg, err)
 	}
 
 	file := filepath.Join(dir, "file")
@@ -162,7 +167,7 @@ func (s *server) mount(t *testing.T, netid string) *nfsclient.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := nfsclient.Mount(ctx, nrt, mrt, s.info.ExportPath, oncrpc.WithAuth(auth))
+	c, err := nfsclient.Mount(ctx, nfsclient.Transports{NFS: nrt, Mount: mrt}, s.info.ExportPath, oncrpc.WithAuth(auth))
 	if err != nil {
 		t.Fatalf("mount over %s: %v", netid, err)
 	}
@@ -282,7 +287,7 @@ func TestServeMountdOnly(t *testing.T) {
 	}
 	defer mrt.Close()
 	var ae *oncrpc.AcceptError
-	if _, err := nfsclient.Mount(dctx, mrt, mrt, info.ExportPath); !errors.As(err, &ae) || ae.Stat != oncrpc.ProgUnavail {
+	if _, err := nfsclient.Mount(dctx, nfsclient.Transports{NFS: mrt}, info.ExportPath); !errors.As(err, &ae) || ae.Stat != oncrpc.ProgUnavail {
 		t.Errorf("NFS over the mountd listener: %v, want PROG_UNAVAIL", err)
 	}
 	dev := soft.New(soft.Config{})
@@ -292,7 +297,7 @@ func TestServeMountdOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	c, err := nfsclient.Mount(dctx, rt, mrt, info.ExportPath)
+	c, err := nfsclient.Mount(dctx, nfsclient.Transports{NFS: rt, Mount: mrt}, info.ExportPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,10 +31,10 @@ import (
 	"log"
 	"net"
 	"os"
-	"sort"
 	"strconv"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/benchio"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
@@ -417,15 +417,7 @@ func paired(rdma func() (float64, error), tcp func() float64, withTCP bool) (flo
 			b = append(b, tcp())
 		}
 	}
-	return medianF(a), medianF(b), nil
-}
-
-func medianF(s []float64) float64 {
-	if len(s) == 0 {
-		return 0
-	}
-	sort.Float64s(s)
-	return s[len(s)/2]
+	return benchio.Median(a), benchio.Median(b), nil
 }
 
 // roundDuration is the time budget of one measurement round.
@@ -544,12 +536,13 @@ func (c *client) latency(size int) (float64, error) {
 	return median(samples), nil
 }
 
+// median returns the median of s in microseconds.
 func median(s []time.Duration) float64 {
-	if len(s) == 0 {
-		return 0
+	us := make([]float64, len(s))
+	for i, d := range s {
+		us[i] = float64(d) / float64(time.Microsecond)
 	}
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return float64(s[len(s)/2]) / float64(time.Microsecond)
+	return benchio.Median(us)
 }
 
 func tcpCmd(c net.Conn, op byte, total uint64, chunk int) error {

@@ -1,51 +1,88 @@
-// Package benchio drives b.N I/O operations with a fixed number in flight, for the
-// benchmarks that compare NFS servers and transports at several queue depths.
+// Package benchio drives I/O operations with a fixed number in flight, for the
+// benchmarks and the nfsrdma bench command that compare NFS servers and transports at
+// several queue depths, and summarises repeated rounds by their median.
 package benchio
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
-// Op performs operation i (0 ≤ i < b.N) using buf, a buffer owned by the calling worker.
+// Op performs operation i using buf, a buffer owned by the calling worker.
 type Op func(ctx context.Context, i int, buf []byte) error
 
-// Run calls op b.N times from qd workers, each with its own size-byte buffer, reports
-// size bytes per operation and allocations, and fails b with the first error.
-func Run(b *testing.B, qd, size int, op Op) {
-	b.Helper()
-	ctx := context.Background()
-	b.SetBytes(int64(size))
-	b.ReportAllocs()
-	b.ResetTimer()
+// Loop calls op with i = 0, 1, 2, ... from qd workers, each with its own size-byte
+// buffer, until n calls have started, d has passed (when d > 0), ctx is done or a call
+// fails. It waits for the calls in flight and returns how many succeeded, the time
+// from the start until the last one ended, and the first error.
+func Loop(ctx context.Context, qd, size int, n int64, d time.Duration, op Op) (done int64, elapsed time.Duration, err error) {
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var (
 		next     atomic.Int64
+		ok       atomic.Int64
 		wg       sync.WaitGroup
 		errOnce  sync.Once
 		firstErr error
 	)
-	for w := 0; w < qd; w++ {
+	// Past the deadline no worker starts another call.
+	start := time.Now()
+	if d > 0 {
+		stop := time.AfterFunc(d, func() { next.Store(n) })
+		defer stop.Stop()
+	}
+	for range qd {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			buf := make([]byte, size)
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= b.N {
+			for ctx.Err() == nil {
+				i := next.Add(1) - 1
+				if i >= n {
 					return
 				}
-				if err := op(ctx, i, buf); err != nil {
-					errOnce.Do(func() { firstErr = err })
+				if err := op(ctx, int(i), buf); err != nil {
+					errOnce.Do(func() { firstErr = err; cancel() })
 					return
 				}
+				ok.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
-	b.StopTimer()
-	if firstErr != nil {
-		b.Fatal(firstErr)
+	elapsed = time.Since(start)
+	if firstErr == nil {
+		firstErr = parent.Err() // the caller's context ended the loop
 	}
+	return ok.Load(), elapsed, firstErr
+}
+
+// Run calls op b.N times (i from 0 to b.N-1) through Loop, reports size bytes per
+// operation and allocations, and fails b with the first error.
+func Run(b *testing.B, qd, size int, op Op) {
+	b.Helper()
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	_, _, err := Loop(context.Background(), qd, size, int64(b.N), 0, op)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// Median returns the median of s (the upper one of an even count), sorting s; 0 for
+// an empty s. Benchmarks that repeat a measurement in rounds report it, so that a
+// round disturbed by other load on the machine does not move the result.
+func Median(s []float64) float64 {
+	if len(s) == 0 {
+		return 0
+	}
+	slices.Sort(s)
+	return s[len(s)/2]
 }

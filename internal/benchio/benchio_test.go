@@ -2,8 +2,10 @@ package benchio
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Every index in [0, b.N) is run exactly once, each worker has its own buffer.
@@ -35,5 +37,42 @@ func TestRunCoversEveryIndexOnce(t *testing.T) {
 	}
 	if len(bufs) > 4*20 { // at most 4 per benchmark round; testing.Benchmark runs a few rounds
 		t.Fatalf("%d distinct buffers", len(bufs))
+	}
+}
+
+// Loop stops starting calls when the duration has passed, reports the first error,
+// and reports a done context.
+func TestLoopStops(t *testing.T) {
+	// Only the duration can end this loop. (Under load the deadline may pass before
+	// any worker runs, so no count of calls is asserted.)
+	done, el, err := Loop(context.Background(), 2, 8, 1<<62, time.Millisecond, func(context.Context, int, []byte) error { return nil })
+	if err != nil || el < time.Millisecond {
+		t.Fatalf("Loop with a duration: %d done in %v, %v", done, el, err)
+	}
+	boom := errors.New("boom")
+	done, _, err = Loop(context.Background(), 4, 8, 100, 0, func(_ context.Context, i int, _ []byte) error {
+		if i == 10 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) || done >= 100 {
+		t.Fatalf("Loop with a failing call: %d done, %v", done, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if done, _, err = Loop(ctx, 1, 8, 100, 0, func(context.Context, int, []byte) error { return nil }); !errors.Is(err, context.Canceled) || done != 0 {
+		t.Fatalf("Loop with a done context: %d done, %v", done, err)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 3}, {[]float64{9, 1, 1, 1, 100}, 1}} {
+		if got := Median(tc.in); got != tc.want {
+			t.Errorf("Median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
 	}
 }

@@ -157,7 +157,7 @@ func TestClientAgainstKnfsd(t *testing.T) {
 	defer rt.Close()
 	t.Logf("connected to knfsd at %s:20049: limits %+v", peer, rt.Limits())
 
-	c, err := nfsclient.Mount(ctx, rt, mtr, "/export", oncrpc.WithAuth(auth))
+	c, err := nfsclient.Mount(ctx, nfsclient.Transports{NFS: rt, Mount: mtr}, "/export", oncrpc.WithAuth(auth))
 	if err != nil {
 		t.Fatalf("mount /export: %v", err)
 	}

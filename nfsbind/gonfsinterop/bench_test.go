@@ -2,10 +2,12 @@ package gonfsinterop
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,7 +33,7 @@ type peer struct {
 }
 
 // startOurs serves dir with nfsserver over TCP, and over RDMA (verbs/soft) on 127.0.0.1.
-func startOurs(b *testing.B, dir string) peer {
+func startOurs(b testing.TB, dir string) peer {
 	srv, err := nfsserver.New(nfsserver.Options{Root: dir, StateDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
@@ -61,7 +63,7 @@ func startOurs(b *testing.B, dir string) peer {
 
 // startGoNFS serves dir with github.com/willscott/go-nfs (osfs, null auth, handle
 // cache), the peer baseline.
-func startGoNFS(b *testing.B, dir string) peer {
+func startGoNFS(b testing.TB, dir string) peer {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -72,21 +74,28 @@ func startGoNFS(b *testing.B, dir string) peer {
 	return peer{tcp: l.Addr().String(), export: "/"}
 }
 
+// peerRows are BenchmarkPeers' servers: each row's name says which server answers
+// and which transport carries its NFS calls (MOUNT always goes over TCP).
+var peerRows = []struct {
+	name  string
+	nfs   string // "rdma" or "tcp": what carries the NFS calls
+	start func(testing.TB, string) peer
+}{{"nfsserver-rdma", "rdma", startOurs}, {"nfsserver-tcp", "tcp", startOurs}, {"go-nfs-tcp", "tcp", startGoNFS}}
+
 // BenchmarkPeers measures READ and WRITE at 4 KiB and 1 MiB with 1 and 32 calls in
-// flight, through nfsclient on 127.0.0.1, against nfsserver over RDMA (verbs/soft) and
-// over TCP, and against willscott/go-nfs over TCP as the peer baseline, in one run.
+// flight, through nfsclient on 127.0.0.1, against nfsserver with NFS over RDMA
+// (verbs/soft) and over TCP, and against willscott/go-nfs over TCP as the peer
+// baseline, in one run. Rows are named op/size/qd/peer=SERVER-TRANSPORT, the peers
+// of one case run one after the other, so that load from other processes tends to
+// hit them alike, and benchstat -col /peer puts them side by side. Every row checks
+// at its end that its NFS calls travelled over the transport its name says.
 func BenchmarkPeers(b *testing.B) {
-	servers := []struct {
-		name  string
-		rdma  bool
-		start func(*testing.B, string) peer
-	}{{"nfsserver-rdma", true, startOurs}, {"nfsserver-tcp", false, startOurs}, {"go-nfs-tcp", false, startGoNFS}}
-	for _, srv := range servers {
-		for _, op := range []string{"READ", "WRITE"} {
-			for _, size := range []int{4 << 10, 1 << 20} {
-				for _, qd := range []int{1, 32} {
-					b.Run(fmt.Sprintf("%s/%s/%dKiB/qd%d", srv.name, op, size>>10, qd), func(b *testing.B) {
-						benchPeer(b, srv.start, srv.rdma, op, size, qd)
+	for _, op := range []string{"READ", "WRITE"} {
+		for _, size := range []int{4 << 10, 1 << 20} {
+			for _, qd := range []int{1, 32} {
+				for _, row := range peerRows {
+					b.Run(fmt.Sprintf("op=%s/size=%s/qd=%d/peer=%s", op, sizeName(size), qd, row.name), func(b *testing.B) {
+						benchPeer(b, row.start, row.nfs, op, size, qd)
 					})
 				}
 			}
@@ -94,33 +103,116 @@ func BenchmarkPeers(b *testing.B) {
 	}
 }
 
-func benchPeer(b *testing.B, start func(*testing.B, string) peer, overRDMA bool, op string, size, qd int) {
+// sizeName names 4096 "4KiB" and 1048576 "1MiB".
+func sizeName(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%dMiB", n>>20)
+	}
+	return fmt.Sprintf("%dKiB", n>>10)
+}
+
+// countingRT counts the calls it carries, NFSv3 ones by procedure, and the replies
+// whose data the transport placed in the caller's buffer (an RDMA Write).
+type countingRT struct {
+	oncrpc.RoundTripper
+	nfs    [nfs3.ProcCommit + 1]atomic.Int64
+	other  atomic.Int64 // MOUNT and anything else
+	placed atomic.Int64
+}
+
+func (c *countingRT) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
+	// The call header: xid, mtype, rpcvers, prog, vers, proc (RFC 5531 §9).
+	m := call.Msg.Inline
+	if len(m) >= 24 && binary.BigEndian.Uint32(m[12:]) == nfs3.Program && binary.BigEndian.Uint32(m[20:]) <= uint32(nfs3.ProcCommit) {
+		c.nfs[binary.BigEndian.Uint32(m[20:])].Add(1)
+	} else {
+		c.other.Add(1)
+	}
+	err := c.RoundTripper.RoundTrip(ctx, call, reply)
+	if err == nil && len(reply.Placed) > 0 && len(reply.Placed[0]) > 0 {
+		c.placed.Add(1)
+	}
+	return err
+}
+
+// nfsCalls returns the NFSv3 calls of every procedure carried.
+func (c *countingRT) nfsCalls() int64 {
+	var n int64
+	for i := range c.nfs {
+		n += c.nfs[i].Load()
+	}
+	return n
+}
+
+// peerMount is a client mounted on a peer, with its transports: tcp always (it
+// carries MOUNT, and NFS too when nfs is "tcp"), rdma when nfs is "rdma".
+type peerMount struct {
+	c         *nfsclient.Client
+	nfs       string
+	tcp, rdma *countingRT
+}
+
+// mountPeer mounts p's export with NFS over nfs ("rdma" or "tcp") and MOUNT over
+// TCP, the way BenchmarkPeers' rows do.
+func mountPeer(tb testing.TB, p peer, nfs string) *peerMount {
+	ctx := context.Background()
+	tr, err := oncrpc.DialTCP(ctx, p.tcp, &oncrpc.TCPOptions{MaxRecord: 8 << 20})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { tr.Close() })
+	m := &peerMount{nfs: nfs, tcp: &countingRT{RoundTripper: tr}}
+	ts := nfsclient.Transports{NFS: m.tcp, Mount: m.tcp}
+	if nfs == "rdma" {
+		dev := soft.New(soft.Config{})
+		rt, err := rpcrdma.Dial(ctx, dev, p.rdma, nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { rt.Close(); dev.Close() })
+		m.rdma = &countingRT{RoundTripper: rt}
+		ts.NFS = m.rdma
+	}
+	auth, _ := oncrpc.NewAuthSys(&oncrpc.AuthSysParams{MachineName: []byte("bench")})
+	if m.c, err = nfsclient.Mount(ctx, ts, p.export, oncrpc.WithAuth(auth)); err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
+
+// checkTransports fails tb unless every NFS call, and at least reads READs and
+// writes WRITEs, went over the transport m was mounted with, READ data was placed
+// by RDMA exactly when that is RDMA, and MOUNT went over TCP.
+func (m *peerMount) checkTransports(tb testing.TB, reads, writes int64) {
+	tb.Helper()
+	carrier, other := m.tcp, m.rdma
+	if m.nfs == "rdma" {
+		carrier, other = m.rdma, m.tcp
+	}
+	if other != nil && other.nfsCalls() != 0 {
+		tb.Fatalf("NFS over %s: %d NFS calls (%d READ, %d WRITE) went over the other transport", m.nfs, other.nfsCalls(), other.nfs[nfs3.ProcRead].Load(), other.nfs[nfs3.ProcWrite].Load())
+	}
+	if r, w := carrier.nfs[nfs3.ProcRead].Load(), carrier.nfs[nfs3.ProcWrite].Load(); r < reads || w < writes {
+		tb.Fatalf("NFS over %s: %d READ and %d WRITE calls over it, want at least %d and %d", m.nfs, r, w, reads, writes)
+	}
+	// Over RDMA every READ's data lands by RDMA Write in the caller's buffer (a write
+	// chunk); over TCP none can.
+	if placed, want := carrier.placed.Load(), carrier.nfs[nfs3.ProcRead].Load(); (m.nfs == "rdma" && placed != want) || (m.nfs == "tcp" && placed != 0) {
+		tb.Fatalf("NFS over %s: %d of %d READ replies placed their data", m.nfs, placed, want)
+	}
+	if m.tcp.other.Load() == 0 || (m.rdma != nil && m.rdma.other.Load() != 0) {
+		tb.Fatalf("MOUNT calls: %d over TCP, want some; %v over RDMA, want none", m.tcp.other.Load(), m.rdma)
+	}
+}
+
+func benchPeer(b *testing.B, start func(testing.TB, string) peer, nfs string, op string, size, qd int) {
 	dir := b.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "bench"), make([]byte, benchFileSize), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	p := start(b, dir)
+	m := mountPeer(b, start(b, dir), nfs)
+	c := m.c
 	ctx := context.Background()
-	tr, err := oncrpc.DialTCP(ctx, p.tcp, &oncrpc.TCPOptions{MaxRecord: 8 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { tr.Close() })
-	var nfsTr oncrpc.RoundTripper = tr
-	if overRDMA {
-		dev := soft.New(soft.Config{})
-		rt, err := rpcrdma.Dial(ctx, dev, p.rdma, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { rt.Close(); dev.Close() })
-		nfsTr = rt
-	}
-	auth, _ := oncrpc.NewAuthSys(&oncrpc.AuthSysParams{MachineName: []byte("bench")})
-	c, err := nfsclient.Mount(ctx, tr, nfsTr, p.export, oncrpc.WithAuth(auth))
-	if err != nil {
-		b.Fatal(err)
-	}
 	fh, _, err := c.Lookup(ctx, c.Root(), "bench")
 	if err != nil {
 		b.Fatal(err)
@@ -138,4 +230,44 @@ func benchPeer(b *testing.B, start func(*testing.B, string) peer, overRDMA bool,
 		_, err := c.Write(ctx, fh, off, buf, nfs3.Unstable)
 		return err
 	})
+	var reads, writes int64
+	if op == "READ" {
+		reads = int64(b.N)
+	} else {
+		writes = int64(b.N)
+	}
+	m.checkTransports(b, reads, writes)
+}
+
+// Each BenchmarkPeers row's NFS calls, READ and WRITE included, travel over the
+// transport its name says, and MOUNT over TCP: a row named rdma that sent NFS over
+// TCP (as it once did, with Mount's transports swapped) fails here.
+func TestPeerRowsUseTheirTransport(t *testing.T) {
+	for _, row := range peerRows {
+		t.Run(row.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "bench"), make([]byte, 1<<20), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			m := mountPeer(t, row.start(t, dir), row.nfs)
+			ctx := context.Background()
+			fh, _, err := m.c.Lookup(ctx, m.c.Root(), "bench")
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := make([]byte, 64<<10)
+			for i := range 3 {
+				if _, _, err := m.c.Read(ctx, fh, uint64(i*len(buf)), buf); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := m.c.Write(ctx, fh, uint64(i*len(buf)), buf, nfs3.Unstable); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m.checkTransports(t, 3, 3)
+			if row.nfs == "rdma" && m.tcp.nfsCalls() != 0 {
+				t.Fatalf("%d NFS calls over TCP", m.tcp.nfsCalls())
+			}
+		})
+	}
 }

@@ -5,5 +5,6 @@
 // module so that these test-only dependencies (and theirs: rasky/go-xdr, go-billy,
 // x/net, ...) stay out of the main module's go.mod.
 //
-//	cd nfsbind/gonfsinterop && go test -race . && go test -run - -bench Peers .
+//	cd nfsbind/gonfsinterop && go test -race . && go test -run '^$' -bench Peers -count 5 . | tee peers.txt
+//	benchstat -col /peer peers.txt
 package gonfsinterop

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
@@ -41,9 +42,30 @@ type decodeFunc func(d *xdr.Decoder) error
 
 func (f decodeFunc) DecodeXDR(d *xdr.Decoder) error { return f(d) }
 
-// Mount asks the server's MOUNT v3 service (over mount, which may share a transport
-// with nfs) for the handle of path, then opens an NFSv3 client on it with New.
-func Mount(ctx context.Context, nfsRT, mountRT oncrpc.RoundTripper, path string, opts ...oncrpc.ClientOption) (*Client, error) {
+// Transports names the transports Mount uses, so that the transport carrying NFS
+// (the one a benchmark or an RDMA user cares about) cannot be confused with the one
+// carrying MOUNT. Both may be the same transport when one server connection answers
+// both programs.
+type Transports struct {
+	// NFS carries the NFSv3 calls: READ, WRITE and every other procedure of the
+	// returned Client. It is typically an rpcrdma transport, or a TCP one.
+	NFS oncrpc.RoundTripper
+	// Mount carries the MOUNT v3 MNT call, usually over TCP to the server's mountd
+	// port. Nil means NFS carries it too.
+	Mount oncrpc.RoundTripper
+}
+
+// Mount asks the server's MOUNT v3 service (over t.Mount) for the handle of path,
+// then opens an NFSv3 client on it over t.NFS with New. opts apply to both programs'
+// calls.
+func Mount(ctx context.Context, t Transports, path string, opts ...oncrpc.ClientOption) (*Client, error) {
+	if t.NFS == nil {
+		return nil, fmt.Errorf("nfsclient: MNT %s: no NFS transport (Transports.NFS is nil)", path)
+	}
+	mountRT := t.Mount
+	if mountRT == nil {
+		mountRT = t.NFS
+	}
 	mc := oncrpc.NewClient(mountRT, nfs3.MountProgram, nfs3.MountVersion, opts...)
 	var r nfs3.MntRes
 	var fh nfs3.FH
@@ -60,7 +82,7 @@ func Mount(ctx context.Context, nfsRT, mountRT oncrpc.RoundTripper, path string,
 	if r.Status != nfs3.MountOK {
 		return nil, fmt.Errorf("nfsclient: MNT %s: %w", path, r.Status)
 	}
-	return New(ctx, nfsRT, fh, opts...)
+	return New(ctx, t.NFS, fh, opts...)
 }
 
 // Unmount tells the server's MOUNT service the client no longer uses path.
@@ -182,37 +204,61 @@ func (c *Client) LookupPath(ctx context.Context, path string) (nfs3.FH, nfs3.Fat
 	return fh, attr, nil
 }
 
+// ioCall is the state of one READ or WRITE. It is pooled, so that the arguments, the
+// results and the decoder the transport is handed do not cost an allocation per call.
+type ioCall struct {
+	readArgs  nfs3.ReadArgs
+	readRes   nfs3.ReadRes
+	writeArgs nfs3.WriteArgs
+	writeRes  nfs3.WriteRes
+	sinks     [1][]byte // the READ's reply sink: the caller's buffer
+}
+
+var ioCalls = sync.Pool{New: func() any { return new(ioCall) }}
+
+func getIOCall() *ioCall { return ioCalls.Get().(*ioCall) }
+
+// put returns ic to the pool, dropping its references to the caller's handle and
+// data and to the transport's reply buffer.
+func (ic *ioCall) put() {
+	*ic = ioCall{}
+	ioCalls.Put(ic)
+}
+
+// DecodeXDR decodes READ3res into ic.readRes, leaving the data in ic.sinks[0]: a
+// transport that placed it there is done, and inline data is copied there.
+func (ic *ioCall) DecodeXDR(d *xdr.Decoder) error {
+	r, sink := &ic.readRes, ic.sinks[0]
+	if err := r.DecodeXDR(d); err != nil {
+		return err
+	}
+	if len(r.Data) > len(sink) {
+		return fmt.Errorf("nfsclient: READ returned %d bytes for count %d", len(r.Data), len(sink))
+	}
+	if len(r.Data) > 0 && &r.Data[0] != &sink[0] {
+		copy(sink, r.Data)
+	}
+	return nil
+}
+
 // Read reads up to len(p) bytes (at most MaxRead) at off into p with one READ. The
 // transport may place the data straight into p. It returns the byte count and whether
 // the server reported end of file.
 func (c *Client) Read(ctx context.Context, fh nfs3.FH, off uint64, p []byte) (int, bool, error) {
+	ic := getIOCall()
+	defer ic.put()
 	count := min(len(p), int(c.rtmax))
-	args := nfs3.ReadArgs{File: fh, Offset: off, Count: uint32(count)}
-	maxReply, err := nfsbind.MaxReply(nfs3.ProcRead, &args)
+	ic.readArgs = nfs3.ReadArgs{File: fh, Offset: off, Count: uint32(count)}
+	maxReply, err := nfsbind.MaxReply(nfs3.ProcRead, &ic.readArgs)
 	if err != nil {
 		return 0, false, err
 	}
-	var r nfs3.ReadRes
-	var n int
-	sink := p[:count]
-	err = c.callSinks(ctx, nfs3.ProcRead, &args, decodeFunc(func(d *xdr.Decoder) error {
-		if err := r.DecodeXDR(d); err != nil {
-			return err
-		}
-		if len(r.Data) > count {
-			return fmt.Errorf("nfsclient: READ returned %d bytes for count %d", len(r.Data), count)
-		}
-		// Placed data is already in p; inline data is copied there.
-		if len(r.Data) > 0 && &r.Data[0] != &sink[0] {
-			copy(sink, r.Data)
-		}
-		n = len(r.Data)
-		return nil
-	}), maxReply, [][]byte{sink})
-	if err != nil {
+	ic.sinks[0] = p[:count]
+	if err := c.callSinks(ctx, nfs3.ProcRead, &ic.readArgs, ic, maxReply, ic.sinks[:]); err != nil {
 		return 0, false, err
 	}
-	return n, r.EOF, opErr(nfs3.ProcRead, "", r.Status)
+	r := &ic.readRes
+	return len(r.Data), r.EOF, opErr(nfs3.ProcRead, "", r.Status)
 }
 
 // ReadAll reads the whole file fh into a new buffer, MaxRead bytes per READ.
@@ -251,10 +297,13 @@ func (c *Client) Write(ctx context.Context, fh nfs3.FH, off uint64, data []byte,
 	if len(data) > int(c.wtmax) {
 		return WriteResult{}, fmt.Errorf("nfsclient: WRITE of %d bytes exceeds wtmax %d", len(data), c.wtmax)
 	}
-	var r nfs3.WriteRes
-	if err := c.call(ctx, nfs3.ProcWrite, &nfs3.WriteArgs{File: fh, Offset: off, Count: uint32(len(data)), Stable: stable, Data: data}, &r, 0); err != nil {
+	ic := getIOCall()
+	defer ic.put()
+	ic.writeArgs = nfs3.WriteArgs{File: fh, Offset: off, Count: uint32(len(data)), Stable: stable, Data: data}
+	if err := c.call(ctx, nfs3.ProcWrite, &ic.writeArgs, &ic.writeRes, 0); err != nil {
 		return WriteResult{}, err
 	}
+	r := &ic.writeRes
 	if err := opErr(nfs3.ProcWrite, "", r.Status); err != nil {
 		return WriteResult{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,7 +94,7 @@ func dial(t testing.TB, addr, export string) (*Client, *placing) {
 		t.Fatal(err)
 	}
 	p := &placing{RoundTripper: tr}
-	c, err := Mount(ctx, p, tr, export, oncrpc.WithAuth(auth))
+	c, err := Mount(ctx, Transports{NFS: p, Mount: tr}, export, oncrpc.WithAuth(auth))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,10 @@ func TestMountErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	if _, err := Mount(context.Background(), tr, tr, "/not/exported"); !errors.Is(err, nfs3.MountErrNoEnt) {
+	if _, err := Mount(context.Background(), Transports{NFS: tr}, "/not/exported"); !errors.Is(err, nfs3.MountErrNoEnt) {
 		t.Fatalf("Mount of an unexported path: %v", err)
+	}
+	if _, err := Mount(context.Background(), Transports{Mount: tr}, "/"); err == nil || !strings.Contains(err.Error(), "no NFS transport") {
+		t.Fatalf("Mount without an NFS transport: %v", err)
 	}
 }

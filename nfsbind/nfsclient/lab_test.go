@@ -52,7 +52,7 @@ func TestLabKnfsd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Mount(ctx, ntr, mtr, export, oncrpc.WithAuth(auth))
+	c, err := Mount(ctx, Transports{NFS: ntr, Mount: mtr}, export, oncrpc.WithAuth(auth))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,22 @@
 // by the server itself, never by the file system, so ".." at the export root is the
 // root. Nothing outside the export can be reached.
 //
+// # Open files
+//
+// READ, WRITE and COMMIT keep regular files open between calls in a cache keyed by
+// file handle (least recently used out, at most Options.MaxOpenFiles descriptors, by
+// default DefaultMaxOpenFiles and never more than a quarter of RLIMIT_NOFILE; an
+// evicted descriptor is closed when the last call using it ends). Each call fstats the
+// cached descriptor for its attributes: a file with no links left (removed, or renamed
+// over, which leaves the handle naming the old inode) is NFS3ERR_STALE, and the
+// descriptor is dropped. At most once a second a call resolves the handle inside the
+// export again, so a file moved out of the export by a local process stops being
+// served within a second. Access is checked on every call for the caller's
+// credentials; a file is held open read-only until a WRITE needs it writable, so files
+// clients only read never make a local exec fail with ETXTBSY. REMOVE and RENAME
+// close the descriptor of the inode they unlink; a sweep every 5 s closes files
+// removed by local processes and files no call used for 30 s.
+//
 // # File handles
 //
 // A handle is 48 bytes: a version byte, the export id, the file's device and inode
@@ -57,6 +73,7 @@
 // ACLs are consulted.
 //
 // This package runs on Linux only (it relies on openat, statx and /proc/self/fd).
+// A steady-state READ, WRITE or COMMIT allocates nothing.
 // Dependencies: golang.org/x/sys/unix for those calls and github.com/hashicorp/go-hclog
 // for control-path logs (mounts, unmounts, key creation, handle searches).
 package nfsserver

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -31,8 +32,19 @@ func genOf(st *unix.Statx_t) uint64 {
 
 func idOf(st *unix.Statx_t) handleID { return handleID{key: keyOf(st), gen: genOf(st)} }
 
+// emptyPath is the "" that statx(AT_EMPTY_PATH) takes: unix.Statx would copy the Go
+// string "" to the heap on every call, and statFD runs on every READ and WRITE.
+var emptyPath = [1]byte{0}
+
+// statFD reads the attributes of the object fd refers to (statx(fd, "",
+// AT_EMPTY_PATH)), without allocating.
 func statFD(fd int, st *unix.Statx_t) error {
-	return unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, statxMask, st)
+	_, _, errno := unix.Syscall6(unix.SYS_STATX, uintptr(fd), uintptr(unsafe.Pointer(&emptyPath[0])),
+		unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, statxMask, uintptr(unsafe.Pointer(st)), 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 func statAt(dirfd int, name string, st *unix.Statx_t) error {
@@ -147,10 +159,10 @@ func (s *Server) openPath(p string) (int, error) {
 			Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 		}
-		fd, err := unix.Openat2(s.rootFD, p, &how)
+		fd, err := openat2(s.rootFD, p, &how)
 		for try := 0; err == unix.EAGAIN && try < 3; try++ {
 			// A rename or mount raced with the lookup; the kernel asks us to retry.
-			fd, err = unix.Openat2(s.rootFD, p, &how)
+			fd, err = openat2(s.rootFD, p, &how)
 		}
 		switch err {
 		case unix.ENOSYS, unix.E2BIG, unix.EPERM:
@@ -167,6 +179,28 @@ func (s *Server) openPath(p string) (int, error) {
 	}
 	return s.walkPath(p)
 }
+
+// openat2 is unix.Openat2 without copying a short path to the heap: paths of up to
+// shortPath bytes are NUL-terminated in an array on the stack.
+func openat2(dirfd int, p string, how *unix.OpenHow) (int, error) {
+	if len(p) >= shortPath {
+		return unix.Openat2(dirfd, p, how)
+	}
+	if strings.IndexByte(p, 0) >= 0 {
+		return -1, unix.EINVAL // as unix.Openat2 answers
+	}
+	var buf [shortPath]byte
+	copy(buf[:], p)
+	fd, _, errno := unix.Syscall6(unix.SYS_OPENAT2, uintptr(dirfd), uintptr(unsafe.Pointer(&buf[0])),
+		uintptr(unsafe.Pointer(how)), unsafe.Sizeof(*how), 0, 0)
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(fd), nil
+}
+
+// shortPath bounds the paths openat2 passes from the stack.
+const shortPath = 256
 
 // noOpenat2 records that openat2 is unavailable.
 var noOpenat2 atomic.Bool
@@ -328,13 +362,9 @@ func (s *Server) search(id handleID) (string, bool) {
 	return "", false
 }
 
-// reopen opens a regular file or directory object for I/O through /proc/self/fd, which
-// refers to the very inode the O_PATH descriptor holds.
-func reopen(o *object, flags int) (int, error) {
-	if isDir(&o.st) {
-		return unix.Openat(o.fd, ".", flags|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	}
-	return unix.Open("/proc/self/fd/"+strconv.Itoa(o.fd), flags|unix.O_CLOEXEC, 0)
+// openDirFD opens the directory object o for reading its entries.
+func openDirFD(o *object) (int, error) {
+	return unix.Openat(o.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 }
 
 func procPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
@@ -410,9 +440,15 @@ func wcc(o *object) nfs3.WccData {
 	if o.fd < 0 {
 		return nfs3.WccData{}
 	}
-	w := nfs3.WccData{Before: preOp(&o.st)}
+	return wccOf(o.fd, &o.st)
+}
+
+// wccOf returns the weak cache consistency data of the object fd refers to, which
+// had the attributes before.
+func wccOf(fd int, before *unix.Statx_t) nfs3.WccData {
+	w := nfs3.WccData{Before: preOp(before)}
 	var now unix.Statx_t
-	if statFD(o.fd, &now) == nil {
+	if statFD(fd, &now) == nil {
 		w.After = postOp(&now)
 	}
 	return w

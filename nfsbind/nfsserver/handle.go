@@ -9,11 +9,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 )
@@ -44,25 +42,43 @@ type handleID struct {
 	gen uint64
 }
 
+// handleCodec issues and checks handles. It computes HMAC-SHA256 (RFC 2104) itself,
+// with the key already padded, so that a MAC is two sha256.Sum256 calls over arrays
+// on the stack: no hash state to pool and nothing escaping to the heap, on a path
+// every call takes.
 type handleCodec struct {
 	exportID uint32
-	pool     sync.Pool // hash.Hash
+	ipad     [sha256.BlockSize]byte // key XOR 0x36
+	opad     [sha256.BlockSize]byte // key XOR 0x5c
 }
 
 func newHandleCodec(key []byte, exportID uint32) *handleCodec {
-	k := append([]byte(nil), key...)
-	h := &handleCodec{exportID: exportID}
-	h.pool.New = func() any { return hmac.New(sha256.New, k) }
-	return h
+	c := &handleCodec{exportID: exportID}
+	k := key
+	if len(k) > sha256.BlockSize {
+		sum := sha256.Sum256(k)
+		k = sum[:]
+	}
+	copy(c.ipad[:], k)
+	copy(c.opad[:], k)
+	for i := range c.ipad {
+		c.ipad[i] ^= 0x36
+		c.opad[i] ^= 0x5c
+	}
+	return c
 }
 
+// mac writes the first handleMACLen bytes of HMAC-SHA256(key, body) to dst; body is
+// handleBody bytes.
 func (c *handleCodec) mac(dst, body []byte) {
-	m := c.pool.Get().(hash.Hash)
-	m.Reset()
-	m.Write(body)
-	var sum [sha256.Size]byte
-	m.Sum(sum[:0])
-	c.pool.Put(m)
+	var in [sha256.BlockSize + handleBody]byte
+	copy(in[:], c.ipad[:])
+	copy(in[sha256.BlockSize:], body)
+	inner := sha256.Sum256(in[:])
+	var out [sha256.BlockSize + sha256.Size]byte
+	copy(out[:], c.opad[:])
+	copy(out[sha256.BlockSize:], inner[:])
+	sum := sha256.Sum256(out[:])
 	copy(dst, sum[:handleMACLen])
 }
 

@@ -14,17 +14,41 @@ import (
 )
 
 func (s *Server) getattr(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
-	var o object
-	var r nfs3.GetattrRes
-	if err := s.openFHArgs(req, &o, &r.Status); err != nil {
-		return err
+	var a nfs3.FHArgs
+	if err := a.DecodeXDR(req.Args); err != nil {
+		return garbage(err)
 	}
+	var r nfs3.GetattrRes
+	var st unix.Statx_t
+	if s.statCached(a.Object, &st) {
+		fattr(&st, &r.Attr)
+		r.EncodeXDR(res)
+		return nil
+	}
+	var o object
+	r.Status = s.open(a.Object, &o)
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
 		fattr(&o.st, &r.Attr)
 	}
 	r.EncodeXDR(res)
 	return nil
+}
+
+// statCached fills st with the attributes of the file fh names if the open-file cache
+// holds it and it is still valid there (see revalidate); otherwise the caller resolves
+// fh itself.
+func (s *Server) statCached(fh nfs3.FH, st *unix.Statx_t) bool {
+	f := s.files.get(fh)
+	if f == nil {
+		return false
+	}
+	ok := s.revalidate(f, st) == nfs3.StatusOK
+	if !ok {
+		s.files.remove(f)
+	}
+	s.files.release(f)
+	return ok
 }
 
 // openFHArgs decodes the arguments of GETATTR, READLINK, FSSTAT, FSINFO or PATHCONF
@@ -206,29 +230,35 @@ func (s *Server) access(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 		return garbage(err)
 	}
 	var o object
-	r := nfs3.AccessRes{Status: s.open(a.Object, &o)}
+	var r nfs3.AccessRes
+	if s.statCached(a.Object, &o.st) {
+		o.fd = -1
+	} else {
+		r.Status = s.open(a.Object, &o)
+	}
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
 		c := s.credOf(req)
+		st := &o.st
 		var granted uint32
-		if allowed(&c, &o.st, permR) {
+		if allowed(&c, st, permR) {
 			granted |= nfs3.AccessRead
 		}
-		if allowed(&c, &o.st, permW) && !s.opts.ReadOnly {
+		if allowed(&c, st, permW) && !s.opts.ReadOnly {
 			granted |= nfs3.AccessModify | nfs3.AccessExtend
-			if isDir(&o.st) {
+			if isDir(st) {
 				granted |= nfs3.AccessDelete
 			}
 		}
-		if allowed(&c, &o.st, permX) {
-			if isDir(&o.st) {
+		if allowed(&c, st, permX) {
+			if isDir(st) {
 				granted |= nfs3.AccessLookup
 			} else {
 				granted |= nfs3.AccessExecute
 			}
 		}
 		r.Access = a.Access & granted
-		r.Attr = postOp(&o.st)
+		r.Attr = postOp(st)
 	}
 	r.EncodeXDR(res)
 	return nil
@@ -258,22 +288,19 @@ func (s *Server) readlink(_ context.Context, req *oncrpc.Request, res *xdr.Encod
 	return nil
 }
 
-// ioFile checks that o is a regular file the caller may access (the owner may always,
-// as for a file it has open), and opens it.
-func (s *Server) ioFile(o *object, c *cred, want uint32, flags int) (int, nfs3.Status) {
-	switch {
-	case isDir(&o.st):
-		return -1, nfs3.StatusIsDir
-	case !isReg(&o.st):
-		return -1, nfs3.StatusInval
-	case !isOwner(c, &o.st) && !allowed(c, &o.st, want) && !(want == permR && allowed(c, &o.st, permX)):
-		return -1, nfs3.StatusAcces
+// mayIO reports whether c may read (want permR) or write (permW) the regular file st:
+// the owner always may, as for a file it has open, and reading is also allowed by an
+// execute bit.
+func mayIO(c *cred, st *unix.Statx_t, want uint32) bool {
+	return isOwner(c, st) || allowed(c, st, want) || (want == permR && allowed(c, st, permX))
+}
+
+// postOpIf is the post_op_attr of st, "no attributes" when st was never filled.
+func postOpIf(st *unix.Statx_t) nfs3.PostOpAttr {
+	if st.Mask == 0 {
+		return nfs3.PostOpAttr{}
 	}
-	fd, err := reopen(o, flags)
-	if err != nil {
-		return -1, statusOf(err)
-	}
-	return fd, nfs3.StatusOK
+	return postOp(st)
 }
 
 func (s *Server) read(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
@@ -281,13 +308,15 @@ func (s *Server) read(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) 
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
-	var o object
-	r := nfs3.ReadRes{Status: s.open(a.File, &o)}
-	defer o.close()
-	if r.Status == nfs3.StatusOK {
+	var st unix.Statx_t
+	f, status := s.openIO(a.File, accRead, &st)
+	r := nfs3.ReadRes{Status: status}
+	if f != nil {
+		defer s.files.release(f)
 		c := s.credOf(req)
-		var fd int
-		if fd, r.Status = s.ioFile(&o, &c, permR, unix.O_RDONLY); r.Status == nfs3.StatusOK {
+		if !mayIO(&c, &st, permR) {
+			r.Status = nfs3.StatusAcces
+		} else {
 			count := min(int(a.Count), s.opts.MaxIO)
 			rb := s.bufs.Get().(*readBuf)
 			buf := rb.b[:count]
@@ -295,7 +324,7 @@ func (s *Server) read(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) 
 			var err error
 			for n < count && a.Offset <= math.MaxInt64-uint64(count) {
 				var m int
-				m, err = unix.Pread(fd, buf[n:], int64(a.Offset)+int64(n))
+				m, err = unix.Pread(f.fd, buf[n:], int64(a.Offset)+int64(n))
 				if m <= 0 || err != nil {
 					break
 				}
@@ -308,13 +337,18 @@ func (s *Server) read(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) 
 				r.Count, r.Data = uint32(n), buf[:n]
 				req.AfterReply(rb.release)
 			}
-			if statFD(fd, &o.st) == nil {
-				r.EOF = a.Offset+uint64(n) >= o.st.Size
+			// A short read met the end of the file. A full one ending at or past the
+			// size seen before it found the file grown: look again. Otherwise the
+			// attributes from before the read stand; paired with the data they
+			// cannot make a client's cache look newer than what it read.
+			end := a.Offset + uint64(n)
+			if n == count && end >= st.Size && count > 0 {
+				_ = statFD(f.fd, &st)
 			}
-			unix.Close(fd)
+			r.EOF = n < count || end >= st.Size
 		}
-		r.Attr = postOp(&o.st)
 	}
+	r.Attr = postOpIf(&st)
 	r.EncodeXDR(res)
 	return nil
 }
@@ -324,18 +358,25 @@ func (s *Server) write(_ context.Context, req *oncrpc.Request, res *xdr.Encoder)
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
-	var o object
-	r := nfs3.WriteRes{Status: s.open(a.File, &o)}
-	defer o.close()
-	if r.Status == nfs3.StatusOK {
-		r.Status = s.doWrite(&o, &a, req, &r)
-		r.Wcc = wcc(&o)
+	need := accWrite
+	if s.opts.ReadOnly {
+		need = 0 // refused below; the file is only looked at
+	}
+	var st unix.Statx_t
+	f, status := s.openIO(a.File, need, &st)
+	r := nfs3.WriteRes{Status: status}
+	if f != nil {
+		defer s.files.release(f)
+		r.Status = s.doWrite(f, &st, &a, req, &r)
+		r.Wcc = wccOf(f.fd, &st)
+	} else if st.Mask != 0 {
+		r.Wcc = nfs3.WccData{Before: preOp(&st), After: postOp(&st)}
 	}
 	r.EncodeXDR(res)
 	return nil
 }
 
-func (s *Server) doWrite(o *object, a *nfs3.WriteArgs, req *oncrpc.Request, r *nfs3.WriteRes) nfs3.Status {
+func (s *Server) doWrite(f *openFile, st *unix.Statx_t, a *nfs3.WriteArgs, req *oncrpc.Request, r *nfs3.WriteRes) nfs3.Status {
 	if s.opts.ReadOnly {
 		return nfs3.StatusROFS
 	}
@@ -346,14 +387,12 @@ func (s *Server) doWrite(o *object, a *nfs3.WriteArgs, req *oncrpc.Request, r *n
 		return nfs3.StatusFBig
 	}
 	c := s.credOf(req)
-	fd, st := s.ioFile(o, &c, permW, unix.O_WRONLY)
-	if st != nfs3.StatusOK {
-		return st
+	if !mayIO(&c, st, permW) {
+		return nfs3.StatusAcces
 	}
-	defer unix.Close(fd)
 	n := 0
 	for n < len(a.Data) {
-		m, err := unix.Pwrite(fd, a.Data[n:], int64(a.Offset)+int64(n))
+		m, err := unix.Pwrite(f.fd, a.Data[n:], int64(a.Offset)+int64(n))
 		if err != nil {
 			return statusOf(err)
 		}
@@ -365,9 +404,9 @@ func (s *Server) doWrite(o *object, a *nfs3.WriteArgs, req *oncrpc.Request, r *n
 	var err error
 	switch a.Stable {
 	case nfs3.FileSync:
-		err = unix.Fsync(fd)
+		err = unix.Fsync(f.fd)
 	case nfs3.DataSync:
-		err = unix.Fdatasync(fd)
+		err = unix.Fdatasync(f.fd)
 	}
 	if err != nil {
 		return statusOf(err)
@@ -381,25 +420,19 @@ func (s *Server) commit(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
-	var o object
-	r := nfs3.CommitRes{Status: s.open(a.File, &o)}
-	defer o.close()
-	if r.Status == nfs3.StatusOK {
-		switch {
-		case isDir(&o.st):
-			r.Status = nfs3.StatusIsDir
-		case !isReg(&o.st):
-			r.Status = nfs3.StatusInval
-		default:
-			fd, err := reopen(&o, unix.O_RDONLY)
-			if err == nil {
-				err = unix.Fsync(fd)
-				unix.Close(fd)
-			}
-			r.Status = statusOf(err)
-		}
+	var st unix.Statx_t
+	f, status := s.openIO(a.File, 0, &st)
+	r := nfs3.CommitRes{Status: status}
+	if f != nil {
+		defer s.files.release(f)
+		// fsync writes back the inode's dirty pages whichever descriptor wrote them.
+		r.Status = statusOf(unix.Fsync(f.fd))
+		r.Wcc = wccOf(f.fd, &st)
+	} else if st.Mask != 0 {
+		r.Wcc = nfs3.WccData{Before: preOp(&st), After: postOp(&st)}
+	}
+	if st.Mask != 0 {
 		r.Verf = s.verf
-		r.Wcc = wcc(&o)
 	}
 	r.EncodeXDR(res)
 	return nil
@@ -709,6 +742,7 @@ func (s *Server) removeEntry(req *oncrpc.Request, res *xdr.Encoder, rmdir bool) 
 				r.Status = statusOf(err)
 			} else {
 				s.idx.del(keyOf(&st), joinPath(dir.path, name))
+				s.files.forget(keyOf(&st))
 			}
 		}
 	}
@@ -767,6 +801,7 @@ func (s *Server) doRename(from, to *object, a *nfs3.RenameArgs, c *cred) nfs3.St
 	oldPath, newPath := joinPath(from.path, oldName), joinPath(to.path, newName)
 	if dstExists && keyOf(&dst) != keyOf(&src) {
 		s.idx.del(keyOf(&dst), newPath)
+		s.files.forget(keyOf(&dst))
 	}
 	s.idx.put(keyOf(&src), newPath)
 	if isDir(&src) {

@@ -93,7 +93,7 @@ func (c *dirCache) put(k fileKey, l *dirListing) {
 func (s *Server) listDir(dir *object, cookie uint64) ([]dirent, error) {
 	l := s.dirs.get(keyOf(&dir.st), &dir.st)
 	if l == nil {
-		fd, err := reopen(dir, unix.O_RDONLY)
+		fd, err := openDirFD(dir)
 		if err != nil {
 			return nil, err
 		}

@@ -51,6 +51,11 @@ type Options struct {
 	// MaxIndex bounds the inode-to-path index (default 1<<20 entries); MaxSearch
 	// bounds the entries one handle search visits (default 1<<22).
 	MaxIndex, MaxSearch int
+	// MaxOpenFiles bounds the open-file cache, the regular files READ, WRITE and
+	// COMMIT keep open between calls (default DefaultMaxOpenFiles; negative: no cache,
+	// every call opens and closes its file). It is capped at a quarter of the
+	// process's RLIMIT_NOFILE.
+	MaxOpenFiles int
 	// Logger receives control-path events (default: none).
 	Logger hclog.Logger
 }
@@ -68,6 +73,7 @@ type Server struct {
 	searches   atomic.Uint64
 	missing    missingSet
 	dirs       dirCache
+	files      fileCache
 	drc        drc
 	verf       [nfs3.WriteVerfSize]byte
 	asRoot     bool
@@ -153,6 +159,7 @@ func New(opts Options) (*Server, error) {
 	s.drc.entries = make(map[drcKey]*drcEntry, drcSize)
 	s.idx.paths = make(map[fileKey]string)
 	s.idx.max = opts.MaxIndex
+	s.files.init(maxOpenFiles(opts.MaxOpenFiles))
 	fd, err := unix.Open(abs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("nfsserver: opening export %s: %w", abs, err)
@@ -174,8 +181,12 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Close releases the export root. Calls in progress may fail.
-func (s *Server) Close() error { return unix.Close(s.rootFD) }
+// Close releases the export root and the cached open files. Calls in progress may
+// fail.
+func (s *Server) Close() error {
+	s.files.closeAll()
+	return unix.Close(s.rootFD)
+}
 
 // WriteVerifier returns the verifier WRITE and COMMIT report; it differs on every
 // Server, so a restart tells clients to resend uncommitted writes.

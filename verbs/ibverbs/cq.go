@@ -28,6 +28,12 @@ import (
 // Wait never spins: one goroutine per CQ arms the CQ (ibv_req_notify_cq) and
 // waits for the channel's file descriptor to become readable in the Go
 // runtime's poller; each event wakes the CQ's waiters, which poll.
+//
+// A CQ with a handler (verbs.WithHandler) has no waiters: the event goroutine
+// itself polls the device and calls the handler (deliver), and so does any
+// goroutine that queues provider-made completions, once it holds no lock.
+// One goroutine delivers at a time; another that finds delivery in progress
+// leaves its completions to it.
 type compQueue struct {
 	dev   *Device
 	depth int
@@ -45,13 +51,18 @@ type compQueue struct {
 	closed  bool
 	notify  chan struct{}
 	closedC chan struct{}
+
+	handler    verbs.CompletionHandler
+	delivering bool               // a goroutine is in deliver (guarded by mu)
+	spare      []verbs.Completion // the batch being delivered (deliverer only)
+	idle       sync.Cond          // Close waits on it for the deliverer (L = &mu)
 }
 
 var _ verbs.CQ = (*compQueue)(nil)
 
 // CreateCQ creates a completion queue of at least depth entries
 // (ibv_create_cq) with a completion channel.
-func (d *Device) CreateCQ(depth int) (verbs.CQ, error) {
+func (d *Device) CreateCQ(depth int, opts ...verbs.CQOption) (verbs.CQ, error) {
 	if err := d.checkFork("CreateCQ"); err != nil {
 		return nil, err
 	}
@@ -79,7 +90,9 @@ func (d *Device) CreateCQ(depth int) (verbs.CQ, error) {
 	}
 	c := &compQueue{dev: d, depth: depth, cq: cq, ch: ch, chFD: fd, loop: make(chan struct{}),
 		wc:  (*C.struct_gwc)(C.calloc(C.GSHIM_BATCH, C.sizeof_struct_gwc)),
-		qps: make(map[uint32]*queuePair), notify: make(chan struct{}, 1), closedC: make(chan struct{})}
+		qps: make(map[uint32]*queuePair), notify: make(chan struct{}, 1), closedC: make(chan struct{}),
+		handler: verbs.ApplyCQOptions(opts).Handler}
+	c.idle.L = &c.mu
 	d.async.addCQ(cq, c)
 	go c.eventLoop()
 	return c, nil
@@ -107,6 +120,7 @@ func (c *compQueue) eventLoop() {
 			return
 		}
 		c.signal()
+		c.deliver() // completions that arrived before the arming
 		if err := c.chFD.rc.Read(read); err != nil {
 			return
 		}
@@ -129,7 +143,8 @@ func (c *compQueue) signal() {
 	}
 }
 
-// pushSoft queues a provider-made completion.
+// pushSoft queues a provider-made completion (and, with a handler, delivers
+// it). The caller must hold no lock.
 func (c *compQueue) pushSoft(wc verbs.Completion) {
 	c.mu.Lock()
 	if !c.closed {
@@ -137,6 +152,42 @@ func (c *compQueue) pushSoft(wc verbs.Completion) {
 	}
 	c.mu.Unlock()
 	c.signal()
+	c.deliver()
+}
+
+// deliver hands queued and device completions to the handler until both are
+// empty, unless another goroutine is doing so already (it will find these
+// too before it stops). The caller must hold no lock.
+func (c *compQueue) deliver() {
+	if c.handler == nil {
+		return
+	}
+	c.mu.Lock()
+	if c.delivering {
+		c.mu.Unlock()
+		return
+	}
+	c.delivering = true
+	for !c.closed {
+		if len(c.soft) == 0 && c.err == nil {
+			c.drainOneLocked()
+		}
+		if len(c.soft) == 0 {
+			break
+		}
+		batch := c.soft
+		c.soft = c.spare[:0]
+		c.mu.Unlock()
+		for i := range batch {
+			c.handler(&batch[i])
+		}
+		clear(batch)
+		c.mu.Lock()
+		c.spare = batch
+	}
+	c.delivering = false
+	c.idle.Broadcast()
+	c.mu.Unlock()
 }
 
 // Poll moves up to len(wc) completions into wc: first provider-made and
@@ -146,6 +197,9 @@ func (c *compQueue) Poll(wc []verbs.Completion) (int, error) {
 	defer c.mu.Unlock()
 	if c.closed {
 		return 0, fmt.Errorf("ibverbs: Poll: %w", verbs.ErrClosed)
+	}
+	if c.handler != nil {
+		return 0, c.err
 	}
 	k := copy(wc, c.soft)
 	if k > 0 {
@@ -278,10 +332,13 @@ func (c *compQueue) Wait(ctx context.Context) error {
 			c.mu.Unlock()
 			return fmt.Errorf("ibverbs: Wait: %w", verbs.ErrClosed)
 		}
-		if len(c.soft) == 0 {
+		if len(c.soft) == 0 && c.handler == nil {
 			c.drainOneLocked()
 		}
 		n, err := len(c.soft), c.err
+		if c.handler != nil {
+			n = 0 // the handler takes them
+		}
 		c.mu.Unlock()
 		switch {
 		case n > 0:
@@ -326,6 +383,7 @@ func (c *compQueue) removeQP(q *queuePair) {
 		delete(c.qps, q.qpn)
 	}
 	c.mu.Unlock()
+	c.deliver()
 }
 
 // Close destroys the CQ (ibv_destroy_cq). QPs using it must be closed first.
@@ -342,6 +400,9 @@ func (c *compQueue) Close() error {
 	}
 	c.closed = true
 	close(c.closedC)
+	for c.delivering {
+		c.idle.Wait()
+	}
 	c.mu.Unlock()
 	c.chFD.close()
 	<-c.loop

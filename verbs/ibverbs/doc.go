@@ -47,9 +47,16 @@
 // libibverbs' data-path verbs are static inline functions, so small C shims
 // call them. PostSend and PostRecv go through the same path as the
 // BatchPoster methods, which post up to 64 work requests in one cgo call
-// (one ibv_post_send / ibv_post_recv with a linked list); Poll takes up to
-// 64 completions per cgo call. Work requests are staged in C memory
-// allocated with the queue pair, so posting does not allocate.
+// (one ibv_post_send / ibv_post_recv with a linked list); a PostSend chain
+// (verbs.SendWR.Next, e.g. a reply's RDMA Writes and its Send) is one such
+// call, all or none; Poll takes up to 64 completions per cgo call. Work
+// requests are staged in C memory allocated with the queue pair, so posting
+// does not allocate.
+//
+// A CQ created with verbs.WithHandler is drained by its event goroutine,
+// which calls the handler for each completion straight after polling the
+// device (no waiter to wake); completions the provider makes itself
+// (flushes) are delivered by the goroutine that makes them.
 //
 // A device retires unsignalled send requests only when a later signalled
 // one completes. So that a send queue drains whether or not the caller

@@ -181,12 +181,27 @@ func sendOpcode(op verbs.SendOp) verbs.Opcode {
 	return verbs.OpcodeSend
 }
 
-// PostSend posts one send work request.
+// PostSend posts one send work request, or a chain of them (wr.Next) with one
+// ibv_post_send call: all of them or none.
 func (q *queuePair) PostSend(wr *verbs.SendWR) error {
 	if wr == nil {
 		return fmt.Errorf("ibverbs: PostSend: %w: nil work request", verbs.ErrInvalidWR)
 	}
-	_, err := q.PostSendBatch(unsafe.Slice(wr, 1))
+	if wr.Next == nil {
+		_, err := q.PostSendBatch(unsafe.Slice(wr, 1))
+		return err
+	}
+	n := 0
+	for w := wr; w != nil; w = w.Next {
+		if n == verbs.MaxChain {
+			return fmt.Errorf("ibverbs: PostSend: %w: chain longer than %d requests", verbs.ErrInvalidWR, verbs.MaxChain)
+		}
+		if err := q.checkSend(w); err != nil {
+			return fmt.Errorf("ibverbs: PostSend: request %d: %w", n, err)
+		}
+		n++
+	}
+	_, err := q.postSends(nil, wr, n)
 	return err
 }
 
@@ -225,6 +240,16 @@ func (q *queuePair) PostSendBatch(wrs []verbs.SendWR) (int, error) {
 			return 0, fmt.Errorf("ibverbs: PostSend: request %d: %w", i, err)
 		}
 	}
+	return q.postSends(wrs, nil, len(wrs))
+}
+
+// postSends posts n checked requests: the slice wrs (in batches of
+// GSHIM_BATCH, as many as fit), or, when wrs is nil, the chain that starts at
+// chain (at most GSHIM_BATCH, all or none).
+func (q *queuePair) postSends(wrs []verbs.SendWR, chain *verbs.SendWR, n int) (int, error) {
+	if n == 0 {
+		return 0, nil
+	}
 	q.mu.Lock()
 	switch q.state {
 	case verbs.StateClosed:
@@ -240,9 +265,12 @@ func (q *queuePair) PostSendBatch(wrs []verbs.SendWR) (int, error) {
 		for i := range wrs {
 			q.scq.pushSoft(verbs.Completion{ID: wrs[i].ID, QP: q, Opcode: sendOpcode(wrs[i].Op), Status: verbs.StatusFlushed, Err: qerr})
 		}
-		return len(wrs), nil
+		for w := chain; wrs == nil && w != nil; w = w.Next {
+			q.scq.pushSoft(verbs.Completion{ID: w.ID, QP: q, Opcode: sendOpcode(w.Op), Status: verbs.StatusFlushed, Err: qerr})
+		}
+		return n, nil
 	}
-	if uint64(len(q.sq))-(q.sqTail-q.sqHead) < uint64(len(wrs)) {
+	if uint64(len(q.sq))-(q.sqTail-q.sqHead) < uint64(n) {
 		// Completions not polled yet may hold slots (an unsignalled
 		// request retires with a later completion, possibly one the
 		// provider asked for): move them to the CQ's queue, which
@@ -254,17 +282,24 @@ func (q *queuePair) PostSendBatch(wrs []verbs.SendWR) (int, error) {
 			q.scq.drainLocked()
 		}
 		q.scq.mu.Unlock()
+		q.scq.deliver()
 		q.mu.Lock()
 		if q.state != verbs.StateRTS {
 			q.mu.Unlock()
-			return q.PostSendBatch(wrs) // answered for the new state
+			return q.postSends(wrs, chain, n) // answered for the new state
 		}
 	}
 	defer q.mu.Unlock()
+	if wrs == nil {
+		if free := uint64(len(q.sq)) - (q.sqTail - q.sqHead); uint64(n) > free {
+			return 0, fmt.Errorf("ibverbs: PostSend: %w (%d outstanding, %d requests posted)", verbs.ErrQueueFull, len(q.sq), n)
+		}
+		return q.postSendLocked(nil, chain, n)
+	}
 	posted := 0
 	for posted < len(wrs) {
-		n, err := q.postSendLocked(wrs[posted:min(len(wrs), posted+C.GSHIM_BATCH)])
-		posted += n
+		k, err := q.postSendLocked(wrs[posted:min(len(wrs), posted+C.GSHIM_BATCH)], nil, 0)
+		posted += k
 		if err != nil {
 			return posted, err
 		}
@@ -272,18 +307,28 @@ func (q *queuePair) PostSendBatch(wrs []verbs.SendWR) (int, error) {
 	return posted, nil
 }
 
-func (q *queuePair) postSendLocked(wrs []verbs.SendWR) (int, error) {
+// postSendLocked posts one batch: the requests of wrs that fit (at most
+// GSHIM_BATCH), or, when wrs is nil, the n requests of the chain that starts
+// at chain (n at most GSHIM_BATCH, and the caller checked they fit). Caller
+// holds mu.
+func (q *queuePair) postSendLocked(wrs []verbs.SendWR, chain *verbs.SendWR, n int) (int, error) {
 	free := uint64(len(q.sq)) - (q.sqTail - q.sqHead)
 	full := false
-	if uint64(len(wrs)) > free {
-		wrs, full = wrs[:free], true
+	if wrs != nil {
+		n = len(wrs)
+		if uint64(n) > free {
+			n, full = int(free), true
+		}
 	}
 	cs := unsafe.Slice(q.cs, C.GSHIM_BATCH)
 	sges := unsafe.Slice(q.csge, q.nsge)
 	k := 0
 	since, sigEvery := q.sqSinceSig, max(1, len(q.sq)/2)
-	for i := range wrs {
-		wr := &wrs[i]
+	wr := chain
+	for i := 0; i < n; i, wr = i+1, wr.Next {
+		if wrs != nil {
+			wr = &wrs[i]
+		}
 		if wr.Op == verbs.OpRead && q.ord == 0 {
 			return 0, fmt.Errorf("ibverbs: PostSend: request %d: %w: RDMA Read on a connection with ORD 0", i, verbs.ErrInvalidWR)
 		}
@@ -347,10 +392,10 @@ func (q *queuePair) postSendLocked(wrs []verbs.SendWR) (int, error) {
 		}
 		q.sq[seq%uint64(len(q.sq))] = sendSlot{id: wr.ID, op: wr.Op, hidden: hidden, signaled: fl&C.IBV_SEND_SIGNALED != 0, live: true, seq: seq}
 	}
-	if len(wrs) == 0 {
+	if n == 0 {
 		return 0, fmt.Errorf("ibverbs: PostSend: %w (%d outstanding)", verbs.ErrQueueFull, len(q.sq))
 	}
-	rc := C.gshim_post_send(q.qp, q.cs, C.int(len(wrs)), q.csge, q.cbad)
+	rc := C.gshim_post_send(q.qp, q.cs, C.int(n), q.csge, q.cbad)
 	bad := *q.cbad
 	q.sqTail += uint64(bad)
 	if rc == 0 {
@@ -360,9 +405,9 @@ func (q *queuePair) postSendLocked(wrs []verbs.SendWR) (int, error) {
 		return int(bad), postError("ibv_post_send", rc, len(q.sq))
 	}
 	if full {
-		return len(wrs), fmt.Errorf("ibverbs: PostSend: %w (%d outstanding)", verbs.ErrQueueFull, len(q.sq))
+		return n, fmt.Errorf("ibverbs: PostSend: %w (%d outstanding)", verbs.ErrQueueFull, len(q.sq))
 	}
-	return len(wrs), nil
+	return n, nil
 }
 
 // postError explains a failed post. Providers return errno values with
@@ -691,6 +736,7 @@ func (q *queuePair) awaitFlush() {
 				c.drainLocked()
 			}
 			c.mu.Unlock()
+			c.deliver()
 		}
 		if q.outstanding() > 0 {
 			time.Sleep(sleep)

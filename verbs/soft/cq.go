@@ -4,12 +4,20 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 )
 
 // compQueue is the software provider's verbs.CQ: a fixed ring of
 // completions allocated once at creation.
+//
+// A CQ with a handler (verbs.WithHandler) uses the ring only as a staging
+// area: completions are pushed under the QP's lock, as for a polled CQ, and
+// the goroutine that pushed them hands them to the handler (deliver) once it
+// has released every provider lock, so the handler may post again. One
+// goroutine delivers at a time; another that finds delivery in progress leaves
+// its completions to it.
 type compQueue struct {
 	dev    *Device
 	mu     sync.Mutex
@@ -19,20 +27,30 @@ type compQueue struct {
 	err    error
 	closed bool
 	notify chan struct{} // capacity 1: "something changed"
+
+	handler    verbs.CompletionHandler
+	staged     atomic.Int32     // mirrors n for deliver's lock-free check
+	delivering bool             // a goroutine is in deliver (guarded by mu)
+	cur        verbs.Completion // the completion being delivered (deliverer only)
+	idle       sync.Cond        // Close waits on it for the deliverer (L = &mu)
 }
 
 var _ verbs.CQ = (*compQueue)(nil)
 
 // CreateCQ creates a completion queue holding up to depth completions.
-func (d *Device) CreateCQ(depth int) (verbs.CQ, error) {
+func (d *Device) CreateCQ(depth int, opts ...verbs.CQOption) (verbs.CQ, error) {
 	if depth <= 0 || depth > 1<<20 {
 		return nil, fmt.Errorf("soft: CreateCQ: depth %d out of range [1, %d]", depth, 1<<20)
 	}
-	return &compQueue{dev: d, ring: make([]verbs.Completion, depth), notify: make(chan struct{}, 1)}, nil
+	o := verbs.ApplyCQOptions(opts)
+	c := &compQueue{dev: d, ring: make([]verbs.Completion, depth), notify: make(chan struct{}, 1), handler: o.Handler}
+	c.idle.L = &c.mu
+	return c, nil
 }
 
 // push appends a completion. A full ring marks the CQ overrun (ibverbs
-// IBV_EVENT_CQ_ERR); the completion is dropped.
+// IBV_EVENT_CQ_ERR); the completion is dropped. With a handler the caller
+// (which holds the QP's lock) must call deliver once it holds no lock.
 func (c *compQueue) push(wc *verbs.Completion) {
 	c.mu.Lock()
 	if c.closed {
@@ -50,9 +68,46 @@ func (c *compQueue) push(wc *verbs.Completion) {
 		}
 		c.ring[i] = *wc
 		c.n++
+		if c.handler != nil {
+			c.staged.Add(1)
+			c.mu.Unlock()
+			return
+		}
 	}
 	c.mu.Unlock()
 	c.signal()
+}
+
+// deliver hands staged completions to the handler, unless another goroutine
+// is doing so already (it takes them too before it stops). The caller must
+// hold no provider lock.
+func (c *compQueue) deliver() {
+	if c.handler == nil || c.staged.Load() == 0 {
+		return
+	}
+	c.mu.Lock()
+	if c.delivering {
+		c.mu.Unlock()
+		return
+	}
+	c.delivering = true
+	for c.n > 0 && !c.closed {
+		c.cur = c.ring[c.head]
+		c.ring[c.head] = verbs.Completion{}
+		c.head++
+		if c.head == len(c.ring) {
+			c.head = 0
+		}
+		c.n--
+		c.staged.Add(-1)
+		c.mu.Unlock()
+		c.handler(&c.cur)
+		c.mu.Lock()
+	}
+	c.cur = verbs.Completion{}
+	c.delivering = false
+	c.idle.Broadcast()
+	c.mu.Unlock()
 }
 
 func (c *compQueue) signal() {
@@ -69,7 +124,7 @@ func (c *compQueue) Poll(wc []verbs.Completion) (int, error) {
 		return 0, fmt.Errorf("soft: Poll: %w", verbs.ErrClosed)
 	}
 	k := 0
-	for k < len(wc) && c.n > 0 {
+	for c.handler == nil && k < len(wc) && c.n > 0 {
 		wc[k] = c.ring[c.head]
 		c.ring[c.head] = verbs.Completion{} // drop references
 		c.head++
@@ -93,7 +148,7 @@ func (c *compQueue) Wait(ctx context.Context) error {
 		switch {
 		case closed:
 			return fmt.Errorf("soft: Wait: %w", verbs.ErrClosed)
-		case n > 0:
+		case n > 0 && c.handler == nil:
 			// Pass the wake-up on, in case another goroutine waits too.
 			c.signal()
 			return nil
@@ -108,9 +163,20 @@ func (c *compQueue) Wait(ctx context.Context) error {
 	}
 }
 
+// Close destroys the CQ. Staged completions are dropped; a delivery in
+// progress on another goroutine ends (after its current handler call)
+// before Close returns.
 func (c *compQueue) Close() error {
 	c.mu.Lock()
 	c.closed = true
+	for i := 0; i < c.n; i++ {
+		c.ring[(c.head+i)%len(c.ring)] = verbs.Completion{}
+	}
+	c.n = 0
+	c.staged.Store(0)
+	for c.delivering {
+		c.idle.Wait()
+	}
 	c.mu.Unlock()
 	c.signal()
 	return nil

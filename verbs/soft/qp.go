@@ -117,6 +117,10 @@ type queuePair struct {
 	// it left to the writer (for tests). All guarded by mu.
 	writerIdle, txBusy bool
 	inlined, resumed   uint64
+	// undelivered: a completion was pushed under mu to a CQ with a
+	// handler; the writer delivers it at the top of its loop (guarded by
+	// mu). See deliver.
+	undelivered bool
 
 	pendingTerm []byte      // Terminate frame the writer sends before closing
 	failed      atomic.Bool // set with StateError; polled by the writer per FPDU
@@ -226,59 +230,92 @@ func (q *queuePair) resolveSGL(dst []lsge, sgl []verbs.SGE, need verbs.Access, w
 	return dst, total, nil
 }
 
-// PostSend queues a send work request.
+// PostSend queues a send work request, or a chain of them (wr.Next) as one
+// batch.
 func (q *queuePair) PostSend(wr *verbs.SendWR) error {
 	if wr == nil {
 		return fmt.Errorf("soft: PostSend: %w: nil work request", verbs.ErrInvalidWR)
 	}
-	if len(wr.SGL) > q.maxSendSGE {
-		return fmt.Errorf("soft: PostSend: %w: %d SGEs, MaxSendSGE is %d", verbs.ErrInvalidWR, len(wr.SGL), q.maxSendSGE)
+	n := 0
+	for w := wr; w != nil; w = w.Next {
+		if n == verbs.MaxChain {
+			return fmt.Errorf("soft: PostSend: %w: chain longer than %d requests", verbs.ErrInvalidWR, verbs.MaxChain)
+		}
+		if err := q.checkSend(w); err != nil {
+			return fmt.Errorf("soft: PostSend: request %d: %w", n, err)
+		}
+		n++
 	}
-	need := verbs.Access(0)
+	q.mu.Lock()
+	err := q.postSendLocked(wr, n)
+	q.unlockDeliver()
+	return err
+}
+
+// checkSend validates what a send work request says about itself.
+func (q *queuePair) checkSend(wr *verbs.SendWR) error {
+	if len(wr.SGL) > q.maxSendSGE {
+		return fmt.Errorf("%w: %d SGEs, MaxSendSGE is %d", verbs.ErrInvalidWR, len(wr.SGL), q.maxSendSGE)
+	}
 	switch wr.Op {
 	case verbs.OpSend, verbs.OpSendInv, verbs.OpWrite:
 	case verbs.OpRead:
 		if len(wr.SGL) != 1 {
-			return fmt.Errorf("soft: PostSend: %w: RDMA Read needs exactly 1 sink SGE, have %d", verbs.ErrInvalidWR, len(wr.SGL))
+			return fmt.Errorf("%w: RDMA Read needs exactly 1 sink SGE, have %d", verbs.ErrInvalidWR, len(wr.SGL))
 		}
-		need = verbs.AccessLocalWrite
 	default:
-		return fmt.Errorf("soft: PostSend: %w: unknown op %v", verbs.ErrInvalidWR, wr.Op)
+		return fmt.Errorf("%w: unknown op %v", verbs.ErrInvalidWR, wr.Op)
 	}
 	if wr.Flags&verbs.Solicited != 0 && wr.Op != verbs.OpSend && wr.Op != verbs.OpSendInv {
-		return fmt.Errorf("soft: PostSend: %w: Solicited is only valid on Send and SendInv", verbs.ErrInvalidWR)
+		return fmt.Errorf("%w: Solicited is only valid on Send and SendInv", verbs.ErrInvalidWR)
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	return nil
+}
+
+// postSendLocked queues the chain wr of n requests (or transmits it, see
+// postInline): all of them, back to back, or none. Caller holds mu.
+func (q *queuePair) postSendLocked(wr *verbs.SendWR, n int) error {
 	switch q.state {
 	case verbs.StateClosed:
 		return fmt.Errorf("soft: PostSend: %w", verbs.ErrClosed)
 	case verbs.StateInit, verbs.StateConnecting:
 		return fmt.Errorf("soft: PostSend: %w: QP is %v", verbs.ErrBadState, q.state)
 	case verbs.StateError:
-		q.sendCQ.push(&verbs.Completion{ID: wr.ID, QP: q, Opcode: sendOpcode(wr.Op), Status: verbs.StatusFlushed, Err: q.err})
+		for w := wr; w != nil; w = w.Next {
+			q.pushLocked(q.sendCQ, &verbs.Completion{ID: w.ID, QP: q, Opcode: sendOpcode(w.Op), Status: verbs.StatusFlushed, Err: q.err})
+		}
 		return nil
 	}
-	if wr.Op == verbs.OpRead && q.ord == 0 {
-		return fmt.Errorf("soft: PostSend: %w: RDMA Read on a connection with ORD 0", verbs.ErrInvalidWR)
+	if free := uint64(len(q.sq)) - (q.sqTail - q.sqHead); uint64(n) > free {
+		return fmt.Errorf("soft: PostSend: %w (%d outstanding, %d requests posted)", verbs.ErrQueueFull, len(q.sq), n)
 	}
-	if q.sqTail-q.sqHead == uint64(len(q.sq)) {
-		return fmt.Errorf("soft: PostSend: %w (%d outstanding)", verbs.ErrQueueFull, len(q.sq))
+	// Fill the free slots from sqTail on; sqTail moves past them only when
+	// every request of the chain resolved, so a bad one posts none.
+	var last *sendWQE
+	i := 0
+	for w := wr; w != nil; w, i = w.Next, i+1 {
+		need := verbs.Access(0)
+		if w.Op == verbs.OpRead {
+			if q.ord == 0 {
+				return fmt.Errorf("soft: PostSend: request %d: %w: RDMA Read on a connection with ORD 0", i, verbs.ErrInvalidWR)
+			}
+			need = verbs.AccessLocalWrite
+		}
+		last = &q.sq[(q.sqTail+uint64(i))%uint64(len(q.sq))]
+		sgl, total, err := q.resolveSGL(last.sgl[:0], w.SGL, need, "PostSend")
+		if err != nil {
+			return fmt.Errorf("request %d: %w", i, err)
+		}
+		if w.Op == verbs.OpRead && uint64(total) > 1<<32-1 {
+			return fmt.Errorf("soft: PostSend: request %d: %w: RDMA Read of %d bytes", i, verbs.ErrInvalidWR, total)
+		}
+		*last = sendWQE{id: w.ID, op: w.Op, flags: w.Flags, sgl: sgl, length: total,
+			rstag: w.RemoteSTag, rto: w.RemoteTO, inv: w.InvalidateSTag}
 	}
-	w := &q.sq[q.sqTail%uint64(len(q.sq))]
-	sgl, total, err := q.resolveSGL(w.sgl[:0], wr.SGL, need, "PostSend")
-	if err != nil {
-		return err
-	}
-	if wr.Op == verbs.OpRead && uint64(total) > 1<<32-1 {
-		return fmt.Errorf("soft: PostSend: %w: RDMA Read of %d bytes", verbs.ErrInvalidWR, total)
-	}
-	*w = sendWQE{id: wr.ID, op: wr.Op, flags: wr.Flags, sgl: sgl, length: total,
-		rstag: wr.RemoteSTag, rto: wr.RemoteTO, inv: wr.InvalidateSTag}
-	q.sqTail++
+	q.sqTail += uint64(n)
 	handoff.Add(1)
-	if q.canInlineLocked(wr.Op, total) {
-		q.postInline(w)
+	if q.canInlineLocked(last.op, last.length) {
+		q.postInline(last)
 		return nil
 	}
 	q.cond.Signal()
@@ -294,12 +331,18 @@ func (q *queuePair) PostRecv(wr *verbs.RecvWR) error {
 		return fmt.Errorf("soft: PostRecv: %w: %d SGEs, MaxRecvSGE is %d", verbs.ErrInvalidWR, len(wr.SGL), q.maxRecvSGE)
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
+	err := q.postRecvLocked(wr)
+	q.unlockDeliver()
+	return err
+}
+
+// postRecvLocked queues wr. Caller holds mu.
+func (q *queuePair) postRecvLocked(wr *verbs.RecvWR) error {
 	switch q.state {
 	case verbs.StateClosed:
 		return fmt.Errorf("soft: PostRecv: %w", verbs.ErrClosed)
 	case verbs.StateError:
-		q.recvCQ.push(&verbs.Completion{ID: wr.ID, QP: q, Opcode: verbs.OpcodeRecv, Status: verbs.StatusFlushed, Err: q.err})
+		q.pushLocked(q.recvCQ, &verbs.Completion{ID: wr.ID, QP: q, Opcode: verbs.OpcodeRecv, Status: verbs.StatusFlushed, Err: q.err})
 		return nil
 	}
 	if q.rqTail-q.rqHead == uint64(len(q.rq)) {
@@ -339,7 +382,7 @@ func (q *queuePair) retireLocked() {
 			if w.op == verbs.OpRead && w.status == verbs.StatusSuccess {
 				wc.ByteLen = w.length
 			}
-			q.sendCQ.push(&wc)
+			q.pushLocked(q.sendCQ, &wc)
 		}
 		q.sqHead++
 	}
@@ -350,8 +393,35 @@ func (q *queuePair) retireLocked() {
 // nil) and closes the connection.
 func (q *queuePair) fail(cause error, term []byte) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	q.failLocked(cause, term)
+	q.unlockDeliver()
+}
+
+// pushLocked pushes wc to cq (one of the QP's CQs) and notes that it may
+// need delivering to a handler. Caller holds mu.
+func (q *queuePair) pushLocked(cq *compQueue, wc *verbs.Completion) {
+	cq.push(wc)
+	q.undelivered = true
+}
+
+// unlockDeliver releases mu and delivers what is staged (which makes the
+// writer's own delivery unnecessary). Caller holds mu.
+func (q *queuePair) unlockDeliver() {
+	q.undelivered = false
+	q.mu.Unlock()
+	q.deliver()
+}
+
+// deliver hands the completions staged in the QP's CQs to their handlers
+// (verbs.CompletionHandler). Every goroutine that pushes completions calls
+// it once it has released every provider lock: PostSend, PostRecv, Close
+// and fail after unlocking, the reader after each FPDU, the writer at the
+// top of its loop (when undelivered is set).
+func (q *queuePair) deliver() {
+	q.sendCQ.deliver()
+	if q.recvCQ != q.sendCQ {
+		q.recvCQ.deliver()
+	}
 }
 
 func (q *queuePair) failLocked(cause error, term []byte) {
@@ -387,7 +457,7 @@ func (q *queuePair) failLocked(cause error, term []byte) {
 	m := uint64(len(q.rq))
 	for ; q.rqHead < q.rqTail; q.rqHead++ {
 		r := &q.rq[q.rqHead%m]
-		q.recvCQ.push(&verbs.Completion{ID: r.id, QP: q, Opcode: verbs.OpcodeRecv, Status: verbs.StatusFlushed, Err: qerr})
+		q.pushLocked(q.recvCQ, &verbs.Completion{ID: r.id, QP: q, Opcode: verbs.OpcodeRecv, Status: verbs.StatusFlushed, Err: qerr})
 	}
 	q.cond.Broadcast()
 }
@@ -398,7 +468,7 @@ func (q *queuePair) Close() error {
 		q.mu.Lock()
 		q.failLocked(verbs.ErrClosed, nil)
 		conn, exited := q.conn, q.exited
-		q.mu.Unlock()
+		q.unlockDeliver()
 		if conn != nil {
 			conn.Close()
 		}

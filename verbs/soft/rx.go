@@ -175,6 +175,7 @@ func (q *queuePair) reader() {
 	defer q.exitOne()
 	for {
 		err := q.readFPDU()
+		q.deliver() // completions this FPDU produced, with no lock held
 		if err == nil {
 			continue
 		}

@@ -280,6 +280,15 @@ func (q *queuePair) writer() {
 		q.noteSentLocked()
 	}
 	for {
+		if q.undelivered {
+			// Completions pushed under mu (by this goroutine or
+			// another) go to a CQ handler with no lock held.
+			q.undelivered = false
+			q.mu.Unlock()
+			q.deliver()
+			q.mu.Lock()
+			continue
+		}
 		if q.txBusy {
 			q.cond.Wait() // PostSend is writing a message itself
 			continue

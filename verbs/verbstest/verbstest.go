@@ -16,7 +16,10 @@
 // refused, the new one works), Send with Invalidate, private data in
 // request, reply and reject, IRD/ORD, flush of outstanding work when the
 // peer goes away and on Close, posting errors, many queue pairs at once,
-// CQ.Wait's context and Close, and CQ overrun. A test that cannot run on a provider skips with the reason the
+// CQ.Wait's context and Close, CQ overrun, and CQs with a
+// completion handler (a ping-pong driven from the handlers, which repost and
+// send from inside them; flushes delivered exactly once; none after CQ.Close).
+// and chains of send requests (SendWR.Next) posted in order, all or none. A test that cannot run on a provider skips with the reason the
 // Provider gives.
 //
 // The suite waits for completions with generous timeouts (slow emulated
@@ -93,6 +96,9 @@ func Run(t *testing.T, p Provider) {
 	t.Run("UnsignaledSends", s.testUnsignaledSends)
 	t.Run("CQWait", s.testCQWait)
 	t.Run("CQOverrun", s.testCQOverrun)
+	t.Run("HandlerPingPong", s.testHandlerPingPong)
+	t.Run("HandlerFlush", s.testHandlerFlush)
+	t.Run("SendChain", s.testSendChain)
 }
 
 // testCQOverrun: more completions than a CQ holds make it fail with
@@ -296,13 +302,13 @@ type endpoint struct {
 	info *verbs.ConnInfo
 }
 
-func (s *suite) newEndpoint(t testing.TB, dev verbs.Device, depth int) *endpoint {
+func (s *suite) newEndpoint(t testing.TB, dev verbs.Device, depth int, cqOpts ...verbs.CQOption) *endpoint {
 	t.Helper()
 	pd, err := dev.AllocPD()
 	if err != nil {
 		t.Fatalf("AllocPD: %v", err)
 	}
-	cq, err := dev.CreateCQ(4 * depth)
+	cq, err := dev.CreateCQ(4*depth, cqOpts...)
 	if err != nil {
 		t.Fatalf("CreateCQ: %v", err)
 	}
@@ -386,6 +392,8 @@ type pairConfig struct {
 	client, server verbs.ConnParams
 	beforeAccept   func(*endpoint)
 	beforeDial     func(*endpoint)
+	// clientCQ and serverCQ are the CreateCQ options of each side.
+	clientCQ, serverCQ []verbs.CQOption
 }
 
 func (s *suite) dialAddr(ln verbs.Listener) string {
@@ -425,7 +433,7 @@ func (s *suite) connectPair(t testing.TB, pc pairConfig) (cli, srv *endpoint) {
 		t.Fatalf("Listen: %v", err)
 	}
 	defer ln.Close()
-	srv, cli = s.newEndpoint(t, sdev, pc.depth), s.newEndpoint(t, cdev, pc.depth)
+	srv, cli = s.newEndpoint(t, sdev, pc.depth, pc.serverCQ...), s.newEndpoint(t, cdev, pc.depth, pc.clientCQ...)
 	if pc.beforeAccept != nil {
 		pc.beforeAccept(srv)
 	}

@@ -54,6 +54,8 @@ const (
 	DefaultCredits = 64
 	// DefaultInline is the inline threshold both ways (Linux's RPCRDMA_DEF_INLINE).
 	DefaultInline = rpcrdma.DefaultInline
+	// DefaultMaxOpenFiles is the default size of the NFS server's open-file cache.
+	DefaultMaxOpenFiles = nfsserver.DefaultMaxOpenFiles
 	// DefaultShutdownTimeout bounds how long Run waits for calls in progress when
 	// its context ends.
 	DefaultShutdownTimeout = 5 * time.Second
@@ -83,6 +85,10 @@ type Config struct {
 	ReadOnly bool
 	// MaxIO is the largest READ and WRITE (rtmax, wtmax). Default 1 MiB.
 	MaxIO int
+	// MaxOpenFiles bounds the NFS server's open-file cache: regular files kept open
+	// between READ, WRITE and COMMIT calls (0: nfsserver.DefaultMaxOpenFiles; negative:
+	// no cache, every call opens its file).
+	MaxOpenFiles int
 
 	// RDMA is the RPC-over-RDMA listener address (host:port; "" disables it). It
 	// serves NFS v3, MOUNT v3 and CONF_RDMA.
@@ -331,7 +337,8 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 
 	nfs, err := nfsserver.New(nfsserver.Options{
 		Root: cfg.Export, ExportPath: cfg.ExportPath, StateDir: cfg.StateDir,
-		ReadOnly: cfg.ReadOnly, MaxIO: cfg.MaxIO, Logger: log.Named("nfs"),
+		ReadOnly: cfg.ReadOnly, MaxIO: cfg.MaxIO, MaxOpenFiles: cfg.MaxOpenFiles,
+		Logger: log.Named("nfs"),
 	})
 	if err != nil {
 		return err

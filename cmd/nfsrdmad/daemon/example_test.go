@@ -45,7 +45,7 @@ func ExampleRun() {
 	defer nfs.Close()
 	// AUTH_SYS as this user: the temporary directory is private to it.
 	auth, _ := oncrpc.NewAuthSys(&oncrpc.AuthSysParams{MachineName: []byte("example"), UID: uint32(os.Getuid()), GID: uint32(os.Getgid())})
-	c, err := nfsclient.Mount(ctx, nfs, mnt, info.ExportPath, oncrpc.WithAuth(auth))
+	c, err := nfsclient.Mount(ctx, nfsclient.Transports{NFS: nfs, Mount: mnt}, info.ExportPath, oncrpc.WithAuth(auth))
 	if err != nil {
 		log.Fatal(err)
 	}

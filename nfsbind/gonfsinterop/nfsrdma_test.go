@@ -1,0 +1,76 @@
+package gonfsinterop
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildNfsrdma builds the nfsrdma command of this checkout into a temporary directory.
+func buildNfsrdma(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command, to build nfsrdma: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "nfsrdma")
+	cmd := exec.Command(goTool, "build", "-o", bin, "github.com/go-rpcrdma/rpcrdma/cmd/nfsrdma")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build nfsrdma: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// nfsrdma bench measures willscott/go-nfs over TCP, a server without MOUNT EXPORT:
+// it mounts the given path with MNT, creates, fills, reads, writes and removes its
+// file there, and reports the median of its rounds.
+func TestNfsrdmaBenchGoNFS(t *testing.T) {
+	bin := buildNfsrdma(t)
+	// go-nfs over osfs cannot change a mode, so it accepts the bench file's CREATE
+	// (mode 0644) only if it creates files 0644 itself: 0666 under umask 022.
+	defer syscall.Umask(syscall.Umask(0o022))
+	dir := t.TempDir()
+	p := startGoNFS(t, dir)
+	_, port, _ := net.SplitHostPort(p.tcp)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "bench", "-proto", "tcp", "-tcp-port", port, "-mountport", port,
+		"-ops", "read,write", "-sizes", "4k,64k", "-qd", "1,4", "-rounds", "3", "-duration", "150ms", "-file-size", "1MiB",
+		"127.0.0.1:/")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("nfsrdma bench against go-nfs: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	t.Logf("nfsrdma bench against go-nfs:\n%s", out)
+	for _, w := range []string{
+		"mounted / as it is (MOUNT EXPORT:",
+		"in 3 rounds (medians)",
+		"[ 1/8] READ     4 KiB qd 1  over tcp   median of 3 rounds",
+		"[ 8/8] WRITE   64 KiB qd 4  over tcp   median of 3 rounds",
+		"tcp MB/s",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q", w)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for _, row := range lines[len(lines)-8:] {
+		f := strings.Fields(row)
+		if len(f) != 6 || f[4] == "0.0" || f[5] == "0" {
+			t.Errorf("summary row %q: want op, size (2 fields), qd and nonzero MB/s and IOPS", row)
+		}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) != 0 {
+		t.Errorf("bench left %v (%v) in go-nfs's directory", ents, err)
+	}
+}

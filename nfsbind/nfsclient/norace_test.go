@@ -1,0 +1,5 @@
+//go:build !race
+
+package nfsclient
+
+const raceEnabled = false

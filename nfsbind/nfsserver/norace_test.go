@@ -1,0 +1,5 @@
+//go:build !race
+
+package nfsserver
+
+const raceEnabled = false

@@ -1,0 +1,461 @@
+// Server receive path: received messages to calls (header checks, credits, RDMA_DONE),
+// read chunks pulled into place, and ReadCall (Linux svc_rdma_recvfrom.c).
+
+package rpcrdma
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-rpcrdma/rpcrdma/chunks"
+	"github.com/go-rpcrdma/rpcrdma/credits"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+)
+
+// onRecv handles a received message in the provider's completion context. While
+// ServeCalls runs, a plain call (RDMA_MSG or RDMA_MSGP without read chunks, within its
+// credits) goes straight to ServeCalls' deliver; everything else is queued for the
+// receive loop (ReadCall or ServeCalls), which may block.
+func (sc *ServerConn) onRecv(idx, n int, wc *verbs.Completion) {
+	if wc.Status != verbs.StatusSuccess {
+		return
+	}
+	if tr := sc.l.opts.Trace; tr != nil {
+		tr(false, sc.ep.recvBuf(idx)[:n])
+	}
+	sc.ep.recvSGE[idx].Length = n // remember the length until ReadCall takes it
+	sc.pushMu.RLock()
+	pushed := sc.push != nil && sc.receiveInline(idx, n, sc.push)
+	sc.pushMu.RUnlock()
+	if !pushed {
+		sc.recvq <- idx
+	}
+}
+
+// receiveInline delivers the call in receive buffer idx (n bytes) if it is a plain call
+// within its credits, and reports whether it did; anything else is left to receive. It
+// runs in the completion context, so it never blocks: a credit overrun is answered and
+// a connection that must end is closed from other goroutines. The call may run inline
+// when its reply needs no RDMA Write and a send buffer and send-queue slot could be
+// reserved for it.
+func (sc *ServerConn) receiveInline(idx, n int, deliver func(*oncrpc.ServerCall, bool)) bool {
+	buf := sc.ep.recvBuf(idx)[:n]
+	c := sc.getCall()
+	h := &c.h
+	hl, err := h.Decode(buf)
+	if err != nil || (h.Proc != ProcMsg && h.Proc != ProcMsgP) || len(h.ReadList) > 0 {
+		sc.putCall(c)
+		return false
+	}
+	body, grouped, cerr := checkCall(h, buf[hl:], hl, sc.l.opts.MSGP, c.asm.grouped[:0])
+	if grouped != nil {
+		c.asm.grouped = grouped
+	}
+	if cerr != nil || len(grouped) > 0 {
+		sc.putCall(c)
+		return false
+	}
+	c.recvIdx = idx
+	switch sc.cred.Arrive(h.Credits) {
+	case credits.Overrun:
+		sc.l.opts.Logger.Debug("credit overrun", "remote", sc.remote, "xid", h.XID)
+		sc.answerOverrun(c)
+		return true
+	case credits.Disconnect:
+		sc.l.opts.Logger.Debug("credit overrun; disconnecting", "remote", sc.remote, "xid", h.XID)
+		sc.putCall(c)
+		go sc.Close()
+		return true
+	}
+	if n := sc.cred.Grow(); n > 0 {
+		sc.growRecvs(n)
+	}
+	c.msgp = h.Proc == ProcMsgP
+	c.call.Msg = oncrpc.Message{Inline: body}
+	inline := len(h.WriteList) == 0 && len(h.ReplyChunk) == 0 && sc.reserve(c)
+	deliver(&c.call, inline)
+	return true
+}
+
+// answerOverrun answers c, a call beyond its credits, with ERR_CHUNK without blocking,
+// and releases it. The grant is taken now, in arrival order (it moves the credit
+// limit), as the receive loop would; only when no send buffer or send-queue slot is
+// free is the Send left to a goroutine.
+func (sc *ServerConn) answerOverrun(c *srvCall) {
+	xid, grant := c.h.XID, sc.cred.Grant()
+	if !sc.reserve(c) {
+		go func() {
+			defer sc.putCall(c)
+			idx, buf, err := sc.ep.getSendBuf(sc.ctx)
+			if err != nil {
+				return
+			}
+			sc.postError(sc.ctx, idx, AppendErrChunk(buf[:0], xid, Version1, grant))
+		}()
+		return
+	}
+	idx := c.sendIdx
+	c.sendIdx, c.sqHeld = -1, false
+	b := AppendErrChunk(sc.ep.sendBuf(idx)[:0], xid, Version1, grant)
+	if tr := sc.l.opts.Trace; tr != nil {
+		tr(true, b)
+	}
+	sc.ep.postSendBufHeld(idx, len(b), verbs.OpSend, 0, nil)
+	sc.putCall(c)
+}
+
+// postError sends the error message b held in send buffer idx.
+func (sc *ServerConn) postError(ctx context.Context, idx int, b []byte) {
+	if tr := sc.l.opts.Trace; tr != nil {
+		tr(true, b)
+	}
+	sc.ep.postSendBuf(ctx, idx, len(b), verbs.OpSend, 0, nil)
+}
+
+// reserve takes a send buffer and a send-queue slot for c's reply if both are free now
+// (growing the send pool, which registers memory but waits for nothing, if it may).
+func (sc *ServerConn) reserve(c *srvCall) bool {
+	select {
+	case c.sendIdx = <-sc.ep.sendFree:
+	default:
+		if !sc.ep.growSend() {
+			return false
+		}
+		select {
+		case c.sendIdx = <-sc.ep.sendFree:
+		default:
+			return false
+		}
+	}
+	select {
+	case <-sc.ep.sq:
+		c.sqHeld = true
+		return true
+	default:
+		sc.ep.putSendBuf(c.sendIdx)
+		c.sendIdx = -1
+		return false
+	}
+}
+
+// unreserve gives back what reserve took and the reply did not use.
+func (sc *ServerConn) unreserve(c *srvCall) {
+	if c.sendIdx >= 0 {
+		sc.ep.putSendBuf(c.sendIdx)
+		c.sendIdx = -1
+	}
+	if c.sqHeld {
+		c.sqHeld = false
+		sc.ep.sq <- struct{}{}
+	}
+}
+
+// ServeCalls implements oncrpc.PushServerConn: plain calls are delivered from the
+// completion context (onRecv); the rest (calls with read chunks once pulled, and what
+// ReadCall handles without returning) by this goroutine.
+func (sc *ServerConn) ServeCalls(ctx context.Context, deliver func(call *oncrpc.ServerCall, inline bool)) error {
+	sc.readMu.Lock()
+	defer sc.readMu.Unlock()
+	sc.pushMu.Lock()
+	sc.push = deliver
+	sc.pushMu.Unlock()
+	defer func() {
+		sc.pushMu.Lock() // waits for a delivery in progress
+		sc.push = nil
+		sc.pushMu.Unlock()
+	}()
+	for {
+		call, err := sc.readCall(ctx)
+		if err != nil {
+			return err
+		}
+		deliver(call, false)
+	}
+}
+
+// growRecvs posts receives for up to n calls, so that the grants can follow a client
+// that uses its credits. A failure leaves the grants where they are.
+func (sc *ServerConn) growRecvs(n int) {
+	total, err := sc.ep.growRecv(n + sc.l.opts.ExtraRecvs)
+	if err != nil {
+		sc.l.opts.Logger.Debug("cannot post more receives", "remote", sc.remote, "posted", total, "err", err)
+	}
+	sc.mu.Lock() // the receive loop and the completion context both grow
+	if calls := total - sc.l.opts.ExtraRecvs; calls > sc.callRecvs {
+		sc.callRecvs = calls
+		sc.cred.SetReceives(calls)
+	}
+	sc.mu.Unlock()
+}
+
+// repost returns receive buffer idx to the receive queue.
+func (sc *ServerConn) repost(idx int) {
+	sc.ep.recvSGE[idx].Length = sc.ep.recvSize
+	if err := sc.ep.postRecv(idx); err != nil {
+		sc.ep.close()
+	}
+}
+
+// ReadCall waits for the next call. Transport messages that are not calls (RDMA_DONE,
+// RDMA_ERROR) and calls with bad headers (answered with RDMA_ERROR here) are handled
+// without returning. The connection stays up after header errors.
+func (sc *ServerConn) ReadCall(ctx context.Context) (*oncrpc.ServerCall, error) {
+	sc.readMu.Lock()
+	defer sc.readMu.Unlock()
+	return sc.readCall(ctx)
+}
+
+// readCall is ReadCall; the caller holds readMu.
+func (sc *ServerConn) readCall(ctx context.Context) (*oncrpc.ServerCall, error) {
+	for {
+		var idx int
+		select {
+		case c := <-sc.ready:
+			return &c.call, nil
+		case idx = <-sc.recvq:
+		default:
+			select {
+			case c := <-sc.ready:
+				return &c.call, nil
+			case idx = <-sc.recvq:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-sc.closed:
+				return nil, fmt.Errorf("rpcrdma: read call: %w", oncrpc.ErrClosed)
+			case <-sc.ep.stopped:
+				return nil, fmt.Errorf("rpcrdma: read call: %w", sc.ep.err())
+			}
+		}
+		call, err := sc.receive(ctx, idx)
+		if err != nil {
+			sc.Close()
+			return nil, err
+		}
+		if call != nil {
+			return &call.call, nil
+		}
+	}
+}
+
+// pull RDMA-Reads a call's chunks (in its own goroutine, so that other calls on the
+// connection are not held up) and queues the call for ReadCall. A failure ends the
+// connection, as in Linux svcrdma.
+func (sc *ServerConn) pull(c *srvCall, body []byte, total int) {
+	if err := c.asm.run(sc.ctx, sc.ep, c.big.mr, body, sc.ord, sc.reads); err != nil {
+		sc.l.opts.Logger.Debug("read chunks failed; closing", "remote", sc.remote, "xid", c.h.XID, "err", err)
+		sc.cred.Done()
+		sc.putCall(c)
+		sc.Close()
+		return
+	}
+	// The inline part has been copied: the receive buffer can go back now.
+	sc.repost(c.recvIdx)
+	c.recvIdx = -1
+	c.call.Msg = oncrpc.Message{Inline: c.big.mr.Buf()[:total]}
+	sc.ready <- c
+}
+
+// getCall returns an idle srvCall.
+func (sc *ServerConn) getCall() *srvCall {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if n := len(sc.free); n > 0 {
+		c := sc.free[n-1]
+		sc.free = sc.free[:n-1]
+		c.finished = false
+		return c
+	}
+	c := &srvCall{recvIdx: -1, sendIdx: -1}
+	c.call.Cookie = c
+	return c
+}
+
+func (sc *ServerConn) putCall(c *srvCall) {
+	sc.releaseBuffers(c)
+	sc.unreserve(c)
+	c.call.Msg = oncrpc.Message{}
+	sc.mu.Lock()
+	sc.free = append(sc.free, c)
+	sc.mu.Unlock()
+}
+
+// receive processes one received message. It returns the call to hand up, nil when the
+// message was consumed here, or an error that ends the connection.
+func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
+	n := sc.ep.recvSGE[idx].Length
+	buf := sc.ep.recvBuf(idx)[:n]
+	c := sc.getCall()
+	c.recvIdx = idx
+	h := &c.h
+	hl, err := h.Decode(buf)
+	if err != nil {
+		var ve *VersionError
+		var ce *ChunkError
+		switch {
+		case errors.As(err, &ve):
+			sc.sendError(ctx, ErrCodeVers, ve.XID)
+		case errors.As(err, &ce) && ce.HaveXID:
+			sc.sendError(ctx, ErrCodeChunk, ce.XID)
+		}
+		sc.l.opts.Logger.Debug("bad transport header", "remote", sc.remote, "err", err)
+		sc.putCall(c)
+		return nil, nil
+	}
+	switch h.Proc {
+	case ProcDone:
+		sc.done(h.XID)
+		sc.putCall(c)
+		return nil, nil
+	case ProcError:
+		sc.putCall(c)
+		return nil, nil
+	}
+	c.msgp = h.Proc == ProcMsgP
+	body, grouped, cerr := checkCall(h, buf[hl:], hl, sc.l.opts.MSGP, c.asm.grouped[:0])
+	if grouped != nil {
+		c.asm.grouped = grouped
+	}
+	if cerr != nil {
+		sc.l.opts.Logger.Debug("bad call", "remote", sc.remote, "xid", h.XID, "err", cerr)
+		sc.sendError(ctx, ErrCodeChunk, h.XID)
+		sc.putCall(c)
+		return nil, nil
+	}
+
+	switch sc.cred.Arrive(h.Credits) {
+	case credits.Overrun:
+		sc.l.opts.Logger.Debug("credit overrun", "remote", sc.remote, "xid", h.XID)
+		sc.sendError(ctx, ErrCodeChunk, h.XID)
+		sc.putCall(c)
+		return nil, nil
+	case credits.Disconnect:
+		sc.putCall(c)
+		return nil, fmt.Errorf("rpcrdma: %v: %w", sc.remote, credits.ErrOverrun)
+	}
+	if n := sc.cred.Grow(); n > 0 {
+		sc.growRecvs(n)
+	}
+
+	if len(grouped) == 0 {
+		c.call.Msg = oncrpc.Message{Inline: body}
+		return c, nil
+	}
+
+	if sc.ord == 0 {
+		// The client offered no inbound RDMA Read (IRD 0, e.g. MPA revision 1): its
+		// chunks cannot be pulled. (Linux svcrdma refuses such connections outright.)
+		sc.l.opts.Logger.Debug("read chunks on a connection without RDMA Read", "remote", sc.remote, "xid", h.XID)
+		sc.cred.Done()
+		sc.sendError(ctx, ErrCodeChunk, h.XID)
+		sc.putCall(c)
+		return nil, nil
+	}
+
+	// Pull the read chunks straight into their place in a registered buffer.
+	var pzrc []chunks.Segment
+	rcs := grouped
+	if grouped[0].Position == 0 {
+		pzrc, rcs = grouped[0].Segments, grouped[1:]
+		body = nil
+	}
+	total, err := c.asm.planAssembly(len(body), pzrc, rcs, sc.l.opts.MaxCall)
+	if err != nil {
+		sc.l.opts.Logger.Debug("read chunks do not fit", "remote", sc.remote, "xid", h.XID, "err", err)
+		sc.cred.Done()
+		sc.sendError(ctx, ErrCodeChunk, h.XID)
+		sc.putCall(c)
+		return nil, nil
+	}
+	big, err := sc.l.bufs.get(total, verbs.AccessLocalWrite)
+	if err != nil {
+		sc.cred.Done()
+		sc.putCall(c)
+		return nil, err
+	}
+	c.big = big
+	sc.startPull(pullJob{c: c, body: body, total: total})
+	return nil, nil
+}
+
+// pullJob is a call whose read chunks are to be pulled.
+type pullJob struct {
+	c     *srvCall
+	body  []byte
+	total int
+}
+
+// maxPullers bounds the goroutines pulling read chunks for one connection.
+const maxPullers = 4
+
+// startPull hands a job to an idle puller, starting one if all are busy and fewer than
+// maxPullers run; otherwise the job waits in the queue.
+func (sc *ServerConn) startPull(j pullJob) {
+	select {
+	case sc.pullq <- j:
+	default:
+		// Queue full cannot happen (it holds every receive); fall through safely.
+		go sc.pull(j.c, j.body, j.total)
+		return
+	}
+	sc.mu.Lock()
+	start := sc.pullers < maxPullers && sc.idlePullers == 0
+	if start {
+		sc.pullers++
+	}
+	sc.mu.Unlock()
+	if start {
+		go sc.puller()
+	}
+}
+
+// puller pulls queued jobs until the connection closes.
+func (sc *ServerConn) puller() {
+	for {
+		sc.mu.Lock()
+		sc.idlePullers++
+		sc.mu.Unlock()
+		var j pullJob
+		select {
+		case j = <-sc.pullq:
+		case <-sc.closed:
+			return
+		}
+		sc.mu.Lock()
+		sc.idlePullers--
+		sc.mu.Unlock()
+		sc.pull(j.c, j.body, j.total)
+	}
+}
+
+// checkCall checks what the header decoder cannot for a call (h.Proc RDMA_MSG,
+// RDMA_NOMSG or RDMA_MSGP; body follows the hl-byte header): RDMA_MSGP only when
+// allowed, and its padding within the message; the read list grouped into read chunks
+// (into rcs) in position order without overlap; an RDMA_NOMSG call carrying its message
+// in a position-zero read chunk. It returns the inline body (padding removed) and the
+// read chunks. Any error is answered with ERR_CHUNK.
+func checkCall(h *Header, body []byte, hl int, allowMSGP bool, rcs []chunks.ReadChunk) ([]byte, []chunks.ReadChunk, error) {
+	switch h.Proc {
+	case ProcMsg, ProcNoMsg:
+	case ProcMsgP:
+		if !allowMSGP {
+			return nil, nil, errors.New("RDMA_MSGP not accepted")
+		}
+		pad := msgpPad(hl, h.Align)
+		if pad > len(body) {
+			return nil, nil, errors.New("RDMA_MSGP padding beyond the message")
+		}
+		body = body[pad:]
+	default:
+		return nil, nil, fmt.Errorf("%v is not a call", h.Proc)
+	}
+	grouped, err := chunks.Group(rcs, h.ReadList)
+	if err != nil {
+		return nil, grouped, err
+	}
+	if h.Proc == ProcNoMsg && (len(grouped) == 0 || grouped[0].Position != 0) {
+		return nil, grouped, errors.New("RDMA_NOMSG call without a position-zero read chunk")
+	}
+	return body, grouped, nil
+}

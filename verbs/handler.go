@@ -1,0 +1,64 @@
+package verbs
+
+// CompletionHandler receives the completions of a CQ created WithHandler, inline
+// from the provider: no polling goroutine stands between the provider and the
+// consumer (the kernel's ib_cq with per-request done callbacks). The contract,
+// which every provider keeps and package verbstest checks:
+//
+//   - Who calls it: a goroutine of the provider's completion context (verbs/soft:
+//     the QP's receive or transmit goroutine; verbs/ibverbs: the CQ's event
+//     goroutine), or a goroutine inside PostSend, PostRecv or Close of a QP that
+//     uses the CQ (a provider that completes work while posting, as verbs/soft
+//     does when it transmits a small message from the posting goroutine, delivers
+//     it there). It is never called with a provider lock held, so callers of
+//     PostSend, PostRecv and Close must not hold a lock the handler takes.
+//   - One at a time: calls for one CQ never overlap; wc is valid only during the
+//     call (copy what you keep).
+//   - Order: completions are delivered in the order the CQ received them, so a
+//     QP's receive completions arrive in the order the messages arrived, and its
+//     send completions in posting order (as the provider generates them).
+//   - Re-entrance: the handler may call PostSend and PostRecv on any QP, including
+//     the one that completed (repost the receive, send the reply). Completions
+//     that those posts produce are delivered after the handler returns, by the
+//     same goroutine or another, never by a nested call.
+//   - It must not block (it holds up every later completion of the CQ) and must
+//     not call Close of the CQ or of a QP that uses it (Close waits for the
+//     completion context the handler may be running on); hand such work to
+//     another goroutine.
+//   - Flush and close: when a QP fails or is closed, each of its outstanding work
+//     requests is delivered once more, with StatusFlushed, exactly like a polled
+//     completion; every work request posted completes exactly once. When QP.Close
+//     returns, all of that QP's completions have been handed to the CQ; a handler
+//     call already running on another goroutine may still be delivering them, so
+//     a consumer that frees memory after the last completion counts its
+//     outstanding requests (it cannot rely on Close alone). After CQ.Close
+//     returns, no handler call is running and none starts.
+//   - Failure: if the CQ overruns (more completions pending delivery than its
+//     depth), the excess is lost and Poll and Wait report the *CQOverrunError,
+//     as for a polled CQ; size the CQ for every request that can be outstanding.
+type CompletionHandler func(wc *Completion)
+
+// CQOptions are the settings of Device.CreateCQ that CQOption values set.
+// Providers read them with ApplyCQOptions.
+type CQOptions struct {
+	// Handler, when not nil, receives every completion inline (see
+	// CompletionHandler); Poll then never returns completions.
+	Handler CompletionHandler
+}
+
+// CQOption is an optional setting of Device.CreateCQ.
+type CQOption func(*CQOptions)
+
+// WithHandler makes CreateCQ's queue deliver every completion to h inline.
+func WithHandler(h CompletionHandler) CQOption {
+	return func(o *CQOptions) { o.Handler = h }
+}
+
+// ApplyCQOptions returns the settings opts make (for providers' CreateCQ).
+func ApplyCQOptions(opts []CQOption) CQOptions {
+	var o CQOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
