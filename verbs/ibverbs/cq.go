@@ -13,7 +13,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs"
@@ -25,15 +27,24 @@ import (
 // when a QP is destroyed) and for completions drained from the device while
 // a QP is being closed.
 //
-// Wait never spins: one goroutine per CQ arms the CQ (ibv_req_notify_cq) and
-// waits for the channel's file descriptor to become readable in the Go
-// runtime's poller; each event wakes the CQ's waiters, which poll.
+// Completions are found by adaptive polling. After activity (a completion
+// found, or work posted to a QP using the CQ) a waiter polls the device
+// (ibv_poll_cq, no system call) for up to Config.CQPoll before it blocks; a
+// poll that finds nothing in that time ends the spinning until the next
+// activity, so an idle CQ costs no CPU. To block, a waiter asks the CQ's
+// event goroutine to arm the CQ (ibv_req_notify_cq); that goroutine waits
+// for the channel's file descriptor to become readable in the Go runtime's
+// poller, and each event wakes the CQ's waiters, which poll. The CQ is armed
+// only when a waiter is about to block, so completions found by polling
+// raise no events.
 //
 // A CQ with a handler (verbs.WithHandler) has no waiters: the event goroutine
 // itself polls the device and calls the handler (deliver), and so does any
 // goroutine that queues provider-made completions, once it holds no lock.
-// One goroutine delivers at a time; another that finds delivery in progress
-// leaves its completions to it.
+// After each event the event goroutine keeps delivering for as long as
+// completions keep coming and then for up to Config.CQPoll more, before it
+// re-arms the CQ and blocks. One goroutine delivers at a time; another that
+// finds delivery in progress leaves its completions to it.
 type compQueue struct {
 	dev   *Device
 	depth int
@@ -42,6 +53,15 @@ type compQueue struct {
 	chFD  *pollFD
 	loop  chan struct{}
 
+	// pollFor is how long to poll the device after activity before
+	// blocking (Config.CQPoll; 0: never poll without an event).
+	pollFor time.Duration
+	// hot says there was activity since a waiter last polled in vain for
+	// pollFor: the next waiter polls before it blocks.
+	hot atomic.Bool
+	// armReq asks the event goroutine to arm the CQ (Wait mode only).
+	armReq chan struct{}
+
 	mu      sync.Mutex
 	wc      *C.struct_gwc // C array of GSHIM_BATCH entries, guarded by mu
 	soft    []verbs.Completion
@@ -49,6 +69,7 @@ type compQueue struct {
 	nqp     int
 	err     error
 	closed  bool
+	armed   bool // the CQ is armed and no event was read since (guarded by mu)
 	notify  chan struct{}
 	closedC chan struct{}
 
@@ -89,6 +110,7 @@ func (d *Device) CreateCQ(depth int, opts ...verbs.CQOption) (verbs.CQ, error) {
 		return nil, err
 	}
 	c := &compQueue{dev: d, depth: depth, cq: cq, ch: ch, chFD: fd, loop: make(chan struct{}),
+		pollFor: d.cqPoll(), armReq: make(chan struct{}, 1),
 		wc:  (*C.struct_gwc)(C.calloc(C.GSHIM_BATCH, C.sizeof_struct_gwc)),
 		qps: make(map[uint32]*queuePair), notify: make(chan struct{}, 1), closedC: make(chan struct{}),
 		handler: verbs.ApplyCQOptions(opts).Handler}
@@ -98,8 +120,11 @@ func (d *Device) CreateCQ(depth int, opts ...verbs.CQOption) (verbs.CQ, error) {
 	return c, nil
 }
 
-// eventLoop arms the CQ, wakes waiters (completions that arrived before the
-// arming are found by their poll), and waits for the next event.
+// eventLoop arms the CQ (with a handler, always; without, when a waiter
+// asks to block), wakes waiters (completions that arrived before the arming
+// are found by their poll), and waits for the next event. With a handler it
+// then delivers while completions keep coming (spinDeliver) before it arms
+// again.
 func (c *compQueue) eventLoop() {
 	defer close(c.loop)
 	var rc C.int
@@ -108,12 +133,20 @@ func (c *compQueue) eventLoop() {
 		return rc != C.EAGAIN
 	}
 	for {
+		if c.handler == nil {
+			select {
+			case <-c.armReq:
+			case <-c.closedC:
+				return
+			}
+		}
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
 			return
 		}
 		arm := C.gshim_req_notify_cq(c.cq)
+		c.armed = arm == 0
 		c.mu.Unlock()
 		if arm != 0 {
 			c.fail(fmt.Errorf("ibverbs: ibv_req_notify_cq: %w", syscall.Errno(arm)))
@@ -123,6 +156,68 @@ func (c *compQueue) eventLoop() {
 		c.deliver() // completions that arrived before the arming
 		if err := c.chFD.rc.Read(read); err != nil {
 			return
+		}
+		c.mu.Lock()
+		c.armed = false
+		c.mu.Unlock()
+		c.signal()
+		if c.handler != nil {
+			c.spinDeliver()
+		}
+	}
+}
+
+// spinDeliver delivers completions until none has come for pollFor (the
+// CQ is not armed meanwhile, so the device raises no events for them).
+func (c *compQueue) spinDeliver() {
+	if c.pollFor <= 0 {
+		return
+	}
+	last := time.Now()
+	for {
+		n, open := c.deliver()
+		if !open {
+			return
+		}
+		if n > 0 {
+			last = time.Now()
+		} else if time.Since(last) >= c.pollFor {
+			return
+		}
+	}
+}
+
+// touch records activity: the next waiter polls before it blocks.
+func (c *compQueue) touch() {
+	if c.pollFor > 0 && !c.hot.Load() {
+		c.hot.Store(true)
+	}
+}
+
+// spin polls the device for up to pollFor while the CQ is hot, and reports
+// whether completions are queued. A spin that finds nothing cools the CQ.
+func (c *compQueue) spin(ctx context.Context) bool {
+	if c.pollFor <= 0 || !c.hot.Load() {
+		return false
+	}
+	start := time.Now()
+	for {
+		c.mu.Lock()
+		if c.closed || c.err != nil {
+			c.mu.Unlock()
+			return false // Wait's own loop reports it
+		}
+		if len(c.soft) == 0 {
+			c.drainOneLocked()
+		}
+		n := len(c.soft)
+		c.mu.Unlock()
+		if n > 0 {
+			return true
+		}
+		if time.Since(start) >= c.pollFor || ctx.Err() != nil {
+			c.hot.Store(false)
+			return false
 		}
 	}
 }
@@ -157,17 +252,20 @@ func (c *compQueue) pushSoft(wc verbs.Completion) {
 
 // deliver hands queued and device completions to the handler until both are
 // empty, unless another goroutine is doing so already (it will find these
-// too before it stops). The caller must hold no lock.
-func (c *compQueue) deliver() {
+// too before it stops). It returns how many it handed over and false once
+// the CQ is closed. The caller must hold no lock.
+func (c *compQueue) deliver() (int, bool) {
 	if c.handler == nil {
-		return
+		return 0, true
 	}
 	c.mu.Lock()
 	if c.delivering {
+		open := !c.closed
 		c.mu.Unlock()
-		return
+		return 0, open
 	}
 	c.delivering = true
+	total := 0
 	for !c.closed {
 		if len(c.soft) == 0 && c.err == nil {
 			c.drainOneLocked()
@@ -181,17 +279,21 @@ func (c *compQueue) deliver() {
 		for i := range batch {
 			c.handler(&batch[i])
 		}
+		total += len(batch)
 		clear(batch)
 		c.mu.Lock()
 		c.spare = batch
 	}
 	c.delivering = false
+	open := !c.closed && c.err == nil
 	c.idle.Broadcast()
 	c.mu.Unlock()
+	return total, open
 }
 
-// Poll moves up to len(wc) completions into wc: first provider-made and
-// drained ones, then straight from the device, GSHIM_BATCH per cgo call.
+// Poll moves up to len(wc) completions into wc: provider-made and drained
+// ones if there are any, else straight from the device, GSHIM_BATCH per cgo
+// call (completions still in the device are found by the next Poll).
 func (c *compQueue) Poll(wc []verbs.Completion) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -207,18 +309,14 @@ func (c *compQueue) Poll(wc []verbs.Completion) (int, error) {
 		clear(c.soft[n:])
 		c.soft = c.soft[:n]
 	}
-	for k < len(wc) {
-		got := c.pollLocked(wc[k:])
-		if got < 0 {
-			break
-		}
-		k += got
-		if got == 0 {
-			break
-		}
+	if k == 0 && len(wc) > 0 {
+		k = max(c.pollLocked(wc), 0)
 	}
 	if k == 0 && c.err != nil {
 		return 0, c.err
+	}
+	if k > 0 {
+		c.touch()
 	}
 	return k, nil
 }
@@ -324,8 +422,13 @@ func mapStatus(st int) verbs.Status {
 }
 
 // Wait blocks until a completion is available, the CQ fails or closes, or
-// ctx ends.
+// ctx ends. After activity it first polls the device for up to
+// Config.CQPoll (spin); then it has the CQ armed and blocks.
 func (c *compQueue) Wait(ctx context.Context) error {
+	if c.handler == nil && c.spin(ctx) {
+		c.signal() // pass the wake-up on to another waiter
+		return nil
+	}
 	for {
 		c.mu.Lock()
 		if c.closed {
@@ -339,13 +442,24 @@ func (c *compQueue) Wait(ctx context.Context) error {
 		if c.handler != nil {
 			n = 0 // the handler takes them
 		}
+		arm := !c.armed && c.handler == nil
 		c.mu.Unlock()
 		switch {
 		case n > 0:
+			c.touch()
 			c.signal() // pass the wake-up on to another waiter
 			return nil
 		case err != nil:
 			return err
+		}
+		if arm {
+			// The event goroutine arms the CQ and then signals, so a
+			// completion that came before the arming is found by the
+			// next poll here.
+			select {
+			case c.armReq <- struct{}{}:
+			default:
+			}
 		}
 		select {
 		case <-c.notify:
