@@ -31,8 +31,8 @@ import (
 // found, or work posted to a QP using the CQ) a waiter polls the device
 // (ibv_poll_cq, no system call) for up to Config.CQPoll before it blocks; a
 // poll that finds nothing in that time ends the spinning until the next
-// activity, so an idle CQ costs no CPU. To block, a waiter asks the CQ's
-// event goroutine to arm the CQ (ibv_req_notify_cq); that goroutine waits
+// activity, so an idle CQ costs no CPU. To block, a waiter arms the CQ
+// (ibv_req_notify_cq) itself and polls once more; one goroutine per CQ waits
 // for the channel's file descriptor to become readable in the Go runtime's
 // poller, and each event wakes the CQ's waiters, which poll. The CQ is armed
 // only when a waiter is about to block, so completions found by polling
@@ -59,8 +59,6 @@ type compQueue struct {
 	// hot says there was activity since a waiter last polled in vain for
 	// pollFor: the next waiter polls before it blocks.
 	hot atomic.Bool
-	// armReq asks the event goroutine to arm the CQ (Wait mode only).
-	armReq chan struct{}
 
 	mu      sync.Mutex
 	wc      *C.struct_gwc // C array of GSHIM_BATCH entries, guarded by mu
@@ -110,9 +108,9 @@ func (d *Device) CreateCQ(depth int, opts ...verbs.CQOption) (verbs.CQ, error) {
 		return nil, err
 	}
 	c := &compQueue{dev: d, depth: depth, cq: cq, ch: ch, chFD: fd, loop: make(chan struct{}),
-		pollFor: d.cqPoll(), armReq: make(chan struct{}, 1),
-		wc:  (*C.struct_gwc)(C.calloc(C.GSHIM_BATCH, C.sizeof_struct_gwc)),
-		qps: make(map[uint32]*queuePair), notify: make(chan struct{}, 1), closedC: make(chan struct{}),
+		pollFor: d.cqPoll(),
+		wc:      (*C.struct_gwc)(C.calloc(C.GSHIM_BATCH, C.sizeof_struct_gwc)),
+		qps:     make(map[uint32]*queuePair), notify: make(chan struct{}, 1), closedC: make(chan struct{}),
 		handler: verbs.ApplyCQOptions(opts).Handler}
 	c.idle.L = &c.mu
 	d.async.addCQ(cq, c)
@@ -120,11 +118,11 @@ func (d *Device) CreateCQ(depth int, opts ...verbs.CQOption) (verbs.CQ, error) {
 	return c, nil
 }
 
-// eventLoop arms the CQ (with a handler, always; without, when a waiter
-// asks to block), wakes waiters (completions that arrived before the arming
-// are found by their poll), and waits for the next event. With a handler it
-// then delivers while completions keep coming (spinDeliver) before it arms
-// again.
+// eventLoop waits for completion events and wakes waiters, which poll.
+// With a handler it arms the CQ itself, delivers (completions that arrived
+// before the arming too), waits for the next event, and then delivers while
+// completions keep coming (spinDeliver) before it arms again; without, a
+// waiter arms the CQ when it is about to block (armLocked).
 func (c *compQueue) eventLoop() {
 	defer close(c.loop)
 	var rc C.int
@@ -133,27 +131,20 @@ func (c *compQueue) eventLoop() {
 		return rc != C.EAGAIN
 	}
 	for {
-		if c.handler == nil {
-			select {
-			case <-c.armReq:
-			case <-c.closedC:
+		if c.handler != nil {
+			c.mu.Lock()
+			if c.closed {
+				c.mu.Unlock()
 				return
 			}
-		}
-		c.mu.Lock()
-		if c.closed {
+			ok := c.armLocked()
 			c.mu.Unlock()
-			return
+			if !ok {
+				c.signal()
+				return
+			}
+			c.deliver() // completions that arrived before the arming
 		}
-		arm := C.gshim_req_notify_cq(c.cq)
-		c.armed = arm == 0
-		c.mu.Unlock()
-		if arm != 0 {
-			c.fail(fmt.Errorf("ibverbs: ibv_req_notify_cq: %w", syscall.Errno(arm)))
-			return
-		}
-		c.signal()
-		c.deliver() // completions that arrived before the arming
 		if err := c.chFD.rc.Read(read); err != nil {
 			return
 		}
@@ -185,6 +176,19 @@ func (c *compQueue) spinDeliver() {
 			return
 		}
 	}
+}
+
+// armLocked arms the CQ for the next completion (ibv_req_notify_cq); false
+// when that fails (recorded in c.err). Caller holds mu.
+func (c *compQueue) armLocked() bool {
+	if rc := C.gshim_req_notify_cq(c.cq); rc != 0 {
+		if c.err == nil {
+			c.err = fmt.Errorf("ibverbs: ibv_req_notify_cq: %w", syscall.Errno(rc))
+		}
+		return false
+	}
+	c.armed = true
+	return true
 }
 
 // touch records activity: the next waiter polls before it blocks.
@@ -437,12 +441,16 @@ func (c *compQueue) Wait(ctx context.Context) error {
 		}
 		if len(c.soft) == 0 && c.handler == nil {
 			c.drainOneLocked()
+			if len(c.soft) == 0 && c.err == nil && !c.armed && c.armLocked() {
+				// A completion that came before the arming raises no
+				// event: poll once more.
+				c.drainOneLocked()
+			}
 		}
 		n, err := len(c.soft), c.err
 		if c.handler != nil {
 			n = 0 // the handler takes them
 		}
-		arm := !c.armed && c.handler == nil
 		c.mu.Unlock()
 		switch {
 		case n > 0:
@@ -452,15 +460,7 @@ func (c *compQueue) Wait(ctx context.Context) error {
 		case err != nil:
 			return err
 		}
-		if arm {
-			// The event goroutine arms the CQ and then signals, so a
-			// completion that came before the arming is found by the
-			// next poll here.
-			select {
-			case c.armReq <- struct{}{}:
-			default:
-			}
-		}
+
 		select {
 		case <-c.notify:
 		case <-c.closedC:
