@@ -82,6 +82,14 @@ run_perftest() {
   timeout 600 "$BIN" -provider ibverbs -device "$D" -connect "$GUEST_IP:7471" -duration 6s -rounds 3 >/out/rdmabench.log 2>&1 || r=1
   kill "$spid" 2>/dev/null
   cat /out/rdmabench.log
+  # The same without adaptive CQ polling (ibverbs.Config.CQPoll < 0: every wait blocks in
+  # the completion channel), for comparison in the same guest.
+  "$BIN" -provider ibverbs -device "$D" -cq-poll -1ns -listen "$GUEST_IP:7473" >/out/rdmabench-nopoll-server.log 2>&1 &
+  spid=$!
+  sleep 2
+  timeout 600 "$BIN" -provider ibverbs -device "$D" -cq-poll -1ns -connect "$GUEST_IP:7473" -duration 3s -rounds 3 -no-tcp >/out/rdmabench-nopoll.log 2>&1 || r=1
+  kill "$spid" 2>/dev/null
+  cat /out/rdmabench-nopoll.log
   # ib_send_lat reports half a round trip (t_typical, column 5, usec); ib_write_bw reports
   # MiB/s (BW average, column 4); rdmabench reports full round trips and MB/s (10^6).
   : >/out/perftest-ratios.txt
@@ -94,6 +102,8 @@ run_perftest() {
   awk -v a="$ours_lat" -v b="$lat" 'BEGIN { if (a > 0 && b > 0) printf "PERFTEST-RATIO send-lat-64B rdmabench_rtt_us=%s ib_send_lat_rtt_us=%.2f ratio=%.2f\n", a, 2*b, a/(2*b); else { print "PERFTEST-RATIO send-lat-64B missing"; exit 1 } }' >>/out/perftest-ratios.txt || r=1
   awk -v a="$ours_w64" -v b="$w64" 'BEGIN { if (a > 0 && b > 0) printf "PERFTEST-RATIO write-bw-64KiB rdmabench_MBps=%s ib_write_bw_MBps=%.1f ratio=%.2f\n", a, b*1.048576, a/(b*1.048576); else { print "PERFTEST-RATIO write-bw-64KiB missing"; exit 1 } }' >>/out/perftest-ratios.txt || r=1
   awk -v a="$ours_w1m" -v b="$w1m" 'BEGIN { if (a > 0 && b > 0) printf "PERFTEST-RATIO write-bw-1MiB rdmabench_MBps=%s ib_write_bw_MBps=%.1f ratio=%.2f\n", a, b*1.048576, a/(b*1.048576); else { print "PERFTEST-RATIO write-bw-1MiB missing"; exit 1 } }' >>/out/perftest-ratios.txt || r=1
+  nopoll_lat=$(awk '/^Send\/Recv RTT/ { print $5; exit }' /out/rdmabench-nopoll.log)
+  awk -v a="$nopoll_lat" -v b="$lat" 'BEGIN { if (a > 0 && b > 0) printf "PERFTEST-RATIO send-lat-64B-cqpoll-off rdmabench_rtt_us=%s ib_send_lat_rtt_us=%.2f ratio=%.2f\n", a, 2*b, a/(2*b); else print "PERFTEST-RATIO send-lat-64B-cqpoll-off missing" }' >>/out/perftest-ratios.txt
   cat /out/perftest-ratios.txt
   return $r
 }
