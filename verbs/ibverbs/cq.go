@@ -164,19 +164,29 @@ func (c *compQueue) spinDeliver() {
 	if c.pollFor <= 0 {
 		return
 	}
-	last := time.Now()
-	for {
+	start := time.Now()
+	for i := 1; ; i++ {
 		n, open := c.deliver()
 		if !open {
 			return
 		}
 		if n > 0 {
-			last = time.Now()
-		} else if time.Since(last) >= c.pollFor {
-			return
+			i = 0
+			start = time.Time{} // read the clock at the next check
+		} else if i%pollClockEvery == 0 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) >= c.pollFor {
+				return
+			}
 		}
 	}
 }
+
+// pollClockEvery is how many empty polls pass between two readings of the
+// clock while a CQ is polled: reading it can cost more than a poll (under
+// emulation, a clock source without a vDSO fast path is a system call).
+const pollClockEvery = 16
 
 // armLocked arms the CQ for the next completion (ibv_req_notify_cq); false
 // when that fails (recorded in c.err). Caller holds mu.
@@ -205,7 +215,7 @@ func (c *compQueue) spin(ctx context.Context) bool {
 		return false
 	}
 	start := time.Now()
-	for {
+	for i := 1; ; i++ {
 		c.mu.Lock()
 		if c.closed || c.err != nil {
 			c.mu.Unlock()
@@ -219,7 +229,7 @@ func (c *compQueue) spin(ctx context.Context) bool {
 		if n > 0 {
 			return true
 		}
-		if time.Since(start) >= c.pollFor || ctx.Err() != nil {
+		if i%pollClockEvery == 0 && (time.Since(start) >= c.pollFor || ctx.Err() != nil) {
 			c.hot.Store(false)
 			return false
 		}
