@@ -73,6 +73,7 @@ perftest_pair() {
 perftest_col() { awk -v s="$2" -v c="$3" '$1 == s && NF >= c { print $c; exit }' /out/"$1".log; }
 run_perftest() {
   r=0
+  say "clock source: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
   perftest_pair send-lat ib_send_lat -p 18520 -s 64 -n 5000 || r=1
   perftest_pair write-bw-64k ib_write_bw -p 18521 -s 65536 -n 2000 || r=1
   perftest_pair write-bw-1m ib_write_bw -p 18522 -s 1048576 -n 200 || r=1
