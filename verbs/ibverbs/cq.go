@@ -468,9 +468,9 @@ func (c *compQueue) Wait(ctx context.Context) error {
 			c.signal() // pass the wake-up on to another waiter
 			return nil
 		case err != nil:
+			c.signal() // other waiters see it too
 			return err
 		}
-
 		select {
 		case <-c.notify:
 		case <-c.closedC:
