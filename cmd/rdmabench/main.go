@@ -519,9 +519,11 @@ func (c *client) bandwidth(op verbs.SendOp, size int) (float64, error) {
 func (c *client) latency(size int) (float64, error) {
 	wr := verbs.SendWR{Op: verbs.OpSend, SGL: []verbs.SGE{{MR: c.mr, Offset: 2 * regionSize, Length: size}}}
 	var samples []time.Duration
+	// One clock reading per round trip: its end is the next one's start
+	// (reading the clock is a system call on some clock sources).
 	start := time.Now()
-	for time.Since(start) < roundDuration() && len(samples) < *maxIters {
-		t0 := time.Now()
+	t0 := start
+	for t0.Sub(start) < roundDuration() && len(samples) < *maxIters {
 		if err := c.qp.PostRecv(&c.recvWR); err != nil {
 			return 0, err
 		}
@@ -531,7 +533,9 @@ func (c *client) latency(size int) (float64, error) {
 		if _, err := c.next(); err != nil {
 			return 0, err
 		}
-		samples = append(samples, time.Since(t0))
+		t1 := time.Now()
+		samples = append(samples, t1.Sub(t0))
+		t0 = t1
 	}
 	return median(samples), nil
 }

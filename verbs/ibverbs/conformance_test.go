@@ -54,9 +54,17 @@ func openTest(t testing.TB, cfg Config) *Device {
 }
 
 // TestConformance runs the provider-agnostic verbs suite against the
-// device, over loopback through the device (both ends in this process).
+// device, over loopback through the device (both ends in this process):
+// with adaptive CQ polling (the default) and without it, where every wait
+// arms the CQ and blocks in the completion channel.
 func TestConformance(t *testing.T) {
 	cfg, addr := testConfig(t)
+	t.Run("CQPoll=default", func(t *testing.T) { conformance(t, cfg, addr) })
+	cfg.CQPoll = -1
+	t.Run("CQPoll=off", func(t *testing.T) { conformance(t, cfg, addr) })
+}
+
+func conformance(t *testing.T, cfg Config, addr string) {
 	d := openTest(t, cfg)
 	t.Logf("device %s (iWARP %v), attributes %+v, fork protection %s", d.Name(), d.IWARP(), d.Attr(), ForkStatus())
 	p := verbstest.Provider{

@@ -13,7 +13,9 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs"
@@ -25,15 +27,24 @@ import (
 // when a QP is destroyed) and for completions drained from the device while
 // a QP is being closed.
 //
-// Wait never spins: one goroutine per CQ arms the CQ (ibv_req_notify_cq) and
-// waits for the channel's file descriptor to become readable in the Go
-// runtime's poller; each event wakes the CQ's waiters, which poll.
+// Completions are found by adaptive polling. After activity (a completion
+// found, or work posted to a QP using the CQ) a waiter polls the device
+// (ibv_poll_cq, no system call) for up to Config.CQPoll before it blocks; a
+// poll that finds nothing in that time ends the spinning until the next
+// activity, so an idle CQ costs no CPU. To block, a waiter arms the CQ
+// (ibv_req_notify_cq) itself and polls once more; one goroutine per CQ waits
+// for the channel's file descriptor to become readable in the Go runtime's
+// poller, and each event wakes the CQ's waiters, which poll. The CQ is armed
+// only when a waiter is about to block, so completions found by polling
+// raise no events.
 //
 // A CQ with a handler (verbs.WithHandler) has no waiters: the event goroutine
 // itself polls the device and calls the handler (deliver), and so does any
 // goroutine that queues provider-made completions, once it holds no lock.
-// One goroutine delivers at a time; another that finds delivery in progress
-// leaves its completions to it.
+// After each event the event goroutine keeps delivering for as long as
+// completions keep coming and then for up to Config.CQPoll more, before it
+// re-arms the CQ and blocks. One goroutine delivers at a time; another that
+// finds delivery in progress leaves its completions to it.
 type compQueue struct {
 	dev   *Device
 	depth int
@@ -42,6 +53,13 @@ type compQueue struct {
 	chFD  *pollFD
 	loop  chan struct{}
 
+	// pollFor is how long to poll the device after activity before
+	// blocking (Config.CQPoll; 0: never poll without an event).
+	pollFor time.Duration
+	// hot says there was activity since a waiter last polled in vain for
+	// pollFor: the next waiter polls before it blocks.
+	hot atomic.Bool
+
 	mu      sync.Mutex
 	wc      *C.struct_gwc // C array of GSHIM_BATCH entries, guarded by mu
 	soft    []verbs.Completion
@@ -49,6 +67,7 @@ type compQueue struct {
 	nqp     int
 	err     error
 	closed  bool
+	armed   bool // the CQ is armed and no event was read since (guarded by mu)
 	notify  chan struct{}
 	closedC chan struct{}
 
@@ -89,8 +108,9 @@ func (d *Device) CreateCQ(depth int, opts ...verbs.CQOption) (verbs.CQ, error) {
 		return nil, err
 	}
 	c := &compQueue{dev: d, depth: depth, cq: cq, ch: ch, chFD: fd, loop: make(chan struct{}),
-		wc:  (*C.struct_gwc)(C.calloc(C.GSHIM_BATCH, C.sizeof_struct_gwc)),
-		qps: make(map[uint32]*queuePair), notify: make(chan struct{}, 1), closedC: make(chan struct{}),
+		pollFor: d.cqPoll(),
+		wc:      (*C.struct_gwc)(C.calloc(C.GSHIM_BATCH, C.sizeof_struct_gwc)),
+		qps:     make(map[uint32]*queuePair), notify: make(chan struct{}, 1), closedC: make(chan struct{}),
 		handler: verbs.ApplyCQOptions(opts).Handler}
 	c.idle.L = &c.mu
 	d.async.addCQ(cq, c)
@@ -98,8 +118,11 @@ func (d *Device) CreateCQ(depth int, opts ...verbs.CQOption) (verbs.CQ, error) {
 	return c, nil
 }
 
-// eventLoop arms the CQ, wakes waiters (completions that arrived before the
-// arming are found by their poll), and waits for the next event.
+// eventLoop waits for completion events and wakes waiters, which poll.
+// With a handler it arms the CQ itself, delivers (completions that arrived
+// before the arming too), waits for the next event, and then delivers while
+// completions keep coming (spinDeliver) before it arms again; without, a
+// waiter arms the CQ when it is about to block (armLocked).
 func (c *compQueue) eventLoop() {
 	defer close(c.loop)
 	var rc C.int
@@ -108,21 +131,107 @@ func (c *compQueue) eventLoop() {
 		return rc != C.EAGAIN
 	}
 	for {
-		c.mu.Lock()
-		if c.closed {
+		if c.handler != nil {
+			c.mu.Lock()
+			if c.closed {
+				c.mu.Unlock()
+				return
+			}
+			ok := c.armLocked()
 			c.mu.Unlock()
-			return
+			if !ok {
+				c.signal()
+				return
+			}
+			c.deliver() // completions that arrived before the arming
 		}
-		arm := C.gshim_req_notify_cq(c.cq)
-		c.mu.Unlock()
-		if arm != 0 {
-			c.fail(fmt.Errorf("ibverbs: ibv_req_notify_cq: %w", syscall.Errno(arm)))
-			return
-		}
-		c.signal()
-		c.deliver() // completions that arrived before the arming
 		if err := c.chFD.rc.Read(read); err != nil {
 			return
+		}
+		c.mu.Lock()
+		c.armed = false
+		c.mu.Unlock()
+		c.signal()
+		if c.handler != nil {
+			c.spinDeliver()
+		}
+	}
+}
+
+// spinDeliver delivers completions until none has come for pollFor (the
+// CQ is not armed meanwhile, so the device raises no events for them).
+func (c *compQueue) spinDeliver() {
+	if c.pollFor <= 0 {
+		return
+	}
+	start := time.Now()
+	for i := 1; ; i++ {
+		n, open := c.deliver()
+		if !open {
+			return
+		}
+		if n > 0 {
+			i = 0
+			start = time.Time{} // read the clock at the next check
+		} else if i%pollClockEvery == 0 {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) >= c.pollFor {
+				return
+			}
+		}
+	}
+}
+
+// pollClockEvery is how many empty polls pass between two readings of the
+// clock while a CQ is polled: reading it can cost more than a poll (under
+// emulation, a clock source without a vDSO fast path is a system call).
+const pollClockEvery = 16
+
+// armLocked arms the CQ for the next completion (ibv_req_notify_cq); false
+// when that fails (recorded in c.err). Caller holds mu.
+func (c *compQueue) armLocked() bool {
+	if rc := C.gshim_req_notify_cq(c.cq); rc != 0 {
+		if c.err == nil {
+			c.err = fmt.Errorf("ibverbs: ibv_req_notify_cq: %w", syscall.Errno(rc))
+		}
+		return false
+	}
+	c.armed = true
+	return true
+}
+
+// touch records activity: the next waiter polls before it blocks.
+func (c *compQueue) touch() {
+	if c.pollFor > 0 && !c.hot.Load() {
+		c.hot.Store(true)
+	}
+}
+
+// spin polls the device for up to pollFor while the CQ is hot, and reports
+// whether completions are queued. A spin that finds nothing cools the CQ.
+func (c *compQueue) spin(ctx context.Context) bool {
+	if c.pollFor <= 0 || !c.hot.Load() {
+		return false
+	}
+	start := time.Now()
+	for i := 1; ; i++ {
+		c.mu.Lock()
+		if c.closed || c.err != nil {
+			c.mu.Unlock()
+			return false // Wait's own loop reports it
+		}
+		if len(c.soft) == 0 {
+			c.drainOneLocked()
+		}
+		n := len(c.soft)
+		c.mu.Unlock()
+		if n > 0 {
+			return true
+		}
+		if i%pollClockEvery == 0 && (time.Since(start) >= c.pollFor || ctx.Err() != nil) {
+			c.hot.Store(false)
+			return false
 		}
 	}
 }
@@ -157,17 +266,20 @@ func (c *compQueue) pushSoft(wc verbs.Completion) {
 
 // deliver hands queued and device completions to the handler until both are
 // empty, unless another goroutine is doing so already (it will find these
-// too before it stops). The caller must hold no lock.
-func (c *compQueue) deliver() {
+// too before it stops). It returns how many it handed over and false once
+// the CQ is closed. The caller must hold no lock.
+func (c *compQueue) deliver() (int, bool) {
 	if c.handler == nil {
-		return
+		return 0, true
 	}
 	c.mu.Lock()
 	if c.delivering {
+		open := !c.closed
 		c.mu.Unlock()
-		return
+		return 0, open
 	}
 	c.delivering = true
+	total := 0
 	for !c.closed {
 		if len(c.soft) == 0 && c.err == nil {
 			c.drainOneLocked()
@@ -181,17 +293,21 @@ func (c *compQueue) deliver() {
 		for i := range batch {
 			c.handler(&batch[i])
 		}
+		total += len(batch)
 		clear(batch)
 		c.mu.Lock()
 		c.spare = batch
 	}
 	c.delivering = false
+	open := !c.closed && c.err == nil
 	c.idle.Broadcast()
 	c.mu.Unlock()
+	return total, open
 }
 
-// Poll moves up to len(wc) completions into wc: first provider-made and
-// drained ones, then straight from the device, GSHIM_BATCH per cgo call.
+// Poll moves up to len(wc) completions into wc: provider-made and drained
+// ones if there are any, else straight from the device, GSHIM_BATCH per cgo
+// call (completions still in the device are found by the next Poll).
 func (c *compQueue) Poll(wc []verbs.Completion) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -207,18 +323,14 @@ func (c *compQueue) Poll(wc []verbs.Completion) (int, error) {
 		clear(c.soft[n:])
 		c.soft = c.soft[:n]
 	}
-	for k < len(wc) {
-		got := c.pollLocked(wc[k:])
-		if got < 0 {
-			break
-		}
-		k += got
-		if got == 0 {
-			break
-		}
+	if k == 0 && len(wc) > 0 {
+		k = max(c.pollLocked(wc), 0)
 	}
 	if k == 0 && c.err != nil {
 		return 0, c.err
+	}
+	if k > 0 {
+		c.touch()
 	}
 	return k, nil
 }
@@ -324,8 +436,13 @@ func mapStatus(st int) verbs.Status {
 }
 
 // Wait blocks until a completion is available, the CQ fails or closes, or
-// ctx ends.
+// ctx ends. After activity it first polls the device for up to
+// Config.CQPoll (spin); then it has the CQ armed and blocks.
 func (c *compQueue) Wait(ctx context.Context) error {
+	if c.handler == nil && c.spin(ctx) {
+		c.signal() // pass the wake-up on to another waiter
+		return nil
+	}
 	for {
 		c.mu.Lock()
 		if c.closed {
@@ -334,6 +451,11 @@ func (c *compQueue) Wait(ctx context.Context) error {
 		}
 		if len(c.soft) == 0 && c.handler == nil {
 			c.drainOneLocked()
+			if len(c.soft) == 0 && c.err == nil && !c.armed && c.armLocked() {
+				// A completion that came before the arming raises no
+				// event: poll once more.
+				c.drainOneLocked()
+			}
 		}
 		n, err := len(c.soft), c.err
 		if c.handler != nil {
@@ -342,9 +464,11 @@ func (c *compQueue) Wait(ctx context.Context) error {
 		c.mu.Unlock()
 		switch {
 		case n > 0:
+			c.touch()
 			c.signal() // pass the wake-up on to another waiter
 			return nil
 		case err != nil:
+			c.signal() // other waiters see it too
 			return err
 		}
 		select {

@@ -45,6 +45,31 @@ type Config struct {
 	// ResolveTimeout bounds rdma_resolve_addr and rdma_resolve_route each
 	// (default 2 s). The context of Dial bounds the whole connection setup.
 	ResolveTimeout time.Duration
+	// CQPoll is how long a completion queue is polled (ibv_poll_cq, no
+	// system call) after activity before its waiter arms the CQ and blocks
+	// in the completion channel: after a completion was found or work was
+	// posted to a queue pair using the CQ, and, with a handler, after each
+	// completion event. A poll that finds nothing for CQPoll ends the
+	// polling until the next activity, so an idle CQ costs no CPU. Zero
+	// means DefaultCQPoll; a negative value disables polling (every wait
+	// blocks in the completion channel).
+	CQPoll time.Duration
+}
+
+// DefaultCQPoll is Config.CQPoll's default: long enough to cover a round
+// trip on a busy connection (a few microseconds on hardware; tens under
+// emulation), short enough that the CPU spent after a burst is negligible.
+const DefaultCQPoll = 50 * time.Microsecond
+
+// cqPoll is the CQ polling budget from the configuration (0: none).
+func (d *Device) cqPoll() time.Duration {
+	switch {
+	case d.cfg.CQPoll < 0:
+		return 0
+	case d.cfg.CQPoll == 0:
+		return DefaultCQPoll
+	}
+	return d.cfg.CQPoll
 }
 
 // Device is one libibverbs device opened through librdmacm. It implements

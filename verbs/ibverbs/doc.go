@@ -67,11 +67,21 @@
 // finds the send queue full first moves completions not yet polled from
 // the device CQ to the CQ's queue, which retires them.
 //
+// Completions are found by adaptive polling, as busy RDMA stacks do: after
+// activity on a CQ (a completion found, work posted to a queue pair using
+// it) CQ.Wait polls the device (ibv_poll_cq, no system call) for up to
+// Config.CQPoll (DefaultCQPoll, 50 µs) before it blocks, and a handler CQ's
+// event goroutine keeps delivering after an event until no completion has
+// come for that long. A poll that finds nothing ends the polling until the
+// next activity, so an idle CQ costs no CPU; a negative Config.CQPoll turns
+// polling off.
+//
 // Each CQ has its own completion channel. One goroutine per CQ arms it
-// (ibv_req_notify_cq) and waits for the channel's descriptor, set
+// (ibv_req_notify_cq) when a waiter is about to block (a handler CQ: after
+// each round of delivery) and waits for the channel's descriptor, set
 // non-blocking, in the runtime poller (os.NewFile + syscall.RawConn.Read);
-// CQ.Wait waits for that goroutine's wake-ups. Nothing spins, and no OS
-// thread is held per queue pair or per CQ.
+// CQ.Wait waits for that goroutine's wake-ups. Completions found by polling
+// raise no events, and no OS thread is held per queue pair or per CQ.
 //
 // # Memory
 //

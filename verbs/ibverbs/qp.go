@@ -250,6 +250,10 @@ func (q *queuePair) postSends(wrs []verbs.SendWR, chain *verbs.SendWR, n int) (i
 	if n == 0 {
 		return 0, nil
 	}
+	// A send's completion, and usually the peer's answer, follow: the
+	// next waiter on either CQ polls before it blocks.
+	q.scq.touch()
+	q.rcq.touch()
 	q.mu.Lock()
 	switch q.state {
 	case verbs.StateClosed:
@@ -433,6 +437,7 @@ func (q *queuePair) PostRecvBatch(wrs []verbs.RecvWR) (int, error) {
 			return 0, fmt.Errorf("ibverbs: PostRecv: request %d: %w: %d SGEs, MaxRecvSGE is %d", i, verbs.ErrInvalidWR, len(wrs[i].SGL), q.cfg.MaxRecvSGE)
 		}
 	}
+	q.rcq.touch()
 	q.mu.Lock()
 	switch q.state {
 	case verbs.StateClosed:
