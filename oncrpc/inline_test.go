@@ -144,3 +144,66 @@ func TestPushServerConn(t *testing.T) {
 		t.Errorf("Stats().Calls = %d, want 7", st.Calls)
 	}
 }
+
+// TestPushWorkersShared: a push worker goes back to the Server's pool when its
+// connection has no call waiting, so an idle connection holds no goroutine, and the
+// next blocking call, on any connection, runs on that parked worker; Close ends it.
+func TestPushWorkersShared(t *testing.T) {
+	ran := make(chan uint64)
+	procs := Procs{procEcho: func(ctx context.Context, req *Request, res *xdr.Encoder) error {
+		ran <- goroutineID()
+		return nil
+	}}
+	s := NewServer(nil)
+	s.Register(testProg, testVers, procs)
+	var delivers []func(*ServerCall, bool)
+	var conns []*pushConn
+	var served sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		p := newPushConn()
+		served.Add(1)
+		go func() {
+			defer served.Done()
+			s.ServeConn(p)
+		}()
+		conns = append(conns, p)
+		delivers = append(delivers, <-p.deliverc)
+	}
+	idleWorkers := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			s.workers.mu.Lock()
+			n := len(s.workers.idle)
+			s.workers.mu.Unlock()
+			if n == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d idle push workers, want %d", n, want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	delivers[0](pushCall(1, procEcho), true)
+	first := <-ran
+	idleWorkers(1) // connection 0 is idle and holds no worker
+	delivers[1](pushCall(2, procEcho), true)
+	if second := <-ran; second != first {
+		t.Errorf("call on connection 1 ran on goroutine %d, want the parked worker %d", second, first)
+	}
+	idleWorkers(1)
+	for _, p := range conns {
+		close(p.stop)
+	}
+	served.Wait()
+	s.Close()
+	idleWorkers(0)
+	for i, p := range conns {
+		p.mu.Lock()
+		if !p.replies[uint32(i+1)] {
+			t.Errorf("call %d not answered: %v", i+1, p.replies)
+		}
+		p.mu.Unlock()
+	}
+}

@@ -148,7 +148,8 @@ type Server struct {
 	systemErrs atomic.Uint64
 	writeErrs  atomic.Uint64
 
-	pool sync.Pool // *serverCallState
+	pool    sync.Pool // *serverCallState
+	workers workerPool
 }
 
 // NewServer returns a Server with no programs registered. opts may be nil.
@@ -162,6 +163,7 @@ func NewServer(opts *ServerOptions) *Server {
 		listeners: make(map[Listener]struct{}),
 		conns:     make(map[ServerConn]struct{}),
 	}
+	s.workers.max = max(8, 4*runtime.GOMAXPROCS(0))
 	if opts != nil {
 		if opts.MaxConcurrent > 0 {
 			s.maxConc = opts.MaxConcurrent
@@ -396,27 +398,26 @@ func (s *Server) servePull(ctx context.Context, c ServerConn, remote net.Addr, s
 // block. When ServeCalls returns it calls stop, and it returns when every delivered call
 // has been answered.
 func (s *Server) servePush(ctx context.Context, c PushServerConn, remote net.Addr, stop func()) error {
-	q := &pushQueue{s: s, ctx: ctx, c: c, remote: remote, work: make(chan *ServerCall, s.maxConc)}
+	q := &pushQueue{s: s, ctx: ctx, c: c, remote: remote}
 	err := c.ServeCalls(s.readCtx, q.deliver)
 	stop()
-	q.close()
+	q.inflight.Wait() // deliver is not called again: wait for the calls delivered
 	return err
 }
 
-// pushQueue hands pushed calls to workers without blocking the deliverer.
+// pushQueue hands pushed calls to workers without blocking the deliverer. Its workers
+// come from the Server's workerPool and go back to it when the queue is empty, so an
+// idle connection holds no goroutine.
 type pushQueue struct {
 	s      *Server
 	ctx    context.Context
 	c      ServerConn
 	remote net.Addr
 
-	work     chan *ServerCall // to idle workers; never blocks (one slot per idle worker)
-	inflight sync.WaitGroup
+	inflight sync.WaitGroup // workers serving this queue
 	mu       sync.Mutex
-	idle     int           // workers waiting on work
-	workers  int           // workers running
-	backlog  []*ServerCall // calls waiting for a worker (all maxConc busy)
-	closed   bool
+	workers  int           // workers serving this queue
+	backlog  []*ServerCall // calls waiting for a worker, oldest first
 }
 
 // deliver is the PushServerConn's deliver function.
@@ -427,56 +428,94 @@ func (q *pushQueue) deliver(call *ServerCall, inline bool) {
 		return
 	}
 	q.mu.Lock()
-	switch {
-	case q.idle > 0:
-		q.idle--
-		q.mu.Unlock()
-		q.work <- call
-	case q.workers < q.s.maxConc:
+	q.backlog = append(q.backlog, call)
+	start := q.workers < q.s.maxConc
+	if start {
 		q.workers++
 		q.inflight.Add(1)
-		q.mu.Unlock()
-		go q.worker(call)
-	default:
-		q.backlog = append(q.backlog, call)
-		q.mu.Unlock()
+	}
+	q.mu.Unlock()
+	if start {
+		q.s.workers.start(q)
 	}
 }
 
-func (q *pushQueue) worker(call *ServerCall) {
+// drain answers the queued calls until none is left; the caller was counted in
+// q.workers and q.inflight.
+func (q *pushQueue) drain() {
 	defer q.inflight.Done()
-	for call != nil {
-		q.s.handle(q.ctx, q.c, call, q.remote)
+	for {
 		q.mu.Lock()
-		if n := len(q.backlog); n > 0 {
-			call = q.backlog[0]
-			copy(q.backlog, q.backlog[1:])
-			q.backlog[n-1] = nil
-			q.backlog = q.backlog[:n-1]
-			q.mu.Unlock()
-			continue
-		}
-		if q.closed {
+		n := len(q.backlog)
+		if n == 0 {
+			q.workers--
 			q.mu.Unlock()
 			return
 		}
-		q.idle++
+		call := q.backlog[0]
+		copy(q.backlog, q.backlog[1:])
+		q.backlog[n-1] = nil
+		q.backlog = q.backlog[:n-1]
 		q.mu.Unlock()
-		call = <-q.work
+		q.s.handle(q.ctx, q.c, call, q.remote)
 	}
 }
 
-// close ends the workers once the backlog is answered (deliver is not called again).
-func (q *pushQueue) close() {
-	q.mu.Lock()
-	q.closed = true
-	idle := q.idle
-	q.idle = 0
-	q.mu.Unlock()
-	for i := 0; i < idle; i++ {
-		q.work <- nil
+// workerPool keeps up to max idle push workers, shared by a Server's connections: a
+// call that needs a worker reuses a parked goroutine (whose stack has already grown)
+// rather than starting one, and no worker waits on an idle connection. close ends the
+// idle workers; the others end when their queue is empty.
+type workerPool struct {
+	mu     sync.Mutex
+	idle   []chan *pushQueue // one per parked worker; a send never blocks (buffered 1)
+	max    int
+	closed bool
+}
+
+// start has a worker drain q, a parked one if any. It never blocks.
+func (p *workerPool) start(q *pushQueue) {
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		c := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		c <- q
+		return
 	}
-	q.inflight.Wait()
+	p.mu.Unlock()
+	go p.run(q)
+}
+
+// run drains queues until the pool is closed or has enough idle workers.
+func (p *workerPool) run(q *pushQueue) {
+	var c chan *pushQueue
+	for q != nil {
+		q.drain()
+		p.mu.Lock()
+		if p.closed || len(p.idle) >= p.max {
+			p.mu.Unlock()
+			return
+		}
+		if c == nil {
+			c = make(chan *pushQueue, 1)
+		}
+		p.idle = append(p.idle, c)
+		p.mu.Unlock()
+		q = <-c
+	}
+}
+
+// close ends the idle workers; workers still draining end when they are done.
+func (p *workerPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	for _, c := range idle {
+		c <- nil
+	}
 }
 
 // Shutdown stops accepting connections and reading calls, waits for the calls being
@@ -498,6 +537,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	select {
 	case <-done:
 		s.stopCalls()
+		s.workers.close()
 		return nil
 	case <-ctx.Done():
 		s.Close()
@@ -520,6 +560,7 @@ func (s *Server) Close() error {
 	s.connMu.Unlock()
 	s.stopRead()
 	s.stopCalls()
+	s.workers.close()
 	return nil
 }
 
