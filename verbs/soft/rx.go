@@ -69,6 +69,11 @@ type rxState struct {
 	rawSTag    uint32
 	rawRevoked bool
 	rawErr     error
+	rawRxState
+
+	// reads counts read(2)/readv(2) calls on the socket, for tests and
+	// benchmarks.
+	reads atomic.Uint64
 
 	// Tagged message in progress.
 	tagActive bool
