@@ -150,9 +150,11 @@ func BenchmarkRead1M(b *testing.B) {
 	dst := cli.reg(b, make([]byte, size), verbs.AccessLocalWrite)
 	wr := verbs.SendWR{Op: verbs.OpRead, SGL: []verbs.SGE{{MR: dst, Length: size}}, RemoteSTag: src.RKey(), RemoteTO: src.Addr()}
 	wc := make([]verbs.Completion, 1)
+	reads := &cli.qp.(*queuePair).r.reads
 	b.ReportAllocs()
 	b.SetBytes(size)
 	b.ResetTimer()
+	r0 := reads.Load()
 	for i := 0; i < b.N; i++ {
 		wr.ID = uint64(i)
 		wr.Flags = 0
@@ -166,4 +168,5 @@ func BenchmarkRead1M(b *testing.B) {
 			benchPoll(b, cli.cq, wc)
 		}
 	}
+	b.ReportMetric(float64(reads.Load()-r0)/float64(b.N), "reads/op")
 }
