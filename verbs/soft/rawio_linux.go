@@ -73,8 +73,12 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 		iov := &r.rawIOV
 		iov[0] = syscall.Iovec{Base: &r.rawDst[0]}
 		iov[0].SetLen(len(r.rawDst))
-		iov[1] = syscall.Iovec{Base: &r.buf[r.w]}
-		iov[1].SetLen(rxLargeReadAhead - r.w)
+		pieces := 1
+		if r.w < rxLargeReadAhead { // always so: the buffer is empty here
+			iov[1] = syscall.Iovec{Base: &r.buf[r.w]}
+			iov[1].SetLen(rxLargeReadAhead - r.w)
+			pieces = 2
+		}
 		m := r.rawMR
 		m.mu.RLock()
 		if m.closed || !m.valid || m.stag != r.rawSTag {
@@ -83,7 +87,7 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 			return true
 		}
 		r.reads.Add(1)
-		nn, _, e := syscall.Syscall(syscall.SYS_READV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
+		nn, _, e := syscall.Syscall(syscall.SYS_READV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(pieces))
 		n := int(nn)
 		if e != 0 {
 			n = 0
