@@ -27,6 +27,12 @@ type rawTxState struct {
 	rawErr     error
 }
 
+// rawRxState is the reader's state for the raw reads: placeGuarded's
+// readv(2) pieces (cleared after each call).
+type rawRxState struct {
+	rawIOV [2]syscall.Iovec
+}
+
 // rawTxBuf is a batch buffer's iovec array.
 type rawTxBuf struct {
 	iovStore []syscall.Iovec
@@ -50,9 +56,29 @@ func rawConnOf(c net.Conn) syscall.RawConn {
 // rawReadStep is the RawConn.Read callback of placeGuarded (stored once as a
 // method value, so calling it does not allocate). It returns false to wait
 // for readability.
+//
+// r.rawDst is the rest of the FPDU's payload, so each read(2) is a readv(2)
+// of two pieces: the payload into its destination and, behind it, up to
+// rxLargeReadAhead bytes (the trailer, the next header and the start of its
+// payload) into the empty read-ahead buffer. One syscall per large FPDU
+// then does what a payload read and a trailer read did. Only the first
+// piece is registered memory; the region's lock and STag check cover the
+// syscall that may write it, as before.
 func (q *queuePair) rawReadStep(fd uintptr) bool {
 	r := &q.r
 	for len(r.rawDst) > 0 {
+		if r.buf == nil {
+			r.take()
+		}
+		iov := &r.rawIOV
+		iov[0] = syscall.Iovec{Base: &r.rawDst[0]}
+		iov[0].SetLen(len(r.rawDst))
+		pieces := 1
+		if r.w < rxLargeReadAhead { // always so: the buffer is empty here
+			iov[1] = syscall.Iovec{Base: &r.buf[r.w]}
+			iov[1].SetLen(rxLargeReadAhead - r.w)
+			pieces = 2
+		}
 		m := r.rawMR
 		m.mu.RLock()
 		if m.closed || !m.valid || m.stag != r.rawSTag {
@@ -60,24 +86,35 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 			r.rawRevoked = true
 			return true
 		}
-		n, err := syscall.Read(int(fd), r.rawDst)
-		if n > 0 && q.crc {
-			r.crc = iwarp.UpdateCRC(r.crc, r.rawDst[:n])
+		r.reads.Add(1)
+		nn, _, e := syscall.Syscall(syscall.SYS_READV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(pieces))
+		n := int(nn)
+		if e != 0 {
+			n = 0
+		}
+		placed := min(n, len(r.rawDst))
+		if placed > 0 && q.crc {
+			r.crc = iwarp.UpdateCRC(r.crc, r.rawDst[:placed])
 		}
 		m.mu.RUnlock()
+		iov[0], iov[1] = syscall.Iovec{}, syscall.Iovec{} // no stale pointer into registered memory
 		switch {
-		case err == syscall.EAGAIN:
+		case e == syscall.EAGAIN:
+			if r.w == 0 {
+				r.release() // wait without a buffer
+			}
 			return false
-		case err == syscall.EINTR:
+		case e == syscall.EINTR:
 			continue
-		case err != nil:
-			r.rawErr = err
+		case e != 0:
+			r.rawErr = e
 			return true
 		case n == 0:
 			r.rawErr = io.ErrUnexpectedEOF
 			return true
 		}
-		r.rawDst = r.rawDst[n:]
+		r.rawDst = r.rawDst[placed:]
+		r.w += n - placed
 	}
 	return true
 }
@@ -92,6 +129,7 @@ func (q *queuePair) rawFillStep(fd uintptr) bool {
 		if r.buf == nil {
 			r.take()
 		}
+		r.reads.Add(1)
 		n, err := syscall.Read(int(fd), r.buf[r.w:r.fillLim])
 		switch {
 		case err == syscall.EINTR:

@@ -10,8 +10,9 @@ import (
 // Without Linux readiness-based I/O, peer accesses hold the region's lock
 // across the whole socket read or write.
 
-// rawTxState and rawTxBuf are unused without readiness-based I/O.
+// rawRxState, rawTxState and rawTxBuf are unused without readiness-based I/O.
 type (
+	rawRxState struct{}
 	rawTxState struct{}
 	rawTxBuf   struct{}
 )

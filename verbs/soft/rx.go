@@ -18,7 +18,9 @@ import (
 // small payloads are copied out of it. A payload remainder of rxDirectMin
 // bytes or more is read straight into its destination (direct placement);
 // after such a large FPDU the read-ahead is limited to rxLargeReadAhead
-// bytes, so that the next large payload goes direct as well.
+// bytes, so that the next large payload goes direct as well. On Linux the
+// direct read is a readv that takes those rxLargeReadAhead bytes (the
+// trailer, the next header) in the same syscall (see rawReadStep).
 //
 // The buffer comes from rxPool while bytes are buffered and goes back when
 // the reader has consumed everything and must wait for the socket (on Linux
@@ -69,6 +71,11 @@ type rxState struct {
 	rawSTag    uint32
 	rawRevoked bool
 	rawErr     error
+	rawRxState
+
+	// reads counts the reader's read(2)/readv(2) calls on the socket
+	// (the Linux readiness-based path), for benchmarks.
+	reads atomic.Uint64
 
 	// Tagged message in progress.
 	tagActive bool
