@@ -7,4 +7,10 @@
 //
 //	cd nfsbind/gonfsinterop && go test -race . && go test -run '^$' -bench Peers -count 5 . | tee peers.txt
 //	benchstat -col /peer peers.txt
+//
+// System calls per call, with setup cancelled out (two runs, difference / 10000):
+//
+//	go test -c -o /tmp/peers.test .
+//	for n in 2000 12000; do strace -f -c -e 'trace=!futex' -o st.$n /tmp/peers.test -test.run '^$' \
+//	  -test.bench 'Peers/op=READ/size=4KiB/qd=32/peer=nfsserver-rdma$' -test.benchtime ${n}x; done
 package gonfsinterop
