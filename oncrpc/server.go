@@ -163,7 +163,6 @@ func NewServer(opts *ServerOptions) *Server {
 		listeners: make(map[Listener]struct{}),
 		conns:     make(map[ServerConn]struct{}),
 	}
-	s.workers.max = max(8, 4*runtime.GOMAXPROCS(0))
 	if opts != nil {
 		if opts.MaxConcurrent > 0 {
 			s.maxConc = opts.MaxConcurrent
@@ -185,6 +184,11 @@ func NewServer(opts *ServerOptions) *Server {
 			}
 		}
 	}
+	// As many parked push workers as one connection may keep busy: a burst of
+	// concurrent calls (4 KiB NFS READ at qd32) then reuses grown goroutines instead
+	// of starting new ones that grow their stacks again (copystack was ~3% of CPU with
+	// max(8, 4*GOMAXPROCS)). TCP's servePull keeps up to maxConc per connection.
+	s.workers.max = s.maxConc
 	s.readCtx, s.stopRead = context.WithCancel(context.Background())
 	s.callCtx, s.stopCalls = context.WithCancel(context.Background())
 	s.pool.New = func() any { return new(serverCallState) }
