@@ -16,14 +16,14 @@ import (
 
 // MountHandler returns the oncrpc handler of MOUNT version 3.
 func (s *Server) MountHandler() oncrpc.Handler {
-	return oncrpc.Procs{
+	return oncrpc.NonBlocking(oncrpc.Procs{
 		uint32(nfs3.MountProcNull):    null,
 		uint32(nfs3.MountProcMnt):     s.mnt,
 		uint32(nfs3.MountProcDump):    s.dump,
 		uint32(nfs3.MountProcUmnt):    s.umnt,
 		uint32(nfs3.MountProcUmntall): s.umntall,
 		uint32(nfs3.MountProcExport):  s.export,
-	}
+	}, uint32(nfs3.MountProcNull))
 }
 
 func hostOf(a net.Addr) string {

@@ -211,9 +211,11 @@ func (s *Server) Register(rs *oncrpc.Server) {
 }
 
 // NFSHandler returns the oncrpc handler of NFS version 3, with a duplicate request
-// cache in front of the non-idempotent procedures. Call it once per Server.
+// cache in front of the non-idempotent procedures. Call it once per Server. NULL is
+// declared non-blocking (oncrpc.NonBlocking), so over RDMA it is answered in the receive
+// context without a worker hand-off.
 func (s *Server) NFSHandler() oncrpc.Handler {
-	return s.withDRC(s.procs())
+	return oncrpc.NonBlocking(s.withDRC(s.procs()), uint32(nfs3.ProcNull))
 }
 
 func (s *Server) procs() oncrpc.Procs {
