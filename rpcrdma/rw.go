@@ -70,15 +70,10 @@ func (a *assembler) remotes() int {
 // completion; on failure nothing was posted, the held slots are given back and done is
 // not called.
 func (a *assembler) start(ctx context.Context, e *endpoint, mr verbs.MR, inline []byte, held int, done func(err error)) error {
-	buf := mr.Buf()
+	a.placeLocal(mr.Buf(), inline)
 	a.wrs = a.wrs[:0]
 	for _, p := range a.plan {
-		switch p.kind {
-		case pieceInline:
-			copy(buf[p.dstOff:p.dstOff+p.n], inline[p.srcOff:p.srcOff+p.n])
-		case pieceZero:
-			clear(buf[p.dstOff : p.dstOff+p.n])
-		case pieceRemote:
+		if p.kind == pieceRemote {
 			a.wrs = append(a.wrs, rdmaWR{
 				wr:  verbs.SendWR{Op: verbs.OpRead, RemoteSTag: p.seg.Handle, RemoteTO: p.seg.Offset},
 				sge: [1]verbs.SGE{{MR: mr, Offset: p.dstOff, Length: p.n}},
@@ -95,6 +90,20 @@ func (a *assembler) start(ctx context.Context, e *endpoint, mr verbs.MR, inline 
 		return err
 	}
 	return nil
+}
+
+// placeLocal fills the pieces that need no RDMA Read: inline bytes copied from inline,
+// XDR roundup zeroed. The remote pieces' ranges are disjoint from them, so this may run
+// before or after the Reads are posted.
+func (a *assembler) placeLocal(buf, inline []byte) {
+	for _, p := range a.plan {
+		switch p.kind {
+		case pieceInline:
+			copy(buf[p.dstOff:p.dstOff+p.n], inline[p.srcOff:p.srcOff+p.n])
+		case pieceZero:
+			clear(buf[p.dstOff : p.dstOff+p.n])
+		}
+	}
 }
 
 // planAssembly computes the pieces of the whole XDR stream. The inline source is either
@@ -191,7 +200,6 @@ func (a *assembler) appendPZRC(out []piece, p piece) []piece {
 // would wait for a credit first waits for its own Reads and gives their credits back, so
 // two pulls can never block each other.
 func (a *assembler) run(ctx context.Context, e *endpoint, mr verbs.MR, inline []byte, ord int, tokens *credits.Window) error {
-	buf := mr.Buf()
 	ord = max(ord, 1)
 	inFlight := 0
 	w := e.newWaiter()
@@ -208,13 +216,9 @@ func (a *assembler) run(ctx context.Context, e *endpoint, mr verbs.MR, inline []
 		}
 		return err
 	}
+	a.placeLocal(mr.Buf(), inline)
 	for _, p := range a.plan {
-		switch p.kind {
-		case pieceInline:
-			copy(buf[p.dstOff:p.dstOff+p.n], inline[p.srcOff:p.srcOff+p.n])
-		case pieceZero:
-			clear(buf[p.dstOff : p.dstOff+p.n])
-		case pieceRemote:
+		if p.kind == pieceRemote {
 			if inFlight == ord {
 				if err := drain(true); err != nil {
 					return err
