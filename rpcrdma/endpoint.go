@@ -351,6 +351,16 @@ func (e *endpoint) postSendBuf(ctx context.Context, idx, n int, op verbs.SendOp,
 // postSendBufHeld is postSendBuf for a caller that holds a send-queue slot already; it
 // never blocks.
 func (e *endpoint) postSendBufHeld(idx, n int, op verbs.SendOp, inv uint32, w *waiter) error {
+	if err := e.post(e.sendBufWR(idx, n, op, inv, w)); err != nil {
+		e.putSendBuf(idx)
+		return err
+	}
+	return nil
+}
+
+// sendBufWR fills send buffer idx's work request: n bytes with op (OpSend or OpSendInv
+// invalidating inv), signalled, completing w too when w is not nil.
+func (e *endpoint) sendBufWR(idx, n int, op verbs.SendOp, inv uint32, w *waiter) *verbs.SendWR {
 	wb := 0
 	if w != nil {
 		wb = w.idx + 1
@@ -358,14 +368,9 @@ func (e *endpoint) postSendBufHeld(idx, n int, op verbs.SendOp, inv uint32, w *w
 	sl := e.send[idx]
 	sl.sge[0] = sl.base
 	sl.sge[0].Length = n
-	wr := &sl.wr
-	*wr = verbs.SendWR{ID: wrID(kindSend, idx, wb), Op: op, Flags: verbs.Signaled,
+	sl.wr = verbs.SendWR{ID: wrID(kindSend, idx, wb), Op: op, Flags: verbs.Signaled,
 		SGL: sl.sge[:], InvalidateSTag: inv}
-	if err := e.post(wr); err != nil {
-		e.putSendBuf(idx)
-		return err
-	}
-	return nil
+	return &sl.wr
 }
 
 // postWR posts an RDMA Read or Write (or a Send of caller memory) that completes w.
@@ -397,16 +402,7 @@ func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op v
 	var send *verbs.SendWR
 	if idx >= 0 {
 		k++
-		wb := 0
-		if w != nil {
-			wb = w.idx + 1
-		}
-		sl := e.send[idx]
-		sl.sge[0] = sl.base
-		sl.sge[0].Length = n
-		send = &sl.wr
-		*send = verbs.SendWR{ID: wrID(kindSend, idx, wb), Op: op, Flags: verbs.Signaled,
-			SGL: sl.sge[:], InvalidateSTag: inv}
+		send = e.sendBufWR(idx, n, op, inv, w)
 	}
 	if k == 0 {
 		return nil
