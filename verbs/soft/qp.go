@@ -654,7 +654,6 @@ func (q *queuePair) start(conn net.Conn, crc bool, ird, ord, maxFPDU int, respon
 	q.rawConn, q.rawReadFn, q.rawWriteFn = rawConnOf(conn), q.rawReadStep, q.rawWriteStep
 	q.rawTryFn, q.rawFinishFn = q.rawTryStep, q.rawFinishStep
 	q.state = verbs.StateRTS
-	q.w.init(q)
 	q.r.init(q)
 	q.live.Store(2)
 	q.mu.Unlock()

@@ -120,10 +120,6 @@ type txState struct {
 	rawTxState
 }
 
-// init is called as the connection starts; the transmit state needs
-// nothing until the first batch.
-func (w *txState) init(q *queuePair) {}
-
 // errTxStopped ends a batch when the queue pair failed meanwhile (the
 // writer loop sees the error state next) or a Read Response's source was
 // invalidated (a Terminate is on its way).
