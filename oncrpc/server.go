@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -130,8 +132,10 @@ type Server struct {
 	// allowNone and allowSys are the Flavors policy.
 	allowNone, allowSys bool
 
-	mu    sync.RWMutex
-	progs map[uint32][]versionRange
+	// progs is the registry, replaced whole under mu by RegisterRange (copy on write),
+	// so lookup on the per-call path takes no lock shared by every connection.
+	mu    sync.Mutex
+	progs atomic.Pointer[map[uint32][]versionRange]
 
 	// readCtx stops reading (Shutdown); callCtx is handed to handlers and ends with Close.
 	readCtx    context.Context
@@ -159,7 +163,6 @@ func NewServer(opts *ServerOptions) *Server {
 		log:       hclog.NewNullLogger(),
 		allowNone: true,
 		allowSys:  true,
-		progs:     make(map[uint32][]versionRange),
 		listeners: make(map[Listener]struct{}),
 		conns:     make(map[ServerConn]struct{}),
 	}
@@ -208,12 +211,17 @@ func (s *Server) RegisterRange(prog, low, high uint32, h Handler) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, r := range s.progs[prog] {
+	progs := make(map[uint32][]versionRange)
+	if old := s.progs.Load(); old != nil {
+		maps.Copy(progs, *old)
+	}
+	for _, r := range progs[prog] {
 		if low <= r.high && r.low <= high {
 			panic(fmt.Sprintf("oncrpc: program %d versions %d..%d registered twice", prog, low, high))
 		}
 	}
-	s.progs[prog] = append(s.progs[prog], versionRange{low, high, h})
+	progs[prog] = append(slices.Clip(progs[prog]), versionRange{low, high, h})
+	s.progs.Store(&progs)
 }
 
 // Stats returns the server's counters.
@@ -726,9 +734,11 @@ func (s *Server) authenticate(req *Request) AuthStat {
 // lookup finds the handler of prog/vers. With no handler, ok says whether the program
 // is known, and low/high give its version range.
 func (s *Server) lookup(prog, vers uint32) (h Handler, low, high uint32, ok bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	rs := s.progs[prog]
+	p := s.progs.Load()
+	if p == nil {
+		return nil, 0, 0, false
+	}
+	rs := (*p)[prog]
 	if len(rs) == 0 {
 		return nil, 0, 0, false
 	}
