@@ -166,7 +166,7 @@ func FuzzServerCall(f *testing.F) {
 	s.RegisterRange(100003, 2, 3, echoHandler())
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var c captureConn
-		s.handle(context.Background(), &c, &ServerCall{Msg: Message{Inline: in}}, c.RemoteAddr())
+		s.handle(context.Background(), &c, &ServerCall{Msg: Message{Inline: in}}, c.RemoteAddr(), s.budget.Account(0))
 		var hdr CallHeader
 		callErr := hdr.DecodeXDR(xdr.NewDecoder(in))
 		if !c.replied {

@@ -86,8 +86,27 @@ type Request struct {
 	RemoteAddr net.Addr
 	Netid      string
 
-	sys   AuthSysParams
-	after []func()
+	sys      AuthSysParams
+	after    []func()
+	acct     *Account // the connection's share of the Server's Budget
+	reserved int64    // bytes Reserve took, released after the reply
+}
+
+// Reserve accounts n bytes the handler is about to allocate for this call (a READ
+// reply buffer) against the connection's and the Server's memory budgets, waiting
+// while either is spent (see Account): a peer that does not take its replies then
+// holds at most its budget. The bytes are given back once the reply has been handed
+// to the transport and the AfterReply functions have run. It returns ctx's error
+// if ctx ends first. Handlers declared NonBlocking must not call it.
+func (r *Request) Reserve(ctx context.Context, n int) error {
+	if r.acct == nil || n <= 0 {
+		return nil
+	}
+	if err := r.acct.Reserve(ctx, int64(n)); err != nil {
+		return fmt.Errorf("oncrpc: reserving %d bytes for the call: %w", n, err)
+	}
+	r.reserved += int64(n)
+	return nil
 }
 
 // AfterReply registers f to run once the reply has been handed to the transport (or
@@ -109,6 +128,16 @@ type ServerOptions struct {
 	// (RFC 2623 §2.3.1). NewServer panics if Flavors names a flavor this package does
 	// not implement.
 	Flavors []Flavor
+	// Budget bounds the bytes calls in progress hold across the Server's connections:
+	// what handlers reserve (Request.Reserve, e.g. READ reply buffers) and, over TCP,
+	// the call records read. Default: a Budget of DefaultBudget for this Server. Share
+	// one with rpcrdma.ServerOptions.Budget to bound both together.
+	Budget *Budget
+	// ConnBudget bounds the same bytes per connection (default DefaultConnBudget;
+	// negative: only Budget applies). A connection over its budget, or whose Budget is
+	// spent, is not read (TCP) and its handlers wait in Request.Reserve (every
+	// transport) until its replies have been sent.
+	ConnBudget int64
 }
 
 // ServerStats are cumulative counters.
@@ -154,19 +183,27 @@ type Server struct {
 
 	pool    sync.Pool // *serverCallState
 	workers workerPool
+
+	budget     *Budget
+	connBudget int64
 }
 
 // NewServer returns a Server with no programs registered. opts may be nil.
 func NewServer(opts *ServerOptions) *Server {
 	s := &Server{
-		maxConc:   64,
-		log:       hclog.NewNullLogger(),
-		allowNone: true,
-		allowSys:  true,
-		listeners: make(map[Listener]struct{}),
-		conns:     make(map[ServerConn]struct{}),
+		maxConc:    64,
+		log:        hclog.NewNullLogger(),
+		allowNone:  true,
+		allowSys:   true,
+		listeners:  make(map[Listener]struct{}),
+		conns:      make(map[ServerConn]struct{}),
+		connBudget: DefaultConnBudget,
 	}
 	if opts != nil {
+		s.budget = opts.Budget
+		if opts.ConnBudget != 0 {
+			s.connBudget = opts.ConnBudget
+		}
 		if opts.MaxConcurrent > 0 {
 			s.maxConc = opts.MaxConcurrent
 		}
@@ -192,6 +229,9 @@ func NewServer(opts *ServerOptions) *Server {
 	// of starting new ones that grow their stacks again (copystack was ~3% of CPU with
 	// max(8, 4*GOMAXPROCS)). TCP's servePull keeps up to maxConc per connection.
 	s.workers.max = s.maxConc
+	if s.budget == nil {
+		s.budget = NewBudget(DefaultBudget)
+	}
 	s.readCtx, s.stopRead = context.WithCancel(context.Background())
 	s.callCtx, s.stopCalls = context.WithCancel(context.Background())
 	s.pool.New = func() any { return new(serverCallState) }
@@ -340,11 +380,12 @@ func (s *Server) serveConn(c ServerConn) {
 			cancel()
 		}
 	}
+	acct := s.budget.Account(s.connBudget)
 	var err error
 	if pc, ok := c.(PushServerConn); ok {
-		err = s.servePush(ctx, pc, remote, stop)
+		err = s.servePush(ctx, pc, remote, acct, stop)
 	} else {
-		err = s.servePull(ctx, c, remote, stop)
+		err = s.servePull(ctx, c, remote, acct, stop)
 	}
 	c.Close()
 	s.connMu.Lock()
@@ -367,14 +408,16 @@ func (s *Server) serveConn(c ServerConn) {
 // loop instead was measured over TCP: no CPU saved, NULL latency up to 5% worse,
 // since the worker overlaps the reply with the loop's next read.) When ReadCall fails
 // it calls stop, and it returns when every call it read has been answered.
-func (s *Server) servePull(ctx context.Context, c ServerConn, remote net.Addr, stop func()) error {
+func (s *Server) servePull(ctx context.Context, c ServerConn, remote net.Addr, acct *Account, stop func()) error {
 	work := make(chan *ServerCall)
 	var inflight sync.WaitGroup
 	workers := 0
 	worker := func(call *ServerCall) {
 		defer inflight.Done()
 		for ; call != nil; call = <-work {
-			s.handle(ctx, c, call, remote)
+			n := int64(len(call.Msg.Inline))
+			s.handle(ctx, c, call, remote, acct)
+			acct.Release(n)
 		}
 	}
 	defer func() {
@@ -382,11 +425,22 @@ func (s *Server) servePull(ctx context.Context, c ServerConn, remote net.Addr, s
 		inflight.Wait()
 	}()
 	for {
+		// Back-pressure: while the connection's calls in progress hold its budget
+		// (or the Server's is spent), read nothing more from it. Its own calls
+		// finishing (answered, or failed when the connection is closed) ends the wait.
+		if acct.Over() {
+			if err := acct.WaitUnder(s.readCtx); err != nil {
+				stop()
+				return err
+			}
+		}
 		call, err := c.ReadCall(s.readCtx)
 		if err != nil {
 			stop()
 			return err
 		}
+		// The record is held until the call is answered.
+		acct.Charge(int64(len(call.Msg.Inline)))
 		s.calls.Add(1)
 		select {
 		case work <- call:
@@ -409,8 +463,8 @@ func (s *Server) servePull(ctx context.Context, c ServerConn, remote net.Addr, s
 // the transport lets its peer send, e.g. RPC-over-RDMA credits), since deliver must not
 // block. When ServeCalls returns it calls stop, and it returns when every delivered call
 // has been answered.
-func (s *Server) servePush(ctx context.Context, c PushServerConn, remote net.Addr, stop func()) error {
-	q := &pushQueue{s: s, ctx: ctx, c: c, remote: remote}
+func (s *Server) servePush(ctx context.Context, c PushServerConn, remote net.Addr, acct *Account, stop func()) error {
+	q := &pushQueue{s: s, ctx: ctx, c: c, remote: remote, acct: acct}
 	err := c.ServeCalls(s.readCtx, q.deliver)
 	stop()
 	q.inflight.Wait() // deliver is not called again: wait for the calls delivered
@@ -425,6 +479,7 @@ type pushQueue struct {
 	ctx    context.Context
 	c      ServerConn
 	remote net.Addr
+	acct   *Account
 
 	inflight sync.WaitGroup // workers serving this queue
 	mu       sync.Mutex
@@ -436,7 +491,7 @@ type pushQueue struct {
 func (q *pushQueue) deliver(call *ServerCall, inline bool) {
 	q.s.calls.Add(1)
 	if inline && q.s.inline(call) {
-		q.s.handle(q.ctx, q.c, call, q.remote)
+		q.s.handle(q.ctx, q.c, call, q.remote, q.acct)
 		return
 	}
 	q.mu.Lock()
@@ -469,7 +524,7 @@ func (q *pushQueue) drain() {
 		q.backlog[n-1] = nil
 		q.backlog = q.backlog[:n-1]
 		q.mu.Unlock()
-		q.s.handle(q.ctx, q.c, call, q.remote)
+		q.s.handle(q.ctx, q.c, call, q.remote, q.acct)
 	}
 }
 
@@ -587,10 +642,10 @@ type serverCallState struct {
 
 var noneVerf = OpaqueAuth{Flavor: AuthNone}
 
-func (s *Server) handle(ctx context.Context, c ServerConn, call *ServerCall, remote net.Addr) {
+func (s *Server) handle(ctx context.Context, c ServerConn, call *ServerCall, remote net.Addr, acct *Account) {
 	st := s.pool.Get().(*serverCallState)
 	req := &st.req
-	req.RemoteAddr, req.Netid = remote, remote.Network()
+	req.RemoteAddr, req.Netid, req.acct = remote, remote.Network(), acct
 	st.dec.Reset(call.Msg.Inline)
 	req.Args = &st.dec
 	st.enc.Reset(st.enc.Bytes()[:0])
@@ -607,6 +662,9 @@ func (s *Server) handle(ctx context.Context, c ServerConn, call *ServerCall, rem
 	}
 	for _, f := range req.after {
 		f()
+	}
+	if req.reserved > 0 {
+		acct.Release(req.reserved)
 	}
 	clear(req.after)
 	buf := st.enc.Bytes()

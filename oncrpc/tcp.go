@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,9 +29,21 @@ type TCPOptions struct {
 	// ReconnectBackoff is the first delay between reconnection attempts of a dialed
 	// client transport; it doubles up to 1s (default 10ms).
 	ReconnectBackoff time.Duration
+	// SendTimeout bounds how long a server connection may take to take one reply: a
+	// reply whose write does not finish within it (the peer stopped reading its
+	// socket) closes the connection, which ends its calls and frees what they hold.
+	// Default DefaultSendTimeout; negative: none. Client transports ignore it (their
+	// calls are bounded by their contexts).
+	SendTimeout time.Duration
 	// Logger receives control-path events. Default: no logging.
 	Logger hclog.Logger
 }
+
+// DefaultSendTimeout is the default TCPOptions.SendTimeout: 60 s, the Linux NFS
+// client's default major timeout over TCP (timeo=600), after which a well-behaved
+// client retransmits on a new connection anyway; a peer that takes nothing for that
+// long is not coming back for its replies.
+const DefaultSendTimeout = 60 * time.Second
 
 func (o *TCPOptions) withDefaults() TCPOptions {
 	var r TCPOptions
@@ -39,6 +52,9 @@ func (o *TCPOptions) withDefaults() TCPOptions {
 	}
 	if r.MaxRecord <= 0 {
 		r.MaxRecord = DefaultMaxRecord
+	}
+	if r.SendTimeout == 0 {
+		r.SendTimeout = DefaultSendTimeout
 	}
 	if r.ReconnectBackoff <= 0 {
 		r.ReconnectBackoff = 10 * time.Millisecond
@@ -369,8 +385,10 @@ func (l *TCPListener) Addr() net.Addr { return l.l.Addr() }
 
 // tcpServerConn is the server side of one TCP connection.
 type tcpServerConn struct {
-	c  net.Conn
-	rr *RecordReader
+	c           net.Conn
+	rr          *RecordReader
+	sendTimeout time.Duration
+	log         hclog.Logger
 
 	smu     sync.Mutex // guards watched, stop
 	watched context.Context
@@ -391,7 +409,8 @@ type tcpCall struct {
 // NewTCPServerConn returns a ServerConn over an accepted connection, which it owns.
 func NewTCPServerConn(c net.Conn, opts *TCPOptions) ServerConn {
 	o := opts.withDefaults()
-	sc := &tcpServerConn{c: c, rr: NewRecordReader(bufio.NewReaderSize(c, tcpBufferSize), o.MaxRecord)}
+	sc := &tcpServerConn{c: c, rr: NewRecordReader(bufio.NewReaderSize(c, tcpBufferSize), o.MaxRecord),
+		sendTimeout: o.SendTimeout, log: o.Logger}
 	sc.vecs.maxFrag = o.MaxFragment
 	return sc
 }
@@ -434,11 +453,18 @@ func (sc *tcpServerConn) WriteReply(call *ServerCall, reply *Message) error {
 	var err error
 	if reply != nil {
 		sc.wmu.Lock()
+		if sc.sendTimeout > 0 {
+			// Under wmu: the deadline covers this write only, not its wait for the lock.
+			sc.c.SetWriteDeadline(time.Now().Add(sc.sendTimeout))
+		}
 		sc.vecs.build(reply)
 		sc.nb = sc.vecs.iov
 		_, err = sc.nb.WriteTo(sc.c)
 		sc.wmu.Unlock()
 		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				sc.log.Warn("peer took no reply data within the send timeout; closing", "remote", sc.c.RemoteAddr().String(), "timeout", sc.sendTimeout)
+			}
 			// A partial record corrupts the stream: end the connection.
 			sc.c.Close()
 			err = fmt.Errorf("oncrpc: writing reply to %v: %w", sc.c.RemoteAddr(), err)

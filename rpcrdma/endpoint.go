@@ -75,6 +75,9 @@ type endpoint struct {
 	freeW   []*waiter
 
 	posted    atomic.Int64  // work requests posted and not completed
+	sqOut     atomic.Int64  // of which on the send queue
+	sqDone    atomic.Uint64 // send-queue completions so far (progress, for the stall watch)
+	readDone  atomic.Uint64 // of which RDMA Reads
 	flushing  atomic.Bool   // the queue pair is done: stop when posted reaches 0
 	stopped   chan struct{} // closed when no completion can arrive any more
 	stopOnce  sync.Once
@@ -440,8 +443,10 @@ func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op v
 		w.add(k)
 	}
 	e.posted.Add(int64(k))
+	e.sqOut.Add(int64(k))
 	if err := e.qp.PostSend(first); err != nil {
 		e.posted.Add(-int64(k))
+		e.sqOut.Add(-int64(k))
 		for i := 0; i < k; i++ {
 			e.sq <- struct{}{}
 		}
@@ -483,8 +488,10 @@ func (e *endpoint) acquireSQN(ctx context.Context, k int) error {
 // completion is counted in posted. If posting fails, the slot is given back.
 func (e *endpoint) post(wr *verbs.SendWR) error {
 	e.posted.Add(1)
+	e.sqOut.Add(1)
 	if err := e.qp.PostSend(wr); err != nil {
 		e.posted.Add(-1)
+		e.sqOut.Add(-1)
 		e.sq <- struct{}{}
 		return fmt.Errorf("rpcrdma: post %v: %w", wr.Op, err)
 	}
@@ -674,17 +681,28 @@ func (e *endpoint) dispatch(wc *verbs.Completion) {
 			e.earlyRecv(wc)
 		}
 	case kindSend:
+		e.sqCompleted(wc)
 		e.sq <- struct{}{}
 		e.sendFree <- a
 		if b > 0 {
 			e.waiterAt(b - 1).complete(wc)
 		}
 	case kindWaiter:
+		e.sqCompleted(wc)
 		e.sq <- struct{}{}
 		e.waiterAt(b - 1).complete(wc)
 	}
 	if e.posted.Add(-1) <= 0 && e.flushing.Load() {
 		e.stop()
+	}
+}
+
+// sqCompleted counts a send-queue completion for the stall watch.
+func (e *endpoint) sqCompleted(wc *verbs.Completion) {
+	e.sqOut.Add(-1)
+	e.sqDone.Add(1)
+	if wc.Opcode == verbs.OpcodeRead {
+		e.readDone.Add(1)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/credits"
@@ -29,6 +30,15 @@ const (
 	// grant, for RDMA_DONE and a client's first calls beyond its grant (answered with
 	// ERR_CHUNK rather than lost).
 	DefaultExtraRecvs = 2
+	// DefaultSendTimeout is the default ServerOptions.SendTimeout: 60 s, the Linux
+	// NFS client's default major timeout (timeo=600), after which a well-behaved
+	// client gives up on the connection and retransmits on a new one anyway.
+	DefaultSendTimeout = 60 * time.Second
+	// DefaultReadTimeout is the default ServerOptions.ReadTimeout: 30 s, as
+	// DefaultDoneTimeout. A live peer answers an RDMA Read in microseconds to
+	// milliseconds (its adapter does, without its CPU); 30 s is far beyond any
+	// scheduling or congestion delay.
+	DefaultReadTimeout = 30 * time.Second
 	// initialCallRecvs is how many receives for calls a connection posts at first (at
 	// most the policy's PerConn); more are registered as the client uses its credits.
 	initialCallRecvs = 2
@@ -70,6 +80,29 @@ type ServerOptions struct {
 	MSGP bool
 	// NoSendInvalidate disables Send With Invalidate even when the client allows it.
 	NoSendInvalidate bool
+	// Budget bounds the bytes that calls in progress hold across the listener's
+	// connections: reassembly buffers for calls with read chunks (reserved before
+	// they are registered) and reply-chunk buffers. Default: a Budget of
+	// oncrpc.DefaultBudget for this listener; share one with
+	// oncrpc.ServerOptions.Budget to bound both layers together. A call whose buffer
+	// the budget does not allow waits, holding only its receive buffer, which is not
+	// reposted meanwhile: the peer runs out of credits instead of the server out of
+	// memory.
+	Budget *oncrpc.Budget
+	// ConnBudget bounds the same bytes per connection. Default
+	// oncrpc.DefaultConnBudget; negative: only Budget applies.
+	ConnBudget int64
+	// SendTimeout closes a connection whose peer takes no data for this long: Sends
+	// and RDMA Writes posted and none completing (the peer stopped reading its
+	// socket, or its adapter stopped acknowledging). Closing flushes them, which ends
+	// the calls waiting for them and frees their buffers and registrations. Default
+	// DefaultSendTimeout; negative: none.
+	SendTimeout time.Duration
+	// ReadTimeout closes a connection whose RDMA Reads (pulling a call's read chunks)
+	// do not complete for this long: a peer that never answers them would otherwise
+	// hold the call, its credit and its reassembly buffer forever. Default
+	// DefaultReadTimeout; negative: none.
+	ReadTimeout time.Duration
 	// Logger receives control-path events. Default: none.
 	Logger hclog.Logger
 	// Trace, when set, is called with every transport message the server sends and
@@ -97,6 +130,18 @@ func (o *ServerOptions) fill() {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
+	if o.Budget == nil {
+		o.Budget = oncrpc.NewBudget(oncrpc.DefaultBudget)
+	}
+	if o.ConnBudget == 0 {
+		o.ConnBudget = oncrpc.DefaultConnBudget
+	}
+	if o.SendTimeout == 0 {
+		o.SendTimeout = DefaultSendTimeout
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = DefaultReadTimeout
+	}
 }
 
 // Addr is the address of an RPC-over-RDMA endpoint: a TCP-style address whose Network
@@ -121,7 +166,13 @@ type Listener struct {
 	mu    sync.Mutex
 	conns map[*ServerConn]struct{}
 	done  bool
+
+	stalled atomic.Uint64 // connections closed by the stall watch
 }
+
+// Stalled returns the number of connections closed because their peer took no data
+// within ServerOptions.SendTimeout or left RDMA Reads unanswered for ReadTimeout.
+func (l *Listener) Stalled() uint64 { return l.stalled.Load() }
 
 var _ oncrpc.Listener = (*Listener)(nil)
 
@@ -249,6 +300,7 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 		remote:     Addr{info.RemoteAddr},
 		ready:      make(chan *srvCall, nrecv),
 		pullq:      make(chan pullJob, nrecv),
+		acct:       o.Budget.Account(o.ConnBudget),
 	}
 	sc.regs.pd = l.pd
 	sc.reads = credits.NewWindow(max(sc.ord, 1))
@@ -265,6 +317,7 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 	l.mu.Unlock()
 	o.Logger.Debug("accepted", "remote", info.RemoteAddr, "inline_send", min(o.InlineSend, peer.RecvSize), "ord", sc.ord, "send_inv", peer.SendInvOK)
 	ep.start(info, peer, sc.onRecv)
+	sc.startStallWatch(o.SendTimeout, o.ReadTimeout)
 	return sc, nil
 }
 
@@ -274,7 +327,8 @@ type ServerConn struct {
 	ep         *endpoint
 	peer       ConnPrivate
 	cred       *credits.Conn
-	regs       regCache // reply payloads registered for RDMA Write (its own, so connections never wait for each other)
+	regs       regCache        // reply payloads registered for RDMA Write (its own, so connections never wait for each other)
+	acct       *oncrpc.Account // the connection's share of ServerOptions.Budget
 	inlineSend int
 	ord        int // RDMA Reads in flight at most; 0: the client allows none
 	remote     net.Addr
@@ -285,6 +339,7 @@ type ServerConn struct {
 	closeOnce sync.Once
 
 	mu          sync.Mutex
+	stall       *stallWatch // nil: not watched
 	free        []*srvCall
 	dones       map[uint32]*doneEntry
 	pullers     int // puller goroutines running
@@ -317,6 +372,7 @@ type srvCall struct {
 	finished bool // finishCall ran
 	recvIdx  int  // receive buffer holding the inline call, or -1
 	big      *bigBuf
+	charge   int64 // bytes of the memory budget reserved for big
 	// What the reply may use without waiting, reserved when the call was received
 	// (see receiveInline): a send buffer (-1: none) and a send-queue slot.
 	sendIdx int
@@ -374,6 +430,11 @@ func (sc *ServerConn) RemoteAddr() net.Addr { return sc.remote }
 func (sc *ServerConn) Close() error {
 	sc.closeOnce.Do(func() {
 		close(sc.closed)
+		sc.mu.Lock()
+		if sc.stall != nil {
+			sc.stall.stop()
+		}
+		sc.mu.Unlock()
 		sc.cancel()
 		sc.reads.Close()
 		sc.ep.teardown()

@@ -248,6 +248,15 @@ func (sc *ServerConn) readCall(ctx context.Context) (*oncrpc.ServerCall, error) 
 // connection are not held up) and queues the call for ReadCall. A failure ends the
 // connection, as in Linux svcrdma.
 func (sc *ServerConn) pull(c *srvCall, body []byte, total int) {
+	if c.big == nil {
+		if err := sc.takeBig(c, total); err != nil {
+			sc.l.opts.Logger.Debug("no reassembly buffer; closing", "remote", sc.remote, "xid", c.h.XID, "err", err)
+			sc.cred.Done()
+			sc.putCall(c)
+			sc.Close()
+			return
+		}
+	}
 	if err := c.asm.run(sc.ctx, sc.ep, c.big.mr, body, sc.ord, sc.reads); err != nil {
 		sc.l.opts.Logger.Debug("read chunks failed; closing", "remote", sc.remote, "xid", c.h.XID, "err", err)
 		sc.cred.Done()
@@ -395,12 +404,42 @@ func (sc *ServerConn) preparePull(c *srvCall, body []byte, grouped []chunks.Read
 		sc.l.opts.Logger.Debug("read chunks do not fit", "remote", sc.remote, "xid", c.h.XID, "err", err)
 		return nil, 0, errRefusePull
 	}
-	big, err := sc.l.bufs.get(total, verbs.AccessLocalWrite)
-	if err != nil {
+	// The buffer is accounted against the memory budget before it is taken: when the
+	// budget is spent the call waits for a puller (takeBig), holding only its receive
+	// buffer, which is not reposted until then (back-pressure on the peer's credits).
+	if !sc.acct.TryReserve(int64(bufSize(total))) {
+		return body, total, nil
+	}
+	c.charge = int64(bufSize(total))
+	if err := sc.getBig(c, total); err != nil {
 		return nil, 0, err
 	}
-	c.big = big
 	return body, total, nil
+}
+
+// getBig takes a registered reassembly buffer of total bytes for c, whose charge is
+// reserved already (given back if no buffer can be registered).
+func (sc *ServerConn) getBig(c *srvCall, total int) error {
+	big, err := sc.l.bufs.get(total, verbs.AccessLocalWrite)
+	if err != nil {
+		sc.acct.Release(c.charge)
+		c.charge = 0
+		return err
+	}
+	c.big = big
+	return nil
+}
+
+// takeBig waits until the memory budget allows c's reassembly buffer (total bytes)
+// and takes it; a puller calls it for a call preparePull could not give one. An
+// error (the connection closed, or no buffer) leaves c without one.
+func (sc *ServerConn) takeBig(c *srvCall, total int) error {
+	n := int64(bufSize(total))
+	if err := sc.acct.Reserve(sc.ctx, n); err != nil {
+		return fmt.Errorf("rpcrdma: %v: xid %#08x: waiting for memory budget: %w", sc.remote, c.h.XID, err)
+	}
+	c.charge = n
+	return sc.getBig(c, total)
 }
 
 // pullInline starts pulling c's read chunks from the completion context (receiveInline
@@ -444,7 +483,7 @@ func (sc *ServerConn) pullInline(c *srvCall, body []byte, grouped []chunks.ReadC
 // the connection.
 func (sc *ServerConn) pullNow(c *srvCall, body []byte, total int, nowait bool) (bool, error) {
 	k := c.asm.remotes()
-	if k > sc.ord || k > sc.ep.maxChain() || (nowait && k == 0) {
+	if c.big == nil || k > sc.ord || k > sc.ep.maxChain() || (nowait && k == 0) {
 		return false, nil
 	}
 	for c.asm.held = 0; c.asm.held < k; c.asm.held++ {

@@ -97,6 +97,10 @@ func (sc *ServerConn) releaseBuffers(c *srvCall) {
 		sc.l.bufs.put(c.big)
 		c.big = nil
 	}
+	if c.charge > 0 {
+		sc.acct.Release(c.charge)
+		c.charge = 0
+	}
 }
 
 // writeReply plans the reply (planReply) and executes the plan: it registers the
@@ -131,16 +135,18 @@ func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
 	}
 	if x.big != nil {
 		sc.l.bufs.put(x.big)
+		sc.acct.Release(x.charge)
 	}
 	return err
 }
 
 // replyExec is what executing a reply plan holds, for writeReply's cleanup.
 type replyExec struct {
-	idx   int     // send buffer taken and not posted, or -1
-	big   *bigBuf // stream buffer to give back (not one kept until RDMA_DONE)
-	w     *waiter // every work request posted
-	stage string  // what the work requests on w were, for errors
+	idx    int     // send buffer taken and not posted, or -1
+	big    *bigBuf // stream buffer to give back (not one kept until RDMA_DONE)
+	charge int64   // bytes of the memory budget big holds
+	w      *waiter // every work request posted
+	stage  string  // what the work requests on w were, for errors
 }
 
 // execReply executes plan p for call c (see writeReply).
@@ -172,7 +178,9 @@ func (sc *ServerConn) execReply(c *srvCall, reply *oncrpc.Message, p *replyPlan,
 		if err != nil {
 			return err
 		}
-		x.big = big
+		// The handler's reply is built already: account the copy, do not wait.
+		x.big, x.charge = big, int64(len(big.mr.Buf()))
+		sc.acct.Charge(x.charge)
 		appendStream(big.mr.Buf()[:0], reply, p.placed)
 		if p.path == pathReplyChunk {
 			if c.wrs, err = appendWrites(c.wrs, big.mr, 0, p.stream, in.ReplyChunk); err != nil {
@@ -184,8 +192,8 @@ func (sc *ServerConn) execReply(c *srvCall, reply *oncrpc.Message, p *replyPlan,
 			return fmt.Errorf("rpcrdma: xid %#08x: register reply read chunk: %w", in.XID, err)
 		}
 		out.ReadList[0].Segment = segmentOf(big.mr, p.stream)
-		sc.keepUntilDone(in.XID, big)
-		x.big = nil
+		sc.keepUntilDone(in.XID, big, x.charge)
+		x.big, x.charge = nil, 0
 		op, inv = verbs.OpSend, 0 // the client must keep its own STags for nothing; no invalidation ambiguity
 	}
 
@@ -287,18 +295,20 @@ func (sc *ServerConn) invalidate(c *srvCall) (verbs.SendOp, uint32) {
 
 // doneEntry is a reply kept registered as read chunks until RDMA_DONE or a timeout.
 type doneEntry struct {
-	big   *bigBuf
-	timer *time.Timer
+	big    *bigBuf
+	charge int64 // bytes of the memory budget big holds
+	timer  *time.Timer
 }
 
 func (d *doneEntry) release(sc *ServerConn) {
 	d.timer.Stop()
 	d.big.mr.Invalidate()
 	sc.l.bufs.put(d.big)
+	sc.acct.Release(d.charge)
 }
 
-func (sc *ServerConn) keepUntilDone(xid uint32, big *bigBuf) {
-	d := &doneEntry{big: big}
+func (sc *ServerConn) keepUntilDone(xid uint32, big *bigBuf, charge int64) {
+	d := &doneEntry{big: big, charge: charge}
 	sc.mu.Lock()
 	if old, ok := sc.dones[xid]; ok {
 		delete(sc.dones, xid)

@@ -303,7 +303,7 @@ func postOpIf(st *unix.Statx_t) nfs3.PostOpAttr {
 	return postOp(st)
 }
 
-func (s *Server) read(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) read(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var a nfs3.ReadArgs
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
@@ -318,6 +318,12 @@ func (s *Server) read(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) 
 			r.Status = nfs3.StatusAcces
 		} else {
 			count := min(int(a.Count), s.opts.MaxIO)
+			// The buffer is held until the reply has been sent: account it against
+			// the connection's memory budget first, waiting while a peer that takes
+			// no replies holds it (ctx ends when its connection does).
+			if err := req.Reserve(ctx, s.opts.MaxIO); err != nil {
+				return err
+			}
 			rb := s.bufs.Get().(*readBuf)
 			buf := rb.b[:count]
 			n := 0

@@ -1,0 +1,92 @@
+// Stall watch: a connection whose peer takes no data (Sends and RDMA Writes not
+// completing) or never answers the server's RDMA Reads is closed after a timeout, so
+// that it frees what its calls hold.
+
+package rpcrdma
+
+import (
+	"time"
+)
+
+// stallWatch checks a server connection's send queue for progress every period,
+// from a timer (no goroutine while it waits, so an idle connection holds none).
+type stallWatch struct {
+	sc                       *ServerConn
+	sendTimeout, readTimeout time.Duration // <= 0: not watched
+	period                   time.Duration
+	timer                    *time.Timer
+
+	// Progress seen at the last check, and since when none has been made while
+	// work was outstanding (zero: not stalled).
+	sqDone, readDone     uint64
+	sendSince, readSince time.Time
+}
+
+// stallChecks is how many checks a timeout spans: a stall is noticed between the
+// timeout and a quarter of it later.
+const stallChecks = 4
+
+// startStallWatch starts watching sc, unless both timeouts are off.
+func (sc *ServerConn) startStallWatch(sendTimeout, readTimeout time.Duration) {
+	shortest := time.Duration(0)
+	for _, d := range []time.Duration{sendTimeout, readTimeout} {
+		if d > 0 && (shortest == 0 || d < shortest) {
+			shortest = d
+		}
+	}
+	if shortest == 0 {
+		return
+	}
+	w := &stallWatch{sc: sc, sendTimeout: sendTimeout, readTimeout: readTimeout,
+		period: max(shortest/stallChecks, time.Millisecond)}
+	sc.mu.Lock()
+	sc.stall = w
+	w.timer = time.AfterFunc(w.period, w.check)
+	sc.mu.Unlock()
+}
+
+// stop ends the watch.
+func (w *stallWatch) stop() { w.timer.Stop() }
+
+// check runs from the timer: it closes the connection if its Sends/Writes or its
+// RDMA Reads have made no progress for their timeout while some were outstanding,
+// and otherwise checks again a period later.
+func (w *stallWatch) check() {
+	sc, e := w.sc, w.sc.ep
+	select {
+	case <-sc.closed:
+		return
+	default:
+	}
+	now := time.Now()
+	done, reads := e.sqDone.Load(), e.readDone.Load()
+	// Sends and Writes: anything on the send queue and nothing completed since the
+	// last check.
+	if w.sendTimeout > 0 && e.sqOut.Load() > 0 && done == w.sqDone {
+		if w.sendSince.IsZero() {
+			w.sendSince = now
+		} else if now.Sub(w.sendSince) >= w.sendTimeout {
+			sc.l.opts.Logger.Warn("peer took no data within the send timeout; closing", "remote", sc.remote, "timeout", w.sendTimeout)
+			sc.l.stalled.Add(1)
+			go sc.Close()
+			return
+		}
+	} else {
+		w.sendSince = time.Time{}
+	}
+	// RDMA Reads: some in flight (their ORD credits held) and none completed.
+	if w.readTimeout > 0 && sc.reads.InUse() > 0 && reads == w.readDone {
+		if w.readSince.IsZero() {
+			w.readSince = now
+		} else if now.Sub(w.readSince) >= w.readTimeout {
+			sc.l.opts.Logger.Warn("RDMA Reads not answered within the read timeout; closing", "remote", sc.remote, "timeout", w.readTimeout)
+			sc.l.stalled.Add(1)
+			go sc.Close()
+			return
+		}
+	} else {
+		w.readSince = time.Time{}
+	}
+	w.sqDone, w.readDone = done, reads
+	w.timer.Reset(w.period)
+}
