@@ -95,13 +95,15 @@ func (b *Budget) wait(ctx context.Context, cond func() bool) error {
 
 // An Account is one connection's share of a Budget. A reservation succeeds when it
 // keeps both the account and the budget within their bounds, or when the account
-// holds nothing: every connection can always have one call in progress, so a peer
-// that stalls its own connection cannot starve the others of all progress. Memory is
-// therefore bounded by the budget plus one reservation per connection.
+// holds no other reservation (only charges, or nothing): every connection can always
+// have one call in progress, so a peer that stalls its own connection cannot starve
+// the others of all progress. Memory is therefore bounded by the budget plus one
+// reservation per connection.
 type Account struct {
-	b     *Budget
-	limit int64
-	used  atomic.Int64
+	b        *Budget
+	limit    int64
+	used     atomic.Int64 // reserved and charged
+	reserved atomic.Int64 // of which reserved
 }
 
 // Limit returns the account's own bound in bytes (<= 0: none).
@@ -114,9 +116,10 @@ func (a *Account) InUse() int64 { return a.used.Load() }
 // bounds, or if the account holds nothing, and reports whether it did. It never
 // blocks.
 func (a *Account) TryReserve(n int64) bool {
+	r := a.reserved.Add(n)
 	au := a.used.Add(n)
 	bu := a.b.used.Add(n)
-	if au == n || ((a.limit <= 0 || au <= a.limit) && (a.b.limit <= 0 || bu <= a.b.limit)) {
+	if r == n || ((a.limit <= 0 || au <= a.limit) && (a.b.limit <= 0 || bu <= a.b.limit)) {
 		return true
 	}
 	a.Release(n)
@@ -138,8 +141,14 @@ func (a *Account) Charge(n int64) {
 	a.b.used.Add(n)
 }
 
-// Release gives back n bytes taken by TryReserve, Reserve or Charge.
+// Release gives back n bytes taken by TryReserve or Reserve.
 func (a *Account) Release(n int64) {
+	a.reserved.Add(-n)
+	a.Uncharge(n)
+}
+
+// Uncharge gives back n bytes taken by Charge.
+func (a *Account) Uncharge(n int64) {
 	a.used.Add(-n)
 	a.b.release(n)
 }

@@ -417,7 +417,7 @@ func (s *Server) servePull(ctx context.Context, c ServerConn, remote net.Addr, a
 		for ; call != nil; call = <-work {
 			n := int64(len(call.Msg.Inline))
 			s.handle(ctx, c, call, remote, acct)
-			acct.Release(n)
+			acct.Uncharge(n)
 		}
 	}
 	defer func() {

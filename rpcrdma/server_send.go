@@ -135,7 +135,7 @@ func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
 	}
 	if x.big != nil {
 		sc.l.bufs.put(x.big)
-		sc.acct.Release(x.charge)
+		sc.acct.Uncharge(x.charge)
 	}
 	return err
 }
@@ -304,7 +304,7 @@ func (d *doneEntry) release(sc *ServerConn) {
 	d.timer.Stop()
 	d.big.mr.Invalidate()
 	sc.l.bufs.put(d.big)
-	sc.acct.Release(d.charge)
+	sc.acct.Uncharge(d.charge)
 }
 
 func (sc *ServerConn) keepUntilDone(xid uint32, big *bigBuf, charge int64) {

@@ -34,6 +34,10 @@
 //	-rpcbind           register NFS (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma)
 //	                   with the local rpcbind; unregister on exit
 //	-rpcbind-addr A    rpcbind's address, host:port or unix:PATH (default 127.0.0.1:111)
+//	-mem-budget MiB    bytes calls in progress may hold, all connections (default 32)
+//	-conn-mem-budget MiB  the same per connection (default 8)
+//	-send-timeout D    close a connection that takes no reply data for D (default 60s)
+//	-read-timeout D    close an RDMA connection whose RDMA Reads stay unanswered (default 30s)
 //	-log-level L       trace, debug, info (default), warn, error
 //
 // SIGINT and SIGTERM stop it cleanly: calls in progress finish (at most
@@ -57,7 +61,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
+	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
 )
 
 func main() {
@@ -107,6 +113,11 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 	fs.BoolVar(&cfg.RPCBind, "rpcbind", false, "register NFS (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma) with the local rpcbind; unregister on exit")
 	fs.StringVar(&cfg.RPCBindAddr, "rpcbind-addr", rpcbind.DefaultAddr, "rpcbind `ADDR`: host:port, or unix:PATH for its AF_LOCAL socket")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", daemon.DefaultShutdownTimeout, "how long calls in progress may run after SIGINT/SIGTERM")
+	// Memory and stall bounds (issue #11 §2).
+	memBudget := fs.Int64("mem-budget", oncrpc.DefaultBudget>>20, "`MiB` that calls in progress may hold across all connections: READ buffers, reassembled WRITEs, TCP records (negative: no bound)")
+	connMemBudget := fs.Int64("conn-mem-budget", oncrpc.DefaultConnBudget>>20, "`MiB` that the calls in progress of one connection may hold (negative: no bound)")
+	fs.DurationVar(&cfg.SendTimeout, "send-timeout", rpcrdma.DefaultSendTimeout, "close a connection whose peer takes no reply data for this long (negative: never)")
+	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", rpcrdma.DefaultReadTimeout, "close an RDMA connection whose RDMA Reads stay unanswered this long (negative: never)")
 	level := fs.String("log-level", "info", "log `level`: trace, debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -124,6 +135,30 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		return cfg, fmt.Errorf("-shutdown-timeout %v: must be positive", cfg.ShutdownTimeout)
+	}
+	for _, b := range []struct {
+		name string
+		mib  int64
+		to   *int64
+	}{{"-mem-budget", *memBudget, &cfg.MemBudget}, {"-conn-mem-budget", *connMemBudget, &cfg.ConnMemBudget}} {
+		switch {
+		case b.mib == 0:
+			return cfg, fmt.Errorf("%s 0: want a number of MiB (negative: no bound)", b.name)
+		case b.mib > 1<<20:
+			return cfg, fmt.Errorf("%s %d: more than 1 TiB", b.name, b.mib)
+		case b.mib < 0:
+			*b.to = -1
+		default:
+			*b.to = b.mib << 20
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"-send-timeout", cfg.SendTimeout}, {"-read-timeout", cfg.ReadTimeout}} {
+		if d.v == 0 {
+			return cfg, fmt.Errorf("%s 0: want a duration (negative: never)", d.name)
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, flagErr(err)

@@ -123,6 +123,25 @@ type Config struct {
 	// RPCBindTimeout bounds each exchange with rpcbind. Default 10 s.
 	RPCBindTimeout time.Duration
 
+	// Memory and stall bounds, so that peers that send calls and never take the
+	// replies (or never answer RDMA Reads) cannot grow the server without bound.
+	//
+	// MemBudget bounds the bytes calls in progress hold across every NFS connection,
+	// RDMA and TCP together: READ reply buffers, reassembled calls (RDMA read chunks),
+	// received TCP records. Past it, connections are not read and calls wait.
+	// Default oncrpc.DefaultBudget (32 MiB); negative: no global bound.
+	MemBudget int64
+	// ConnMemBudget bounds the same bytes per connection. Default
+	// oncrpc.DefaultConnBudget (8 MiB); negative: none.
+	ConnMemBudget int64
+	// SendTimeout closes a connection whose peer takes no reply data for this long
+	// (TCP: a reply write; RDMA: Sends and RDMA Writes), freeing its calls' memory.
+	// Default rpcrdma.DefaultSendTimeout (60 s); negative: none.
+	SendTimeout time.Duration
+	// ReadTimeout closes an RDMA connection whose RDMA Reads (a WRITE's data) stay
+	// unanswered this long. Default rpcrdma.DefaultReadTimeout (30 s); negative: none.
+	ReadTimeout time.Duration
+
 	// ShutdownTimeout bounds the wait for calls in progress. Default 5 s.
 	ShutdownTimeout time.Duration
 	// Stdout, when set, receives the human start-up summary with the mount command.
@@ -145,6 +164,9 @@ type Info struct {
 	MountCommand string
 	// Registered lists the rpcbind mappings made, as "program/version/netid=uaddr".
 	Registered []string
+	// Budget is the memory budget the NFS listeners share (Config.MemBudget), for
+	// monitoring: Budget.InUse is what calls in progress hold.
+	Budget *oncrpc.Budget
 }
 
 // ConfigError reports a Config field that cannot be used: a bad value, or a listener
@@ -266,6 +288,18 @@ func (c *Config) fill() {
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if c.MemBudget == 0 {
+		c.MemBudget = oncrpc.DefaultBudget
+	}
+	if c.ConnMemBudget == 0 {
+		c.ConnMemBudget = oncrpc.DefaultConnBudget
+	}
+	if c.SendTimeout == 0 {
+		c.SendTimeout = rpcrdma.DefaultSendTimeout
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = rpcrdma.DefaultReadTimeout
+	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
 	}
@@ -360,7 +394,9 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 		return &ConfigError{Field: "Inline", Value: strconv.Itoa(cfg.Inline), Reason: "CONF_RDMA refuses it", Err: err}
 	}
 
-	main := oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("oncrpc")})
+	// One budget for both transports: what calls in progress hold, wherever they came from.
+	budget := oncrpc.NewBudget(max(cfg.MemBudget, 0))
+	main := oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("oncrpc"), Budget: budget, ConnBudget: cfg.ConnMemBudget})
 	nfs.Register(main)
 	conf.Register(main)
 	var mountd *oncrpc.Server
@@ -373,12 +409,17 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	}()
 	var info Info
 	info.ExportPath = nfs.ExportPath()
+	info.Budget = budget
 	if dev != nil {
 		l, err := rpcrdma.Listen(ctx, dev, cfg.RDMA, &rpcrdma.ServerOptions{
-			InlineSend: cfg.Inline,
-			InlineRecv: cfg.Inline,
-			Credits:    credits.NewServer(credits.Config{PerConn: cfg.Credits, Total: max(256, 4*cfg.Credits)}),
-			Logger:     log.Named("rpcrdma"),
+			InlineSend:  cfg.Inline,
+			InlineRecv:  cfg.Inline,
+			Credits:     credits.NewServer(credits.Config{PerConn: cfg.Credits, Total: max(256, 4*cfg.Credits)}),
+			Logger:      log.Named("rpcrdma"),
+			Budget:      budget,
+			ConnBudget:  cfg.ConnMemBudget,
+			SendTimeout: cfg.SendTimeout,
+			ReadTimeout: cfg.ReadTimeout,
 		})
 		if err != nil {
 			return listenErr("RDMA", cfg.RDMA, err)
@@ -387,7 +428,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 		info.RDMA = l.Addr()
 	}
 	if cfg.TCP != "" {
-		l, err := oncrpc.ListenTCP(cfg.TCP, &oncrpc.TCPOptions{Logger: log.Named("tcp")})
+		l, err := oncrpc.ListenTCP(cfg.TCP, &oncrpc.TCPOptions{Logger: log.Named("tcp"), SendTimeout: cfg.SendTimeout})
 		if err != nil {
 			return listenErr("TCP", cfg.TCP, err)
 		}

@@ -1,0 +1,278 @@
+//go:build linux
+
+package daemon
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
+	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
+)
+
+// freezeProxy forwards TCP connections to a server until frozen; from then on it
+// stops reading what the server sends (so the server's socket fills, as with a peer
+// that never reads its socket) while still forwarding what the client sends, and
+// refuses new connections. It models a hostile client without a hand-built one: the
+// real client transports run behind it.
+type freezeProxy struct {
+	ln     net.Listener
+	target string
+	frozen chan struct{} // closed by freeze
+	done   chan struct{} // closed by close
+	once   sync.Once
+	cOnce  sync.Once
+	mu     sync.Mutex
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+func newFreezeProxy(t testing.TB, target string) *freezeProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &freezeProxy{ln: ln, target: target, frozen: make(chan struct{}), done: make(chan struct{})}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *freezeProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *freezeProxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		select {
+		case <-p.frozen:
+			c.Close()
+			continue
+		default:
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go func() { // client to server, always
+			defer p.wg.Done()
+			io.Copy(s, c)
+		}()
+		go func() { // server to client, until frozen
+			defer p.wg.Done()
+			buf := make([]byte, 32<<10)
+			for {
+				select {
+				case <-p.frozen:
+					<-p.done // never read again
+					return
+				default:
+				}
+				n, err := s.Read(buf)
+				if n > 0 {
+					select {
+					case <-p.frozen: // read before the freeze took effect: drop it
+						return
+					default:
+					}
+					if _, werr := c.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// freeze stops the server-to-client direction of every connection and refuses new
+// ones.
+func (p *freezeProxy) freeze() { p.once.Do(func() { close(p.frozen) }) }
+
+// close closes the listener and every connection.
+func (p *freezeProxy) close() {
+	p.cOnce.Do(func() {
+		p.freeze()
+		close(p.done)
+		p.ln.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.mu.Unlock()
+		p.wg.Wait()
+	})
+}
+
+// heapInUse returns the bytes of live heap objects after a garbage collection
+// (runtime/metrics), the memory the tests bound.
+func heapInUse() uint64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// hostileServer is a daemon started by Run with the given bounds, serving a directory
+// holding one file ("big", 2 MiB).
+type hostileServer struct {
+	info Info
+	fh   nfs3.FH
+}
+
+func startHostileServer(t testing.TB, cfg Config) *hostileServer {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 2<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Export, cfg.RDMA, cfg.TCP = dir, "127.0.0.1:0", "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	ready := make(chan Info, 1)
+	go func() { errc <- Run(ctx, cfg, func(i Info) { ready <- i }) }()
+	var s hostileServer
+	select {
+	case s.info = <-ready:
+	case err := <-errc:
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return &s
+}
+
+// nfsClient is an NFS client over RDMA (to addr, the server or a proxy in front of
+// it) with MOUNT over TCP to the server.
+type nfsClient struct {
+	*nfsclient.Client
+	fh nfs3.FH
+}
+
+func (s *hostileServer) dialRDMA(t testing.TB, addr string) *nfsClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dev := soft.New(soft.Config{})
+	t.Cleanup(func() { dev.Close() })
+	rt, err := rpcrdma.Dial(ctx, dev, addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return s.mount(t, rt)
+}
+
+func (s *hostileServer) dialTCP(t testing.TB, addr string) *nfsClient {
+	t.Helper()
+	rt, err := oncrpc.DialTCP(context.Background(), addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return s.mount(t, rt)
+}
+
+func (s *hostileServer) mount(t testing.TB, rt oncrpc.RoundTripper) *nfsClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mrt, err := oncrpc.DialTCP(ctx, s.info.TCP.String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mrt.Close()
+	c, err := nfsclient.Mount(ctx, nfsclient.Transports{NFS: rt, Mount: mrt}, s.info.ExportPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh, _, err := c.LookupPath(ctx, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &nfsClient{Client: c, fh: fh}
+}
+
+// hostile is a client behind a freezeProxy that floods the server with READs of
+// 1 MiB and never takes the replies.
+type hostile struct {
+	p      *freezeProxy
+	c      *nfsClient
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// startHostile connects through a proxy (over RDMA, or TCP when tcp is set), lets
+// the client's credits grow with qd concurrent small READs, freezes the proxy and
+// sends qd READs of 1 MiB. Their write chunks all name one sink: no data reaches it
+// once the proxy is frozen.
+func (s *hostileServer) startHostile(t testing.TB, qd int, tcp bool) *hostile {
+	t.Helper()
+	h := &hostile{}
+	if tcp {
+		h.p = newFreezeProxy(t, s.info.TCP.String())
+		h.c = s.dialTCP(t, h.p.addr())
+	} else {
+		h.p = newFreezeProxy(t, s.info.RDMA.String())
+		h.c = s.dialRDMA(t, h.p.addr())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	t.Cleanup(h.stop)
+	// Warm up: qd calls at once, so that the server grows the client's credits.
+	var wg sync.WaitGroup
+	for i := 0; i < qd; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var b [4096]byte
+			h.c.Read(ctx, h.c.fh, 0, b[:])
+		}()
+	}
+	wg.Wait()
+	h.p.freeze()
+	sink := make([]byte, 1<<20)
+	for i := 0; i < qd; i++ {
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			h.c.Read(ctx, h.c.fh, 0, sink)
+		}()
+	}
+	return h
+}
+
+// stop abandons the hostile calls and closes the proxy.
+func (h *hostile) stop() {
+	h.cancel()
+	h.p.close()
+	h.wg.Wait()
+}
