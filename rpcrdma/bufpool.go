@@ -24,10 +24,12 @@ type bufPool struct {
 	all       []*bigBuf
 }
 
-// Bounds on the idle buffers a pool keeps.
+// Bounds on the idle buffers a pool keeps: after a burst (or an attack) the rest
+// are deregistered and go back to the runtime. 16 MiB is half the default memory
+// budget (oncrpc.DefaultBudget), a dozen 1 MiB WRITEs' reassembly buffers.
 const (
 	maxPooled      = 64
-	maxPooledBytes = 64 << 20
+	maxPooledBytes = 16 << 20
 )
 
 // minBuf is the smallest buffer a bufPool registers.

@@ -24,7 +24,10 @@ import (
 // dropped are not kept alive for long.
 //
 // A Client has one cache; a server has one per connection, so that connections never
-// wait for each other's registrations (Linux keeps its MRs per transport, too).
+// wait for each other's registrations (Linux keeps its MRs per transport, too). A
+// server connection's cache is bounded by its memory budget (ServerOptions.ConnBudget)
+// rather than maxCachedBytes: cached regions keep dropped buffers (READ buffers the
+// pool let go) reachable, so many connections must not each pin 64 MiB.
 
 // Bounds on what a regCache keeps.
 const (
@@ -56,6 +59,16 @@ type regCache struct {
 	n     int             // cached regions
 	bytes int             // total length of the cached regions
 	tick  uint64
+	// maxBytes bounds bytes (0: maxCachedBytes).
+	maxBytes int
+}
+
+// limit returns the cache's bound in bytes.
+func (c *regCache) limit() int {
+	if c.maxBytes > 0 {
+		return c.maxBytes
+	}
+	return maxCachedBytes
 }
 
 func newRegCache(pd verbs.PD) *regCache { return &regCache{pd: pd} }
@@ -85,8 +98,8 @@ func (c *regCache) register(buf []byte, acc verbs.Access) (*reg, error) {
 		return r, nil
 	}
 	var victims []*reg
-	cache := len(buf) <= maxCachedBytes/4
-	for cache && (c.n >= maxCachedRegs || c.bytes+len(buf) > maxCachedBytes) {
+	cache := len(buf) <= c.limit()/4
+	for cache && (c.n >= maxCachedRegs || c.bytes+len(buf) > c.limit()) {
 		var victim *reg
 		for _, l := range c.m {
 			for r := l; r != nil; r = r.next {

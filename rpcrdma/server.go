@@ -303,6 +303,9 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 		acct:       o.Budget.Account(o.ConnBudget),
 	}
 	sc.regs.pd = l.pd
+	if o.ConnBudget > 0 {
+		sc.regs.maxBytes = int(min(o.ConnBudget, maxCachedBytes))
+	}
 	sc.reads = credits.NewWindow(max(sc.ord, 1))
 	sc.reads.Update(uint32(max(sc.ord, 1)))
 	sc.ctx, sc.cancel = context.WithCancel(context.Background())

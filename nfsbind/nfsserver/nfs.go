@@ -324,7 +324,7 @@ func (s *Server) read(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder
 			if err := req.Reserve(ctx, s.opts.MaxIO); err != nil {
 				return err
 			}
-			rb := s.bufs.Get().(*readBuf)
+			rb := s.getReadBuf()
 			buf := rb.b[:count]
 			n := 0
 			var err error

@@ -77,7 +77,7 @@ type Server struct {
 	drc        drc
 	verf       [nfs3.WriteVerfSize]byte
 	asRoot     bool
-	bufs       sync.Pool // *readBuf of MaxIO bytes
+	bufs       chan *readBuf // idle READ buffers of MaxIO bytes, at most maxIdleReadBufs
 
 	mountMu sync.Mutex
 	mounts  []mountEntry
@@ -89,6 +89,31 @@ type mountEntry struct{ host, path string }
 type readBuf struct {
 	b       []byte
 	release func()
+}
+
+// maxIdleReadBufs bounds the idle READ buffers kept for reuse (16 MiB with the
+// default MaxIO); beyond it a released buffer is dropped for the garbage collector.
+// A fixed free list rather than a sync.Pool: the transports cache the registration
+// of each buffer they send from (rpcrdma's per-connection regCache), and buffers a
+// sync.Pool drops at every collection would be replaced by new ones while the caches
+// kept the dropped ones reachable.
+const maxIdleReadBufs = 16
+
+// getReadBuf returns an idle READ buffer or a new one.
+func (s *Server) getReadBuf() *readBuf {
+	select {
+	case rb := <-s.bufs:
+		return rb
+	default:
+	}
+	rb := &readBuf{b: make([]byte, s.opts.MaxIO)}
+	rb.release = func() { // bound once, so AfterReply does not allocate
+		select {
+		case s.bufs <- rb:
+		default:
+		}
+	}
+	return rb
 }
 
 // New opens the export and returns a Server for it.
@@ -171,12 +196,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("nfsserver: stat export %s: %w", abs, err)
 	}
 	s.idx.put(keyOf(&st), "")
-	max := opts.MaxIO
-	s.bufs.New = func() any {
-		rb := &readBuf{b: make([]byte, max)}
-		rb.release = func() { s.bufs.Put(rb) } // bound once, so AfterReply does not allocate
-		return rb
-	}
+	s.bufs = make(chan *readBuf, maxIdleReadBufs)
 	s.log.Info("exporting", "root", abs, "path", opts.ExportPath, "read_only", opts.ReadOnly, "max_io", opts.MaxIO)
 	return s, nil
 }

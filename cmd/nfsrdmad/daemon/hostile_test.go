@@ -4,6 +4,8 @@ package daemon
 
 import (
 	"context"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"testing"
 	"time"
 )
@@ -62,5 +64,65 @@ func TestHostileMemoryReadFlood(t *testing.T) {
 	}
 	for _, h := range hs {
 		h.stop()
+	}
+}
+
+// TestHostileMemoryStalledReplies: the same flood with a short send timeout. The
+// server closes the connections that take no data (RDMA: Sends and RDMA Writes not
+// completing; TCP: a reply write not finishing), which ends their calls: everything
+// they held goes back to the budget and the heap, and the server still serves.
+func TestHostileMemoryStalledReplies(t *testing.T) {
+	const qd = 64
+	s := startHostileServer(t, Config{SendTimeout: 300 * time.Millisecond, ReadTimeout: -1})
+	good := s.dialRDMA(t, s.info.RDMA.String())
+	base := heapInUse()
+	b := s.info.Budget
+	for _, tcp := range []bool{false, true} {
+		h := s.startHostile(t, qd, tcp)
+		waitFor(t, "the hostile calls to hold memory", func() bool { return b.InUse() >= 4<<20 })
+		// Nothing else will release it: only the stall timeout closing the connection.
+		waitFor(t, "the stalled connection to be closed and its memory released", func() bool { return b.InUse() == 0 })
+		h.stop()
+	}
+	after := heapInUse()
+	t.Logf("heap in use: %d MiB before, %d MiB after the stalled connections were closed", base>>20, after>>20)
+	if grown := int64(after) - int64(base); grown > 24<<20 {
+		t.Errorf("heap still %d MiB above its level before the attack", grown>>20)
+	}
+	buf := make([]byte, 1<<20)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if n, _, err := good.Read(ctx, good.fh, 0, buf); err != nil || n != len(buf) {
+		t.Fatalf("READ after the attack: n=%d err=%v", n, err)
+	}
+}
+
+// TestHostileMemoryStalledReadChunk: a WRITE of 1 MiB whose read chunk the client
+// never lets the server read (its RDMA Reads go unanswered) holds a reassembly
+// buffer; after the read timeout the connection is closed and the buffer released.
+func TestHostileMemoryStalledReadChunk(t *testing.T) {
+	s := startHostileServer(t, Config{SendTimeout: -1, ReadTimeout: 300 * time.Millisecond})
+	p := newFreezeProxy(t, s.info.RDMA.String())
+	c := s.dialRDMA(t, p.addr())
+	p.freeze()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Write(ctx, c.fh, 0, make([]byte, 1<<20), nfs3.FileSync)
+		done <- err
+	}()
+	b := s.info.Budget
+	waitFor(t, "the WRITE's reassembly buffer to be reserved", func() bool { return b.InUse() >= 1<<20 })
+	waitFor(t, "the connection to be closed and the buffer released", func() bool { return b.InUse() == 0 })
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("the stalled WRITE succeeded")
+	}
+	// The server still serves others.
+	good := s.dialRDMA(t, s.info.RDMA.String())
+	wctx, wcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer wcancel()
+	if _, err := good.Write(wctx, good.fh, 0, make([]byte, 1<<20), nfs3.FileSync); err != nil {
+		t.Fatalf("WRITE from a well-behaved client: %v", err)
 	}
 }
