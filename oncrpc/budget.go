@@ -32,17 +32,25 @@ const (
 type Budget struct {
 	limit   int64
 	used    atomic.Int64
-	waiting atomic.Int32
+	waiting atomic.Int32 // len(queue), read without mu on the release path
 
-	mu   sync.Mutex
-	wake chan struct{} // closed and replaced on a release while someone waits
+	mu    sync.Mutex
+	queue []*budgetWaiter // oldest first
 }
+
+// A budgetWaiter is a caller waiting in Reserve (n bytes) or WaitUnder (n == 0).
+type budgetWaiter struct {
+	a       *Account
+	n       int64
+	ready   chan struct{} // one token once granted
+	granted bool          // guarded by the Budget's mu
+}
+
+var budgetWaiters = sync.Pool{New: func() any { return &budgetWaiter{ready: make(chan struct{}, 1)} }}
 
 // NewBudget returns a Budget of limit bytes; limit <= 0 means no global bound (only
 // the Accounts' own bounds apply).
-func NewBudget(limit int64) *Budget {
-	return &Budget{limit: limit, wake: make(chan struct{})}
-}
+func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
 
 // Limit returns the budget's bound in bytes (<= 0: none).
 func (b *Budget) Limit() int64 { return b.limit }
@@ -57,40 +65,80 @@ func (b *Budget) Account(limit int64) *Account { return &Account{b: b, limit: li
 // over reports whether b is at or over its bound.
 func (b *Budget) over() bool { return b.limit > 0 && b.used.Load() >= b.limit }
 
-// release gives back n bytes and wakes the waiters, if any.
+// release gives back n bytes and serves the waiters, if any.
 func (b *Budget) release(n int64) {
 	b.used.Add(-n)
 	if b.waiting.Load() > 0 {
 		b.mu.Lock()
-		close(b.wake)
-		b.wake = make(chan struct{})
+		b.grantLocked()
 		b.mu.Unlock()
 	}
 }
 
-// wait waits until some bytes are released after cond reported false, or ctx ends.
-func (b *Budget) wait(ctx context.Context, cond func() bool) error {
-	for {
-		if cond() {
-			return nil
+// satisfyLocked takes w's reservation (or checks w's account is not over) and
+// reports whether w may go. It runs under b.mu, so a failed reservation is rolled
+// back without serving the queue: waiters check again under b.mu anyway.
+func (w *budgetWaiter) satisfyLocked() bool {
+	if w.n == 0 {
+		return !w.a.Over()
+	}
+	return w.a.tryReserve(w.n, false)
+}
+
+// grantLocked lets go, oldest first, every waiter whose reservation now fits, handing
+// it the reservation: one release wakes only the callers it lets proceed.
+func (b *Budget) grantLocked() {
+	q := b.queue[:0]
+	for _, w := range b.queue {
+		if w.satisfyLocked() {
+			w.granted = true
+			b.waiting.Add(-1)
+			w.ready <- struct{}{}
+			continue
 		}
-		b.waiting.Add(1)
-		b.mu.Lock()
-		w := b.wake
+		q = append(q, w)
+	}
+	clear(b.queue[len(q):])
+	b.queue = q
+}
+
+// wait queues a caller of Reserve (n bytes) or WaitUnder (n == 0) on a's behalf
+// until it is granted or ctx ends.
+func (b *Budget) wait(ctx context.Context, a *Account, n int64) error {
+	w := budgetWaiters.Get().(*budgetWaiter)
+	defer budgetWaiters.Put(w)
+	w.a, w.n, w.granted = a, n, false
+	b.mu.Lock()
+	// Bytes released since the caller's attempt found no waiter: try again first.
+	if w.satisfyLocked() {
 		b.mu.Unlock()
-		// Bytes released between the check above and taking w woke nobody: check again.
-		if cond() {
-			b.waiting.Add(-1)
-			return nil
-		}
-		select {
-		case <-w:
-			b.waiting.Add(-1)
-		case <-ctx.Done():
-			b.waiting.Add(-1)
-			return ctx.Err()
+		return nil
+	}
+	b.queue = append(b.queue, w)
+	b.waiting.Add(1)
+	b.mu.Unlock()
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w.granted { // granted as ctx ended: the caller has it
+		<-w.ready
+		return nil
+	}
+	for i, x := range b.queue {
+		if x == w {
+			last := len(b.queue) - 1
+			copy(b.queue[i:], b.queue[i+1:])
+			b.queue[last] = nil
+			b.queue = b.queue[:last]
+			break
 		}
 	}
+	b.waiting.Add(-1)
+	return ctx.Err()
 }
 
 // An Account is one connection's share of a Budget. A reservation succeeds when it
@@ -115,23 +163,34 @@ func (a *Account) InUse() int64 { return a.used.Load() }
 // TryReserve takes n bytes if that keeps the account and its budget within their
 // bounds, or if the account holds nothing, and reports whether it did. It never
 // blocks.
-func (a *Account) TryReserve(n int64) bool {
+func (a *Account) TryReserve(n int64) bool { return a.tryReserve(n, true) }
+
+// tryReserve is TryReserve; a failed attempt serves the budget's waiters when serve
+// is set (its bytes, counted for a moment, may have made one of them queue).
+func (a *Account) tryReserve(n int64, serve bool) bool {
 	r := a.reserved.Add(n)
 	au := a.used.Add(n)
 	bu := a.b.used.Add(n)
 	if r == n || ((a.limit <= 0 || au <= a.limit) && (a.b.limit <= 0 || bu <= a.b.limit)) {
 		return true
 	}
-	a.Release(n)
+	a.reserved.Add(-n)
+	a.used.Add(-n)
+	if serve {
+		a.b.release(n)
+	} else {
+		a.b.used.Add(-n)
+	}
 	return false
 }
 
-// Reserve waits until it can take n bytes (see TryReserve) or ctx ends.
+// Reserve waits until it can take n bytes (see TryReserve) or ctx ends. Waiters are
+// served oldest first, as releases make room.
 func (a *Account) Reserve(ctx context.Context, n int64) error {
 	if a.TryReserve(n) {
 		return nil
 	}
-	return a.b.wait(ctx, func() bool { return a.TryReserve(n) })
+	return a.b.wait(ctx, a, n)
 }
 
 // Charge takes n bytes whatever the bounds: memory already held (a record received)
@@ -163,5 +222,8 @@ func (a *Account) Over() bool {
 
 // WaitUnder waits until Over is false or ctx ends.
 func (a *Account) WaitUnder(ctx context.Context) error {
-	return a.b.wait(ctx, func() bool { return !a.Over() })
+	if !a.Over() {
+		return nil
+	}
+	return a.b.wait(ctx, a, 0)
 }
