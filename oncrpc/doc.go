@@ -44,6 +44,16 @@
 // record over the transport's limit, or a stream that ends inside a record, closes
 // the connection.
 //
+// # Memory budget
+//
+// A Server bounds what calls in progress hold, globally (ServerOptions.Budget,
+// default DefaultBudget) and per connection (ConnBudget, default DefaultConnBudget):
+// handlers reserve their big buffers with Request.Reserve (nfsserver's READ does),
+// TCP call records are charged while their call runs, and a TCP connection over its
+// budget is not read until its calls are answered. A connection may always have one
+// reservation, so stalled peers cannot starve the others. TCPOptions.SendTimeout
+// closes a connection whose peer does not take a reply.
+//
 // # Client
 //
 // A Client issues calls over a RoundTripper with unique XIDs (random start), context

@@ -66,6 +66,13 @@ func TestParseFlags(t *testing.T) {
 	if cfg, err := parseFlags([]string{"-export", dir, "-max-open-files", "-1"}, io.Discard); err != nil || cfg.MaxOpenFiles != -1 {
 		t.Errorf("-max-open-files -1: %+v, %v", cfg, err)
 	}
+	if cfg.MemBudget != 32<<20 || cfg.ConnMemBudget != 8<<20 || cfg.SendTimeout != time.Minute || cfg.ReadTimeout != 30*time.Second {
+		t.Errorf("memory and stall defaults %+v", cfg)
+	}
+	cfg, err = parseFlags([]string{"-export", dir, "-mem-budget", "100", "-conn-mem-budget", "-1", "-send-timeout", "5s", "-read-timeout", "-1s"}, io.Discard)
+	if err != nil || cfg.MemBudget != 100<<20 || cfg.ConnMemBudget != -1 || cfg.SendTimeout != 5*time.Second || cfg.ReadTimeout != -time.Second {
+		t.Errorf("memory and stall flags: %+v, %v", cfg, err)
+	}
 
 	file := filepath.Join(dir, "file")
 	os.WriteFile(file, nil, 0o644)
@@ -89,6 +96,11 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-export", dir, "-max-io", "100"}, "-max-io 100"},
 		{[]string{"-export", dir, "-log-level", "loud"}, "-log-level \"loud\""},
 		{[]string{"-export", dir, "-shutdown-timeout", "0s"}, "-shutdown-timeout"},
+		{[]string{"-export", dir, "-mem-budget", "0"}, "-mem-budget 0: want a number of MiB"},
+		{[]string{"-export", dir, "-conn-mem-budget", "0"}, "-conn-mem-budget 0"},
+		{[]string{"-export", dir, "-mem-budget", "2000000"}, "-mem-budget 2000000: more than 1 TiB"},
+		{[]string{"-export", dir, "-send-timeout", "0s"}, "-send-timeout 0"},
+		{[]string{"-export", dir, "-read-timeout", "0s"}, "-read-timeout 0"},
 		{[]string{"-export", dir, "extra"}, "unexpected arguments"},
 		{[]string{"-no-such-flag"}, "not defined"},
 	}

@@ -143,7 +143,6 @@ func heapInUse() uint64 {
 // holding one file ("big", 2 MiB).
 type hostileServer struct {
 	info Info
-	fh   nfs3.FH
 }
 
 func startHostileServer(t testing.TB, cfg Config) *hostileServer {
