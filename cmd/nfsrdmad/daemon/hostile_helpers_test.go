@@ -139,6 +139,13 @@ func heapInUse() uint64 {
 	return s[0].Value.Uint64()
 }
 
+// stacksInUse returns the bytes of goroutine stacks (runtime/metrics).
+func stacksInUse() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/stacks:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
 // hostileServer is a daemon started by Run with the given bounds, serving a directory
 // holding one file ("big", 2 MiB).
 type hostileServer struct {

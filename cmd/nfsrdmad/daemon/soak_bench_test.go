@@ -42,7 +42,7 @@ func soakHostile(b *testing.B, cfg Config, hostiles int) {
 	const qd = 64
 	s := startHostileServer(b, cfg)
 	good := s.dialRDMA(b, s.info.RDMA.String())
-	base := heapInUse()
+	base, baseStacks := heapInUse(), stacksInUse()
 	var hs []*hostile
 	for i := 0; i < hostiles; i++ {
 		hs = append(hs, s.startHostile(b, qd, false))
@@ -70,12 +70,13 @@ func soakHostile(b *testing.B, cfg Config, hostiles int) {
 		}
 	}
 	b.StopTimer()
-	peak := heapInUse()
+	peak, stacks := heapInUse(), stacksInUse()
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-us")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
 	b.ReportMetric(float64(int64(peak)-int64(base))/(1<<20), "heap-MiB")
 	b.ReportMetric(float64(bud.InUse())/(1<<20), "budget-MiB")
+	b.ReportMetric(float64(int64(stacks)-int64(baseStacks))/(1<<20), "stacks-MiB")
 	for _, h := range hs {
 		h.stop()
 	}
