@@ -4,8 +4,6 @@ package daemon
 
 import (
 	"context"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/stallproxy"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
@@ -21,110 +20,15 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
 
-// freezeProxy forwards TCP connections to a server until frozen; from then on it
-// stops reading what the server sends (so the server's socket fills, as with a peer
-// that never reads its socket) while still forwarding what the client sends, and
-// refuses new connections. It models a hostile client without a hand-built one: the
-// real client transports run behind it.
-type freezeProxy struct {
-	ln     net.Listener
-	target string
-	frozen chan struct{} // closed by freeze
-	done   chan struct{} // closed by close
-	once   sync.Once
-	cOnce  sync.Once
-	mu     sync.Mutex
-	conns  []net.Conn
-	wg     sync.WaitGroup
-}
-
-func newFreezeProxy(t testing.TB, target string) *freezeProxy {
+// newFreezeProxy starts a stallproxy in front of target, closed with the test.
+func newFreezeProxy(t testing.TB, target string) *stallproxy.Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := stallproxy.New(target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &freezeProxy{ln: ln, target: target, frozen: make(chan struct{}), done: make(chan struct{})}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.close)
+	t.Cleanup(p.Close)
 	return p
-}
-
-func (p *freezeProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *freezeProxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		select {
-		case <-p.frozen:
-			c.Close()
-			continue
-		default:
-		}
-		s, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, s)
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go func() { // client to server, always
-			defer p.wg.Done()
-			io.Copy(s, c)
-		}()
-		go func() { // server to client, until frozen
-			defer p.wg.Done()
-			buf := make([]byte, 32<<10)
-			for {
-				select {
-				case <-p.frozen:
-					<-p.done // never read again
-					return
-				default:
-				}
-				n, err := s.Read(buf)
-				if n > 0 {
-					select {
-					case <-p.frozen: // read before the freeze took effect: drop it
-						return
-					default:
-					}
-					if _, werr := c.Write(buf[:n]); werr != nil {
-						return
-					}
-				}
-				if err != nil {
-					return
-				}
-			}
-		}()
-	}
-}
-
-// freeze stops the server-to-client direction of every connection and refuses new
-// ones.
-func (p *freezeProxy) freeze() { p.once.Do(func() { close(p.frozen) }) }
-
-// close closes the listener and every connection.
-func (p *freezeProxy) close() {
-	p.cOnce.Do(func() {
-		p.freeze()
-		close(p.done)
-		p.ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
 }
 
 // heapInUse returns the bytes of live heap objects (runtime/metrics) after two
@@ -238,7 +142,7 @@ func (s *hostileServer) mount(t testing.TB, rt oncrpc.RoundTripper) *nfsClient {
 // hostile is a client behind a freezeProxy that floods the server with READs of
 // 1 MiB and never takes the replies.
 type hostile struct {
-	p      *freezeProxy
+	p      *stallproxy.Proxy
 	c      *nfsClient
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -253,10 +157,10 @@ func (s *hostileServer) startHostile(t testing.TB, qd int, tcp bool) *hostile {
 	h := &hostile{}
 	if tcp {
 		h.p = newFreezeProxy(t, s.info.TCP.String())
-		h.c = s.dialTCP(t, h.p.addr())
+		h.c = s.dialTCP(t, h.p.Addr())
 	} else {
 		h.p = newFreezeProxy(t, s.info.RDMA.String())
-		h.c = s.dialRDMA(t, h.p.addr())
+		h.c = s.dialRDMA(t, h.p.Addr())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
@@ -272,7 +176,7 @@ func (s *hostileServer) startHostile(t testing.TB, qd int, tcp bool) *hostile {
 		}()
 	}
 	wg.Wait()
-	h.p.freeze()
+	h.p.Freeze()
 	sink := make([]byte, 1<<20)
 	for i := 0; i < qd; i++ {
 		h.wg.Add(1)
@@ -287,6 +191,6 @@ func (s *hostileServer) startHostile(t testing.TB, qd int, tcp bool) *hostile {
 // stop abandons the hostile calls and closes the proxy.
 func (h *hostile) stop() {
 	h.cancel()
-	h.p.close()
+	h.p.Close()
 	h.wg.Wait()
 }

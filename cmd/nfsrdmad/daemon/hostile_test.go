@@ -103,8 +103,8 @@ func TestHostileMemoryStalledReplies(t *testing.T) {
 func TestHostileMemoryStalledReadChunk(t *testing.T) {
 	s := startHostileServer(t, Config{SendTimeout: -1, ReadTimeout: 300 * time.Millisecond})
 	p := newFreezeProxy(t, s.info.RDMA.String())
-	c := s.dialRDMA(t, p.addr())
-	p.freeze()
+	c := s.dialRDMA(t, p.Addr())
+	p.Freeze()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
