@@ -496,7 +496,10 @@ func (q *pushQueue) deliver(call *ServerCall, inline bool) {
 	}
 	q.mu.Lock()
 	q.backlog = append(q.backlog, call)
-	start := q.workers < q.s.maxConc
+	// Past its memory budget a connection gets no more workers: its calls wait in
+	// the backlog (holding only what the transport received them in, which it does
+	// not reuse meanwhile) until the workers it has take them.
+	start := q.workers < q.s.maxConc && (q.workers == 0 || !q.acct.Over())
 	if start {
 		q.workers++
 		q.inflight.Add(1)

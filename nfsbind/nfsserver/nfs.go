@@ -321,10 +321,11 @@ func (s *Server) read(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder
 			// The buffer is held until the reply has been sent: account it against
 			// the connection's memory budget first, waiting while a peer that takes
 			// no replies holds it (ctx ends when its connection does).
-			if err := req.Reserve(ctx, s.opts.MaxIO); err != nil {
+			size := s.readBufSize(count)
+			if err := req.Reserve(ctx, size); err != nil {
 				return err
 			}
-			rb := s.getReadBuf()
+			rb := s.getReadBuf(size)
 			buf := rb.b[:count]
 			n := 0
 			var err error

@@ -78,6 +78,7 @@ type Server struct {
 	verf       [nfs3.WriteVerfSize]byte
 	asRoot     bool
 	bufs       chan *readBuf // idle READ buffers of MaxIO bytes, at most maxIdleReadBufs
+	smallBufs  chan *readBuf // idle READ buffers of smallReadBuf bytes
 
 	mountMu sync.Mutex
 	mounts  []mountEntry
@@ -99,17 +100,37 @@ type readBuf struct {
 // kept the dropped ones reachable.
 const maxIdleReadBufs = 16
 
-// getReadBuf returns an idle READ buffer or a new one.
-func (s *Server) getReadBuf() *readBuf {
+// READs of at most smallReadBuf bytes take buffers of that size (at most
+// maxIdleSmallReadBufs idle, 4 MiB), so that small READs reserve and hold 64 KiB
+// of the memory budget, not MaxIO.
+const (
+	smallReadBuf         = 64 << 10
+	maxIdleSmallReadBufs = 64
+)
+
+// readBufSize returns the size of the buffer a READ of count bytes takes.
+func (s *Server) readBufSize(count int) int {
+	if count <= smallReadBuf && smallReadBuf < s.opts.MaxIO {
+		return smallReadBuf
+	}
+	return s.opts.MaxIO
+}
+
+// getReadBuf returns an idle READ buffer of size bytes (readBufSize) or a new one.
+func (s *Server) getReadBuf(size int) *readBuf {
+	free := s.bufs
+	if size != s.opts.MaxIO {
+		free = s.smallBufs
+	}
 	select {
-	case rb := <-s.bufs:
+	case rb := <-free:
 		return rb
 	default:
 	}
-	rb := &readBuf{b: make([]byte, s.opts.MaxIO)}
+	rb := &readBuf{b: make([]byte, size)}
 	rb.release = func() { // bound once, so AfterReply does not allocate
 		select {
-		case s.bufs <- rb:
+		case free <- rb:
 		default:
 		}
 	}
@@ -197,6 +218,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.idx.put(keyOf(&st), "")
 	s.bufs = make(chan *readBuf, maxIdleReadBufs)
+	s.smallBufs = make(chan *readBuf, maxIdleSmallReadBufs)
 	s.log.Info("exporting", "root", abs, "path", opts.ExportPath, "read_only", opts.ReadOnly, "max_io", opts.MaxIO)
 	return s, nil
 }
