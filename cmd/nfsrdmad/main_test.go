@@ -346,7 +346,6 @@ func TestServeErrors(t *testing.T) {
 
 func TestRPCBindRegistration(t *testing.T) {
 	rpcbindtest.Need(t)
-	rpcbindtest.Lock(t)
 	s := startServer(t, "-rpcbind")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

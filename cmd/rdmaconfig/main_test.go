@@ -224,7 +224,6 @@ func TestServeListenError(t *testing.T) {
 // it runs, and gone after it stops.
 func TestServeRegister(t *testing.T) {
 	rpcbindtest.Need(t)
-	rpcbindtest.Lock(t)
 	rdmaAddr, tcpAddr, stop, _ := startServe(t, []string{"-listen", "127.0.0.1:0", "-tcp", "127.0.0.1:0", "-register"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -264,7 +263,6 @@ func TestServeRegister(t *testing.T) {
 // TestServeRegisterReplacesStale: a mapping left by a dead instance is replaced.
 func TestServeRegisterReplacesStale(t *testing.T) {
 	rpcbindtest.Need(t)
-	rpcbindtest.Lock(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := rpcbind.DialClient(ctx, "", nil)
@@ -310,7 +308,6 @@ func (b *syncBuffer) String() string {
 // mappings are owned by "superuser", so other local users cannot remove them.
 func TestServeRegisterLocal(t *testing.T) {
 	rpcbindtest.Need(t)
-	rpcbindtest.Lock(t)
 	if _, err := os.Stat(rpcbind.DefaultLocalPath); err != nil {
 		t.Skipf("rpcbind's local socket: %v", err)
 	}

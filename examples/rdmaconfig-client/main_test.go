@@ -22,7 +22,6 @@ import (
 // would), and runs the example against it.
 func TestDiscoverAndNegotiate(t *testing.T) {
 	rpcbindtest.Need(t)
-	rpcbindtest.Lock(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
