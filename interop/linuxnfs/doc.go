@@ -1,4 +1,4 @@
-// Package nfsrdma is the host side of the NFSv3-over-RDMA interop cases against the
+// Package linuxnfs is the host side of the NFSv3-over-RDMA interop cases against the
 // real Linux kernel (interop/run.sh, cases nfsrdma-*; see README.md here and
 // interop/README.md):
 //
@@ -28,4 +28,4 @@
 // finds, as a Trace function of rpcrdma's client or server options. It is a small,
 // separate reading of RFC 8166 §4.2 and RFC 5531 §9, so that the verdict does not
 // rest on the codec under test. It depends only on the standard library.
-package nfsrdma
+package linuxnfs

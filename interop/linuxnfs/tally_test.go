@@ -1,4 +1,4 @@
-package nfsrdma
+package linuxnfs
 
 import (
 	"strings"

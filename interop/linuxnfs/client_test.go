@@ -1,6 +1,6 @@
 //go:build interop
 
-package nfsrdma
+package linuxnfs
 
 import (
 	"bytes"
