@@ -15,11 +15,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	_ "github.com/go-rpcrdma/rpcrdma/verbs/providers" // every provider built in, for -provider
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -195,13 +196,9 @@ func dialNFS(ctx context.Context, f *connFlags, proto, host string) (oncrpc.Roun
 		}
 		return t, t.Close, nil
 	}
-	dev, _, err := daemon.OpenDevice(f.provider, f.device, "", nil)
+	dev, err := verbs.OpenProvider(f.provider, verbs.ProviderConfig{Device: f.device})
 	if err != nil {
-		var ce *daemon.ConfigError
-		if errors.As(err, &ce) {
-			return nil, nil, fmt.Errorf("-provider %s: %s: %w", ce.Value, ce.Reason, ce.Err)
-		}
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("-provider %q: %w", f.provider, err)
 	}
 	t, err := rpcrdma.Dial(ctx, dev, addr, nil)
 	if err != nil {

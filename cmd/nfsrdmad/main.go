@@ -58,6 +58,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
+	"github.com/go-rpcrdma/rpcrdma/verbs"
 )
 
 func main() {
@@ -100,7 +101,7 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 	fs.StringVar(&cfg.RDMA, "rdma", daemon.DefaultRDMAAddr, "NFS over RDMA listener `ADDR` (\"\" disables)")
 	fs.StringVar(&cfg.TCP, "tcp", daemon.DefaultTCPAddr, "NFS and MOUNT over TCP listener `ADDR` (\"\" disables)")
 	fs.StringVar(&cfg.Mountd, "mountd", "", "extra TCP listener `ADDR` serving only MOUNT (needed when -tcp is \"\")")
-	fs.StringVar(&cfg.Provider, "provider", "soft", "RDMA provider: "+strings.Join(daemon.Providers, " or ")+" (ibverbs only in binaries built with -tags ibverbs)")
+	fs.StringVar(&cfg.Provider, "provider", "soft", "RDMA provider: "+strings.Join(verbs.ProviderNames(), " or ")+" (ibverbs only in binaries built with -tags ibverbs)")
 	fs.StringVar(&cfg.Device, "device", "", "ibverbs device `NAME` (default: the one owning the -rdma address)")
 	fs.IntVar(&cfg.Credits, "credits", daemon.DefaultCredits, "credits granted per RDMA connection")
 	fs.IntVar(&cfg.Inline, "inline", daemon.DefaultInline, "RDMA inline threshold in `bytes`, both ways (1024..262144)")

@@ -24,6 +24,7 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind/rpcbindtest"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
+	"github.com/go-rpcrdma/rpcrdma/verbs"
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
 
@@ -81,7 +82,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-export", dir, "-rdma", "nonsense"}, "-rdma \"nonsense\": want host:port"},
 		{[]string{"-export", dir, "-tcp", ":99999"}, "-tcp \":99999\": port"},
 		{[]string{"-export", dir, "-mountd", "x:y"}, "-mountd \"x:y\": port"},
-		{[]string{"-export", dir, "-provider", "mlx5"}, "-provider \"mlx5\": want one of soft, ibverbs"},
+		{[]string{"-export", dir, "-provider", "mlx5"}, "-provider \"mlx5\": not available in this binary"},
 		{[]string{"-export", dir, "-credits", "0"}, "-credits 0"},
 		{[]string{"-export", dir, "-credits", "100000"}, "-credits 100000"},
 		{[]string{"-export", dir, "-inline", "512"}, "-inline 512: want 1024 to 262144"},
@@ -331,7 +332,7 @@ func TestServeErrors(t *testing.T) {
 	}
 	// ibverbs is accepted by name and refused clearly when not compiled in.
 	err = run(context.Background(), []string{"-export", dir, "-state", "", "-rdma", "127.0.0.1:0", "-tcp", "", "-provider", "ibverbs"}, io.Discard, io.Discard, nil)
-	if !errors.Is(err, daemon.ErrProviderNotBuilt) && err != nil && !strings.Contains(err.Error(), "ibverbs") {
+	if err != nil && !errors.Is(err, verbs.ErrProviderNotBuilt) && !strings.Contains(err.Error(), "ibverbs") {
 		t.Errorf("-provider ibverbs: %v", err)
 	}
 	if err == nil {

@@ -44,7 +44,8 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
-	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	_ "github.com/go-rpcrdma/rpcrdma/verbs/providers" // every provider built in, for -provider
 )
 
 func main() {
@@ -62,7 +63,8 @@ func main() {
 type config struct {
 	listen   string // RDMA listener address
 	tcp      string // TCP listener address
-	provider string // RDMA provider: "soft"
+	provider string // RDMA provider, by its verbs registry name
+	device   string // RDMA device for the provider (ibverbs)
 	limits   confproto.Limits
 	register bool
 	rpcbind  string
@@ -80,7 +82,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.listen, "listen", "", "serve CONF_RDMA over RPC-over-RDMA on `ADDR` (host:port)")
 	fs.StringVar(&cfg.tcp, "tcp", "", "serve CONF_RDMA over ONC RPC on TCP on `ADDR` (host:port)")
-	fs.StringVar(&cfg.provider, "provider", "soft", "RDMA provider: soft (software iWARP over TCP)")
+	fs.StringVar(&cfg.provider, "provider", "soft", "RDMA provider: "+strings.Join(verbs.ProviderNames(), " or ")+" (ibverbs only in binaries built with -tags ibverbs)")
+	fs.StringVar(&cfg.device, "device", "", "RDMA `DEVICE` for -provider ibverbs, e.g. rxe0 (default: the one owning the listen address, or the only one)")
 	maxcall := fs.Uint("maxcall", uint(def.MaxCallSendSize), "largest inline call accepted (serve) or wanted (query), bytes")
 	maxreply := fs.Uint("maxreply", uint(def.MaxReplySendSize), "largest inline reply sent (serve) or accepted (query), bytes")
 	align := fs.Uint("align", uint(def.Align), "alignment recommended for opaque data (serve)")
@@ -109,8 +112,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 	}
 	cfg.limits = confproto.Limits{MaxCallSendSize: uint32(*maxcall), MaxReplySendSize: uint32(*maxreply), Align: uint32(*align), MaxRDMARead: uint32(*maxrdmaread)}
-	if cfg.provider != "soft" {
-		return nil, fmt.Errorf("-provider %q: only \"soft\" (verbs/soft) is built in", cfg.provider)
+	if err := verbs.CheckProvider(cfg.provider); err != nil {
+		return nil, fmt.Errorf("-provider: %w", err)
 	}
 	if cfg.timeout <= 0 {
 		return nil, fmt.Errorf("-timeout %v: must be positive", cfg.timeout)
@@ -242,7 +245,11 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 	}
 	var rdmaAddr, tcpAddr net.Addr
 	if cfg.listen != "" {
-		dev := soft.New(soft.Config{})
+		host, _, _ := net.SplitHostPort(cfg.listen)
+		dev, err := verbs.OpenProvider(cfg.provider, verbs.ProviderConfig{Device: cfg.device, Addr: host, Logger: log})
+		if err != nil {
+			return fmt.Errorf("-provider %s: %w", cfg.provider, err)
+		}
 		defer dev.Close()
 		l, err := rpcrdma.Listen(ctx, dev, cfg.listen, &rpcrdma.ServerOptions{
 			InlineRecv: int(cfg.limits.MaxCallSendSize),
@@ -292,7 +299,7 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 		"maxcall_sendsize", cfg.limits.MaxCallSendSize, "maxreply_sendsize", cfg.limits.MaxReplySendSize,
 		"align", cfg.limits.Align, "maxrdmaread", cfg.limits.MaxRDMARead}
 	if rdmaAddr != nil {
-		startup = append(startup, "rdma", rdmaAddr.String(), "provider", "verbs/soft")
+		startup = append(startup, "rdma", rdmaAddr.String(), "provider", "verbs/"+cfg.provider)
 	}
 	if tcpAddr != nil {
 		startup = append(startup, "tcp", tcpAddr.String())
@@ -397,7 +404,10 @@ func query(ctx context.Context, cfg *config, w io.Writer) error {
 	var rdmaConn *rpcrdma.Client
 	switch cfg.queryNet {
 	case "rdma":
-		dev := soft.New(soft.Config{})
+		dev, err := verbs.OpenProvider(cfg.provider, verbs.ProviderConfig{Device: cfg.device})
+		if err != nil {
+			return fmt.Errorf("-provider %s: %w", cfg.provider, err)
+		}
 		defer dev.Close()
 		// Buffers for what we want; thresholds at 1 KiB until the server has
 		// answered (seed §6.1), and the transport's credit window starts at one.

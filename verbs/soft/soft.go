@@ -236,3 +236,13 @@ func ctxDeadline(ctx context.Context) time.Time {
 	}
 	return time.Now().Add(DefaultMPATimeout)
 }
+
+func init() {
+	verbs.RegisterProvider("soft", func(c verbs.ProviderConfig) (verbs.Device, error) {
+		log := c.Logger
+		if log != nil {
+			log = log.Named("soft")
+		}
+		return New(Config{CRC: c.CRC, MaxFPDU: c.MaxFPDU, Logger: log}), nil
+	})
+}

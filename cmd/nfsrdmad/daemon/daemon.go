@@ -39,7 +39,7 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
-	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
+	_ "github.com/go-rpcrdma/rpcrdma/verbs/providers" // every provider built in, for Config.Provider
 )
 
 // Defaults of Config.
@@ -62,13 +62,6 @@ const (
 	// Owner is the owner string of the rpcbind registrations Run makes.
 	Owner = "nfsrdmad"
 )
-
-// Providers lists the RDMA provider names Config.Provider accepts.
-var Providers = []string{"soft", "ibverbs"}
-
-// ErrProviderNotBuilt is wrapped by Run's error when Config.Provider names a provider
-// that this binary was built without (ibverbs needs `go build -tags ibverbs`).
-var ErrProviderNotBuilt = errors.New("RDMA provider not compiled into this binary")
 
 // Config configures Run. Zero values select the defaults named on each field, except
 // that an empty RDMA or TCP address disables that listener: callers that want the
@@ -101,8 +94,9 @@ type Config struct {
 	// listener).
 	Mountd string
 
-	// Provider is the RDMA provider: "soft" (default: verbs/soft, iWARP in software
-	// over TCP) or "ibverbs" (libibverbs, only in binaries built with -tags ibverbs).
+	// Provider is the RDMA provider, by its name in the verbs provider registry
+	// (verbs.ProviderNames): "soft" (default: verbs/soft, iWARP in software over TCP)
+	// or "ibverbs" (libibverbs, only in binaries built with -tags ibverbs).
 	Provider string
 	// Device selects the ibverbs device by name (e.g. "siw0", "rxe0"); empty selects
 	// the device that owns the RDMA listener's IP address, or the only device.
@@ -220,8 +214,10 @@ func (c *Config) Validate() error {
 			return badString(a.name, a.addr, "port "+strconv.Quote(port)+" is not a number from 0 to 65535", nil)
 		}
 	}
-	if c.Provider != "" && !providerKnown(c.Provider) {
-		return badString("Provider", c.Provider, "want one of "+strings.Join(Providers, ", "), nil)
+	if c.Provider != "" {
+		if err := verbs.CheckProvider(c.Provider); err != nil {
+			return badString("Provider", c.Provider, "not available in this binary", err)
+		}
 	}
 	if c.Credits < 0 || c.Credits > 4096 {
 		return badInt("Credits", c.Credits, fmt.Sprintf("want 1 to 4096 (0 for the default %d)", DefaultCredits))
@@ -236,15 +232,6 @@ func (c *Config) Validate() error {
 		return &ConfigError{Field: "RPCBindTimeout", Value: c.RPCBindTimeout.String(), Reason: "must not be negative"}
 	}
 	return nil
-}
-
-func providerKnown(name string) bool {
-	for _, p := range Providers {
-		if p == name {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *Config) fill() {
@@ -271,43 +258,21 @@ func (c *Config) fill() {
 	}
 }
 
-// openDevice opens the RDMA device of cfg.Provider.
+// openDevice opens the RDMA device of cfg.Provider through the verbs provider
+// registry, and describes it for the logs. Its errors are *ConfigError for the field
+// Provider; a provider this binary was built without wraps
+// verbs.ErrProviderNotBuilt, an unknown one verbs.ErrUnknownProvider.
 func openDevice(cfg *Config, log hclog.Logger) (verbs.Device, string, error) {
 	host, _, _ := net.SplitHostPort(cfg.RDMA)
-	return OpenDevice(cfg.Provider, cfg.Device, host, log)
-}
-
-// OpenDevice opens an RDMA device of provider ("soft" or "ibverbs") and returns it
-// with a description for logs. For ibverbs, device names the device (e.g. "siw0");
-// when empty, the device that owns the IP address addr is used, or the only device.
-// Its errors are *ConfigError for the field Provider; a provider this binary was built
-// without wraps ErrProviderNotBuilt.
-func OpenDevice(provider, device, addr string, log hclog.Logger) (verbs.Device, string, error) {
-	if log == nil {
-		log = hclog.NewNullLogger()
+	dev, err := verbs.OpenProvider(cfg.Provider, verbs.ProviderConfig{Device: cfg.Device, Addr: host, Logger: log})
+	if err != nil {
+		return nil, "", badString("Provider", cfg.Provider, "cannot open an RDMA device", err)
 	}
-	switch provider {
-	case "", "soft":
-		return soft.New(soft.Config{Logger: log.Named("soft")}), "verbs/soft (software iWARP over TCP)", nil
-	case "ibverbs":
-		if openIBVerbs == nil {
-			return nil, "", badString("Provider", provider, "rebuild with `go build -tags ibverbs` (needs cgo and libibverbs-dev, librdmacm-dev), or use the soft provider", ErrProviderNotBuilt)
-		}
-		if ip, err := netip.ParseAddr(addr); err != nil || ip.IsUnspecified() {
-			addr = ""
-		}
-		dev, err := openIBVerbs(device, addr)
-		if err != nil {
-			return nil, "", badString("Provider", provider, "cannot open the device", err)
-		}
-		return dev, "verbs/ibverbs (" + dev.Name() + ")", nil
+	if cfg.Provider == "soft" {
+		return dev, "verbs/soft (software iWARP over TCP)", nil
 	}
-	return nil, "", badString("Provider", provider, "want one of "+strings.Join(Providers, ", "), nil)
+	return dev, "verbs/" + cfg.Provider + " (" + dev.Name() + ")", nil
 }
-
-// openIBVerbs opens a libibverbs device by name or by the IP address it owns; nil in
-// binaries built without the ibverbs tag.
-var openIBVerbs func(name, addr string) (verbs.Device, error)
 
 // listener is one oncrpc.Listener and the oncrpc.Server that serves it.
 type listener struct {

@@ -35,7 +35,7 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.RDMA, c.TCP = "", "" }, "RDMA", "both empty"},
 		{func(c *Config) { c.TCP = "2049" }, "TCP", "want host:port"},
 		{func(c *Config) { c.Mountd = "h:port" }, "Mountd", "not a number"},
-		{func(c *Config) { c.Provider = "x" }, "Provider", "want one of soft, ibverbs"},
+		{func(c *Config) { c.Provider = "x" }, "Provider", "unknown RDMA provider"},
 		{func(c *Config) { c.Credits = -1 }, "Credits", "want 1 to 4096"},
 		{func(c *Config) { c.Inline = 100 }, "Inline", "want 1024 to 262144"},
 		{func(c *Config) { c.MaxIO = 10 }, "MaxIO", "want 4096"},
