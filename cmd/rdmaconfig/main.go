@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -181,37 +180,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return serve(ctx, cfg, log, nil)
 }
 
-// registration is one rpcbind mapping made for a listener.
-type registration struct {
-	netid string
-	addr  netip.AddrPort
-}
-
-// registrations returns the rpcbind mappings for a listener on addr whose transport is
-// "rdma" or "tcp": one under the netid of the address's family, and for the IPv6
-// unspecified address (a dual-stack listener) one under each family.
-func registrations(transport string, addr net.Addr) ([]registration, error) {
-	ap, err := netip.ParseAddrPort(addr.String())
-	if err != nil {
-		return nil, fmt.Errorf("listener address %q: %w", addr, err)
-	}
-	ap = netip.AddrPortFrom(ap.Addr().WithZone(""), ap.Port())
-	if ap.Addr().Is4In6() {
-		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-	}
-	if ap.Addr() == netip.IPv6Unspecified() {
-		return []registration{
-			{transport, netip.AddrPortFrom(netip.IPv4Unspecified(), ap.Port())},
-			{transport + "6", ap},
-		}, nil
-	}
-	netid, err := rpcbind.NetIDFor(transport, ap.Addr())
-	if err != nil {
-		return nil, err
-	}
-	return []registration{{netid, ap}}, nil
-}
-
 // serve runs the CONF_RDMA service on the configured listeners until ctx ends or a
 // listener fails. ready, when set, is called with the listeners' addresses once they
 // listen (and are registered).
@@ -272,7 +240,7 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 		tcpAddr = l.Addr()
 	}
 
-	var regs []registration
+	var regs []rpcbind.Registration
 	if cfg.register {
 		for _, l := range []struct {
 			transport string
@@ -281,7 +249,7 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 			if l.addr == nil {
 				continue
 			}
-			r, err := registrations(l.transport, l.addr)
+			r, err := rpcbind.ListenerRegistrations(confproto.Program, confproto.Version, l.transport, l.addr)
 			if err != nil {
 				closeAll()
 				return err
@@ -307,7 +275,7 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 	if cfg.register {
 		var names []string
 		for _, r := range regs {
-			names = append(names, r.netid+"="+rpcbind.FormatUniversalAddr(r.addr))
+			names = append(names, r.NetID+"="+rpcbind.FormatUniversalAddr(r.Addr))
 		}
 		startup = append(startup, "rpcbind", strings.Join(names, ","))
 	}
@@ -342,55 +310,40 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 	return nil
 }
 
-// dialRPCBind connects to the rpcbind of -rpcbind.
-func dialRPCBind(ctx context.Context, cfg *config) (*rpcbind.Client, error) {
-	if path, ok := strings.CutPrefix(cfg.rpcbind, "unix:"); ok {
-		return rpcbind.DialLocalClient(ctx, path, nil)
-	}
-	return rpcbind.DialClient(ctx, cfg.rpcbind, nil)
-}
-
 // register replaces any registration of the CONF_RDMA program under each netid with
-// regs.
-func register(ctx context.Context, cfg *config, log hclog.Logger, regs []registration) error {
+// regs (a previous instance that died leaves its mapping behind, and rpcbind would
+// refuse a second one under the same netid).
+func register(ctx context.Context, cfg *config, log hclog.Logger, regs []rpcbind.Registration) error {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
-	c, err := dialRPCBind(ctx, cfg)
+	c, err := rpcbind.Dial(ctx, cfg.rpcbind)
 	if err != nil {
 		return fmt.Errorf("-register: %w", err)
 	}
 	defer c.Close()
-	for i, r := range regs {
-		// A previous instance that died leaves its mapping behind; rpcbind would
-		// refuse a second one under the same netid.
-		if err := c.Unregister(ctx, confproto.Program, confproto.Version, r.netid); err != nil {
-			log.Warn("could not remove a stale registration", "netid", r.netid, "error", err)
-		}
-		if err := c.Register(ctx, confproto.Program, confproto.Version, r.netid, r.addr, "rdmaconfig"); err != nil {
-			for _, done := range regs[:i] {
-				c.Unregister(ctx, confproto.Program, confproto.Version, done.netid)
-			}
-			return fmt.Errorf("-register: %w", err)
-		}
-		log.Debug("registered with rpcbind", "netid", r.netid, "addr", rpcbind.FormatUniversalAddr(r.addr))
+	err = c.RegisterAll(ctx, regs, "rdmaconfig", rpcbind.ReplaceAny, func(old rpcbind.Registration) {
+		log.Warn("replaced a stale registration", "mapping", old.String())
+	})
+	if err != nil {
+		return fmt.Errorf("-register: %w", err)
+	}
+	for _, r := range regs {
+		log.Debug("registered with rpcbind", "mapping", r.String())
 	}
 	return nil
 }
 
 // unregister removes regs from rpcbind.
-func unregister(cfg *config, log hclog.Logger, regs []registration) {
+func unregister(cfg *config, log hclog.Logger, regs []rpcbind.Registration) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
-	c, err := dialRPCBind(ctx, cfg)
+	c, err := rpcbind.Dial(ctx, cfg.rpcbind)
+	if err == nil {
+		defer c.Close()
+		err = c.UnregisterAll(ctx, regs)
+	}
 	if err != nil {
 		log.Error("could not unregister from rpcbind", "error", err)
-		return
-	}
-	defer c.Close()
-	for _, r := range regs {
-		if err := c.Unregister(ctx, confproto.Program, confproto.Version, r.netid); err != nil {
-			log.Error("could not unregister from rpcbind", "netid", r.netid, "error", err)
-		}
 	}
 }
 

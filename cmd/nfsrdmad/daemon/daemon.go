@@ -381,12 +381,11 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 		if err != nil {
 			return err
 		}
-		done, err := register(ctx, &cfg, regs)
-		if err != nil {
+		if err := register(ctx, &cfg, regs); err != nil {
 			return err
 		}
-		defer unregister(&cfg, done)
-		for _, r := range done {
+		defer unregister(&cfg, regs)
+		for _, r := range regs {
 			info.Registered = append(info.Registered, r.String())
 		}
 	}
