@@ -187,15 +187,10 @@ type ServiceOptions struct {
 	// connection). Default: no logging.
 	Logger hclog.Logger
 	// Configured, when set, is called after each valid CONF_RDMA call with the
-	// request and the Settings the server side of that connection should apply
-	// (ServerSettings). req is valid only during the call; its RemoteAddr and Netid
-	// identify the connection.
+	// request and the Settings the server side of that connection applies
+	// (ServerSettings), after they were applied. req is valid only during the call;
+	// req.Conn is the connection.
 	Configured func(req *oncrpc.Request, client ConfigRDMAReq, s Settings)
-	// ConnOf, when set, returns the connection a call arrived on (nil: none to
-	// configure); after each valid CONF_RDMA call the Service applies
-	// ServerSettings to it. ConnTracker.ConnOf does this for RPC-over-RDMA
-	// connections.
-	ConnOf func(req *oncrpc.Request) Configurable
 }
 
 // ServiceStats are a Service's cumulative counters.
@@ -211,7 +206,6 @@ type Service struct {
 	limits     Limits
 	log        hclog.Logger
 	configured func(*oncrpc.Request, ConfigRDMAReq, Settings)
-	connOf     func(*oncrpc.Request) Configurable
 
 	null, conf, garbage atomic.Uint64
 }
@@ -228,7 +222,6 @@ func NewService(opts *ServiceOptions) (*Service, error) {
 			s.log = opts.Logger
 		}
 		s.configured = opts.Configured
-		s.connOf = opts.ConnOf
 	}
 	if err := s.limits.Validate(); err != nil {
 		return nil, err
@@ -275,7 +268,8 @@ func DecodeCall(args []byte) (ConfigRDMAReq, error) {
 
 // ServeRPC implements oncrpc.Handler. NULL answers nothing; CONF_RDMA decodes and
 // validates the request, answers the server's limits and applies ServerSettings to
-// the connection (ServiceOptions.ConnOf). A malformed or invalid
+// the connection it arrived on when that is Configurable (an RPC-over-RDMA
+// connection; over TCP there is nothing to apply). A malformed or invalid
 // request is answered GARBAGE_ARGS (CONF_RDMA has no error result) and logged with
 // the field at fault. Other procedures get PROC_UNAVAIL.
 func (s *Service) ServeRPC(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
@@ -301,16 +295,11 @@ func (s *Service) ServeRPC(ctx context.Context, req *oncrpc.Request, res *xdr.En
 	res.Uint32(reply.Align)
 	res.Uint32(reply.MaxRDMARead)
 	s.conf.Add(1)
-	if s.connOf == nil && s.configured == nil {
-		return nil
-	}
 	set := ServerSettings(s.limits, creq)
-	if s.connOf != nil {
-		// The reply (12 bytes of results) fits the 1 KiB every connection
-		// starts with, so the new thresholds may apply before it is sent.
-		if c := s.connOf(req); c != nil {
-			set.Apply(c)
-		}
+	// The reply (12 bytes of results) fits the 1 KiB every connection starts
+	// with, so the new thresholds may apply before it is sent.
+	if c, ok := req.Conn.(Configurable); ok {
+		set.Apply(c)
 	}
 	if s.configured != nil {
 		s.configured(req, creq, set)

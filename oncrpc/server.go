@@ -85,6 +85,11 @@ type Request struct {
 	// RemoteAddr is the caller's address; Netid is RemoteAddr.Network() ("tcp", "rdma").
 	RemoteAddr net.Addr
 	Netid      string
+	// Conn is the connection the call arrived on. A handler may look for what the
+	// transport offers beyond ServerConn (e.g. confproto.Configurable on an
+	// RPC-over-RDMA connection, to apply negotiated parameters to it); it must not
+	// read calls from it or close it.
+	Conn ServerConn
 
 	sys   AuthSysParams
 	after []func()
@@ -590,7 +595,7 @@ var noneVerf = OpaqueAuth{Flavor: AuthNone}
 func (s *Server) handle(ctx context.Context, c ServerConn, call *ServerCall, remote net.Addr) {
 	st := s.pool.Get().(*serverCallState)
 	req := &st.req
-	req.RemoteAddr, req.Netid = remote, remote.Network()
+	req.RemoteAddr, req.Netid, req.Conn = remote, remote.Network(), c
 	st.dec.Reset(call.Msg.Inline)
 	req.Args = &st.dec
 	st.enc.Reset(st.enc.Bytes()[:0])

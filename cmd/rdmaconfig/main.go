@@ -180,23 +180,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return serve(ctx, cfg, log, nil)
 }
 
+// isConfigurable reports whether the service applied a negotiation to c (an
+// RPC-over-RDMA connection), for the log.
+func isConfigurable(c oncrpc.ServerConn) bool {
+	_, ok := c.(confproto.Configurable)
+	return ok
+}
+
 // serve runs the CONF_RDMA service on the configured listeners until ctx ends or a
 // listener fails. ready, when set, is called with the listeners' addresses once they
 // listen (and are registered).
 func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, tcp net.Addr)) error {
-	// The tracker lets the service apply each negotiation to the RDMA connection it
-	// came on.
-	var tracker confproto.ConnTracker
 	svc, err := confproto.NewService(&confproto.ServiceOptions{
 		Limits: &cfg.limits,
 		Logger: log.Named("conf_rdma"),
-		ConnOf: tracker.ConnOf,
 		Configured: func(req *oncrpc.Request, client confproto.ConfigRDMAReq, s confproto.Settings) {
 			log.Info("CONF_RDMA", "remote", req.RemoteAddr.String(), "netid", req.Netid,
 				"client_maxcall_sendsize", client.MaxCallSendSize, "client_maxreply_sendsize", client.MaxReplySendSize,
 				"client_maxrdmaread", client.MaxRDMARead,
 				"server_inline_send", s.InlineSend, "server_inline_recv", s.InlineRecv, "server_max_rdma_read", s.MaxRDMARead,
-				"applied", tracker.ConnOf(req) != nil)
+				"applied", isConfigurable(req.Conn))
 		},
 	})
 	if err != nil {
@@ -227,7 +230,7 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 		if err != nil {
 			return fmt.Errorf("-listen %s: %w", cfg.listen, err)
 		}
-		listeners = append(listeners, tracker.Wrap(l))
+		listeners = append(listeners, l)
 		rdmaAddr = l.Addr()
 	}
 	if cfg.tcp != "" {
