@@ -241,3 +241,31 @@ func TestSyncFailureIsReported(t *testing.T) {
 		t.Fatal("REMOVE with failing fsync: no directory attributes")
 	}
 }
+
+// stableFS syncs the file system through a directory on it, and falls back to sync(2)
+// when that directory cannot be opened or is on another file system (a mount point
+// inside the export).
+func TestStableFSFallsBackToSync(t *testing.T) {
+	rec := &syncRecorder{}
+	e := newEnvPrepared(t, Options{}, rec.install)
+	root, _ := e.c.getattr(e.root)
+	rec.take()
+	if err := e.srv.stableFS("", root.FSID); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rec.take(), []string{fmt.Sprintf("syncfs %d", root.FSID)}; !slices.Equal(got, want) {
+		t.Errorf("export's own file system: %q, want %q", got, want)
+	}
+	if err := e.srv.stableFS("", root.FSID+1); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.take(); !slices.Equal(got, []string{"sync"}) {
+		t.Errorf("another file system: %q, want sync", got)
+	}
+	if err := e.srv.stableFS("missing", root.FSID); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.take(); !slices.Equal(got, []string{"sync"}) {
+		t.Errorf("directory gone: %q, want sync", got)
+	}
+}
