@@ -49,7 +49,8 @@ type ServerOptions struct {
 	// none).
 	InlineSend, InlineRecv int
 	// Credits shares credits between connections. Default: credits.NewServer with
-	// credits.Config{} (FairShare of 256, at most 64 per connection). Each connection
+	// credits.Config{} (FairShare of 256 among the connections that are calling, at
+	// most 64 per connection; idle connections do not dilute it). Each connection
 	// starts with min(2, Credits.Config().PerConn) + ExtraRecvs receives posted and
 	// registers more, up to PerConn + ExtraRecvs, when its client's calls use most of
 	// the credits it was granted (credits.Conn.Grow); grants never exceed the posted
