@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/credits"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
@@ -283,4 +284,55 @@ func TestHostileConnLimitRejects(t *testing.T) {
 		env.srv.Close()
 	}()
 	waitFDs(t, before)
+}
+
+// TestHostileCreditsReclaimedFromQuietConns: 32 connections each make one call and go
+// quiet. Once the credit server's sweeper has aged them out of the active set (a short
+// ActiveWindow here), a client that connects and keeps its grant busy is granted at
+// least 16 of the 32 it asks for, though the quiet ones still hold the grants their
+// replies carried (nothing can take those back until they call again).
+func TestHostileCreditsReclaimedFromQuietConns(t *testing.T) {
+	hold := newHold()
+	cs := credits.NewServer(credits.Config{Total: 256, PerConn: 64, ActiveWindow: 10 * time.Millisecond})
+	env := newTPEnv(t, &ServerOptions{Credits: cs}, nil, hold.procs())
+	addr := env.ln.Addr().String()
+	ctx := tpCtx(t)
+	for i := 0; i < 32; i++ { // with the old FairShare of all open connections: 256/34 = 7
+		p := dialRaw(t, addr, linuxClientPrivate)
+		p.send(t, msgCall(t, uint32(0x100+i), 64))
+		if h, _ := p.recvHeader(t); h.Proc != ProcMsg || h.Credits == 0 {
+			t.Fatalf("quiet connection %d: reply %+v", i, h)
+		}
+	}
+	waitFor(t, "the quiet connections to leave the active set", func() bool { return cs.Active() == 0 })
+	cl, err := Dial(ctx, env.dev, addr, &ClientOptions{Credits: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	rpc := oncrpc.NewClient(cl, tpProg, tpVers)
+	if err := rpc.Call(ctx, tpNull, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 8; round++ {
+		g := cl.window.Granted()
+		release := make(chan struct{})
+		hold.gate.Store(&release)
+		errs := make(chan error, g)
+		for i := 0; i < g; i++ {
+			go func() { errs <- rpc.Call(ctx, tpBlock, nil, nil) }()
+		}
+		for i := 0; i < g; i++ {
+			<-hold.arrived
+		}
+		close(release)
+		for i := 0; i < g; i++ {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if g := cl.window.Granted(); g < 16 {
+		t.Fatalf("client asking 32 granted %d after 32 connections went quiet, want at least 16", g)
+	}
 }

@@ -44,7 +44,7 @@ type Config struct {
 	// WarnEvery is the least time between two warnings about refused connections.
 	// Default DefaultWarnEvery.
 	WarnEvery time.Duration
-	// Logger receives the warnings (refused connections) and the idle closes (Info).
+	// Logger receives the warnings (refused connections) and the idle closes (Debug).
 	// Default: none.
 	Logger hclog.Logger
 }
@@ -217,7 +217,7 @@ func (s *Set) sweep(now time.Time) {
 		}
 		if idle := now.Sub(st.since); idle >= s.cfg.IdleTimeout && c.CloseIfIdle(count) {
 			s.reaped.Add(1)
-			s.cfg.Logger.Info("closed idle connection", "remote", addrString(c.RemoteAddr()), "idle", idle.Round(time.Second).String())
+			s.cfg.Logger.Debug("closed idle connection", "remote", addrString(c.RemoteAddr()), "idle", idle.Round(time.Second).String())
 			s.Leave(c) // in case the transport's close did not
 		}
 	}
