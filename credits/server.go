@@ -84,7 +84,7 @@ type Server struct {
 	conns  atomic.Int64 // open connections; atomic, so grants on one connection never wait for another's
 	active atomic.Int64 // connections in the active set
 
-	mu       sync.Mutex // guards list and ticking; never held while a Conn's mu is taken
+	mu       sync.Mutex // guards list and ticking; taken after a Conn's mu, never before
 	list     map[*Conn]struct{}
 	ticking  bool          // the sweeper goroutine runs
 	wake     chan struct{} // tells the sweeper to look at the active count now

@@ -249,7 +249,7 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 		cr.Reject(nil)
 		return nil, errTooManyConns
 	}
-	sc, err := l.setup(ctx, cr)
+	sc, info, err := l.setup(ctx, cr)
 	if err != nil {
 		l.guard.Release()
 		return nil, err
@@ -261,12 +261,13 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 	default:
 	}
 	o.Logger.Debug("accepted", "remote", sc.remote, "inline_send", sc.inlineSend, "ord", sc.ord, "send_inv", sc.peer.SendInvOK)
-	sc.ep.start(sc.info, sc.peer, sc.onRecv)
+	sc.ep.start(info, sc.peer, sc.onRecv)
 	return sc, nil
 }
 
-// setup accepts the connection request cr and builds its ServerConn.
-func (l *Listener) setup(ctx context.Context, cr verbs.ConnRequest) (*ServerConn, error) {
+// setup accepts the connection request cr and builds its ServerConn; the caller starts
+// its endpoint with info.
+func (l *Listener) setup(ctx context.Context, cr verbs.ConnRequest) (*ServerConn, *verbs.ConnInfo, error) {
 	o := &l.opts
 	peer, perr := PeerPrivate(cr.PrivateData())
 	if perr != nil {
@@ -284,7 +285,7 @@ func (l *Listener) setup(ctx context.Context, cr verbs.ConnRequest) (*ServerConn
 	})
 	if err != nil {
 		cr.Reject(nil)
-		return nil, &rejectErr{err}
+		return nil, nil, &rejectErr{err}
 	}
 	ord := o.ORD
 	if cr.IRD() > 0 {
@@ -295,7 +296,7 @@ func (l *Listener) setup(ctx context.Context, cr verbs.ConnRequest) (*ServerConn
 	info, err := cr.Accept(ctx, ep.qp, verbs.ConnParams{PrivateData: priv.Append(pd[:0]), IRD: max(cr.ORD(), 1), ORD: ord})
 	if err != nil {
 		ep.teardown()
-		return nil, &rejectErr{fmt.Errorf("rpcrdma: accept from %v: %w", cr.RemoteAddr(), err)}
+		return nil, nil, &rejectErr{fmt.Errorf("rpcrdma: accept from %v: %w", cr.RemoteAddr(), err)}
 	}
 	sc := &ServerConn{
 		l: l, ep: ep, peer: peer,
@@ -319,12 +320,11 @@ func (l *Listener) setup(ctx context.Context, cr verbs.ConnRequest) (*ServerConn
 		l.mu.Unlock()
 		ep.teardown()
 		sc.cred.Close()
-		return nil, fmt.Errorf("rpcrdma: accept: %w", oncrpc.ErrClosed)
+		return nil, nil, fmt.Errorf("rpcrdma: accept: %w", oncrpc.ErrClosed)
 	}
 	l.conns[sc] = struct{}{}
 	l.mu.Unlock()
-	sc.info = info
-	return sc, nil
+	return sc, info, nil
 }
 
 // ServerConn is one accepted RPC-over-RDMA connection: an oncrpc.ServerConn.
@@ -337,7 +337,6 @@ type ServerConn struct {
 	inlineSend int
 	ord        int // RDMA Reads in flight at most; 0: the client allows none
 	remote     net.Addr
-	info       *verbs.ConnInfo // as accepted
 
 	callRecvs int      // receives posted for calls (beyond ExtraRecvs); guarded by mu
 	recvq     chan int // received messages, by receive buffer index
