@@ -254,6 +254,17 @@ func checkGrantProperties(t *testing.T, r *rand.Rand, steps int) {
 			checkGrant(t, c, g, perConn)
 			c.Done()
 			m.grant, m.inFlight = g, m.inFlight-1
+		case op < 80: // two replies whose Sends are posted in the other order
+			if m.inFlight < 2 {
+				continue
+			}
+			g1 := c.Grant()
+			c.Done()
+			g2 := c.Grant()
+			c.Done()
+			checkGrant(t, c, g1, perConn)
+			checkGrant(t, c, g2, perConn)
+			m.grant, m.inFlight = g1, m.inFlight-2 // g2 arrived first
 		case op < 85: // the transport grows receives when asked
 			if n := c.Grow(); n > 0 {
 				if n <= c.receives || n > perConn {

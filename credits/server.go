@@ -237,6 +237,7 @@ type Conn struct {
 	requested   uint32
 	outstanding int
 	limit       int // calls allowed outstanding: the grants still in force
+	lastGrant   int // the grant the last Grant returned (0: none yet)
 	receives    int // receives posted for calls: the most any grant may be
 	overruns    int
 	calls       uint64 // Accepted calls, ever
@@ -315,15 +316,23 @@ func (c *Conn) Outstanding() int {
 }
 
 // Grant returns the rdma_credit value to put in the next message sent on the
-// connection. A lower grant than before takes effect once the requester's outstanding
-// calls have drained to it; until then its earlier calls are not counted as overruns.
+// connection. A lower grant than before takes effect once the next Grant has returned
+// it (or less) too and the requester's outstanding calls have drained to it; until then
+// its calls within the older grants are not counted as overruns. (Two replies' Sends
+// can be posted in the other order than their grants were taken: a requester that
+// follows the grant that reached it last is never refused.)
 func (c *Conn) Grant() uint32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.grantLocked()
-	if g >= c.limit || c.outstanding <= g {
-		c.limit = g
+	// Replies whose grants were taken at nearly the same time may be posted, and so
+	// reach the requester, in either order; it follows whichever arrives last. So the
+	// credits in force stay at or above the previous grant as well as this one.
+	floor := max(g, c.lastGrant)
+	if floor >= c.limit || c.outstanding <= floor {
+		c.limit = floor
 	}
+	c.lastGrant = g
 	return uint32(g)
 }
 
