@@ -106,6 +106,8 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 	fs.StringVar(&cfg.Device, "device", "", "ibverbs device `NAME` (default: the one owning the -rdma address)")
 	fs.IntVar(&cfg.Credits, "credits", daemon.DefaultCredits, "credits granted per RDMA connection")
 	fs.IntVar(&cfg.Inline, "inline", daemon.DefaultInline, "RDMA inline threshold in `bytes`, both ways (1024..262144)")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", daemon.DefaultIdleTimeout, "close a connection with no call for this `duration` (0: never)")
+	fs.IntVar(&cfg.MaxConns, "max-conns", daemon.DefaultMaxConns(), "connections each listener keeps open; more are refused (0: no limit)")
 	fs.BoolVar(&cfg.RPCBind, "rpcbind", false, "register NFS (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma) with the local rpcbind; unregister on exit")
 	fs.StringVar(&cfg.RPCBindAddr, "rpcbind-addr", rpcbind.DefaultAddr, "rpcbind `ADDR`: host:port, or unix:PATH for its AF_LOCAL socket")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", daemon.DefaultShutdownTimeout, "how long calls in progress may run after SIGINT/SIGTERM")
@@ -126,6 +128,12 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		return cfg, fmt.Errorf("-shutdown-timeout %v: must be positive", cfg.ShutdownTimeout)
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = -1 // never (daemon.Config's 0 is the default)
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = -1 // no limit
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, flagErr(err)

@@ -111,6 +111,14 @@ type Config struct {
 	// largest message sent without chunks, announced in the connection's private
 	// data and by CONF_RDMA. Default 4096, between 1024 and 262144.
 	Inline int
+	// IdleTimeout closes a connection (RDMA or TCP) that has had no call for that
+	// long and has none in progress. Default DefaultIdleTimeout (6 minutes); negative:
+	// never.
+	IdleTimeout time.Duration
+	// MaxConns is the most connections each listener keeps open; past it new ones are
+	// refused (RDMA: MPA Reject; TCP: reset) and logged at Warn at most every 10 s.
+	// Default DefaultMaxConns(); negative: no limit.
+	MaxConns int
 
 	// RPCBind registers NFS (netids tcp and rdma), MOUNT (tcp) and CONF_RDMA (rdma)
 	// with the rpcbind at RPCBindAddr, and unregisters them on exit.
@@ -248,6 +256,12 @@ func (c *Config) fill() {
 	if c.Inline == 0 {
 		c.Inline = DefaultInline
 	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns()
+	}
 	if c.RPCBindAddr == "" {
 		c.RPCBindAddr = rpcbind.DefaultAddr
 	}
@@ -349,6 +363,9 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 			InlineRecv: cfg.Inline,
 			Credits:    credits.NewServer(credits.Config{PerConn: cfg.Credits, Total: max(256, 4*cfg.Credits)}),
 			Logger:     log.Named("rpcrdma"),
+
+			IdleTimeout: cfg.IdleTimeout,
+			MaxConns:    cfg.MaxConns,
 		})
 		if err != nil {
 			return listenErr("RDMA", cfg.RDMA, err)
@@ -357,7 +374,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 		info.RDMA = l.Addr()
 	}
 	if cfg.TCP != "" {
-		l, err := oncrpc.ListenTCP(cfg.TCP, &oncrpc.TCPOptions{Logger: log.Named("tcp")})
+		l, err := oncrpc.ListenTCP(cfg.TCP, &oncrpc.TCPOptions{Logger: log.Named("tcp"), IdleTimeout: cfg.IdleTimeout, MaxConns: cfg.MaxConns})
 		if err != nil {
 			return listenErr("TCP", cfg.TCP, err)
 		}
@@ -367,7 +384,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	if cfg.Mountd != "" {
 		mountd = oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("mountd")})
 		mountd.Register(nfs3.MountProgram, nfs3.MountVersion, nfs.MountHandler())
-		l, err := oncrpc.ListenTCP(cfg.Mountd, &oncrpc.TCPOptions{Logger: log.Named("mountd")})
+		l, err := oncrpc.ListenTCP(cfg.Mountd, &oncrpc.TCPOptions{Logger: log.Named("mountd"), IdleTimeout: cfg.IdleTimeout, MaxConns: cfg.MaxConns})
 		if err != nil {
 			return listenErr("Mountd", cfg.Mountd, err)
 		}
