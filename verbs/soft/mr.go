@@ -1,6 +1,7 @@
 package soft
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"sync"
@@ -13,15 +14,50 @@ import (
 // index<<8 | key). Index 0 is never used: STag 0 means "none".
 const maxSTagIndex = 1<<24 - 1
 
-// stagTable maps STag indices to memory regions for one device. The 8-bit key
-// for an index changes every time the index is (re)registered, so a stale
-// STag never matches a later registration (RFC 5042 §5.1).
+// stagTable maps STag indices to memory regions for one device.
+//
+// The 8-bit key of an STag is drawn at random (keyStream) every time its
+// index is registered, re-registered or reused after a Close, and always
+// differs from the key the index had before, so a peer cannot derive a
+// valid STag from the index, and a stale STag (from before an invalidation
+// and the Reregister that followed it, or from a closed region) never
+// matches the region that replaced it (RFC 5042 §5.1). An older key can
+// recur, with the odds of a blind guess (1 in 255); every wrong guess costs
+// the peer its connection (an invalid-STag Terminate).
 type stagTable struct {
 	mu   sync.RWMutex
 	mrs  []*memRegion // by index; nil when free
 	keys []uint8      // last key used per index
 	free []uint32     // free indices (LIFO)
+	rnd  keyStream
 }
+
+// keyStream hands out random bytes for STag keys. It reads them from
+// crypto/rand in batches of len(buf), so a registration costs neither an
+// allocation nor, most of the time, a system call. Guarded by stagTable.mu.
+type keyStream struct {
+	buf [256]byte
+	n   int // unused bytes left at the start of buf
+	// fill replaces crypto/rand.Read when set (deterministic tests).
+	fill func([]byte)
+}
+
+// next returns a random byte.
+func (s *keyStream) next() uint8 {
+	if s.n == 0 {
+		if s.fill != nil {
+			s.fill(s.buf[:])
+		} else {
+			rand.Read(s.buf[:]) // never fails (crypto/rand, Go 1.24+)
+		}
+		s.n = len(s.buf)
+	}
+	s.n--
+	return s.buf[s.n]
+}
+
+// newKey returns a random key other than old: old+1 .. old+255 (mod 256).
+func (s *keyStream) newKey(old uint8) uint8 { return old + 1 + s.next()%255 }
 
 func (t *stagTable) add(m *memRegion) (uint32, error) {
 	t.mu.Lock()
@@ -30,6 +66,7 @@ func (t *stagTable) add(m *memRegion) (uint32, error) {
 	if n := len(t.free); n > 0 {
 		idx = t.free[n-1]
 		t.free = t.free[:n-1]
+		t.keys[idx] = t.rnd.newKey(t.keys[idx])
 	} else {
 		if len(t.mrs) == 0 {
 			t.mrs = append(t.mrs, nil) // index 0 reserved
@@ -40,9 +77,8 @@ func (t *stagTable) add(m *memRegion) (uint32, error) {
 		}
 		idx = uint32(len(t.mrs))
 		t.mrs = append(t.mrs, nil)
-		t.keys = append(t.keys, uint8(idx*37)) // spread initial keys
+		t.keys = append(t.keys, t.rnd.next())
 	}
-	t.keys[idx]++
 	m.idx, m.stag = idx, idx<<8|uint32(t.keys[idx])
 	m.base = uint64(idx) << 32
 	t.mrs[idx] = m // publish after m is complete
@@ -53,7 +89,7 @@ func (t *stagTable) add(m *memRegion) (uint32, error) {
 func (t *stagTable) rekey(idx uint32) uint32 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.keys[idx]++
+	t.keys[idx] = t.rnd.newKey(t.keys[idx])
 	return idx<<8 | uint32(t.keys[idx])
 }
 

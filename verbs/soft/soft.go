@@ -25,7 +25,9 @@
 //     Terminate moves the queue pair to the error state and is reported as a
 //     *verbs.TerminateError in verbs.QPError and in the flushed completions.
 //   - Memory protection (RFC 5042): STag = index<<8 | 8-bit key, the key
-//     changes on every registration and re-registration; peer accesses are
+//     drawn from crypto/rand (in batches) on every registration and
+//     re-registration, never equal to the index's previous key, so STags
+//     cannot be derived from the index and a stale STag is refused; peer accesses are
 //     checked for STag, protection domain, access rights and bounds;
 //     invalidation waits for accesses in progress, but never for a stalled
 //     peer: the region's lock is held only while bytes move (readiness-based
