@@ -10,7 +10,13 @@
 //   - Connection setup: MPA Request/Reply revision 1 and 2, RFC 6581 IRD/ORD
 //     negotiation, the peer-to-peer model with a ready-to-receive (RTR) frame
 //     (a zero-length RDMA Write or Read, as siw offers), CRC32c as negotiated
-//     by the C bit, markers refused, Reject with private data. No FPDU is sent
+//     by the C bit, markers refused, Reject with private data. A request
+//     the provider cannot accept (key, revision above 2, markers, private
+//     data over 256 bytes, enhanced bit without the IRD/ORD block) is
+//     answered with an MPA Reply with the R bit and no private data, at the
+//     request's revision or 2; after any Reject the connection is
+//     half-closed and drained briefly, so the Reject is not lost to a
+//     RST. No FPDU is sent
 //     before the MPA exchange completes, and a responder sends no FPDU before
 //     the initiator's first FPDU arrives (RFC 5044 §7.1.2, siw's strictness).
 //   - Data transfer: FPDUs segmented to Config.MaxFPDU (default: the TCP MSS)

@@ -1,0 +1,159 @@
+package soft
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
+)
+
+// mpaHex decodes a frame written as hex with spaces and '|' separators;
+// "REQ" and "REP" stand for the 16-byte keys.
+func mpaHex(t testing.TB, s string) []byte {
+	t.Helper()
+	s = strings.NewReplacer("REQ", hex.EncodeToString([]byte("MPA ID Req Frame")),
+		"REP", hex.EncodeToString([]byte("MPA ID Rep Frame")), " ", "", "|", "").Replace(s)
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// rawMPAExchange sends request to addr from a plain TCP connection and
+// returns the len(want) bytes that come back, then checks that the
+// provider closes the connection (EOF) without sending anything more.
+func rawMPAExchange(t *testing.T, addr string, request []byte, want []byte) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := c.Write(request); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatalf("reading the MPA Reply: %v (want %x)", err, want)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("MPA Reply\n got %x\nwant %x", got, want)
+	}
+	var f iwarp.MPAFrame
+	if _, err := f.Decode(got, iwarp.MPAReply); err != nil || !f.Rejected() {
+		t.Fatalf("reply decodes as %+v, %v; want a Reject", f, err)
+	}
+	var extra [64]byte
+	if n, err := c.Read(extra[:]); err != io.EOF {
+		t.Fatalf("after the Reject: %d bytes %x, %v; want EOF", n, extra[:n], err)
+	}
+}
+
+// TestHostileMPARequestRejected: MPA Requests the provider cannot accept
+// are refused with an MPA Reply carrying the R bit (key "MPA ID Rep Frame",
+// PD_Length 0, the request's revision or, when that is not one we speak,
+// 2), then a clean close (FIN, no RST, even with bytes left unread), and
+// never reach Accept. Before, all but markers got a bare close.
+func TestHostileMPARequestRejected(t *testing.T) {
+	for _, c := range []struct {
+		name, req, reply string
+		extra            int // bytes sent after the request (unread by the provider)
+	}{
+		{"Revision3", "REQ | 10 03 | 0004 | 0010 0010", "REP | 20 02 | 0000", 0},
+		{"Revision255", "REQ | 00 ff | 0000", "REP | 20 02 | 0000", 0},
+		{"ReplyKeyInRequest", "REP | 10 02 | 0004 | 0010 0010", "REP | 20 02 | 0000", 0},
+		{"GarbageKey", "4745 5420 2f20 4854 5450 2f31 2e31 0d0a | 00 01 | 0000", "REP | 20 01 | 0000", 40},
+		{"Markers", "REQ | 90 02 | 0004 | 0010 0010", "REP | 20 02 | 0000", 0},
+		{"MarkersRev1", "REQ | 80 01 | 0000", "REP | 20 01 | 0000", 0},
+		{"MarkersRev0", "REQ | c0 00 | 0000", "REP | 20 01 | 0000", 0},
+		{"EnhancedNoPrivateData", "REQ | 10 02 | 0000", "REP | 20 02 | 0000", 0},
+		{"EnhancedShortPrivateData", "REQ | 10 02 | 0003 | 0010 00", "REP | 20 02 | 0000", 0},
+		{"PrivateDataTooLong", "REQ | 10 02 | 0101", "REP | 20 02 | 0000", 257},
+		{"PrivateDataMax", "REQ | 00 01 | ffff", "REP | 20 01 | 0000", 4000},
+		{"RequestThenData", "REQ | 10 03 | 0000", "REP | 20 02 | 0000", 60 << 10},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkGoroutines(t)
+			s := newServerUnderTest(t, Config{})
+			req := append(mpaHex(t, c.req), make([]byte, c.extra)...)
+			rawMPAExchange(t, s.ln.Addr().String(), req, mpaHex(t, c.reply))
+			// The refused request never reached Accept: the next
+			// connection request is the next good one.
+			ch := s.accept(t, verbs.ConnParams{})
+			peer, rep := rawDial(t, s.ln.Addr().String(), enhancedRequest(false, 4, 4, []byte("good")))
+			if err := <-ch; err != nil {
+				t.Fatalf("Accept after a refused request: %v", err)
+			}
+			if rep.Rejected() {
+				t.Fatal("good request rejected")
+			}
+			if got := s.qp.State(); got != verbs.StateRTS {
+				t.Fatalf("QP %v after accepting the good request", got)
+			}
+			peer.c.Close()
+		})
+	}
+}
+
+// TestHostileMPAP2PNoMatchingRTR: a peer-to-peer request offering only the
+// zero-length Send RTR, which the provider does not generate, is refused
+// with an enhanced Reject naming the RTR types it supports (RFC 6581 §9.2:
+// A, C (Write) and D (Read)), and Accept fails.
+func TestHostileMPAP2PNoMatchingRTR(t *testing.T) {
+	checkGoroutines(t)
+	s := newServerUnderTest(t, Config{})
+	ch := s.accept(t, verbs.ConnParams{})
+	rawMPAExchange(t, s.ln.Addr().String(),
+		mpaHex(t, "REQ | 10 02 | 0004 | c004 0004"), // A|B, IRD 4, ORD 4
+		mpaHex(t, "REP | 30 02 | 0004 | 8000 c000"))
+	if err := <-ch; err == nil || !strings.Contains(err.Error(), "RTR") {
+		t.Fatalf("Accept: %v, want an RTR error", err)
+	}
+	if got := s.qp.State(); got != verbs.StateInit {
+		t.Fatalf("QP %v after the refused request, want Init", got)
+	}
+}
+
+// TestHostileMPAULPReject: a ULP's Reject goes out as an MPA Reply with the
+// R bit and the ULP's private data (after a zero IRD/ORD block when the
+// request was enhanced), at the request's revision; then the connection
+// closes cleanly, even if the peer sent bytes after its request.
+func TestHostileMPAULPReject(t *testing.T) {
+	for _, c := range []struct {
+		name, req, reply string
+	}{
+		{"Enhanced", "REQ | 10 02 | 000c | 0010 0008 | 7265 7175 6573 7421", "REP | 30 02 | 000b | 0000 0000 | 676f 2061 7761 79"},
+		{"Rev1", "REQ | 00 01 | 0008 | 7265 7175 6573 7421", "REP | 20 01 | 0007 | 676f 2061 7761 79"},
+		{"Rev1EnhancedBitIgnored", "REQ | 10 01 | 0000", "REP | 20 01 | 0007 | 676f 2061 7761 79"},
+		{"TrailingBytes", "REQ | 10 02 | 0004 | 0010 0008 | 0014 4143 0000", "REP | 30 02 | 000b | 0000 0000 | 676f 2061 7761 79"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkGoroutines(t)
+			s := newServerUnderTest(t, Config{})
+			done := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				cr, err := s.ln.Accept(ctx)
+				if err != nil {
+					done <- err
+					return
+				}
+				done <- cr.Reject([]byte("go away"))
+			}()
+			rawMPAExchange(t, s.ln.Addr().String(), mpaHex(t, c.req), mpaHex(t, c.reply))
+			if err := <-done; err != nil {
+				t.Fatalf("Reject: %v", err)
+			}
+		})
+	}
+}
