@@ -208,7 +208,15 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 		return nil, fmt.Errorf("rpcrdma: accept: %w", err)
 	}
 	o := &l.opts
+	priv := ConnPrivate{SendInvOK: false, SendSize: o.InlineSend, RecvSize: o.InlineRecv}
+	var pd [PrivateSize]byte
 	peer, perr := PeerPrivate(cr.PrivateData())
+	if errors.Is(perr, ErrPrivateTruncated) {
+		// RFC 8797 data that is malformed, rather than absent or of another
+		// format: refuse, telling the client our sizes.
+		rerr := cr.Reject(priv.Append(pd[:0]))
+		return nil, &rejectErr{errors.Join(fmt.Errorf("rpcrdma: connection request from %v refused: %w", cr.RemoteAddr(), perr), rerr)}
+	}
 	if perr != nil {
 		o.Logger.Debug("client sent no RFC 8797 private data; using 1024-byte inline sizes", "remote", cr.RemoteAddr(), "err", perr)
 	}
@@ -230,8 +238,6 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 	if cr.IRD() > 0 {
 		ord = min(ord, cr.IRD())
 	}
-	priv := ConnPrivate{SendInvOK: false, SendSize: o.InlineSend, RecvSize: o.InlineRecv}
-	var pd [PrivateSize]byte
 	info, err := cr.Accept(ctx, ep.qp, verbs.ConnParams{PrivateData: priv.Append(pd[:0]), IRD: max(cr.ORD(), 1), ORD: ord})
 	if err != nil {
 		ep.teardown()
