@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +156,100 @@ func TestHostileMPAULPReject(t *testing.T) {
 				t.Fatalf("Reject: %v", err)
 			}
 		})
+	}
+}
+
+// openFDs counts this process's open file descriptors (Linux), or -1.
+func openFDs() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(ents)
+}
+
+// TestHostileMPARejectDescriptors: refusing requests leaks nothing. 500
+// peers send a bad request at once and hold their connections open while
+// every one gets its Reject; then 5,000 peers in turn send one, read the
+// Reject and close (half of them by ULP Reject). The process's descriptors
+// and goroutines return to their baseline.
+func TestHostileMPARejectDescriptors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("5,500 connections")
+	}
+	base := openFDs()
+	if base < 0 {
+		t.Skip("no /proc/self/fd")
+	}
+	checkGoroutines(t)
+	dev := New(Config{})
+	ln, err := dev.Listen(context.Background(), "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			cr, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			cr.Reject([]byte("no"))
+		}
+	}()
+	addr := ln.Addr().String()
+	bad, badRep := mpaHex(t, "REQ | 10 03 | 0000"), mpaHex(t, "REP | 20 02 | 0000")
+	good, goodRep := mpaHex(t, "REQ | 00 01 | 0000"), mpaHex(t, "REP | 20 01 | 0002 | 6e6f")
+	dial := func(i int) net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		c.SetDeadline(time.Now().Add(60 * time.Second))
+		req, want := bad, badRep
+		if i%2 == 1 {
+			req, want = good, goodRep
+		}
+		if _, err := c.Write(req); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("connection %d: reply %x, %v; want %x", i, got, err, want)
+		}
+		return c
+	}
+	conns := make([]net.Conn, 500)
+	errs := make(chan error, len(conns))
+	for i := range conns {
+		go func() {
+			defer func() { errs <- nil }()
+			conns[i] = dial(i)
+		}()
+	}
+	for range conns {
+		<-errs
+	}
+	for _, c := range conns {
+		if c != nil {
+			c.Close()
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	for i := 0; i < 5000; i++ {
+		// Reset rather than FIN: 5,000 client TIME-WAIT sockets would
+		// crowd the port range of a shared machine.
+		c := dial(i).(*net.TCPConn)
+		c.SetLinger(0)
+		c.Close()
+	}
+	ln.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for n := openFDs(); n > base; n = openFDs() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d descriptors open, %d before", n, base)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
