@@ -112,7 +112,8 @@ func FuzzRx(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, crc bool, data []byte) {
 		dev := New(Config{})
-		dev.stags.rnd.fill = fuzzKeys // the seeds name fuzzSTag
+		// The seeds name fuzzSTag: index 1 (identity permutation), key 38.
+		dev.stags.rnd, dev.stags.perm = keyStream{fill: fuzzKeys}, indexPerm{}
 		pd, _ := dev.AllocPD()
 		cq, _ := dev.CreateCQ(64)
 		qpi, _ := pd.CreateQP(verbs.QPConfig{SendCQ: cq, RecvCQ: cq, MaxSendWR: 4, MaxRecvWR: 4})

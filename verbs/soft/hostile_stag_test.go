@@ -7,10 +7,12 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
 )
 
-// TestHostileSTagKeysUnpredictable: the 8-bit key of an STag is not a
-// function of its index (two devices give the same index different keys),
-// and re-registration does not step it predictably; it never keeps the old
-// key. The keys were idx*37+1, then +1 per re-registration.
+// TestHostileSTagKeysUnpredictable: neither part of an STag follows from
+// the order of registrations (two devices give the i-th registration
+// different indices and keys; indices are not consecutive), and
+// re-registration does not step the key predictably; it never keeps the old
+// key. STags were index<<8 | index*37+1 with indices 1, 2, 3..., and the key
+// went +1 per re-registration.
 func TestHostileSTagKeysUnpredictable(t *testing.T) {
 	const n = 256
 	keysOf := func() []uint32 {
@@ -35,20 +37,31 @@ func TestHostileSTagKeysUnpredictable(t *testing.T) {
 		return stags
 	}
 	a, b := keysOf(), keysOf()
-	same, seen := 0, map[uint8]bool{}
+	sameIdx, sameSTag, next, seen := 0, 0, 0, map[uint8]bool{}
+	idxs := map[uint32]bool{}
 	for i := range a {
-		if a[i]>>8 != b[i]>>8 {
-			t.Fatalf("registration %d: index %d on one device, %d on the other", i, a[i]>>8, b[i]>>8)
+		if a[i]>>8 == b[i]>>8 {
+			sameIdx++
 		}
 		if a[i] == b[i] {
-			same++
+			sameSTag++
+		}
+		if i > 0 && a[i]>>8 == a[i-1]>>8+1 {
+			next++
 		}
 		seen[uint8(a[i])] = true
+		idxs[a[i]>>8] = true
 	}
-	// Independent uniform keys agree about once in 256; a fixed function
-	// of the index agrees every time.
-	if same > n/8 {
-		t.Errorf("%d of %d indices got the same key on two devices", same, n)
+	if len(idxs) != n {
+		t.Fatalf("%d distinct indices for %d live regions", len(idxs), n)
+	}
+	// Independent random choices agree about once in 256 (keys) or 2^24
+	// (indices); a function of the registration order agrees every time.
+	if sameSTag > n/8 || sameIdx > n/8 {
+		t.Errorf("two devices gave registration i the same STag %d and the same index %d times of %d", sameSTag, sameIdx, n)
+	}
+	if next > n/8 {
+		t.Errorf("index i+1 followed index i %d times of %d: sequential", next, n)
 	}
 	if len(seen) < n/4 {
 		t.Errorf("only %d distinct keys over %d registrations", len(seen), n)
@@ -198,5 +211,70 @@ func TestReregisterDoesNotAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per Invalidate+Reregister", allocs)
+	}
+}
+
+// TestSTagIndexPermutation: for a random key, index() stays within 24
+// bits, slot() inverts it, and distinct slots get distinct indices, over
+// 2^16 slots spread across the space (a Feistel network is a bijection by
+// construction; this checks the code is one).
+func TestSTagIndexPermutation(t *testing.T) {
+	var p indexPerm
+	var ks keyStream
+	p.key(&ks)
+	seen := make(map[uint32]uint32, 1<<16)
+	for n := uint32(0); n < 1<<16; n++ {
+		s := n * 0xff01 & (1<<24 - 1) // odd step: every bit pattern region
+		i := p.index(s)
+		if i >= 1<<24 {
+			t.Fatalf("index(%#x) = %#x, beyond 24 bits", s, i)
+		}
+		if prev, dup := seen[i]; dup {
+			t.Fatalf("index(%#x) = index(%#x) = %#x", s, prev, i)
+		}
+		seen[i] = s
+		if back := p.slot(i); back != s {
+			t.Fatalf("slot(index(%#x)) = %#x", s, back)
+		}
+	}
+	var id indexPerm // zero value: identity
+	if id.index(12345) != 12345 || id.slot(12345) != 12345 {
+		t.Fatal("zero permutation is not the identity")
+	}
+}
+
+// BenchmarkSTagLookup measures the per-FPDU STag lookup with the keyed
+// index permutation and with the identity (what it cost before).
+//
+//	go test -run '^$' -bench STagLookup ./verbs/soft
+func BenchmarkSTagLookup(b *testing.B) {
+	for _, keyed := range []bool{true, false} {
+		name := "identity"
+		if keyed {
+			name = "permuted"
+		}
+		b.Run(name, func(b *testing.B) {
+			dev := New(Config{})
+			if !keyed {
+				dev.stags.perm = indexPerm{}
+			}
+			pd, _ := dev.AllocPD()
+			var stags [64]uint32
+			for i := range stags {
+				mr, err := pd.RegMR(make([]byte, 16), verbs.AccessRemoteWrite)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer mr.Close()
+				stags[i] = mr.RKey()
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if dev.stags.lookup(stags[i%len(stags)]) == nil {
+					b.Fatal("lookup failed")
+				}
+			}
+		})
 	}
 }

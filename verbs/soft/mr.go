@@ -24,12 +24,62 @@ const maxSTagIndex = 1<<24 - 1
 // matches the region that replaced it (RFC 5042 §5.1). An older key can
 // recur, with the odds of a blind guess (1 in 255); every wrong guess costs
 // the peer its connection (an invalid-STag Terminate).
+//
+// The index is not the table slot either: slot s carries index perm(s), a
+// permutation of the 24-bit index space keyed per device from the same
+// random stream, so the indices in use are scattered rather than 1, 2, 3...
+// (defence in depth; perm is a cheap mixing network, not a cipher).
 type stagTable struct {
 	mu   sync.RWMutex
-	mrs  []*memRegion // by index; nil when free
-	keys []uint8      // last key used per index
-	free []uint32     // free indices (LIFO)
+	mrs  []*memRegion // by slot; nil when free
+	keys []uint8      // last key used per slot
+	free []uint32     // free slots (LIFO)
 	rnd  keyStream
+	perm indexPerm
+}
+
+// indexPerm is a 4-round Feistel network on 24 bits (two 12-bit halves):
+// a bijection from table slots to STag indices, cheap enough for the
+// per-FPDU lookup. New keys it once; it does not change afterwards, so it
+// is read without a lock. The zero value is the identity (tests).
+type indexPerm struct {
+	keyed bool
+	k     [4]uint32
+}
+
+// key draws the round keys from s.
+func (p *indexPerm) key(s *keyStream) {
+	for i := range p.k {
+		p.k[i] = uint32(s.next()) | uint32(s.next())<<8 | uint32(s.next())<<16 | uint32(s.next())<<24
+	}
+	p.keyed = true
+}
+
+// round is the Feistel round function: 12 bits from a 12-bit half and a key.
+func round(h, k uint32) uint32 { return ((h ^ k) * 0x9e3779b1) >> 20 }
+
+// index returns the STag index of slot.
+func (p *indexPerm) index(slot uint32) uint32 {
+	if !p.keyed {
+		return slot
+	}
+	l, r := slot>>12&0xfff, slot&0xfff
+	for _, k := range p.k {
+		l, r = r, l^round(r, k)
+	}
+	return l<<12 | r
+}
+
+// slot returns the slot of STag index idx (the inverse of index).
+func (p *indexPerm) slot(idx uint32) uint32 {
+	if !p.keyed {
+		return idx
+	}
+	l, r := idx>>12&0xfff, idx&0xfff
+	for i := len(p.k) - 1; i >= 0; i-- {
+		l, r = r^round(l, p.k[i]), l
+	}
+	return l<<12 | r
 }
 
 // keyStream hands out random bytes for STag keys. It reads them from
@@ -62,43 +112,50 @@ func (s *keyStream) newKey(old uint8) uint8 { return old + 1 + s.next()%255 }
 func (t *stagTable) add(m *memRegion) (uint32, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var idx uint32
+	var slot uint32
 	if n := len(t.free); n > 0 {
-		idx = t.free[n-1]
+		slot = t.free[n-1]
 		t.free = t.free[:n-1]
-		t.keys[idx] = t.rnd.newKey(t.keys[idx])
+		t.keys[slot] = t.rnd.newKey(t.keys[slot])
 	} else {
 		if len(t.mrs) == 0 {
-			t.mrs = append(t.mrs, nil) // index 0 reserved
+			t.mrs = append(t.mrs, nil) // slot 0 reserved
 			t.keys = append(t.keys, 0)
 		}
-		if len(t.mrs) > maxSTagIndex {
-			return 0, fmt.Errorf("soft: RegMR: STag index space (%d regions) exhausted", maxSTagIndex)
+		for {
+			if len(t.mrs) > maxSTagIndex {
+				return 0, fmt.Errorf("soft: RegMR: STag index space (%d regions) exhausted", maxSTagIndex)
+			}
+			slot = uint32(len(t.mrs))
+			t.mrs = append(t.mrs, nil)
+			t.keys = append(t.keys, t.rnd.next())
+			if t.perm.index(slot) != 0 {
+				break
+			}
+			// Index 0 is never used: this slot stays empty for good.
 		}
-		idx = uint32(len(t.mrs))
-		t.mrs = append(t.mrs, nil)
-		t.keys = append(t.keys, t.rnd.next())
 	}
-	m.idx, m.stag = idx, idx<<8|uint32(t.keys[idx])
+	idx := t.perm.index(slot)
+	m.slot, m.stag = slot, idx<<8|uint32(t.keys[slot])
 	m.base = uint64(idx) << 32
-	t.mrs[idx] = m // publish after m is complete
+	t.mrs[slot] = m // publish after m is complete
 	return m.stag, nil
 }
 
-// rekey gives the region at idx a fresh key and returns the new STag.
-func (t *stagTable) rekey(idx uint32) uint32 {
+// rekey gives the region in slot a fresh key and returns the new STag.
+func (t *stagTable) rekey(slot uint32) uint32 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.keys[idx] = t.rnd.newKey(t.keys[idx])
-	return idx<<8 | uint32(t.keys[idx])
+	t.keys[slot] = t.rnd.newKey(t.keys[slot])
+	return t.perm.index(slot)<<8 | uint32(t.keys[slot])
 }
 
-func (t *stagTable) remove(idx uint32) {
+func (t *stagTable) remove(slot uint32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if int(idx) < len(t.mrs) && t.mrs[idx] != nil {
-		t.mrs[idx] = nil
-		t.free = append(t.free, idx)
+	if int(slot) < len(t.mrs) && t.mrs[slot] != nil {
+		t.mrs[slot] = nil
+		t.free = append(t.free, slot)
 	}
 }
 
@@ -106,10 +163,11 @@ func (t *stagTable) remove(idx uint32) {
 // the caller under the region's lock), or nil.
 func (t *stagTable) lookup(stag uint32) *memRegion {
 	idx := stag >> 8
+	slot := t.perm.slot(idx)
 	t.mu.RLock()
 	var m *memRegion
-	if idx != 0 && int(idx) < len(t.mrs) {
-		m = t.mrs[idx]
+	if idx != 0 && int(slot) < len(t.mrs) {
+		m = t.mrs[slot]
 	}
 	t.mu.RUnlock()
 	return m
@@ -131,7 +189,7 @@ type memRegion struct {
 	pd   *protDomain
 	buf  []byte
 	base uint64
-	idx  uint32
+	slot uint32 // in the device's stagTable
 
 	mu     sync.RWMutex
 	stag   uint32
@@ -222,7 +280,7 @@ func (m *memRegion) Reregister(access verbs.Access) error {
 	if m.closed {
 		return fmt.Errorf("soft: Reregister: %w", verbs.ErrClosed)
 	}
-	m.stag = m.pd.dev.stags.rekey(m.idx)
+	m.stag = m.pd.dev.stags.rekey(m.slot)
 	handoff.Add(1)
 	m.access = access
 	m.valid = true
@@ -238,7 +296,7 @@ func (m *memRegion) Close() error {
 	m.closed = true
 	m.valid = false
 	m.mu.Unlock()
-	m.pd.dev.stags.remove(m.idx)
+	m.pd.dev.stags.remove(m.slot)
 	m.pd.mu.Lock()
 	m.pd.nmr--
 	m.pd.mu.Unlock()

@@ -32,8 +32,10 @@
 //     *verbs.TerminateError in verbs.QPError and in the flushed completions.
 //   - Memory protection (RFC 5042): STag = index<<8 | 8-bit key, the key
 //     drawn from crypto/rand (in batches) on every registration and
-//     re-registration, never equal to the index's previous key, so STags
-//     cannot be derived from the index and a stale STag is refused; peer accesses are
+//     re-registration, never equal to the index's previous key, and the
+//     index scattered over 24 bits by a per-device keyed permutation, so
+//     STags cannot be derived from the order of registrations and a stale
+//     STag is refused; peer accesses are
 //     checked for STag, protection domain, access rights and bounds;
 //     invalidation waits for accesses in progress, but never for a stalled
 //     peer: the region's lock is held only while bytes move (readiness-based
@@ -194,7 +196,9 @@ func New(cfg Config) *Device {
 	if cfg.MaxFPDU != 0 && cfg.MaxFPDU < 64 {
 		cfg.MaxFPDU = 64
 	}
-	return &Device{cfg: cfg}
+	d := &Device{cfg: cfg}
+	d.stags.perm.key(&d.stags.rnd)
+	return d
 }
 
 // Name returns the device name.
