@@ -75,3 +75,51 @@ func TestHostileFPDUShortULPDU(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileFPDULongULPDU: a segment whose ULPDU_Length (up to the 16-bit
+// maximum; MPA negotiates no smaller limit, so a receiver takes any length,
+// see TestLargestFPDU) claims more than its destination can take is
+// refused from its header alone: the Terminate comes although the peer
+// never sends the payload it announced.
+func TestHostileFPDULongULPDU(t *testing.T) {
+	hdrOnly := func(h iwarp.Header, payloadLen int) []byte {
+		b, err := iwarp.AppendFPDUHeader(nil, &h, payloadLen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	maxSend := iwarp.MaxULPDULength + iwarp.MPALenFieldLen - iwarp.UntaggedHeaderLen
+	maxWrite := iwarp.MaxULPDULength + iwarp.MPALenFieldLen - iwarp.TaggedHeaderLen
+	for _, c := range []struct {
+		name string
+		fpdu func(s *serverUnderTest) []byte
+		code iwarp.TermCode
+	}{
+		{"SendBeyondReceive", func(s *serverUnderTest) []byte {
+			return hdrOnly(iwarp.Header{Opcode: iwarp.OpSend, Last: true, MSN: 1}, maxSend)
+		}, iwarp.TermDDPUntaggedMessageTooLong},
+		{"SendNotLastBeyondReceive", func(s *serverUnderTest) []byte {
+			return hdrOnly(iwarp.Header{Opcode: iwarp.OpSend, MSN: 1}, 65)
+		}, iwarp.TermDDPUntaggedMessageTooLong},
+		{"WriteBeyondRegion", func(s *serverUnderTest) []byte {
+			return hdrOnly(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: s.mr.RKey(), TO: s.mr.Addr()}, maxWrite)
+		}, iwarp.TermDDPTaggedBaseBounds},
+		{"ReadRequestLong", func(s *serverUnderTest) []byte {
+			return hdrOnly(iwarp.Header{Opcode: iwarp.OpReadRequest, Last: true, QN: 1, MSN: 1}, maxSend)
+		}, iwarp.TermRDMAPCatastrophicStream},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkGoroutines(t)
+			s := newServerUnderTest(t, Config{})
+			rmr := s.reg(t, make([]byte, 64), verbs.AccessLocalWrite)
+			if err := s.qp.PostRecv(&verbs.RecvWR{ID: 1, SGL: []verbs.SGE{{MR: rmr, Length: 64}}}); err != nil {
+				t.Fatal(err)
+			}
+			p := s.connectRaw(t, false, verbs.ConnParams{IRD: 4})
+			p.write(c.fpdu(s)) // the header only; the payload never comes
+			p.expectTerminate(c.code)
+			s.checkQPFailed(t, c.code, false)
+		})
+	}
+}
