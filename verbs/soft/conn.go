@@ -145,6 +145,15 @@ func (d *Device) dial(ctx context.Context, addr string, q *queuePair, p verbs.Co
 		if cerr := ctxCause(ctx, err); cerr != nil {
 			return nil, fmt.Errorf("soft: Dial %s: waiting for MPA Reply: %w", addr, cerr)
 		}
+		var pe *iwarp.ProtocolError
+		if errors.As(err, &pe) {
+			// An invalid Reply (key, revision, markers, private data
+			// length, enhanced block) is answered with the LLP Terminate
+			// RFC 5044 assigns to it (2/0/0x04), with a CRC: whether CRC
+			// was agreed is unknowable, and a receiver without CRC
+			// ignores the field.
+			sendMPATerminate(conn, pe.Code, true)
+		}
 		return nil, fmt.Errorf("soft: Dial %s: MPA Reply: %w", addr, err)
 	}
 	if rep.Rejected() {
@@ -189,12 +198,15 @@ func (d *Device) dial(ctx context.Context, addr string, q *queuePair, p verbs.Co
 }
 
 // sendMPATerminate sends a Terminate for an LLP-level connection setup
-// failure detected after the MPA exchange.
+// failure detected by the initiator in the MPA Reply, then half-closes and
+// drains the connection like a Reject (lingerClose), so the Terminate is not
+// lost to a RST. The caller closes c.
 func sendMPATerminate(c net.Conn, code iwarp.TermCode, crc bool) {
 	t := iwarp.NewTerminate(code, nil)
 	if b, err := iwarp.AppendTerminateFPDU(nil, &t, 1, crc); err == nil {
 		c.Write(b)
 	}
+	lingerClose(c)
 }
 
 // listener is the software provider's verbs.Listener.

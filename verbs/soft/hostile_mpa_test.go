@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -251,5 +252,77 @@ func TestHostileMPARejectDescriptors(t *testing.T) {
 			t.Fatalf("%d descriptors open, %d before", n, base)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestHostileMPABadReply: Dial answers an MPA Reply it cannot accept with
+// the LLP Terminate for it (RFC 5044: invalid Request/Reply 2/0/0x04;
+// RFC 6581 §8: insufficient IRD 0x06, no matching RTR 0x07), then closes
+// cleanly, and returns an error naming the problem. The Terminate carries a
+// CRC when the Reply was invalid (whether CRC was agreed is unknowable),
+// and follows the Reply's C bit otherwise.
+func TestHostileMPABadReply(t *testing.T) {
+	for _, c := range []struct {
+		name, reply string
+		p2p         bool
+		code        iwarp.TermCode
+		err         error
+	}{
+		{"Revision3", "REP | 10 03 | 0004 | 0004 0004", false, iwarp.TermLLPInvalidRequestReply, iwarp.ErrMPARevision},
+		{"RequestKey", "REQ | 10 02 | 0004 | 0004 0004", false, iwarp.TermLLPInvalidRequestReply, iwarp.ErrMPAKey},
+		{"Markers", "REP | 90 02 | 0004 | 0004 0004", false, iwarp.TermLLPInvalidRequestReply, iwarp.ErrMPAMarkers},
+		{"PrivateDataTooLong", "REP | 10 02 | 0101", false, iwarp.TermLLPInvalidRequestReply, iwarp.ErrPrivateDataTooLong},
+		{"EnhancedShort", "REP | 10 02 | 0002 | 0004", false, iwarp.TermLLPInvalidRequestReply, iwarp.ErrMPAEnhancedShort},
+		{"ORDAboveOurIRD", "REP | 10 02 | 0004 | 0004 03e8", false, iwarp.TermLLPInsufficientIRD, nil},
+		{"NoMatchingRTR", "REP | 10 02 | 0004 | c004 0004", true, iwarp.TermLLPNoMatchingRTR, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkGoroutines(t)
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			got := make(chan []byte, 1)
+			go func() {
+				defer close(got)
+				s, err := l.Accept()
+				if err != nil {
+					return
+				}
+				defer s.Close()
+				s.SetDeadline(time.Now().Add(20 * time.Second))
+				var buf [iwarp.MaxMPAFrameLen]byte
+				if _, err := iwarp.ReadMPAFrame(s, buf[:], iwarp.MPARequest); err != nil {
+					return
+				}
+				s.Write(mpaHex(t, c.reply))
+				rest, _ := io.ReadAll(s) // until the initiator closes
+				got <- rest
+			}()
+			cfg := Config{SiwKick: -1}
+			if c.p2p {
+				cfg.P2P = RTRWrite
+			}
+			dev := New(cfg)
+			e := newEndpoint(t, dev, 2)
+			defer e.close(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, err = dev.Dial(ctx, l.Addr().String(), e.qp, verbs.ConnParams{IRD: 4, ORD: 4})
+			if err == nil || c.err != nil && !errors.Is(err, c.err) {
+				t.Fatalf("Dial: %v, want %v", err, c.err)
+			}
+			rest := <-got
+			var f iwarp.FPDU
+			n, err := iwarp.DecodeFPDU(rest, &f, c.code == iwarp.TermLLPInvalidRequestReply)
+			if err != nil || n != len(rest) || f.Header.Opcode != iwarp.OpTerminate {
+				t.Fatalf("initiator sent %x (%v), want exactly one Terminate FPDU", rest, err)
+			}
+			var term iwarp.Terminate
+			if err := term.Decode(f.Payload); err != nil || term.Code != c.code || term.HasDDPHeader {
+				t.Fatalf("Terminate %v (%v), want %v without header copy", term.Code, err, c.code)
+			}
+		})
 	}
 }
