@@ -172,7 +172,9 @@ func (l *Listener) Close() error {
 }
 
 // Accept waits for a connection request, accepts it with this server's RFC 8797 private
-// data and returns the connection.
+// data and returns the connection. A request it cannot serve (truncated RFC 8797
+// private data, or no resources for the endpoint) is rejected, logged, and Accept waits
+// for the next one.
 func (l *Listener) Accept(ctx context.Context) (oncrpc.ServerConn, error) {
 	for {
 		sc, err := l.accept(ctx)
