@@ -344,6 +344,10 @@ func lingerClose(c net.Conn) {
 	}
 }
 
+// errRejectSent marks an Accept that refused the request itself, with an
+// MPA Reject whose connection lingerCloseAsync closes.
+var errRejectSent = errors.New("connection refused with an MPA Reject")
+
 // lingerCloseAsync runs lingerClose and then closes c in a goroutine that
 // the listener tracks (Close cuts it short and waits for it), so a ULP's
 // Reject does not wait for the peer. If the listener is closed, c is
@@ -468,7 +472,9 @@ func (cr *connRequest) Accept(ctx context.Context, qp verbs.QP, p verbs.ConnPara
 	info, err := cr.accept(ctx, q, p)
 	if err != nil {
 		q.abortConnect()
-		cr.conn.Close()
+		if !errors.Is(err, errRejectSent) { // else lingerCloseAsync closes it
+			cr.conn.Close()
+		}
 		return nil, err
 	}
 	return info, nil
@@ -505,8 +511,8 @@ func (cr *connRequest) accept(ctx context.Context, q *queuePair, p verbs.ConnPar
 				if b, err := rej.Append(nil); err == nil {
 					cr.conn.Write(b)
 				}
-				lingerClose(cr.conn)
-				return nil, fmt.Errorf("soft: Accept: no supported RTR type offered (%#x)", req.RTR)
+				cr.l.lingerCloseAsync(cr.conn)
+				return nil, fmt.Errorf("soft: Accept: %w: the initiator offers no RTR type we generate (%#x)", errRejectSent, req.RTR)
 			}
 		}
 		rep.IRD, rep.ORD = uint16(ird), uint16(ord)
