@@ -21,6 +21,8 @@
 //   - Connection setup exchanges RFC 8797 private data both ways (ConnPrivate); each
 //     side sends no more than the peer announced it receives, 1024 bytes when the peer
 //     announced nothing. Limits/SetLimits expose and change the result (CONF_RDMA).
+//     A listener refuses a request whose private data carries the RFC 8797 magic but
+//     is truncated, with a Reject that carries its own private data.
 //   - Buffers for transport headers and inline messages are registered per connection
 //     in slabs, few at first and more as the connection's traffic needs them, and
 //     reused for every message. Caller memory carried by chunks is registered per RPC through a cache

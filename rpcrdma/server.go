@@ -202,8 +202,9 @@ func (l *Listener) Close() error {
 func (l *Listener) Refused() uint64 { return l.guard.Stats().Refused }
 
 // Accept waits for a connection request, accepts it with this server's RFC 8797 private
-// data and returns the connection. Requests past ServerOptions.MaxConns are rejected
-// and Accept goes on waiting.
+// data and returns the connection. A request it cannot serve (past
+// ServerOptions.MaxConns, truncated RFC 8797 private data, or no resources for the
+// endpoint) is rejected, logged, and Accept waits for the next one.
 func (l *Listener) Accept(ctx context.Context) (oncrpc.ServerConn, error) {
 	for {
 		sc, err := l.accept(ctx)
@@ -269,7 +270,15 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 // its endpoint with info.
 func (l *Listener) setup(ctx context.Context, cr verbs.ConnRequest) (*ServerConn, *verbs.ConnInfo, error) {
 	o := &l.opts
+	priv := ConnPrivate{SendInvOK: false, SendSize: o.InlineSend, RecvSize: o.InlineRecv}
+	var pd [PrivateSize]byte
 	peer, perr := PeerPrivate(cr.PrivateData())
+	if errors.Is(perr, ErrPrivateTruncated) {
+		// RFC 8797 data that is malformed, rather than absent or of another
+		// format: refuse, telling the client our sizes.
+		rerr := cr.Reject(priv.Append(pd[:0]))
+		return nil, nil, &rejectErr{errors.Join(fmt.Errorf("rpcrdma: connection request from %v refused: %w", cr.RemoteAddr(), perr), rerr)}
+	}
 	if perr != nil {
 		o.Logger.Debug("client sent no RFC 8797 private data; using 1024-byte inline sizes", "remote", cr.RemoteAddr(), "err", perr)
 	}
@@ -291,8 +300,6 @@ func (l *Listener) setup(ctx context.Context, cr verbs.ConnRequest) (*ServerConn
 	if cr.IRD() > 0 {
 		ord = min(ord, cr.IRD())
 	}
-	priv := ConnPrivate{SendInvOK: false, SendSize: o.InlineSend, RecvSize: o.InlineRecv}
-	var pd [PrivateSize]byte
 	info, err := cr.Accept(ctx, ep.qp, verbs.ConnParams{PrivateData: priv.Append(pd[:0]), IRD: max(cr.ORD(), 1), ORD: ord})
 	if err != nil {
 		ep.teardown()
