@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/cli"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
@@ -339,7 +340,7 @@ func startCommand(ctx context.Context, name string, args []string, n int, stderr
 		return nil, nil, nil, nil, err
 	}
 	if err := f.check(); err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, nil, &cli.UsageError{Err: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	return ctx, cancel, &f, pos, nil

@@ -31,6 +31,10 @@
 //	                 -tags ibverbs; -device NAME picks the device)
 //	-timeout D       bound on the whole command (default 10m)
 //
+// `nfsrdma -version` prints the version. The exit status is 0 on success (and for
+// -h), 1 on failure, 2 for a bad command line, 130 after SIGINT (Ctrl-C) and 143
+// after SIGTERM; either signal first cleans up (a put's temporary file is removed).
+//
 // READ data lands in the client's buffers by RDMA Write (write chunks) and WRITE data
 // leaves them by RDMA Read (read chunks), with no copy on either side. Calls carry
 // AUTH_SYS credentials with the caller's uid and gid.
@@ -43,21 +47,18 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"sort"
 	"strings"
-	"syscall"
+
+	"github.com/go-rpcrdma/rpcrdma/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "nfsrdma:", err)
-		}
-		os.Exit(1)
-	}
+	ctx, stop := cli.SignalContext(context.Background())
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := cli.Report(ctx, "nfsrdma", err)
+	stop()
+	os.Exit(code)
 }
 
 // command is one subcommand.
@@ -92,25 +93,28 @@ func usage(w io.Writer) {
 		c := commands[n]
 		fmt.Fprintf(w, "  %-6s %s\n         %s\n", n, c.usage, c.help)
 	}
-	fmt.Fprintln(w, "\nRun `nfsrdma COMMAND -h` for a command's flags. Start with `nfsrdma demo`.")
+	fmt.Fprintln(w, "\nRun `nfsrdma COMMAND -h` for a command's flags, `nfsrdma -version` for the version.\nStart with `nfsrdma demo`.")
 }
 
 // run runs the subcommand named by args[0].
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		usage(stderr)
-		return errors.New("no command given")
+		return cli.Usagef("no command given")
 	}
 	name := args[0]
 	switch name {
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return nil
+	case "-version", "--version", "version":
+		fmt.Fprintln(stdout, cli.VersionLine("nfsrdma"))
+		return nil
 	}
 	c, ok := commands[name]
 	if !ok {
 		usage(stderr)
-		return fmt.Errorf("unknown command %q (want one of ls, get, put, mkdir, rm, bench, demo)", name)
+		return cli.Usagef("unknown command %q (want one of ls, get, put, mkdir, rm, bench, demo)", name)
 	}
 	return explain(c.run(ctx, args[1:], stdout, stderr))
 }
@@ -133,7 +137,10 @@ func parseArgs(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &cli.UsageError{Err: err}
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -143,7 +150,7 @@ func parseArgs(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 		args = args[1:]
 	}
 	if len(pos) != n {
-		return nil, fmt.Errorf("%s: want %d argument(s), got %d %q (usage: nfsrdma %s %s)", fs.Name(), n, len(pos), pos, strings.TrimPrefix(fs.Name(), "nfsrdma "), commands[strings.TrimPrefix(fs.Name(), "nfsrdma ")].usage)
+		return nil, cli.Usagef("%s: want %d argument(s), got %d %q (usage: nfsrdma %s %s)", fs.Name(), n, len(pos), pos, strings.TrimPrefix(fs.Name(), "nfsrdma "), commands[strings.TrimPrefix(fs.Name(), "nfsrdma ")].usage)
 	}
 	return pos, nil
 }
