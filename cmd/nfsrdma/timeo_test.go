@@ -1,0 +1,218 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// pausingProxy forwards TCP connections to a server; while paused it holds back
+// what the server sends, so the server seems to stop answering.
+type pausingProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cond   *sync.Cond
+	paused bool
+	wg     sync.WaitGroup
+}
+
+func startPausingProxy(t *testing.T, target string) *pausingProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pausingProxy{ln: ln, target: target}
+	p.cond = sync.NewCond(&p.mu)
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(func() {
+		ln.Close()
+		p.setPaused(false)
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *pausingProxy) port() int { return p.ln.Addr().(*net.TCPAddr).Port }
+
+func (p *pausingProxy) setPaused(v bool) {
+	p.mu.Lock()
+	p.paused = v
+	p.mu.Unlock()
+	p.cond.Broadcast()
+}
+
+func (p *pausingProxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.wg.Add(2)
+		go func() { // client to server
+			defer p.wg.Done()
+			io.Copy(s, c)
+			s.Close()
+			c.Close()
+		}()
+		go func() { // server to client, held while paused
+			defer p.wg.Done()
+			defer c.Close()
+			defer s.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := s.Read(buf)
+				p.mu.Lock()
+				for p.paused {
+					p.cond.Wait()
+				}
+				p.mu.Unlock()
+				if n > 0 {
+					if _, werr := c.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// watchWriter collects what is written and calls on for each write, unlocked.
+type watchWriter struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	on  func(s string)
+}
+
+func (w *watchWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	w.buf.Write(b)
+	s := w.buf.String()
+	w.mu.Unlock()
+	w.on(s)
+	return len(b), nil
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestServerNotRespondingThenOK runs ls through a proxy that holds back the server's
+// replies until the client has said "server 127.0.0.1 not responding, still
+// trying"; then the replies flow, the client says "server 127.0.0.1 OK" and the
+// listing completes. Nothing waits on time: the proxy resumes on the message.
+func TestServerNotRespondingThenOK(t *testing.T) {
+	s := startServer(t)
+	os.WriteFile(filepath.Join(s.export, "present"), []byte("hello"), 0o644)
+	p := startPausingProxy(t, s.info.TCP.String())
+	p.setPaused(true)
+	errOut := &watchWriter{on: func(s string) {
+		if strings.Contains(s, "not responding") {
+			p.setPaused(false)
+		}
+	}}
+	var out bytes.Buffer
+	port := strconv.Itoa(p.port())
+	err := run(context.Background(), []string{"ls", "-proto", "tcp", "-port", port, "-mountport", port, "-timeo", "100ms", "-timeout", "2m", "127.0.0.1:/export"}, &out, errOut)
+	if err != nil {
+		t.Fatalf("ls: %v\nstderr: %s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), " present\n") {
+		t.Errorf("ls printed %q", out.String())
+	}
+	e := errOut.String()
+	nr := strings.Index(e, "nfsrdma: server 127.0.0.1 not responding, still trying\n")
+	ok := strings.LastIndex(e, "nfsrdma: server 127.0.0.1 OK\n")
+	if nr < 0 || ok < nr || strings.LastIndex(e, "not responding") > ok {
+		t.Errorf("stderr %q: want \"not responding\", then \"OK\" last", e)
+	}
+}
+
+// silentListener is a TCP listener whose accept queue is full: the kernel drops
+// further SYNs, so a connection attempt neither succeeds nor fails.
+func silentListener(t *testing.T) int {
+	t.Helper()
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := sa.(*unix.SockaddrInet4).Port
+	// Fill the accept queue (backlog 0 holds one connection) and never accept.
+	for i := 0; i < 2; i++ {
+		d := net.Dialer{Timeout: 0}
+		ctx, cancel := context.WithTimeout(context.Background(), 200e6)
+		c, err := d.DialContext(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(port))
+		cancel()
+		if err == nil {
+			t.Cleanup(func() { c.Close() })
+		}
+	}
+	return port
+}
+
+// TestConnectTimeout: a server whose listener never completes the connection (MOUNT
+// over TCP), and an RDMA listener that accepts TCP but never answers the MPA
+// request, both end in an error naming the address and -connect-timeout.
+func TestConnectTimeout(t *testing.T) {
+	port := strconv.Itoa(silentListener(t))
+	_, err := (&testServer{conn: []string{"-mountport", port, "-connect-timeout", "50ms"}}).cli(t, "ls", "127.0.0.1:/x")
+	if err == nil || !strings.Contains(err.Error(), "MOUNT over TCP at 127.0.0.1:"+port+": no connection within 50ms (-connect-timeout)") {
+		t.Errorf("ls against a silent MOUNT port: %v", err)
+	}
+
+	s := startServer(t)
+	mute, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mute.Close()
+	go func() {
+		for {
+			c, err := mute.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	mport := strconv.Itoa(mute.Addr().(*net.TCPAddr).Port)
+	_, err = s.cli(t, "ls", "-rdma-port", mport, "-connect-timeout", "50ms", "127.0.0.1:/export")
+	if err == nil || !strings.Contains(err.Error(), "NFS over RDMA at 127.0.0.1:"+mport+": no connection within 50ms (-connect-timeout)") {
+		t.Errorf("ls against a mute RDMA port: %v", err)
+	}
+}
