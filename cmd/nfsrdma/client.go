@@ -135,12 +135,18 @@ type flagSet = flag.FlagSet
 type remote struct {
 	host string // without brackets
 	path string // absolute, cleaned
+	// dir says the path was written with a trailing slash: like cp, put and get then
+	// require it to be an existing directory.
+	dir bool
 }
 
 func (r remote) String() string {
 	h := r.host
 	if strings.Contains(h, ":") {
 		h = "[" + h + "]"
+	}
+	if r.dir && r.path != "/" {
+		return h + ":" + r.path + "/"
 	}
 	return h + ":" + r.path
 }
@@ -174,7 +180,7 @@ func parseRemote(s string) (remote, error) {
 	if strings.IndexByte(p, 0) >= 0 {
 		return remote{}, fmt.Errorf("remote %q: the path contains a NUL byte", s)
 	}
-	return remote{host: host, path: path.Clean(p)}, nil
+	return remote{host: host, path: path.Clean(p), dir: strings.HasSuffix(p, "/")}, nil
 }
 
 // session is a mounted export.
@@ -251,7 +257,9 @@ func (f *connFlags) callOptions(m *oncrpc.Monitor) ([]oncrpc.ClientOption, error
 // dialErr describes a failed connection to addr, naming -connect-timeout when that
 // is what ended it (dctx is ctx bounded by it).
 func (f *connFlags) dialErr(ctx, dctx context.Context, what, addr string, err error) error {
-	if ctx.Err() == nil && errors.Is(dctx.Err(), context.DeadlineExceeded) {
+	// The dialer may report its deadline a moment before dctx itself ends.
+	deadline, _ := dctx.Deadline()
+	if ctx.Err() == nil && (dctx.Err() != nil || !time.Now().Before(deadline) || errors.Is(err, os.ErrDeadlineExceeded)) {
 		return fmt.Errorf("%s at %s: no connection within %v (-connect-timeout)", what, addr, f.connectTimeout)
 	}
 	return fmt.Errorf("%s at %s: %w", what, addr, err)

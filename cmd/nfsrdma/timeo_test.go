@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -25,6 +24,8 @@ type pausingProxy struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	paused bool
+	up     int64       // bytes forwarded to the server, all connections (under mu)
+	onUp   func(int64) // when set, called with up before each forward to the server
 	wg     sync.WaitGroup
 }
 
@@ -70,9 +71,27 @@ func (p *pausingProxy) serve() {
 		p.wg.Add(2)
 		go func() { // client to server
 			defer p.wg.Done()
-			io.Copy(s, c)
-			s.Close()
-			c.Close()
+			defer c.Close()
+			defer s.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := c.Read(buf)
+				p.mu.Lock()
+				p.up += int64(n)
+				up, on := p.up, p.onUp
+				p.mu.Unlock()
+				if on != nil {
+					on(up)
+				}
+				if n > 0 {
+					if _, werr := s.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
 		}()
 		go func() { // server to client, held while paused
 			defer p.wg.Done()
