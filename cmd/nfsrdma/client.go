@@ -22,6 +22,7 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 	_ "github.com/go-rpcrdma/rpcrdma/verbs/providers" // every provider built in, for -provider
@@ -56,8 +57,10 @@ type connFlags struct {
 	connectTimeout time.Duration
 	provider       string
 	device         string
+	rpcbindPort    int
 	allowBoth      bool // -proto both (bench)
 	logf           cli.LogFlags
+	set            map[string]bool // the flags given on the command line
 
 	log    hclog.Logger // from logf, set by startCommand
 	stderr io.Writer    // where "server not responding" goes in text format
@@ -65,10 +68,11 @@ type connFlags struct {
 
 func (f *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.proto, "proto", "rdma", "NFS transport: rdma or tcp (MOUNT always uses tcp)")
-	fs.IntVar(&f.port, "port", 0, "NFS `port` for -proto (0: -rdma-port or -tcp-port)")
-	fs.IntVar(&f.rdmaPort, "rdma-port", defaultRDMAPort, "NFS over RDMA `port` when -port is 0")
-	fs.IntVar(&f.tcpPort, "tcp-port", defaultTCPPort, "NFS over TCP `port` when -port is 0")
-	fs.IntVar(&f.mountport, "mountport", defaultMountPort, "MOUNT `port` over TCP (nfsrdmad serves MOUNT on its NFS TCP port)")
+	fs.IntVar(&f.port, "port", 0, "NFS `port` for -proto (0: ask the server's rpcbind, else -rdma-port or -tcp-port)")
+	fs.IntVar(&f.rdmaPort, "rdma-port", defaultRDMAPort, "NFS over RDMA `port` when -port is 0 (when not given: the port rpcbind names, else this default)")
+	fs.IntVar(&f.tcpPort, "tcp-port", defaultTCPPort, "NFS over TCP `port` when -port is 0 (when not given: the port rpcbind names, else this default)")
+	fs.IntVar(&f.mountport, "mountport", defaultMountPort, "MOUNT `port` over TCP (when not given: the port rpcbind names, else this default, where nfsrdmad serves MOUNT)")
+	fs.IntVar(&f.rpcbindPort, "rpcbind-port", rpcbind.Port, "the server's rpcbind `port`, asked for the ports not given")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "bound on the whole command")
 	if !f.allowBoth { // bench measures calls without a per-call timer
 		fs.DurationVar(&f.timeo, "timeo", defaultTimeo, "a call without a reply for this long is sent again and the server reported as not responding (like Linux's timeo)")
@@ -98,7 +102,7 @@ func (f *connFlags) check() error {
 	for _, p := range []struct {
 		name string
 		v    int
-	}{{"rdma-port", f.rdmaPort}, {"tcp-port", f.tcpPort}, {"mountport", f.mountport}} {
+	}{{"rdma-port", f.rdmaPort}, {"tcp-port", f.tcpPort}, {"mountport", f.mountport}, {"rpcbind-port", f.rpcbindPort}} {
 		if p.v < 1 || p.v > 65535 {
 			return fmt.Errorf("-%s %d: want 1 to 65535", p.name, p.v)
 		}
@@ -276,9 +280,9 @@ func (f *connFlags) dialTCP(ctx context.Context, what, addr string) (*oncrpc.TCP
 	return t, nil
 }
 
-// dialNFS opens the NFS transport of proto to host.
-func dialNFS(ctx context.Context, f *connFlags, proto, host string) (oncrpc.RoundTripper, func() error, error) {
-	addr := net.JoinHostPort(host, strconv.Itoa(f.nfsPort(proto)))
+// dialNFS opens the NFS transport of proto to port on host.
+func dialNFS(ctx context.Context, f *connFlags, proto, host string, port int) (oncrpc.RoundTripper, func() error, error) {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	if proto == "tcp" {
 		t, err := f.dialTCP(ctx, "NFS over TCP", addr)
 		if err != nil {
@@ -362,7 +366,9 @@ func mount(ctx context.Context, f *connFlags, proto string, r remote) (*session,
 	if err != nil {
 		return nil, err
 	}
-	maddr := net.JoinHostPort(r.host, strconv.Itoa(f.mountport))
+	ports := &portFinder{f: f, host: r.host}
+	defer ports.close()
+	maddr := net.JoinHostPort(r.host, strconv.Itoa(ports.mountPort(ctx)))
 	mrt, err := f.dialTCP(ctx, "MOUNT over TCP", maddr)
 	if err != nil {
 		return nil, err
@@ -385,7 +391,7 @@ func mount(ctx context.Context, f *connFlags, proto string, r remote) (*session,
 		}
 	}
 	s.export, s.rel = exp, rel
-	nrt, closeNFS, err := dialNFS(ctx, f, proto, r.host)
+	nrt, closeNFS, err := dialNFS(ctx, f, proto, r.host, ports.nfsPort(ctx, proto))
 	if err != nil {
 		return nil, err
 	}
@@ -433,6 +439,8 @@ func startCommand(ctx context.Context, name string, args []string, n int, stderr
 	if err := f.check(); err != nil {
 		return nil, nil, nil, nil, &cli.UsageError{Err: err}
 	}
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
 	if f.log, err = f.logf.Logger("nfsrdma", stderr); err != nil {
 		return nil, nil, nil, nil, err
 	}

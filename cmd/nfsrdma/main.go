@@ -21,15 +21,34 @@
 //
 // Flags common to the client commands:
 //
-//	-proto rdma|tcp  transport for NFS (default rdma; bench: both); MOUNT always uses TCP
-//	-port N          NFS port for -proto (default: -rdma-port or -tcp-port)
-//	-rdma-port N     NFS over RDMA port (default 20049)
-//	-tcp-port N      NFS over TCP port (default 2049)
-//	-mountport N     MOUNT port over TCP (default 2049, where nfsrdmad serves it;
-//	                 for a kernel nfsd see `rpcinfo -p SERVER` for mountd's port)
-//	-provider NAME   soft (default: verbs/soft) or ibverbs (binaries built with
-//	                 -tags ibverbs; -device NAME picks the device)
-//	-timeout D       bound on the whole command (default 10m)
+//	-proto rdma|tcp     transport for NFS (default rdma; bench: both); MOUNT always uses TCP
+//	-port N             NFS port for -proto
+//	-rdma-port N        NFS over RDMA port
+//	-tcp-port N         NFS over TCP port
+//	-mountport N        MOUNT port over TCP
+//	-rpcbind-port N     the server's rpcbind (default 111)
+//	-provider NAME      soft (default: verbs/soft) or ibverbs (binaries built with
+//	                    -tags ibverbs; -device NAME picks the device)
+//	-timeo D            a call without a reply for D is sent again and "server HOST
+//	                    not responding, still trying" printed, then "server HOST OK"
+//	                    once it answers (default 60s; not bench)
+//	-connect-timeout D  bound on establishing each connection (default 30s)
+//	-timeout D          bound on the whole command (default 10m)
+//	-log-level L        trace, debug, info, warn (default), error
+//	-log-format F       text (default) or json
+//
+// Ports not given are asked of the server's rpcbind (NFS under netid rdma or tcp,
+// MOUNT under tcp), as Linux mount does; when it does not answer or knows nothing,
+// the well-known ports are used: 20049 for NFS over RDMA, 2049 for NFS over TCP and
+// for MOUNT (where nfsrdmad serves it; a kernel nfsd's mountd is registered with
+// rpcbind).
+//
+// put writes a temporary file (.NAME.nfsrdma-XXXXXX) beside the target and renames
+// it over the target once the data is committed, so an interrupted or failed put
+// leaves an existing file untouched and no partial one. Like cp, a destination
+// ending in "/" must be an existing directory; an existing directory receives the
+// file under its own name; any other path names the file. get follows the same rules
+// for LOCAL.
 //
 // `nfsrdma -version` prints the version. The exit status is 0 on success (and for
 // -h), 1 on failure, 2 for a bad command line, 130 after SIGINT (Ctrl-C) and 143
