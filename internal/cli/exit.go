@@ -15,7 +15,15 @@ type SignalError struct {
 	Signal os.Signal
 }
 
-func (e *SignalError) Error() string { return "interrupted by " + e.Signal.String() }
+func (e *SignalError) Error() string {
+	switch e.Signal {
+	case syscall.SIGINT:
+		return "interrupted (SIGINT)"
+	case syscall.SIGTERM:
+		return "terminated (SIGTERM)"
+	}
+	return "stopped by signal " + e.Signal.String()
+}
 
 // SignalContext returns a context canceled, with a *SignalError as its cause, when
 // the process receives SIGINT or SIGTERM. stop releases the signals: a second one
