@@ -351,6 +351,23 @@ func exportFor(exps []string, p string) (exp, rel string, ok bool) {
 	return exp, rel, best >= 0
 }
 
+// mountCandidates are the directories MNT is asked for, in order, when the server
+// does not list its exports: p's ancestors from "/" down, then p. A server refuses
+// (a mountstat3 error) those that are not exported; willscott/go-nfs accepts any
+// path and serves its one export, so "/" is right for it.
+func mountCandidates(p string) []string {
+	out := []string{"/"}
+	for i := 1; i < len(p); i++ {
+		if p[i] == '/' {
+			out = append(out, p[:i])
+		}
+	}
+	if p != "/" {
+		out = append(out, p)
+	}
+	return out
+}
+
 // mount connects to r's server over proto and mounts the export holding r.path.
 func mount(ctx context.Context, f *connFlags, proto string, r remote) (*session, error) {
 	s := &session{proto: proto}
@@ -376,7 +393,8 @@ func mount(ctx context.Context, f *connFlags, proto string, r remote) (*session,
 	s.mrt = mrt
 	s.closer = append(s.closer, mrt.Close)
 	// A server that lists no exports, or does not implement EXPORT at all (such as
-	// willscott/go-nfs), is asked to MNT the path itself.
+	// willscott/go-nfs), is asked to MNT the path's directories from the top down,
+	// and the first it accepts is the export (see mountCandidates).
 	exps, expErr := exports(ctx, mrt, opts...)
 	exp, rel := r.path, ""
 	switch {
@@ -396,7 +414,22 @@ func mount(ctx context.Context, f *connFlags, proto string, r remote) (*session,
 		return nil, err
 	}
 	s.closer = append(s.closer, closeNFS)
-	c, err := nfsclient.Mount(ctx, nfsclient.Transports{NFS: nrt, Mount: mrt}, exp, opts...)
+	var c *nfsclient.Client
+	if s.unlisted == "" {
+		c, err = nfsclient.Mount(ctx, nfsclient.Transports{NFS: nrt, Mount: mrt}, exp, opts...)
+	} else {
+		for _, cand := range mountCandidates(r.path) {
+			exp = cand
+			c, err = nfsclient.Mount(ctx, nfsclient.Transports{NFS: nrt, Mount: mrt}, exp, opts...)
+			var refused nfs3.MountStat
+			if err == nil || !errors.As(err, &refused) {
+				break
+			}
+		}
+		if err == nil {
+			s.export, s.rel = exp, strings.TrimPrefix(strings.TrimPrefix(r.path, exp), "/")
+		}
+	}
 	if err != nil && s.unlisted != "" {
 		return nil, fmt.Errorf("mount %s:%s over %s (MOUNT at %s: %s; then MNT of the path): %w", r.host, exp, proto, maddr, s.unlisted, err)
 	}

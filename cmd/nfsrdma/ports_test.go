@@ -118,3 +118,18 @@ func TestPortFallback(t *testing.T) {
 		t.Error("given ports were looked up")
 	}
 }
+
+func TestMountCandidates(t *testing.T) {
+	for _, tc := range []struct {
+		p    string
+		want string
+	}{
+		{"/", "/"},
+		{"/f", "/ /f"},
+		{"/srv/data/x", "/ /srv /srv/data /srv/data/x"},
+	} {
+		if got := strings.Join(mountCandidates(tc.p), " "); got != tc.want {
+			t.Errorf("mountCandidates(%q) = %q, want %q", tc.p, got, tc.want)
+		}
+	}
+}

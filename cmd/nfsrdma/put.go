@@ -153,7 +153,7 @@ func tempName(name string) string {
 
 // putFile writes the size bytes of src to name in dir without ever exposing a partial
 // file under name: it creates a temporary file beside it (EXCLUSIVE, so a
-// retransmitted CREATE is harmless), writes and commits the data there, and renames
+// retransmitted CREATE is harmless; GUARDED where EXCLUSIVE is not supported), writes and commits the data there, and renames
 // it over name. On any failure, an interrupt included, it removes the temporary file
 // (with a fresh context, since ctx may be the one that ended) and name is untouched.
 func putFile(ctx context.Context, c *nfsclient.Client, dir nfs3.FH, name string, mode uint32, src io.ReaderAt, size int64, qd int, moved func(int)) (err error) {
@@ -162,6 +162,10 @@ func putFile(ctx context.Context, c *nfsclient.Client, dir nfs3.FH, name string,
 	for try := 0; ; try++ {
 		tmp = tempName(name)
 		fh, _, err = c.Create(ctx, dir, tmp, mode, true)
+		if errors.Is(err, nfs3.StatusNotSupp) {
+			// A server without EXCLUSIVE create (willscott/go-nfs): GUARDED.
+			fh, _, err = c.Create(ctx, dir, tmp, mode, false)
+		}
 		if err == nil {
 			break
 		}
