@@ -78,7 +78,7 @@ func (f *connFlags) register(fs *flag.FlagSet) {
 		fs.DurationVar(&f.timeo, "timeo", defaultTimeo, "a call without a reply for this long is sent again and the server reported as not responding (like Linux's timeo)")
 	}
 	fs.DurationVar(&f.connectTimeout, "connect-timeout", defaultConnectTimeout, "bound on establishing each connection")
-	f.logf.Register(fs, "warn")
+	f.logf.Register(fs, "info")
 	fs.StringVar(&f.provider, "provider", "soft", "RDMA provider: soft or ibverbs (only in binaries built with -tags ibverbs)")
 	fs.StringVar(&f.device, "device", "", "ibverbs device `NAME` (default: the only one)")
 }

@@ -34,7 +34,7 @@
 //	                    once it answers (default 60s; not bench)
 //	-connect-timeout D  bound on establishing each connection (default 30s)
 //	-timeout D          bound on the whole command (default 10m)
-//	-log-level L        trace, debug, info, warn (default), error
+//	-log-level L        trace, debug, info (default), warn, error
 //	-log-format F       text (default) or json
 //
 // Ports not given are asked of the server's rpcbind (NFS under netid rdma or tcp,

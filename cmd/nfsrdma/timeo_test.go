@@ -5,6 +5,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +16,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
 )
 
 // pausingProxy forwards TCP connections to a server; while paused it holds back
@@ -26,7 +30,10 @@ type pausingProxy struct {
 	paused bool
 	up     int64       // bytes forwarded to the server, all connections (under mu)
 	onUp   func(int64) // when set, called with up before each forward to the server
-	wg     sync.WaitGroup
+	down   int64       // bytes forwarded from the server, all connections (under mu)
+	// pauseAt, when positive, pauses the proxy (once) when down reaches it.
+	pauseAt int64
+	wg      sync.WaitGroup
 }
 
 func startPausingProxy(t *testing.T, target string) *pausingProxy {
@@ -101,6 +108,10 @@ func (p *pausingProxy) serve() {
 			for {
 				n, err := s.Read(buf)
 				p.mu.Lock()
+				if p.pauseAt > 0 && p.down < p.pauseAt && p.down+int64(n) >= p.pauseAt {
+					p.paused = true
+				}
+				p.down += int64(n)
 				for p.paused {
 					p.cond.Wait()
 				}
@@ -233,5 +244,64 @@ func TestConnectTimeout(t *testing.T) {
 	_, err = s.cli(t, "ls", "-rdma-port", mport, "-connect-timeout", "50ms", "127.0.0.1:/export")
 	if err == nil || !strings.Contains(err.Error(), "NFS over RDMA at 127.0.0.1:"+mport+": no connection within 50ms (-connect-timeout)") {
 		t.Errorf("ls against a mute RDMA port: %v", err)
+	}
+}
+
+// TestServerStallsMidTransfer: the server's replies stop in the middle of a 4 MiB
+// get (the proxy pauses after 1 MiB of them) over RDMA and over TCP; the client
+// says the server is not responding, retransmits (over RDMA on a new connection),
+// the proxy resumes on that message, and the get completes with the right bytes and
+// "server 127.0.0.1 OK". With -log-format json the two messages are log records.
+func TestServerStallsMidTransfer(t *testing.T) {
+	s := startServer(t, func(c *daemon.Config) { c.MaxIO = 64 << 10 })
+	data := randomBytes(4<<20, 9)
+	os.WriteFile(filepath.Join(s.export, "big"), data, 0o644)
+	for _, tc := range []struct{ proto, format string }{{"rdma", "text"}, {"tcp", "json"}} {
+		t.Run(tc.proto, func(t *testing.T) {
+			target := s.info.RDMA.String()
+			if tc.proto == "tcp" {
+				target = s.info.TCP.String()
+			}
+			p := startPausingProxy(t, target)
+			p.pauseAt = 1 << 20
+			errOut := &watchWriter{on: func(s string) {
+				if strings.Contains(s, "not responding") {
+					p.setPaused(false)
+				}
+			}}
+			dst := filepath.Join(t.TempDir(), "big")
+			tcp := strconv.Itoa(portOfAddr(s.info.TCP.String()))
+			err := run(context.Background(), []string{"get", "-proto", tc.proto, "-port", strconv.Itoa(p.port()), "-mountport", tcp,
+				"-timeo", "100ms", "-log-format", tc.format, "-timeout", "2m", "127.0.0.1:/export/big", dst}, io.Discard, errOut)
+			if err != nil {
+				t.Fatalf("get: %v\nstderr: %s", err, errOut.String())
+			}
+			if got, _ := os.ReadFile(dst); !bytes.Equal(got, data) {
+				t.Fatalf("got %d bytes that differ from the file's %d", len(got), len(data))
+			}
+			e := errOut.String()
+			if tc.format == "text" {
+				nr := strings.Index(e, "nfsrdma: server 127.0.0.1 not responding, still trying\n")
+				ok := strings.LastIndex(e, "nfsrdma: server 127.0.0.1 OK\n")
+				if nr < 0 || ok < nr || strings.LastIndex(e, "not responding") > ok {
+					t.Errorf("stderr %q: want \"not responding\", then \"OK\" last", e)
+				}
+				return
+			}
+			var msgs []string
+			for _, l := range strings.Split(strings.TrimSpace(e), "\n") {
+				var m map[string]any
+				if err := json.Unmarshal([]byte(l), &m); err != nil {
+					t.Fatalf("stderr line %q is not JSON: %v", l, err)
+				}
+				if m["server"] != "127.0.0.1" {
+					t.Errorf("record %v lacks server=127.0.0.1", m)
+				}
+				msgs = append(msgs, m["@message"].(string))
+			}
+			if len(msgs) < 2 || msgs[0] != "server not responding, still trying" || msgs[len(msgs)-1] != "server OK" {
+				t.Errorf("log messages %q", msgs)
+			}
+		})
 	}
 }
