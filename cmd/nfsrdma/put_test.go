@@ -43,11 +43,13 @@ func TestPutInterruptedKeepsTarget(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var once sync.Once
+			p.mu.Lock()
 			p.onUp = func(n int64) {
 				if n >= 1<<20 {
 					once.Do(cancel)
 				}
 			}
+			p.mu.Unlock()
 			tcp := strconv.Itoa(portOfAddr(s.info.TCP.String()))
 			args := []string{"put", "-proto", proto, "-port", strconv.Itoa(p.port()), "-mountport", tcp, "-qd", "2", src, "127.0.0.1:/export/target-" + proto}
 			err := run(ctx, args, io.Discard, io.Discard)

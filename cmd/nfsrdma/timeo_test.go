@@ -263,7 +263,9 @@ func TestServerStallsMidTransfer(t *testing.T) {
 				target = s.info.TCP.String()
 			}
 			p := startPausingProxy(t, target)
+			p.mu.Lock()
 			p.pauseAt = 1 << 20
+			p.mu.Unlock()
 			errOut := &watchWriter{on: func(s string) {
 				if strings.Contains(s, "not responding") {
 					p.setPaused(false)
