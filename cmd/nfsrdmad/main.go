@@ -110,30 +110,27 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 	fs.BoolVar(&cfg.RPCBind, "rpcbind", false, "register NFS (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma) with the local rpcbind; unregister on exit")
 	fs.StringVar(&cfg.RPCBindAddr, "rpcbind-addr", rpcbind.DefaultAddr, "rpcbind `ADDR`: host:port, or unix:PATH for its AF_LOCAL socket")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", daemon.DefaultShutdownTimeout, "how long calls in progress may run after SIGINT/SIGTERM")
-	var logf cli.LogFlags
-	logf.Register(fs, "info")
+	level := fs.String("log-level", "info", "log `level`: trace, debug, info, warn, error")
+	logFormat := fs.String("log-format", "text", "log `format`: text, or json (one object per line)")
 	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, err
-		}
-		return cfg, &cli.UsageError{Err: err}
+		return cfg, err
 	}
 	if *version {
 		return cfg, errVersion
 	}
 	if fs.NArg() != 0 {
-		return cfg, cli.Usagef("unexpected arguments %q (flags go before them; see -h)", fs.Args())
+		return cfg, fmt.Errorf("unexpected arguments %q (flags go before them; see -h)", fs.Args())
 	}
 	var err error
-	if cfg.Logger, err = logf.Logger("nfsrdmad", stderr); err != nil {
+	if cfg.Logger, err = (&cli.LogFlags{Level: *level, Format: *logFormat}).Logger("nfsrdmad", stderr); err != nil {
 		return cfg, err
 	}
 	if cfg.Credits <= 0 {
-		return cfg, cli.Usagef("-credits %d: must be at least 1", cfg.Credits)
+		return cfg, fmt.Errorf("-credits %d: must be at least 1", cfg.Credits)
 	}
 	if cfg.ShutdownTimeout <= 0 {
-		return cfg, cli.Usagef("-shutdown-timeout %v: must be positive", cfg.ShutdownTimeout)
+		return cfg, fmt.Errorf("-shutdown-timeout %v: must be positive", cfg.ShutdownTimeout)
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = -1 // never (daemon.Config's 0 is the default)
@@ -142,7 +139,7 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 		cfg.MaxConns = -1 // no limit
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, &cli.UsageError{Err: flagErr(err)}
+		return cfg, flagErr(err)
 	}
 	return cfg, nil
 }
@@ -179,12 +176,14 @@ func flagErr(err error) error {
 // server's description once it listens.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready func(daemon.Info)) error {
 	cfg, err := parseFlags(args, stderr)
-	if err == errVersion {
+	switch {
+	case err == errVersion:
 		fmt.Fprintln(stdout, cli.VersionLine("nfsrdmad"))
 		return nil
-	}
-	if err != nil {
+	case errors.Is(err, flag.ErrHelp):
 		return err
+	case err != nil:
+		return &cli.UsageError{Err: err} // a bad command line: exit status 2
 	}
 	cfg.Stdout = stdout
 	start := time.Now()
