@@ -508,8 +508,8 @@ func (c *Client) putRequest(r *request) {
 func (c *Client) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
 	var timer <-chan time.Time
 	if call.Timeout > 0 {
-		t := time.NewTimer(call.Timeout)
-		defer t.Stop()
+		t := getTimer(call.Timeout)
+		defer putTimer(t)
 		timer = t.C
 	}
 	for {
@@ -539,6 +539,25 @@ func (c *Client) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *
 		}
 		return err
 	}
+}
+
+// tryTimers pools the timers of calls with a per-try Timeout, so that a Client that
+// retransmits after a timeout (as nfsrdma's does) allocates nothing per call.
+var tryTimers sync.Pool
+
+// getTimer returns a timer that fires after d.
+func getTimer(d time.Duration) *time.Timer {
+	if t, _ := tryTimers.Get().(*time.Timer); t != nil {
+		t.Reset(d) // stopped in putTimer: since Go 1.23 no stale tick remains
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+// putTimer stops t and keeps it for getTimer.
+func putTimer(t *time.Timer) {
+	t.Stop()
+	tryTimers.Put(t)
 }
 
 // roundTrip is one try on one connection. It holds one credit, released here unless the
