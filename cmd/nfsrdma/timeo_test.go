@@ -33,7 +33,19 @@ type pausingProxy struct {
 	down   int64       // bytes forwarded from the server, all connections (under mu)
 	// pauseAt, when positive, pauses the proxy (once) when down reaches it.
 	pauseAt int64
+	// crashAt, when positive, makes the server seem to crash when down reaches it:
+	// every connection is closed, and new ones are closed at once until restart.
+	crashAt int64
+	crashed bool
+	conns   map[net.Conn]bool
 	wg      sync.WaitGroup
+}
+
+// restart ends a crash: connections are forwarded again.
+func (p *pausingProxy) restart() {
+	p.mu.Lock()
+	p.crashed = false
+	p.mu.Unlock()
 }
 
 func startPausingProxy(t *testing.T, target string) *pausingProxy {
@@ -42,7 +54,7 @@ func startPausingProxy(t *testing.T, target string) *pausingProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &pausingProxy{ln: ln, target: target}
+	p := &pausingProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
 	p.cond = sync.NewCond(&p.mu)
 	p.wg.Add(1)
 	go p.serve()
@@ -70,11 +82,21 @@ func (p *pausingProxy) serve() {
 		if err != nil {
 			return
 		}
+		p.mu.Lock()
+		crashed := p.crashed
+		p.mu.Unlock()
+		if crashed {
+			c.Close()
+			continue
+		}
 		s, err := net.Dial("tcp", p.target)
 		if err != nil {
 			c.Close()
 			continue
 		}
+		p.mu.Lock()
+		p.conns[c], p.conns[s] = true, true
+		p.mu.Unlock()
 		p.wg.Add(2)
 		go func() { // client to server
 			defer p.wg.Done()
@@ -110,6 +132,13 @@ func (p *pausingProxy) serve() {
 				p.mu.Lock()
 				if p.pauseAt > 0 && p.down < p.pauseAt && p.down+int64(n) >= p.pauseAt {
 					p.paused = true
+				}
+				if p.crashAt > 0 && p.down < p.crashAt && p.down+int64(n) >= p.crashAt {
+					p.crashed = true
+					for k := range p.conns {
+						k.Close()
+					}
+					clear(p.conns)
 				}
 				p.down += int64(n)
 				for p.paused {
@@ -303,6 +332,50 @@ func TestServerStallsMidTransfer(t *testing.T) {
 			}
 			if len(msgs) < 2 || msgs[0] != "server not responding, still trying" || msgs[len(msgs)-1] != "server OK" {
 				t.Errorf("log messages %q", msgs)
+			}
+		})
+	}
+}
+
+// TestServerRestartsMidTransfer: the server seems to crash in the middle of a 4 MiB
+// get (the proxy closes every connection after 1 MiB of replies and refuses new ones)
+// and comes back once the client has said it is not responding; over RDMA and TCP
+// the client reconnects, retransmits, says "server 127.0.0.1 OK" and gets the right
+// bytes.
+func TestServerRestartsMidTransfer(t *testing.T) {
+	s := startServer(t, func(c *daemon.Config) { c.MaxIO = 64 << 10 })
+	data := randomBytes(4<<20, 10)
+	os.WriteFile(filepath.Join(s.export, "big"), data, 0o644)
+	for _, proto := range []string{"rdma", "tcp"} {
+		t.Run(proto, func(t *testing.T) {
+			target := s.info.RDMA.String()
+			if proto == "tcp" {
+				target = s.info.TCP.String()
+			}
+			p := startPausingProxy(t, target)
+			p.mu.Lock()
+			p.crashAt = 1 << 20
+			p.mu.Unlock()
+			errOut := &watchWriter{on: func(s string) {
+				if strings.Contains(s, "not responding") {
+					p.restart()
+				}
+			}}
+			dst := filepath.Join(t.TempDir(), "big")
+			tcp := strconv.Itoa(portOfAddr(s.info.TCP.String()))
+			err := run(context.Background(), []string{"get", "-proto", proto, "-port", strconv.Itoa(p.port()), "-mountport", tcp,
+				"-timeo", "200ms", "-timeout", "2m", "127.0.0.1:/export/big", dst}, io.Discard, errOut)
+			if err != nil {
+				t.Fatalf("get: %v\nstderr: %s", err, errOut.String())
+			}
+			if got, _ := os.ReadFile(dst); !bytes.Equal(got, data) {
+				t.Fatalf("got %d bytes that differ from the file's %d", len(got), len(data))
+			}
+			e := errOut.String()
+			nr := strings.Index(e, "nfsrdma: server 127.0.0.1 not responding, still trying\n")
+			ok := strings.LastIndex(e, "nfsrdma: server 127.0.0.1 OK\n")
+			if nr < 0 || ok < nr || strings.LastIndex(e, "not responding") > ok {
+				t.Errorf("stderr %q: want \"not responding\", then \"OK\" last", e)
 			}
 		})
 	}
