@@ -196,7 +196,7 @@ func TestServerNotRespondingThenOK(t *testing.T) {
 	}}
 	var out bytes.Buffer
 	port := strconv.Itoa(p.port())
-	err := run(context.Background(), []string{"ls", "-proto", "tcp", "-port", port, "-mountport", port, "-timeo", "100ms", "-timeout", "2m", "127.0.0.1:/export"}, &out, errOut)
+	err := run(context.Background(), []string{"ls", "-proto", "tcp", "-port", port, "-mountport", port, "-timeo", "300ms", "-timeout", "2m", "127.0.0.1:/export"}, &out, errOut)
 	if err != nil {
 		t.Fatalf("ls: %v\nstderr: %s", err, errOut.String())
 	}
@@ -303,7 +303,7 @@ func TestServerStallsMidTransfer(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "big")
 			tcp := strconv.Itoa(portOfAddr(s.info.TCP.String()))
 			err := run(context.Background(), []string{"get", "-proto", tc.proto, "-port", strconv.Itoa(p.port()), "-mountport", tcp,
-				"-timeo", "100ms", "-log-format", tc.format, "-timeout", "2m", "127.0.0.1:/export/big", dst}, io.Discard, errOut)
+				"-timeo", "300ms", "-log-format", tc.format, "-timeout", "2m", "127.0.0.1:/export/big", dst}, io.Discard, errOut)
 			if err != nil {
 				t.Fatalf("get: %v\nstderr: %s", err, errOut.String())
 			}
@@ -364,7 +364,7 @@ func TestServerRestartsMidTransfer(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "big")
 			tcp := strconv.Itoa(portOfAddr(s.info.TCP.String()))
 			err := run(context.Background(), []string{"get", "-proto", proto, "-port", strconv.Itoa(p.port()), "-mountport", tcp,
-				"-timeo", "200ms", "-timeout", "2m", "127.0.0.1:/export/big", dst}, io.Discard, errOut)
+				"-timeo", "300ms", "-timeout", "2m", "127.0.0.1:/export/big", dst}, io.Discard, errOut)
 			if err != nil {
 				t.Fatalf("get: %v\nstderr: %s", err, errOut.String())
 			}
