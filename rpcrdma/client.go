@@ -284,8 +284,10 @@ func (cc *clientConn) fail(err error) {
 	}()
 }
 
-// conn returns a live connection, dialling a new one if needed.
-func (c *Client) conn(ctx context.Context) (*clientConn, error) {
+// conn returns a live connection, dialling a new one if needed. Waiting for it ends
+// with ctx, or with an error wrapping oncrpc.ErrTimeout when timer (the call's per-try
+// timer; nil: none) fires, so that a server that is down counts as not responding.
+func (c *Client) conn(ctx context.Context, timer <-chan time.Time) (*clientConn, error) {
 	delay := c.opts.ReconnectDelay
 	for {
 		c.mu.Lock()
@@ -309,6 +311,8 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 				continue
 			case <-ctx.Done():
 				return nil, ctx.Err()
+			case <-timer:
+				return nil, fmt.Errorf("rpcrdma: connecting to %s: %w", c.addr, oncrpc.ErrTimeout)
 			}
 		}
 		ch := make(chan struct{})
@@ -338,6 +342,9 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 		case <-ctx.Done():
 			t.Stop()
 			return nil, fmt.Errorf("%w (last dial error: %v)", ctx.Err(), err)
+		case <-timer:
+			t.Stop()
+			return nil, fmt.Errorf("rpcrdma: reconnecting to %s: %w (last dial error: %v)", c.addr, oncrpc.ErrTimeout, err)
 		case <-c.closedCh:
 			t.Stop()
 			return nil, oncrpc.ErrClosed
@@ -508,12 +515,12 @@ func (c *Client) putRequest(r *request) {
 func (c *Client) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
 	var timer <-chan time.Time
 	if call.Timeout > 0 {
-		t := time.NewTimer(call.Timeout)
-		defer t.Stop()
+		t := getTimer(call.Timeout)
+		defer putTimer(t)
 		timer = t.C
 	}
 	for {
-		cc, err := c.conn(ctx)
+		cc, err := c.conn(ctx, timer)
 		if err != nil {
 			return err
 		}
@@ -539,6 +546,25 @@ func (c *Client) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *
 		}
 		return err
 	}
+}
+
+// tryTimers pools the timers of calls with a per-try Timeout, so that a Client that
+// retransmits after a timeout (as nfsrdma's does) allocates nothing per call.
+var tryTimers sync.Pool
+
+// getTimer returns a timer that fires after d.
+func getTimer(d time.Duration) *time.Timer {
+	if t, _ := tryTimers.Get().(*time.Timer); t != nil {
+		t.Reset(d) // stopped in putTimer: since Go 1.23 no stale tick remains
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+// putTimer stops t and keeps it for getTimer.
+func putTimer(t *time.Timer) {
+	t.Stop()
+	tryTimers.Put(t)
 }
 
 // roundTrip is one try on one connection. It holds one credit, released here unless the

@@ -13,8 +13,8 @@ import (
 // says little.
 func explain(err error) error {
 	if errors.Is(err, nfs3.StatusStale) {
-		return fmt.Errorf("%w (stale file handle: the file or directory was removed on the server, "+
-			"or the server restarted with a new handle key, as without its state directory; run the command again)", err)
+		return fmt.Errorf("%w: the file or directory was removed on the server, "+
+			"or the server restarted with a new handle key, as without its state directory; run the command again", err)
 	}
 	return err
 }

@@ -195,7 +195,7 @@ func TestClientErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"ls", []string{"127.0.0.1:/export/missing"}, "NFS3ERR_NOENT"},
+		{"ls", []string{"127.0.0.1:/export/missing"}, "/export/missing: nfsclient: LOOKUP \"missing\": no such file or directory (NFS3ERR_NOENT, 2)"},
 		{"ls", []string{"127.0.0.1:/elsewhere"}, "no export of 127.0.0.1 contains /elsewhere (exports: /export)"},
 		{"ls", []string{"127.0.0.1:/export/../../etc"}, "no export"},
 		{"get", []string{"127.0.0.1:/export", local}, "not a regular file"},
@@ -203,8 +203,8 @@ func TestClientErrors(t *testing.T) {
 		{"put", []string{filepath.Join(filepath.Dir(local), "missing"), "127.0.0.1:/export"}, "no such file"},
 		{"put", []string{filepath.Dir(local), "127.0.0.1:/export"}, "not a regular file"},
 		{"put", []string{local, "127.0.0.1:/export/nodir/f"}, "NFS3ERR_NOENT"},
-		{"put", []string{local, "127.0.0.1:/export/file/f"}, "NFS3ERR_NOTDIR"},
-		{"mkdir", []string{"127.0.0.1:/export/file"}, "NFS3ERR_EXIST"},
+		{"put", []string{local, "127.0.0.1:/export/file/f"}, "not a directory (NFS3ERR_NOTDIR, 20)"},
+		{"mkdir", []string{"127.0.0.1:/export/file"}, "file exists (NFS3ERR_EXIST, 17)"},
 		{"mkdir", []string{"127.0.0.1:/export"}, "is the export root"},
 		{"rm", []string{"127.0.0.1:/export"}, "is the export root"},
 		{"ls", []string{"-provider", "ibverbs", "127.0.0.1:/export"}, "-provider \"ibverbs\""},

@@ -35,6 +35,8 @@
 //	                   with the local rpcbind; unregister on exit
 //	-rpcbind-addr A    rpcbind's address, host:port or unix:PATH (default 127.0.0.1:111)
 //	-log-level L       trace, debug, info (default), warn, error
+//	-log-format F      text (default) or json (one object per line)
+//	-version           print the version and exit
 //
 // SIGINT and SIGTERM stop it cleanly: calls in progress finish (at most
 // -shutdown-timeout), listeners close, registrations are removed. The server itself
@@ -48,29 +50,26 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
+	"github.com/go-rpcrdma/rpcrdma/internal/cli"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, nil); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "nfsrdmad:", err)
-		}
-		os.Exit(2)
-	}
+	ctx, stop := cli.SignalContext(context.Background())
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, nil)
+	code := cli.Report(ctx, "nfsrdmad", err)
+	stop()
+	os.Exit(code)
 }
+
+// errVersion is parseFlags' answer to -version.
+var errVersion = errors.New("-version")
 
 // defaultStateDir is where the handle key lives unless -state says otherwise.
 func defaultStateDir() string {
@@ -112,17 +111,21 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 	fs.StringVar(&cfg.RPCBindAddr, "rpcbind-addr", rpcbind.DefaultAddr, "rpcbind `ADDR`: host:port, or unix:PATH for its AF_LOCAL socket")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", daemon.DefaultShutdownTimeout, "how long calls in progress may run after SIGINT/SIGTERM")
 	level := fs.String("log-level", "info", "log `level`: trace, debug, info, warn, error")
+	logFormat := fs.String("log-format", "text", "log `format`: text, or json (one object per line)")
+	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
+	}
+	if *version {
+		return cfg, errVersion
 	}
 	if fs.NArg() != 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q (flags go before them; see -h)", fs.Args())
 	}
-	lv := hclog.LevelFromString(*level)
-	if lv == hclog.NoLevel {
-		return cfg, fmt.Errorf("-log-level %q: want trace, debug, info, warn or error", *level)
+	var err error
+	if cfg.Logger, err = (&cli.LogFlags{Level: *level, Format: *logFormat}).Logger("nfsrdmad", stderr); err != nil {
+		return cfg, err
 	}
-	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "nfsrdmad", Level: lv, Output: stderr})
 	if cfg.Credits <= 0 {
 		return cfg, fmt.Errorf("-credits %d: must be at least 1", cfg.Credits)
 	}
@@ -173,8 +176,14 @@ func flagErr(err error) error {
 // server's description once it listens.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready func(daemon.Info)) error {
 	cfg, err := parseFlags(args, stderr)
-	if err != nil {
+	switch {
+	case err == errVersion:
+		fmt.Fprintln(stdout, cli.VersionLine("nfsrdmad"))
+		return nil
+	case errors.Is(err, flag.ErrHelp):
 		return err
+	case err != nil:
+		return &cli.UsageError{Err: err} // a bad command line: exit status 2
 	}
 	cfg.Stdout = stdout
 	start := time.Now()

@@ -20,7 +20,10 @@
 //	rdmaconfig -query 192.0.2.1:20049 [-query-net rdma|tcp] [-maxcall ...] ...
 //
 // In query mode -maxcall, -maxreply and -maxrdmaread are the client's request.
-// Logs go to stderr through go-hclog (-log-level).
+// Logs go to stderr through go-hclog (-log-level; -log-format json for one JSON
+// object per line). -version prints the version. The exit status is 0 on success
+// and for -h, 2 for a bad command line, 1 for other failures, 130/143 when SIGINT or
+// SIGTERM cut a query short (a server stopped by either exits 0).
 package main
 
 import (
@@ -31,15 +34,14 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/go-rpcrdma/rpcrdma/confproto"
+	"github.com/go-rpcrdma/rpcrdma/internal/cli"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
@@ -48,15 +50,15 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "rdmaconfig:", err)
-		}
-		os.Exit(2)
-	}
+	ctx, stop := cli.SignalContext(context.Background())
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := cli.Report(ctx, "rdmaconfig", err)
+	stop()
+	os.Exit(code)
 }
+
+// errVersion is parseFlags' answer to -version.
+var errVersion = errors.New("-version")
 
 // config is the parsed command line.
 type config struct {
@@ -70,7 +72,7 @@ type config struct {
 	query    string
 	queryNet string
 	timeout  time.Duration
-	logLevel hclog.Level
+	log      hclog.Logger
 }
 
 // parseFlags parses args into a config and checks it.
@@ -92,15 +94,21 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.query, "query", "", "negotiate with the CONF_RDMA server at `ADDR` and print the result")
 	fs.StringVar(&cfg.queryNet, "query-net", "rdma", "transport for -query: rdma or tcp")
 	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "bound on -query and on each rpcbind exchange")
-	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
+	var logf cli.LogFlags
+	logf.Register(fs, "info")
+	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if *version {
+		return nil, errVersion
 	}
 	if fs.NArg() != 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if cfg.logLevel = hclog.LevelFromString(*level); cfg.logLevel == hclog.NoLevel {
-		return nil, fmt.Errorf("-log-level %q: want trace, debug, info, warn or error", *level)
+	var err error
+	if cfg.log, err = logf.Logger("rdmaconfig", stderr); err != nil {
+		return nil, err
 	}
 	for _, f := range []struct {
 		name string
@@ -170,14 +178,19 @@ func (c *config) request() confproto.ConfigRDMAReq {
 // run parses args and serves or queries until ctx ends.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseFlags(args, stderr)
-	if err != nil {
+	switch {
+	case err == errVersion:
+		fmt.Fprintln(stdout, cli.VersionLine("rdmaconfig"))
+		return nil
+	case errors.Is(err, flag.ErrHelp):
 		return err
+	case err != nil:
+		return &cli.UsageError{Err: err}
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "rdmaconfig", Level: cfg.logLevel, Output: stderr})
 	if cfg.query != "" {
 		return query(ctx, cfg, stdout)
 	}
-	return serve(ctx, cfg, log, nil)
+	return serve(ctx, cfg, cfg.log, nil)
 }
 
 // isConfigurable reports whether the service applied a negotiation to c (an

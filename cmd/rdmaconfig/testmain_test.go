@@ -10,4 +10,7 @@ import (
 
 // TestMain runs the tests in private network and mount namespaces with an rpcbind of
 // their own (rpcbindtest.Main): the host's rpcbind is never touched.
-func TestMain(m *testing.M) { rpcbindtest.Main(m) }
+func TestMain(m *testing.M) {
+	runMainIfAsked()
+	rpcbindtest.Main(m)
+}

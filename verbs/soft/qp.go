@@ -3,6 +3,7 @@ package soft
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -583,7 +584,11 @@ func (q *queuePair) failLocked(cause error, term []byte) {
 		if q.conn != nil {
 			remote = q.conn.RemoteAddr()
 		}
-		q.dev.cfg.Logger.Warn("queue pair failed", "remote", remote, "error", cause)
+		if peerClosed(cause) { // a normal disconnect, not a fault
+			q.dev.cfg.Logger.Debug("queue pair closed by the peer", "remote", remote, "error", cause)
+		} else {
+			q.dev.cfg.Logger.Warn("queue pair failed", "remote", remote, "error", cause)
+		}
 	}
 	q.err = qerr
 	q.pendingTerm = term
@@ -612,6 +617,12 @@ func (q *queuePair) failLocked(cause error, term []byte) {
 		q.pushLocked(q.recvCQ, &verbs.Completion{ID: r.id, QP: q, Opcode: verbs.OpcodeRecv, Status: verbs.StatusFlushed, Err: qerr})
 	}
 	q.cond.Broadcast()
+}
+
+// peerClosed reports whether cause is the peer ending the connection between FPDUs
+// (EOF, a reset, a broken pipe): how a peer that is done disconnects.
+func peerClosed(cause error) bool {
+	return errors.Is(cause, io.EOF) || errors.Is(cause, syscall.ECONNRESET) || errors.Is(cause, syscall.EPIPE)
 }
 
 // Close disconnects and destroys the QP.
