@@ -2,6 +2,7 @@ package rpcrdma
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"testing"
 
@@ -207,7 +208,7 @@ func TestHostileMSGPCalls(t *testing.T) {
 	env := newTPEnv(t, &ServerOptions{MSGP: true}, nil)
 	p := dialRaw(t, env.ln.Addr().String(), ConnPrivate{SendSize: 4096, RecvSize: 4096}.Append(nil))
 	args := func(b []byte) []byte { // one 40-byte payload, unpadded
-		b = append(b, rpcCall(be32u(b[:4]), tpEcho)...)
+		b = append(b, rpcCall(binary.BigEndian.Uint32(b), tpEcho)...)
 		b = xdr.AppendUint32(b, 1)
 		return xdr.AppendOpaque(b, make([]byte, 40))
 	}
@@ -233,8 +234,4 @@ func TestHostileMSGPCalls(t *testing.T) {
 	if h, _ := p.recvHeader(t); h.Proc != ProcMsg || h.XID != 0x54 {
 		t.Fatalf("connection unusable after refused RDMA_MSGP calls: %v", h.Proc)
 	}
-}
-
-func be32u(b []byte) uint32 {
-	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 }
