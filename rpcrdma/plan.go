@@ -242,6 +242,9 @@ func planReply(out, in *Header, reply *oncrpc.Message, lim *replyLimits) (replyP
 		p.path = pathReadChunk
 		out.Proc = ProcNoMsg
 		out.ReadList = append(out.ReadList[:0], chunks.ReadSegment{Position: 0, Segment: chunks.Segment{Length: uint32(p.stream)}})
+	case lim.readChunks:
+		return p, fmt.Errorf("%d-byte reply, inline limit %d, reply chunk %d, no reply read chunks after announcing maxrdmaread 0: %w",
+			p.stream, lim.inline, in.ReplyChunk.Length(), errReplyTooLarge)
 	default:
 		return p, fmt.Errorf("%d-byte reply, inline limit %d, reply chunk %d: %w",
 			p.stream, lim.inline, in.ReplyChunk.Length(), errReplyTooLarge)
