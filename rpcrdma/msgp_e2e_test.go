@@ -235,3 +235,29 @@ func TestHostileMSGPCalls(t *testing.T) {
 		t.Fatalf("connection unusable after refused RDMA_MSGP calls: %v", h.Proc)
 	}
 }
+
+// BenchmarkMSGPEcho echoes a 2000-byte payload inline over verbs/soft as RDMA_MSG and
+// as RDMA_MSGP (rdma_align 64, rdma_thresh 512: the payload padded both ways), to show
+// what the padding costs per call.
+func BenchmarkMSGPEcho(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		co   *ClientOptions
+	}{{"msg", &ClientOptions{}}, {"msgp", &ClientOptions{MSGPAlign: 64, MSGPThresh: 512}}} {
+		b.Run(c.name, func(b *testing.B) {
+			noTrace := func(bool, []byte) {}
+			c.co.Trace = noTrace
+			env := newTPEnv(b, &ServerOptions{MSGP: true, Trace: noTrace}, c.co)
+			ctx := tpCtx(b)
+			args := tpMakePayloads(2000)
+			var res tpPayloads
+			opts := oncrpc.CallOptions{MaxReply: 2500}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := env.rpc.CallWithOptions(ctx, tpEcho, args, &res, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
