@@ -261,3 +261,49 @@ func BenchmarkMSGPEcho(b *testing.B) {
 		})
 	}
 }
+
+// TestHostileMSGPReplies: RDMA_MSGP replies a client must refuse end the call with a
+// clear error and leave the connection usable: one with a read list is a bad reply;
+// one whose padding runs past the message fails to decode, naming the opaque.
+func TestHostileMSGPReplies(t *testing.T) {
+	addr, accept := listenRaw(t, ConnPrivate{SendSize: 4096, RecvSize: 4096}.Append(nil))
+	ctx := tpCtx(t)
+	cl, err := Dial(ctx, soft.New(soft.Config{}), addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	srv := accept()
+	rpc := oncrpc.NewClient(cl, tpProg, tpVers)
+	call := func(reply func(xid uint32) []byte) error {
+		done := make(chan error, 1)
+		go func() {
+			var res tpPayloads
+			done <- rpc.CallWithOptions(ctx, tpEcho, nil, &res, oncrpc.CallOptions{MaxReply: 3000})
+		}()
+		h, _ := srv.recvHeader(t)
+		srv.send(t, reply(h.XID))
+		return <-done
+	}
+	err = call(func(xid uint32) []byte {
+		return be32(xid, 1, 4, 2, 64, 16, 1, 0, 0x4242, 100, 0, 1<<20, 0, 0, 0)
+	})
+	if !errors.Is(err, ErrBadReply) || !errors.Is(err, errMSGPReadList) {
+		t.Fatalf("RDMA_MSGP reply with a read list: %v", err)
+	}
+	err = call(func(xid uint32) []byte {
+		b := append(be32(xid, 1, 4, 2, 1<<20, 16, 0, 0, 0), rpcReply(xid)...)
+		b = append(b, be32(1, 40)...)
+		return append(b, make([]byte, 40)...)
+	})
+	var de *xdr.DecodeError
+	if !errors.As(err, &de) || !errors.Is(err, xdr.ErrShort) || de.What != "opaque<> payload" {
+		t.Fatalf("RDMA_MSGP reply with padding past its end: %v", err)
+	}
+	err = call(func(xid uint32) []byte {
+		return append(be32(xid, 1, 4, 0, 0, 0, 0), append(rpcReply(xid), be32(0)...)...)
+	})
+	if err != nil {
+		t.Fatalf("connection after refused RDMA_MSGP replies: %v", err)
+	}
+}
