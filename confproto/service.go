@@ -131,8 +131,12 @@ func (r *ConfigRDMAReply) Validate() error {
 type Settings struct {
 	InlineSend  int // largest message this side sends inline (RDMA Send)
 	InlineRecv  int // largest message this side must receive inline
-	MaxRDMARead int // RDMA Reads this side may have active against its peer
+	MaxRDMARead int // RDMA Reads this side may have active against its peer; 0: none
 	Align       int // alignment for opaque data in calls (client side; 0: none)
+	// NoReadTarget: this side announced maxrdmaread 0, so its peer "MUST NOT issue
+	// requests which require RDMA Read to satisfy" (seed §6.2): a client that did
+	// sends no read chunks, a server that did no reply read chunks.
+	NoReadTarget bool
 }
 
 // A Configurable connection takes the outcome of a negotiation. The RPC-over-RDMA
@@ -147,35 +151,70 @@ type Configurable interface {
 	SetMaxRDMARead(n int)
 }
 
-// Apply hands s to c.
+// A ReadTarget is a Configurable that can stop being the target of its peer's RDMA
+// Reads (seed §6.2, maxrdmaread 0); the RPC-over-RDMA transport's connections are.
+type ReadTarget interface {
+	// SetReadTarget says whether the peer may be asked to RDMA Read from this side.
+	SetReadTarget(allowed bool)
+}
+
+// An Aligner is a Configurable client connection that can pad opaque data in its calls
+// to the server's receive buffer alignment (RDMA_MSGP, seed §3.9); the RPC-over-RDMA
+// client transport is one, and pads only when its user opted in.
+type Aligner interface {
+	// SetMSGPAlign sets the alignment from config_rdma_reply.align; at most 4 (XDR's
+	// own) means no padding.
+	SetMSGPAlign(align int)
+}
+
+// An MSGPAcceptor is a connection that says whether it accepts RDMA_MSGP calls; a
+// Service recommends no alignment (DefaultAlign) to one that does not, so that no
+// client pads toward a server that would refuse (as Linux does, with ERR_CHUNK).
+type MSGPAcceptor interface {
+	// AcceptsMSGP reports whether RDMA_MSGP calls are accepted.
+	AcceptsMSGP() bool
+}
+
+// Apply hands s to c: the inline thresholds and RDMA Read depth, NoReadTarget when c
+// is a ReadTarget, and Align when c is an Aligner.
 func (s Settings) Apply(c Configurable) {
 	c.SetInlineThresholds(s.InlineSend, s.InlineRecv)
 	c.SetMaxRDMARead(s.MaxRDMARead)
+	if rt, ok := c.(ReadTarget); ok {
+		rt.SetReadTarget(!s.NoReadTarget)
+	}
+	if a, ok := c.(Aligner); ok {
+		a.SetMSGPAlign(s.Align)
+	}
 }
 
 // ServerSettings returns what a server with limits l applies after answering req:
 // it sends replies inline up to the smaller of its MaxReplySendSize and the client's
 // maxreply_sendsize, receives calls up to its MaxCallSendSize, and issues at most the
-// client's maxrdmaread RDMA Reads. req and l must be valid.
+// client's maxrdmaread RDMA Reads (none when it is 0), and sends no reply read chunks
+// when l.MaxRDMARead is 0. req and l must be valid.
 func ServerSettings(l Limits, req ConfigRDMAReq) Settings {
 	return Settings{
-		InlineSend:  int(min(l.MaxReplySendSize, req.MaxReplySendSize)),
-		InlineRecv:  int(l.MaxCallSendSize),
-		MaxRDMARead: int(req.MaxRDMARead),
+		InlineSend:   int(min(l.MaxReplySendSize, req.MaxReplySendSize)),
+		InlineRecv:   int(l.MaxCallSendSize),
+		MaxRDMARead:  int(req.MaxRDMARead),
+		NoReadTarget: l.MaxRDMARead == 0,
 	}
 }
 
 // ClientSettings returns what a client that asked for want and got reply applies: it
 // sends calls inline up to the smaller of what it wanted and what the server accepts,
 // receives replies up to its own maxreply_sendsize, issues at most the server's
-// maxrdmaread RDMA Reads, and aligns opaque data as the server recommends. want and
-// reply must be valid.
+// maxrdmaread RDMA Reads (none when it is 0), aligns opaque data as the server
+// recommends, and sends no read chunks when want.MaxRDMARead is 0. want and reply must
+// be valid.
 func ClientSettings(want ConfigRDMAReq, reply ConfigRDMAReply) Settings {
 	return Settings{
-		InlineSend:  int(min(want.MaxCallSendSize, reply.MaxCallSendSize)),
-		InlineRecv:  int(want.MaxReplySendSize),
-		MaxRDMARead: int(reply.MaxRDMARead),
-		Align:       int(reply.Align),
+		InlineSend:   int(min(want.MaxCallSendSize, reply.MaxCallSendSize)),
+		InlineRecv:   int(want.MaxReplySendSize),
+		MaxRDMARead:  int(reply.MaxRDMARead),
+		Align:        int(reply.Align),
+		NoReadTarget: want.MaxRDMARead == 0,
 	}
 }
 
@@ -291,6 +330,9 @@ func (s *Service) ServeRPC(ctx context.Context, req *oncrpc.Request, res *xdr.En
 	// The arguments are consumed (DecodeCall checked that nothing follows).
 	_ = req.Args.Skip(len(args))
 	reply := s.Reply(creq)
+	if m, ok := req.Conn.(MSGPAcceptor); ok && !m.AcceptsMSGP() {
+		reply.Align = DefaultAlign
+	}
 	res.Uint32(reply.MaxCallSendSize)
 	res.Uint32(reply.Align)
 	res.Uint32(reply.MaxRDMARead)

@@ -157,6 +157,7 @@ func (c *Client) CallWithOptions(ctx context.Context, proc uint32, args xdr.Enco
 		return fmt.Errorf("oncrpc: call xid %#x prog %d vers %d proc %d: %w", hdr.XID, c.prog, c.vers, proc, err)
 	}
 	st.dec.Reset(st.reply.Inline)
+	st.dec.SetPadding(st.reply.Padding)
 	if err := st.hdr.DecodeXDR(&st.dec); err != nil {
 		return err
 	}
@@ -189,6 +190,7 @@ func (c *Client) release(st *clientCallState) {
 	}
 	clear(st.reply.Placed)
 	st.reply.Placed = st.reply.Placed[:0]
+	st.reply.Padding = xdr.Padding{}
 	st.dec.Reset(nil)
 	st.hdr = ReplyHeader{}
 	c.pool.Put(st)

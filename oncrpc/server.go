@@ -597,6 +597,7 @@ func (s *Server) handle(ctx context.Context, c ServerConn, call *ServerCall, rem
 	req := &st.req
 	req.RemoteAddr, req.Netid, req.Conn = remote, remote.Network(), c
 	st.dec.Reset(call.Msg.Inline)
+	st.dec.SetPadding(call.Msg.Padding)
 	req.Args = &st.dec
 	st.enc.Reset(st.enc.Bytes()[:0])
 

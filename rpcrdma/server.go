@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/credits"
@@ -344,6 +345,9 @@ type ServerConn struct {
 	inlineSend int
 	ord        int // RDMA Reads in flight at most; 0: the client allows none
 	remote     net.Addr
+	// CONF_RDMA maxrdmaread 0 (seed §6.2; see maxrdmaread.go): noPull, the client
+	// announced it (no RDMA Reads from the client); noReadTarget, we did.
+	noPull, noReadTarget atomic.Bool
 
 	callRecvs int      // receives posted for calls (beyond ExtraRecvs); guarded by mu
 	recvq     chan int // received messages, by receive buffer index
@@ -428,8 +432,11 @@ func (sc *ServerConn) SetInlineThresholds(send, recv int) {
 }
 
 // SetMaxRDMARead implements confproto.Configurable: at most n RDMA Reads (clamped to
-// [1, the connection's ORD]) are in flight at once from now on.
+// the connection's ORD) are in flight at once from now on. n is 0 when the client
+// announced maxrdmaread 0: calls with read chunks are then answered with ERR_CHUNK
+// (seed §6.2: the peer "MUST NOT issue requests which require RDMA Read").
 func (sc *ServerConn) SetMaxRDMARead(n int) {
+	sc.noPull.Store(n <= 0)
 	sc.reads.Update(uint32(max(n, 1)))
 }
 

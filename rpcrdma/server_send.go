@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // sendError answers xid with RDMA_ERROR (plain Send, never remote invalidation).
@@ -110,7 +111,7 @@ func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
 	out.Reset()
 	out.XID, out.Vers, out.Credits = in.XID, Version1, sc.cred.Grant()
 	sc.mu.Lock()
-	lim := replyLimits{inline: min(sc.inlineSend, sc.ep.sendSize), msgp: c.msgp, readChunks: sc.l.opts.ReplyReadChunks}
+	lim := replyLimits{inline: min(sc.inlineSend, sc.ep.sendSize), msgp: c.msgp, readChunks: sc.l.opts.ReplyReadChunks, noReadChunks: sc.noReadTarget.Load()}
 	sc.mu.Unlock()
 	p, err := planReply(out, in, reply, &lim)
 	if err != nil {
@@ -198,8 +199,10 @@ func (sc *ServerConn) execReply(c *srvCall, reply *oncrpc.Message, p *replyPlan,
 	if err != nil {
 		return fmt.Errorf("rpcrdma: xid %#08x: encode reply header: %w", in.XID, err)
 	}
-	if p.path == pathInline {
-		b = append(b, zeroPad[:p.pad]...)
+	switch {
+	case p.path == pathInline && out.Proc == ProcMsgP:
+		b = appendPadded(b, reply, p.placed, xdr.Padding{Align: out.Align, Thresh: out.Thresh, Base: len(b)})
+	case p.path == pathInline:
 		b = appendStream(b, reply, p.placed)
 	}
 	if tr := sc.l.opts.Trace; tr != nil {

@@ -87,7 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.device, "device", "", "RDMA `DEVICE` for -provider ibverbs, e.g. rxe0 (default: the one owning the listen address, or the only one)")
 	maxcall := fs.Uint("maxcall", uint(def.MaxCallSendSize), "largest inline call accepted (serve) or wanted (query), bytes")
 	maxreply := fs.Uint("maxreply", uint(def.MaxReplySendSize), "largest inline reply sent (serve) or accepted (query), bytes")
-	align := fs.Uint("align", uint(def.Align), "alignment recommended for opaque data (serve)")
+	align := fs.Uint("align", uint(def.Align), "alignment recommended for opaque data (serve); above 4, RDMA_MSGP calls padded to it are accepted")
 	maxrdmaread := fs.Uint("maxrdmaread", uint(def.MaxRDMARead), "RDMA Reads the peer may have active against this side (IRD)")
 	fs.BoolVar(&cfg.register, "register", false, "register the listeners with the local rpcbind (netids rdma/rdma6, tcp/tcp6)")
 	fs.StringVar(&cfg.rpcbind, "rpcbind", rpcbind.DefaultAddr, "rpcbind `ADDR` for -register: host:port (TCP), or unix:PATH for its AF_LOCAL socket (mappings then owned by your uid, \"superuser\" for root)")
@@ -238,7 +238,10 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 		l, err := rpcrdma.Listen(ctx, dev, cfg.listen, &rpcrdma.ServerOptions{
 			InlineRecv: int(cfg.limits.MaxCallSendSize),
 			InlineSend: int(cfg.limits.MaxReplySendSize),
-			Logger:     log.Named("rpcrdma"),
+			// A server that recommends an alignment above XDR's accepts calls
+			// padded to it (RDMA_MSGP, seed §3.9); otherwise CONF_RDMA answers 4.
+			MSGP:   cfg.limits.Align > 4,
+			Logger: log.Named("rpcrdma"),
 		})
 		if err != nil {
 			return fmt.Errorf("-listen %s: %w", cfg.listen, err)
