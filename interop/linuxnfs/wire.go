@@ -239,10 +239,6 @@ func Parse(msg []byte) (Header, error) {
 	if h.Proc == ProcNoMsg {
 		return h, nil
 	}
-	if h.Proc == ProcMsgp {
-		// The padding between header and RPC message is not worth modelling here.
-		return h, nil
-	}
 	h.HasRPC = true
 	if h.RPCXID, err = r.u32("rpc.xid"); err != nil {
 		return h, err

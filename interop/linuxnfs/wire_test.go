@@ -88,8 +88,10 @@ func TestParse(t *testing.T) {
 	if h, err = Parse(msg(0x15, 1, 64, ProcError, 2)); err != nil || h.Proc != ProcError || h.InlineLen != 4 {
 		t.Errorf("RDMA_ERROR: %+v, %v", h, err)
 	}
-	msgp := cat(msg(0x16, 1, 64, ProcMsgp, 64, 1024, 0, 0, 0), make([]byte, 40))
-	if h, err = Parse(msgp); err != nil || h.Proc != ProcMsgp || h.HasRPC || h.InlineLen != 40 {
+	// Draft §3.9: RDMA_MSGP pads inside the XDR stream, before the data of opaques at
+	// or above rdma_thresh; the RPC message follows the header at once.
+	msgp := cat(msg(0x16, 1, 64, ProcMsgp, 64, 1024, 0, 0, 0), msg(0x16, 0, 2, ProgNFS, 3, NFSProcWrite, 0, 0, 0, 0))
+	if h, err = Parse(msgp); err != nil || h.Proc != ProcMsgp || !h.HasRPC || !h.IsCall || h.RPCXID != 0x16 || h.RPCProc != NFSProcWrite {
 		t.Errorf("RDMA_MSGP: %+v, %v", h, err)
 	}
 }
