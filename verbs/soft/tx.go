@@ -32,8 +32,11 @@ import (
 const (
 	// txMaxIOV bounds the pieces of one vectored write (Linux IOV_MAX).
 	txMaxIOV = 1024
-	// txMaxBytes bounds the bytes of one batch.
-	txMaxBytes = 1 << 20
+	// txMaxBytes bounds the bytes of one batch, headers and trailers
+	// included: room for a 1 MiB RDMA Write, its FPDUs' overhead and the
+	// Send behind it (an RPC reply with a 1 MiB write chunk), so that
+	// they leave in one writev rather than three.
+	txMaxBytes = 1<<20 + txSlabSize
 	// txSlabSize is the room for headers and trailers.
 	txSlabSize = 16 << 10
 	// txFPDUOverhead bounds an FPDU's header (a Read Request's body
