@@ -575,6 +575,7 @@ func (q *queuePair) writer() {
 			// arrives, and its next Read Request must find room.
 			ir := q.irq[q.irqHead%uint64(len(q.irq))]
 			q.irqHead++
+			q.refreshMaxFPDULocked(int(ir.req.Size))
 			q.mu.Unlock()
 			err = q.sendReadResponse(&ir)
 			q.mu.Lock()
@@ -585,6 +586,9 @@ func (q *queuePair) writer() {
 			continue
 		}
 		if q.sqSent < q.sqTail {
+			if wq := &q.sq[q.sqSent%uint64(len(q.sq))]; wq.op != verbs.OpRead {
+				q.refreshMaxFPDULocked(wq.length)
+			}
 			from, sq := q.claimLocked(false), q.sq
 			to := q.sqSent
 			if from == to {
@@ -602,6 +606,27 @@ func (q *queuePair) writer() {
 		q.writerIdle = true
 		q.cond.Wait()
 		q.writerIdle = false
+	}
+}
+
+// refreshMaxFPDULocked re-reads the TCP MSS, when the FPDU size follows it,
+// before the writer sends a message of size bytes that spans more than one
+// FPDU, so that the FPDU size follows the connection's MSS as it changes
+// (RFC 5044 derives MULPDU from the current EMSS; siw re-reads it per work
+// request). On loopback the MSS starts at half the initial window (32741)
+// and grows to 65483 once the window opens: a 1 MiB message then takes 17
+// FPDUs instead of 33, and the receiver one readv per FPDU. Small messages
+// cost no syscall. Caller holds mu and is the writer (the only goroutine
+// that changes maxFPDU; the transmit side reads it as its owner).
+func (q *queuePair) refreshMaxFPDULocked(size int) {
+	if !q.mssFPDU || q.rawConn == nil || size <= iwarp.MaxPayload(q.maxFPDU, true) {
+		return
+	}
+	if q.rawConn.Control(q.mssFn) != nil {
+		return
+	}
+	if f := fpduFromMSS(q.mss); f > 0 {
+		q.maxFPDU = f
 	}
 }
 
