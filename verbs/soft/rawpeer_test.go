@@ -680,17 +680,17 @@ func TestFPDUSizeFollowsMSS(t *testing.T) {
 	if want := iwarp.MaxPayload(fpduFromMSS(initial), true); firstPay != want {
 		t.Logf("first message: FPDU payload %d, MSS %d gives %d (the MSS changed meanwhile)", firstPay, initial, want)
 	}
-	var mss, pay int
-	for i := uint64(1); i <= 64; i++ {
+	// Find a message sent while the MSS, changed since connect, stayed
+	// the same from before its posting until after its completion.
+	mss, pay, found := initial, 0, false
+	for i := uint64(1); i <= 64 && !found; i++ {
+		before := tcpMSS(q.conn)
 		pay = write(i)
-		if mss = tcpMSS(q.conn); mss != initial && i >= 2 {
-			// The MSS changed at least one message ago: this message
-			// saw it.
-			break
-		}
+		mss = tcpMSS(q.conn)
+		found = mss == before && mss != initial
 	}
-	if mss == initial {
-		t.Skipf("the TCP MSS stayed %d over 64 MiB; nothing to follow", mss)
+	if !found {
+		t.Skipf("the TCP MSS (%d at connect, %d now) did not settle on a new value over 64 MiB", initial, mss)
 	}
 	if want := iwarp.MaxPayload(fpduFromMSS(mss), true); pay != want {
 		t.Fatalf("MSS %d (at connect %d): FPDUs carry %d payload bytes, want %d", mss, initial, pay, want)
