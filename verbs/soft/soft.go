@@ -126,9 +126,10 @@ type Config struct {
 	// MaxFPDU is the largest FPDU sent, in bytes, including headers and the
 	// CRC field. Zero derives it from the connection's TCP MSS (rounded down
 	// to a multiple of 8, as siw does), falling back to DefaultMaxFPDU; the
-	// MSS is read again before each message of more than one FPDU, so the
-	// size follows it as it changes (on loopback it doubles once the TCP
-	// window opens).
+	// MSS is read again before the writer goroutine sends a message of more
+	// than one FPDU (messages PostSend writes itself, at most 64 KiB, use
+	// the size last read), so the size follows it as it changes (on
+	// loopback it doubles once the TCP window opens).
 	// Values below 64 are raised to 64.
 	MaxFPDU int
 	// CRC requests MPA CRC32c as initiator and insists on it as responder
