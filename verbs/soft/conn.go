@@ -17,10 +17,19 @@ func (d *Device) maxFPDUFor(c net.Conn) int {
 	if d.cfg.MaxFPDU > 0 {
 		return d.cfg.MaxFPDU
 	}
-	if mss := tcpMSS(c) &^ 7; mss >= 64 {
-		return mss
+	if f := fpduFromMSS(tcpMSS(c)); f > 0 {
+		return f
 	}
 	return DefaultMaxFPDU
+}
+
+// fpduFromMSS is the FPDU size for a TCP MSS: the MSS rounded down to a
+// multiple of 8 (as siw does), or 0 when the MSS is unknown or too small.
+func fpduFromMSS(mss int) int {
+	if f := mss &^ 7; f >= 64 {
+		return f
+	}
+	return 0
 }
 
 func clampIRDORD(v int) int {

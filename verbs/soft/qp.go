@@ -121,11 +121,18 @@ type queuePair struct {
 	irq              []inboundRead
 	irqHead, irqTail uint64
 
-	// Connection (set by connect, read-only afterwards).
-	conn      net.Conn
-	crc       bool
-	ird, ord  int
-	maxFPDU   int
+	// Connection (set by connect, read-only afterwards but for maxFPDU).
+	conn     net.Conn
+	crc      bool
+	ird, ord int
+	maxFPDU  int
+	// mssFPDU: maxFPDU follows the TCP MSS (Config.MaxFPDU unset): the
+	// writer, alone, changes it under mu before large messages
+	// (refreshMaxFPDULocked); mss is mssStep's result, mssFn mssStep as a
+	// method value (no allocation).
+	mssFPDU   bool
+	mss       int
+	mssFn     func(uintptr)
 	responder bool
 	rtrSend   RTRType // RTR frame the writer sends first (initiator, P2P)
 	peerSpoke bool    // first FPDU received (guarded by mu)
@@ -664,6 +671,7 @@ func (q *queuePair) start(conn net.Conn, crc bool, ird, ord, maxFPDU int, respon
 	q.exited = make(chan struct{})
 	q.rawConn, q.rawReadFn, q.rawWriteFn = rawConnOf(conn), q.rawReadStep, q.rawWriteStep
 	q.rawTryFn, q.rawFinishFn = q.rawTryStep, q.rawFinishStep
+	q.mssFPDU, q.mssFn = q.dev.cfg.MaxFPDU == 0, q.mssStep
 	q.state = verbs.StateRTS
 	q.r.init(q)
 	q.live.Store(2)

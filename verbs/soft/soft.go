@@ -19,7 +19,7 @@
 //     RST. No FPDU is sent
 //     before the MPA exchange completes, and a responder sends no FPDU before
 //     the initiator's first FPDU arrives (RFC 5044 §7.1.2, siw's strictness).
-//   - Data transfer: FPDUs segmented to Config.MaxFPDU (default: the TCP MSS)
+//   - Data transfer: FPDUs segmented to Config.MaxFPDU (default: the TCP MSS, as it changes)
 //     and reassembled at any legal length; DDP tagged and untagged segments
 //     (QN 0 Send, 1 Read Request, 2 Terminate; MSN from 1; MO); RDMAP Send,
 //     Send with Invalidate, Send with SE (and SE+Invalidate), RDMA Write, Read
@@ -135,7 +135,11 @@ type Config struct {
 	Name string
 	// MaxFPDU is the largest FPDU sent, in bytes, including headers and the
 	// CRC field. Zero derives it from the connection's TCP MSS (rounded down
-	// to a multiple of 8, as siw does), falling back to DefaultMaxFPDU.
+	// to a multiple of 8, as siw does), falling back to DefaultMaxFPDU; the
+	// MSS is read again before the writer goroutine sends a message of more
+	// than one FPDU (messages PostSend writes itself, at most 64 KiB, use
+	// the size last read), so the size follows it as it changes (on
+	// loopback it doubles once the TCP window opens).
 	// Values below 64 are raised to 64.
 	MaxFPDU int
 	// CRC requests MPA CRC32c as initiator and insists on it as responder
