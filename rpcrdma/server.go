@@ -262,7 +262,10 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 		l.guard.Leave((*idleView)(sc))
 	default:
 	}
-	o.Logger.Debug("accepted", "remote", sc.remote, "inline_send", sc.inlineSend, "ord", sc.ord, "send_inv", sc.peer.SendInvOK)
+	sc.mu.Lock() // the conn is listed: CONF_RDMA (SetInlineThresholds) may already change it
+	inlineSend := sc.inlineSend
+	sc.mu.Unlock()
+	o.Logger.Debug("accepted", "remote", sc.remote, "inline_send", inlineSend, "ord", sc.ord, "send_inv", sc.peer.SendInvOK)
 	sc.ep.start(info, sc.peer, sc.onRecv)
 	return sc, nil
 }
