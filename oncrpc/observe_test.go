@@ -1,0 +1,137 @@
+package oncrpc
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// The Observe hook sees every decoded call over a real TCP connection, with its
+// outcome; ProcStats counts them per procedure.
+func TestObserveCountsCallsByOutcome(t *testing.T) {
+	var ps ProcStats
+	_, addr := startTCPServer(t, &ServerOptions{Observe: ps.Observe}, echoHandler())
+	tr := dialTCP(t, addr, nil)
+	c := NewClient(tr, testProg, testVers)
+	ctx := context.Background()
+	for range 5 {
+		if err := c.Call(ctx, procNull, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytesRes
+	for range 3 {
+		if err := c.Call(ctx, procEcho, payloadArg([]byte("abc")), &out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ae *AcceptError
+	if err := c.Call(ctx, 99, nil, nil); !errors.As(err, &ae) || ae.Stat != ProcUnavail {
+		t.Fatalf("proc 99: %v, want PROC_UNAVAIL", err)
+	}
+	other := NewClient(tr, testProg+1, 1)
+	if err := other.Call(ctx, 0, nil, nil); !errors.As(err, &ae) || ae.Stat != ProgUnavail {
+		t.Fatalf("unknown program: %v, want PROG_UNAVAIL", err)
+	}
+
+	// The observer runs after the reply is handed to the transport: the client may
+	// see the reply first.
+	want := []struct {
+		k       ProcKey
+		o       Outcome
+		n       uint64
+		outcome string
+	}{
+		{ProcKey{testProg, testVers, procNull}, OutcomeSuccess, 5, "success"},
+		{ProcKey{testProg, testVers, procEcho}, OutcomeSuccess, 3, "success"},
+		{ProcKey{testProg, testVers, 99}, OutcomeProcUnavail, 1, "proc_unavail"},
+		{ProcKey{testProg + 1, 1, 0}, OutcomeProgUnavail, 1, "prog_unavail"},
+	}
+	for _, w := range want {
+		var got ProcCounters
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			got = ps.Get(w.k.Prog, w.k.Vers, w.k.Proc)
+			if got.Calls() >= w.n || time.Now().After(deadline) {
+				break
+			}
+		}
+		if got.Outcomes[w.o] != w.n || got.Calls() != w.n {
+			t.Errorf("%+v: outcomes %v, want %d %v", w.k, got.Outcomes, w.n, w.o)
+		}
+		if w.o.String() != w.outcome {
+			t.Errorf("Outcome(%d).String() = %q, want %q", w.o, w.o, w.outcome)
+		}
+		var inBuckets uint64
+		for _, b := range got.Buckets {
+			inBuckets += b
+		}
+		if inBuckets != w.n || got.Sum <= 0 {
+			t.Errorf("%+v: %d calls in the histogram (sum %v), want %d", w.k, inBuckets, got.Sum, w.n)
+		}
+	}
+	seen := 0
+	ps.Each(func(k ProcKey, c *ProcCounters) { seen++ })
+	if seen != len(want) {
+		t.Errorf("Each saw %d procedures, want %d", seen, len(want))
+	}
+}
+
+// A client making up procedure numbers cannot grow the table without bound: past
+// MaxProcKeys the calls go to OtherProc.
+func TestHostileProcStatsBounded(t *testing.T) {
+	var ps ProcStats
+	for i := range uint32(3 * MaxProcKeys) {
+		ps.Observe(1, 1, i, OutcomeProcUnavail, time.Microsecond)
+	}
+	n := 0
+	ps.Each(func(ProcKey, *ProcCounters) { n++ })
+	if n != MaxProcKeys {
+		t.Fatalf("%d procedures kept, want %d", n, MaxProcKeys)
+	}
+	if got := ps.Get(OtherProc.Prog, OtherProc.Vers, OtherProc.Proc).Outcomes[OutcomeProcUnavail]; got != 3*MaxProcKeys-(MaxProcKeys-1) {
+		t.Fatalf("OtherProc counted %d calls, want %d", got, 3*MaxProcKeys-(MaxProcKeys-1))
+	}
+}
+
+// Latencies land in the bucket whose bound is the first at or above them.
+func TestProcStatsBuckets(t *testing.T) {
+	var ps ProcStats
+	ps.Observe(1, 1, 1, OutcomeSuccess, 0)
+	ps.Observe(1, 1, 1, OutcomeSuccess, LatencyBuckets[0])
+	ps.Observe(1, 1, 1, OutcomeSuccess, LatencyBuckets[0]+1)
+	ps.Observe(1, 1, 1, OutcomeSystemErr, time.Hour)
+	got := ps.Get(1, 1, 1)
+	if got.Buckets[0] != 2 || got.Buckets[1] != 1 || got.Buckets[NumLatencyBuckets-1] != 1 {
+		t.Fatalf("buckets %v", got.Buckets)
+	}
+	if got.Outcomes[OutcomeSuccess] != 3 || got.Outcomes[OutcomeSystemErr] != 1 {
+		t.Fatalf("outcomes %v", got.Outcomes)
+	}
+}
+
+// With an observer, a NULL round trip over TCP still does not allocate, and neither
+// does ProcStats.Observe for a procedure already seen.
+func TestObserveDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under -race")
+	}
+	var ps ProcStats
+	if a := testing.AllocsPerRun(1000, func() { ps.Observe(1, 2, 3, OutcomeSuccess, time.Millisecond) }); a > 0 {
+		t.Fatalf("ProcStats.Observe: %.2f allocs", a)
+	}
+	_, addr := startTCPServer(t, &ServerOptions{Observe: ps.Observe}, echoHandler())
+	c := NewClient(dialTCP(t, addr, nil), testProg, testVers)
+	ctx := context.Background()
+	if err := c.Call(ctx, procNull, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(200, func() {
+		if err := c.Call(ctx, procNull, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs >= 0.5 {
+		t.Fatalf("%.2f allocs per observed NULL round trip over TCP", allocs)
+	}
+}
