@@ -172,6 +172,7 @@ type Config struct {
 type Device struct {
 	cfg   Config
 	stags stagTable
+	terms termCounters // see Stats
 
 	mu     sync.Mutex
 	closed bool
