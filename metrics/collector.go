@@ -2,10 +2,13 @@ package metrics
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsserver"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
@@ -41,6 +44,7 @@ var (
 	creditsGrantedDesc  = desc("rdma_credits_granted", "Credits granted to the open connections (the last rdma_credit each was sent).", "transport")
 	creditsInUseDesc    = desc("rdma_credits_in_use", "Calls received within their credits and not yet answered.", "transport")
 
+	nfsStatusDesc  = desc("nfs_replies_total", "NFSv3 replies by procedure and nfsstat3 status.", "procedure", "status")
 	terminatesDesc = desc("iwarp_terminates_total", "iWARP Terminate messages, by direction and the layer their error code names.", "provider", "direction", "layer")
 )
 
@@ -53,6 +57,7 @@ type Collector struct {
 	rdma    []*rpcrdma.Listener
 	tcp     []*oncrpc.TCPListener
 	softs   []*soft.Device
+	nfs     []*nfsserver.StatusStats
 }
 
 // New returns a Collector with no sources.
@@ -64,6 +69,13 @@ func (c *Collector) AddProcStats(p *oncrpc.ProcStats) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.procs = append(c.procs, p)
+}
+
+// AddNFSStatus adds an NFS server's reply counts by status.
+func (c *Collector) AddNFSStatus(st *nfsserver.StatusStats) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nfs = append(c.nfs, st)
 }
 
 // AddServer adds an ONC RPC server's counters.
@@ -107,7 +119,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{callsDesc, durationDesc, srvCallsDesc, srvGarbageDesc, srvSysErrDesc, srvWriteErrsDesc,
 		connAcceptedDesc, connClosedDesc, connOpenDesc, connRefusedDesc, connReapedDesc,
 		rdmaCallsDesc, rdmaRepliesDesc, rdmaWriteChunksDesc, rdmaReadBytesDesc, rdmaWriteBytesDesc, rdmaErrorsDesc,
-		creditsGrantedDesc, creditsInUseDesc, terminatesDesc} {
+		creditsGrantedDesc, creditsInUseDesc, terminatesDesc, nfsStatusDesc} {
 		ch <- d
 	}
 }
@@ -116,10 +128,11 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	procs, servers := c.procs, c.servers
-	rdma, tcp, softs := c.rdma, c.tcp, c.softs
+	rdma, tcp, softs, nfs := c.rdma, c.tcp, c.softs, c.nfs
 	c.mu.Unlock()
 
 	collectProcs(ch, procs)
+	collectNFSStatus(ch, nfs)
 
 	var srv oncrpc.ServerStats
 	for _, s := range servers {
@@ -266,6 +279,26 @@ func collectProcs(ch chan<- prometheus.Metric, tables []*oncrpc.ProcStats) {
 		}
 		n += s.Buckets[len(bucketBounds)]
 		ch <- prometheus.MustNewConstHistogram(durationDesc, n, s.Sum.Seconds(), cum, prog, vers, proc)
+	}
+}
+
+// collectNFSStatus sends the NFS reply counts by procedure and status, summed over
+// the tables; only the pairs seen.
+func collectNFSStatus(ch chan<- prometheus.Metric, tables []*nfsserver.StatusStats) {
+	type key struct {
+		proc   nfs3.Proc
+		status nfs3.Status
+	}
+	sums := map[key]uint64{}
+	for _, t := range tables {
+		t.Each(func(p nfs3.Proc, s nfs3.Status, n uint64) { sums[key{p, s}] += n })
+	}
+	for k, n := range sums {
+		status := "other"
+		if k.status != nfs3.Status(^uint32(0)) {
+			status = strings.ToLower(k.status.String())
+		}
+		counter(ch, nfsStatusDesc, n, strings.ToLower(k.proc.String()), status)
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package metrics exports the project's counters to Prometheus. The core packages
 // (oncrpc, rpcrdma, credits, verbs/soft) keep their own allocation-free counters,
 // readable through their APIs (oncrpc.ProcStats, oncrpc.Server.Stats,
-// oncrpc.TCPListener.Stats, rpcrdma.Listener.Stats, soft.Device.Stats) and know
+// oncrpc.TCPListener.Stats, rpcrdma.Listener.Stats, soft.Device.Stats,
+// nfsserver.StatusStats) and know
 // nothing of Prometheus; a Collector reads them when it is scraped. Serve runs the
 // HTTP endpoint (/metrics, and /debug/pprof/ when asked) that nfsrdmad and rdmaconfig
 // start with -metrics.
@@ -22,6 +23,7 @@
 //	rdma_read_bytes_total{transport} / rdma_write_bytes_total{transport}
 //	rdma_errors_sent_total{transport,kind}                  kind="ERR_VERS" or "ERR_CHUNK"
 //	rdma_credits_granted{transport} / rdma_credits_in_use{transport}
+//	nfs_replies_total{procedure,status}                     NFSv3 replies by nfsstat3 (status="nfs3_ok", "nfs3err_noent", ...)
 //	iwarp_terminates_total{provider,direction,layer}        direction="sent"/"received", layer="rdmap"/"ddp"/"llp"/"other"
 //
 // and the Go runtime and process collectors of client_golang (go_*, process_*).

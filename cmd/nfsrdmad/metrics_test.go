@@ -99,6 +99,18 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Errorf("RDMA Write bytes %v, want at least %d", v, nRDMA*len(data))
 	}
 
+	// A LOOKUP of a missing name: NFS3ERR_NOENT in the status counts.
+	c := s.mount(t, "tcp")
+	if _, _, err := c.Lookup(ctx, c.Root(), "no-such-file"); err == nil {
+		t.Fatal("LOOKUP of a missing name succeeded")
+	}
+	if v := waitFor(1, "rpcrdma_nfs_replies_total", "procedure", "lookup", "status", "nfs3err_noent"); v != 1 {
+		t.Errorf("LOOKUP NOENT replies: %v, want 1", v)
+	}
+	if v, _ := scrape().Get("rpcrdma_nfs_replies_total", "procedure", "read", "status", "nfs3_ok"); v != nRDMA+nTCP {
+		t.Errorf("READ NFS3_OK replies: %v, want %d", v, nRDMA+nTCP)
+	}
+
 	code, err := metricstest.SendBadVersion(ctx, s.info.RDMA.String())
 	if err != nil || code != rpcrdma.ErrCodeVers {
 		t.Fatalf("bad version answered %v, %v; want ERR_VERS", code, err)

@@ -353,7 +353,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 
 	ms := newMetricsState(&cfg)
 	main := oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("oncrpc"), Observe: ms.observe()})
-	nfs.Register(main)
+	ms.registerNFS(main, nfs)
 	conf.Register(main)
 	var mountd *oncrpc.Server
 

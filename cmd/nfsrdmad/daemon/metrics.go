@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/go-rpcrdma/rpcrdma/metrics"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsserver"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 )
@@ -17,15 +19,27 @@ import (
 // servers feed and the collector the endpoint reads. Its zero value (metrics off)
 // costs nothing on the per-call path.
 type metricsState struct {
-	procs *oncrpc.ProcStats
-	c     *metrics.Collector
+	procs  *oncrpc.ProcStats
+	status *nfsserver.StatusStats
+	c      *metrics.Collector
 }
 
 func newMetricsState(cfg *Config) *metricsState {
 	if cfg.Metrics == "" {
 		return &metricsState{}
 	}
-	return &metricsState{procs: new(oncrpc.ProcStats), c: metrics.New()}
+	return &metricsState{procs: new(oncrpc.ProcStats), status: new(nfsserver.StatusStats), c: metrics.New()}
+}
+
+// registerNFS registers NFS and MOUNT on srv, NFS counting its replies' statuses
+// when metrics are on.
+func (m *metricsState) registerNFS(srv *oncrpc.Server, nfs *nfsserver.Server) {
+	if m.status == nil {
+		nfs.Register(srv)
+		return
+	}
+	srv.Register(nfs3.Program, nfs3.Version, m.status.Handler(nfs.NFSHandler()))
+	srv.Register(nfs3.MountProgram, nfs3.MountVersion, nfs.MountHandler())
 }
 
 // observe is the ServerOptions.Observe for Run's servers (nil when metrics are off).
@@ -43,6 +57,7 @@ func (m *metricsState) start(cfg *Config, log hclog.Logger, dev verbs.Device, se
 		return nil, nil
 	}
 	m.c.AddProcStats(m.procs)
+	m.c.AddNFSStatus(m.status)
 	for _, s := range servers {
 		if s != nil {
 			m.c.AddServer(s)
