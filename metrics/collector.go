@@ -42,6 +42,8 @@ var (
 	rdmaWriteBytesDesc  = desc("rdma_write_bytes_total", "Bytes pushed by RDMA Write into write and reply chunks.", "transport")
 	rdmaErrorsDesc      = desc("rdma_errors_sent_total", "RDMA_ERROR messages sent, by error code.", "transport", "kind")
 	creditsGrantedDesc  = desc("rdma_credits_granted", "Credits granted to the open connections (the last rdma_credit each was sent).", "transport")
+	bufferBytesDesc     = desc("rdma_buffer_bytes", "Bytes of registered buffers for reassembled calls and long replies.", "transport")
+	bufferInUseDesc     = desc("rdma_buffer_bytes_in_use", "Bytes of those buffers held by calls in flight (large messages in flight).", "transport")
 	creditsInUseDesc    = desc("rdma_credits_in_use", "Calls received within their credits and not yet answered.", "transport")
 
 	nfsStatusDesc  = desc("nfs_replies_total", "NFSv3 replies by procedure and nfsstat3 status.", "procedure", "status")
@@ -119,7 +121,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{callsDesc, durationDesc, srvCallsDesc, srvGarbageDesc, srvSysErrDesc, srvWriteErrsDesc,
 		connAcceptedDesc, connClosedDesc, connOpenDesc, connRefusedDesc, connReapedDesc,
 		rdmaCallsDesc, rdmaRepliesDesc, rdmaWriteChunksDesc, rdmaReadBytesDesc, rdmaWriteBytesDesc, rdmaErrorsDesc,
-		creditsGrantedDesc, creditsInUseDesc, terminatesDesc, nfsStatusDesc} {
+		creditsGrantedDesc, creditsInUseDesc, bufferBytesDesc, bufferInUseDesc, terminatesDesc, nfsStatusDesc} {
 		ch <- d
 	}
 }
@@ -167,6 +169,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		r.ErrChunk += st.ErrChunk
 		r.Credits.Granted += st.Credits.Granted
 		r.Credits.Outstanding += st.Credits.Outstanding
+		r.BufferBytes += st.BufferBytes
+		r.BufferBytesInUse += st.BufferBytesInUse
 	}
 	if len(tcp) > 0 {
 		collectConns(ch, "tcp", tcpConns)
@@ -185,6 +189,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(ch, rdmaErrorsDesc, r.ErrChunk, "rdma", "ERR_CHUNK")
 		gauge(ch, creditsGrantedDesc, float64(r.Credits.Granted), "rdma")
 		gauge(ch, creditsInUseDesc, float64(r.Credits.Outstanding), "rdma")
+		gauge(ch, bufferBytesDesc, float64(r.BufferBytes), "rdma")
+		gauge(ch, bufferInUseDesc, float64(r.BufferBytesInUse), "rdma")
 	}
 	if len(softs) > 0 {
 		var sent, recv soft.TerminateCounts

@@ -23,6 +23,7 @@
 //	rdma_read_bytes_total{transport} / rdma_write_bytes_total{transport}
 //	rdma_errors_sent_total{transport,kind}                  kind="ERR_VERS" or "ERR_CHUNK"
 //	rdma_credits_granted{transport} / rdma_credits_in_use{transport}
+//	rdma_buffer_bytes{transport} / rdma_buffer_bytes_in_use{transport}  registered buffers for large messages; held by calls in flight
 //	nfs_replies_total{procedure,status}                     NFSv3 replies by nfsstat3 (status="nfs3_ok", "nfs3err_noent", ...)
 //	iwarp_terminates_total{provider,direction,layer}        direction="sent"/"received", layer="rdmap"/"ddp"/"llp"/"other"
 //

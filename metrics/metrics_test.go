@@ -154,6 +154,11 @@ func TestScrapeFollowsCalls(t *testing.T) {
 	if v, _ := s.Get("rpcrdma_rdma_credits_granted", "transport", "rdma"); v < 1 {
 		t.Errorf("rdma credits granted: %v, want at least 1", v)
 	}
+	for _, g := range []string{"rpcrdma_rdma_buffer_bytes", "rpcrdma_rdma_buffer_bytes_in_use", "rpcrdma_rdma_credits_in_use"} {
+		if _, ok := s.Get(g, "transport", "rdma"); !ok {
+			t.Errorf("no %s series", g)
+		}
+	}
 	if v, _ := s.Get("rpcrdma_rpc_server_calls_total"); v != 5 {
 		t.Errorf("server calls: %v, want 5", v)
 	}

@@ -29,6 +29,12 @@ type ServerStats struct {
 	WriteChunks, WriteBytes uint64
 	// ErrVers and ErrChunk count the RDMA_ERROR messages sent, by error code.
 	ErrVers, ErrChunk uint64
+	// BufferBytes is the size of the registered buffers the listener holds for
+	// calls reassembled from read chunks and for long replies; BufferBytesInUse the
+	// part that calls in flight hold now (the rest is pooled for reuse). These are
+	// the bytes of large messages in flight; inline ones sit in per-connection
+	// receive and send buffers.
+	BufferBytes, BufferBytesInUse uint64
 	// Credits is a snapshot of the credit shares (ServerOptions.Credits, which
 	// other listeners may share).
 	Credits credits.Stats
@@ -45,7 +51,7 @@ type serverCounters struct {
 // Stats returns the Listener's counters.
 func (l *Listener) Stats() ServerStats {
 	c := &l.stats
-	return ServerStats{
+	st := ServerStats{
 		Conns:       oncrpc.ListenerStatsOf(l.guard.Stats()),
 		CallsInline: c.callsInline.Load(), CallsReadChunks: c.callsReadChunks.Load(), ReadBytes: c.readBytes.Load(),
 		RepliesInline: c.repliesInline.Load(), RepliesReplyChunk: c.repliesReplyChunk.Load(), RepliesReadChunk: c.repliesReadChunk.Load(),
@@ -53,6 +59,18 @@ func (l *Listener) Stats() ServerStats {
 		ErrVers: c.errVers.Load(), ErrChunk: c.errChunk.Load(),
 		Credits: l.opts.Credits.Stats(),
 	}
+	st.BufferBytes, st.BufferBytesInUse = l.bufs.bytes()
+	return st
+}
+
+// bytes returns the size of every buffer the pool registered and of those not idle.
+func (p *bufPool) bytes() (all, inUse uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, b := range p.all {
+		all += uint64(len(b.mr.Buf()))
+	}
+	return all, all - uint64(p.freeBytes)
 }
 
 // call counts a call accepted within its credits; readChunks says it carried some.

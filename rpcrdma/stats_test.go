@@ -65,6 +65,11 @@ func TestServerStatsFollowCalls(t *testing.T) {
 	if st.ErrVers != 0 || st.ErrChunk != 0 {
 		t.Errorf("errors sent before any bad call: %+v", st)
 	}
+	// The reassembly buffer of the read-chunk call and the reply chunk's stream
+	// buffer went back to the pool: registered, not in use.
+	if st.BufferBytes < 100000 || st.BufferBytesInUse != 0 {
+		t.Errorf("buffers: %d bytes registered, %d in use; want at least 100000 and 0", st.BufferBytes, st.BufferBytesInUse)
+	}
 }
 
 // A hostile client's bad version and bad chunks move the RDMA_ERROR counters.
