@@ -11,6 +11,7 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsserver"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
+	"github.com/go-rpcrdma/rpcrdma/verbs"
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
 
@@ -105,7 +106,7 @@ func (c *Collector) AddListener(l oncrpc.Listener) bool {
 
 // AddDevice adds an RDMA device's counters when it keeps any (verbs/soft's
 // Terminates); it reports whether it did.
-func (c *Collector) AddDevice(d any) bool {
+func (c *Collector) AddDevice(d verbs.Device) bool {
 	s, ok := d.(*soft.Device)
 	if !ok {
 		return false

@@ -1,7 +1,5 @@
 package oncrpc
 
-import "github.com/go-rpcrdma/rpcrdma/internal/connguard"
-
 // ListenerStats are a listener's connection counters (any transport's: the
 // RPC-over-RDMA listener reports the same).
 type ListenerStats struct {
@@ -14,11 +12,8 @@ type ListenerStats struct {
 // Open returns the connections accepted and not yet closed.
 func (s ListenerStats) Open() uint64 { return s.Accepted - s.Closed }
 
-// ListenerStatsOf converts a connection guard's counters. It is for the transports
-// in this module.
-func ListenerStatsOf(g connguard.Stats) ListenerStats {
+// Stats returns the listener's connection counters.
+func (l *TCPListener) Stats() ListenerStats {
+	g := l.guard.Stats()
 	return ListenerStats{Accepted: g.Tracked, Closed: g.Left, Refused: g.Refused, Reaped: g.Reaped}
 }
-
-// Stats returns the listener's connection counters.
-func (l *TCPListener) Stats() ListenerStats { return ListenerStatsOf(l.guard.Stats()) }

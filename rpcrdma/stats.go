@@ -50,9 +50,9 @@ type serverCounters struct {
 
 // Stats returns the Listener's counters.
 func (l *Listener) Stats() ServerStats {
-	c := &l.stats
+	c, g := &l.stats, l.guard.Stats()
 	st := ServerStats{
-		Conns:       oncrpc.ListenerStatsOf(l.guard.Stats()),
+		Conns:       oncrpc.ListenerStats{Accepted: g.Tracked, Closed: g.Left, Refused: g.Refused, Reaped: g.Reaped},
 		CallsInline: c.callsInline.Load(), CallsReadChunks: c.callsReadChunks.Load(), ReadBytes: c.readBytes.Load(),
 		RepliesInline: c.repliesInline.Load(), RepliesReplyChunk: c.repliesReplyChunk.Load(), RepliesReadChunk: c.repliesReadChunk.Load(),
 		WriteChunks: c.writeChunks.Load(), WriteBytes: c.writeBytes.Load(),
