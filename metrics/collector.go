@@ -22,8 +22,8 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 }
 
 var (
-	callsDesc    = desc("rpc_calls_total", "ONC RPC calls answered by the server, by procedure and outcome (accept_stat, denied, dropped).", "program", "version", "procedure", "outcome")
-	durationDesc = desc("rpc_call_duration_seconds", "Server latency of ONC RPC calls, from arrival to reply handed to the transport.", "program", "version", "procedure")
+	callsDesc    = desc("rpc_calls_total", "ONC RPC calls answered by the server, by procedure, transport and outcome (accept_stat, denied, dropped).", "program", "version", "procedure", "transport", "outcome")
+	durationDesc = desc("rpc_call_duration_seconds", "Server latency of ONC RPC calls, from arrival to reply handed to the transport.", "program", "version", "procedure", "transport")
 
 	srvCallsDesc     = desc("rpc_server_calls_total", "ONC RPC calls read from transports.")
 	srvGarbageDesc   = desc("rpc_server_garbage_total", "ONC RPC calls dropped or denied because their header was malformed.")
@@ -252,11 +252,13 @@ var bucketBounds = func() []float64 {
 }()
 
 // collectProcs sends the per-procedure counters and histograms, summed over the
-// tables (two servers may serve the same procedure).
+// tables (two servers may serve the same procedure) and over the netids of one
+// transport ("rdma" and "rdma6" are transport="rdma").
 func collectProcs(ch chan<- prometheus.Metric, tables []*oncrpc.ProcStats) {
 	sums := make(map[oncrpc.ProcKey]*oncrpc.ProcCounters)
 	for _, t := range tables {
 		t.Each(func(k oncrpc.ProcKey, c *oncrpc.ProcCounters) {
+			k.Netid = Transport(k.Netid)
 			s := sums[k]
 			if s == nil {
 				s = new(oncrpc.ProcCounters)
@@ -275,7 +277,7 @@ func collectProcs(ch chan<- prometheus.Metric, tables []*oncrpc.ProcStats) {
 		prog, vers, proc := Names(k)
 		for o, v := range s.Outcomes {
 			if v > 0 {
-				counter(ch, callsDesc, v, prog, vers, proc, oncrpc.Outcome(o).String())
+				counter(ch, callsDesc, v, prog, vers, proc, k.Netid, oncrpc.Outcome(o).String())
 			}
 		}
 		cum := make(map[float64]uint64, len(bucketBounds))
@@ -285,7 +287,7 @@ func collectProcs(ch chan<- prometheus.Metric, tables []*oncrpc.ProcStats) {
 			cum[b] = n
 		}
 		n += s.Buckets[len(bucketBounds)]
-		ch <- prometheus.MustNewConstHistogram(durationDesc, n, s.Sum.Seconds(), cum, prog, vers, proc)
+		ch <- prometheus.MustNewConstHistogram(durationDesc, n, s.Sum.Seconds(), cum, prog, vers, proc, k.Netid)
 	}
 }
 

@@ -9,8 +9,8 @@
 //
 // Metric names (all prefixed rpcrdma_):
 //
-//	rpc_calls_total{program,version,procedure,outcome}      calls answered, by outcome
-//	rpc_call_duration_seconds{program,version,procedure}    server latency histogram
+//	rpc_calls_total{program,version,procedure,transport,outcome}  calls answered, by outcome
+//	rpc_call_duration_seconds{program,version,procedure,transport} server latency histogram
 //	rpc_server_calls_total / rpc_server_garbage_total / rpc_server_system_errors_total / rpc_server_write_errors_total
 //	transport_connections_accepted_total{transport}         transport="rdma" or "tcp"
 //	transport_connections_closed_total{transport}

@@ -93,6 +93,9 @@ func TestScrapeFollowsCalls(t *testing.T) {
 	e := newEnv(t, ctx, nil)
 
 	before := e.scrape(t, ctx)
+	if Transport := metrics.Transport; Transport("rdma6") != "rdma" || Transport("tcp") != "tcp" || Transport("") != "other" {
+		t.Error("metrics.Transport does not fold netids into transports")
+	}
 	if _, ok := before.Get("go_goroutines"); !ok {
 		t.Error("no Go runtime metrics (go_goroutines)")
 	}
@@ -126,16 +129,22 @@ func TestScrapeFollowsCalls(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	conf := []string{"program", "conf_rdma", "version", "1", "procedure", "conf_rdma"}
-	if v := e.waitFor(t, ctx, 5, "rpcrdma_rpc_calls_total", append(conf, "outcome", "success")...); v != 5 {
-		t.Errorf("CONF_RDMA calls: %v, want 5", v)
+	conf := func(transport string, more ...string) []string {
+		return append([]string{"program", "conf_rdma", "version", "1", "procedure", "conf_rdma", "transport", transport}, more...)
+	}
+	for tr, n := range map[string]float64{"rdma": 3, "tcp": 2} {
+		if v := e.waitFor(t, ctx, n, "rpcrdma_rpc_calls_total", conf(tr, "outcome", "success")...); v != n {
+			t.Errorf("CONF_RDMA calls over %s: %v, want %v", tr, v, n)
+		}
 	}
 	s := e.scrape(t, ctx)
-	if v, _ := s.Get("rpcrdma_rpc_call_duration_seconds_count", conf...); v != 5 {
-		t.Errorf("latency histogram count %v, want 5", v)
-	}
-	if v, _ := s.Get("rpcrdma_rpc_call_duration_seconds_bucket", append(conf, "le", "+Inf")...); v != 5 {
-		t.Errorf("latency histogram +Inf bucket %v, want 5", v)
+	for tr, n := range map[string]float64{"rdma": 3, "tcp": 2} {
+		if v, _ := s.Get("rpcrdma_rpc_call_duration_seconds_count", conf(tr)...); v != n {
+			t.Errorf("%s latency histogram count %v, want %v", tr, v, n)
+		}
+		if v, _ := s.Get("rpcrdma_rpc_call_duration_seconds_bucket", conf(tr, "le", "+Inf")...); v != n {
+			t.Errorf("%s latency histogram +Inf bucket %v, want %v", tr, v, n)
+		}
 	}
 	for _, tr := range []string{"rdma", "tcp"} {
 		if v, _ := s.Get("rpcrdma_transport_connections_accepted_total", "transport", tr); v != 1 {

@@ -9,6 +9,15 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 )
 
+// Transport returns the transport label of a netid: "rdma" for rdma and rdma6,
+// "tcp" for tcp and tcp6, "other" for none.
+func Transport(netid string) string {
+	if netid == "" {
+		return "other"
+	}
+	return strings.TrimSuffix(netid, "6")
+}
+
 // Names returns the label values of a procedure: the program's name for the programs
 // this module serves ("nfs", "mount", "conf_rdma", "rpcbind"; otherwise the number),
 // the version number, and the procedure's name in lower case as nfsstat prints it

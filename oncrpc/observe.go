@@ -66,17 +66,33 @@ var LatencyBuckets = [...]time.Duration{
 // NumLatencyBuckets is the number of histogram buckets: len(LatencyBuckets) + 1 (+Inf).
 const NumLatencyBuckets = len(LatencyBuckets) + 1
 
+// CallInfo is what ServerOptions.Observe learns of a call the Server answered (or
+// dropped).
+type CallInfo struct {
+	Prog, Vers, Proc uint32
+	// Netid is the transport's netid, Request.Netid ("tcp", "rdma", "tcp6", ...).
+	Netid string
+	// Outcome is how the call was answered.
+	Outcome Outcome
+	// Duration is the time from the Server receiving the call to its reply handed
+	// to the transport.
+	Duration time.Duration
+}
+
 // MaxProcKeys bounds the procedures a ProcStats keeps apart: calls to further
-// (program, version, procedure) triples, which a client can make up at will, are
-// counted under OtherProc.
+// (program, version, procedure, netid) keys, which a client can make up at will,
+// are counted under OtherProc.
 const MaxProcKeys = 512
 
 // OtherProc is the key under which a full ProcStats counts calls to procedures it has
 // no room for.
 var OtherProc = ProcKey{Prog: ^uint32(0), Vers: ^uint32(0), Proc: ^uint32(0)}
 
-// ProcKey names one procedure of one program version.
-type ProcKey struct{ Prog, Vers, Proc uint32 }
+// ProcKey names one procedure of one program version, called over one netid.
+type ProcKey struct {
+	Prog, Vers, Proc uint32
+	Netid            string
+}
 
 // ProcCounters are one procedure's cumulative counters.
 type ProcCounters struct {
@@ -110,15 +126,16 @@ type procCell struct {
 // ProcStats counts calls per procedure, by outcome, with a latency histogram. Its
 // Observe method is a ServerOptions.Observe: after the first call to a procedure it
 // takes no lock and does not allocate (a lookup in a table replaced whole when a
-// procedure is first seen, and three atomic additions). The zero value is ready to use.
+// key is first seen, and three atomic additions). The zero value is ready to use.
 type ProcStats struct {
 	mu    sync.Mutex // serialises adding procedures
 	table atomic.Pointer[map[ProcKey]*procCell]
 }
 
-// Observe counts one call to prog/vers/proc with outcome o that took d.
-func (p *ProcStats) Observe(prog, vers, proc uint32, o Outcome, d time.Duration) {
-	k := ProcKey{prog, vers, proc}
+// Observe counts one call.
+func (p *ProcStats) Observe(ci CallInfo) {
+	k := ProcKey{ci.Prog, ci.Vers, ci.Proc, ci.Netid}
+	o, d := ci.Outcome, ci.Duration
 	var c *procCell
 	if t := p.table.Load(); t != nil {
 		c = (*t)[k]
@@ -179,14 +196,14 @@ func (p *ProcStats) Each(fn func(k ProcKey, c *ProcCounters)) {
 	}
 }
 
-// Get returns a snapshot of the counters of prog/vers/proc (zero if never observed).
-func (p *ProcStats) Get(prog, vers, proc uint32) ProcCounters {
+// Get returns a snapshot of the counters of k (zero if never observed).
+func (p *ProcStats) Get(k ProcKey) ProcCounters {
 	var s ProcCounters
 	t := p.table.Load()
 	if t == nil {
 		return s
 	}
-	c := (*t)[ProcKey{prog, vers, proc}]
+	c := (*t)[k]
 	if c == nil {
 		return s
 	}

@@ -43,15 +43,15 @@ func TestObserveCountsCallsByOutcome(t *testing.T) {
 		n       uint64
 		outcome string
 	}{
-		{ProcKey{testProg, testVers, procNull}, OutcomeSuccess, 5, "success"},
-		{ProcKey{testProg, testVers, procEcho}, OutcomeSuccess, 3, "success"},
-		{ProcKey{testProg, testVers, 99}, OutcomeProcUnavail, 1, "proc_unavail"},
-		{ProcKey{testProg + 1, 1, 0}, OutcomeProgUnavail, 1, "prog_unavail"},
+		{ProcKey{testProg, testVers, procNull, "tcp"}, OutcomeSuccess, 5, "success"},
+		{ProcKey{testProg, testVers, procEcho, "tcp"}, OutcomeSuccess, 3, "success"},
+		{ProcKey{testProg, testVers, 99, "tcp"}, OutcomeProcUnavail, 1, "proc_unavail"},
+		{ProcKey{testProg + 1, 1, 0, "tcp"}, OutcomeProgUnavail, 1, "prog_unavail"},
 	}
 	for _, w := range want {
 		var got ProcCounters
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-			got = ps.Get(w.k.Prog, w.k.Vers, w.k.Proc)
+			got = ps.Get(w.k)
 			if got.Calls() >= w.n || time.Now().After(deadline) {
 				break
 			}
@@ -82,14 +82,14 @@ func TestObserveCountsCallsByOutcome(t *testing.T) {
 func TestHostileProcStatsBounded(t *testing.T) {
 	var ps ProcStats
 	for i := range uint32(3 * MaxProcKeys) {
-		ps.Observe(1, 1, i, OutcomeProcUnavail, time.Microsecond)
+		ps.Observe(CallInfo{Prog: 1, Vers: 1, Proc: i, Netid: "tcp", Outcome: OutcomeProcUnavail, Duration: time.Microsecond})
 	}
 	n := 0
 	ps.Each(func(ProcKey, *ProcCounters) { n++ })
 	if n != MaxProcKeys {
 		t.Fatalf("%d procedures kept, want %d", n, MaxProcKeys)
 	}
-	if got := ps.Get(OtherProc.Prog, OtherProc.Vers, OtherProc.Proc).Outcomes[OutcomeProcUnavail]; got != 3*MaxProcKeys-(MaxProcKeys-1) {
+	if got := ps.Get(OtherProc).Outcomes[OutcomeProcUnavail]; got != 3*MaxProcKeys-(MaxProcKeys-1) {
 		t.Fatalf("OtherProc counted %d calls, want %d", got, 3*MaxProcKeys-(MaxProcKeys-1))
 	}
 }
@@ -97,16 +97,25 @@ func TestHostileProcStatsBounded(t *testing.T) {
 // Latencies land in the bucket whose bound is the first at or above them.
 func TestProcStatsBuckets(t *testing.T) {
 	var ps ProcStats
-	ps.Observe(1, 1, 1, OutcomeSuccess, 0)
-	ps.Observe(1, 1, 1, OutcomeSuccess, LatencyBuckets[0])
-	ps.Observe(1, 1, 1, OutcomeSuccess, LatencyBuckets[0]+1)
-	ps.Observe(1, 1, 1, OutcomeSystemErr, time.Hour)
-	got := ps.Get(1, 1, 1)
+	ci := CallInfo{Prog: 1, Vers: 1, Proc: 1, Netid: "rdma", Outcome: OutcomeSuccess}
+	ps.Observe(ci)
+	ci.Duration = LatencyBuckets[0]
+	ps.Observe(ci)
+	ci.Duration = LatencyBuckets[0] + 1
+	ps.Observe(ci)
+	ci.Outcome, ci.Duration = OutcomeSystemErr, time.Hour
+	ps.Observe(ci)
+	ci.Netid = "tcp" // another key
+	ps.Observe(ci)
+	got := ps.Get(ProcKey{1, 1, 1, "rdma"})
 	if got.Buckets[0] != 2 || got.Buckets[1] != 1 || got.Buckets[NumLatencyBuckets-1] != 1 {
 		t.Fatalf("buckets %v", got.Buckets)
 	}
 	if got.Outcomes[OutcomeSuccess] != 3 || got.Outcomes[OutcomeSystemErr] != 1 {
 		t.Fatalf("outcomes %v", got.Outcomes)
+	}
+	if tcp := ps.Get(ProcKey{1, 1, 1, "tcp"}); tcp.Calls() != 1 || tcp.Outcomes[OutcomeSystemErr] != 1 {
+		t.Fatalf("tcp key: outcomes %v, want the one SYSTEM_ERR call", tcp.Outcomes)
 	}
 }
 
@@ -117,7 +126,8 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 		t.Skip("allocation counts are meaningless under -race")
 	}
 	var ps ProcStats
-	if a := testing.AllocsPerRun(1000, func() { ps.Observe(1, 2, 3, OutcomeSuccess, time.Millisecond) }); a > 0 {
+	ci := CallInfo{Prog: 1, Vers: 2, Proc: 3, Netid: "tcp", Outcome: OutcomeSuccess, Duration: time.Millisecond}
+	if a := testing.AllocsPerRun(1000, func() { ps.Observe(ci) }); a > 0 {
 		t.Fatalf("ProcStats.Observe: %.2f allocs", a)
 	}
 	_, addr := startTCPServer(t, &ServerOptions{Observe: ps.Observe}, echoHandler())
@@ -145,7 +155,7 @@ func BenchmarkProcStatsObserve(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			ps.Observe(100003, 3, 6, OutcomeSuccess, 40*time.Microsecond)
+			ps.Observe(CallInfo{Prog: 100003, Vers: 3, Proc: 6, Netid: "rdma", Outcome: OutcomeSuccess, Duration: 40 * time.Microsecond})
 		}
 	})
 }

@@ -116,11 +116,11 @@ type ServerOptions struct {
 	Flavors []Flavor
 	// Observe, when set, is called once for every call whose header could be
 	// decoded, after its reply has been handed to the transport (or the call
-	// dropped), with the procedure, the Outcome and the time since the Server
+	// dropped), with the procedure, netid, Outcome and the time since the Server
 	// received the call. It runs on the per-call path: it must be quick and should
 	// not allocate (ProcStats.Observe is such a function). Nil costs nothing, not
 	// even a clock reading.
-	Observe func(prog, vers, proc uint32, o Outcome, d time.Duration)
+	Observe func(CallInfo)
 }
 
 // ServerStats are cumulative counters.
@@ -141,7 +141,7 @@ type versionRange struct {
 type Server struct {
 	maxConc int
 	log     hclog.Logger
-	observe func(prog, vers, proc uint32, o Outcome, d time.Duration) // ServerOptions.Observe
+	observe func(CallInfo) // ServerOptions.Observe
 	// allowNone and allowSys are the Flavors policy.
 	allowNone, allowSys bool
 
@@ -626,7 +626,8 @@ func (s *Server) handle(ctx context.Context, c ServerConn, call *ServerCall, rem
 		c.WriteReply(call, nil)
 	}
 	if s.observe != nil && st.decoded {
-		s.observe(req.Header.Prog, req.Header.Vers, req.Header.Proc, replyOutcome(send, &rh), time.Since(start))
+		s.observe(CallInfo{Prog: req.Header.Prog, Vers: req.Header.Vers, Proc: req.Header.Proc, Netid: req.Netid,
+			Outcome: replyOutcome(send, &rh), Duration: time.Since(start)})
 	}
 	st.decoded = false
 	for _, f := range req.after {

@@ -36,7 +36,9 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 		return m
 	}
-	read := []string{"program", "nfs", "version", "3", "procedure", "read", "outcome", "success"}
+	read := func(transport string) []string {
+		return []string{"program", "nfs", "version", "3", "procedure", "read", "transport", transport, "outcome", "success"}
+	}
 	// waitFor scrapes until name{labels} reaches want (server counters move just
 	// after the reply leaves) or ctx ends.
 	waitFor := func(want float64, name string, labels ...string) float64 {
@@ -66,13 +68,13 @@ func TestMetricsEndpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		chunksBefore, _ := scrape().Get("rpcrdma_rdma_write_chunks_total", "transport", "rdma")
-		readsBefore, _ := scrape().Get("rpcrdma_rpc_calls_total", read...)
+		readsBefore, _ := scrape().Get("rpcrdma_rpc_calls_total", read(tc.netid)...)
 		for range tc.n {
 			if n, _, err := c.Read(ctx, fh, 0, buf); err != nil || n != len(data) {
 				t.Fatalf("%s: READ: %d bytes, %v", tc.netid, n, err)
 			}
 		}
-		if v := waitFor(readsBefore+float64(tc.n), "rpcrdma_rpc_calls_total", read...); v != readsBefore+float64(tc.n) {
+		if v := waitFor(readsBefore+float64(tc.n), "rpcrdma_rpc_calls_total", read(tc.netid)...); v != readsBefore+float64(tc.n) {
 			t.Errorf("%s: nfs read calls went from %v to %v, want +%d", tc.netid, readsBefore, v, tc.n)
 		}
 		want := chunksBefore
@@ -84,10 +86,12 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 	}
 	m := scrape()
-	if v, _ := m.Get("rpcrdma_rpc_call_duration_seconds_count", "program", "nfs", "version", "3", "procedure", "read"); v != nRDMA+nTCP {
-		t.Errorf("READ latency histogram holds %v calls, want %d", v, nRDMA+nTCP)
+	for tr, n := range map[string]float64{"rdma": nRDMA, "tcp": nTCP} {
+		if v, _ := m.Get("rpcrdma_rpc_call_duration_seconds_count", "program", "nfs", "version", "3", "procedure", "read", "transport", tr); v != n {
+			t.Errorf("READ over %s: latency histogram holds %v calls, want %v", tr, v, n)
+		}
 	}
-	if v, _ := m.Get("rpcrdma_rpc_calls_total", "program", "mount", "version", "3", "procedure", "mnt", "outcome", "success"); v != 2 {
+	if v, _ := m.Get("rpcrdma_rpc_calls_total", "program", "mount", "version", "3", "procedure", "mnt", "transport", "tcp", "outcome", "success"); v != 2 {
 		t.Errorf("MOUNT MNT calls %v, want 2", v)
 	}
 	for _, tr := range []string{"rdma", "tcp"} {

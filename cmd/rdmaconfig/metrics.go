@@ -14,7 +14,7 @@ import (
 
 // newProcStats returns the per-procedure table for -metrics and the observer to give
 // the server (both nil without -metrics: no cost per call).
-func newProcStats(cfg *config) (*oncrpc.ProcStats, func(prog, vers, proc uint32, o oncrpc.Outcome, d time.Duration)) {
+func newProcStats(cfg *config) (*oncrpc.ProcStats, func(oncrpc.CallInfo)) {
 	if cfg.metrics == "" {
 		return nil, nil
 	}

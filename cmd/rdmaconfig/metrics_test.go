@@ -59,19 +59,25 @@ func TestServeMetrics(t *testing.T) {
 	if err != nil || code != rpcrdma.ErrCodeVers {
 		t.Fatalf("bad version answered %v, %v; want ERR_VERS", code, err)
 	}
-	conf := []string{"program", "conf_rdma", "version", "1", "procedure", "conf_rdma", "outcome", "success"}
+	conf := func(transport string) []string {
+		return []string{"program", "conf_rdma", "version", "1", "procedure", "conf_rdma", "transport", transport, "outcome", "success"}
+	}
 	var m metricstest.Series
 	for {
 		if m, err = metricstest.Scrape(ctx, url); err != nil {
 			t.Fatal(err)
 		}
-		if v, _ := m.Get("rpcrdma_rpc_calls_total", conf...); v >= 3 || ctx.Err() != nil {
+		r, _ := m.Get("rpcrdma_rpc_calls_total", conf("rdma")...)
+		c, _ := m.Get("rpcrdma_rpc_calls_total", conf("tcp")...)
+		if r+c >= 3 || ctx.Err() != nil {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if v, _ := m.Get("rpcrdma_rpc_calls_total", conf...); v != 3 {
-		t.Errorf("CONF_RDMA calls: %v, want 3", v)
+	for tr, n := range map[string]float64{"rdma": 2, "tcp": 1} {
+		if v, _ := m.Get("rpcrdma_rpc_calls_total", conf(tr)...); v != n {
+			t.Errorf("CONF_RDMA calls over %s: %v, want %v", tr, v, n)
+		}
 	}
 	for tr, want := range map[string]float64{"rdma": 3, "tcp": 1} { // two queries and the hostile peer; one query
 		if v, _ := m.Get("rpcrdma_transport_connections_accepted_total", "transport", tr); v != want {

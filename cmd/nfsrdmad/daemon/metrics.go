@@ -43,7 +43,7 @@ func (m *metricsState) registerNFS(srv *oncrpc.Server, nfs *nfsserver.Server) {
 }
 
 // observe is the ServerOptions.Observe for Run's servers (nil when metrics are off).
-func (m *metricsState) observe() func(prog, vers, proc uint32, o oncrpc.Outcome, d time.Duration) {
+func (m *metricsState) observe() func(oncrpc.CallInfo) {
 	if m.procs == nil {
 		return nil
 	}
