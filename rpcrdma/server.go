@@ -143,6 +143,7 @@ type Listener struct {
 	opts  ServerOptions
 	bufs  bufPool
 	guard *connguard.Set // connection limit and idle sweeper
+	stats serverCounters // see Stats
 	mu    sync.Mutex
 	conns map[*ServerConn]struct{}
 	done  bool
