@@ -1,8 +1,8 @@
 // Package chunks holds the RPC-over-RDMA version 1 chunk types and the small, pure rules
-// that govern them: grouping a read list into read chunks, validating positions and lengths,
-// overflow-safe totals, the XDR roundup rules of seed draft §3.7 (RFC 8166 §3.4.5,
-// §3.4.6), the extra 4-byte pad segment Linux appends to write chunks, and splitting a byte
-// range into segments.
+// that govern them, in the one place the header codec and the transports (package
+// rpcrdma) take them from: grouping a read list into read chunks, validating positions
+// and segments, overflow-safe totals, the XDR roundup rules of seed draft §3.7 (RFC 8166
+// §3.4.5, §3.4.6), and filling a write chunk.
 //
 // Terms follow RFC 8166: a Segment is one registered memory area (handle = STag, length,
 // offset); a read chunk is one or more read segments that share an XDR position; a write
@@ -49,9 +49,11 @@ type ReadChunk struct {
 // Length returns the sum of the segment lengths.
 func (c ReadChunk) Length() uint64 { return TotalLength(c.Segments) }
 
-// End returns the XDR position just after the chunk's data, including the XDR roundup the
-// sender elided: Position + RoundUp(Length). See NextPosition.
-func (c ReadChunk) End() uint64 { return NextPosition(c.Position, c.Length()) }
+// End returns the XDR position just after the chunk's data, including the XDR roundup:
+// Position + RoundUp(Length). Seed §3.7: the sender elides the roundup of a read chunk
+// (RFC 8166 §3.4.5: it SHOULD NOT include it) and the receiver infers it, so the XDR
+// stream resumes at the next 4-byte boundary whether or not the pad was sent.
+func (c ReadChunk) End() uint64 { return uint64(c.Position) + RoundUp(c.Length()) }
 
 // WriteChunk is a write chunk: a counted array of segments (xdr_write_chunk) that the
 // responder fills in order. The reply chunk is a WriteChunk as well. A chunk on the wire
@@ -61,8 +63,8 @@ type WriteChunk []Segment
 // Length returns the sum of the segment lengths.
 func (c WriteChunk) Length() uint64 { return TotalLength(c) }
 
-// Errors returned, wrapped with the offending index and value, by this package. Test with
-// errors.Is.
+// Errors of this package: the Check functions return them bare, Group and Fill wrap them
+// with the offending index and value. Test with errors.Is.
 var (
 	// ErrMisalignedPosition: a read segment position is not a multiple of 4. XDR items
 	// start on 4-byte boundaries (RFC 4506 §3), and Linux svcrdma rejects such lists.
@@ -77,40 +79,41 @@ var (
 	ErrOffsetOverflow = errors.New("segment offset plus length overflows")
 	// ErrTooLong: data does not fit the chunk or a limit.
 	ErrTooLong = errors.New("length exceeds the chunk")
-	// ErrLengthMismatch: a chunk's length disagrees with the XDR length word of its item.
-	ErrLengthMismatch = errors.New("chunk length does not match the XDR length")
 )
 
-// CheckPosition reports whether p is a valid read segment position (a multiple of 4).
+// CheckPosition returns ErrMisalignedPosition when p is not a valid read segment
+// position (a multiple of 4), else nil. Like the other Check functions it returns the
+// bare reason, without allocating, for the caller to wrap with where it was found.
 func CheckPosition(p uint32) error {
 	if p&3 != 0 {
-		return fmt.Errorf("chunks: position %d: %w", p, ErrMisalignedPosition)
+		return ErrMisalignedPosition
 	}
 	return nil
 }
 
-// CheckSegment reports a segment whose Offset+Length overflows.
+// CheckSegment returns ErrOffsetOverflow when s's Offset+Length overflows 64 bits, else
+// nil.
 func CheckSegment(s Segment) error {
 	if _, ok := s.End(); !ok {
-		return fmt.Errorf("chunks: segment handle %#x offset %#x length %d: %w",
-			s.Handle, s.Offset, s.Length, ErrOffsetOverflow)
+		return ErrOffsetOverflow
 	}
 	return nil
 }
 
 // CheckWriteChunk validates a write chunk or reply chunk: at least one segment (an empty
 // chunk is ErrEmptyChunk; Linux svcrdma rejects segcount 0), at most maxSegs segments
-// when maxSegs > 0 (ErrTooLong), and no segment whose Offset+Length overflows.
+// when maxSegs > 0 (ErrTooLong), and no segment whose Offset+Length overflows
+// (ErrOffsetOverflow).
 func CheckWriteChunk(c WriteChunk, maxSegs int) error {
 	if len(c) == 0 {
-		return fmt.Errorf("chunks: write chunk: %w", ErrEmptyChunk)
+		return ErrEmptyChunk
 	}
 	if maxSegs > 0 && len(c) > maxSegs {
-		return fmt.Errorf("chunks: write chunk of %d segments, limit %d: %w", len(c), maxSegs, ErrTooLong)
+		return ErrTooLong
 	}
-	for i, s := range c {
-		if err := CheckSegment(s); err != nil {
-			return fmt.Errorf("chunks: write chunk segment %d: %w", i, err)
+	for _, seg := range c {
+		if err := CheckSegment(seg); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -122,24 +125,6 @@ func TotalLength(segs []Segment) uint64 {
 	var n uint64
 	for i := range segs {
 		n += uint64(segs[i].Length)
-	}
-	return n
-}
-
-// ReadListLength returns the sum of the lengths of all read segments.
-func ReadListLength(list []ReadSegment) uint64 {
-	var n uint64
-	for i := range list {
-		n += uint64(list[i].Length)
-	}
-	return n
-}
-
-// WriteListLength returns the sum of the lengths of all segments of all write chunks.
-func WriteListLength(list []WriteChunk) uint64 {
-	var n uint64
-	for _, c := range list {
-		n += c.Length()
 	}
 	return n
 }
@@ -209,74 +194,12 @@ func growChunks(dst []ReadChunk) []ReadChunk {
 	return append(dst, ReadChunk{})
 }
 
-// Flatten appends the read list that encodes chunks to dst: one read segment per chunk
-// segment, each carrying its chunk's position (the encoding Linux uses and RFC 8166
-// §3.4.5 describes).
-func Flatten(dst []ReadSegment, chunks []ReadChunk) []ReadSegment {
-	for _, c := range chunks {
-		for _, s := range c.Segments {
-			dst = append(dst, ReadSegment{Position: c.Position, Segment: s})
-		}
-	}
-	return dst
-}
-
 // RoundUp returns n rounded up to a multiple of 4, the XDR unit (RFC 4506 §3). Values
 // within 3 of 2^64 wrap; lengths here are sums of 32-bit values and never get there.
 func RoundUp(n uint64) uint64 { return (n + 3) &^ 3 }
 
 // Pad returns the number of XDR roundup bytes that follow n data bytes (0 to 3).
 func Pad(n uint64) uint64 { return RoundUp(n) - n }
-
-// NextPosition returns the XDR position of the item that follows a read chunk with data
-// length n at position pos: pos + RoundUp(n). Seed §3.7: the sender elides the roundup of
-// a read chunk (RFC 8166 §3.4.5: it SHOULD NOT include it), and the receiver infers it, so
-// the XDR stream resumes at the next 4-byte boundary whether or not the pad was sent.
-func NextPosition(pos uint32, n uint64) uint64 { return uint64(pos) + RoundUp(n) }
-
-// ReadChunkLength returns the chunk length a sender puts in a read chunk that carries an
-// opaque item of xdrLen data bytes: the bare data length, since the roundup is elided
-// (seed §3.7, RFC 8166 §3.4.5; Linux since v5.16 never sends it).
-func ReadChunkLength(xdrLen uint32) uint64 { return uint64(xdrLen) }
-
-// CheckReadChunkLength checks a received read chunk of chunkLen bytes against the XDR
-// length word xdrLen of the item it carries. Both the elided form (chunkLen == xdrLen) and
-// the padded form (chunkLen == RoundUp(xdrLen)) are accepted, as Linux svcrdma does; padded
-// reports which one it was. Any other value is ErrLengthMismatch.
-func CheckReadChunkLength(xdrLen uint32, chunkLen uint64) (padded bool, err error) {
-	switch {
-	case chunkLen == uint64(xdrLen):
-		return false, nil
-	case chunkLen == RoundUp(uint64(xdrLen)):
-		return true, nil
-	}
-	return false, fmt.Errorf("chunks: read chunk length %d for XDR length %d: %w",
-		chunkLen, xdrLen, ErrLengthMismatch)
-}
-
-// WriteChunkReportLength returns the length a responder reports for a write chunk into
-// which it wrote n payload bytes. Seed §3.7: roundup bytes are not transferred; instead
-// the length reported for the final chunk receiving data is increased to include them
-// (roundup true). Linux svcrdma reports the bare payload length (roundup false), and the
-// Linux client accepts either.
-func WriteChunkReportLength(n uint64, final, roundup bool) uint64 {
-	if final && roundup {
-		return RoundUp(n)
-	}
-	return n
-}
-
-// CheckWriteChunkLength checks the length a responder reported for a write chunk
-// (reported, the sum of its segment lengths) against the XDR length word xdrLen of the
-// result it carries. The bare length and the rounded-up length (seed §3.7) are both
-// valid; anything else is ErrLengthMismatch.
-func CheckWriteChunkLength(xdrLen uint32, reported uint64) error {
-	if reported == uint64(xdrLen) || reported == RoundUp(uint64(xdrLen)) {
-		return nil
-	}
-	return fmt.Errorf("chunks: write chunk reports %d bytes for XDR length %d: %w",
-		reported, xdrLen, ErrLengthMismatch)
-}
 
 // Fill returns, in dst, the write chunk a responder sends back after writing n bytes into
 // offered: the same segments (handles and offsets) with each length rewritten to the
@@ -296,60 +219,6 @@ func Fill(dst, offered WriteChunk, n uint64) (WriteChunk, error) {
 		n -= l
 		s.Length = uint32(l)
 		dst = append(dst, s)
-	}
-	return dst, nil
-}
-
-// PadSegmentLength is the length of the extra segment the Linux client appends to a write
-// chunk when the expected payload length is not a multiple of 4 (it points at a 4-byte
-// per-connection "write pad" buffer; notes §1.2, Linux commit 21037b8c2258).
-const PadSegmentLength = 4
-
-// SplitPad recognises a Linux-style pad segment. It reports, for a write chunk offered to
-// carry a payload of n bytes, the part that carries data and whether the final segment is
-// a pad sink: true when n is not 4-aligned, the chunk has at least two segments, the last
-// one is exactly PadSegmentLength bytes, and the segments before it hold at least n
-// bytes. A responder that does not write XDR roundup (Linux svcrdma) writes only into
-// data and reports length 0 for the pad segment; one that follows seed §3.7 writes the
-// roundup into it.
-func SplitPad(c WriteChunk, n uint64) (data WriteChunk, pad bool) {
-	k := len(c)
-	if n&3 == 0 || k < 2 || c[k-1].Length != PadSegmentLength || c[:k-1].Length() < n {
-		return c, false
-	}
-	return c[:k-1], true
-}
-
-// AppendPad appends pad, a 4-byte segment, to c when the payload length n is not a
-// multiple of 4, as the Linux client does (notes §1.2). Otherwise it returns c unchanged.
-func AppendPad(c WriteChunk, n uint64, pad Segment) WriteChunk {
-	if n&3 == 0 {
-		return c
-	}
-	pad.Length = PadSegmentLength
-	return append(c, pad)
-}
-
-// Split appends to dst the segments that cover length bytes of one registered area
-// (handle, starting at offset), each at most maxSeg bytes long (maxSeg 0 means 2^32-1,
-// the largest a segment can express). A zero length appends nothing. It returns
-// ErrOffsetOverflow if offset+length overflows 64 bits.
-func Split(dst []Segment, handle uint32, offset, length uint64, maxSeg uint32) ([]Segment, error) {
-	if offset+length < offset {
-		return dst, fmt.Errorf("chunks: split offset %#x length %d: %w", offset, length, ErrOffsetOverflow)
-	}
-	m := uint64(maxSeg)
-	if m == 0 {
-		m = 1<<32 - 1
-	}
-	for length > 0 {
-		l := length
-		if l > m {
-			l = m
-		}
-		dst = append(dst, Segment{Handle: handle, Length: uint32(l), Offset: offset})
-		offset += l
-		length -= l
 	}
 	return dst, nil
 }

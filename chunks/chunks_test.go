@@ -27,67 +27,17 @@ func TestRoundUpPad(t *testing.T) {
 	}
 }
 
-func TestNextPosition(t *testing.T) {
+func TestReadChunkEnd(t *testing.T) {
 	// A 5-byte opaque at position 108: the sender elides the 3 pad bytes, the receiver
 	// resumes decoding at 108+8 = 116.
-	if got := NextPosition(108, 5); got != 116 {
-		t.Errorf("NextPosition(108,5) = %d, want 116", got)
-	}
-	if got := NextPosition(108, 131072); got != 108+131072 {
-		t.Errorf("NextPosition aligned = %d", got)
+	c := ReadChunk{Position: 108, Segments: []Segment{seg(1, 3, 0), seg(2, 2, 0)}}
+	if c.Length() != 5 || c.End() != 116 {
+		t.Errorf("chunk Length %d End %d, want 5 116", c.Length(), c.End())
 	}
 	// Maximum position and length do not overflow 64 bits.
-	if got := NextPosition(1<<32-4, 1<<32-1); got != (1<<32-4)+(1<<32) {
-		t.Errorf("NextPosition max = %d", got)
-	}
-	c := ReadChunk{Position: 8, Segments: []Segment{seg(1, 3, 0), seg(2, 2, 0)}}
-	if c.Length() != 5 || c.End() != 16 {
-		t.Errorf("chunk Length %d End %d, want 5 16", c.Length(), c.End())
-	}
-}
-
-func TestReadChunkLength(t *testing.T) {
-	if ReadChunkLength(5) != 5 {
-		t.Error("sender must elide roundup")
-	}
-	for _, tc := range []struct {
-		xdr    uint32
-		chunk  uint64
-		padded bool
-		ok     bool
-	}{
-		{5, 5, false, true}, {5, 8, true, true}, {8, 8, false, true},
-		{5, 6, false, false}, {5, 4, false, false}, {0, 0, false, true}, {8, 12, false, false},
-	} {
-		padded, err := CheckReadChunkLength(tc.xdr, tc.chunk)
-		if (err == nil) != tc.ok || padded != tc.padded {
-			t.Errorf("CheckReadChunkLength(%d,%d) = %v,%v", tc.xdr, tc.chunk, padded, err)
-		}
-		if err != nil && !errors.Is(err, ErrLengthMismatch) {
-			t.Errorf("error %v is not ErrLengthMismatch", err)
-		}
-	}
-}
-
-func TestWriteChunkLengths(t *testing.T) {
-	if got := WriteChunkReportLength(5, true, true); got != 8 {
-		t.Errorf("final+roundup: %d", got)
-	}
-	if got := WriteChunkReportLength(5, false, true); got != 5 {
-		t.Errorf("non-final: %d", got)
-	}
-	if got := WriteChunkReportLength(5, true, false); got != 5 {
-		t.Errorf("linux style: %d", got)
-	}
-	for _, tc := range []struct {
-		xdr uint32
-		rep uint64
-		ok  bool
-	}{{5, 5, true}, {5, 8, true}, {5, 7, false}, {4, 8, false}, {0, 0, true}} {
-		err := CheckWriteChunkLength(tc.xdr, tc.rep)
-		if (err == nil) != tc.ok {
-			t.Errorf("CheckWriteChunkLength(%d,%d) = %v", tc.xdr, tc.rep, err)
-		}
+	c = ReadChunk{Position: 1<<32 - 4, Segments: []Segment{seg(1, 1<<32-1, 0)}}
+	if got := c.End(); got != (1<<32-4)+(1<<32) {
+		t.Errorf("End max = %d", got)
 	}
 }
 
@@ -115,13 +65,6 @@ func TestTotals(t *testing.T) {
 	if got, want := w.Length(), 3*uint64(max); got != want {
 		t.Errorf("WriteChunk.Length = %d, want %d (no 32-bit overflow)", got, want)
 	}
-	if got := WriteListLength([]WriteChunk{w, {seg(4, 1, 0)}}); got != 3*uint64(max)+1 {
-		t.Errorf("WriteListLength = %d", got)
-	}
-	rl := []ReadSegment{rseg(0, 1, max, 0), rseg(0, 2, max, 0)}
-	if got := ReadListLength(rl); got != 2*uint64(max) {
-		t.Errorf("ReadListLength = %d", got)
-	}
 }
 
 func TestGroup(t *testing.T) {
@@ -144,8 +87,8 @@ func TestGroup(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Group =\n%v\nwant\n%v", got, want)
 	}
-	if back := Flatten(nil, got); !reflect.DeepEqual(back, list) {
-		t.Fatalf("Flatten = %v", back)
+	if back := flatten(got); !reflect.DeepEqual(back, list) {
+		t.Fatalf("flatten = %v", back)
 	}
 	// Reuse: a second call with the returned slice does not allocate.
 	allocs := testing.AllocsPerRun(100, func() { got, _ = Group(got, list) })
@@ -198,82 +141,6 @@ func TestFill(t *testing.T) {
 	}
 }
 
-func TestPadSegment(t *testing.T) {
-	data := WriteChunk{seg(1, 4096, 0), seg(2, 4096, 4096)}
-	pad := seg(0x77, 0, 0xabc)
-	c := AppendPad(append(WriteChunk(nil), data...), 8191, pad)
-	if len(c) != 3 || c[2] != seg(0x77, 4, 0xabc) {
-		t.Fatalf("AppendPad = %v", c)
-	}
-	if c2 := AppendPad(append(WriteChunk(nil), data...), 8192, pad); len(c2) != 2 {
-		t.Fatalf("AppendPad aligned = %v", c2)
-	}
-	d, ok := SplitPad(c, 8191)
-	if !ok || !reflect.DeepEqual(d, data) {
-		t.Fatalf("SplitPad = %v %v", d, ok)
-	}
-	for _, tc := range []struct {
-		name string
-		c    WriteChunk
-		n    uint64
-	}{
-		{"aligned payload", c, 8192},
-		{"data segments too short", c, 8193},
-		{"last not 4 bytes", data, 8191},
-		{"single segment", WriteChunk{seg(1, 4, 0)}, 3},
-	} {
-		if _, ok := SplitPad(tc.c, tc.n); ok {
-			t.Errorf("%s: pad wrongly recognised", tc.name)
-		}
-	}
-}
-
-func TestSplit(t *testing.T) {
-	got, err := Split(nil, 7, 0x1000, 10000, 4096)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []Segment{seg(7, 4096, 0x1000), seg(7, 4096, 0x2000), seg(7, 1808, 0x3000)}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("Split = %v", got)
-	}
-	if got, _ := Split(nil, 7, 0, 0, 4096); len(got) != 0 {
-		t.Errorf("zero length = %v", got)
-	}
-	got, _ = Split(nil, 7, 0, 1<<33, 0)
-	if len(got) != 3 || TotalLength(got) != 1<<33 || got[0].Length != 1<<32-1 {
-		t.Errorf("maxSeg 0 = %v", got)
-	}
-	if _, err := Split(nil, 7, 1<<64-10, 11, 0); !errors.Is(err, ErrOffsetOverflow) {
-		t.Errorf("overflow: %v", err)
-	}
-}
-
-// TestSplitProperty: for random ranges, Split covers the range exactly, contiguously, with
-// every segment within the limit.
-func TestSplitProperty(t *testing.T) {
-	r := rand.New(rand.NewSource(1))
-	for i := 0; i < 2000; i++ {
-		off := r.Uint64() >> 1
-		n := uint64(r.Intn(1 << 20))
-		m := uint32(r.Intn(70000))
-		segs, err := Split(nil, 1, off, n, m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if TotalLength(segs) != n {
-			t.Fatalf("total %d != %d", TotalLength(segs), n)
-		}
-		next := off
-		for _, s := range segs {
-			if s.Offset != next || s.Length == 0 || (m != 0 && s.Length > m) {
-				t.Fatalf("bad segment %v (next %d, max %d)", s, next, m)
-			}
-			next += uint64(s.Length)
-		}
-	}
-}
-
 // TestGroupProperty: grouping random valid lists and flattening them back is the identity,
 // and every chunk's segments share its position.
 func TestGroupProperty(t *testing.T) {
@@ -292,7 +159,7 @@ func TestGroupProperty(t *testing.T) {
 				list = append(list, rseg(pos, r.Uint32(), l, uint64(r.Uint32())))
 				n += uint64(l)
 			}
-			step := NextPosition(pos, n)
+			step := ReadChunk{Position: pos, Segments: []Segment{{Length: uint32(n)}}}.End()
 			if pos == 0 {
 				step = 4
 			}
@@ -303,7 +170,7 @@ func TestGroupProperty(t *testing.T) {
 		if err != nil {
 			t.Fatalf("valid list %v: %v", list, err)
 		}
-		if back := Flatten(nil, out); !(len(back) == 0 && len(list) == 0) && !reflect.DeepEqual(back, list) {
+		if back := flatten(out); !(len(back) == 0 && len(list) == 0) && !reflect.DeepEqual(back, list) {
 			t.Fatalf("round trip %v -> %v", list, back)
 		}
 		for j := 1; j < len(out); j++ {
@@ -312,6 +179,18 @@ func TestGroupProperty(t *testing.T) {
 			}
 		}
 	}
+}
+
+// flatten turns chunks back into the read list that encodes them: one read segment per
+// chunk segment, each carrying its chunk's position (RFC 8166 §3.4.5).
+func flatten(cs []ReadChunk) []ReadSegment {
+	var out []ReadSegment
+	for _, c := range cs {
+		for _, s := range c.Segments {
+			out = append(out, ReadSegment{Position: c.Position, Segment: s})
+		}
+	}
+	return out
 }
 
 func TestCheckWriteChunk(t *testing.T) {

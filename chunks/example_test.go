@@ -26,25 +26,25 @@ func ExampleGroup() {
 
 // A 5-byte opaque item sent as a read chunk at position 108: the sender elides the XDR
 // roundup and the receiver resumes the XDR stream at the next 4-byte boundary.
-func ExampleNextPosition() {
-	fmt.Println(chunks.ReadChunkLength(5), chunks.NextPosition(108, 5))
+func ExampleReadChunk_End() {
+	c := chunks.ReadChunk{Position: 108, Segments: []chunks.Segment{{Handle: 0x42, Length: 5}}}
+	fmt.Println(c.Length(), c.End())
 	// Output: 5 116
 }
 
-// A client offers a write chunk for an NFS READ of 8191 bytes; like Linux it appends a
-// 4-byte pad segment. The server recognises it, writes the data, and reports lengths.
-func ExampleSplitPad() {
-	offered, _ := chunks.Split(nil, 0x42, 0x10000, 8191, 4096)
-	offered = chunks.AppendPad(offered, 8191, chunks.Segment{Handle: 0x99, Offset: 0x500})
-	data, pad := chunks.SplitPad(offered, 8191)
-	reply, _ := chunks.Fill(nil, offered, 8191)
-	fmt.Println(len(offered), len(data), pad)
+// A server wrote 6000 bytes of an NFS READ into the write chunk the client offered
+// (two 4096-byte segments): it reports what each segment received.
+func ExampleFill() {
+	offered := chunks.WriteChunk{{Handle: 0x42, Length: 4096, Offset: 0x10000}, {Handle: 0x42, Length: 4096, Offset: 0x11000}}
+	reply, err := chunks.Fill(nil, offered, 6000)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	for _, s := range reply {
-		fmt.Println(s.Handle, s.Length)
+		fmt.Printf("%#x %d %#x\n", s.Handle, s.Length, s.Offset)
 	}
 	// Output:
-	// 3 2 true
-	// 66 4096
-	// 66 4095
-	// 153 0
+	// 0x42 4096 0x10000
+	// 0x42 1904 0x11000
 }

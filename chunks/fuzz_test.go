@@ -39,7 +39,7 @@ func FuzzGroup(f *testing.F) {
 			}
 			t.Fatalf("undocumented error %v", err)
 		}
-		back := Flatten(nil, out)
+		back := flatten(out)
 		if len(back) != len(list) {
 			t.Fatalf("flatten lost entries: %d != %d", len(back), len(list))
 		}

@@ -56,7 +56,7 @@ func ExampleNegotiateAndApply() {
 	// Output:
 	// inline send 8192, recv 4096
 	// max RDMA Reads 16
-	// {InlineSend:8192 InlineRecv:4096 MaxRDMARead:16 Align:4096}
+	// {InlineSend:8192 InlineRecv:4096 MaxRDMARead:16 Align:4096 NoReadTarget:false}
 }
 
 // DecodeCall is what the service applies to a CONF_RDMA call's arguments; its errors

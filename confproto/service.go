@@ -131,8 +131,12 @@ func (r *ConfigRDMAReply) Validate() error {
 type Settings struct {
 	InlineSend  int // largest message this side sends inline (RDMA Send)
 	InlineRecv  int // largest message this side must receive inline
-	MaxRDMARead int // RDMA Reads this side may have active against its peer
+	MaxRDMARead int // RDMA Reads this side may have active against its peer; 0: none
 	Align       int // alignment for opaque data in calls (client side; 0: none)
+	// NoReadTarget: this side announced maxrdmaread 0, so its peer "MUST NOT issue
+	// requests which require RDMA Read to satisfy" (seed §6.2): a client that did
+	// sends no read chunks, a server that did no reply read chunks.
+	NoReadTarget bool
 }
 
 // A Configurable connection takes the outcome of a negotiation. The RPC-over-RDMA
@@ -147,35 +151,70 @@ type Configurable interface {
 	SetMaxRDMARead(n int)
 }
 
-// Apply hands s to c.
+// A ReadTarget is a Configurable that can stop being the target of its peer's RDMA
+// Reads (seed §6.2, maxrdmaread 0); the RPC-over-RDMA transport's connections are.
+type ReadTarget interface {
+	// SetReadTarget says whether the peer may be asked to RDMA Read from this side.
+	SetReadTarget(allowed bool)
+}
+
+// An Aligner is a Configurable client connection that can pad opaque data in its calls
+// to the server's receive buffer alignment (RDMA_MSGP, seed §3.9); the RPC-over-RDMA
+// client transport is one, and pads only when its user opted in.
+type Aligner interface {
+	// SetMSGPAlign sets the alignment from config_rdma_reply.align; at most 4 (XDR's
+	// own) means no padding.
+	SetMSGPAlign(align int)
+}
+
+// An MSGPAcceptor is a connection that says whether it accepts RDMA_MSGP calls; a
+// Service recommends no alignment (DefaultAlign) to one that does not, so that no
+// client pads toward a server that would refuse (as Linux does, with ERR_CHUNK).
+type MSGPAcceptor interface {
+	// AcceptsMSGP reports whether RDMA_MSGP calls are accepted.
+	AcceptsMSGP() bool
+}
+
+// Apply hands s to c: the inline thresholds and RDMA Read depth, NoReadTarget when c
+// is a ReadTarget, and Align when c is an Aligner.
 func (s Settings) Apply(c Configurable) {
 	c.SetInlineThresholds(s.InlineSend, s.InlineRecv)
 	c.SetMaxRDMARead(s.MaxRDMARead)
+	if rt, ok := c.(ReadTarget); ok {
+		rt.SetReadTarget(!s.NoReadTarget)
+	}
+	if a, ok := c.(Aligner); ok {
+		a.SetMSGPAlign(s.Align)
+	}
 }
 
 // ServerSettings returns what a server with limits l applies after answering req:
 // it sends replies inline up to the smaller of its MaxReplySendSize and the client's
 // maxreply_sendsize, receives calls up to its MaxCallSendSize, and issues at most the
-// client's maxrdmaread RDMA Reads. req and l must be valid.
+// client's maxrdmaread RDMA Reads (none when it is 0), and sends no reply read chunks
+// when l.MaxRDMARead is 0. req and l must be valid.
 func ServerSettings(l Limits, req ConfigRDMAReq) Settings {
 	return Settings{
-		InlineSend:  int(min(l.MaxReplySendSize, req.MaxReplySendSize)),
-		InlineRecv:  int(l.MaxCallSendSize),
-		MaxRDMARead: int(req.MaxRDMARead),
+		InlineSend:   int(min(l.MaxReplySendSize, req.MaxReplySendSize)),
+		InlineRecv:   int(l.MaxCallSendSize),
+		MaxRDMARead:  int(req.MaxRDMARead),
+		NoReadTarget: l.MaxRDMARead == 0,
 	}
 }
 
 // ClientSettings returns what a client that asked for want and got reply applies: it
 // sends calls inline up to the smaller of what it wanted and what the server accepts,
 // receives replies up to its own maxreply_sendsize, issues at most the server's
-// maxrdmaread RDMA Reads, and aligns opaque data as the server recommends. want and
-// reply must be valid.
+// maxrdmaread RDMA Reads (none when it is 0), aligns opaque data as the server
+// recommends, and sends no read chunks when want.MaxRDMARead is 0. want and reply must
+// be valid.
 func ClientSettings(want ConfigRDMAReq, reply ConfigRDMAReply) Settings {
 	return Settings{
-		InlineSend:  int(min(want.MaxCallSendSize, reply.MaxCallSendSize)),
-		InlineRecv:  int(want.MaxReplySendSize),
-		MaxRDMARead: int(reply.MaxRDMARead),
-		Align:       int(reply.Align),
+		InlineSend:   int(min(want.MaxCallSendSize, reply.MaxCallSendSize)),
+		InlineRecv:   int(want.MaxReplySendSize),
+		MaxRDMARead:  int(reply.MaxRDMARead),
+		Align:        int(reply.Align),
+		NoReadTarget: want.MaxRDMARead == 0,
 	}
 }
 
@@ -187,15 +226,10 @@ type ServiceOptions struct {
 	// connection). Default: no logging.
 	Logger hclog.Logger
 	// Configured, when set, is called after each valid CONF_RDMA call with the
-	// request and the Settings the server side of that connection should apply
-	// (ServerSettings). req is valid only during the call; its RemoteAddr and Netid
-	// identify the connection.
+	// request and the Settings the server side of that connection applies
+	// (ServerSettings), after they were applied. req is valid only during the call;
+	// req.Conn is the connection.
 	Configured func(req *oncrpc.Request, client ConfigRDMAReq, s Settings)
-	// ConnOf, when set, returns the connection a call arrived on (nil: none to
-	// configure); after each valid CONF_RDMA call the Service applies
-	// ServerSettings to it. ConnTracker.ConnOf does this for RPC-over-RDMA
-	// connections.
-	ConnOf func(req *oncrpc.Request) Configurable
 }
 
 // ServiceStats are a Service's cumulative counters.
@@ -211,7 +245,6 @@ type Service struct {
 	limits     Limits
 	log        hclog.Logger
 	configured func(*oncrpc.Request, ConfigRDMAReq, Settings)
-	connOf     func(*oncrpc.Request) Configurable
 
 	null, conf, garbage atomic.Uint64
 }
@@ -228,7 +261,6 @@ func NewService(opts *ServiceOptions) (*Service, error) {
 			s.log = opts.Logger
 		}
 		s.configured = opts.Configured
-		s.connOf = opts.ConnOf
 	}
 	if err := s.limits.Validate(); err != nil {
 		return nil, err
@@ -275,7 +307,8 @@ func DecodeCall(args []byte) (ConfigRDMAReq, error) {
 
 // ServeRPC implements oncrpc.Handler. NULL answers nothing; CONF_RDMA decodes and
 // validates the request, answers the server's limits and applies ServerSettings to
-// the connection (ServiceOptions.ConnOf). A malformed or invalid
+// the connection it arrived on when that is Configurable (an RPC-over-RDMA
+// connection; over TCP there is nothing to apply). A malformed or invalid
 // request is answered GARBAGE_ARGS (CONF_RDMA has no error result) and logged with
 // the field at fault. Other procedures get PROC_UNAVAIL.
 func (s *Service) ServeRPC(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
@@ -297,20 +330,18 @@ func (s *Service) ServeRPC(ctx context.Context, req *oncrpc.Request, res *xdr.En
 	// The arguments are consumed (DecodeCall checked that nothing follows).
 	_ = req.Args.Skip(len(args))
 	reply := s.Reply(creq)
+	if m, ok := req.Conn.(MSGPAcceptor); ok && !m.AcceptsMSGP() {
+		reply.Align = DefaultAlign
+	}
 	res.Uint32(reply.MaxCallSendSize)
 	res.Uint32(reply.Align)
 	res.Uint32(reply.MaxRDMARead)
 	s.conf.Add(1)
-	if s.connOf == nil && s.configured == nil {
-		return nil
-	}
 	set := ServerSettings(s.limits, creq)
-	if s.connOf != nil {
-		// The reply (12 bytes of results) fits the 1 KiB every connection
-		// starts with, so the new thresholds may apply before it is sent.
-		if c := s.connOf(req); c != nil {
-			set.Apply(c)
-		}
+	// The reply (12 bytes of results) fits the 1 KiB every connection starts
+	// with, so the new thresholds may apply before it is sent.
+	if c, ok := req.Conn.(Configurable); ok {
+		set.Apply(c)
 	}
 	if s.configured != nil {
 		s.configured(req, creq, set)

@@ -396,3 +396,43 @@ func BenchmarkNegotiateTCP(b *testing.B) {
 		}
 	}
 }
+
+// fakeFullConn is a fakeConn that is also a ReadTarget and an Aligner.
+type fakeFullConn struct {
+	fakeConn
+	readTarget bool
+	align      int
+}
+
+func (c *fakeFullConn) SetReadTarget(allowed bool) { c.readTarget = allowed }
+func (c *fakeFullConn) SetMSGPAlign(align int)     { c.align = align }
+
+// TestSettingsMaxRDMAReadZero: seed §6.2, "If zero, the peer MUST NOT issue requests
+// which require RDMA Read to satisfy": the side that announced 0 is no read target, the
+// other side issues no RDMA Reads; Apply hands both, and the alignment, to connections
+// that take them.
+func TestSettingsMaxRDMAReadZero(t *testing.T) {
+	l := Limits{MaxCallSendSize: 8192, MaxReplySendSize: 4096, Align: 64, MaxRDMARead: 0}
+	req := ConfigRDMAReq{MaxCallSendSize: 8192, MaxReplySendSize: 4096, MaxRDMARead: 0}
+	srv := ServerSettings(l, req)
+	if !srv.NoReadTarget || srv.MaxRDMARead != 0 {
+		t.Errorf("ServerSettings = %+v", srv)
+	}
+	cl := ClientSettings(req, ConfigRDMAReply{MaxCallSendSize: 8192, Align: 64, MaxRDMARead: 0})
+	if !cl.NoReadTarget || cl.MaxRDMARead != 0 || cl.Align != 64 {
+		t.Errorf("ClientSettings = %+v", cl)
+	}
+	c := &fakeFullConn{readTarget: true}
+	cl.Apply(c)
+	if c.readTarget || c.align != 64 || c.maxReads != 0 || c.send != 8192 {
+		t.Errorf("applied %+v", c)
+	}
+	req.MaxRDMARead, l.MaxRDMARead = 4, 4
+	if s := ServerSettings(l, req); s.NoReadTarget {
+		t.Errorf("ServerSettings with maxrdmaread 4 = %+v", s)
+	}
+	ServerSettings(l, req).Apply(c)
+	if !c.readTarget || c.align != 0 {
+		t.Errorf("applied %+v", c)
+	}
+}

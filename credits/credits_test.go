@@ -296,8 +296,8 @@ func TestServerShrinkingGrantIsNotOverrun(t *testing.T) {
 			t.Fatalf("call %d: %v", i, v)
 		}
 	}
-	b := s.Open() // a's share drops to 4
-	_ = b
+	b := s.Open()
+	b.Arrive(8) // b is active: a's share drops to 4
 	a.Done()
 	if g := a.Grant(); g != 4 {
 		t.Fatalf("grant after second conn = %d, want 4", g)

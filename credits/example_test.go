@@ -25,14 +25,17 @@ func ExampleWindow() {
 
 func ExampleServer() {
 	s := credits.NewServer(credits.Config{Total: 100, PerConn: 64})
-	a, b := s.Open(), s.Open()
-	a.Arrive(128) // a call asking for 128 credits
-	fmt.Println("a:", a.Grant())
-	a.Done()
+	a, b, idle := s.Open(), s.Open(), s.Open()
+	defer idle.Close() // open, but it never calls: it does not dilute the others' shares
+	a.Arrive(128)      // a call asking for 128 credits
 	b.Arrive(10)
+	fmt.Println("a:", a.Grant()) // 100 shared by the two active connections
+	a.Done()
 	fmt.Println("b:", b.Grant())
 	b.Done()
+	fmt.Println("open:", s.Conns(), "active:", s.Active())
 	// Output:
 	// a: 50
 	// b: 10
+	// open: 3 active: 2
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // State is what a Policy sees when it computes one connection's grant.
@@ -16,6 +17,10 @@ type State struct {
 	Outstanding int
 	// Conns is the number of open connections, this one included.
 	Conns int
+	// Active is the number of active connections, this one included: those with calls
+	// outstanding or with a call in the last Config.ActiveWindow (see the package
+	// documentation). Idle connections, however many, are not counted.
+	Active int
 	// Total is Config.Total, the receive budget shared by all connections.
 	Total int
 	// PerConn is Config.PerConn, the most any one connection may be granted.
@@ -40,11 +45,11 @@ func (f PolicyFunc) Grant(s State) int { return f(s) }
 // connections there are: Linux svcrdma's policy (a constant sc_max_requests, 64).
 var Fixed Policy = PolicyFunc(func(s State) int { return s.PerConn })
 
-// FairShare grants each connection an equal share of Total, Total/Conns, but not more
-// than it asked for (a requester asking for 0 is treated as asking for 1). It is the
-// default policy.
+// FairShare grants each active connection an equal share of Total, Total/Active, but
+// not more than it asked for (a requester asking for 0 is treated as asking for 1).
+// Connections that are open but idle do not dilute the share. It is the default policy.
 var FairShare Policy = PolicyFunc(func(s State) int {
-	share := s.Total / max(s.Conns, 1)
+	share := s.Total / max(s.Active, 1)
 	req := max(int(s.Requested), 1)
 	return min(share, req)
 })
@@ -64,12 +69,27 @@ type Config struct {
 	// MaxOverruns is how many calls beyond its grant a connection may send before
 	// Arrive answers Disconnect; 0 means PerConn. Calls within the count get Overrun.
 	MaxOverruns int
+	// ActiveWindow is how long a connection with no call and nothing outstanding
+	// stays in the active set (State.Active): it leaves it after between one and two
+	// ActiveWindows of silence. Default DefaultActiveWindow.
+	ActiveWindow time.Duration
 }
+
+// DefaultActiveWindow is the default Config.ActiveWindow.
+const DefaultActiveWindow = 2 * time.Second
 
 // Server shares credits between the connections of one listener.
 type Server struct {
-	cfg   Config
-	conns atomic.Int64 // open connections; atomic, so grants on one connection never wait for another's
+	cfg    Config
+	conns  atomic.Int64 // open connections; atomic, so grants on one connection never wait for another's
+	active atomic.Int64 // connections in the active set
+
+	mu       sync.Mutex // guards list and ticking; taken after a Conn's mu, never before
+	list     map[*Conn]struct{}
+	ticking  bool          // the sweeper goroutine runs
+	wake     chan struct{} // tells the sweeper to look at the active count now
+	sweepMu  sync.Mutex    // serialises sweeps
+	sweepBuf []*Conn       // guarded by sweepMu
 }
 
 // NewServer returns a Server with cfg's defaults filled in.
@@ -86,7 +106,10 @@ func NewServer(cfg Config) *Server {
 	if cfg.MaxOverruns <= 0 {
 		cfg.MaxOverruns = cfg.PerConn
 	}
-	return &Server{cfg: cfg}
+	if cfg.ActiveWindow <= 0 {
+		cfg.ActiveWindow = DefaultActiveWindow
+	}
+	return &Server{cfg: cfg, list: make(map[*Conn]struct{}), wake: make(chan struct{}, 1)}
 }
 
 // Config returns the configuration in effect (defaults filled in).
@@ -94,6 +117,72 @@ func (s *Server) Config() Config { return s.cfg }
 
 // Conns returns the number of open connections.
 func (s *Server) Conns() int { return int(s.conns.Load()) }
+
+// Active returns the number of connections in the active set (State.Active).
+func (s *Server) Active() int { return int(s.active.Load()) }
+
+// Sweep ends the active period of every connection that has had no call since the
+// previous sweep and has none outstanding. A goroutine runs it every ActiveWindow while
+// any connection is active; calling it too only hastens the aging.
+func (s *Server) Sweep() {
+	s.sweepMu.Lock()
+	defer s.sweepMu.Unlock()
+	s.mu.Lock()
+	buf := s.sweepBuf[:0]
+	for c := range s.list {
+		buf = append(buf, c)
+	}
+	s.mu.Unlock()
+	for i, c := range buf {
+		c.mu.Lock()
+		if c.active && c.outstanding == 0 {
+			if c.recent {
+				c.recent = false
+			} else {
+				c.active = false
+				s.active.Add(-1)
+			}
+		}
+		c.mu.Unlock()
+		buf[i] = nil
+	}
+	s.sweepBuf = buf[:0]
+}
+
+// activate counts a connection that joined the active set and starts the sweeper if it
+// is not running. The caller holds c.mu (lock order: Conn.mu, then Server.mu).
+func (s *Server) activate() {
+	if s.active.Add(1) != 1 {
+		return
+	}
+	s.mu.Lock()
+	if !s.ticking {
+		s.ticking = true
+		go s.sweeper()
+	}
+	s.mu.Unlock()
+}
+
+// sweeper runs Sweep every ActiveWindow while any connection is active.
+func (s *Server) sweeper() {
+	t := time.NewTimer(s.cfg.ActiveWindow)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			s.Sweep()
+			t.Reset(s.cfg.ActiveWindow)
+		case <-s.wake:
+		}
+		s.mu.Lock()
+		if s.active.Load() == 0 {
+			s.ticking = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+	}
+}
 
 // Open registers a new connection that keeps PerConn receives posted for calls.
 func (s *Server) Open() *Conn { return s.OpenWithReceives(s.cfg.PerConn) }
@@ -104,6 +193,9 @@ func (s *Server) OpenWithReceives(n int) *Conn {
 	s.conns.Add(1)
 	c := &Conn{s: s, requested: 1, receives: max(n, 1)}
 	c.limit = c.grantLocked()
+	s.mu.Lock()
+	s.list[c] = struct{}{}
+	s.mu.Unlock()
 	return c
 }
 
@@ -145,8 +237,12 @@ type Conn struct {
 	requested   uint32
 	outstanding int
 	limit       int // calls allowed outstanding: the grants still in force
+	lastGrant   int // the grant the last Grant returned (0: none yet)
 	receives    int // receives posted for calls: the most any grant may be
 	overruns    int
+	calls       uint64 // Accepted calls, ever
+	active      bool   // in the Server's active set
+	recent      bool   // a call arrived since the last sweep
 	closed      bool
 }
 
@@ -156,6 +252,9 @@ type Conn struct {
 func (c *Conn) Arrive(requested uint32) Verdict {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return Disconnect
+	}
 	c.requested = requested
 	if c.outstanding >= c.limit {
 		c.overruns++
@@ -165,6 +264,12 @@ func (c *Conn) Arrive(requested uint32) Verdict {
 		return Overrun
 	}
 	c.outstanding++
+	c.calls++
+	c.recent = true
+	if !c.active {
+		c.active = true
+		c.s.activate()
+	}
 	return Accept
 }
 
@@ -177,6 +282,32 @@ func (c *Conn) Done() {
 	c.mu.Unlock()
 }
 
+// Activity returns the number of calls Accepted on the connection so far and how many
+// of them are outstanding: a connection whose count has not moved and that has none
+// outstanding has been idle since the count was taken (see CloseIfIdle).
+func (c *Conn) Activity() (calls uint64, outstanding int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls, c.outstanding
+}
+
+// CloseIfIdle closes the connection's share, as Close, if no call has been Accepted
+// since Activity returned calls and none is outstanding, and reports whether it did.
+// From then on Arrive answers Disconnect, so a call that races with an idle
+// connection's teardown is never processed half-way. The transport then closes the
+// connection.
+func (c *Conn) CloseIfIdle(calls uint64) bool {
+	c.mu.Lock()
+	if c.closed || c.calls != calls || c.outstanding != 0 {
+		c.mu.Unlock()
+		return false
+	}
+	wasActive := c.closeLocked()
+	c.mu.Unlock()
+	c.s.remove(c, wasActive)
+	return true
+}
+
 // Outstanding returns the number of Accepted calls not yet Done.
 func (c *Conn) Outstanding() int {
 	c.mu.Lock()
@@ -185,15 +316,23 @@ func (c *Conn) Outstanding() int {
 }
 
 // Grant returns the rdma_credit value to put in the next message sent on the
-// connection. A lower grant than before takes effect once the requester's outstanding
-// calls have drained to it; until then its earlier calls are not counted as overruns.
+// connection. A lower grant than before takes effect once the next Grant has returned
+// it (or less) too and the requester's outstanding calls have drained to it; until then
+// its calls within the older grants are not counted as overruns. (Two replies' Sends
+// can be posted in the other order than their grants were taken: a requester that
+// follows the grant that reached it last is never refused.)
 func (c *Conn) Grant() uint32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.grantLocked()
-	if g >= c.limit || c.outstanding <= g {
-		c.limit = g
+	// Replies whose grants were taken at nearly the same time may be posted, and so
+	// reach the requester, in either order; it follows whichever arrives last. So the
+	// credits in force stay at or above the previous grant as well as this one.
+	floor := max(g, c.lastGrant)
+	if floor >= c.limit || c.outstanding <= floor {
+		c.limit = floor
 	}
+	c.lastGrant = g
 	return uint32(g)
 }
 
@@ -235,10 +374,15 @@ func (c *Conn) grantLocked() int {
 func (c *Conn) policyLocked() int {
 	s := c.s
 	n := int(s.conns.Load())
+	active := int(s.active.Load())
+	if !c.active {
+		active++ // counts itself: it is asking
+	}
 	g := s.cfg.Policy.Grant(State{
 		Requested:   c.requested,
 		Outstanding: c.outstanding,
 		Conns:       n,
+		Active:      max(active, 1),
 		Total:       s.cfg.Total,
 		PerConn:     s.cfg.PerConn,
 	})
@@ -252,7 +396,29 @@ func (c *Conn) Close() {
 		c.mu.Unlock()
 		return
 	}
-	c.closed = true
+	wasActive := c.closeLocked()
 	c.mu.Unlock()
-	c.s.conns.Add(-1)
+	c.s.remove(c, wasActive)
+}
+
+// closeLocked marks the connection closed and reports whether it was in the active
+// set. The caller holds c.mu and then calls Server.remove.
+func (c *Conn) closeLocked() (wasActive bool) {
+	c.closed = true
+	wasActive, c.active = c.active, false
+	return wasActive
+}
+
+// remove takes a closed connection out of the counts.
+func (s *Server) remove(c *Conn, wasActive bool) {
+	s.conns.Add(-1)
+	if wasActive && s.active.Add(-1) == 0 {
+		select {
+		case s.wake <- struct{}{}: // let the sweeper stop now
+		default:
+		}
+	}
+	s.mu.Lock()
+	delete(s.list, c)
+	s.mu.Unlock()
 }

@@ -1,22 +1,3 @@
-// Package credits implements RPC-over-RDMA version 1 credit management (RFC 8166 §3.3.1,
-// seed draft §3.3): the requester's credit window and the responder's grant policy.
-//
-// A credit is one RPC the requester may have outstanding on a connection: the responder
-// promises a posted receive for it. The requester never has more calls (and RDMA_DONE
-// messages it still owes) in flight than the responder last granted; it starts every
-// connection with one credit (RFC 8166 §3.3.3) and follows the rdma_credit value of each
-// reply, treating a grant of 0 as 1 so it can never deadlock, and capping the window at the
-// number of credits it asked for (Window).
-//
-// The responder grants credits that follow its posted receives: never more than the
-// receives a connection has posted, never 0 to a requester with nothing outstanding, and
-// shared between connections by a configurable Policy (Server, Conn). A requester that
-// sends more calls than it was granted is detected (Conn.Arrive reports Overrun) so the
-// transport can answer those calls with an error, or disconnect a persistent offender,
-// without letting it consume the upper layer's resources or stall other connections.
-//
-// The package knows nothing of the wire format or of verbs; it only counts. Everything is
-// safe for concurrent use, and the steady-state paths do not allocate.
 package credits
 
 import (

@@ -57,12 +57,13 @@ type CallOptions struct {
 // unlikely to repeat those of an earlier run of the program (which a server's
 // duplicate request cache would take for retransmissions).
 type Client struct {
-	t     RoundTripper
-	prog  uint32
-	vers  uint32
-	cred  OpaqueAuth
-	retry RetryPolicy
-	pool  sync.Pool // *clientCallState
+	t       RoundTripper
+	prog    uint32
+	vers    uint32
+	cred    OpaqueAuth
+	retry   RetryPolicy
+	monitor *Monitor  // nil: none
+	pool    sync.Pool // *clientCallState
 }
 
 // xidSeq is the process-wide XID sequence.
@@ -141,6 +142,13 @@ func (c *Client) CallWithOptions(ctx context.Context, proc uint32, args xdr.Enco
 	var err error
 	for try := 1; ; try++ {
 		err = c.t.RoundTrip(ctx, &st.call, &st.reply)
+		if c.monitor != nil {
+			if err == nil {
+				c.monitor.replied()
+			} else if errors.Is(err, ErrTimeout) {
+				c.monitor.timedOut()
+			}
+		}
 		if err == nil || !errors.Is(err, ErrTimeout) || try >= c.retry.MaxTries || ctx.Err() != nil {
 			break
 		}
@@ -149,6 +157,7 @@ func (c *Client) CallWithOptions(ctx context.Context, proc uint32, args xdr.Enco
 		return fmt.Errorf("oncrpc: call xid %#x prog %d vers %d proc %d: %w", hdr.XID, c.prog, c.vers, proc, err)
 	}
 	st.dec.Reset(st.reply.Inline)
+	st.dec.SetPadding(st.reply.Padding)
 	if err := st.hdr.DecodeXDR(&st.dec); err != nil {
 		return err
 	}
@@ -181,6 +190,7 @@ func (c *Client) release(st *clientCallState) {
 	}
 	clear(st.reply.Placed)
 	st.reply.Placed = st.reply.Placed[:0]
+	st.reply.Padding = xdr.Padding{}
 	st.dec.Reset(nil)
 	st.hdr = ReplyHeader{}
 	c.pool.Put(st)

@@ -20,7 +20,10 @@
 // out of line, MaxReply, a per-try Timeout) and fills a ClientReply (Inline, Placed).
 // On the server side a Listener yields ServerConns; ReadCall returns a ServerCall whose
 // Msg.Inline is the whole call stream, and WriteReply sends a reply Message and
-// releases the call. PendingCalls is an XID-matching table (cancellation, per-try
+// releases the call. A transport that receives RPC-over-RDMA RDMA_MSGP messages leaves
+// their padding in place and states its rule in ServerCall.Msg.Padding or
+// ClientReply.Padding; the Server's argument decoder and the Client's reply decoder
+// skip it (xdr.Decoder.SetPadding). PendingCalls is an XID-matching table (cancellation, per-try
 // timeouts, retransmission after reconnect) that client transports can share; the
 // TCP transport uses it.
 //

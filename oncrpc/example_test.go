@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -135,4 +136,56 @@ func ExampleAuthErr() {
 	fmt.Println(oncrpc.AuthErr(oncrpc.AuthTooWeak))
 	// Output:
 	// oncrpc: call denied, AUTH_ERROR: AUTH_TOOWEAK
+}
+
+// A Monitor says when a server stops answering and when it answers again, as the
+// Linux NFS client's "server not responding, still trying" and "server OK". Here the
+// server holds its reply until it hears the first message.
+func ExampleMonitor() {
+	resume := make(chan struct{})
+	srv := oncrpc.NewServer(nil)
+	srv.Register(echoProg, echoVers, oncrpc.Procs{
+		echoProc: func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+			<-resume
+			var m message
+			if err := m.DecodeXDR(req.Args); err != nil {
+				return err
+			}
+			m.EncodeXDR(res)
+			return nil
+		},
+	})
+	l, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	go srv.Serve(l)
+	defer srv.Shutdown(context.Background())
+
+	ctx := context.Background()
+	tr, err := oncrpc.DialTCP(ctx, l.Addr().String(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tr.Close()
+	m := oncrpc.NewMonitor(func(responding bool) {
+		if responding {
+			fmt.Println("server OK")
+			return
+		}
+		fmt.Println("server not responding, still trying")
+		close(resume)
+	})
+	// After 50 ms without a reply, a call counts as unanswered and is sent again.
+	c := oncrpc.NewClient(tr, echoProg, echoVers, oncrpc.WithMonitor(m),
+		oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: 50 * time.Millisecond, MaxTries: 1000}))
+	var res message
+	if err := c.Call(ctx, echoProc, &message{"still here"}, &res); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.text)
+	// Output:
+	// server not responding, still trying
+	// server OK
+	// still here
 }

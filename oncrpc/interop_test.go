@@ -9,21 +9,35 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/internal/testns"
 )
 
 // Interoperability with the system's ONC RPC implementation (libtirpc): our Client
 // against a running rpcbind, and rpcinfo against our Server. Skipped when they are
-// absent.
+// absent. The rpcbind is a private one in the tests' own network namespace (see
+// TestMain); the host's is never called.
 
 const (
 	rpcbindProg = 100000
 )
 
-func TestInteropClientAgainstRpcbind(t *testing.T) {
+// dialPrivateRPCBind connects to the rpcbind testns.Main started, or skips the test
+// when there is none: the host's rpcbind is never used.
+func dialPrivateRPCBind(t *testing.T) net.Conn {
+	t.Helper()
+	if ok, why := testns.Private(); !ok {
+		t.Skip("no private network namespace, and the host's rpcbind is never used: " + why)
+	}
 	c, err := net.DialTimeout("tcp", "127.0.0.1:111", time.Second)
 	if err != nil {
-		t.Skipf("no rpcbind on 127.0.0.1:111: %v", err)
+		t.Skipf("no rpcbind in the private namespace (is it installed?): %v", err)
 	}
+	return c
+}
+
+func TestInteropClientAgainstRpcbind(t *testing.T) {
+	c := dialPrivateRPCBind(t)
 	// One fragment per record: rpcbind's non-blocking libtirpc server drops the
 	// connection on a multi-fragment call (see TestInteropRpcbindRejectsFragments).
 	tr := NewTCPTransport(c, nil)
@@ -60,15 +74,12 @@ func TestInteropClientAgainstRpcbind(t *testing.T) {
 // Records a real peer does not take: documents why MaxFragment defaults to one fragment
 // per record. If this starts to fail, libtirpc has learned multi-fragment calls.
 func TestInteropRpcbindRejectsFragments(t *testing.T) {
-	c, err := net.DialTimeout("tcp", "127.0.0.1:111", time.Second)
-	if err != nil {
-		t.Skipf("no rpcbind on 127.0.0.1:111: %v", err)
-	}
+	c := dialPrivateRPCBind(t)
 	tr := NewTCPTransport(c, &TCPOptions{MaxFragment: 8})
 	defer tr.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = NewClient(tr, rpcbindProg, 2).Call(ctx, 0, nil, nil)
+	err := NewClient(tr, rpcbindProg, 2).Call(ctx, 0, nil, nil)
 	if err == nil {
 		t.Log("rpcbind accepted a multi-fragment call")
 		return

@@ -85,6 +85,11 @@ type Request struct {
 	// RemoteAddr is the caller's address; Netid is RemoteAddr.Network() ("tcp", "rdma").
 	RemoteAddr net.Addr
 	Netid      string
+	// Conn is the connection the call arrived on. A handler may look for what the
+	// transport offers beyond ServerConn (e.g. confproto.Configurable on an
+	// RPC-over-RDMA connection, to apply negotiated parameters to it); it must not
+	// read calls from it or close it.
+	Conn ServerConn
 
 	sys      AuthSysParams
 	after    []func()
@@ -138,6 +143,13 @@ type ServerOptions struct {
 	// spent, is not read (TCP) and its handlers wait in Request.Reserve (every
 	// transport) until its replies have been sent.
 	ConnBudget int64
+	// Observe, when set, is called once for every call whose header could be
+	// decoded, after its reply has been handed to the transport (or the call
+	// dropped), with the procedure, netid, Outcome and the time since the Server
+	// received the call. It runs on the per-call path: it must be quick and should
+	// not allocate (ProcStats.Observe is such a function). Nil costs nothing, not
+	// even a clock reading.
+	Observe func(CallInfo)
 }
 
 // ServerStats are cumulative counters.
@@ -158,6 +170,7 @@ type versionRange struct {
 type Server struct {
 	maxConc int
 	log     hclog.Logger
+	observe func(CallInfo) // ServerOptions.Observe
 	// allowNone and allowSys are the Flavors policy.
 	allowNone, allowSys bool
 
@@ -210,6 +223,7 @@ func NewServer(opts *ServerOptions) *Server {
 		if opts.Logger != nil {
 			s.log = opts.Logger
 		}
+		s.observe = opts.Observe
 		if opts.Flavors != nil {
 			s.allowNone, s.allowSys = false, false
 			for _, f := range opts.Flavors {
@@ -641,15 +655,22 @@ type serverCallState struct {
 	dec xdr.Decoder
 	enc xdr.Encoder
 	msg Message
+	// decoded says the call's header was decoded (dispatch), for ServerOptions.Observe.
+	decoded bool
 }
 
 var noneVerf = OpaqueAuth{Flavor: AuthNone}
 
 func (s *Server) handle(ctx context.Context, c ServerConn, call *ServerCall, remote net.Addr, acct *Account) {
 	st := s.pool.Get().(*serverCallState)
+	var start time.Time
+	if s.observe != nil {
+		start = time.Now()
+	}
 	req := &st.req
-	req.RemoteAddr, req.Netid, req.acct = remote, remote.Network(), acct
+	req.RemoteAddr, req.Netid, req.Conn, req.acct = remote, remote.Network(), c, acct
 	st.dec.Reset(call.Msg.Inline)
+	st.dec.SetPadding(call.Msg.Padding)
 	req.Args = &st.dec
 	st.enc.Reset(st.enc.Bytes()[:0])
 
@@ -663,6 +684,11 @@ func (s *Server) handle(ctx context.Context, c ServerConn, call *ServerCall, rem
 	} else {
 		c.WriteReply(call, nil)
 	}
+	if s.observe != nil && st.decoded {
+		s.observe(CallInfo{Prog: req.Header.Prog, Vers: req.Header.Vers, Proc: req.Header.Proc, Netid: req.Netid,
+			Outcome: replyOutcome(send, &rh), Duration: time.Since(start)})
+	}
+	st.decoded = false
 	for _, f := range req.after {
 		f()
 	}
@@ -710,6 +736,7 @@ func (s *Server) dispatch(ctx context.Context, st *serverCallState, rh *ReplyHea
 		return true
 	}
 	rh.XID = hdr.XID
+	st.decoded = true
 	if stat := s.authenticate(req); stat != AuthOK {
 		if stat == AuthBadCred || stat == AuthBadVerf {
 			s.garbage.Add(1)

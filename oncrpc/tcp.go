@@ -12,7 +12,17 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/connguard"
 	"github.com/hashicorp/go-hclog"
+)
+
+// Server connection defaults, for every transport's listener.
+const (
+	// DefaultIdleTimeout is how long a server connection may go without a call before
+	// the server closes it (knfsd closes idle connections after about 6 minutes).
+	DefaultIdleTimeout = 6 * time.Minute
+	// DefaultMaxConns is the most connections a listener keeps open at once.
+	DefaultMaxConns = 1024
 )
 
 // TCPOptions configure the TCP transport, client or server side. The zero value is
@@ -37,6 +47,15 @@ type TCPOptions struct {
 	SendTimeout time.Duration
 	// Logger receives control-path events. Default: no logging.
 	Logger hclog.Logger
+	// IdleTimeout (listener only) closes a connection that has received nothing for
+	// that long and has no call in progress (read and not yet answered). One sweeper per
+	// listener checks every IdleTimeout/4. Default DefaultIdleTimeout; negative: never.
+	IdleTimeout time.Duration
+	// MaxConns (listener only) is the most connections open at once: past it new
+	// connections are closed as soon as they are accepted, counted
+	// (TCPListener.Refused) and logged at Warn at most every 10 seconds. Default
+	// DefaultMaxConns; negative: no limit.
+	MaxConns int
 }
 
 // DefaultSendTimeout is the default TCPOptions.SendTimeout: 60 s, the Linux NFS
@@ -61,6 +80,12 @@ func (o *TCPOptions) withDefaults() TCPOptions {
 	}
 	if r.Logger == nil {
 		r.Logger = hclog.NewNullLogger()
+	}
+	if r.IdleTimeout == 0 {
+		r.IdleTimeout = DefaultIdleTimeout
+	}
+	if r.MaxConns == 0 {
+		r.MaxConns = DefaultMaxConns
 	}
 	return r
 }
@@ -338,8 +363,9 @@ func (t *TCPTransport) Close() error {
 
 // TCPListener accepts ONC RPC connections over TCP for a Server.
 type TCPListener struct {
-	l    *net.TCPListener
-	opts TCPOptions
+	l     *net.TCPListener
+	opts  TCPOptions
+	guard *connguard.Set // connection limit and idle sweeper
 }
 
 // ListenTCP listens on addr ("host:port"; port 0 picks one).
@@ -348,11 +374,36 @@ func ListenTCP(addr string, opts *TCPOptions) (*TCPListener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("oncrpc: listen tcp %s: %w", addr, err)
 	}
-	return &TCPListener{l: l.(*net.TCPListener), opts: opts.withDefaults()}, nil
+	o := opts.withDefaults()
+	g := connguard.New(connguard.Config{Max: o.MaxConns, IdleTimeout: o.IdleTimeout, Logger: o.Logger})
+	return &TCPListener{l: l.(*net.TCPListener), opts: o, guard: g}, nil
 }
 
-// Accept waits for a connection or for ctx to be done.
+// Accept waits for a connection or for ctx to be done. Connections past
+// TCPOptions.MaxConns are closed at once and Accept goes on waiting.
 func (l *TCPListener) Accept(ctx context.Context) (ServerConn, error) {
+	for {
+		c, err := l.accept(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !l.guard.Admit(c.RemoteAddr()) {
+			c.SetLinger(0) // a reset: the client learns at once
+			c.Close()
+			continue
+		}
+		sc := newTCPServerConn(c, &l.opts, l.guard)
+		l.guard.Track(sc)
+		return sc, nil
+	}
+}
+
+// Refused returns the number of connections closed at once because MaxConns
+// connections were open.
+func (l *TCPListener) Refused() uint64 { return l.guard.Stats().Refused }
+
+// accept waits for the next TCP connection.
+func (l *TCPListener) accept(ctx context.Context) (*net.TCPConn, error) {
 	woken := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		l.l.SetDeadline(aLongTimeAgo)
@@ -374,11 +425,15 @@ func (l *TCPListener) Accept(ctx context.Context) (ServerConn, error) {
 		return nil, fmt.Errorf("oncrpc: accept: %w", err)
 	}
 	c.SetNoDelay(true)
-	return NewTCPServerConn(c, &l.opts), nil
+	return c, nil
 }
 
-// Close stops listening.
-func (l *TCPListener) Close() error { return l.l.Close() }
+// Close stops listening (and sweeping for idle connections; those accepted stay open).
+func (l *TCPListener) Close() error {
+	err := l.l.Close()
+	l.guard.Close()
+	return err
+}
 
 // Addr returns the listening address.
 func (l *TCPListener) Addr() net.Addr { return l.l.Addr() }
@@ -389,6 +444,15 @@ type tcpServerConn struct {
 	rr          *RecordReader
 	sendTimeout time.Duration
 	log         hclog.Logger
+
+	// Activity for the listener's idle sweeper (connguard.Conn): reads counts the
+	// socket reads that returned data, calls the calls read and replies the calls
+	// answered or dropped; a call is in progress while they differ.
+	rd      activityReader
+	calls   atomic.Uint64
+	replies atomic.Uint64
+	guard   *connguard.Set // the listener's, or nil
+	closed  atomic.Bool
 
 	smu     sync.Mutex // guards watched, stop
 	watched context.Context
@@ -407,12 +471,48 @@ type tcpCall struct {
 }
 
 // NewTCPServerConn returns a ServerConn over an accepted connection, which it owns.
+// (The idle timeout and the connection limit are the listener's: they do not apply.)
 func NewTCPServerConn(c net.Conn, opts *TCPOptions) ServerConn {
+	return newTCPServerConn(c, opts, nil)
+}
+
+func newTCPServerConn(c net.Conn, opts *TCPOptions, guard *connguard.Set) *tcpServerConn {
 	o := opts.withDefaults()
-	sc := &tcpServerConn{c: c, rr: NewRecordReader(bufio.NewReaderSize(c, tcpBufferSize), o.MaxRecord),
-		sendTimeout: o.SendTimeout, log: o.Logger}
+	sc := &tcpServerConn{c: c, guard: guard, sendTimeout: o.SendTimeout, log: o.Logger}
+	sc.rd.c = c
+	sc.rr = NewRecordReader(bufio.NewReaderSize(&sc.rd, tcpBufferSize), o.MaxRecord)
 	sc.vecs.maxFrag = o.MaxFragment
 	return sc
+}
+
+// activityReader counts the reads of a connection that returned data.
+type activityReader struct {
+	c     net.Conn
+	reads atomic.Uint64
+}
+
+func (r *activityReader) Read(p []byte) (int, error) {
+	n, err := r.c.Read(p)
+	if n > 0 {
+		r.reads.Add(1)
+	}
+	return n, err
+}
+
+// Activity implements connguard.Conn: the reads that returned data, and whether a call
+// is read and not yet answered.
+func (sc *tcpServerConn) Activity() (uint64, bool) {
+	return sc.rd.reads.Load(), sc.calls.Load() != sc.replies.Load()
+}
+
+// CloseIfIdle implements connguard.Conn: it closes the connection if nothing was read
+// since Activity counted reads and no call is in progress.
+func (sc *tcpServerConn) CloseIfIdle(reads uint64) bool {
+	if sc.rd.reads.Load() != reads || sc.calls.Load() != sc.replies.Load() {
+		return false
+	}
+	sc.Close()
+	return true
 }
 
 // ReadCall reads the next record. Only one goroutine calls it at a time.
@@ -441,6 +541,7 @@ func (sc *tcpServerConn) ReadCall(ctx context.Context) (*ServerCall, error) {
 		return nil, err
 	}
 	tc.Msg = Message{Inline: tc.buf}
+	sc.calls.Add(1)
 	return &tc.ServerCall, nil
 }
 
@@ -470,6 +571,7 @@ func (sc *tcpServerConn) WriteReply(call *ServerCall, reply *Message) error {
 			err = fmt.Errorf("oncrpc: writing reply to %v: %w", sc.c.RemoteAddr(), err)
 		}
 	}
+	sc.replies.Add(1)
 	tc.Msg = Message{}
 	if cap(tc.buf) > maxPooledBuffer {
 		tc.buf = nil
@@ -485,6 +587,9 @@ func (sc *tcpServerConn) Close() error {
 		sc.stop()
 	}
 	sc.smu.Unlock()
+	if !sc.closed.Swap(true) && sc.guard != nil {
+		sc.guard.Leave(sc)
+	}
 	return sc.c.Close()
 }
 

@@ -15,6 +15,10 @@ import (
 type Message struct {
 	Inline   []byte
 	Payloads []xdr.Payload
+	// Padding is, on a received call, the RDMA_MSGP padding (seed §3.9) that the
+	// transport left in Inline and the Server's argument decoder skips (see
+	// xdr.Decoder.SetPadding); zero for every other message.
+	Padding xdr.Padding
 }
 
 // Len returns the size of the whole logical XDR stream: inline bytes plus the data and
@@ -55,6 +59,10 @@ type ClientReply struct {
 	// result there, and empty when it did not (the item is then inline). A stream
 	// transport sets Placed to Placed[:0].
 	Placed [][]byte
+	// Padding is the RDMA_MSGP padding (seed §3.9) the transport left in Inline, which
+	// the Client's reply decoder skips (see xdr.Decoder.SetPadding); a transport that
+	// does not set it leaves it zero (no padding).
+	Padding xdr.Padding
 }
 
 // A RoundTripper sends calls and delivers their replies, matching them by XID. It

@@ -17,12 +17,10 @@ import (
 // confRDMAProg is the program the tests register: CONF_RDMA (seed draft §12).
 const confRDMAProg = 100400
 
-// needRPCBind makes sure the real rpcbind answers (see rpcbindtest.Need) and holds
-// the cross-package registration lock for the test.
+// needRPCBind makes sure the private rpcbind answers (see rpcbindtest.Need).
 func needRPCBind(t testing.TB) {
 	t.Helper()
 	rpcbindtest.Need(t)
-	rpcbindtest.Lock(t)
 }
 
 // findRPCInfo returns the path of libtirpc's rpcinfo, or "" when it is not installed.

@@ -26,12 +26,12 @@ func FuzzCall(f *testing.F) {
 		if h.Proc == ProcDone || h.Proc == ProcError {
 			return
 		}
-		body, grouped, err := checkCall(&h, msg[hl:], hl, allowMSGP, nil)
+		body, grouped, err := checkCall(&h, msg[hl:], allowMSGP, nil)
 		if err != nil {
 			return
 		}
-		if h.Proc == ProcMsgP && !allowMSGP {
-			t.Fatal("RDMA_MSGP accepted without opting in")
+		if h.Proc == ProcMsgP && (!allowMSGP || len(grouped) > 0) {
+			t.Fatal("RDMA_MSGP accepted without opting in, or with read chunks")
 		}
 		if len(body) > len(msg)-hl {
 			t.Fatalf("body of %d bytes from %d after the header", len(body), len(msg)-hl)

@@ -48,11 +48,15 @@ type ClientOptions struct {
 	// chunks); ORD the outbound depth wanted (our Reads of reply read chunks).
 	// Default DefaultIRD each.
 	IRD, ORD int
-	// MSGPAlign, when not zero, makes the client send calls of at least MSGPThresh
-	// bytes as RDMA_MSGP, padded so the RPC message starts on an MSGPAlign boundary of
-	// the server's receive buffer (see "RDMA_MSGP" in the package documentation).
-	// Only for servers that accept RDMA_MSGP (ServerOptions.MSGP); Linux answers
-	// ERR_CHUNK. At most MaxMSGPAlign. Replies in RDMA_MSGP are always understood.
+	// MSGPThresh, when not zero, lets the client send RDMA_MSGP (see "RDMA_MSGP" in
+	// the package documentation): calls sent whole inline with a payload of at least
+	// MSGPThresh bytes (the rdma_thresh; raised per call above its other opaques) are
+	// padded so each such payload's data starts on an rdma_align boundary of the
+	// server's receive buffer. rdma_align is what the server recommended in CONF_RDMA
+	// (SetMSGPAlign, applied by confproto), else MSGPAlign, which is for servers known
+	// to accept RDMA_MSGP (ServerOptions.MSGP); Linux answers ERR_CHUNK. An align of at
+	// most 4 or above MaxMSGPAlign means RDMA_MSG. Off by default; RDMA_MSGP replies
+	// are always understood.
 	MSGPAlign, MSGPThresh uint32
 	// NoSendInvalidate stops the client announcing that it accepts Send With
 	// Invalidate.
@@ -163,10 +167,13 @@ func Dial(ctx context.Context, dev verbs.Device, addr string, opts *ClientOption
 type clientConn struct {
 	c          *Client
 	ep         *endpoint
-	inlineSend int // largest message we may send (guarded by mu after dial)
-	maxInline  int // largest reply the server can send inline (guarded by mu after dial)
-	ord        int // RDMA Reads at once when pulling reply read chunks (guarded by mu)
-	maxORD     int // the negotiated ORD
+	inlineSend int    // largest message we may send (guarded by mu after dial)
+	maxInline  int    // largest reply the server can send inline (guarded by mu after dial)
+	ord        int    // RDMA Reads at once when pulling reply read chunks; 0: none (guarded by mu)
+	msgpAlign  uint32 // rdma_align of our RDMA_MSGP calls; 0: none (guarded by mu)
+	// noReadChunks: we announced maxrdmaread 0 (SetReadTarget); guarded by mu.
+	noReadChunks bool
+	maxORD       int // the negotiated ORD
 
 	// callRecvs is the number of receives registered for replies (beyond
 	// clientExtraRecvs); it grows with the calls in flight (growRecvs).
@@ -208,6 +215,7 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 		maxInline:  min(o.InlineRecv, peer.SendSize),
 		ord:        max(info.ORD, 1),
 		maxORD:     max(info.ORD, 1),
+		msgpAlign:  msgpOption(o),
 		pending:    make(map[uint32]*request),
 		dead:       make(chan struct{}),
 	}
@@ -284,8 +292,10 @@ func (cc *clientConn) fail(err error) {
 	}()
 }
 
-// conn returns a live connection, dialling a new one if needed.
-func (c *Client) conn(ctx context.Context) (*clientConn, error) {
+// conn returns a live connection, dialling a new one if needed. Waiting for it ends
+// with ctx, or with an error wrapping oncrpc.ErrTimeout when timer (the call's per-try
+// timer; nil: none) fires, so that a server that is down counts as not responding.
+func (c *Client) conn(ctx context.Context, timer <-chan time.Time) (*clientConn, error) {
 	delay := c.opts.ReconnectDelay
 	for {
 		c.mu.Lock()
@@ -309,6 +319,8 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 				continue
 			case <-ctx.Done():
 				return nil, ctx.Err()
+			case <-timer:
+				return nil, fmt.Errorf("rpcrdma: connecting to %s: %w", c.addr, oncrpc.ErrTimeout)
 			}
 		}
 		ch := make(chan struct{})
@@ -338,6 +350,9 @@ func (c *Client) conn(ctx context.Context) (*clientConn, error) {
 		case <-ctx.Done():
 			t.Stop()
 			return nil, fmt.Errorf("%w (last dial error: %v)", ctx.Err(), err)
+		case <-timer:
+			t.Stop()
+			return nil, fmt.Errorf("rpcrdma: reconnecting to %s: %w (last dial error: %v)", c.addr, oncrpc.ErrTimeout, err)
 		case <-c.closedCh:
 			t.Stop()
 			return nil, oncrpc.ErrClosed
@@ -425,14 +440,16 @@ func (c *Client) SetInlineThresholds(send, recv int) {
 }
 
 // SetMaxRDMARead implements confproto.Configurable: the current connection issues at
-// most n RDMA Reads at once (clamped to [1, its ORD]) when pulling reply read chunks.
+// most n RDMA Reads at once (clamped to its ORD) when pulling reply read chunks. n is 0
+// when the server announced maxrdmaread 0: a reply in read chunks is then refused
+// (seed §6.2: the peer "MUST NOT issue requests which require RDMA Read").
 func (c *Client) SetMaxRDMARead(n int) {
 	cc := c.current()
 	if cc == nil {
 		return
 	}
 	cc.mu.Lock()
-	cc.ord = max(1, min(n, cc.maxORD))
+	cc.ord = max(0, min(n, cc.maxORD))
 	cc.mu.Unlock()
 }
 
@@ -508,12 +525,12 @@ func (c *Client) putRequest(r *request) {
 func (c *Client) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
 	var timer <-chan time.Time
 	if call.Timeout > 0 {
-		t := time.NewTimer(call.Timeout)
-		defer t.Stop()
+		t := getTimer(call.Timeout)
+		defer putTimer(t)
 		timer = t.C
 	}
 	for {
-		cc, err := c.conn(ctx)
+		cc, err := c.conn(ctx, timer)
 		if err != nil {
 			return err
 		}
@@ -539,6 +556,25 @@ func (c *Client) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *
 		}
 		return err
 	}
+}
+
+// tryTimers pools the timers of calls with a per-try Timeout, so that a Client that
+// retransmits after a timeout (as nfsrdma's does) allocates nothing per call.
+var tryTimers sync.Pool
+
+// getTimer returns a timer that fires after d.
+func getTimer(d time.Duration) *time.Timer {
+	if t, _ := tryTimers.Get().(*time.Timer); t != nil {
+		t.Reset(d) // stopped in putTimer: since Go 1.23 no stale tick remains
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+// putTimer stops t and keeps it for getTimer.
+func putTimer(t *time.Timer) {
+	t.Stop()
+	tryTimers.Put(t)
 }
 
 // roundTrip is one try on one connection. It holds one credit, released here unless the

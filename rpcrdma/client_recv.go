@@ -99,6 +99,7 @@ func (cc *clientConn) complete(ctx context.Context, r *request, call *oncrpc.Cli
 	}
 	cc.c.window.Update(h.Credits)
 	reply.Placed = reply.Placed[:0]
+	reply.Padding = receivedPadding(h, hl)
 	switch h.Proc {
 	case ProcError:
 		return &RemoteError{XID: h.XID, Code: h.ErrCode, VersLow: h.VersLow, VersHigh: h.VersHigh}
@@ -111,7 +112,7 @@ func (cc *clientConn) complete(ctx context.Context, r *request, call *oncrpc.Cli
 	if r.replyMR != nil {
 		replyCap = min(len(r.replyMR.Buf()), cap(reply.Inline))
 	}
-	kind, body, grouped, replyLen, err := parseReply(h, buf[hl:], hl, call.ReplySinks, replyCap, r.rcs[:0])
+	kind, body, grouped, replyLen, err := parseReply(h, buf[hl:], call.ReplySinks, replyCap, r.rcs[:0])
 	if grouped != nil {
 		r.rcs = grouped
 	}
@@ -125,8 +126,16 @@ func (cc *clientConn) complete(ctx context.Context, r *request, call *oncrpc.Cli
 
 	switch kind {
 	case replyInReadChunks:
-		// A long reply returned as read chunks: pull them, then RDMA_DONE.
-		err = cc.pullReply(ctx, r, h, body, grouped, call, reply)
+		// A long reply returned as read chunks: pull them, then RDMA_DONE. Not from a
+		// server that announced maxrdmaread 0 (seed §6.2); RDMA_DONE still lets it go.
+		cc.mu.Lock()
+		noReads := cc.ord == 0
+		cc.mu.Unlock()
+		if noReads {
+			err = fmt.Errorf("rpcrdma: xid %#08x: %w: %w", call.XID, ErrBadReply, errPeerNoReads)
+		} else {
+			err = cc.pullReply(ctx, r, h, body, grouped, call, reply)
+		}
 		if derr := cc.sendDone(ctx, call.XID); err == nil && derr != nil {
 			err = fmt.Errorf("rpcrdma: xid %#08x: send RDMA_DONE: %w", call.XID, derr)
 		}
@@ -155,10 +164,10 @@ const (
 // parseReply checks a decoded RDMA_MSG, RDMA_NOMSG or RDMA_MSGP reply header h against
 // what the call offered (sinks: the write chunks, in order; replyCap: the reply chunk's
 // size, 0 when none was offered) and says where the RPC message is: body is what follows
-// the header (hl bytes long) with any RDMA_MSGP padding removed, grouped the reply's read
-// chunks (grouped into rcs), replyLen the bytes written to the reply chunk. Linux
+// the header (RDMA_MSGP: padded, see receivedPadding), grouped the reply's read chunks
+// (grouped into rcs), replyLen the bytes written to the reply chunk. Linux
 // (rpcrdma_reply_handler) applies the same rules, less read chunks and RDMA_MSGP.
-func parseReply(h *Header, body []byte, hl int, sinks [][]byte, replyCap int, rcs []chunks.ReadChunk) (kind replyKind, _ []byte, grouped []chunks.ReadChunk, replyLen uint64, err error) {
+func parseReply(h *Header, body []byte, sinks [][]byte, replyCap int, rcs []chunks.ReadChunk) (kind replyKind, _ []byte, grouped []chunks.ReadChunk, replyLen uint64, err error) {
 	switch h.Proc {
 	case ProcMsg, ProcNoMsg, ProcMsgP:
 	default:
@@ -172,13 +181,8 @@ func parseReply(h *Header, body []byte, hl int, sinks [][]byte, replyCap int, rc
 			return 0, nil, nil, 0, fmt.Errorf("write chunk %d reports %d bytes, %d offered", i, n, len(sinks[i]))
 		}
 	}
-	if h.Proc == ProcMsgP {
-		// Seed §3.9: padding between the header and the message, to rdma_align.
-		pad := msgpPad(hl, h.Align)
-		if pad > len(body) {
-			return 0, nil, nil, 0, errors.New("RDMA_MSGP padding beyond the message")
-		}
-		body = body[pad:]
+	if h.Proc == ProcMsgP && len(h.ReadList) > 0 {
+		return 0, nil, nil, 0, errMSGPReadList
 	}
 	if len(h.ReadList) > 0 {
 		if grouped, err = chunks.Group(rcs, h.ReadList); err != nil {

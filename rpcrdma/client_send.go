@@ -46,14 +46,15 @@ func segmentOf(mr verbs.MR, n int) chunks.Segment {
 // failure.
 func (cc *clientConn) send(ctx context.Context, r *request, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
 	cc.mu.Lock()
-	lim := callLimits{inlineSend: cc.inlineSend, maxInline: cc.maxInline}
+	lim := callLimits{inlineSend: cc.inlineSend, maxInline: cc.maxInline, noReadChunks: cc.noReadChunks}
+	lim.msgpAlign = cc.msgpAlign
 	cc.mu.Unlock()
 	o := &cc.c.opts
 	lim.maxReply, lim.callMaxReply = call.MaxReply, call.MaxReply
 	if lim.maxReply <= 0 {
 		lim.maxReply = o.MaxReply
 	}
-	lim.msgpAlign, lim.msgpThresh = o.MSGPAlign, o.MSGPThresh
+	lim.msgpThresh = o.MSGPThresh
 	h := &r.hdr
 	h.Reset()
 	h.XID, h.Vers, h.Credits = call.XID, Version1, uint32(cc.c.window.Max())
@@ -128,18 +129,19 @@ func (cc *clientConn) registerCall(r *request, p *callPlan, call *oncrpc.ClientC
 	return nil
 }
 
-// marshalCall writes the transport header h, the plan's padding and the inline part of
-// msg into buf and returns the length.
+// marshalCall writes the transport header h and the inline part of msg (RDMA_MSGP: with
+// its payloads padded) into buf and returns the length.
 func marshalCall(buf []byte, h *Header, p *callPlan, msg *oncrpc.Message) (int, error) {
 	b, err := h.Append(buf[:0])
 	if err != nil {
 		return 0, err
 	}
-	b = append(b, zeroPad[:p.pad]...)
 	switch {
 	case p.long:
 	case p.readChunks:
 		b = append(b, msg.Inline...)
+	case h.Proc == ProcMsgP:
+		b = appendPadded(b, msg, 0, xdr.Padding{Align: h.Align, Thresh: h.Thresh, Base: len(b)})
 	default:
 		b = xdr.Flatten(b, msg.Inline, msg.Payloads)
 	}

@@ -38,6 +38,13 @@ var (
 	ErrPrivateMagic = errors.New("private data magic is not 0xf6ab0e18")
 	// ErrPrivateVersion: the version byte is not 1.
 	ErrPrivateVersion = errors.New("private data version is not 1")
+	// ErrPrivateTruncated: the data starts with the RFC 8797 magic but ends
+	// before the 8 bytes the format has (IANA's RDMA-CM Private Data
+	// Identifiers registry gives 0xf6ab0e18 a length of 8). Unlike data of
+	// another format, or none, this is not something to fall back from: a
+	// listener refuses the connection (Listener.Accept). It comes wrapped
+	// together with ErrPrivateShort.
+	ErrPrivateTruncated = errors.New("private data has the RFC 8797 magic but is truncated")
 )
 
 // ConnPrivate is the RFC 8797 connection private data.
@@ -96,9 +103,13 @@ func (p ConnPrivate) Append(b []byte) []byte {
 // Decode decodes RFC 8797 private data from the start of b. Bytes after the first 8 are
 // ignored (a future version may append fields). It returns an error wrapping
 // ErrPrivateShort, ErrPrivateMagic or ErrPrivateVersion; callers then fall back to
-// DefaultPrivate.
+// DefaultPrivate, except after ErrPrivateTruncated (magic present, fewer than 8 bytes),
+// which a listener answers with a Reject.
 func (p *ConnPrivate) Decode(b []byte) error {
 	if len(b) < PrivateSize {
+		if len(b) >= 4 && binary.BigEndian.Uint32(b) == PrivateMagic {
+			return fmt.Errorf("rpcrdma: connection private data (%d bytes): %w: %w", len(b), ErrPrivateTruncated, ErrPrivateShort)
+		}
 		return fmt.Errorf("rpcrdma: connection private data (%d bytes): %w", len(b), ErrPrivateShort)
 	}
 	if m := binary.BigEndian.Uint32(b); m != PrivateMagic {

@@ -50,6 +50,8 @@ func TestConnPrivateErrors(t *testing.T) {
 	}{
 		{"empty", nil, ErrPrivateShort},
 		{"short", []byte{0xf6, 0xab, 0x0e, 0x18, 1, 0, 3}, ErrPrivateShort},
+		{"truncated", []byte{0xf6, 0xab, 0x0e, 0x18, 1, 0, 3}, ErrPrivateTruncated},
+		{"magic-only", []byte{0xf6, 0xab, 0x0e, 0x18}, ErrPrivateTruncated},
 		{"magic", []byte{0xf6, 0xab, 0x0e, 0x19, 1, 0, 3, 3}, ErrPrivateMagic},
 		{"version", []byte{0xf6, 0xab, 0x0e, 0x18, 2, 0, 3, 3}, ErrPrivateVersion},
 	} {
@@ -75,7 +77,12 @@ func FuzzConnPrivate(f *testing.F) {
 	f.Add([]byte{0xf6, 0xab, 0x0e, 0x18, 1, 1, 3, 3})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var p ConnPrivate
-		if err := p.Decode(b); err != nil {
+		err := p.Decode(b)
+		magic := len(b) >= 4 && b[0] == 0xf6 && b[1] == 0xab && b[2] == 0x0e && b[3] == 0x18
+		if truncated := magic && len(b) < PrivateSize; errors.Is(err, ErrPrivateTruncated) != truncated {
+			t.Fatalf("% x: %v; truncated RFC 8797 data: %v", b, err, truncated)
+		}
+		if err != nil {
 			return
 		}
 		if p.SendSize < MinInlineSize || p.SendSize > MaxInlineSize || p.RecvSize%1024 != 0 {

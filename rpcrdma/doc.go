@@ -21,6 +21,8 @@
 //   - Connection setup exchanges RFC 8797 private data both ways (ConnPrivate); each
 //     side sends no more than the peer announced it receives, 1024 bytes when the peer
 //     announced nothing. Limits/SetLimits expose and change the result (CONF_RDMA).
+//     A listener refuses a request whose private data carries the RFC 8797 magic but
+//     is truncated, with a Reject that carries its own private data.
 //   - Buffers for transport headers and inline messages are registered per connection
 //     in slabs, few at first and more as the connection's traffic needs them, and
 //     reused for every message. Caller memory carried by chunks is registered per RPC through a cache
@@ -35,7 +37,8 @@
 //     flight), writes results into write chunks and long replies into the reply chunk,
 //     and answers ERR_CHUNK when the client offered too little. Optionally it returns
 //     long replies as read chunks held until RDMA_DONE or a timeout, and pads RDMA_MSGP
-//     replies for clients that opted in. It uses Send With Invalidate when the client
+//     replies for clients that opted in. A side that announced CONF_RDMA maxrdmaread
+//     0 is never the target of RDMA Reads (seed §6.2; see SetReadTarget). It uses Send With Invalidate when the client
 //     allows it and the call named exactly one STag.
 //   - Credits: the client starts each connection with one credit and follows the
 //     server's grants (package credits); the server's grants follow its posted
@@ -50,15 +53,40 @@
 //
 // # RDMA_MSGP
 //
-// Seed §3.9 lets a sender pad opaque data of at least rdma_thresh bytes to rdma_align
-// and asks the receiver's XDR decoder to skip the padding. A transport cannot find opaque
-// items in a stream it does not parse, so this package pads where a transport can: once,
-// between the transport header and the RPC message, so that the message (and with it
-// every 4-byte-aligned item) starts on an rdma_align boundary of the receive buffer. A
-// client opts in (ClientOptions.MSGPAlign) and sends RDMA_MSGP for calls of at least
-// rdma_thresh bytes; a server that accepts it (ServerOptions.MSGP) pads its replies to
-// such clients the same way. Both sides strip the padding of any RDMA_MSGP they receive.
-// Linux removed RDMA_MSGP on both sides, so it is never sent unless asked for.
+// Seed §3.9: padding goes "prior to the first data byte" of opaque items whose length
+// is at or above rdma_thresh, between the item's length word and its data, so that the
+// data starts on an rdma_align boundary; "The XDR routine at the peer MUST consult
+// these values when decoding opaque values." Alignment is counted from the start of the
+// receive buffer, the first byte of the transport header: the draft aligns data in the
+// receiver's chained buffers, which hold the whole message, and header and RPC message
+// form one XDR stream ("rpc body follows").
+//
+// Receiving needs the XDR schema, which only the RPC layer has, so a received
+// RDMA_MSGP message goes up as it arrived, with its padding rule: the transport sets
+// oncrpc.ServerCall.Msg.Padding or oncrpc.ClientReply.Padding (rdma_align,
+// rdma_thresh, and Base, the header's length), and the oncrpc Server and Client hand
+// it to their xdr.Decoder (SetPadding), which skips the padding before every opaque,
+// string and inline payload of at least rdma_thresh bytes. Any peer's padding is
+// understood, whatever items it pads.
+//
+// Sending pads only the DDP-eligible payloads (xdr.Payload), the opaque items whose
+// positions the transport knows, and still keeps the rule for every opaque: the
+// rdma_thresh it announces is at least the length of the inline stream, which holds
+// every other opaque of the message whole and so exceeds each of their lengths, and
+// differs from every padded payload's length, so that the draft's "exceeds" reading
+// agrees. For the calls and replies of NFSv3 this pads WRITE and READ data, the items
+// that benefit. RDMA_MSGP is sent only for a message that goes whole inline with a
+// padded payload; RDMA_MSGP with a read list is neither sent nor accepted (ERR_CHUNK,
+// or a bad reply), since the draft does not say whether chunk positions count padding.
+//
+// RDMA_MSGP is off by default and toward Linux, whose svcrdma answers it with
+// ERR_CHUNK and whose client never sends it. A client pads only when it opted in
+// (ClientOptions.MSGPThresh) and knows the server's rdma_align: from CONF_RDMA
+// (confproto applies config_rdma_reply.align with Client.SetMSGPAlign) or from
+// ClientOptions.MSGPAlign; a new connection starts from the options again. A server
+// accepts RDMA_MSGP only with ServerOptions.MSGP, recommends no alignment in CONF_RDMA
+// otherwise (ServerConn.AcceptsMSGP), and answers RDMA_MSGP only to RDMA_MSGP calls,
+// padded to the call's rdma_align.
 //
 // Logging (github.com/hashicorp/go-hclog, the project's logger) is on control paths only.
 package rpcrdma

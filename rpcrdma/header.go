@@ -230,26 +230,21 @@ func (h *Header) check() error {
 	switch h.Proc {
 	case ProcMsg, ProcNoMsg, ProcMsgP:
 		for i := range h.ReadList {
-			if h.ReadList[i].Position&3 != 0 {
-				return encodeError("read list position", i, ErrMisalignedPosition)
+			if err := chunks.CheckPosition(h.ReadList[i].Position); err != nil {
+				return encodeError("read list position", i, err)
 			}
-			if _, ok := h.ReadList[i].End(); !ok {
-				return encodeError("read list segment", i, ErrOffsetOverflow)
+			if err := chunks.CheckSegment(h.ReadList[i].Segment); err != nil {
+				return encodeError("read list segment", i, err)
 			}
 		}
 		for i, c := range h.WriteList {
-			if len(c) == 0 {
-				return encodeError("write list", i, ErrEmptyChunk)
-			}
-			for _, s := range c {
-				if _, ok := s.End(); !ok {
-					return encodeError("write list segment", i, ErrOffsetOverflow)
-				}
+			if err := chunks.CheckWriteChunk(c, 0); err != nil {
+				return encodeError("write list", i, err)
 			}
 		}
-		for _, s := range h.ReplyChunk {
-			if _, ok := s.End(); !ok {
-				return encodeError("reply chunk segment", -1, ErrOffsetOverflow)
+		if len(h.ReplyChunk) > 0 {
+			if err := chunks.CheckWriteChunk(h.ReplyChunk, 0); err != nil {
+				return encodeError("reply chunk", -1, err)
 			}
 		}
 		if h.Proc == ProcNoMsg && !h.HasChunks() {
@@ -517,11 +512,11 @@ func (d *Decoder) lists(h *Header, b []byte, p int) (int, error) {
 				return 0, h.chunkErr(true, "read list", i, p, ErrTooManySegments)
 			}
 			rs := chunks.ReadSegment{Position: be.Uint32(b[p+4:]), Segment: segmentAt(b[p+8:])}
-			if rs.Position&3 != 0 {
-				return 0, h.chunkErr(true, "read list position", i, p+4, ErrMisalignedPosition)
+			if err := chunks.CheckPosition(rs.Position); err != nil {
+				return 0, h.chunkErr(true, "read list position", i, p+4, err)
 			}
-			if _, ok := rs.End(); !ok {
-				return 0, h.chunkErr(true, "read list segment", i, p+8, ErrOffsetOverflow)
+			if err := chunks.CheckSegment(rs.Segment); err != nil {
+				return 0, h.chunkErr(true, "read list segment", i, p+8, err)
 			}
 			h.ReadList = append(h.ReadList, rs)
 			nsegs++
@@ -600,8 +595,8 @@ func (d *Decoder) chunk(h *Header, b []byte, p int, dst chunks.WriteChunk, field
 	p += 4
 	for j := uint32(0); j < count; j++ {
 		s := segmentAt(b[p:])
-		if _, ok := s.End(); !ok {
-			return dst, 0, h.chunkErr(true, field+" segment", index, p, ErrOffsetOverflow)
+		if err := chunks.CheckSegment(s); err != nil {
+			return dst, 0, h.chunkErr(true, field+" segment", index, p, err)
 		}
 		dst = append(dst, s)
 		p += SegmentSize

@@ -1,11 +1,10 @@
 package rpcrdma
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"runtime"
-	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -13,26 +12,48 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
-// goroutineID returns the calling goroutine's number (from its stack header).
-func goroutineID() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b = bytes.TrimPrefix(b, []byte("goroutine "))
-	id, _ := strconv.ParseUint(string(b[:bytes.IndexByte(b, ' ')]), 10, 64)
-	return id
+// howRun tells, from the calling goroutine's stack, whether a handler runs inline in
+// the server's delivery of a pushed call ((*pushQueue).deliver, called from the
+// transport's completion context) or on a worker that drains the connection's backlog.
+// The goroutine itself says nothing: the soft provider runs completion handlers on
+// whichever goroutine drains the CQ (its receive goroutine, or a worker whose post
+// found completions waiting), so a non-blocking call may run on a worker's goroutine,
+// but always inside deliver.
+func howRun() (inDeliver, inDrain bool) {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		switch {
+		case strings.HasSuffix(f.Function, "oncrpc.(*pushQueue).deliver"):
+			// The innermost of the two decides: a worker's post can deliver a
+			// completion inline, and that call then runs inside drain too.
+			if !inDrain {
+				inDeliver = true
+			}
+		case strings.HasSuffix(f.Function, "oncrpc.(*pushQueue).drain"):
+			if !inDeliver {
+				inDrain = true
+			}
+		}
+		if !more {
+			return inDeliver, inDrain
+		}
+	}
 }
 
 // TestInlineCallsRunWhereTheyArrive: a procedure declared non-blocking (newTPEnv
-// declares NULL) runs in the completion context, on the goroutine that received the
-// call (the soft provider's receive goroutine: the same one for every call of the
-// connection), while the server's other procedures run on worker goroutines.
+// declares NULL) runs in the completion context, inside the server's delivery of the
+// call, while the server's other procedures are handed to worker goroutines.
 func TestInlineCallsRunWhereTheyArrive(t *testing.T) {
+	type run struct{ deliver, drain bool }
 	var mu sync.Mutex
-	var null, echo []uint64
-	rec := func(to *[]uint64) oncrpc.HandlerFunc {
+	var null, echo []run
+	rec := func(to *[]run) oncrpc.HandlerFunc {
 		return func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+			d, w := howRun()
 			mu.Lock()
-			*to = append(*to, goroutineID())
+			*to = append(*to, run{d, w})
 			mu.Unlock()
 			return nil
 		}
@@ -50,14 +71,17 @@ func TestInlineCallsRunWhereTheyArrive(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for _, id := range null {
-		if id != null[0] {
-			t.Fatalf("NULL ran on goroutines %v, want one (the connection's receive goroutine)", null)
+	if len(null) != 5 || len(echo) != 5 {
+		t.Fatalf("%d NULL and %d echo calls ran, want 5 each", len(null), len(echo))
+	}
+	for i, r := range null {
+		if !r.deliver {
+			t.Errorf("NULL call %d ran %+v, want inline in the delivery of the call", i, r)
 		}
 	}
-	for _, id := range echo {
-		if id == null[0] {
-			t.Fatalf("echo (not declared non-blocking) ran on the receive goroutine %d", id)
+	for i, r := range echo {
+		if r.deliver || !r.drain {
+			t.Errorf("echo call %d (not declared non-blocking) ran %+v, want on a worker draining the backlog", i, r)
 		}
 	}
 }

@@ -25,7 +25,8 @@ type callLimits struct {
 	// MaxReply. callMaxReply is the call's own (0: none), whose sinks' data is not
 	// counted in the reply chunk.
 	maxReply, callMaxReply int
-	msgpAlign, msgpThresh  uint32 // RDMA_MSGP opt-in (0: off)
+	msgpAlign, msgpThresh  uint32 // RDMA_MSGP: the server's rdma_align (0: off), our rdma_thresh
+	noReadChunks           bool   // we announced maxrdmaread 0: the server must not RDMA Read
 }
 
 // callPlan is how a call travels. planCall has shaped the header: every segment it put
@@ -41,16 +42,18 @@ type callPlan struct {
 	replyChunk int  // bytes of the reply chunk offered; 0: none
 	readChunks bool // non-empty payloads travel as read chunks (not flattened inline)
 	long       bool // RDMA_NOMSG: the inline stream travels as a position-zero read chunk
-	pad        int  // RDMA_MSGP padding between the header and the RPC message
-	inline     int  // RPC message bytes sent after the header and padding
+	pad        int  // RDMA_MSGP padding bytes in the RPC message (see msgpPadded)
+	inline     int  // RPC message bytes sent after the header, padding not counted
 }
 
 // planCall decides how msg travels with sinks as its reply sinks (Linux
 // rpcrdma_marshal_req): write chunks for the leading non-empty sinks; a reply chunk
 // whenever the reply may not fit inline; the message inline when it fits, else its
 // non-empty payloads as read chunks at their XDR positions, else RDMA_NOMSG with the
-// inline stream as a position-zero read chunk; RDMA_MSGP padding when opted in and the
-// padded message still fits. h must have been Reset with XID, version and credits set.
+// inline stream as a position-zero read chunk (neither when we announced maxrdmaread 0:
+// an error wrapping ErrNoReadChunks); RDMA_MSGP padding of the payloads (msgpPadded)
+// when negotiated and the padded message still fits. h must have been Reset with XID,
+// version and credits set.
 func planCall(h *Header, msg *oncrpc.Message, sinks [][]byte, lim *callLimits) (callPlan, error) {
 	var p callPlan
 	h.Proc = ProcMsg
@@ -92,6 +95,12 @@ func planCall(h *Header, msg *oncrpc.Message, sinks [][]byte, lim *callLimits) (
 	// Call: inline if it fits, else payloads as read chunks, else a long call.
 	total := msg.Len()
 	p.inline = total
+	if h.Size()+total > lim.inlineSend && lim.noReadChunks {
+		// Seed §6.2: "If zero, the peer MUST NOT issue requests which require RDMA
+		// Read to satisfy"; we announced maxrdmaread 0, so no read chunks.
+		return p, fmt.Errorf("%d-byte call exceeds the inline send size %d and maxrdmaread 0 was announced (no read chunks): %w",
+			total, lim.inlineSend, ErrNoReadChunks)
+	}
 	if h.Size()+total > lim.inlineSend {
 		p.readChunks = true
 		for _, pl := range msg.Payloads {
@@ -114,12 +123,15 @@ func planCall(h *Header, msg *oncrpc.Message, sinks [][]byte, lim *callLimits) (
 		}
 	}
 
-	// RDMA_MSGP (opt-in): pad so the RPC message starts on an rdma_align boundary.
-	if h.Proc == ProcMsg && lim.msgpAlign > 0 && p.inline >= int(lim.msgpThresh) {
-		h.Proc, h.Align, h.Thresh = ProcMsgP, lim.msgpAlign, lim.msgpThresh
-		p.pad = msgpPad(h.Size(), h.Align)
-		if h.Size()+p.pad+p.inline > lim.inlineSend {
-			h.Proc, h.Align, h.Thresh, p.pad = ProcMsg, 0, 0, 0
+	// RDMA_MSGP (negotiated): pad the payloads of a call sent whole inline, when one is
+	// padded and the padded call still fits.
+	if h.Proc == ProcMsg && !p.readChunks && msgpAlignOK(lim.msgpAlign) {
+		h.Proc = ProcMsgP
+		pad, n, ok := msgpPadded(lim.msgpAlign, lim.msgpThresh, msg, 0, h.Size())
+		if ok && h.Size()+n+p.inline <= lim.inlineSend {
+			h.Align, h.Thresh, p.pad = pad.Align, pad.Thresh, n
+		} else {
+			h.Proc = ProcMsg
 		}
 	}
 	return p, nil
@@ -130,7 +142,7 @@ func planCall(h *Header, msg *oncrpc.Message, sinks [][]byte, lim *callLimits) (
 type replyPath uint8
 
 const (
-	pathInline     replyPath = iota // in the Send, after the header (and RDMA_MSGP padding)
+	pathInline     replyPath = iota // in the Send, after the header (RDMA_MSGP: padded)
 	pathReplyChunk                  // RDMA-Written into the client's reply chunk (RDMA_NOMSG)
 	pathReadChunk                   // a position-zero read chunk the client pulls (RDMA_NOMSG)
 )
@@ -140,6 +152,9 @@ type replyLimits struct {
 	inline     int  // largest reply sent inline: the client's receive size, our send buffer
 	msgp       bool // the call was RDMA_MSGP (and the server accepts it)
 	readChunks bool // ServerOptions.ReplyReadChunks
+	// noReadChunks: we announced maxrdmaread 0 (CONF_RDMA), so the client must not be
+	// made to RDMA Read: no reply read chunks (seed §6.2).
+	noReadChunks bool
 }
 
 // replyPlan is how a reply travels. planReply has shaped the reply header out: its
@@ -151,8 +166,8 @@ type replyPlan struct {
 	path    replyPath
 	placed  uint64 // payload i (i < 64) goes into write chunk i
 	tooLong uint64 // payload i did not fit write chunk i; it travels in the stream
-	stream  int    // bytes of the reply stream
-	pad     int    // RDMA_MSGP padding between the header and the stream
+	stream  int    // bytes of the reply stream, padding not counted
+	pad     int    // RDMA_MSGP padding bytes in the stream (see msgpPadded)
 }
 
 // errReplyTooLarge is returned by WriteReply when the reply fits neither inline nor the
@@ -161,10 +176,10 @@ var errReplyTooLarge = errors.New("rpcrdma: reply too large for what the client 
 
 // planReply decides how reply answers the call whose header is in (Linux
 // svc_rdma_sendto's choices): the i-th payload into the i-th write chunk when it fits
-// (else inline); the rest inline when it fits, with RDMA_MSGP padding for a client that
-// sent RDMA_MSGP and a stream of at least its rdma_thresh; else into the reply chunk;
-// else, when allowed, as a read chunk; else errReplyTooLarge. out must have been Reset
-// with XID, version and credits set.
+// (else inline); the rest inline when it fits, as RDMA_MSGP with its unplaced payloads
+// padded (msgpPadded) for a client that sent RDMA_MSGP; else into the reply chunk; else,
+// when allowed and we did not announce maxrdmaread 0, as a read chunk; else
+// errReplyTooLarge. out must have been Reset with XID, version and credits set.
 func planReply(out, in *Header, reply *oncrpc.Message, lim *replyLimits) (replyPlan, error) {
 	var p replyPlan
 	out.Proc = ProcMsg
@@ -199,33 +214,37 @@ func planReply(out, in *Header, reply *oncrpc.Message, lim *replyLimits) (replyP
 			p.stream += xdr.RoundUp(len(pl.Data))
 		}
 	}
-	// RDMA_MSGP only for a client that sent RDMA_MSGP, for replies of at least its
-	// rdma_thresh, and only when the padded reply still fits inline.
-	msgp := lim.msgp && p.stream >= int(in.Thresh)
-	if msgp {
-		p.pad = msgpPad(out.Size()+8, in.Align)
-		if out.Size()+8+p.pad+p.stream > lim.inline {
-			msgp, p.pad = false, 0
+	// RDMA_MSGP only for a client that sent RDMA_MSGP, padded to its rdma_align from
+	// its rdma_thresh on, when a payload in the stream is padded and the padded reply
+	// still fits inline.
+	var pad xdr.Padding
+	msgp := false
+	if lim.msgp && msgpAlignOK(in.Align) {
+		out.Proc = ProcMsgP
+		var n int
+		pad, n, msgp = msgpPadded(in.Align, in.Thresh, reply, p.placed, out.Size())
+		if msgp = msgp && out.Size()+n+p.stream <= lim.inline; msgp {
+			p.pad = n
 		}
-	}
-	hdrSize := out.Size()
-	if msgp {
-		hdrSize += 8
+		out.Proc = ProcMsg
 	}
 	switch {
-	case hdrSize+p.pad+p.stream <= lim.inline:
+	case msgp:
 		p.path = pathInline
-		if msgp {
-			out.Proc, out.Align, out.Thresh = ProcMsgP, in.Align, in.Thresh
-		}
+		out.Proc, out.Align, out.Thresh = ProcMsgP, pad.Align, pad.Thresh
+	case out.Size()+p.stream <= lim.inline:
+		p.path = pathInline
 	case len(in.ReplyChunk) > 0 && uint64(p.stream) <= in.ReplyChunk.Length():
 		p.path = pathReplyChunk
 		out.Proc = ProcNoMsg
 		out.ReplyChunk, _ = chunks.Fill(out.ReplyChunk[:0], in.ReplyChunk, uint64(p.stream))
-	case lim.readChunks:
+	case lim.readChunks && !lim.noReadChunks:
 		p.path = pathReadChunk
 		out.Proc = ProcNoMsg
 		out.ReadList = append(out.ReadList[:0], chunks.ReadSegment{Position: 0, Segment: chunks.Segment{Length: uint32(p.stream)}})
+	case lim.readChunks:
+		return p, fmt.Errorf("%d-byte reply, inline limit %d, reply chunk %d, no reply read chunks after announcing maxrdmaread 0: %w",
+			p.stream, lim.inline, in.ReplyChunk.Length(), errReplyTooLarge)
 	default:
 		return p, fmt.Errorf("%d-byte reply, inline limit %d, reply chunk %d: %w",
 			p.stream, lim.inline, in.ReplyChunk.Length(), errReplyTooLarge)

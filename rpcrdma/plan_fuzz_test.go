@@ -1,6 +1,7 @@
 package rpcrdma
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -68,11 +69,18 @@ func FuzzPlanCall(f *testing.F) {
 			sinks = append(sinks, make([]byte, b.u16()%5000))
 		}
 		msg := b.message()
+		lim.noReadChunks = b.next()%2 == 1 // we announced maxrdmaread 0
 
 		var h Header
 		h.XID, h.Vers, h.Credits = 1, Version1, 128
 		p, err := planCall(&h, msg, sinks, &lim)
+		if lim.noReadChunks && (err == nil) != (h.Size()+msg.Len() <= lim.inlineSend) {
+			t.Fatalf("maxrdmaread 0: %d-byte header, %d-byte call, inline send %d: %v", h.Size(), msg.Len(), lim.inlineSend, err)
+		}
 		if err != nil {
+			if lim.noReadChunks && errors.Is(err, ErrNoReadChunks) && len(h.ReadList) == 0 {
+				return
+			}
 			if h.Proc != ProcNoMsg || h.Size() <= lim.inlineSend {
 				t.Fatalf("planCall failed with a %d-byte %v header, inline send %d: %v", h.Size(), h.Proc, lim.inlineSend, err)
 			}
@@ -95,9 +103,10 @@ func FuzzPlanCall(f *testing.F) {
 			t.Fatalf("call planned as %v", h.Proc)
 		}
 		if h.Proc == ProcMsgP {
-			if lim.msgpAlign == 0 || p.inline < int(lim.msgpThresh) || (h.Size()+p.pad)%int(h.Align) != 0 {
-				t.Fatalf("RDMA_MSGP with align %d thresh %d: %d-byte header + %d pad, %d inline", h.Align, h.Thresh, h.Size(), p.pad, p.inline)
+			if h.Align != lim.msgpAlign || h.Thresh < lim.msgpThresh || p.readChunks {
+				t.Fatalf("RDMA_MSGP with align %d thresh %d (asked %d, %d), read chunks %v", h.Align, h.Thresh, lim.msgpAlign, lim.msgpThresh, p.readChunks)
 			}
+			checkPadded(t, h.Size(), msg, 0, h.Align, h.Thresh, p.pad)
 		} else if p.pad != 0 {
 			t.Fatalf("%d bytes of padding in a %v call", p.pad, h.Proc)
 		}
@@ -169,6 +178,48 @@ func FuzzPlanCall(f *testing.F) {
 	})
 }
 
+// checkPadded checks an RDMA_MSGP plan for m (payloads in placed excluded) behind an
+// hl-byte header: rdma_thresh above every other opaque of m (each lies whole in
+// m.Inline) and equal to no padded payload's length, at least one payload padded, and
+// appendPadded putting exactly pad bytes of padding so that the data of every payload
+// of at least rdma_thresh bytes starts on an rdma_align boundary of the message (seed
+// §3.9), each payload's data intact.
+func checkPadded(t *testing.T, hl int, m *oncrpc.Message, placed uint64, align, thresh uint32, pad int) {
+	t.Helper()
+	if !msgpAlignOK(align) || thresh < uint32(len(m.Inline)) {
+		t.Fatalf("RDMA_MSGP align %d, thresh %d for a %d-byte inline stream", align, thresh, len(m.Inline))
+	}
+	for i, p := range m.Payloads {
+		d := p.Data
+		if len(d) > 0 {
+			d[0], d[len(d)-1] = byte(i+1), byte(i+1)
+		}
+	}
+	out := appendPadded(make([]byte, hl), m, placed, xdr.Padding{Align: align, Thresh: thresh, Base: hl})
+	off, pos, stream, padded := hl, 0, len(m.Inline), false
+	for i, p := range m.Payloads {
+		off += p.Pos - pos
+		pos = p.End()
+		if !unplaced(i, placed) {
+			continue
+		}
+		stream += xdr.RoundUp(len(p.Data))
+		if n := uint32(len(p.Data)); n == thresh {
+			t.Fatalf("payload %d of exactly rdma_thresh %d bytes", i, n)
+		} else if n > thresh {
+			off = (off + int(align) - 1) / int(align) * int(align)
+			padded = true
+		}
+		if !bytes.Equal(out[off:off+len(p.Data)], p.Data) {
+			t.Fatalf("payload %d not at message offset %d", i, off)
+		}
+		off += xdr.RoundUp(len(p.Data))
+	}
+	if !padded || len(out) != hl+stream+pad {
+		t.Fatalf("padded %v: %d bytes written, want %d header + %d stream + %d pad", padded, len(out), hl, stream, pad)
+	}
+}
+
 // checkEncodes checks that h encodes and decodes back to the same shape.
 func checkEncodes(t *testing.T, h *Header) {
 	t.Helper()
@@ -225,9 +276,14 @@ func FuzzPlanReply(f *testing.F) {
 			}
 		}
 
+		lim.noReadChunks = b.next()%2 == 1 // we announced maxrdmaread 0
+
 		var out Header
 		out.XID, out.Vers, out.Credits = call.XID, Version1, 16
 		p, err := planReply(&out, &call, reply, &lim)
+		if lim.noReadChunks && p.path == pathReadChunk {
+			t.Fatal("reply read chunk after announcing maxrdmaread 0")
+		}
 
 		// Write chunks: placed exactly when the payload fits, filled with exactly it.
 		if len(out.WriteList) != len(call.WriteList) {
@@ -267,7 +323,7 @@ func FuzzPlanReply(f *testing.F) {
 		}
 		fitsInline := func() bool { return out.Size()+p.stream <= lim.inline }
 		if err != nil {
-			if !errors.Is(err, errReplyTooLarge) || lim.readChunks || fitsInline() ||
+			if !errors.Is(err, errReplyTooLarge) || (lim.readChunks && !lim.noReadChunks) || fitsInline() ||
 				(len(call.ReplyChunk) > 0 && uint64(p.stream) <= call.ReplyChunk.Length()) {
 				t.Fatalf("planReply: %v (stream %d, inline %d, reply chunk %d, read chunks %v)", err, p.stream, lim.inline, call.ReplyChunk.Length(), lim.readChunks)
 			}
@@ -279,9 +335,10 @@ func FuzzPlanReply(f *testing.F) {
 				t.Fatalf("inline: %d-byte header + %d pad + %d stream exceeds %d", out.Size(), p.pad, p.stream, lim.inline)
 			}
 			if out.Proc == ProcMsgP {
-				if !lim.msgp || p.stream < int(call.Thresh) || (out.Size()+p.pad)%int(out.Align) != 0 {
-					t.Fatalf("RDMA_MSGP reply: align %d, thresh %d, %d-byte header + %d pad", out.Align, out.Thresh, out.Size(), p.pad)
+				if !lim.msgp || out.Align != call.Align || out.Thresh < call.Thresh {
+					t.Fatalf("RDMA_MSGP reply: align %d, thresh %d to a call with %d, %d", out.Align, out.Thresh, call.Align, call.Thresh)
 				}
+				checkPadded(t, out.Size(), reply, p.placed, out.Align, out.Thresh, p.pad)
 			} else if out.Proc != ProcMsg || p.pad != 0 {
 				t.Fatalf("inline reply %v with %d pad", out.Proc, p.pad)
 			}

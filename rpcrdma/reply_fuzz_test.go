@@ -22,7 +22,7 @@ func FuzzReply(f *testing.F) {
 			sinks[i] = make([]byte, sinkLen)
 		}
 		rc := int(replyCap % (1 << 21))
-		kind, body, grouped, n, err := parseReply(&h, msg[hl:], hl, sinks, rc, nil)
+		kind, body, grouped, n, err := parseReply(&h, msg[hl:], sinks, rc, nil)
 		if err != nil {
 			return
 		}
@@ -41,7 +41,7 @@ func FuzzReply(f *testing.F) {
 				t.Fatalf("%v reply of %d bytes into a reply chunk of %d", h.Proc, n, rc)
 			}
 		case replyInReadChunks:
-			if len(grouped) == 0 {
+			if len(grouped) == 0 || h.Proc == ProcMsgP {
 				t.Fatal("read chunk reply without chunks")
 			}
 			if _, err := chunks.Group(nil, h.ReadList); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/credits"
+	"github.com/go-rpcrdma/rpcrdma/internal/connguard"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 	"github.com/hashicorp/go-hclog"
@@ -39,6 +40,11 @@ const (
 	// milliseconds (its adapter does, without its CPU); 30 s is far beyond any
 	// scheduling or congestion delay.
 	DefaultReadTimeout = 30 * time.Second
+	// DefaultIdleTimeout is how long a connection may go without a call before the
+	// server closes it (ServerOptions.IdleTimeout), as for TCP.
+	DefaultIdleTimeout = oncrpc.DefaultIdleTimeout
+	// DefaultMaxConns is the default ServerOptions.MaxConns, as for TCP.
+	DefaultMaxConns = oncrpc.DefaultMaxConns
 	// initialCallRecvs is how many receives for calls a connection posts at first (at
 	// most the policy's PerConn); more are registered as the client uses its credits.
 	initialCallRecvs = 2
@@ -53,7 +59,8 @@ type ServerOptions struct {
 	// none).
 	InlineSend, InlineRecv int
 	// Credits shares credits between connections. Default: credits.NewServer with
-	// credits.Config{} (FairShare of 256, at most 64 per connection). Each connection
+	// credits.Config{} (FairShare of 256 among the connections that are calling, at
+	// most 64 per connection; idle connections do not dilute it). Each connection
 	// starts with min(2, Credits.Config().PerConn) + ExtraRecvs receives posted and
 	// registers more, up to PerConn + ExtraRecvs, when its client's calls use most of
 	// the credits it was granted (credits.Conn.Grow); grants never exceed the posted
@@ -108,6 +115,16 @@ type ServerOptions struct {
 	// Trace, when set, is called with every transport message the server sends and
 	// receives. It must not retain msg.
 	Trace func(sent bool, msg []byte)
+	// IdleTimeout closes a connection that has had no call for that long and has none
+	// in progress (a call being received, pulled, served or answered). One sweeper per
+	// Listener checks every IdleTimeout/4, so a connection goes after between
+	// IdleTimeout and 1.25 IdleTimeout of silence. Default DefaultIdleTimeout (6
+	// minutes, as knfsd); negative: never.
+	IdleTimeout time.Duration
+	// MaxConns is the most connections open at once: past it connection requests are
+	// refused (an MPA Reject), counted (Listener.Refused) and logged at Warn at most
+	// every 10 seconds. Default DefaultMaxConns (1024); negative: no limit.
+	MaxConns int
 }
 
 func (o *ServerOptions) fill() {
@@ -142,6 +159,12 @@ func (o *ServerOptions) fill() {
 	if o.ReadTimeout == 0 {
 		o.ReadTimeout = DefaultReadTimeout
 	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.MaxConns == 0 {
+		o.MaxConns = DefaultMaxConns
+	}
 }
 
 // Addr is the address of an RPC-over-RDMA endpoint: a TCP-style address whose Network
@@ -163,6 +186,8 @@ type Listener struct {
 	pd    verbs.PD
 	opts  ServerOptions
 	bufs  bufPool
+	guard *connguard.Set // connection limit and idle sweeper
+	stats serverCounters // see Stats
 	mu    sync.Mutex
 	conns map[*ServerConn]struct{}
 	done  bool
@@ -194,6 +219,7 @@ func Listen(ctx context.Context, dev verbs.Device, addr string, opts *ServerOpti
 	}
 	l := &Listener{dev: dev, ln: ln, pd: pd, opts: o, conns: make(map[*ServerConn]struct{})}
 	l.bufs.pd = pd
+	l.guard = connguard.New(connguard.Config{Max: o.MaxConns, IdleTimeout: o.IdleTimeout, Logger: o.Logger})
 	return l, nil
 }
 
@@ -214,6 +240,7 @@ func (l *Listener) Close() error {
 	}
 	l.mu.Unlock()
 	err := l.ln.Close()
+	l.guard.Close()
 	for _, c := range conns {
 		c.Close()
 	}
@@ -222,8 +249,14 @@ func (l *Listener) Close() error {
 	return err
 }
 
+// Refused returns the number of connection requests refused because MaxConns
+// connections were open.
+func (l *Listener) Refused() uint64 { return l.guard.Stats().Refused }
+
 // Accept waits for a connection request, accepts it with this server's RFC 8797 private
-// data and returns the connection.
+// data and returns the connection. A request it cannot serve (past
+// ServerOptions.MaxConns, truncated RFC 8797 private data, or no resources for the
+// endpoint) is rejected, logged, and Accept waits for the next one.
 func (l *Listener) Accept(ctx context.Context) (oncrpc.ServerConn, error) {
 	for {
 		sc, err := l.accept(ctx)
@@ -239,6 +272,9 @@ func (l *Listener) Accept(ctx context.Context) (oncrpc.ServerConn, error) {
 		if done || errors.Is(err, verbs.ErrClosed) {
 			return nil, fmt.Errorf("rpcrdma: accept: %w", oncrpc.ErrClosed)
 		}
+		if errors.Is(err, errTooManyConns) {
+			continue // counted and logged by the guard
+		}
 		var rej *rejectErr
 		if !errors.As(err, &rej) {
 			return nil, err
@@ -253,13 +289,52 @@ type rejectErr struct{ err error }
 func (e *rejectErr) Error() string { return e.err.Error() }
 func (e *rejectErr) Unwrap() error { return e.err }
 
+// errTooManyConns marks a connection request refused for ServerOptions.MaxConns.
+var errTooManyConns = errors.New("rpcrdma: connection limit reached")
+
 func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 	cr, err := l.ln.Accept(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("rpcrdma: accept: %w", err)
 	}
 	o := &l.opts
+	if !l.guard.Admit(cr.RemoteAddr()) {
+		cr.Reject(nil)
+		return nil, errTooManyConns
+	}
+	sc, info, err := l.setup(ctx, cr)
+	if err != nil {
+		l.guard.Release()
+		return nil, err
+	}
+	l.guard.Track((*idleView)(sc))
+	select {
+	case <-sc.closed: // closed (by Listener.Close) before it was tracked
+		l.guard.Leave((*idleView)(sc))
+	default:
+	}
+	sc.mu.Lock() // the conn is listed: CONF_RDMA (SetInlineThresholds) may already change it
+	inlineSend := sc.inlineSend
+	sc.mu.Unlock()
+	o.Logger.Debug("accepted", "remote", sc.remote, "inline_send", inlineSend, "ord", sc.ord, "send_inv", sc.peer.SendInvOK)
+	sc.ep.start(info, sc.peer, sc.onRecv)
+	sc.startStallWatch(o.SendTimeout, o.ReadTimeout)
+	return sc, nil
+}
+
+// setup accepts the connection request cr and builds its ServerConn; the caller starts
+// its endpoint with info.
+func (l *Listener) setup(ctx context.Context, cr verbs.ConnRequest) (*ServerConn, *verbs.ConnInfo, error) {
+	o := &l.opts
+	priv := ConnPrivate{SendInvOK: false, SendSize: o.InlineSend, RecvSize: o.InlineRecv}
+	var pd [PrivateSize]byte
 	peer, perr := PeerPrivate(cr.PrivateData())
+	if errors.Is(perr, ErrPrivateTruncated) {
+		// RFC 8797 data that is malformed, rather than absent or of another
+		// format: refuse, telling the client our sizes.
+		rerr := cr.Reject(priv.Append(pd[:0]))
+		return nil, nil, &rejectErr{errors.Join(fmt.Errorf("rpcrdma: connection request from %v refused: %w", cr.RemoteAddr(), perr), rerr)}
+	}
 	if perr != nil {
 		o.Logger.Debug("client sent no RFC 8797 private data; using 1024-byte inline sizes", "remote", cr.RemoteAddr(), "err", perr)
 	}
@@ -275,18 +350,16 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 	})
 	if err != nil {
 		cr.Reject(nil)
-		return nil, &rejectErr{err}
+		return nil, nil, &rejectErr{err}
 	}
 	ord := o.ORD
 	if cr.IRD() > 0 {
 		ord = min(ord, cr.IRD())
 	}
-	priv := ConnPrivate{SendInvOK: false, SendSize: o.InlineSend, RecvSize: o.InlineRecv}
-	var pd [PrivateSize]byte
 	info, err := cr.Accept(ctx, ep.qp, verbs.ConnParams{PrivateData: priv.Append(pd[:0]), IRD: max(cr.ORD(), 1), ORD: ord})
 	if err != nil {
 		ep.teardown()
-		return nil, &rejectErr{fmt.Errorf("rpcrdma: accept from %v: %w", cr.RemoteAddr(), err)}
+		return nil, nil, &rejectErr{fmt.Errorf("rpcrdma: accept from %v: %w", cr.RemoteAddr(), err)}
 	}
 	sc := &ServerConn{
 		l: l, ep: ep, peer: peer,
@@ -314,14 +387,11 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 		l.mu.Unlock()
 		ep.teardown()
 		sc.cred.Close()
-		return nil, fmt.Errorf("rpcrdma: accept: %w", oncrpc.ErrClosed)
+		return nil, nil, fmt.Errorf("rpcrdma: accept: %w", oncrpc.ErrClosed)
 	}
 	l.conns[sc] = struct{}{}
 	l.mu.Unlock()
-	o.Logger.Debug("accepted", "remote", info.RemoteAddr, "inline_send", min(o.InlineSend, peer.RecvSize), "ord", sc.ord, "send_inv", peer.SendInvOK)
-	ep.start(info, peer, sc.onRecv)
-	sc.startStallWatch(o.SendTimeout, o.ReadTimeout)
-	return sc, nil
+	return sc, info, nil
 }
 
 // ServerConn is one accepted RPC-over-RDMA connection: an oncrpc.ServerConn.
@@ -335,6 +405,9 @@ type ServerConn struct {
 	inlineSend int
 	ord        int // RDMA Reads in flight at most; 0: the client allows none
 	remote     net.Addr
+	// CONF_RDMA maxrdmaread 0 (seed §6.2; see maxrdmaread.go): noPull, the client
+	// announced it (no RDMA Reads from the client); noReadTarget, we did.
+	noPull, noReadTarget atomic.Bool
 
 	callRecvs int      // receives posted for calls (beyond ExtraRecvs); guarded by mu
 	recvq     chan int // received messages, by receive buffer index
@@ -421,8 +494,11 @@ func (sc *ServerConn) SetInlineThresholds(send, recv int) {
 }
 
 // SetMaxRDMARead implements confproto.Configurable: at most n RDMA Reads (clamped to
-// [1, the connection's ORD]) are in flight at once from now on.
+// the connection's ORD) are in flight at once from now on. n is 0 when the client
+// announced maxrdmaread 0: calls with read chunks are then answered with ERR_CHUNK
+// (seed §6.2: the peer "MUST NOT issue requests which require RDMA Read").
 func (sc *ServerConn) SetMaxRDMARead(n int) {
+	sc.noPull.Store(n <= 0)
 	sc.reads.Update(uint32(max(n, 1)))
 }
 
@@ -452,6 +528,31 @@ func (sc *ServerConn) Close() error {
 		sc.l.mu.Lock()
 		delete(sc.l.conns, sc)
 		sc.l.mu.Unlock()
+		sc.l.guard.Leave((*idleView)(sc))
 	})
 	return nil
 }
+
+// idleView is a ServerConn as the listener's idle sweeper sees it (connguard.Conn).
+type idleView ServerConn
+
+// Activity reports the calls accepted on the connection and whether any is
+// outstanding: received and not yet answered, whatever stage it is in.
+func (v *idleView) Activity() (uint64, bool) {
+	calls, out := v.cred.Activity()
+	return calls, out > 0
+}
+
+// CloseIfIdle closes the connection if no call arrived since Activity counted calls and
+// none is outstanding. The credit share is closed first, under the same lock that
+// admits calls, so a call that arrives meanwhile is refused rather than half served.
+func (v *idleView) CloseIfIdle(calls uint64) bool {
+	if !v.cred.CloseIfIdle(calls) {
+		return false
+	}
+	(*ServerConn)(v).Close()
+	return true
+}
+
+// RemoteAddr returns the client's address.
+func (v *idleView) RemoteAddr() net.Addr { return v.remote }

@@ -50,7 +50,7 @@ func (sc *ServerConn) receiveInline(idx, n int, deliver func(*oncrpc.ServerCall,
 		sc.putCall(c)
 		return false
 	}
-	body, grouped, cerr := checkCall(h, buf[hl:], hl, sc.l.opts.MSGP, c.asm.grouped[:0])
+	body, grouped, cerr := checkCall(h, buf[hl:], sc.l.opts.MSGP, c.asm.grouped[:0])
 	if grouped != nil {
 		c.asm.grouped = grouped
 	}
@@ -74,11 +74,12 @@ func (sc *ServerConn) receiveInline(idx, n int, deliver func(*oncrpc.ServerCall,
 		sc.growRecvs(n)
 	}
 	c.msgp = h.Proc == ProcMsgP
+	sc.l.stats.call(len(grouped) > 0)
 	if len(grouped) > 0 {
 		sc.pullInline(c, body, grouped)
 		return true
 	}
-	c.call.Msg = oncrpc.Message{Inline: body}
+	c.call.Msg = oncrpc.Message{Inline: body, Padding: receivedPadding(h, hl)}
 	inline := len(h.WriteList) == 0 && len(h.ReplyChunk) == 0 && sc.reserve(c)
 	deliver(&c.call, inline)
 	return true
@@ -89,6 +90,7 @@ func (sc *ServerConn) receiveInline(idx, n int, deliver func(*oncrpc.ServerCall,
 // limit), as the receive loop would; only when no send buffer or send-queue slot is
 // free is the Send left to a goroutine.
 func (sc *ServerConn) answerOverrun(c *srvCall) {
+	sc.l.stats.errorSent(ErrCodeChunk)
 	xid, grant := c.h.XID, sc.cred.Grant()
 	if !sc.reserve(c) {
 		go func() {
@@ -327,7 +329,7 @@ func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
 		return nil, nil
 	}
 	c.msgp = h.Proc == ProcMsgP
-	body, grouped, cerr := checkCall(h, buf[hl:], hl, sc.l.opts.MSGP, c.asm.grouped[:0])
+	body, grouped, cerr := checkCall(h, buf[hl:], sc.l.opts.MSGP, c.asm.grouped[:0])
 	if grouped != nil {
 		c.asm.grouped = grouped
 	}
@@ -351,9 +353,10 @@ func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
 	if n := sc.cred.Grow(); n > 0 {
 		sc.growRecvs(n)
 	}
+	sc.l.stats.call(len(grouped) > 0)
 
 	if len(grouped) == 0 {
-		c.call.Msg = oncrpc.Message{Inline: body}
+		c.call.Msg = oncrpc.Message{Inline: body, Padding: receivedPadding(h, hl)}
 		return c, nil
 	}
 
@@ -386,9 +389,10 @@ var errRefusePull = errors.New("rpcrdma: read chunks cannot be pulled")
 // the message length. Chunks that cannot be pulled give errRefusePull; a buffer that
 // cannot be registered gives an error that ends the connection. It never blocks.
 func (sc *ServerConn) preparePull(c *srvCall, body []byte, grouped []chunks.ReadChunk) ([]byte, int, error) {
-	if sc.ord == 0 {
-		// The client offered no inbound RDMA Read (IRD 0, e.g. MPA revision 1): its
-		// chunks cannot be pulled. (Linux svcrdma refuses such connections outright.)
+	if sc.ord == 0 || sc.noPull.Load() {
+		// The client offered no inbound RDMA Read (IRD 0, e.g. MPA revision 1) or
+		// announced maxrdmaread 0 (seed §6.2): its chunks cannot be pulled. (Linux
+		// svcrdma refuses IRD 0 connections outright.)
 		sc.l.opts.Logger.Debug("read chunks on a connection without RDMA Read", "remote", sc.remote, "xid", c.h.XID)
 		return nil, 0, errRefusePull
 	}
@@ -404,6 +408,7 @@ func (sc *ServerConn) preparePull(c *srvCall, body []byte, grouped []chunks.Read
 		sc.l.opts.Logger.Debug("read chunks do not fit", "remote", sc.remote, "xid", c.h.XID, "err", err)
 		return nil, 0, errRefusePull
 	}
+	sc.l.stats.readBytes.Add(uint64(total - len(body)))
 	// The buffer is accounted against the memory budget before it is taken: when the
 	// budget is spent the call waits for a puller (takeBig), holding only its receive
 	// buffer, which is not reposted until then (back-pressure on the peer's credits).
@@ -619,22 +624,20 @@ func (sc *ServerConn) puller() {
 
 // checkCall checks what the header decoder cannot for a call (h.Proc RDMA_MSG,
 // RDMA_NOMSG or RDMA_MSGP; body follows the hl-byte header): RDMA_MSGP only when
-// allowed, and its padding within the message; the read list grouped into read chunks
-// (into rcs) in position order without overlap; an RDMA_NOMSG call carrying its message
-// in a position-zero read chunk. It returns the inline body (padding removed) and the
-// read chunks. Any error is answered with ERR_CHUNK.
-func checkCall(h *Header, body []byte, hl int, allowMSGP bool, rcs []chunks.ReadChunk) ([]byte, []chunks.ReadChunk, error) {
+// allowed, and without read chunks; the read list grouped into read chunks (into rcs)
+// in position order without overlap; an RDMA_NOMSG call carrying its message in a
+// position-zero read chunk. It returns the inline body (RDMA_MSGP: padded, see
+// receivedPadding) and the read chunks. Any error is answered with ERR_CHUNK.
+func checkCall(h *Header, body []byte, allowMSGP bool, rcs []chunks.ReadChunk) ([]byte, []chunks.ReadChunk, error) {
 	switch h.Proc {
 	case ProcMsg, ProcNoMsg:
 	case ProcMsgP:
 		if !allowMSGP {
 			return nil, nil, errors.New("RDMA_MSGP not accepted")
 		}
-		pad := msgpPad(hl, h.Align)
-		if pad > len(body) {
-			return nil, nil, errors.New("RDMA_MSGP padding beyond the message")
+		if len(h.ReadList) > 0 {
+			return nil, nil, errMSGPReadList
 		}
-		body = body[pad:]
 	default:
 		return nil, nil, fmt.Errorf("%v is not a call", h.Proc)
 	}

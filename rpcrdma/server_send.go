@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // sendError answers xid with RDMA_ERROR (plain Send, never remote invalidation).
@@ -20,6 +21,7 @@ func (sc *ServerConn) sendError(ctx context.Context, code ErrCode, xid uint32) {
 	if err != nil {
 		return
 	}
+	sc.l.stats.errorSent(code)
 	var b []byte
 	if code == ErrCodeVers {
 		b = AppendErrVers(buf[:0], xid, Version1, sc.cred.Grant())
@@ -114,7 +116,7 @@ func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
 	out.Reset()
 	out.XID, out.Vers, out.Credits = in.XID, Version1, sc.cred.Grant()
 	sc.mu.Lock()
-	lim := replyLimits{inline: min(sc.inlineSend, sc.ep.sendSize), msgp: c.msgp, readChunks: sc.l.opts.ReplyReadChunks}
+	lim := replyLimits{inline: min(sc.inlineSend, sc.ep.sendSize), msgp: c.msgp, readChunks: sc.l.opts.ReplyReadChunks, noReadChunks: sc.noReadTarget.Load()}
 	sc.mu.Unlock()
 	p, err := planReply(out, in, reply, &lim)
 	if err != nil {
@@ -136,6 +138,9 @@ func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
 	if x.big != nil {
 		sc.l.bufs.put(x.big)
 		sc.acct.Uncharge(x.charge)
+	}
+	if err == nil {
+		sc.l.stats.replySent(&p, in, reply)
 	}
 	return err
 }
@@ -206,8 +211,10 @@ func (sc *ServerConn) execReply(c *srvCall, reply *oncrpc.Message, p *replyPlan,
 	if err != nil {
 		return fmt.Errorf("rpcrdma: xid %#08x: encode reply header: %w", in.XID, err)
 	}
-	if p.path == pathInline {
-		b = append(b, zeroPad[:p.pad]...)
+	switch {
+	case p.path == pathInline && out.Proc == ProcMsgP:
+		b = appendPadded(b, reply, p.placed, xdr.Padding{Align: out.Align, Thresh: out.Thresh, Base: len(b)})
+	case p.path == pathInline:
 		b = appendStream(b, reply, p.placed)
 	}
 	if tr := sc.l.opts.Trace; tr != nil {

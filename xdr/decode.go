@@ -54,14 +54,15 @@ type Decoder struct {
 	off    int
 	elided int      // payload bytes (with pad) placed out of line so far
 	placed [][]byte // items placed out of line, consumed by Payload in order
+	pad    Padding  // RDMA_MSGP padding to skip (see SetPadding)
 }
 
 // NewDecoder returns a Decoder over b.
 func NewDecoder(b []byte) *Decoder { return &Decoder{buf: b} }
 
-// Reset makes d read b from its start, with nothing placed.
+// Reset makes d read b from its start, with nothing placed and no padding.
 func (d *Decoder) Reset(b []byte) {
-	d.buf, d.off, d.elided, d.placed = b, 0, 0, nil
+	d.buf, d.off, d.elided, d.placed, d.pad = b, 0, 0, nil, Padding{}
 }
 
 // SetPlaced gives the decoder the DDP-eligible items a transport placed out of line, in
@@ -189,12 +190,17 @@ func (d *Decoder) counted(what string, max int) ([]byte, error) {
 		d.off -= 4
 		return nil, &DecodeError{What: what, Pos: pos, Err: ErrTooLong, Claimed: uint64(n), Limit: uint64(max)}
 	}
-	need := (uint64(n) + 3) &^ 3
+	skip := 0 // RDMA_MSGP padding before the data
+	if d.pad.Align > 1 {
+		skip = d.pad.Before(n, d.off)
+	}
+	need := (uint64(n)+3)&^3 + uint64(skip)
 	if left := uint64(d.Len()); need > left {
 		d.off -= 4
 		return nil, &DecodeError{What: what, Pos: pos, Err: ErrShort, Claimed: need, Limit: left}
 	}
-	b := d.buf[d.off : d.off+int(n) : d.off+int(n)]
+	start := d.off + skip
+	b := d.buf[start : start+int(n) : start+int(n)]
 	d.off += int(need)
 	return b, nil
 }

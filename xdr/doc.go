@@ -16,6 +16,14 @@
 // keep Pos, the position in the whole logical XDR stream, which is what chunk positions
 // refer to.
 //
+// # RDMA_MSGP padding
+//
+// An RPC-over-RDMA RDMA_MSGP message (seed draft §3.9) carries padding between the
+// length word and the data of every opaque of at least rdma_thresh bytes, so that the
+// data starts on an rdma_align boundary of the receive buffer. Decoder.SetPadding gives
+// a Decoder that rule (Padding) and it skips the padding; the transport, which alone
+// knows the rule, tells the RPC layer, which alone knows the schema.
+//
 // Supported types: int, unsigned int, hyper, unsigned hyper, float, double, bool, enum,
 // fixed and variable-length opaque, string, fixed and variable-length arrays (through
 // ArrayLen and a loop in the caller), optional-data and discriminated unions (through

@@ -100,3 +100,51 @@ func FuzzDecoder(f *testing.F) {
 func goldenFileBytes() []byte {
 	return []byte("\x00\x00\x00\x09sillyprog\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x04lisp\x00\x00\x00\x04john\x00\x00\x00\x06(quit)\x00\x00")
 }
+
+// FuzzPaddedDecoder decodes opaques, strings and payloads under an RDMA_MSGP padding rule
+// (align, thresh, base) from arbitrary data and checks that the decoder never panics or
+// reads past the input, reports failures as *DecodeError without consuming the failed
+// item, and returns the data of every item of at least thresh bytes on an align
+// boundary of the receive buffer (seed §3.9).
+func FuzzPaddedDecoder(f *testing.F) {
+	f.Add(uint16(64), uint16(16), uint16(32), []byte{0, 3, 3, 7, 0}, paddedStream())
+	f.Add(uint16(4096), uint16(0), uint16(28), []byte{3}, []byte{0, 0, 0, 1, 0, 0, 0, 0})
+	f.Add(uint16(3), uint16(1), uint16(1), []byte{3, 4}, []byte{0, 0, 0, 2, 0, 0, 'h', 'i', 0, 0, 0, 0})
+	f.Add(uint16(0), uint16(0), uint16(0), []byte{3}, []byte{0, 0, 0, 1, 'x', 0, 0, 0})
+	f.Fuzz(func(t *testing.T, align, thresh, base uint16, ops, data []byte) {
+		p := Padding{Align: uint32(align), Thresh: uint32(thresh), Base: int(base)}
+		d := NewDecoder(data)
+		d.SetPadding(p)
+		for _, op := range ops {
+			before := d.Offset()
+			var v []byte
+			var err error
+			switch op % 4 {
+			case 0:
+				_, err = d.Uint32()
+			case 1:
+				v, err = d.Opaque(-1)
+			case 2:
+				v, err = d.StringBytes(1 << 12)
+			case 3:
+				v, err = d.Payload(-1)
+			}
+			if err != nil {
+				var de *DecodeError
+				if !errors.As(err, &de) || d.Offset() != before {
+					t.Fatalf("error %v (offset %d, was %d)", err, d.Offset(), before)
+				}
+				break
+			}
+			if d.Offset() > len(data) {
+				t.Fatalf("offset %d past %d bytes", d.Offset(), len(data))
+			}
+			if op%4 != 0 && len(v) > 0 && align > 1 && len(v) >= int(thresh) {
+				at := before + 4 + p.Before(uint32(len(v)), before+4)
+				if &v[0] != &data[at] || (int(base)+at)%int(align) != 0 {
+					t.Fatalf("%d-byte item not at an aligned offset (%d)", len(v), at)
+				}
+			}
+		}
+	})
+}

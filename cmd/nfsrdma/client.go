@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"path"
@@ -15,11 +16,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/go-rpcrdma/rpcrdma/internal/cli"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	_ "github.com/go-rpcrdma/rpcrdma/verbs/providers" // every provider built in, for -provider
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -31,26 +37,48 @@ const (
 	defaultMountPort = 2049
 )
 
+// Default time limits: the major timeout after which a call without a reply makes
+// the client say the server is not responding (Linux's default timeo for TCP), and
+// the bound on establishing a connection.
+const (
+	defaultTimeo          = 60 * time.Second
+	defaultConnectTimeout = 30 * time.Second
+)
+
 // connFlags are the flags every client command shares.
 type connFlags struct {
-	proto     string
-	port      int
-	rdmaPort  int
-	tcpPort   int
-	mountport int
-	timeout   time.Duration
-	provider  string
-	device    string
-	allowBoth bool // -proto both (bench)
+	proto          string
+	port           int
+	rdmaPort       int
+	tcpPort        int
+	mountport      int
+	timeout        time.Duration
+	timeo          time.Duration
+	connectTimeout time.Duration
+	provider       string
+	device         string
+	rpcbindPort    int
+	allowBoth      bool // -proto both (bench)
+	logf           cli.LogFlags
+	set            map[string]bool // the flags given on the command line
+
+	log    hclog.Logger // from logf, set by startCommand
+	stderr io.Writer    // where "server not responding" goes in text format
 }
 
 func (f *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.proto, "proto", "rdma", "NFS transport: rdma or tcp (MOUNT always uses tcp)")
-	fs.IntVar(&f.port, "port", 0, "NFS `port` for -proto (0: -rdma-port or -tcp-port)")
-	fs.IntVar(&f.rdmaPort, "rdma-port", defaultRDMAPort, "NFS over RDMA `port` when -port is 0")
-	fs.IntVar(&f.tcpPort, "tcp-port", defaultTCPPort, "NFS over TCP `port` when -port is 0")
-	fs.IntVar(&f.mountport, "mountport", defaultMountPort, "MOUNT `port` over TCP (nfsrdmad serves MOUNT on its NFS TCP port)")
+	fs.IntVar(&f.port, "port", 0, "NFS `port` for -proto (0: ask the server's rpcbind, else -rdma-port or -tcp-port)")
+	fs.IntVar(&f.rdmaPort, "rdma-port", defaultRDMAPort, "NFS over RDMA `port` when -port is 0 (when not given: the port rpcbind names, else this default)")
+	fs.IntVar(&f.tcpPort, "tcp-port", defaultTCPPort, "NFS over TCP `port` when -port is 0 (when not given: the port rpcbind names, else this default)")
+	fs.IntVar(&f.mountport, "mountport", defaultMountPort, "MOUNT `port` over TCP (when not given: the port rpcbind names, else this default, where nfsrdmad serves MOUNT)")
+	fs.IntVar(&f.rpcbindPort, "rpcbind-port", rpcbind.Port, "the server's rpcbind `port`, asked for the ports not given")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "bound on the whole command")
+	if !f.allowBoth { // bench measures calls without a per-call timer
+		fs.DurationVar(&f.timeo, "timeo", defaultTimeo, "a call without a reply for this long is sent again and the server reported as not responding (like Linux's timeo)")
+	}
+	fs.DurationVar(&f.connectTimeout, "connect-timeout", defaultConnectTimeout, "bound on establishing each connection")
+	f.logf.Register(fs, "info")
 	fs.StringVar(&f.provider, "provider", "soft", "RDMA provider: soft or ibverbs (only in binaries built with -tags ibverbs)")
 	fs.StringVar(&f.device, "device", "", "ibverbs device `NAME` (default: the only one)")
 }
@@ -74,13 +102,18 @@ func (f *connFlags) check() error {
 	for _, p := range []struct {
 		name string
 		v    int
-	}{{"rdma-port", f.rdmaPort}, {"tcp-port", f.tcpPort}, {"mountport", f.mountport}} {
+	}{{"rdma-port", f.rdmaPort}, {"tcp-port", f.tcpPort}, {"mountport", f.mountport}, {"rpcbind-port", f.rpcbindPort}} {
 		if p.v < 1 || p.v > 65535 {
 			return fmt.Errorf("-%s %d: want 1 to 65535", p.name, p.v)
 		}
 	}
-	if f.timeout <= 0 {
-		return fmt.Errorf("-timeout %v: must be positive", f.timeout)
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"timeout", f.timeout}, {"timeo", f.timeo}, {"connect-timeout", f.connectTimeout}} {
+		if d.v <= 0 && (d.name != "timeo" || !f.allowBoth) {
+			return fmt.Errorf("-%s %v: must be positive", d.name, d.v)
+		}
 	}
 	if f.provider != "soft" && f.provider != "ibverbs" {
 		return fmt.Errorf("-provider %q: want soft or ibverbs", f.provider)
@@ -106,12 +139,18 @@ type flagSet = flag.FlagSet
 type remote struct {
 	host string // without brackets
 	path string // absolute, cleaned
+	// dir says the path was written with a trailing slash: like cp, put and get then
+	// require it to be an existing directory.
+	dir bool
 }
 
 func (r remote) String() string {
 	h := r.host
 	if strings.Contains(h, ":") {
 		h = "[" + h + "]"
+	}
+	if r.dir && r.path != "/" {
+		return h + ":" + r.path + "/"
 	}
 	return h + ":" + r.path
 }
@@ -145,7 +184,7 @@ func parseRemote(s string) (remote, error) {
 	if strings.IndexByte(p, 0) >= 0 {
 		return remote{}, fmt.Errorf("remote %q: the path contains a NUL byte", s)
 	}
-	return remote{host: host, path: path.Clean(p)}, nil
+	return remote{host: host, path: path.Clean(p), dir: strings.HasSuffix(p, "/")}, nil
 }
 
 // session is a mounted export.
@@ -185,28 +224,82 @@ func auth() (oncrpc.ClientOption, error) {
 	return oncrpc.WithAuth(a), nil
 }
 
-// dialNFS opens the NFS transport of proto to host.
-func dialNFS(ctx context.Context, f *connFlags, proto, host string) (oncrpc.RoundTripper, func() error, error) {
-	addr := net.JoinHostPort(host, strconv.Itoa(f.nfsPort(proto)))
+// monitor returns the Monitor of host's server, which says, like Linux, "server HOST
+// not responding, still trying" once a call has had no reply for -timeo, and "server
+// HOST OK" when replies come again: plain lines on stderr, or log records with
+// -log-format json.
+func (f *connFlags) monitor(host string) *oncrpc.Monitor {
+	return oncrpc.NewMonitor(func(ok bool) {
+		switch {
+		case f.logf.Format == "json" && ok:
+			f.log.Info("server OK", "server", host)
+		case f.logf.Format == "json":
+			f.log.Warn("server not responding, still trying", "server", host, "timeo", f.timeo.String())
+		case ok:
+			fmt.Fprintf(f.stderr, "nfsrdma: server %s OK\n", host)
+		default:
+			fmt.Fprintf(f.stderr, "nfsrdma: server %s not responding, still trying\n", host)
+		}
+	})
+}
+
+// callOptions are the options of every client of host's programs: the credential,
+// the Monitor, and retransmission after each -timeo until the command's -timeout
+// (or an interrupt) ends it, like a hard mount. Bench (no -timeo) gets the
+// credential alone.
+func (f *connFlags) callOptions(m *oncrpc.Monitor) ([]oncrpc.ClientOption, error) {
+	a, err := auth()
+	if err != nil {
+		return nil, err
+	}
+	if f.timeo == 0 { // bench
+		return []oncrpc.ClientOption{a}, nil
+	}
+	return []oncrpc.ClientOption{a, oncrpc.WithMonitor(m), oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: f.timeo, MaxTries: math.MaxInt})}, nil
+}
+
+// dialErr describes a failed connection to addr, naming -connect-timeout when that
+// is what ended it (dctx is ctx bounded by it).
+func (f *connFlags) dialErr(ctx, dctx context.Context, what, addr string, err error) error {
+	// The dialer may report its deadline a moment before dctx itself ends.
+	deadline, _ := dctx.Deadline()
+	if ctx.Err() == nil && (dctx.Err() != nil || !time.Now().Before(deadline) || errors.Is(err, os.ErrDeadlineExceeded)) {
+		return fmt.Errorf("%s at %s: no connection within %v (-connect-timeout)", what, addr, f.connectTimeout)
+	}
+	return fmt.Errorf("%s at %s: %w", what, addr, err)
+}
+
+// dialTCP connects an ONC RPC TCP transport to addr within -connect-timeout.
+func (f *connFlags) dialTCP(ctx context.Context, what, addr string) (*oncrpc.TCPTransport, error) {
+	dctx, cancel := context.WithTimeout(ctx, f.connectTimeout)
+	defer cancel()
+	t, err := oncrpc.DialTCP(dctx, addr, &oncrpc.TCPOptions{Logger: f.log.Named("tcp")})
+	if err != nil {
+		return nil, f.dialErr(ctx, dctx, what, addr, err)
+	}
+	return t, nil
+}
+
+// dialNFS opens the NFS transport of proto to port on host.
+func dialNFS(ctx context.Context, f *connFlags, proto, host string, port int) (oncrpc.RoundTripper, func() error, error) {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	if proto == "tcp" {
-		t, err := oncrpc.DialTCP(ctx, addr, nil)
+		t, err := f.dialTCP(ctx, "NFS over TCP", addr)
 		if err != nil {
-			return nil, nil, fmt.Errorf("NFS over TCP at %s: %w", addr, err)
+			return nil, nil, err
 		}
 		return t, t.Close, nil
 	}
-	dev, _, err := daemon.OpenDevice(f.provider, f.device, "", nil)
+	dev, err := verbs.OpenProvider(f.provider, verbs.ProviderConfig{Device: f.device})
 	if err != nil {
-		var ce *daemon.ConfigError
-		if errors.As(err, &ce) {
-			return nil, nil, fmt.Errorf("-provider %s: %s: %w", ce.Value, ce.Reason, ce.Err)
-		}
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("-provider %q: %w", f.provider, err)
 	}
-	t, err := rpcrdma.Dial(ctx, dev, addr, nil)
+	dctx, cancel := context.WithTimeout(ctx, f.connectTimeout)
+	defer cancel()
+	t, err := rpcrdma.Dial(dctx, dev, addr, &rpcrdma.ClientOptions{Logger: f.log.Named("rpcrdma")})
 	if err != nil {
 		dev.Close()
-		return nil, nil, fmt.Errorf("NFS over RDMA at %s (is nfsrdmad running there, with -rdma on that port?): %w", addr, err)
+		return nil, nil, f.dialErr(ctx, dctx, "NFS over RDMA", addr, fmt.Errorf("is nfsrdmad running there, with -rdma on that port? %w", err))
 	}
 	return t, func() error { t.Close(); return dev.Close() }, nil
 }
@@ -217,8 +310,8 @@ type decodeFunc func(d *xdr.Decoder) error
 func (f decodeFunc) DecodeXDR(d *xdr.Decoder) error { return f(d) }
 
 // exports asks the MOUNT service for its export list.
-func exports(ctx context.Context, mrt oncrpc.RoundTripper) ([]string, error) {
-	mc := oncrpc.NewClient(mrt, nfs3.MountProgram, nfs3.MountVersion)
+func exports(ctx context.Context, mrt oncrpc.RoundTripper, opts ...oncrpc.ClientOption) ([]string, error) {
+	mc := oncrpc.NewClient(mrt, nfs3.MountProgram, nfs3.MountVersion, opts...)
 	var out []string
 	var r nfs3.ExportRes
 	err := mc.Call(ctx, uint32(nfs3.MountProcExport), nil, decodeFunc(func(d *xdr.Decoder) error {
@@ -258,6 +351,23 @@ func exportFor(exps []string, p string) (exp, rel string, ok bool) {
 	return exp, rel, best >= 0
 }
 
+// mountCandidates are the directories MNT is asked for, in order, when the server
+// does not list its exports: p's ancestors from "/" down, then p. A server refuses
+// (a mountstat3 error) those that are not exported; willscott/go-nfs accepts any
+// path and serves its one export, so "/" is right for it.
+func mountCandidates(p string) []string {
+	out := []string{"/"}
+	for i := 1; i < len(p); i++ {
+		if p[i] == '/' {
+			out = append(out, p[:i])
+		}
+	}
+	if p != "/" {
+		out = append(out, p)
+	}
+	return out
+}
+
 // mount connects to r's server over proto and mounts the export holding r.path.
 func mount(ctx context.Context, f *connFlags, proto string, r remote) (*session, error) {
 	s := &session{proto: proto}
@@ -269,16 +379,23 @@ func mount(ctx context.Context, f *connFlags, proto string, r remote) (*session,
 			}
 		}
 	}()
-	maddr := net.JoinHostPort(r.host, strconv.Itoa(f.mountport))
-	mrt, err := oncrpc.DialTCP(ctx, maddr, nil)
+	opts, err := f.callOptions(f.monitor(r.host))
 	if err != nil {
-		return nil, fmt.Errorf("MOUNT over TCP at %s: %w", maddr, err)
+		return nil, err
+	}
+	ports := &portFinder{f: f, host: r.host}
+	defer ports.close()
+	maddr := net.JoinHostPort(r.host, strconv.Itoa(ports.mountPort(ctx)))
+	mrt, err := f.dialTCP(ctx, "MOUNT over TCP", maddr)
+	if err != nil {
+		return nil, err
 	}
 	s.mrt = mrt
 	s.closer = append(s.closer, mrt.Close)
 	// A server that lists no exports, or does not implement EXPORT at all (such as
-	// willscott/go-nfs), is asked to MNT the path itself.
-	exps, expErr := exports(ctx, mrt)
+	// willscott/go-nfs), is asked to MNT the path's directories from the top down,
+	// and the first it accepts is the export (see mountCandidates).
+	exps, expErr := exports(ctx, mrt, opts...)
 	exp, rel := r.path, ""
 	switch {
 	case expErr != nil:
@@ -292,16 +409,27 @@ func mount(ctx context.Context, f *connFlags, proto string, r remote) (*session,
 		}
 	}
 	s.export, s.rel = exp, rel
-	nrt, closeNFS, err := dialNFS(ctx, f, proto, r.host)
+	nrt, closeNFS, err := dialNFS(ctx, f, proto, r.host, ports.nfsPort(ctx, proto))
 	if err != nil {
 		return nil, err
 	}
 	s.closer = append(s.closer, closeNFS)
-	a, err := auth()
-	if err != nil {
-		return nil, err
+	var c *nfsclient.Client
+	if s.unlisted == "" {
+		c, err = nfsclient.Mount(ctx, nfsclient.Transports{NFS: nrt, Mount: mrt}, exp, opts...)
+	} else {
+		for _, cand := range mountCandidates(r.path) {
+			exp = cand
+			c, err = nfsclient.Mount(ctx, nfsclient.Transports{NFS: nrt, Mount: mrt}, exp, opts...)
+			var refused nfs3.MountStat
+			if err == nil || !errors.As(err, &refused) {
+				break
+			}
+		}
+		if err == nil {
+			s.export, s.rel = exp, strings.TrimPrefix(strings.TrimPrefix(r.path, exp), "/")
+		}
 	}
-	c, err := nfsclient.Mount(ctx, nfsclient.Transports{NFS: nrt, Mount: mrt}, exp, a)
 	if err != nil && s.unlisted != "" {
 		return nil, fmt.Errorf("mount %s:%s over %s (MOUNT at %s: %s; then MNT of the path): %w", r.host, exp, proto, maddr, s.unlisted, err)
 	}
@@ -342,8 +470,14 @@ func startCommand(ctx context.Context, name string, args []string, n int, stderr
 		return nil, nil, nil, nil, err
 	}
 	if err := f.check(); err != nil {
+		return nil, nil, nil, nil, &cli.UsageError{Err: err}
+	}
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	if f.log, err = f.logf.Logger("nfsrdma", stderr); err != nil {
 		return nil, nil, nil, nil, err
 	}
+	f.stderr = stderr
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	return ctx, cancel, &f, pos, nil
 }

@@ -18,9 +18,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
+	"github.com/go-rpcrdma/rpcrdma/internal/cli"
 )
 
 // demoSizes are the file sizes the demo moves: empty, tiny, around the 4 KiB inline
@@ -82,7 +81,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	largest := fs.String("largest", "8388607", "size of the largest file moved, e.g. 8388607 or 2MiB (the others have fixed odd sizes)")
 	many := fs.Int("many", 1000, "entries of the big directory listed over RDMA (0 skips it)")
 	benchDur := fs.Duration("bench-duration", 250*time.Millisecond, "time per benchmark measurement (0 skips the benchmark)")
-	level := fs.String("log-level", "error", "server log `level` (to stderr): trace, debug, info, warn, error")
+	var logf cli.LogFlags
+	logf.Register(fs, "error")
+	fs.Lookup("log-level").Usage = "server log `level` (to stderr): trace, debug, info, warn, error"
 	if _, err := parseArgs(fs, args, 0); err != nil {
 		return err
 	}
@@ -99,9 +100,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *benchDur < 0 || *benchDur > 10*time.Second {
 		return fmt.Errorf("-bench-duration %v: want 0 to 10s", *benchDur)
 	}
-	lv := hclog.LevelFromString(*level)
-	if lv == hclog.NoLevel {
-		return fmt.Errorf("-log-level %q: want trace, debug, info, warn or error", *level)
+	logger, err := logf.Logger("nfsrdmad", stderr)
+	if err != nil {
+		return err
 	}
 	started := time.Now()
 
@@ -143,7 +144,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			Export: export, ExportPath: "/export", StateDir: filepath.Join(tmp, "state"),
 			RDMA: "127.0.0.1:0", TCP: "127.0.0.1:0",
 			Stdout: &prefixWriter{w: stdout, prefix: "   | "},
-			Logger: hclog.New(&hclog.LoggerOptions{Name: "nfsrdmad", Level: lv, Output: stderr}),
+			Logger: logger,
 		}, func(i daemon.Info) { readyc <- i })
 	}()
 	var info daemon.Info

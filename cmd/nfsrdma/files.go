@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -143,8 +144,17 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var file *os.File
 	report := stderr
 	if local != "-" {
-		if fi, err := os.Stat(local); err == nil && fi.IsDir() {
+		// Like cp: LOCAL ending in "/" must be an existing directory.
+		fi, err := os.Stat(local)
+		switch {
+		case err == nil && fi.IsDir():
 			local = filepath.Join(local, path.Base(r.path))
+		case strings.HasSuffix(local, "/") && err == nil:
+			return fmt.Errorf("%s: not a directory", local)
+		case strings.HasSuffix(local, "/") && errors.Is(err, os.ErrNotExist):
+			return fmt.Errorf("%s: no such directory", local)
+		case strings.HasSuffix(local, "/"):
+			return err
 		}
 		// Written next to LOCAL and renamed over it once complete, so a failed copy
 		// never leaves a truncated LOCAL behind.
@@ -206,103 +216,6 @@ func readFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, w io.Writer)
 			return off, nil
 		}
 	}
-}
-
-func runPut(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	mode := octal(0)
-	qd := 4
-	ctx, cancel, f, pos, err := startCommand(ctx, "put", args, 2, stderr, func(fs *flagSet) {
-		fs.Var(&mode, "mode", "permission `bits` of a new file, octal (0: the local file's)")
-		fs.IntVar(&qd, "qd", qd, "WRITEs in flight")
-	})
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	if qd < 1 || qd > maxBenchQD {
-		return fmt.Errorf("-qd %d: want 1 to %d", qd, maxBenchQD)
-	}
-	local := pos[0]
-	r, err := parseRemote(pos[1])
-	if err != nil {
-		return err
-	}
-	file, err := os.Open(local)
-	if err != nil {
-		return err
-	}
-	defer file.Close()
-	fi, err := file.Stat()
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: not a regular file", local)
-	}
-	if mode == 0 {
-		mode = octal(fi.Mode().Perm())
-	}
-	s, err := mount(ctx, f, f.proto, r)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-
-	// Into /path when it is a directory; else /path names the file.
-	dirRel, name := s.rel, path.Base(local)
-	dfh, dattr, err := s.lookup(ctx, dirRel)
-	switch {
-	case err == nil && dattr.Type == nfs3.TypeDir:
-	case err == nil || isNotExist(err):
-		if s.rel == "" {
-			return fmt.Errorf("%s: the export root is not a directory", r)
-		}
-		dirRel, name = parentRel(s.rel), path.Base(s.rel)
-		if dfh, dattr, err = s.lookup(ctx, dirRel); err != nil {
-			return err
-		}
-		if dattr.Type != nfs3.TypeDir {
-			return fmt.Errorf("%s: not a directory", path.Join(s.export, dirRel))
-		}
-	default:
-		return err
-	}
-	fh, err := createOrTruncate(ctx, s.c, dfh, name, uint32(mode))
-	if err != nil {
-		return fmt.Errorf("%s: %w", path.Join(s.export, dirRel, name), err)
-	}
-	start := time.Now()
-	prog := startProgress(stderr, "put "+path.Base(local), fi.Size(), 500*time.Millisecond, false)
-	err = writeFile(ctx, s.c, fh, file, fi.Size(), qd, prog.add)
-	prog.end()
-	if err != nil {
-		return fmt.Errorf("%s: %w", path.Join(s.export, dirRel, name), err)
-	}
-	el := time.Since(start)
-	fmt.Fprintf(stdout, "put %s -> %s:%s: %d bytes in %v (%s over %s)\n", local, r.host, path.Join(s.export, dirRel, name), fi.Size(), el.Round(time.Microsecond), rate(fi.Size(), el), s.proto)
-	return nil
-}
-
-// createOrTruncate creates name in dir (GUARDED), or truncates it when it exists.
-func createOrTruncate(ctx context.Context, c *nfsclient.Client, dir nfs3.FH, name string, mode uint32) (nfs3.FH, error) {
-	fh, _, err := c.Create(ctx, dir, name, mode, false)
-	if err == nil {
-		return fh, nil
-	}
-	if !errors.Is(err, nfs3.StatusExist) {
-		return nil, err
-	}
-	fh, attr, err := c.Lookup(ctx, dir, name)
-	if err != nil {
-		return nil, err
-	}
-	if attr.Type != nfs3.TypeReg {
-		return nil, fmt.Errorf("exists and is a %v, not a regular file", attr.Type)
-	}
-	if err := c.Setattr(ctx, fh, nfs3.Sattr{SetSize: true, Size: 0}); err != nil {
-		return nil, err
-	}
-	return fh, nil
 }
 
 // writeFile writes the size bytes of src to fh with UNSTABLE WRITEs of MaxWrite bytes,

@@ -9,7 +9,8 @@
 //	nfsrdma mkdir [flags] SERVER:/path          make a directory
 //	nfsrdma rm    [flags] SERVER:/path          remove a file or an empty directory
 //	nfsrdma bench [flags] SERVER:/dir           READ/WRITE throughput, RDMA vs TCP,
-//	                                            medians of -rounds rounds
+//	                                            medians of -rounds rounds; -plot FILE.svg
+//	                                            also draws them against queue depth
 //	nfsrdma demo  [flags]                       serve a temporary directory in process
 //	                                            and exercise it end to end
 //
@@ -21,15 +22,38 @@
 //
 // Flags common to the client commands:
 //
-//	-proto rdma|tcp  transport for NFS (default rdma; bench: both); MOUNT always uses TCP
-//	-port N          NFS port for -proto (default: -rdma-port or -tcp-port)
-//	-rdma-port N     NFS over RDMA port (default 20049)
-//	-tcp-port N      NFS over TCP port (default 2049)
-//	-mountport N     MOUNT port over TCP (default 2049, where nfsrdmad serves it;
-//	                 for a kernel nfsd see `rpcinfo -p SERVER` for mountd's port)
-//	-provider NAME   soft (default: verbs/soft) or ibverbs (binaries built with
-//	                 -tags ibverbs; -device NAME picks the device)
-//	-timeout D       bound on the whole command (default 10m)
+//	-proto rdma|tcp     transport for NFS (default rdma; bench: both); MOUNT always uses TCP
+//	-port N             NFS port for -proto
+//	-rdma-port N        NFS over RDMA port
+//	-tcp-port N         NFS over TCP port
+//	-mountport N        MOUNT port over TCP
+//	-rpcbind-port N     the server's rpcbind (default 111)
+//	-provider NAME      soft (default: verbs/soft) or ibverbs (binaries built with
+//	                    -tags ibverbs; -device NAME picks the device)
+//	-timeo D            a call without a reply for D is sent again and "server HOST
+//	                    not responding, still trying" printed, then "server HOST OK"
+//	                    once it answers (default 60s; not bench)
+//	-connect-timeout D  bound on establishing each connection (default 30s)
+//	-timeout D          bound on the whole command (default 10m)
+//	-log-level L        trace, debug, info (default), warn, error
+//	-log-format F       text (default) or json
+//
+// Ports not given are asked of the server's rpcbind (NFS under netid rdma or tcp,
+// MOUNT under tcp), as Linux mount does; when it does not answer or knows nothing,
+// the well-known ports are used: 20049 for NFS over RDMA, 2049 for NFS over TCP and
+// for MOUNT (where nfsrdmad serves it; a kernel nfsd's mountd is registered with
+// rpcbind).
+//
+// put writes a temporary file (.NAME.nfsrdma-XXXXXX) beside the target and renames
+// it over the target once the data is committed, so an interrupted or failed put
+// leaves an existing file untouched and no partial one. Like cp, a destination
+// ending in "/" must be an existing directory; an existing directory receives the
+// file under its own name; any other path names the file. get follows the same rules
+// for LOCAL.
+//
+// `nfsrdma -version` prints the version. The exit status is 0 on success (and for
+// -h), 1 on failure, 2 for a bad command line, 130 after SIGINT (Ctrl-C) and 143
+// after SIGTERM; either signal first cleans up (a put's temporary file is removed).
 //
 // READ data lands in the client's buffers by RDMA Write (write chunks) and WRITE data
 // leaves them by RDMA Read (read chunks), with no copy on either side. Calls carry
@@ -43,21 +67,18 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"sort"
 	"strings"
-	"syscall"
+
+	"github.com/go-rpcrdma/rpcrdma/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "nfsrdma:", err)
-		}
-		os.Exit(1)
-	}
+	ctx, stop := cli.SignalContext(context.Background())
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := cli.Report(ctx, "nfsrdma", err)
+	stop()
+	os.Exit(code)
 }
 
 // command is one subcommand.
@@ -72,8 +93,8 @@ var commands map[string]command
 func init() {
 	commands = map[string]command{
 		"ls":    {"[flags] SERVER:/path", "list a directory, or show one file", runLs},
-		"get":   {"[flags] SERVER:/path LOCAL", "copy a file from the server to LOCAL (a file, a directory, or - for stdout)", runGet},
-		"put":   {"[flags] LOCAL SERVER:/path", "copy the file LOCAL to the server (into /path when it is a directory)", runPut},
+		"get":   {"[flags] SERVER:/path LOCAL", "copy a file from the server to LOCAL (a file, a directory, DIR/ which must exist, or - for stdout)", runGet},
+		"put":   {"[flags] LOCAL SERVER:/path", "copy the file LOCAL to the server (into /path when it is a directory, or /path/ which must be one), through a temporary file renamed over the target", runPut},
 		"mkdir": {"[flags] SERVER:/path", "make a directory", runMkdir},
 		"rm":    {"[flags] SERVER:/path", "remove a file or an empty directory", runRm},
 		"bench": {"[flags] SERVER:/dir", "measure READ and WRITE at 4 KiB and 1 MiB, queue depth 1 and 32, over RDMA and TCP", runBench},
@@ -92,27 +113,30 @@ func usage(w io.Writer) {
 		c := commands[n]
 		fmt.Fprintf(w, "  %-6s %s\n         %s\n", n, c.usage, c.help)
 	}
-	fmt.Fprintln(w, "\nRun `nfsrdma COMMAND -h` for a command's flags. Start with `nfsrdma demo`.")
+	fmt.Fprintln(w, "\nRun `nfsrdma COMMAND -h` for a command's flags, `nfsrdma -version` for the version.\nStart with `nfsrdma demo`.")
 }
 
 // run runs the subcommand named by args[0].
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		usage(stderr)
-		return errors.New("no command given")
+		return cli.Usagef("no command given")
 	}
 	name := args[0]
 	switch name {
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return nil
+	case "-version", "--version", "version":
+		fmt.Fprintln(stdout, cli.VersionLine("nfsrdma"))
+		return nil
 	}
 	c, ok := commands[name]
 	if !ok {
 		usage(stderr)
-		return fmt.Errorf("unknown command %q (want one of ls, get, put, mkdir, rm, bench, demo)", name)
+		return cli.Usagef("unknown command %q (want one of ls, get, put, mkdir, rm, bench, demo)", name)
 	}
-	return c.run(ctx, args[1:], stdout, stderr)
+	return explain(c.run(ctx, args[1:], stdout, stderr))
 }
 
 // newFlagSet returns the flag set of subcommand name with its usage line.
@@ -133,7 +157,10 @@ func parseArgs(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &cli.UsageError{Err: err}
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -143,7 +170,7 @@ func parseArgs(fs *flag.FlagSet, args []string, n int) ([]string, error) {
 		args = args[1:]
 	}
 	if len(pos) != n {
-		return nil, fmt.Errorf("%s: want %d argument(s), got %d %q (usage: nfsrdma %s %s)", fs.Name(), n, len(pos), pos, strings.TrimPrefix(fs.Name(), "nfsrdma "), commands[strings.TrimPrefix(fs.Name(), "nfsrdma ")].usage)
+		return nil, cli.Usagef("%s: want %d argument(s), got %d %q (usage: nfsrdma %s %s)", fs.Name(), n, len(pos), pos, strings.TrimPrefix(fs.Name(), "nfsrdma "), commands[strings.TrimPrefix(fs.Name(), "nfsrdma ")].usage)
 	}
 	return pos, nil
 }

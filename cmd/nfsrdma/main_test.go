@@ -20,6 +20,9 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsserver"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 )
 
 // testServer is an in-process nfsrdmad on ephemeral 127.0.0.1 ports.
@@ -192,7 +195,7 @@ func TestClientErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"ls", []string{"127.0.0.1:/export/missing"}, "NFS3ERR_NOENT"},
+		{"ls", []string{"127.0.0.1:/export/missing"}, "/export/missing: nfsclient: LOOKUP \"missing\": no such file or directory (NFS3ERR_NOENT, 2)"},
 		{"ls", []string{"127.0.0.1:/elsewhere"}, "no export of 127.0.0.1 contains /elsewhere (exports: /export)"},
 		{"ls", []string{"127.0.0.1:/export/../../etc"}, "no export"},
 		{"get", []string{"127.0.0.1:/export", local}, "not a regular file"},
@@ -200,8 +203,8 @@ func TestClientErrors(t *testing.T) {
 		{"put", []string{filepath.Join(filepath.Dir(local), "missing"), "127.0.0.1:/export"}, "no such file"},
 		{"put", []string{filepath.Dir(local), "127.0.0.1:/export"}, "not a regular file"},
 		{"put", []string{local, "127.0.0.1:/export/nodir/f"}, "NFS3ERR_NOENT"},
-		{"put", []string{local, "127.0.0.1:/export/file/f"}, "NFS3ERR_NOTDIR"},
-		{"mkdir", []string{"127.0.0.1:/export/file"}, "NFS3ERR_EXIST"},
+		{"put", []string{local, "127.0.0.1:/export/file/f"}, "not a directory (NFS3ERR_NOTDIR, 20)"},
+		{"mkdir", []string{"127.0.0.1:/export/file"}, "file exists (NFS3ERR_EXIST, 17)"},
 		{"mkdir", []string{"127.0.0.1:/export"}, "is the export root"},
 		{"rm", []string{"127.0.0.1:/export"}, "is the export root"},
 		{"ls", []string{"-provider", "ibverbs", "127.0.0.1:/export"}, "-provider \"ibverbs\""},
@@ -498,5 +501,29 @@ func TestProgress(t *testing.T) {
 	q.end()
 	if quiet.Len() != 0 {
 		t.Errorf("progress on a non-terminal wrote %q", quiet.String())
+	}
+}
+
+// A root handle the NFS server no longer verifies (here issued by another server, with
+// another key, as after a restart without the state directory) is NFS3ERR_STALE,
+// and the command says what that means.
+func TestStaleHandleExplained(t *testing.T) {
+	s := startServer(t)
+	other, err := nfsserver.New(nfsserver.Options{Root: t.TempDir(), ExportPath: "/export"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	rs := oncrpc.NewServer(nil)
+	rs.Register(nfs3.MountProgram, nfs3.MountVersion, other.MountHandler())
+	l, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go rs.Serve(l)
+	defer rs.Close()
+	_, err = s.cli(t, "ls", "-proto", "tcp", "-mountport", strconv.Itoa(portOfAddr(l.Addr().String())), "127.0.0.1:/export")
+	if !errors.Is(err, nfs3.StatusStale) || !strings.Contains(err.Error(), "stale file handle") {
+		t.Fatalf("ls with a stale root handle: %v", err)
 	}
 }

@@ -34,11 +34,15 @@
 //	-rpcbind           register NFS (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma)
 //	                   with the local rpcbind; unregister on exit
 //	-rpcbind-addr A    rpcbind's address, host:port or unix:PATH (default 127.0.0.1:111)
+//	-metrics ADDR      serve Prometheus metrics at http://ADDR/metrics (off by default)
+//	-pprof             also serve net/http/pprof at /debug/pprof/ on the -metrics listener
 //	-mem-budget MiB    bytes calls in progress may hold, all connections (default 32)
 //	-conn-mem-budget MiB  the same per connection (default 8)
 //	-send-timeout D    close a connection that takes no reply data for D (default 60s)
 //	-read-timeout D    close an RDMA connection whose RDMA Reads stay unanswered (default 30s)
 //	-log-level L       trace, debug, info (default), warn, error
+//	-log-format F      text (default) or json (one object per line)
+//	-version           print the version and exit
 //
 // SIGINT and SIGTERM stop it cleanly: calls in progress finish (at most
 // -shutdown-timeout), listeners close, registrations are removed. The server itself
@@ -52,30 +56,28 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
+	"github.com/go-rpcrdma/rpcrdma/internal/cli"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
+	"github.com/go-rpcrdma/rpcrdma/verbs"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, nil); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "nfsrdmad:", err)
-		}
-		os.Exit(2)
-	}
+	ctx, stop := cli.SignalContext(context.Background())
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, nil)
+	code := cli.Report(ctx, "nfsrdmad", err)
+	stop()
+	os.Exit(code)
 }
+
+// errVersion is parseFlags' answer to -version.
+var errVersion = errors.New("-version")
 
 // defaultStateDir is where the handle key lives unless -state says otherwise.
 func defaultStateDir() string {
@@ -101,40 +103,58 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 	fs.StringVar(&cfg.ExportPath, "export-path", "", "`PATH` clients name when mounting (default: the -export directory made absolute)")
 	fs.StringVar(&cfg.StateDir, "state", defaultStateDir(), "`DIR` keeping the file-handle key, so handles survive a restart (\"\": a random key per run)")
 	fs.BoolVar(&cfg.ReadOnly, "ro", false, "export read-only")
+	fs.BoolVar(&cfg.Async, "async", false, "reply to metadata changes (create, remove, rename, setattr...) before they are on disk, as exports(5) async: faster, but a server crash can lose them")
 	fs.IntVar(&cfg.MaxIO, "max-io", 0, "largest READ/WRITE in `bytes` (0: 1 MiB)")
 	fs.IntVar(&cfg.MaxOpenFiles, "max-open-files", daemon.DefaultMaxOpenFiles, "files kept open between READ/WRITE calls (negative: none; capped at a quarter of RLIMIT_NOFILE)")
 	fs.StringVar(&cfg.RDMA, "rdma", daemon.DefaultRDMAAddr, "NFS over RDMA listener `ADDR` (\"\" disables)")
 	fs.StringVar(&cfg.TCP, "tcp", daemon.DefaultTCPAddr, "NFS and MOUNT over TCP listener `ADDR` (\"\" disables)")
 	fs.StringVar(&cfg.Mountd, "mountd", "", "extra TCP listener `ADDR` serving only MOUNT (needed when -tcp is \"\")")
-	fs.StringVar(&cfg.Provider, "provider", "soft", "RDMA provider: "+strings.Join(daemon.Providers, " or ")+" (ibverbs only in binaries built with -tags ibverbs)")
+	fs.StringVar(&cfg.Provider, "provider", "soft", "RDMA provider: "+strings.Join(verbs.ProviderNames(), " or ")+" (ibverbs only in binaries built with -tags ibverbs)")
 	fs.StringVar(&cfg.Device, "device", "", "ibverbs device `NAME` (default: the one owning the -rdma address)")
 	fs.IntVar(&cfg.Credits, "credits", daemon.DefaultCredits, "credits granted per RDMA connection")
 	fs.IntVar(&cfg.Inline, "inline", daemon.DefaultInline, "RDMA inline threshold in `bytes`, both ways (1024..262144)")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", daemon.DefaultIdleTimeout, "close a connection with no call for this `duration` (0: never)")
+	fs.IntVar(&cfg.MaxConns, "max-conns", daemon.DefaultMaxConns(), "connections each listener keeps open; more are refused (0: no limit)")
 	fs.BoolVar(&cfg.RPCBind, "rpcbind", false, "register NFS (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma) with the local rpcbind; unregister on exit")
 	fs.StringVar(&cfg.RPCBindAddr, "rpcbind-addr", rpcbind.DefaultAddr, "rpcbind `ADDR`: host:port, or unix:PATH for its AF_LOCAL socket")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", daemon.DefaultShutdownTimeout, "how long calls in progress may run after SIGINT/SIGTERM")
+	fs.StringVar(&cfg.Metrics, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics (host:port; \"\": off)")
+	fs.BoolVar(&cfg.Pprof, "pprof", false, "also serve net/http/pprof under /debug/pprof/ on the -metrics listener")
 	// Memory and stall bounds (issue #11 §2).
 	memBudget := fs.Int64("mem-budget", oncrpc.DefaultBudget>>20, "`MiB` that calls in progress may hold across all connections: READ buffers, reassembled WRITEs, TCP records (negative: no bound)")
 	connMemBudget := fs.Int64("conn-mem-budget", oncrpc.DefaultConnBudget>>20, "`MiB` that the calls in progress of one connection may hold (negative: no bound)")
 	fs.DurationVar(&cfg.SendTimeout, "send-timeout", rpcrdma.DefaultSendTimeout, "close a connection whose peer takes no reply data for this long (negative: never)")
 	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", rpcrdma.DefaultReadTimeout, "close an RDMA connection whose RDMA Reads stay unanswered this long (negative: never)")
 	level := fs.String("log-level", "info", "log `level`: trace, debug, info, warn, error")
+	logFormat := fs.String("log-format", "text", "log `format`: text, or json (one object per line)")
+	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
+	}
+	if *version {
+		return cfg, errVersion
 	}
 	if fs.NArg() != 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q (flags go before them; see -h)", fs.Args())
 	}
-	lv := hclog.LevelFromString(*level)
-	if lv == hclog.NoLevel {
-		return cfg, fmt.Errorf("-log-level %q: want trace, debug, info, warn or error", *level)
+	var err error
+	if cfg.Logger, err = (&cli.LogFlags{Level: *level, Format: *logFormat}).Logger("nfsrdmad", stderr); err != nil {
+		return cfg, err
 	}
-	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: "nfsrdmad", Level: lv, Output: stderr})
 	if cfg.Credits <= 0 {
 		return cfg, fmt.Errorf("-credits %d: must be at least 1", cfg.Credits)
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		return cfg, fmt.Errorf("-shutdown-timeout %v: must be positive", cfg.ShutdownTimeout)
+	}
+	if cfg.Pprof && cfg.Metrics == "" {
+		return cfg, errors.New("-pprof: needs -metrics ADDR, the listener it is served on")
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = -1 // never (daemon.Config's 0 is the default)
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = -1 // no limit
 	}
 	for _, b := range []struct {
 		name string
@@ -170,7 +190,7 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 var flagNames = map[string]string{
 	"Export": "-export", "ExportPath": "-export-path", "RDMA": "-rdma", "TCP": "-tcp",
 	"Mountd": "-mountd", "Provider": "-provider", "Credits": "-credits", "Inline": "-inline",
-	"MaxIO": "-max-io", "MaxOpenFiles": "-max-open-files", "RPCBindTimeout": "-rpcbind-timeout",
+	"Metrics": "-metrics", "MaxIO": "-max-io", "MaxOpenFiles": "-max-open-files", "RPCBindTimeout": "-rpcbind-timeout",
 }
 
 // flagErr rewrites a *daemon.ConfigError in terms of the command's flags.
@@ -198,8 +218,14 @@ func flagErr(err error) error {
 // server's description once it listens.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready func(daemon.Info)) error {
 	cfg, err := parseFlags(args, stderr)
-	if err != nil {
+	switch {
+	case err == errVersion:
+		fmt.Fprintln(stdout, cli.VersionLine("nfsrdmad"))
+		return nil
+	case errors.Is(err, flag.ErrHelp):
 		return err
+	case err != nil:
+		return &cli.UsageError{Err: err} // a bad command line: exit status 2
 	}
 	cfg.Stdout = stdout
 	start := time.Now()

@@ -24,6 +24,7 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind/rpcbindtest"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
+	"github.com/go-rpcrdma/rpcrdma/verbs"
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
 
@@ -66,6 +67,12 @@ func TestParseFlags(t *testing.T) {
 	if cfg, err := parseFlags([]string{"-export", dir, "-max-open-files", "-1"}, io.Discard); err != nil || cfg.MaxOpenFiles != -1 {
 		t.Errorf("-max-open-files -1: %+v, %v", cfg, err)
 	}
+	if cfg.Async {
+		t.Error("async by default")
+	}
+	if cfg, err := parseFlags([]string{"-export", dir, "-async"}, io.Discard); err != nil || !cfg.Async {
+		t.Errorf("-async: %+v, %v", cfg, err)
+	}
 	if cfg.MemBudget != 32<<20 || cfg.ConnMemBudget != 8<<20 || cfg.SendTimeout != time.Minute || cfg.ReadTimeout != 30*time.Second {
 		t.Errorf("memory and stall defaults %+v", cfg)
 	}
@@ -88,7 +95,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-export", dir, "-rdma", "nonsense"}, "-rdma \"nonsense\": want host:port"},
 		{[]string{"-export", dir, "-tcp", ":99999"}, "-tcp \":99999\": port"},
 		{[]string{"-export", dir, "-mountd", "x:y"}, "-mountd \"x:y\": port"},
-		{[]string{"-export", dir, "-provider", "mlx5"}, "-provider \"mlx5\": want one of soft, ibverbs"},
+		{[]string{"-export", dir, "-provider", "mlx5"}, "-provider \"mlx5\": not available in this binary"},
 		{[]string{"-export", dir, "-credits", "0"}, "-credits 0"},
 		{[]string{"-export", dir, "-credits", "100000"}, "-credits 100000"},
 		{[]string{"-export", dir, "-inline", "512"}, "-inline 512: want 1024 to 262144"},
@@ -343,7 +350,7 @@ func TestServeErrors(t *testing.T) {
 	}
 	// ibverbs is accepted by name and refused clearly when not compiled in.
 	err = run(context.Background(), []string{"-export", dir, "-state", "", "-rdma", "127.0.0.1:0", "-tcp", "", "-provider", "ibverbs"}, io.Discard, io.Discard, nil)
-	if !errors.Is(err, daemon.ErrProviderNotBuilt) && err != nil && !strings.Contains(err.Error(), "ibverbs") {
+	if err != nil && !errors.Is(err, verbs.ErrProviderNotBuilt) && !strings.Contains(err.Error(), "ibverbs") {
 		t.Errorf("-provider ibverbs: %v", err)
 	}
 	if err == nil {
@@ -358,7 +365,6 @@ func TestServeErrors(t *testing.T) {
 
 func TestRPCBindRegistration(t *testing.T) {
 	rpcbindtest.Need(t)
-	rpcbindtest.Lock(t)
 	s := startServer(t, "-rpcbind")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

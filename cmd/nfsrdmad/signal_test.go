@@ -28,17 +28,14 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	rpcbindtest.Main(m)
 }
 
 // TestSignalShutdown runs the command as a process, waits for its start-up line, sends
 // SIGINT or SIGTERM and expects a clean exit (status 0) with the rpcbind registrations
 // removed when rpcbind is available.
 func TestSignalShutdown(t *testing.T) {
-	withRPCBind := rpcbindtest.Ping(context.Background()) == nil
-	if withRPCBind {
-		rpcbindtest.Lock(t)
-	}
+	withRPCBind, _ := rpcbindtest.Available()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			args := []string{"-export", t.TempDir(), "-state", "", "-rdma", "127.0.0.1:0", "-tcp", "127.0.0.1:0"}

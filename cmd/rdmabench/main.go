@@ -19,6 +19,8 @@
 // RDMA Write and Read in its MPA Reply private data ("RDMABNCH", STag, TO,
 // length); peers that ignore it still get a working connection. Every test
 // is bounded by -duration and -max-iters.
+//
+// -version prints the version; -h the flags (exit status 0 for both).
 package main
 
 import (
@@ -35,6 +37,7 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/internal/benchio"
+	"github.com/go-rpcrdma/rpcrdma/internal/cli"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
@@ -64,10 +67,15 @@ var (
 	maxFPDU   = flag.Int("max-fpdu", 0, "maximum FPDU size in bytes (0: from the TCP MSS)")
 	noTCP     = flag.Bool("no-tcp", false, "skip the raw TCP baseline")
 	smallSize = flag.Int("small", 64, "message size for the latency test, bytes")
+	version   = flag.Bool("version", false, "print the version and exit")
 )
 
 func main() {
 	flag.Parse()
+	if *version {
+		fmt.Println(cli.VersionLine("rdmabench"))
+		return
+	}
 	log.SetFlags(0)
 	log.SetPrefix("rdmabench: ")
 	dev, err := openDevice()

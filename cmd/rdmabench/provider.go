@@ -2,31 +2,19 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs"
-	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
+	_ "github.com/go-rpcrdma/rpcrdma/verbs/providers" // every provider built in, for -provider
 )
 
-var provider = flag.String("provider", "soft", "verbs provider: soft, or ibverbs when built with -tags ibverbs")
+var (
+	provider = flag.String("provider", "soft", "verbs provider: "+strings.Join(verbs.ProviderNames(), ", ")+" (ibverbs only when built with -tags ibverbs)")
+	device   = flag.String("device", "", "RDMA device for -provider ibverbs, e.g. rxe0 (default: the only one)")
+	cqPoll   = flag.Duration("cq-poll", 0, "for -provider ibverbs: how long a CQ is polled after activity before blocking (ibverbs.Config.CQPoll; 0: the default, negative: never)")
+)
 
-// openers maps -provider names to device constructors; provider_ibverbs.go
-// adds "ibverbs" when the command is built with the build tag ibverbs.
-var openers = map[string]func() (verbs.Device, error){
-	"soft": func() (verbs.Device, error) { return soft.New(soft.Config{CRC: *crc, MaxFPDU: *maxFPDU}), nil },
-}
-
+// openDevice opens the -provider's device through the verbs provider registry.
 func openDevice() (verbs.Device, error) {
-	open, ok := openers[*provider]
-	if !ok {
-		var names []string
-		for n := range openers {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return nil, fmt.Errorf("-provider %q: not built in (have %s; ibverbs needs go build -tags ibverbs)", *provider, strings.Join(names, ", "))
-	}
-	return open()
+	return verbs.OpenProvider(*provider, verbs.ProviderConfig{Device: *device, CRC: *crc, MaxFPDU: *maxFPDU, CQPoll: *cqPoll})
 }

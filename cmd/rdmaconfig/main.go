@@ -6,6 +6,10 @@
 //
 //	rdmaconfig -listen 0.0.0.0:20049 [-tcp 127.0.0.1:20048] [-register]
 //	           [-maxcall 4096] [-maxreply 4096] [-align 4] [-maxrdmaread 16]
+//	           [-metrics 127.0.0.1:9100 [-pprof]]
+//
+// -metrics serves Prometheus metrics (package metrics) at http://ADDR/metrics, and
+// -pprof adds net/http/pprof under /debug/pprof/ on that listener.
 //
 // Each negotiation over RDMA is applied to the connection it came on (the server's
 // inline send size and RDMA Read budget, confproto.ServerSettings) and logged.
@@ -20,7 +24,10 @@
 //	rdmaconfig -query 192.0.2.1:20049 [-query-net rdma|tcp] [-maxcall ...] ...
 //
 // In query mode -maxcall, -maxreply and -maxrdmaread are the client's request.
-// Logs go to stderr through go-hclog (-log-level).
+// Logs go to stderr through go-hclog (-log-level; -log-format json for one JSON
+// object per line). -version prints the version. The exit status is 0 on success
+// and for -h, 2 for a bad command line, 1 for other failures, 130/143 when SIGINT or
+// SIGTERM cut a query short (a server stopped by either exits 0).
 package main
 
 import (
@@ -30,46 +37,52 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/go-rpcrdma/rpcrdma/confproto"
+	"github.com/go-rpcrdma/rpcrdma/internal/cli"
+	"github.com/go-rpcrdma/rpcrdma/metrics"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
-	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	_ "github.com/go-rpcrdma/rpcrdma/verbs/providers" // every provider built in, for -provider
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "rdmaconfig:", err)
-		}
-		os.Exit(2)
-	}
+	ctx, stop := cli.SignalContext(context.Background())
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := cli.Report(ctx, "rdmaconfig", err)
+	stop()
+	os.Exit(code)
 }
+
+// errVersion is parseFlags' answer to -version.
+var errVersion = errors.New("-version")
 
 // config is the parsed command line.
 type config struct {
 	listen   string // RDMA listener address
 	tcp      string // TCP listener address
-	provider string // RDMA provider: "soft"
+	provider string // RDMA provider, by its verbs registry name
+	device   string // RDMA device for the provider (ibverbs)
 	limits   confproto.Limits
 	register bool
 	rpcbind  string
 	query    string
 	queryNet string
 	timeout  time.Duration
-	logLevel hclog.Level
+	log      hclog.Logger
+	// metrics is -metrics (serve Prometheus metrics there), pprof -pprof;
+	// metricsReady, when set (tests), is told the endpoint once it listens.
+	metrics      string
+	pprof        bool
+	metricsReady func(*metrics.Server)
 }
 
 // parseFlags parses args into a config and checks it.
@@ -80,25 +93,34 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&cfg.listen, "listen", "", "serve CONF_RDMA over RPC-over-RDMA on `ADDR` (host:port)")
 	fs.StringVar(&cfg.tcp, "tcp", "", "serve CONF_RDMA over ONC RPC on TCP on `ADDR` (host:port)")
-	fs.StringVar(&cfg.provider, "provider", "soft", "RDMA provider: soft (software iWARP over TCP)")
+	fs.StringVar(&cfg.provider, "provider", "soft", "RDMA provider: "+strings.Join(verbs.ProviderNames(), " or ")+" (ibverbs only in binaries built with -tags ibverbs)")
+	fs.StringVar(&cfg.device, "device", "", "RDMA `DEVICE` for -provider ibverbs, e.g. rxe0 (default: the one owning the listen address, or the only one)")
 	maxcall := fs.Uint("maxcall", uint(def.MaxCallSendSize), "largest inline call accepted (serve) or wanted (query), bytes")
 	maxreply := fs.Uint("maxreply", uint(def.MaxReplySendSize), "largest inline reply sent (serve) or accepted (query), bytes")
-	align := fs.Uint("align", uint(def.Align), "alignment recommended for opaque data (serve)")
+	align := fs.Uint("align", uint(def.Align), "alignment recommended for opaque data (serve); above 4, RDMA_MSGP calls padded to it are accepted")
 	maxrdmaread := fs.Uint("maxrdmaread", uint(def.MaxRDMARead), "RDMA Reads the peer may have active against this side (IRD)")
 	fs.BoolVar(&cfg.register, "register", false, "register the listeners with the local rpcbind (netids rdma/rdma6, tcp/tcp6)")
 	fs.StringVar(&cfg.rpcbind, "rpcbind", rpcbind.DefaultAddr, "rpcbind `ADDR` for -register: host:port (TCP), or unix:PATH for its AF_LOCAL socket (mappings then owned by your uid, \"superuser\" for root)")
 	fs.StringVar(&cfg.query, "query", "", "negotiate with the CONF_RDMA server at `ADDR` and print the result")
 	fs.StringVar(&cfg.queryNet, "query-net", "rdma", "transport for -query: rdma or tcp")
 	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "bound on -query and on each rpcbind exchange")
-	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
+	fs.StringVar(&cfg.metrics, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics (host:port; \"\": off)")
+	fs.BoolVar(&cfg.pprof, "pprof", false, "also serve net/http/pprof under /debug/pprof/ on the -metrics listener")
+	var logf cli.LogFlags
+	logf.Register(fs, "info")
+	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if *version {
+		return nil, errVersion
 	}
 	if fs.NArg() != 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if cfg.logLevel = hclog.LevelFromString(*level); cfg.logLevel == hclog.NoLevel {
-		return nil, fmt.Errorf("-log-level %q: want trace, debug, info, warn or error", *level)
+	var err error
+	if cfg.log, err = logf.Logger("rdmaconfig", stderr); err != nil {
+		return nil, err
 	}
 	for _, f := range []struct {
 		name string
@@ -109,14 +131,25 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 	}
 	cfg.limits = confproto.Limits{MaxCallSendSize: uint32(*maxcall), MaxReplySendSize: uint32(*maxreply), Align: uint32(*align), MaxRDMARead: uint32(*maxrdmaread)}
-	if cfg.provider != "soft" {
-		return nil, fmt.Errorf("-provider %q: only \"soft\" (verbs/soft) is built in", cfg.provider)
+	if err := verbs.CheckProvider(cfg.provider); err != nil {
+		return nil, fmt.Errorf("-provider: %w", err)
 	}
 	if cfg.timeout <= 0 {
 		return nil, fmt.Errorf("-timeout %v: must be positive", cfg.timeout)
 	}
 
+	if cfg.pprof && cfg.metrics == "" {
+		return nil, errors.New("-pprof: needs -metrics ADDR, the listener it is served on")
+	}
+	if cfg.metrics != "" {
+		if _, _, err := net.SplitHostPort(cfg.metrics); err != nil {
+			return nil, fmt.Errorf("-metrics %q: want host:port (e.g. 127.0.0.1:9100): %w", cfg.metrics, err)
+		}
+	}
 	if cfg.query != "" {
+		if cfg.metrics != "" {
+			return nil, errors.New("-metrics serves a server's counters: it cannot be combined with -query")
+		}
 		if cfg.listen != "" || cfg.tcp != "" || cfg.register {
 			return nil, errors.New("-query is a client mode: it cannot be combined with -listen, -tcp or -register")
 		}
@@ -168,71 +201,50 @@ func (c *config) request() confproto.ConfigRDMAReq {
 // run parses args and serves or queries until ctx ends.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseFlags(args, stderr)
-	if err != nil {
+	switch {
+	case err == errVersion:
+		fmt.Fprintln(stdout, cli.VersionLine("rdmaconfig"))
+		return nil
+	case errors.Is(err, flag.ErrHelp):
 		return err
+	case err != nil:
+		return &cli.UsageError{Err: err}
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "rdmaconfig", Level: cfg.logLevel, Output: stderr})
 	if cfg.query != "" {
 		return query(ctx, cfg, stdout)
 	}
-	return serve(ctx, cfg, log, nil)
+	return serve(ctx, cfg, cfg.log, nil)
 }
 
-// registration is one rpcbind mapping made for a listener.
-type registration struct {
-	netid string
-	addr  netip.AddrPort
-}
-
-// registrations returns the rpcbind mappings for a listener on addr whose transport is
-// "rdma" or "tcp": one under the netid of the address's family, and for the IPv6
-// unspecified address (a dual-stack listener) one under each family.
-func registrations(transport string, addr net.Addr) ([]registration, error) {
-	ap, err := netip.ParseAddrPort(addr.String())
-	if err != nil {
-		return nil, fmt.Errorf("listener address %q: %w", addr, err)
-	}
-	ap = netip.AddrPortFrom(ap.Addr().WithZone(""), ap.Port())
-	if ap.Addr().Is4In6() {
-		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-	}
-	if ap.Addr() == netip.IPv6Unspecified() {
-		return []registration{
-			{transport, netip.AddrPortFrom(netip.IPv4Unspecified(), ap.Port())},
-			{transport + "6", ap},
-		}, nil
-	}
-	netid, err := rpcbind.NetIDFor(transport, ap.Addr())
-	if err != nil {
-		return nil, err
-	}
-	return []registration{{netid, ap}}, nil
+// isConfigurable reports whether the service applied a negotiation to c (an
+// RPC-over-RDMA connection), for the log.
+func isConfigurable(c oncrpc.ServerConn) bool {
+	_, ok := c.(confproto.Configurable)
+	return ok
 }
 
 // serve runs the CONF_RDMA service on the configured listeners until ctx ends or a
 // listener fails. ready, when set, is called with the listeners' addresses once they
 // listen (and are registered).
 func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, tcp net.Addr)) error {
-	// The tracker lets the service apply each negotiation to the RDMA connection it
-	// came on.
-	var tracker confproto.ConnTracker
 	svc, err := confproto.NewService(&confproto.ServiceOptions{
 		Limits: &cfg.limits,
 		Logger: log.Named("conf_rdma"),
-		ConnOf: tracker.ConnOf,
 		Configured: func(req *oncrpc.Request, client confproto.ConfigRDMAReq, s confproto.Settings) {
 			log.Info("CONF_RDMA", "remote", req.RemoteAddr.String(), "netid", req.Netid,
 				"client_maxcall_sendsize", client.MaxCallSendSize, "client_maxreply_sendsize", client.MaxReplySendSize,
 				"client_maxrdmaread", client.MaxRDMARead,
 				"server_inline_send", s.InlineSend, "server_inline_recv", s.InlineRecv, "server_max_rdma_read", s.MaxRDMARead,
-				"applied", tracker.ConnOf(req) != nil)
+				"applied", isConfigurable(req.Conn))
 		},
 	})
 	if err != nil {
 		return flagErr(err)
 	}
-	srv := oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("oncrpc")})
+	procs, observe := newProcStats(cfg)
+	srv := oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("oncrpc"), Observe: observe})
 	svc.Register(srv)
+	var rdev verbs.Device // for -metrics
 
 	var listeners []oncrpc.Listener
 	closeAll := func() {
@@ -242,17 +254,25 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 	}
 	var rdmaAddr, tcpAddr net.Addr
 	if cfg.listen != "" {
-		dev := soft.New(soft.Config{})
+		host, _, _ := net.SplitHostPort(cfg.listen)
+		dev, err := verbs.OpenProvider(cfg.provider, verbs.ProviderConfig{Device: cfg.device, Addr: host, Logger: log})
+		if err != nil {
+			return fmt.Errorf("-provider %s: %w", cfg.provider, err)
+		}
 		defer dev.Close()
+		rdev = dev
 		l, err := rpcrdma.Listen(ctx, dev, cfg.listen, &rpcrdma.ServerOptions{
 			InlineRecv: int(cfg.limits.MaxCallSendSize),
 			InlineSend: int(cfg.limits.MaxReplySendSize),
-			Logger:     log.Named("rpcrdma"),
+			// A server that recommends an alignment above XDR's accepts calls
+			// padded to it (RDMA_MSGP, seed §3.9); otherwise CONF_RDMA answers 4.
+			MSGP:   cfg.limits.Align > 4,
+			Logger: log.Named("rpcrdma"),
 		})
 		if err != nil {
 			return fmt.Errorf("-listen %s: %w", cfg.listen, err)
 		}
-		listeners = append(listeners, tracker.Wrap(l))
+		listeners = append(listeners, l)
 		rdmaAddr = l.Addr()
 	}
 	if cfg.tcp != "" {
@@ -265,7 +285,14 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 		tcpAddr = l.Addr()
 	}
 
-	var regs []registration
+	ms, err := startMetrics(cfg, log, procs, srv, rdev, listeners)
+	if err != nil {
+		closeAll()
+		return err
+	}
+	defer stopMetrics(ms)
+
+	var regs []rpcbind.Registration
 	if cfg.register {
 		for _, l := range []struct {
 			transport string
@@ -274,7 +301,7 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 			if l.addr == nil {
 				continue
 			}
-			r, err := registrations(l.transport, l.addr)
+			r, err := rpcbind.ListenerRegistrations(confproto.Program, confproto.Version, l.transport, l.addr)
 			if err != nil {
 				closeAll()
 				return err
@@ -292,7 +319,7 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 		"maxcall_sendsize", cfg.limits.MaxCallSendSize, "maxreply_sendsize", cfg.limits.MaxReplySendSize,
 		"align", cfg.limits.Align, "maxrdmaread", cfg.limits.MaxRDMARead}
 	if rdmaAddr != nil {
-		startup = append(startup, "rdma", rdmaAddr.String(), "provider", "verbs/soft")
+		startup = append(startup, "rdma", rdmaAddr.String(), "provider", "verbs/"+cfg.provider)
 	}
 	if tcpAddr != nil {
 		startup = append(startup, "tcp", tcpAddr.String())
@@ -300,7 +327,7 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 	if cfg.register {
 		var names []string
 		for _, r := range regs {
-			names = append(names, r.netid+"="+rpcbind.FormatUniversalAddr(r.addr))
+			names = append(names, r.NetID+"="+rpcbind.FormatUniversalAddr(r.Addr))
 		}
 		startup = append(startup, "rpcbind", strings.Join(names, ","))
 	}
@@ -335,55 +362,40 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 	return nil
 }
 
-// dialRPCBind connects to the rpcbind of -rpcbind.
-func dialRPCBind(ctx context.Context, cfg *config) (*rpcbind.Client, error) {
-	if path, ok := strings.CutPrefix(cfg.rpcbind, "unix:"); ok {
-		return rpcbind.DialLocalClient(ctx, path, nil)
-	}
-	return rpcbind.DialClient(ctx, cfg.rpcbind, nil)
-}
-
 // register replaces any registration of the CONF_RDMA program under each netid with
-// regs.
-func register(ctx context.Context, cfg *config, log hclog.Logger, regs []registration) error {
+// regs (a previous instance that died leaves its mapping behind, and rpcbind would
+// refuse a second one under the same netid).
+func register(ctx context.Context, cfg *config, log hclog.Logger, regs []rpcbind.Registration) error {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
-	c, err := dialRPCBind(ctx, cfg)
+	c, err := rpcbind.Dial(ctx, cfg.rpcbind)
 	if err != nil {
 		return fmt.Errorf("-register: %w", err)
 	}
 	defer c.Close()
-	for i, r := range regs {
-		// A previous instance that died leaves its mapping behind; rpcbind would
-		// refuse a second one under the same netid.
-		if err := c.Unregister(ctx, confproto.Program, confproto.Version, r.netid); err != nil {
-			log.Warn("could not remove a stale registration", "netid", r.netid, "error", err)
-		}
-		if err := c.Register(ctx, confproto.Program, confproto.Version, r.netid, r.addr, "rdmaconfig"); err != nil {
-			for _, done := range regs[:i] {
-				c.Unregister(ctx, confproto.Program, confproto.Version, done.netid)
-			}
-			return fmt.Errorf("-register: %w", err)
-		}
-		log.Debug("registered with rpcbind", "netid", r.netid, "addr", rpcbind.FormatUniversalAddr(r.addr))
+	err = c.RegisterAll(ctx, regs, "rdmaconfig", rpcbind.ReplaceAny, func(old rpcbind.Registration) {
+		log.Warn("replaced a stale registration", "mapping", old.String())
+	})
+	if err != nil {
+		return fmt.Errorf("-register: %w", err)
+	}
+	for _, r := range regs {
+		log.Debug("registered with rpcbind", "mapping", r.String())
 	}
 	return nil
 }
 
 // unregister removes regs from rpcbind.
-func unregister(cfg *config, log hclog.Logger, regs []registration) {
+func unregister(cfg *config, log hclog.Logger, regs []rpcbind.Registration) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
-	c, err := dialRPCBind(ctx, cfg)
+	c, err := rpcbind.Dial(ctx, cfg.rpcbind)
+	if err == nil {
+		defer c.Close()
+		err = c.UnregisterAll(ctx, regs)
+	}
 	if err != nil {
 		log.Error("could not unregister from rpcbind", "error", err)
-		return
-	}
-	defer c.Close()
-	for _, r := range regs {
-		if err := c.Unregister(ctx, confproto.Program, confproto.Version, r.netid); err != nil {
-			log.Error("could not unregister from rpcbind", "netid", r.netid, "error", err)
-		}
 	}
 }
 
@@ -397,7 +409,10 @@ func query(ctx context.Context, cfg *config, w io.Writer) error {
 	var rdmaConn *rpcrdma.Client
 	switch cfg.queryNet {
 	case "rdma":
-		dev := soft.New(soft.Config{})
+		dev, err := verbs.OpenProvider(cfg.provider, verbs.ProviderConfig{Device: cfg.device})
+		if err != nil {
+			return fmt.Errorf("-provider %s: %w", cfg.provider, err)
+		}
 		defer dev.Close()
 		// Buffers for what we want; thresholds at 1 KiB until the server has
 		// answered (seed §6.1), and the transport's credit window starts at one.

@@ -68,44 +68,6 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
-func TestRegistrations(t *testing.T) {
-	tcp := func(s string) net.Addr { return net.TCPAddrFromAddrPort(netip.MustParseAddrPort(s)) }
-	tests := []struct {
-		transport string
-		addr      net.Addr
-		want      []registration
-	}{
-		{"rdma", tcp("127.0.0.1:20049"), []registration{{"rdma", netip.MustParseAddrPort("127.0.0.1:20049")}}},
-		{"rdma", tcp("[2001:db8::1]:20049"), []registration{{"rdma6", netip.MustParseAddrPort("[2001:db8::1]:20049")}}},
-		{"rdma", tcp("[::ffff:192.0.2.1]:20049"), []registration{{"rdma", netip.MustParseAddrPort("192.0.2.1:20049")}}},
-		{"rdma", tcp("[::]:20049"), []registration{
-			{"rdma", netip.MustParseAddrPort("0.0.0.0:20049")},
-			{"rdma6", netip.MustParseAddrPort("[::]:20049")},
-		}},
-		{"tcp", tcp("0.0.0.0:111"), []registration{{"tcp", netip.MustParseAddrPort("0.0.0.0:111")}}},
-		{"tcp", tcp("[fe80::1%lo]:7"), []registration{{"tcp6", netip.MustParseAddrPort("[fe80::1]:7")}}},
-	}
-	for _, tc := range tests {
-		got, err := registrations(tc.transport, tc.addr)
-		if err != nil {
-			t.Errorf("registrations(%s, %v): %v", tc.transport, tc.addr, err)
-			continue
-		}
-		if len(got) != len(tc.want) {
-			t.Errorf("registrations(%s, %v) = %v, want %v", tc.transport, tc.addr, got, tc.want)
-			continue
-		}
-		for i := range got {
-			if got[i] != tc.want[i] {
-				t.Errorf("registrations(%s, %v)[%d] = %v, want %v", tc.transport, tc.addr, i, got[i], tc.want[i])
-			}
-		}
-	}
-	if _, err := registrations("rdma", &net.UnixAddr{Name: "/run/x", Net: "unix"}); err == nil {
-		t.Error("registrations of a unix address succeeded")
-	}
-}
-
 // startServe runs serve with args in the background and returns the listeners'
 // addresses and a function that stops it and returns serve's error.
 func startServe(t *testing.T, args []string) (rdma, tcp net.Addr, stop func() error, logs *syncBuffer) {
@@ -224,7 +186,6 @@ func TestServeListenError(t *testing.T) {
 // it runs, and gone after it stops.
 func TestServeRegister(t *testing.T) {
 	rpcbindtest.Need(t)
-	rpcbindtest.Lock(t)
 	rdmaAddr, tcpAddr, stop, _ := startServe(t, []string{"-listen", "127.0.0.1:0", "-tcp", "127.0.0.1:0", "-register"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -264,7 +225,6 @@ func TestServeRegister(t *testing.T) {
 // TestServeRegisterReplacesStale: a mapping left by a dead instance is replaced.
 func TestServeRegisterReplacesStale(t *testing.T) {
 	rpcbindtest.Need(t)
-	rpcbindtest.Lock(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := rpcbind.DialClient(ctx, "", nil)
@@ -310,7 +270,6 @@ func (b *syncBuffer) String() string {
 // mappings are owned by "superuser", so other local users cannot remove them.
 func TestServeRegisterLocal(t *testing.T) {
 	rpcbindtest.Need(t)
-	rpcbindtest.Lock(t)
 	if _, err := os.Stat(rpcbind.DefaultLocalPath); err != nil {
 		t.Skipf("rpcbind's local socket: %v", err)
 	}

@@ -22,13 +22,12 @@ import (
 // would), and runs the example against it.
 func TestDiscoverAndNegotiate(t *testing.T) {
 	rpcbindtest.Need(t)
-	rpcbindtest.Lock(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
 	dev := soft.New(soft.Config{})
 	defer dev.Close()
-	ln, err := rpcrdma.Listen(ctx, dev, "127.0.0.1:0", &rpcrdma.ServerOptions{InlineRecv: 8192, InlineSend: 8192})
+	ln, err := rpcrdma.Listen(ctx, dev, "127.0.0.1:0", &rpcrdma.ServerOptions{InlineRecv: 8192, InlineSend: 8192, MSGP: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +58,7 @@ func TestDiscoverAndNegotiate(t *testing.T) {
 	}
 	for _, want := range []string{
 		"CONF_RDMA rdma at 127.0.0.1:",
-		"negotiated: {InlineSend:8192 InlineRecv:4096 MaxRDMARead:4 Align:64}",
+		"negotiated: {InlineSend:8192 InlineRecv:4096 MaxRDMARead:4 Align:64 NoReadTarget:false}",
 		"connection: inline send 8192 bytes, inline receive 4096 bytes",
 	} {
 		if !strings.Contains(out.String(), want) {

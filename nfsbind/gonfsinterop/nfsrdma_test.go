@@ -74,3 +74,46 @@ func TestNfsrdmaBenchGoNFS(t *testing.T) {
 		t.Errorf("bench left %v (%v) in go-nfs's directory", ents, err)
 	}
 }
+
+// nfsrdma put, ls and get work against willscott/go-nfs too (no MOUNT EXPORT: the
+// path is mounted with MNT as it is), put through its temporary file and RENAME.
+func TestNfsrdmaFilesGoNFS(t *testing.T) {
+	bin := buildNfsrdma(t)
+	defer syscall.Umask(syscall.Umask(0o022))
+	dir := t.TempDir()
+	p := startGoNFS(t, dir)
+	_, port, _ := net.SplitHostPort(p.tcp)
+	local := t.TempDir()
+	src := filepath.Join(local, "f")
+	if err := os.WriteFile(src, []byte("to go-nfs and back"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "f"), []byte("old"), 0o644)
+	nfsrdma := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		all := append([]string{args[0], "-proto", "tcp", "-tcp-port", port, "-mountport", port}, args[1:]...)
+		var stdout, stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, bin, all...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("nfsrdma %q against go-nfs: %v\nstdout:\n%s\nstderr:\n%s", all, err, stdout.String(), stderr.String())
+		}
+		return stdout.String()
+	}
+	nfsrdma("put", src, "127.0.0.1:/")
+	if got, _ := os.ReadFile(filepath.Join(dir, "f")); string(got) != "to go-nfs and back" {
+		t.Errorf("go-nfs's f holds %q after put", got)
+	}
+	if out := nfsrdma("ls", "127.0.0.1:/"); !strings.Contains(out, " f\n") || !strings.Contains(out, "1 entries") {
+		t.Errorf("ls printed %q", out)
+	}
+	if out := nfsrdma("get", "127.0.0.1:/f", "-"); out != "to go-nfs and back" {
+		t.Errorf("get printed %q", out)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("go-nfs's directory holds %v, want only f", ents)
+	}
+}

@@ -150,8 +150,9 @@ func (s Status) String() string {
 	return "nfsstat3(" + strconv.FormatUint(uint64(s), 10) + ")"
 }
 
-// Error makes a non-OK Status usable as an error.
-func (s Status) Error() string { return "nfs3: " + s.String() }
+// Error makes a non-OK Status usable as an error, in words with the name and number:
+// "no such file or directory (NFS3ERR_NOENT, 2)".
+func (s Status) Error() string { return inWords(s.Text(), s.String(), uint32(s)) }
 
 // FileType is ftype3 (RFC 1813 §2.6).
 type FileType uint32
@@ -282,5 +283,6 @@ func (s MountStat) String() string {
 	return "mountstat3(" + strconv.FormatUint(uint64(s), 10) + ")"
 }
 
-// Error makes a non-OK MountStat usable as an error.
-func (s MountStat) Error() string { return "mount3: " + s.String() }
+// Error makes a non-OK MountStat usable as an error, in words with the name and
+// number: "no such file or directory (MNT3ERR_NOENT, 2)".
+func (s MountStat) Error() string { return inWords(s.Text(), s.String(), uint32(s)) }

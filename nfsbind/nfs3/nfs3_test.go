@@ -371,13 +371,14 @@ func TestTruncations(t *testing.T) {
 func TestStrings(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
 		{ProcReaddirplus.String(), "READDIRPLUS"}, {Proc(99).String(), "PROC99"},
-		{MountProcMnt.String(), "MOUNTPROC3_MNT"}, {StatusBadHandle.Error(), "nfs3: NFS3ERR_BADHANDLE"},
+		{MountProcMnt.String(), "MOUNTPROC3_MNT"}, {StatusBadHandle.Error(), "illegal NFS file handle (NFS3ERR_BADHANDLE, 10001)"},
+		{StatusNoEnt.Error(), "no such file or directory (NFS3ERR_NOENT, 2)"}, {Status(12345).Error(), "unknown status (nfsstat3(12345), 12345)"},
 		{Status(12345).String(), "nfsstat3(12345)"}, {TypeLnk.String(), "NF3LNK"},
 		{Unstable.String(), "UNSTABLE"}, {Exclusive.String(), "EXCLUSIVE"},
 		{FileSync.String(), "FILE_SYNC"}, {Guarded.String(), "GUARDED"},
 		{FileType(0).String(), "ftype3(0)"}, {FileType(8).String(), "ftype3(8)"},
 		{StableHow(3).String(), "stable_how(3)"}, {CreateMode(1 << 31).String(), "createmode3(2147483648)"},
-		{MountErrNoEnt.Error(), "mount3: MNT3ERR_NOENT"},
+		{MountErrNoEnt.Error(), "no such file or directory (MNT3ERR_NOENT, 2)"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)

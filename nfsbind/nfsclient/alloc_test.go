@@ -3,6 +3,7 @@ package nfsclient
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
@@ -69,13 +70,26 @@ func allocsPerIO(t *testing.T, c *Client, size int) (read, write float64) {
 
 // READ and WRITE through the client allocate nothing per call, at 4 KiB and at
 // 1 MiB, over TCP and over RPC-over-RDMA (verbs/soft). The count is process-wide, so
-// it covers the server transports too.
+// it covers the server transports too. The same holds for a client that retransmits
+// after a per-try timeout and reports to an oncrpc.Monitor, as nfsrdma's does.
 func TestReadWriteDoNotAllocate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under -race")
 	}
-	for _, proto := range []string{"tcp", "rdma"} {
-		t.Run(proto, func(t *testing.T) {
+	timeo := []oncrpc.ClientOption{
+		oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: time.Minute, MaxTries: 1 << 30}),
+		oncrpc.WithMonitor(oncrpc.NewMonitor(func(bool) {})),
+	}
+	for _, tc := range []struct {
+		proto string
+		opts  []oncrpc.ClientOption
+	}{{"tcp", nil}, {"rdma", nil}, {"tcp", timeo}, {"rdma", timeo}} {
+		proto := tc.proto
+		name := proto
+		if tc.opts != nil {
+			name += "-timeo"
+		}
+		t.Run(name, func(t *testing.T) {
 			rs := oncrpc.NewServer(nil)
 			rs.Register(nfs3.Program, nfs3.Version, &cannedFile{data: make([]byte, 1<<20)})
 			t.Cleanup(func() { rs.Close() })
@@ -107,7 +121,7 @@ func TestReadWriteDoNotAllocate(t *testing.T) {
 				tr = rt
 			}
 			t.Cleanup(func() { tr.Close() })
-			c, err := New(ctx, tr, nfs3.FH{1, 2, 3, 4})
+			c, err := New(ctx, tr, nfs3.FH{1, 2, 3, 4}, tc.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}

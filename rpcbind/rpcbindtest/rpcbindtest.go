@@ -1,28 +1,28 @@
 // Package rpcbindtest lets tests use the system's real rpcbind (Debian's, which
-// .ci/run installs): Need makes sure it answers on 127.0.0.1:111, starting it when it
-// is not running, and Lock serializes the tests of several packages that register
-// the same programs with it.
+// .ci/run installs) without touching the host's: a package's TestMain calls Main,
+// which runs its tests in private network and mount namespaces with an rpcbind of
+// their own on 127.0.0.1:111 (see internal/testns), and each test that needs it calls
+// Need.
 //
 // It does not import package rpcbind, so that package's own tests can use it.
 package rpcbindtest
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/testns"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 )
 
-// Addr is where Need expects rpcbind: loopback TCP port 111.
+// Addr is where the private rpcbind listens: loopback TCP port 111 of the test's own
+// network namespace.
 const Addr = "127.0.0.1:111"
 
-var mu sync.Mutex
+// Main runs the package's tests in private namespaces with a private rpcbind. Call
+// it from TestMain; it does not return.
+func Main(m *testing.M) { testns.Main(m, testns.Options{RPCBind: true}) }
 
 // Ping calls rpcbind version 4's NULL procedure at Addr.
 func Ping(ctx context.Context) error {
@@ -36,71 +36,26 @@ func Ping(ctx context.Context) error {
 	return oncrpc.NewClient(t, 100000, 4).Call(ctx, 0, nil, nil)
 }
 
-// Binary returns the path of the rpcbind program, or "" when it is not installed.
-func Binary() string {
-	if p, err := exec.LookPath("rpcbind"); err == nil {
-		return p
+// Available reports whether a private rpcbind runs (Main started one), and if not,
+// why.
+func Available() (ok bool, reason string) {
+	if ok, why := testns.Private(); !ok {
+		return false, "no private network namespace, and the host's rpcbind is never used: " + why
 	}
-	for _, p := range []string{"/usr/sbin/rpcbind", "/sbin/rpcbind"} {
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
-			return p
-		}
+	if testns.RPCBindBinary() == "" {
+		return false, "rpcbind is not installed (apt-get install rpcbind; .ci/run does it)"
 	}
-	return ""
+	return true, ""
 }
 
-// Need makes sure rpcbind answers at Addr. When nothing answers it starts
-// `rpcbind -w`, which daemonizes as the system service does, and waits for it. A
-// started rpcbind is left running: other test packages may be using it at the same
-// time, as they would the system's. Need skips the test only when the binary is not
-// installed or starting it needs root; it fails the test when a started rpcbind does
-// not answer within 10 seconds.
+// Need skips the test when no private rpcbind runs (see Available), and fails it when
+// one was started but does not answer.
 func Need(t testing.TB) {
 	t.Helper()
-	mu.Lock()
-	defer mu.Unlock()
-	if Ping(context.Background()) == nil {
-		return
+	if ok, why := Available(); !ok {
+		t.Skip(why)
 	}
-	path := Binary()
-	if path == "" {
-		t.Skip("rpcbind is not installed (apt-get install rpcbind; .ci/run does it) and nothing answers on " + Addr)
+	if err := Ping(context.Background()); err != nil {
+		t.Fatalf("the private rpcbind does not answer on %s: %v", Addr, err)
 	}
-	if os.Geteuid() != 0 {
-		t.Skipf("rpcbind (%s) is not running and starting it needs root", path)
-	}
-	if out, err := exec.Command(path, "-w").CombinedOutput(); err != nil {
-		// Another test package may have started it a moment ago; the ping decides.
-		t.Logf("%s -w: %v: %s", path, err, out)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := Ping(context.Background())
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("rpcbind (%s) does not answer on %s: %v", path, Addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// Lock takes, until the test ends, a lock shared by every test process of this
-// module that registers programs with the local rpcbind (go test runs packages at
-// the same time), so that one package's cleanup cannot remove another's mappings.
-func Lock(t testing.TB) {
-	t.Helper()
-	f, err := os.OpenFile(filepath.Join(os.TempDir(), "go-rpcrdma-rpcbind-tests.lock"), os.O_CREATE|os.O_RDWR, 0o666)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	})
 }

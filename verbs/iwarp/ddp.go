@@ -206,8 +206,9 @@ func AppendFPDUHeader(dst []byte, h *Header, payloadLen int) ([]byte, error) {
 //
 // If b is too short it returns ErrIncomplete and, as hdrLen, the number of
 // bytes it needs (4 to see the control word, then the full header). The
-// control word is validated as soon as it is present, so a stream reader
-// can read 4 bytes, call ParseFPDUHeader, then read the rest.
+// control word and ULPDU_Length are validated as soon as they are present,
+// so a stream reader can read 4 bytes, call ParseFPDUHeader, then read the
+// rest, and never waits for bytes a too-short segment does not have.
 //
 // Validation, in siw's order (siw_get_hdr), each failure a *ProtocolError
 // carrying its Terminate code:
@@ -216,7 +217,11 @@ func AppendFPDUHeader(dst []byte, h *Header, payloadLen int) ([]byte, error) {
 //   - RDMAP version ≠ 1: RDMAP remote operation, invalid version (0/2/0x05);
 //   - opcode 8..15: RDMAP unexpected opcode (0/2/0x06);
 //   - T flag inconsistent with the opcode: unexpected opcode (0/2/0x06);
-//   - ULPDU_Length shorter than the header: DDP local catastrophic (1/0/0x00);
+//   - ULPDU_Length shorter than the header the control word calls for
+//     (tagged: 14 bytes after the length field, untagged: 18), including
+//     zero: DDP local catastrophic (1/0/0x00), RFC 5041 having no more
+//     specific code for a malformed segment. This is decided from the
+//     first 4 bytes, before the rest of the header arrives;
 //   - untagged QN > 2: DDP untagged invalid QN (1/2/0x01); QN 0..2 but not
 //     the opcode's queue: unexpected opcode (0/2/0x06);
 //   - Read Request not exactly 28 body bytes, Terminate body < 4 bytes, or
@@ -261,11 +266,17 @@ func ParseFPDUHeader(b []byte, h *Header) (hdrLen, payloadLen int, err error) {
 		}
 		return 0, 0, e.withHeader(b[:min(len(b), hl)])
 	}
+	if ulpdu+MPALenFieldLen < hl {
+		// Checked before waiting for the rest of the header: the bytes
+		// that would complete it are not part of this segment, and a
+		// peer that sends nothing more must not hold the stream open.
+		// The segment holds no complete header, so none is copied.
+		e := protoErr(TermDDPLocalCatastrophic, ErrSegmentShort, "ULPDU_Length", uint64(ulpdu))
+		e.detail = fmt.Sprintf("%s needs a %d-byte DDP header, the segment has %d bytes", op, hl-MPALenFieldLen, ulpdu)
+		return 0, 0, e.withHeader(b[:min(len(b), ulpdu+MPALenFieldLen)])
+	}
 	if len(b) < hl {
 		return hl, 0, ErrIncomplete
-	}
-	if ulpdu+MPALenFieldLen < hl {
-		return 0, 0, protoErr(TermDDPLocalCatastrophic, ErrSegmentShort, "ULPDU_Length", uint64(ulpdu)).withHeader(b[:hl])
 	}
 	payloadLen = ulpdu + MPALenFieldLen - hl
 	h.Opcode = op
@@ -330,7 +341,7 @@ func ReadFPDUHeader(r io.Reader, buf []byte, h *Header) (hdrLen, payloadLen int,
 	}
 	n, _, err := ParseFPDUHeader(buf[:4], h)
 	if err != ErrIncomplete {
-		return 0, 0, err // a protocol error in the control word
+		return 0, 0, err // a protocol error in the control word or the length
 	}
 	if _, err := io.ReadFull(r, buf[4:n]); err != nil {
 		if err == io.EOF {

@@ -71,6 +71,14 @@ var fpduBad = []struct {
 		ErrMessageLength, TermRDMAPCatastrophicStream},
 	{"terminate-not-last", "0016 | 01 47 | 00000000 00000002 00000001 00000000 | 20020000 | 00000000",
 		ErrNotLast, TermRDMAPCatastrophicStream},
+	// Whole FPDUs shorter than the header they claim: decided from the
+	// first 4 bytes (2+ULPDU_Length+pad+CRC is all the peer sends).
+	{"tagged-ulpdu-0", "0000 | c1 40 | 00000000", ErrSegmentShort, TermDDPLocalCatastrophic},
+	{"tagged-ulpdu-6", "0006 | c1 40 | 00000001 | 00000000", ErrSegmentShort, TermDDPLocalCatastrophic},
+	{"untagged-ulpdu-2", "0002 | 41 43 | 00000000", ErrSegmentShort, TermDDPLocalCatastrophic},
+	{"untagged-ulpdu-10", "000a | 41 43 | 00000000 00000000 | 00000000", ErrSegmentShort, TermDDPLocalCatastrophic},
+	{"read-request-ulpdu-2", "0002 | 41 41 | 00000000", ErrSegmentShort, TermDDPLocalCatastrophic},
+	{"terminate-ulpdu-0", "0000 | 41 47 | 00000000", ErrSegmentShort, TermDDPLocalCatastrophic},
 }
 
 func TestFPDUValidation(t *testing.T) {
@@ -129,7 +137,7 @@ func TestTerminateHeaderCopies(t *testing.T) {
 		{"rdmap-version: no copy", fpduBad[3].hex, false, false, 0},
 		{"opcode: no copy", fpduBad[5].hex, false, false, 0},
 		{"invalid QN: DDP header", fpduBad[11].hex, true, false, UntaggedHeaderLen},
-		{"short tagged segment: DDP header", fpduBad[9].hex, true, false, TaggedHeaderLen},
+		{"short tagged segment: no complete header, no copy", fpduBad[9].hex, false, false, 0},
 		{"read request length: DDP header", fpduBad[16].hex, true, false, UntaggedHeaderLen},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -288,6 +296,16 @@ func TestReadFPDUHeaderErrors(t *testing.T) {
 	r := bytes.NewReader(bad)
 	if _, _, err := ReadFPDUHeader(r, buf, &h); !errors.Is(err, ErrDDPVersion) || r.Len() != len(bad)-4 {
 		t.Errorf("bad control word: %v, %d left", err, r.Len())
+	}
+	// So is a ULPDU_Length shorter than the header: the reader must not
+	// wait for header bytes the segment does not have.
+	for _, short := range []string{"0000 c1 40", "000d c1 40", "0002 41 43", "0011 41 43"} {
+		r := bytes.NewReader(unhex(t, short)) // nothing after the first 4 bytes
+		_, _, err := ReadFPDUHeader(r, buf, &h)
+		var pe *ProtocolError
+		if !errors.Is(err, ErrSegmentShort) || !errors.As(err, &pe) || pe.Code != TermDDPLocalCatastrophic {
+			t.Errorf("%s: %v, want ErrSegmentShort with %v", short, err, TermDDPLocalCatastrophic)
+		}
 	}
 	// A bad QN is reported after the full header.
 	if _, _, err := ReadFPDUHeader(bytes.NewReader(unhex(t, fpduBad[11].hex)), buf, &h); !errors.Is(err, ErrQN) {

@@ -240,6 +240,13 @@ var mpaBad = []struct {
 	{"enhanced-pd-short", MPAAny, hexKeyReq + "| 10 02 | 0003 | 000100", ErrMPAEnhancedShort},
 	{"enhanced-pd-zero", MPAAny, hexKeyRep + "| 10 02 | 0000", ErrMPAEnhancedShort},
 	{"pd-too-long", MPAAny, hexKeyReq + "| 00 01 | 0101", ErrPrivateDataTooLong},
+	// What a hostile initiator sends (verbs/soft answers each with a Reject).
+	{"revision-3-enhanced", MPARequest, hexKeyReq + "| 10 03 | 0004 | 00100010", ErrMPARevision},
+	{"revision-255", MPARequest, hexKeyReq + "| 00 ff | 0000", ErrMPARevision},
+	{"garbage-key", MPARequest, "474554202f20485454502f312e310d0a | 00 01 | 0000", ErrMPAKey},
+	{"markers-enhanced", MPARequest, hexKeyReq + "| 90 02 | 0004 | 00100010", ErrMPAMarkers},
+	{"enhanced-pd-two", MPARequest, hexKeyReq + "| 10 02 | 0002 | 0010", ErrMPAEnhancedShort},
+	{"pd-max", MPARequest, hexKeyReq + "| 10 02 | ffff", ErrPrivateDataTooLong},
 }
 
 func TestMPAValidation(t *testing.T) {

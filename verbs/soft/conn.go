@@ -17,10 +17,19 @@ func (d *Device) maxFPDUFor(c net.Conn) int {
 	if d.cfg.MaxFPDU > 0 {
 		return d.cfg.MaxFPDU
 	}
-	if mss := tcpMSS(c) &^ 7; mss >= 64 {
-		return mss
+	if f := fpduFromMSS(tcpMSS(c)); f > 0 {
+		return f
 	}
 	return DefaultMaxFPDU
+}
+
+// fpduFromMSS is the FPDU size for a TCP MSS: the MSS rounded down to a
+// multiple of 8 (as siw does), or 0 when the MSS is unknown or too small.
+func fpduFromMSS(mss int) int {
+	if f := mss &^ 7; f >= 64 {
+		return f
+	}
+	return 0
 }
 
 func clampIRDORD(v int) int {
@@ -145,6 +154,15 @@ func (d *Device) dial(ctx context.Context, addr string, q *queuePair, p verbs.Co
 		if cerr := ctxCause(ctx, err); cerr != nil {
 			return nil, fmt.Errorf("soft: Dial %s: waiting for MPA Reply: %w", addr, cerr)
 		}
+		var pe *iwarp.ProtocolError
+		if errors.As(err, &pe) {
+			// An invalid Reply (key, revision, markers, private data
+			// length, enhanced block) is answered with the LLP Terminate
+			// RFC 5044 assigns to it (2/0/0x04), with a CRC: whether CRC
+			// was agreed is unknowable, and a receiver without CRC
+			// ignores the field.
+			d.sendMPATerminate(conn, pe.Code, true)
+		}
 		return nil, fmt.Errorf("soft: Dial %s: MPA Reply: %w", addr, err)
 	}
 	if rep.Rejected() {
@@ -158,7 +176,7 @@ func (d *Device) dial(ctx context.Context, addr string, q *queuePair, p verbs.Co
 		// RFC 6581 §9.1: the reply's ORD is what the responder will send
 		// us; relaxed like siw, raise our IRD to it within our maximum.
 		if int(rep.ORD) > MaxIRDORD {
-			sendMPATerminate(conn, iwarp.TermLLPInsufficientIRD, rep.CRC())
+			d.sendMPATerminate(conn, iwarp.TermLLPInsufficientIRD, rep.CRC())
 			return nil, fmt.Errorf("soft: Dial %s: peer ORD %d exceeds our maximum IRD %d", addr, rep.ORD, MaxIRDORD)
 		}
 		ird = max(ird, int(rep.ORD))
@@ -171,7 +189,7 @@ func (d *Device) dial(ctx context.Context, addr string, q *queuePair, p verbs.Co
 			case rep.RTR&iwarp.RTRRead != 0 && req.RTR&iwarp.RTRRead != 0:
 				rtr = RTRRead
 			default:
-				sendMPATerminate(conn, iwarp.TermLLPNoMatchingRTR, rep.CRC())
+				d.sendMPATerminate(conn, iwarp.TermLLPNoMatchingRTR, rep.CRC())
 				return nil, fmt.Errorf("soft: Dial %s: peer selected RTR %#x, we offered %#x", addr, rep.RTR, req.RTR)
 			}
 		}
@@ -189,12 +207,16 @@ func (d *Device) dial(ctx context.Context, addr string, q *queuePair, p verbs.Co
 }
 
 // sendMPATerminate sends a Terminate for an LLP-level connection setup
-// failure detected after the MPA exchange.
-func sendMPATerminate(c net.Conn, code iwarp.TermCode, crc bool) {
+// failure detected by the initiator in the MPA Reply, then half-closes and
+// drains the connection like a Reject (lingerClose), so the Terminate is not
+// lost to a RST. The caller closes c. The device counts it (Stats).
+func (d *Device) sendMPATerminate(c net.Conn, code iwarp.TermCode, crc bool) {
+	d.terms.sent[min(int(code.Layer()), 3)].Add(1)
 	t := iwarp.NewTerminate(code, nil)
 	if b, err := iwarp.AppendTerminateFPDU(nil, &t, 1, crc); err == nil {
 		c.Write(b)
 	}
+	lingerClose(c)
 }
 
 // listener is the software provider's verbs.Listener.
@@ -264,14 +286,16 @@ func (l *listener) handshake(c net.Conn) {
 	f, err := iwarp.ReadMPAFrame(c, cr.buf[:], iwarp.MPARequest)
 	if err != nil {
 		l.dev.cfg.Logger.Info("MPA request refused", "remote", c.RemoteAddr(), "error", err)
-		if errors.Is(err, iwarp.ErrMPAMarkers) {
-			// RFC 5044 §7.1.3: we do not do markers; say so with a Reject.
-			rev := cr.buf[17]
-			rej := iwarp.MPAFrame{Kind: iwarp.MPAReply, Flags: iwarp.FlagReject, Revision: rev,
-				PrivateData: []byte("markers not supported")}
-			if b, err := rej.Append(nil); err == nil {
+		var pe *iwarp.ProtocolError
+		if errors.As(err, &pe) {
+			// A request we cannot accept (key, revision, markers, private
+			// data length, enhanced block): answer with a Reject before
+			// closing (RFC 5044 §7.1), not with a bare close.
+			rej := iwarp.MPAFrame{Kind: iwarp.MPAReply, Flags: iwarp.FlagReject, Revision: rejectRevision(cr.buf[17])}
+			if b, err := rej.Append(cr.buf[:0]); err == nil {
 				c.Write(b)
 			}
+			lingerClose(c)
 		}
 		l.untrack(c)
 		c.Close()
@@ -284,6 +308,78 @@ func (l *listener) handshake(c net.Conn) {
 		l.untrack(c)
 		c.Close()
 	}
+}
+
+// rejectRevision is the MPA revision of a Reject that refuses a request of
+// revision rev: the request's own for the revisions we speak (0 is answered
+// as 1, see replyRevision), else the highest we support, 2 (RFC 5044 §7.1:
+// a responder that cannot use the requested revision answers with its
+// own).
+func rejectRevision(rev uint8) uint8 {
+	switch rev {
+	case 0:
+		return iwarp.MPARevision1
+	case iwarp.MPARevision1, iwarp.MPARevision2:
+		return rev
+	}
+	return iwarp.MPARevision2
+}
+
+// Closing after a Reject. The Reject must reach the peer before the
+// connection ends, and closing a socket with unread bytes (the rest of a
+// refused request, anything sent behind it) makes TCP send a RST, which can
+// overtake and destroy the Reject. So the connection is half-closed (FIN
+// right behind the Reject) and what the peer still sends is read and
+// dropped, up to rejectDrainMax bytes or rejectLinger, whichever comes
+// first; a peer that has read the Reject closes and ends the wait at once.
+const (
+	rejectLinger   = time.Second
+	rejectDrainMax = 64 << 10
+)
+
+// lingerClose half-closes c after a Reject and drains it (see rejectLinger).
+// The caller closes c afterwards.
+func lingerClose(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.CloseWrite()
+	}
+	c.SetReadDeadline(time.Now().Add(rejectLinger))
+	var buf [512]byte
+	for n := 0; n < rejectDrainMax; {
+		k, err := c.Read(buf[:])
+		n += k
+		if err != nil {
+			return
+		}
+	}
+}
+
+// errRejectSent marks an Accept that refused the request itself, with an
+// MPA Reject whose connection lingerCloseAsync closes.
+var errRejectSent = errors.New("connection refused with an MPA Reject")
+
+// lingerCloseAsync runs lingerClose and then closes c in a goroutine that
+// the listener tracks (Close cuts it short and waits for it), so a ULP's
+// Reject does not wait for the peer. If the listener is closed, c is
+// closed at once.
+func (l *listener) lingerCloseAsync(c net.Conn) {
+	l.mu.Lock()
+	select {
+	case <-l.done:
+		l.mu.Unlock()
+		c.Close()
+		return
+	default:
+	}
+	l.conns[c] = struct{}{}
+	l.wg.Add(1)
+	l.mu.Unlock()
+	go func() {
+		defer l.wg.Done()
+		lingerClose(c)
+		l.untrack(c)
+		c.Close()
+	}()
 }
 
 func (l *listener) Accept(ctx context.Context) (verbs.ConnRequest, error) {
@@ -352,19 +448,21 @@ func (cr *connRequest) Reject(privateData []byte) error {
 	if err := cr.take(); err != nil {
 		return err
 	}
-	defer cr.conn.Close()
 	rej := iwarp.MPAFrame{Kind: iwarp.MPAReply, Flags: iwarp.FlagReject, Revision: cr.replyRevision(), PrivateData: privateData}
 	if cr.req.Enhanced() {
 		rej.Flags |= iwarp.FlagEnhanced
 	}
 	b, err := rej.Append(nil)
 	if err != nil {
+		cr.conn.Close()
 		return fmt.Errorf("soft: Reject: %w", err)
 	}
 	cr.conn.SetWriteDeadline(time.Now().Add(DefaultMPATimeout))
 	if _, err := cr.conn.Write(b); err != nil {
+		cr.conn.Close()
 		return fmt.Errorf("soft: Reject: sending MPA Reply: %w", err)
 	}
+	cr.l.lingerCloseAsync(cr.conn)
 	return nil
 }
 
@@ -384,7 +482,9 @@ func (cr *connRequest) Accept(ctx context.Context, qp verbs.QP, p verbs.ConnPara
 	info, err := cr.accept(ctx, q, p)
 	if err != nil {
 		q.abortConnect()
-		cr.conn.Close()
+		if !errors.Is(err, errRejectSent) { // else lingerCloseAsync closes it
+			cr.conn.Close()
+		}
 		return nil, err
 	}
 	return info, nil
@@ -414,12 +514,15 @@ func (cr *connRequest) accept(ctx context.Context, q *queuePair, p verbs.ConnPar
 				rep.RTR = iwarp.RTRRead
 				ird = max(ird, 1)
 			default:
+				// RFC 6581 §9.2: refuse, naming the RTR types we support.
 				cr.conn.SetWriteDeadline(time.Now().Add(time.Second))
-				rej := iwarp.MPAFrame{Kind: iwarp.MPAReply, Flags: iwarp.FlagReject | iwarp.FlagEnhanced, Revision: rep.Revision}
+				rej := iwarp.MPAFrame{Kind: iwarp.MPAReply, Flags: iwarp.FlagReject | iwarp.FlagEnhanced, Revision: rep.Revision,
+					PeerToPeer: true, RTR: iwarp.RTRWrite | iwarp.RTRRead}
 				if b, err := rej.Append(nil); err == nil {
 					cr.conn.Write(b)
 				}
-				return nil, fmt.Errorf("soft: Accept: no supported RTR type offered (%#x)", req.RTR)
+				cr.l.lingerCloseAsync(cr.conn)
+				return nil, fmt.Errorf("soft: Accept: %w: the initiator offers no RTR type we generate (%#x)", errRejectSent, req.RTR)
 			}
 		}
 		rep.IRD, rep.ORD = uint16(ird), uint16(ord)

@@ -9,76 +9,6 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
 )
 
-// maxSTagIndex is the largest STag index (24 bits, RFC 5040 §2.1 STag =
-// index<<8 | key). Index 0 is never used: STag 0 means "none".
-const maxSTagIndex = 1<<24 - 1
-
-// stagTable maps STag indices to memory regions for one device. The 8-bit key
-// for an index changes every time the index is (re)registered, so a stale
-// STag never matches a later registration (RFC 5042 §5.1).
-type stagTable struct {
-	mu   sync.RWMutex
-	mrs  []*memRegion // by index; nil when free
-	keys []uint8      // last key used per index
-	free []uint32     // free indices (LIFO)
-}
-
-func (t *stagTable) add(m *memRegion) (uint32, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var idx uint32
-	if n := len(t.free); n > 0 {
-		idx = t.free[n-1]
-		t.free = t.free[:n-1]
-	} else {
-		if len(t.mrs) == 0 {
-			t.mrs = append(t.mrs, nil) // index 0 reserved
-			t.keys = append(t.keys, 0)
-		}
-		if len(t.mrs) > maxSTagIndex {
-			return 0, fmt.Errorf("soft: RegMR: STag index space (%d regions) exhausted", maxSTagIndex)
-		}
-		idx = uint32(len(t.mrs))
-		t.mrs = append(t.mrs, nil)
-		t.keys = append(t.keys, uint8(idx*37)) // spread initial keys
-	}
-	t.keys[idx]++
-	m.idx, m.stag = idx, idx<<8|uint32(t.keys[idx])
-	m.base = uint64(idx) << 32
-	t.mrs[idx] = m // publish after m is complete
-	return m.stag, nil
-}
-
-// rekey gives the region at idx a fresh key and returns the new STag.
-func (t *stagTable) rekey(idx uint32) uint32 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.keys[idx]++
-	return idx<<8 | uint32(t.keys[idx])
-}
-
-func (t *stagTable) remove(idx uint32) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if int(idx) < len(t.mrs) && t.mrs[idx] != nil {
-		t.mrs[idx] = nil
-		t.free = append(t.free, idx)
-	}
-}
-
-// lookup returns the region whose index matches stag (the key is checked by
-// the caller under the region's lock), or nil.
-func (t *stagTable) lookup(stag uint32) *memRegion {
-	idx := stag >> 8
-	t.mu.RLock()
-	var m *memRegion
-	if idx != 0 && int(idx) < len(t.mrs) {
-		m = t.mrs[idx]
-	}
-	t.mu.RUnlock()
-	return m
-}
-
 // memRegion is the software provider's verbs.MR.
 //
 // Tagged offsets are STag-index based: byte 0 of the region is TO
@@ -95,7 +25,7 @@ type memRegion struct {
 	pd   *protDomain
 	buf  []byte
 	base uint64
-	idx  uint32
+	slot uint32 // in the device's stagTable
 
 	mu     sync.RWMutex
 	stag   uint32
@@ -186,7 +116,7 @@ func (m *memRegion) Reregister(access verbs.Access) error {
 	if m.closed {
 		return fmt.Errorf("soft: Reregister: %w", verbs.ErrClosed)
 	}
-	m.stag = m.pd.dev.stags.rekey(m.idx)
+	m.stag = m.pd.dev.stags.rekey(m.slot)
 	handoff.Add(1)
 	m.access = access
 	m.valid = true
@@ -202,7 +132,7 @@ func (m *memRegion) Close() error {
 	m.closed = true
 	m.valid = false
 	m.mu.Unlock()
-	m.pd.dev.stags.remove(m.idx)
+	m.pd.dev.stags.remove(m.slot)
 	m.pd.mu.Lock()
 	m.pd.nmr--
 	m.pd.mu.Unlock()

@@ -26,3 +26,12 @@ func tcpMSS(c net.Conn) int {
 	})
 	return mss
 }
+
+// mssStep is the RawConn.Control callback of refreshMaxFPDULocked: it reads
+// the socket's current MSS into q.mss (0 on error).
+func (q *queuePair) mssStep(fd uintptr) {
+	q.mss = 0
+	if v, err := syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_MAXSEG); err == nil {
+		q.mss = v
+	}
+}

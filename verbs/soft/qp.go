@@ -3,6 +3,7 @@ package soft
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -120,11 +121,18 @@ type queuePair struct {
 	irq              []inboundRead
 	irqHead, irqTail uint64
 
-	// Connection (set by connect, read-only afterwards).
-	conn      net.Conn
-	crc       bool
-	ird, ord  int
-	maxFPDU   int
+	// Connection (set by connect, read-only afterwards but for maxFPDU).
+	conn     net.Conn
+	crc      bool
+	ird, ord int
+	maxFPDU  int
+	// mssFPDU: maxFPDU follows the TCP MSS (Config.MaxFPDU unset): the
+	// writer, alone, changes it under mu before large messages
+	// (refreshMaxFPDULocked); mss is mssStep's result, mssFn mssStep as a
+	// method value (no allocation).
+	mssFPDU   bool
+	mss       int
+	mssFn     func(uintptr)
 	responder bool
 	rtrSend   RTRType // RTR frame the writer sends first (initiator, P2P)
 	peerSpoke bool    // first FPDU received (guarded by mu)
@@ -577,13 +585,18 @@ func (q *queuePair) failLocked(cause error, term []byte) {
 	}
 	q.state = verbs.StateError
 	q.failed.Store(true)
+	q.dev.terms.noteFailure(cause, term)
 	qerr := &verbs.QPError{Cause: cause}
 	if cause != verbs.ErrClosed {
 		var remote net.Addr
 		if q.conn != nil {
 			remote = q.conn.RemoteAddr()
 		}
-		q.dev.cfg.Logger.Warn("queue pair failed", "remote", remote, "error", cause)
+		if peerClosed(cause) { // a normal disconnect, not a fault
+			q.dev.cfg.Logger.Debug("queue pair closed by the peer", "remote", remote, "error", cause)
+		} else {
+			q.dev.cfg.Logger.Warn("queue pair failed", "remote", remote, "error", cause)
+		}
 	}
 	q.err = qerr
 	q.pendingTerm = term
@@ -612,6 +625,12 @@ func (q *queuePair) failLocked(cause error, term []byte) {
 		q.pushLocked(q.recvCQ, &verbs.Completion{ID: r.id, QP: q, Opcode: verbs.OpcodeRecv, Status: verbs.StatusFlushed, Err: qerr})
 	}
 	q.cond.Broadcast()
+}
+
+// peerClosed reports whether cause is the peer ending the connection between FPDUs
+// (EOF, a reset, a broken pipe): how a peer that is done disconnects.
+func peerClosed(cause error) bool {
+	return errors.Is(cause, io.EOF) || errors.Is(cause, syscall.ECONNRESET) || errors.Is(cause, syscall.EPIPE)
 }
 
 // Close disconnects and destroys the QP.
@@ -653,6 +672,7 @@ func (q *queuePair) start(conn net.Conn, crc bool, ird, ord, maxFPDU int, respon
 	q.exited = make(chan struct{})
 	q.rawConn, q.rawReadFn, q.rawWriteFn = rawConnOf(conn), q.rawReadStep, q.rawWriteStep
 	q.rawTryFn, q.rawFinishFn = q.rawTryStep, q.rawFinishStep
+	q.mssFPDU, q.mssFn = q.dev.cfg.MaxFPDU == 0, q.mssStep
 	q.state = verbs.StateRTS
 	q.r.init(q)
 	q.live.Store(2)

@@ -619,3 +619,81 @@ func TestReadSourceInvalidatedWhileQueued(t *testing.T) {
 	}
 	s.checkQPFailed(t, iwarp.TermRDMAPInvalidSTag, false)
 }
+
+// TestFPDUSizeFollowsMSS: with Config.MaxFPDU unset, the FPDUs of a large
+// message are sized to the connection's TCP MSS at the time the message is
+// sent, not at connect time. On loopback Linux's MSS starts at half the
+// initial window and grows once the window opens (32741 -> 65483), so a
+// long transfer sees it change; where it does not change the test skips.
+func TestFPDUSizeFollowsMSS(t *testing.T) {
+	s := newServerUnderTest(t, Config{})
+	p := s.connectRaw(t, false, verbs.ConnParams{})
+	// A responder sends nothing before the initiator's first FPDU: a
+	// zero-length RDMA Write, as siw's RTR.
+	p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: 1}, nil)
+	q := s.qp.(*queuePair)
+	const size = 1 << 20
+	src := make([]byte, size)
+	fillPattern(src, 7)
+	smr := s.reg(t, src, verbs.AccessLocalWrite)
+	// write sends one 1 MiB RDMA Write and returns the payload size of its
+	// first FPDU, checking the data and the segmentation on the way.
+	write := func(id uint64) int {
+		t.Helper()
+		if err := s.qp.PostSend(&verbs.SendWR{ID: id, Op: verbs.OpWrite, Flags: verbs.Signaled,
+			SGL: []verbs.SGE{{MR: smr, Length: size}}, RemoteSTag: 0x1234, RemoteTO: 0}); err != nil {
+			t.Fatal(err)
+		}
+		first, got := 0, 0
+		for {
+			f := p.next()
+			if f == nil {
+				t.Fatal("raw peer: connection closed")
+			}
+			if f.Header.Opcode != iwarp.OpWrite || f.Header.TO != uint64(got) {
+				t.Fatalf("FPDU %v at TO %d, want an RDMA Write at %d", f.Header.Opcode, f.Header.TO, got)
+			}
+			if !bytes.Equal(f.Payload, src[got:got+len(f.Payload)]) {
+				t.Fatalf("RDMA Write payload at %d differs", got)
+			}
+			if first == 0 {
+				first = len(f.Payload)
+			} else if !f.Header.Last && len(f.Payload) != first {
+				t.Fatalf("FPDU at %d carries %d bytes, the first %d", got, len(f.Payload), first)
+			}
+			got += len(f.Payload)
+			if f.Header.Last {
+				break
+			}
+		}
+		if got != size {
+			t.Fatalf("RDMA Write of %d bytes arrived as %d", size, got)
+		}
+		s.expect(t, id, verbs.OpcodeWrite, verbs.StatusSuccess)
+		return first
+	}
+	initial := tcpMSS(q.conn)
+	if fpduFromMSS(initial) == 0 {
+		t.Skip("TCP_MAXSEG not available")
+	}
+	firstPay := write(0)
+	if want := iwarp.MaxPayload(fpduFromMSS(initial), true); firstPay != want {
+		t.Logf("first message: FPDU payload %d, MSS %d gives %d (the MSS changed meanwhile)", firstPay, initial, want)
+	}
+	// Find a message sent while the MSS, changed since connect, stayed
+	// the same from before its posting until after its completion.
+	mss, pay, found := initial, 0, false
+	for i := uint64(1); i <= 64 && !found; i++ {
+		before := tcpMSS(q.conn)
+		pay = write(i)
+		mss = tcpMSS(q.conn)
+		found = mss == before && mss != initial
+	}
+	if !found {
+		t.Skipf("the TCP MSS (%d at connect, %d now) did not settle on a new value over 64 MiB", initial, mss)
+	}
+	if want := iwarp.MaxPayload(fpduFromMSS(mss), true); pay != want {
+		t.Fatalf("MSS %d (at connect %d): FPDUs carry %d payload bytes, want %d", mss, initial, pay, want)
+	}
+	t.Logf("MSS %d -> %d: FPDU payload %d -> %d bytes", initial, mss, firstPay, pay)
+}

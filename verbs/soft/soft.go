@@ -10,10 +10,16 @@
 //   - Connection setup: MPA Request/Reply revision 1 and 2, RFC 6581 IRD/ORD
 //     negotiation, the peer-to-peer model with a ready-to-receive (RTR) frame
 //     (a zero-length RDMA Write or Read, as siw offers), CRC32c as negotiated
-//     by the C bit, markers refused, Reject with private data. No FPDU is sent
+//     by the C bit, markers refused, Reject with private data. A request
+//     the provider cannot accept (key, revision above 2, markers, private
+//     data over 256 bytes, enhanced bit without the IRD/ORD block) is
+//     answered with an MPA Reply with the R bit and no private data, at the
+//     request's revision or 2; after any Reject the connection is
+//     half-closed and drained briefly, so the Reject is not lost to a
+//     RST. No FPDU is sent
 //     before the MPA exchange completes, and a responder sends no FPDU before
 //     the initiator's first FPDU arrives (RFC 5044 §7.1.2, siw's strictness).
-//   - Data transfer: FPDUs segmented to Config.MaxFPDU (default: the TCP MSS)
+//   - Data transfer: FPDUs segmented to Config.MaxFPDU (default: the TCP MSS, as it changes)
 //     and reassembled at any legal length; DDP tagged and untagged segments
 //     (QN 0 Send, 1 Read Request, 2 Terminate; MSN from 1; MO); RDMAP Send,
 //     Send with Invalidate, Send with SE (and SE+Invalidate), RDMA Write, Read
@@ -25,7 +31,11 @@
 //     Terminate moves the queue pair to the error state and is reported as a
 //     *verbs.TerminateError in verbs.QPError and in the flushed completions.
 //   - Memory protection (RFC 5042): STag = index<<8 | 8-bit key, the key
-//     changes on every registration and re-registration; peer accesses are
+//     drawn from crypto/rand (in batches) on every registration and
+//     re-registration, never equal to the index's previous key, and the
+//     index scattered over 24 bits by a per-device keyed permutation, so
+//     STags cannot be derived from the order of registrations and a stale
+//     STag is refused; peer accesses are
 //     checked for STag, protection domain, access rights and bounds;
 //     invalidation waits for accesses in progress, but never for a stalled
 //     peer: the region's lock is held only while bytes move (readiness-based
@@ -125,7 +135,11 @@ type Config struct {
 	Name string
 	// MaxFPDU is the largest FPDU sent, in bytes, including headers and the
 	// CRC field. Zero derives it from the connection's TCP MSS (rounded down
-	// to a multiple of 8, as siw does), falling back to DefaultMaxFPDU.
+	// to a multiple of 8, as siw does), falling back to DefaultMaxFPDU; the
+	// MSS is read again before the writer goroutine sends a message of more
+	// than one FPDU (messages PostSend writes itself, at most 64 KiB, use
+	// the size last read), so the size follows it as it changes (on
+	// loopback it doubles once the TCP window opens).
 	// Values below 64 are raised to 64.
 	MaxFPDU int
 	// CRC requests MPA CRC32c as initiator and insists on it as responder
@@ -162,6 +176,7 @@ type Config struct {
 type Device struct {
 	cfg   Config
 	stags stagTable
+	terms termCounters // see Stats
 
 	mu     sync.Mutex
 	closed bool
@@ -186,7 +201,9 @@ func New(cfg Config) *Device {
 	if cfg.MaxFPDU != 0 && cfg.MaxFPDU < 64 {
 		cfg.MaxFPDU = 64
 	}
-	return &Device{cfg: cfg}
+	d := &Device{cfg: cfg}
+	d.stags.perm.key(&d.stags.rnd)
+	return d
 }
 
 // Name returns the device name.
@@ -235,4 +252,14 @@ func ctxDeadline(ctx context.Context) time.Time {
 		return dl
 	}
 	return time.Now().Add(DefaultMPATimeout)
+}
+
+func init() {
+	verbs.RegisterProvider("soft", func(c verbs.ProviderConfig) (verbs.Device, error) {
+		log := c.Logger
+		if log != nil {
+			log = log.Named("soft")
+		}
+		return New(Config{CRC: c.CRC, MaxFPDU: c.MaxFPDU, Logger: log}), nil
+	})
 }

@@ -32,8 +32,11 @@ import (
 const (
 	// txMaxIOV bounds the pieces of one vectored write (Linux IOV_MAX).
 	txMaxIOV = 1024
-	// txMaxBytes bounds the bytes of one batch.
-	txMaxBytes = 1 << 20
+	// txMaxBytes bounds the bytes of one batch, headers and trailers
+	// included: room for a 1 MiB RDMA Write, its FPDUs' overhead and the
+	// Send behind it (an RPC reply with a 1 MiB write chunk), so that
+	// they leave in one writev rather than three.
+	txMaxBytes = 1<<20 + txSlabSize
 	// txSlabSize is the room for headers and trailers.
 	txSlabSize = 16 << 10
 	// txFPDUOverhead bounds an FPDU's header (a Read Request's body
@@ -572,6 +575,7 @@ func (q *queuePair) writer() {
 			// arrives, and its next Read Request must find room.
 			ir := q.irq[q.irqHead%uint64(len(q.irq))]
 			q.irqHead++
+			q.refreshMaxFPDULocked(int(ir.req.Size))
 			q.mu.Unlock()
 			err = q.sendReadResponse(&ir)
 			q.mu.Lock()
@@ -582,6 +586,9 @@ func (q *queuePair) writer() {
 			continue
 		}
 		if q.sqSent < q.sqTail {
+			if wq := &q.sq[q.sqSent%uint64(len(q.sq))]; wq.op != verbs.OpRead {
+				q.refreshMaxFPDULocked(wq.length)
+			}
 			from, sq := q.claimLocked(false), q.sq
 			to := q.sqSent
 			if from == to {
@@ -599,6 +606,27 @@ func (q *queuePair) writer() {
 		q.writerIdle = true
 		q.cond.Wait()
 		q.writerIdle = false
+	}
+}
+
+// refreshMaxFPDULocked re-reads the TCP MSS, when the FPDU size follows it,
+// before the writer sends a message of size bytes that spans more than one
+// FPDU, so that the FPDU size follows the connection's MSS as it changes
+// (RFC 5044 derives MULPDU from the current EMSS; siw re-reads it per work
+// request). On loopback the MSS starts at half the initial window (32741)
+// and grows to 65483 once the window opens: a 1 MiB message then takes 17
+// FPDUs instead of 33, and the receiver one readv per FPDU. Small messages
+// cost no syscall. Caller holds mu and is the writer (the only goroutine
+// that changes maxFPDU; the transmit side reads it as its owner).
+func (q *queuePair) refreshMaxFPDULocked(size int) {
+	if !q.mssFPDU || q.rawConn == nil || size <= iwarp.MaxPayload(q.maxFPDU, true) {
+		return
+	}
+	if q.rawConn.Control(q.mssFn) != nil {
+		return
+	}
+	if f := fpduFromMSS(q.mss); f > 0 {
+		q.maxFPDU = f
 	}
 }
 

@@ -131,6 +131,13 @@ func (s *suite) testCQOverrun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The client's RDMA Read of fence, posted after the Sends, completes
+	// only once the responder has handled every Send before it.
+	fence, err := pd.RegMR(make([]byte, 1), verbs.AccessRemoteRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fence.Close() })
 	errc := make(chan error, 1)
 	go func() {
 		cr, err := ln.Accept(ctx)
@@ -139,7 +146,8 @@ func (s *suite) testCQOverrun(t *testing.T) {
 		}
 		errc <- err
 	}()
-	cli := s.newEndpoint(t, cdev, msgs)
+	cli := s.newEndpoint(t, cdev, msgs+1)
+	sink := cli.reg(t, make([]byte, 1), verbs.AccessLocalWrite)
 	if _, err := cdev.Dial(ctx, s.dialAddr(ln), cli.qp, verbs.ConnParams{}); err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
@@ -149,6 +157,12 @@ func (s *suite) testCQOverrun(t *testing.T) {
 	for i := 0; i < msgs; i++ {
 		cli.send(t, verbs.SendWR{ID: uint64(i), Op: verbs.OpSend})
 	}
+	// Poll only after all 32 Sends have arrived, so the depth-4 CQ has
+	// certainly overrun (a poller keeping pace with arrivals would drain it
+	// in time and the overrun would never come).
+	cli.send(t, verbs.SendWR{ID: msgs, Op: verbs.OpRead, Flags: verbs.Signaled,
+		SGL: []verbs.SGE{{MR: sink, Length: 1}}, RemoteSTag: fence.RKey(), RemoteTO: fence.Addr()})
+	cli.expect(t, msgs, verbs.OpcodeRead, verbs.StatusSuccess)
 	got := 0
 	var wc [8]verbs.Completion
 	for {

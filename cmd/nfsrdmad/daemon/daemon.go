@@ -39,7 +39,7 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
-	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
+	_ "github.com/go-rpcrdma/rpcrdma/verbs/providers" // every provider built in, for Config.Provider
 )
 
 // Defaults of Config.
@@ -63,13 +63,6 @@ const (
 	Owner = "nfsrdmad"
 )
 
-// Providers lists the RDMA provider names Config.Provider accepts.
-var Providers = []string{"soft", "ibverbs"}
-
-// ErrProviderNotBuilt is wrapped by Run's error when Config.Provider names a provider
-// that this binary was built without (ibverbs needs `go build -tags ibverbs`).
-var ErrProviderNotBuilt = errors.New("RDMA provider not compiled into this binary")
-
 // Config configures Run. Zero values select the defaults named on each field, except
 // that an empty RDMA or TCP address disables that listener: callers that want the
 // defaults set DefaultRDMAAddr and DefaultTCPAddr themselves (the command's flags do).
@@ -83,6 +76,10 @@ type Config struct {
 	StateDir string
 	// ReadOnly refuses every modifying procedure with NFS3ERR_ROFS.
 	ReadOnly bool
+	// Async is the exports(5) "async" option (nfsserver.Options.Async): metadata
+	// changes are answered before they are on stable storage, so a server crash can
+	// lose files and names clients were told exist. Default false ("sync").
+	Async bool
 	// MaxIO is the largest READ and WRITE (rtmax, wtmax). Default 1 MiB.
 	MaxIO int
 	// MaxOpenFiles bounds the NFS server's open-file cache: regular files kept open
@@ -101,8 +98,9 @@ type Config struct {
 	// listener).
 	Mountd string
 
-	// Provider is the RDMA provider: "soft" (default: verbs/soft, iWARP in software
-	// over TCP) or "ibverbs" (libibverbs, only in binaries built with -tags ibverbs).
+	// Provider is the RDMA provider, by its name in the verbs provider registry
+	// (verbs.ProviderNames): "soft" (default: verbs/soft, iWARP in software over TCP)
+	// or "ibverbs" (libibverbs, only in binaries built with -tags ibverbs).
 	Provider string
 	// Device selects the ibverbs device by name (e.g. "siw0", "rxe0"); empty selects
 	// the device that owns the RDMA listener's IP address, or the only device.
@@ -113,6 +111,14 @@ type Config struct {
 	// largest message sent without chunks, announced in the connection's private
 	// data and by CONF_RDMA. Default 4096, between 1024 and 262144.
 	Inline int
+	// IdleTimeout closes a connection (RDMA or TCP) that has had no call for that
+	// long and has none in progress. Default DefaultIdleTimeout (6 minutes); negative:
+	// never.
+	IdleTimeout time.Duration
+	// MaxConns is the most connections each listener keeps open; past it new ones are
+	// refused (RDMA: MPA Reject; TCP: reset) and logged at Warn at most every 10 s.
+	// Default DefaultMaxConns(); negative: no limit.
+	MaxConns int
 
 	// RPCBind registers NFS (netids tcp and rdma), MOUNT (tcp) and CONF_RDMA (rdma)
 	// with the rpcbind at RPCBindAddr, and unregisters them on exit.
@@ -141,6 +147,10 @@ type Config struct {
 	// ReadTimeout closes an RDMA connection whose RDMA Reads (a WRITE's data) stay
 	// unanswered this long. Default rpcrdma.DefaultReadTimeout (30 s); negative: none.
 	ReadTimeout time.Duration
+	// Metrics, when set, serves Prometheus metrics on this host:port at /metrics
+	// (package metrics); Pprof adds net/http/pprof under /debug/pprof/ there.
+	Metrics string
+	Pprof   bool
 
 	// ShutdownTimeout bounds the wait for calls in progress. Default 5 s.
 	ShutdownTimeout time.Duration
@@ -167,6 +177,8 @@ type Info struct {
 	// Budget is the memory budget the NFS listeners share (Config.MemBudget), for
 	// monitoring: Budget.InUse is what calls in progress hold.
 	Budget *oncrpc.Budget
+	// Metrics is the metrics endpoint's address (nil without Config.Metrics).
+	Metrics net.Addr
 }
 
 // ConfigError reports a Config field that cannot be used: a bad value, or a listener
@@ -230,7 +242,7 @@ func (c *Config) Validate() error {
 	if c.RDMA == "" && c.TCP == "" {
 		return &ConfigError{Field: "RDMA", Reason: "RDMA and TCP are both empty: nothing would serve NFS"}
 	}
-	for _, a := range []struct{ name, addr string }{{"RDMA", c.RDMA}, {"TCP", c.TCP}, {"Mountd", c.Mountd}} {
+	for _, a := range []struct{ name, addr string }{{"RDMA", c.RDMA}, {"TCP", c.TCP}, {"Mountd", c.Mountd}, {"Metrics", c.Metrics}} {
 		if a.addr == "" {
 			continue
 		}
@@ -242,8 +254,10 @@ func (c *Config) Validate() error {
 			return badString(a.name, a.addr, "port "+strconv.Quote(port)+" is not a number from 0 to 65535", nil)
 		}
 	}
-	if c.Provider != "" && !providerKnown(c.Provider) {
-		return badString("Provider", c.Provider, "want one of "+strings.Join(Providers, ", "), nil)
+	if c.Provider != "" {
+		if err := verbs.CheckProvider(c.Provider); err != nil {
+			return badString("Provider", c.Provider, "not available in this binary", err)
+		}
 	}
 	if c.Credits < 0 || c.Credits > 4096 {
 		return badInt("Credits", c.Credits, fmt.Sprintf("want 1 to 4096 (0 for the default %d)", DefaultCredits))
@@ -260,15 +274,6 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-func providerKnown(name string) bool {
-	for _, p := range Providers {
-		if p == name {
-			return true
-		}
-	}
-	return false
-}
-
 func (c *Config) fill() {
 	if c.Provider == "" {
 		c.Provider = "soft"
@@ -278,6 +283,12 @@ func (c *Config) fill() {
 	}
 	if c.Inline == 0 {
 		c.Inline = DefaultInline
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns()
 	}
 	if c.RPCBindAddr == "" {
 		c.RPCBindAddr = rpcbind.DefaultAddr
@@ -305,43 +316,21 @@ func (c *Config) fill() {
 	}
 }
 
-// openDevice opens the RDMA device of cfg.Provider.
+// openDevice opens the RDMA device of cfg.Provider through the verbs provider
+// registry, and describes it for the logs. Its errors are *ConfigError for the field
+// Provider; a provider this binary was built without wraps
+// verbs.ErrProviderNotBuilt, an unknown one verbs.ErrUnknownProvider.
 func openDevice(cfg *Config, log hclog.Logger) (verbs.Device, string, error) {
 	host, _, _ := net.SplitHostPort(cfg.RDMA)
-	return OpenDevice(cfg.Provider, cfg.Device, host, log)
-}
-
-// OpenDevice opens an RDMA device of provider ("soft" or "ibverbs") and returns it
-// with a description for logs. For ibverbs, device names the device (e.g. "siw0");
-// when empty, the device that owns the IP address addr is used, or the only device.
-// Its errors are *ConfigError for the field Provider; a provider this binary was built
-// without wraps ErrProviderNotBuilt.
-func OpenDevice(provider, device, addr string, log hclog.Logger) (verbs.Device, string, error) {
-	if log == nil {
-		log = hclog.NewNullLogger()
+	dev, err := verbs.OpenProvider(cfg.Provider, verbs.ProviderConfig{Device: cfg.Device, Addr: host, Logger: log})
+	if err != nil {
+		return nil, "", badString("Provider", cfg.Provider, "cannot open an RDMA device", err)
 	}
-	switch provider {
-	case "", "soft":
-		return soft.New(soft.Config{Logger: log.Named("soft")}), "verbs/soft (software iWARP over TCP)", nil
-	case "ibverbs":
-		if openIBVerbs == nil {
-			return nil, "", badString("Provider", provider, "rebuild with `go build -tags ibverbs` (needs cgo and libibverbs-dev, librdmacm-dev), or use the soft provider", ErrProviderNotBuilt)
-		}
-		if ip, err := netip.ParseAddr(addr); err != nil || ip.IsUnspecified() {
-			addr = ""
-		}
-		dev, err := openIBVerbs(device, addr)
-		if err != nil {
-			return nil, "", badString("Provider", provider, "cannot open the device", err)
-		}
-		return dev, "verbs/ibverbs (" + dev.Name() + ")", nil
+	if cfg.Provider == "soft" {
+		return dev, "verbs/soft (software iWARP over TCP)", nil
 	}
-	return nil, "", badString("Provider", provider, "want one of "+strings.Join(Providers, ", "), nil)
+	return dev, "verbs/" + cfg.Provider + " (" + dev.Name() + ")", nil
 }
-
-// openIBVerbs opens a libibverbs device by name or by the IP address it owns; nil in
-// binaries built without the ibverbs tag.
-var openIBVerbs func(name, addr string) (verbs.Device, error)
 
 // listener is one oncrpc.Listener and the oncrpc.Server that serves it.
 type listener struct {
@@ -372,6 +361,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	nfs, err := nfsserver.New(nfsserver.Options{
 		Root: cfg.Export, ExportPath: cfg.ExportPath, StateDir: cfg.StateDir,
 		ReadOnly: cfg.ReadOnly, MaxIO: cfg.MaxIO, MaxOpenFiles: cfg.MaxOpenFiles,
+		Async:  cfg.Async,
 		Logger: log.Named("nfs"),
 	})
 	if err != nil {
@@ -394,10 +384,11 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 		return &ConfigError{Field: "Inline", Value: strconv.Itoa(cfg.Inline), Reason: "CONF_RDMA refuses it", Err: err}
 	}
 
+	ms := newMetricsState(&cfg)
 	// One budget for both transports: what calls in progress hold, wherever they came from.
 	budget := oncrpc.NewBudget(max(cfg.MemBudget, 0))
-	main := oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("oncrpc"), Budget: budget, ConnBudget: cfg.ConnMemBudget})
-	nfs.Register(main)
+	main := oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("oncrpc"), Observe: ms.observe(), Budget: budget, ConnBudget: cfg.ConnMemBudget})
+	ms.registerNFS(main, nfs)
 	conf.Register(main)
 	var mountd *oncrpc.Server
 
@@ -412,10 +403,13 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	info.Budget = budget
 	if dev != nil {
 		l, err := rpcrdma.Listen(ctx, dev, cfg.RDMA, &rpcrdma.ServerOptions{
-			InlineSend:  cfg.Inline,
-			InlineRecv:  cfg.Inline,
-			Credits:     credits.NewServer(credits.Config{PerConn: cfg.Credits, Total: max(256, 4*cfg.Credits)}),
-			Logger:      log.Named("rpcrdma"),
+			InlineSend: cfg.Inline,
+			InlineRecv: cfg.Inline,
+			Credits:    credits.NewServer(credits.Config{PerConn: cfg.Credits, Total: max(256, 4*cfg.Credits)}),
+			Logger:     log.Named("rpcrdma"),
+
+			IdleTimeout: cfg.IdleTimeout,
+			MaxConns:    cfg.MaxConns,
 			Budget:      budget,
 			ConnBudget:  cfg.ConnMemBudget,
 			SendTimeout: cfg.SendTimeout,
@@ -428,7 +422,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 		info.RDMA = l.Addr()
 	}
 	if cfg.TCP != "" {
-		l, err := oncrpc.ListenTCP(cfg.TCP, &oncrpc.TCPOptions{Logger: log.Named("tcp"), SendTimeout: cfg.SendTimeout})
+		l, err := oncrpc.ListenTCP(cfg.TCP, &oncrpc.TCPOptions{Logger: log.Named("tcp"), IdleTimeout: cfg.IdleTimeout, MaxConns: cfg.MaxConns, SendTimeout: cfg.SendTimeout})
 		if err != nil {
 			return listenErr("TCP", cfg.TCP, err)
 		}
@@ -436,9 +430,9 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 		info.TCP = l.Addr()
 	}
 	if cfg.Mountd != "" {
-		mountd = oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("mountd")})
+		mountd = oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("mountd"), Observe: ms.observe()})
 		mountd.Register(nfs3.MountProgram, nfs3.MountVersion, nfs.MountHandler())
-		l, err := oncrpc.ListenTCP(cfg.Mountd, &oncrpc.TCPOptions{Logger: log.Named("mountd")})
+		l, err := oncrpc.ListenTCP(cfg.Mountd, &oncrpc.TCPOptions{Logger: log.Named("mountd"), IdleTimeout: cfg.IdleTimeout, MaxConns: cfg.MaxConns})
 		if err != nil {
 			return listenErr("Mountd", cfg.Mountd, err)
 		}
@@ -452,17 +446,25 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 		info.MountPort = portOf(info.TCP)
 	}
 
+	mserver, err := ms.start(&cfg, log, dev, []*oncrpc.Server{main, mountd}, ls)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics(mserver)
+	if mserver != nil {
+		info.Metrics = mserver.Addr()
+	}
+
 	if cfg.RPCBind {
 		regs, err := registrationsFor(info)
 		if err != nil {
 			return err
 		}
-		done, err := register(ctx, &cfg, regs)
-		if err != nil {
+		if err := register(ctx, &cfg, regs); err != nil {
 			return err
 		}
-		defer unregister(&cfg, done)
-		for _, r := range done {
+		defer unregister(&cfg, regs)
+		for _, r := range regs {
 			info.Registered = append(info.Registered, r.String())
 		}
 	}

@@ -1,7 +1,7 @@
 #!/bin/sh
 # nfsrdma-knfsd [PROVIDER] [SECONDS]: knfsd exporting /export (tmpfs) over RDMA on port
 # 20049 (siw or rxe on eth0) and TCP 2049, rpc.mountd on TCP 20048; prints LAB-READY for
-# the host's client (interop/nfsrdma TestClientAgainstKnfsd) and waits for out/stop.
+# the host's client (interop/linuxnfs TestClientAgainstKnfsd) and waits for out/stop.
 # Then it judges what the host's client left on knfsd's export with the guest's own
 # tools: every file named in /out/nfsrdma-manifest has that sha256 (sha256sum -c), the
 # workload's scratch entries are gone, and knfsd's NFSv3 per-procedure counters equal

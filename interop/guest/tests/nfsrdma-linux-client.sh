@@ -1,6 +1,6 @@
 #!/bin/sh
 # nfsrdma-linux-client TARGET [ENTRIES]: the kernel NFSv3 client (xprtrdma over siw) mounts
-# our NFS server on the host (interop/nfsrdma TestLinuxClientMountsServer: NFS over RDMA on
+# our NFS server on the host (interop/linuxnfs TestLinuxClientMountsServer: NFS over RDMA on
 # TARGET:20049, NFS and MOUNT over TCP on TARGET:2049) with
 #   mount -t nfs -o vers=3,proto=rdma,port=20049,mountport=2049,mountproto=tcp,nolock
 # and runs a workload: files of odd sizes up to 8 MiB - 1 written, caches dropped, compared

@@ -1,0 +1,125 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
+)
+
+// TestPutInterruptedKeepsTarget interrupts a put that is replacing a file: the
+// context is canceled (as SIGINT does) once 1 MiB of the 8 MiB has reached the
+// server, through a proxy that counts the bytes. The old file is intact and no
+// temporary file remains. Over RDMA the proxy carries the iWARP stream, so the WRITE
+// data it counts are RDMA Read responses.
+func TestPutInterruptedKeepsTarget(t *testing.T) {
+	s := startServer(t, func(c *daemon.Config) { c.MaxIO = 64 << 10 })
+	old := randomBytes(200<<10, 7)
+	src := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(src, randomBytes(8<<20, 8), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, proto := range []string{"tcp", "rdma"} {
+		t.Run(proto, func(t *testing.T) {
+			target := filepath.Join(s.export, "target-"+proto)
+			if err := os.WriteFile(target, old, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			nfsAddr := s.info.TCP.String()
+			if proto == "rdma" {
+				nfsAddr = s.info.RDMA.String()
+			}
+			p := startPausingProxy(t, nfsAddr)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var once sync.Once
+			p.mu.Lock()
+			p.onUp = func(n int64) {
+				if n >= 1<<20 {
+					once.Do(cancel)
+				}
+			}
+			p.mu.Unlock()
+			tcp := strconv.Itoa(portOfAddr(s.info.TCP.String()))
+			args := []string{"put", "-proto", proto, "-port", strconv.Itoa(p.port()), "-mountport", tcp, "-qd", "2", src, "127.0.0.1:/export/target-" + proto}
+			err := run(ctx, args, io.Discard, io.Discard)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("interrupted put: %v, want context.Canceled", err)
+			}
+			if got, _ := os.ReadFile(target); !bytes.Equal(got, old) {
+				t.Errorf("the target holds %d bytes after the interrupted put, want its old %d", len(got), len(old))
+			}
+			ents, _ := os.ReadDir(s.export)
+			for _, e := range ents {
+				if strings.Contains(e.Name(), ".nfsrdma-") {
+					t.Errorf("temporary file %s left behind", e.Name())
+				}
+			}
+		})
+	}
+}
+
+// TestTrailingSlash: like cp, a destination ending in "/" must be an existing
+// directory; an existing directory without the slash receives the file too; any
+// other path names the new file.
+func TestTrailingSlash(t *testing.T) {
+	s := startServer(t)
+	ldir := t.TempDir()
+	src := filepath.Join(ldir, "x")
+	os.WriteFile(src, []byte("data"), 0o644)
+	os.Mkdir(filepath.Join(s.export, "dir"), 0o755)
+	os.WriteFile(filepath.Join(s.export, "dir", "file"), []byte("old"), 0o644)
+
+	s.mustCLI(t, "put", src, "127.0.0.1:/export/dir/")
+	s.mustCLI(t, "put", src, "127.0.0.1:/export/dir/newname")
+	for _, name := range []string{"x", "newname"} {
+		if got, _ := os.ReadFile(filepath.Join(s.export, "dir", name)); string(got) != "data" {
+			t.Errorf("dir/%s holds %q", name, got)
+		}
+	}
+	for _, tc := range []struct{ dst, want string }{
+		{"127.0.0.1:/export/dir/missing/", "127.0.0.1:/export/dir/missing/: no such directory"},
+		{"127.0.0.1:/export/dir/file/", "127.0.0.1:/export/dir/file/: not a directory"},
+		{"127.0.0.1:/export/dir/missing/x", "NFS3ERR_NOENT"},
+	} {
+		if _, err := s.cli(t, "put", src, tc.dst); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("put x %s: %v, want an error containing %q", tc.dst, err, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.export, "dir", "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("put into dir/missing/ created something: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(s.export, "dir", "file")); string(got) != "old" {
+		t.Errorf("dir/file changed to %q", got)
+	}
+
+	// get, locally.
+	s.mustCLI(t, "get", "127.0.0.1:/export/dir/file", ldir+"/")
+	s.mustCLI(t, "get", "127.0.0.1:/export/dir/file", filepath.Join(ldir, "renamed"))
+	for _, name := range []string{"file", "renamed"} {
+		if got, _ := os.ReadFile(filepath.Join(ldir, name)); string(got) != "old" {
+			t.Errorf("local %s holds %q", name, got)
+		}
+	}
+	for _, tc := range []struct{ dst, want string }{
+		{filepath.Join(ldir, "missing") + "/", filepath.Join(ldir, "missing") + "/: no such directory"},
+		{src + "/", src + "/: not a directory"},
+	} {
+		if _, err := s.cli(t, "get", "127.0.0.1:/export/dir/file", tc.dst); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("get to %s: %v, want an error containing %q", tc.dst, err, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ldir, "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("get into missing/ created something: %v", err)
+	}
+}

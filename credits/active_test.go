@@ -1,0 +1,344 @@
+package credits
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// noAging is an ActiveWindow long enough that the sweeper goroutine never runs during a
+// test: the tests age the active set with Sweep.
+const noAging = time.Hour
+
+// TestServerIdleConnsDoNotDilute: 300 connections that never call leave a working
+// connection's grant where it would be alone (the FairShare of 256 used to be
+// 256/301 = 0, so 1).
+func TestServerIdleConnsDoNotDilute(t *testing.T) {
+	s := NewServer(Config{Total: 256, PerConn: 64, ActiveWindow: noAging})
+	for i := 0; i < 300; i++ {
+		defer s.Open().Close()
+	}
+	c := s.Open()
+	defer c.Close()
+	if v := c.Arrive(32); v != Accept {
+		t.Fatal(v)
+	}
+	if g := c.Grant(); g != 32 {
+		t.Fatalf("grant %d with 300 idle connections open, want the 32 asked for", g)
+	}
+	if s.Conns() != 301 || s.Active() != 1 {
+		t.Fatalf("%d open, %d active; want 301, 1", s.Conns(), s.Active())
+	}
+}
+
+// TestServerActiveSetAges: a connection leaves the active set after two sweeps without a
+// call and with nothing outstanding; one with a call outstanding never does; the
+// shares of the others grow as it leaves, and shrink when it calls again.
+func TestServerActiveSetAges(t *testing.T) {
+	s := NewServer(Config{Total: 64, PerConn: 64, ActiveWindow: noAging})
+	a, b, busy := s.Open(), s.Open(), s.Open()
+	defer a.Close()
+	defer b.Close()
+	defer busy.Close()
+	for _, c := range []*Conn{a, b, busy} {
+		c.Arrive(64)
+		c.Grant()
+	}
+	a.Done()
+	b.Done() // busy keeps its call outstanding
+	if got := s.Active(); got != 3 {
+		t.Fatalf("active %d, want 3", got)
+	}
+	a.Arrive(64)
+	if g := a.Grant(); g != 64/3 {
+		t.Fatalf("grant %d with 3 active, want %d", g, 64/3)
+	}
+	a.Done()
+	s.Sweep() // all three called since the last sweep (there was none)
+	if got := s.Active(); got != 3 {
+		t.Fatalf("after one sweep: active %d, want 3", got)
+	}
+	a.Arrive(64) // a calls again between the sweeps, b does not
+	a.Done()
+	s.Sweep()
+	if got := s.Active(); got != 2 {
+		t.Fatalf("after two sweeps: active %d, want 2 (b idle)", got)
+	}
+	for i := 0; i < 3; i++ {
+		s.Sweep()
+	}
+	if got := s.Active(); got != 1 {
+		t.Fatalf("after five sweeps: active %d, want 1 (busy has a call outstanding)", got)
+	}
+	a.Arrive(64)
+	if g := a.Grant(); g != 32 {
+		t.Fatalf("grant %d with a and busy active, want 32", g)
+	}
+	a.Done()
+	b.Arrive(64) // b comes back
+	if g := b.Grant(); g != 64/3 {
+		t.Fatalf("b's grant %d on its return, want %d", g, 64/3)
+	}
+	b.Done()
+}
+
+// TestServerCloseIfIdle: only a connection whose call count has not moved and that has
+// nothing outstanding is closed; after that its calls are refused and it is out of the
+// counts.
+func TestServerCloseIfIdle(t *testing.T) {
+	s := NewServer(Config{Total: 8, PerConn: 8, ActiveWindow: noAging})
+	c := s.Open()
+	calls, out := c.Activity()
+	if calls != 0 || out != 0 {
+		t.Fatalf("fresh connection activity %d, %d", calls, out)
+	}
+	c.Arrive(8)
+	if c.CloseIfIdle(calls) {
+		t.Fatal("closed although a call arrived since the count was taken")
+	}
+	calls, out = c.Activity()
+	if calls != 1 || out != 1 {
+		t.Fatalf("activity %d, %d; want 1, 1", calls, out)
+	}
+	if c.CloseIfIdle(calls) {
+		t.Fatal("closed with a call outstanding")
+	}
+	c.Done()
+	if s.Active() != 1 {
+		t.Fatalf("active %d", s.Active())
+	}
+	if !c.CloseIfIdle(calls) {
+		t.Fatal("idle connection not closed")
+	}
+	if c.CloseIfIdle(calls) {
+		t.Fatal("closed twice")
+	}
+	if s.Conns() != 0 || s.Active() != 0 {
+		t.Fatalf("after close: %d open, %d active", s.Conns(), s.Active())
+	}
+	if v := c.Arrive(8); v != Disconnect {
+		t.Fatalf("call on a closed connection: %v, want Disconnect", v)
+	}
+	c.Close() // safe after CloseIfIdle
+	if s.Conns() != 0 {
+		t.Fatalf("Close after CloseIfIdle: %d open", s.Conns())
+	}
+}
+
+// TestServerSweeperRunsOnlyWhileActive: the sweeper goroutine ages connections out by
+// itself and stops once no connection is active.
+func TestServerSweeperRunsOnlyWhileActive(t *testing.T) {
+	s := NewServer(Config{ActiveWindow: time.Millisecond})
+	c := s.Open()
+	defer c.Close()
+	c.Arrive(1)
+	c.Done()
+	waitFor(t, "the connection to age out", func() bool { return s.Active() == 0 })
+	waitFor(t, "the sweeper to stop", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return !s.ticking
+	})
+	c.Arrive(1) // active again: a new sweeper
+	c.Done()
+	waitFor(t, "the connection to age out again", func() bool { return s.Active() == 0 })
+	d := s.Open()
+	d.Arrive(1)
+	d.Close() // closing the last active connection stops the sweeper too
+	waitFor(t, "the sweeper to stop after Close", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return !s.ticking && s.Active() == 0
+	})
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestServerGrantProperties drives random sequences of calls, replies, receive growth,
+// sweeps, closes and opens through a Server with a policy that answers anything
+// (negative, 0, huge) and checks after every step that a grant is never 0, never above
+// PerConn or the receives posted, that the credits in force never drop below the calls
+// outstanding nor exceed the receives, that a requester that keeps to its latest grant
+// is never refused, and that the active count matches the connections.
+func TestServerGrantProperties(t *testing.T) {
+	for seed := uint64(0); seed < 200; seed++ {
+		checkGrantProperties(t, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), 1500)
+		if t.Failed() {
+			t.Fatalf("seed %d", seed)
+		}
+	}
+}
+
+// FuzzServerGrants is TestServerGrantProperties with the fuzzer choosing the seed and the
+// length of the run.
+func FuzzServerGrants(f *testing.F) {
+	f.Add(uint64(1), uint64(2), uint16(100))
+	f.Add(uint64(0xdeadbeef), uint64(7), uint16(3000))
+	f.Fuzz(func(t *testing.T, a, b uint64, steps uint16) {
+		checkGrantProperties(t, rand.New(rand.NewPCG(a, b)), int(steps))
+	})
+}
+
+// modelConn is a requester as the property test sees it.
+type modelConn struct {
+	c        *Conn
+	grant    uint32 // latest grant received (1 before any)
+	inFlight int    // Accepted calls not answered
+}
+
+func checkGrantProperties(t *testing.T, r *rand.Rand, steps int) {
+	t.Helper()
+	perConn := 1 + r.IntN(80)
+	policy := PolicyFunc(func(st State) int {
+		switch r.IntN(6) {
+		case 0:
+			return 0
+		case 1:
+			return -r.IntN(100)
+		case 2:
+			return 1 << 40
+		case 3:
+			return int(st.Requested)
+		default:
+			return FairShare.Grant(st)
+		}
+	})
+	s := NewServer(Config{Total: 1 + r.IntN(300), PerConn: perConn, Policy: policy, MaxOverruns: 1 << 30, ActiveWindow: noAging})
+	maxRecv := map[*Conn]int{}
+	var conns []*modelConn
+	open := func() {
+		n := 1 + r.IntN(4)
+		c := s.OpenWithReceives(n)
+		maxRecv[c] = n
+		conns = append(conns, &modelConn{c: c, grant: 1})
+	}
+	open()
+	for step := 0; step < steps; step++ {
+		if len(conns) == 0 {
+			open()
+		}
+		m := conns[r.IntN(len(conns))]
+		c := m.c
+		switch op := r.IntN(100); {
+		case op < 40: // the requester sends a call if its grant allows (sometimes not)
+			compliant := m.inFlight < int(m.grant)
+			if !compliant && r.IntN(4) != 0 {
+				continue
+			}
+			switch v := c.Arrive(uint32(r.IntN(200))); v {
+			case Accept:
+				m.inFlight++
+			case Overrun:
+				if compliant {
+					t.Fatalf("step %d: call %d within grant %d refused", step, m.inFlight+1, m.grant)
+				}
+				m.grant = c.Grant() // the ERR_CHUNK answer carries a grant
+				checkGrant(t, c, m.grant, perConn)
+			default:
+				t.Fatalf("step %d: Arrive %v", step, v)
+			}
+		case op < 75: // a reply: grant, then Done, as the transport does
+			if m.inFlight == 0 {
+				continue
+			}
+			g := c.Grant()
+			checkGrant(t, c, g, perConn)
+			c.Done()
+			m.grant, m.inFlight = g, m.inFlight-1
+		case op < 80: // two replies whose Sends are posted in the other order
+			if m.inFlight < 2 {
+				continue
+			}
+			g1 := c.Grant()
+			c.Done()
+			g2 := c.Grant()
+			c.Done()
+			checkGrant(t, c, g1, perConn)
+			checkGrant(t, c, g2, perConn)
+			m.grant, m.inFlight = g1, m.inFlight-2 // g2 arrived first
+		case op < 85: // the transport grows receives when asked
+			if n := c.Grow(); n > 0 {
+				if n <= c.receives || n > perConn {
+					t.Fatalf("step %d: Grow %d with %d receives, PerConn %d", step, n, c.receives, perConn)
+				}
+				c.SetReceives(n)
+				maxRecv[c] = max(maxRecv[c], n)
+			}
+		case op < 90:
+			s.Sweep()
+		case op < 93:
+			calls, out := c.Activity()
+			closed := c.CloseIfIdle(calls)
+			if closed != (out == 0) {
+				t.Fatalf("step %d: CloseIfIdle %v with %d outstanding", step, closed, out)
+			}
+			if closed {
+				conns = removeConn(conns, m)
+			}
+		case op < 95:
+			c.Close()
+			conns = removeConn(conns, m)
+		default:
+			open()
+		}
+		// Invariants over every open connection.
+		active := 0
+		for _, m := range conns {
+			c := m.c
+			c.mu.Lock()
+			if c.outstanding != m.inFlight {
+				t.Fatalf("step %d: server counts %d outstanding, requester %d", step, c.outstanding, m.inFlight)
+			}
+			if c.limit < c.outstanding || c.limit < 1 {
+				t.Fatalf("step %d: credits in force %d below the %d outstanding", step, c.limit, c.outstanding)
+			}
+			if c.limit > maxRecv[c] {
+				t.Fatalf("step %d: credits in force %d above the %d receives posted", step, c.limit, maxRecv[c])
+			}
+			if c.outstanding > 0 && !c.active {
+				t.Fatalf("step %d: a connection with calls outstanding is not active", step)
+			}
+			if c.active {
+				active++
+			}
+			c.mu.Unlock()
+		}
+		if s.Active() != active || s.Conns() != len(conns) {
+			t.Fatalf("step %d: server counts %d open, %d active; want %d, %d", step, s.Conns(), s.Active(), len(conns), active)
+		}
+	}
+	for _, m := range conns {
+		m.c.Close()
+	}
+	if s.Conns() != 0 || s.Active() != 0 {
+		t.Fatalf("after closing all: %d open, %d active", s.Conns(), s.Active())
+	}
+}
+
+func checkGrant(t *testing.T, c *Conn, g uint32, perConn int) {
+	t.Helper()
+	c.mu.Lock()
+	recv := c.receives
+	c.mu.Unlock()
+	if g == 0 || int(g) > perConn || int(g) > recv {
+		t.Fatalf("grant %d: want 1 to min(PerConn %d, receives %d)", g, perConn, recv)
+	}
+}
+
+func removeConn(conns []*modelConn, m *modelConn) []*modelConn {
+	for i, x := range conns {
+		if x == m {
+			return append(conns[:i], conns[i+1:]...)
+		}
+	}
+	return conns
+}

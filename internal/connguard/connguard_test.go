@@ -1,0 +1,191 @@
+package connguard
+
+import (
+	"bytes"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// fakeConn is a Conn whose activity the test sets.
+type fakeConn struct {
+	mu      sync.Mutex
+	count   uint64
+	busy    bool
+	closed  bool
+	refuse  bool // CloseIfIdle answers false, as when a call raced with it
+	s       *Set
+	remote  net.Addr
+	closeds int
+}
+
+func (c *fakeConn) Activity() (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.count, c.busy
+}
+
+func (c *fakeConn) CloseIfIdle(count uint64) bool {
+	c.mu.Lock()
+	if c.refuse || c.closed || c.busy || c.count != count {
+		c.mu.Unlock()
+		return false
+	}
+	c.closed = true
+	c.closeds++
+	c.mu.Unlock()
+	c.s.Leave(c)
+	return true
+}
+
+func (c *fakeConn) RemoteAddr() net.Addr { return c.remote }
+
+func (c *fakeConn) call() {
+	c.mu.Lock()
+	c.count++
+	c.mu.Unlock()
+}
+
+func (c *fakeConn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+var addr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 999}
+
+func TestLimitAdmitsUpToMax(t *testing.T) {
+	var logs bytes.Buffer
+	s := New(Config{Max: 2, WarnEvery: time.Hour, Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
+	defer s.Close()
+	a, b := &fakeConn{s: s}, &fakeConn{s: s}
+	for i := 0; i < 2; i++ {
+		if !s.Admit(addr) {
+			t.Fatalf("connection %d of 2 refused", i+1)
+		}
+	}
+	s.Track(a)
+	s.Track(b)
+	for i := 0; i < 5; i++ {
+		if s.Admit(addr) {
+			t.Fatalf("connection %d admitted past the limit of 2", 3+i)
+		}
+	}
+	if st := s.Stats(); st.Refused != 5 || s.Open() != 2 {
+		t.Fatalf("refused %d, open %d; want 5, 2", st.Refused, s.Open())
+	}
+	if n := strings.Count(logs.String(), "connection limit reached"); n != 1 {
+		t.Fatalf("%d warnings for 5 refusals within WarnEvery, want 1:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "limit=2") || !strings.Contains(logs.String(), "remote=127.0.0.1:999") {
+		t.Fatalf("warning lacks the limit or the peer: %s", logs.String())
+	}
+	s.Leave(a)
+	s.Leave(a) // twice: no second place
+	if s.Open() != 1 {
+		t.Fatalf("open %d after one Leave (twice), want 1", s.Open())
+	}
+	if st := s.Stats(); st.Tracked != 2 || st.Left != 1 {
+		t.Fatalf("tracked %d, left %d; want 2, 1", st.Tracked, st.Left)
+	}
+	if !s.Admit(addr) {
+		t.Fatal("refused with a place free")
+	}
+	s.Release() // setup failed
+	if !s.Admit(addr) {
+		t.Fatal("refused after Release")
+	}
+	if s.Admit(addr) {
+		t.Fatal("admitted a third")
+	}
+}
+
+func TestNoLimit(t *testing.T) {
+	s := New(Config{})
+	defer s.Close()
+	for i := 0; i < 5000; i++ {
+		if !s.Admit(addr) {
+			t.Fatalf("connection %d refused with no limit", i)
+		}
+	}
+}
+
+// TestSweepClosesOnlyIdle: the sweeps (driven with a made-up clock) close a connection
+// once it has had no call for IdleTimeout, never one with a call in progress, and
+// restart the idle time of one whose count moved.
+func TestSweepClosesOnlyIdle(t *testing.T) {
+	const timeout = time.Minute
+	s := New(Config{IdleTimeout: timeout})
+	defer s.Close()
+	idle, busy, chatty, racing := &fakeConn{s: s}, &fakeConn{s: s, busy: true}, &fakeConn{s: s}, &fakeConn{s: s, refuse: true}
+	for _, c := range []*fakeConn{idle, busy, chatty, racing} {
+		s.Admit(addr)
+		s.Track(c)
+	}
+	t0 := time.Now() // after Track took the time
+	s.sweep(t0.Add(timeout / 2))
+	chatty.call()
+	s.sweep(t0.Add(timeout / 2).Add(time.Second)) // chatty's idle time starts again here
+	if idle.isClosed() || chatty.isClosed() {
+		t.Fatal("closed before the timeout")
+	}
+	s.sweep(t0.Add(timeout))
+	if !idle.isClosed() {
+		t.Fatal("idle connection not closed after the timeout")
+	}
+	if chatty.isClosed() || busy.isClosed() || racing.isClosed() {
+		t.Fatal("closed a connection that called, is busy or refused")
+	}
+	if st := s.Stats(); st.Reaped != 1 || s.Open() != 3 {
+		t.Fatalf("reaped %d, open %d; want 1, 3", st.Reaped, s.Open())
+	}
+	s.sweep(t0.Add(timeout * 10))
+	if busy.isClosed() {
+		t.Fatal("closed the connection with a call in progress")
+	}
+	if !chatty.isClosed() {
+		t.Fatal("chatty connection not closed once idle for the timeout")
+	}
+	busy.mu.Lock()
+	busy.busy = false
+	busy.mu.Unlock()
+	// No longer busy: it has been idle since the last sweep that saw it busy.
+	s.sweep(t0.Add(timeout*10 + timeout/2))
+	if busy.isClosed() {
+		t.Fatal("closed as soon as its call finished")
+	}
+	s.sweep(t0.Add(timeout * 11))
+	if !busy.isClosed() || idle.closeds != 1 {
+		t.Fatalf("busy closed %v, idle closed %d times", busy.isClosed(), idle.closeds)
+	}
+	if s.Open() != 1 { // racing
+		t.Fatalf("open %d, want 1", s.Open())
+	}
+}
+
+// TestSweeperRuns: with a short timeout the sweeper goroutine closes an idle
+// connection by itself; Close stops it.
+func TestSweeperRuns(t *testing.T) {
+	s := New(Config{IdleTimeout: 5 * time.Millisecond})
+	c := &fakeConn{s: s}
+	s.Admit(addr)
+	s.Track(c)
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.isClosed() {
+		if time.Now().After(deadline) {
+			t.Fatal("idle connection never closed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.Close()
+	s.Close()
+	n := s.Stats().Sweeps
+	time.Sleep(20 * time.Millisecond)
+	if s.Stats().Sweeps != n {
+		t.Fatal("sweeps after Close")
+	}
+}

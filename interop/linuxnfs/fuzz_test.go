@@ -1,0 +1,40 @@
+package linuxnfs
+
+import (
+	"errors"
+	"testing"
+)
+
+// FuzzParse: Parse never panics, its errors are *HeaderError naming a field at an
+// offset inside the message, and what it counts stays within the message.
+func FuzzParse(f *testing.F) {
+	for _, m := range [][]byte{linuxWrite, readCall, readdirplusCall, readdirplusReply, readReply} {
+		f.Add(m)
+	}
+	for _, tc := range badMessages {
+		f.Add(tc.msg)
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		h, err := Parse(msg)
+		if err != nil {
+			var he *HeaderError
+			if !errors.As(err, &he) || he.Field == "" || he.Offset < 0 || he.Offset > len(msg) {
+				t.Fatalf("error %v: want a *HeaderError naming a field inside the message", err)
+			}
+			return
+		}
+		segs := h.ReadSegs*24 + h.WriteSegs*16 + h.ReplySegs*16
+		if segs > len(msg) || h.InlineLen < 0 || h.InlineLen > len(msg)-16 {
+			t.Fatalf("%+v: counts exceed the %d-byte message", h, len(msg))
+		}
+		if h.ReadPosBytes > h.ReadBytes || h.WriteChunks > h.WriteSegs+len(msg) {
+			t.Fatalf("%+v: inconsistent counts", h)
+		}
+		var tl Tally
+		tl.Record(true, msg)
+		tl.Record(false, msg)
+		if c := tl.Counts(); c.ParseErrors != 0 || c.Calls != 1 || c.Replies != 1 {
+			t.Fatalf("Tally of a message Parse accepts: %+v", c)
+		}
+	})
+}

@@ -1,0 +1,116 @@
+package rpcbind
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+func TestListenerRegistrations(t *testing.T) {
+	tcp := func(s string) net.Addr { return net.TCPAddrFromAddrPort(netip.MustParseAddrPort(s)) }
+	reg := func(netid, ap string) Registration {
+		return Registration{Prog: 100400, Vers: 1, NetID: netid, Addr: netip.MustParseAddrPort(ap)}
+	}
+	tests := []struct {
+		transport string
+		addr      net.Addr
+		want      []Registration
+	}{
+		{"rdma", tcp("127.0.0.1:20049"), []Registration{reg("rdma", "127.0.0.1:20049")}},
+		{"rdma", tcp("[2001:db8::1]:20049"), []Registration{reg("rdma6", "[2001:db8::1]:20049")}},
+		{"rdma", tcp("[::ffff:192.0.2.1]:20049"), []Registration{reg("rdma", "192.0.2.1:20049")}},
+		{"rdma", tcp("[::]:20049"), []Registration{reg("rdma", "0.0.0.0:20049"), reg("rdma6", "[::]:20049")}},
+		{"tcp", tcp("0.0.0.0:111"), []Registration{reg("tcp", "0.0.0.0:111")}},
+		{"tcp", tcp("[fe80::1%lo]:7"), []Registration{reg("tcp6", "[fe80::1]:7")}},
+	}
+	for _, tc := range tests {
+		got, err := ListenerRegistrations(100400, 1, tc.transport, tc.addr)
+		if err != nil {
+			t.Errorf("ListenerRegistrations(%s, %v): %v", tc.transport, tc.addr, err)
+			continue
+		}
+		if len(got) != len(tc.want) {
+			t.Errorf("ListenerRegistrations(%s, %v) = %v, want %v", tc.transport, tc.addr, got, tc.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("ListenerRegistrations(%s, %v)[%d] = %v, want %v", tc.transport, tc.addr, i, got[i], tc.want[i])
+			}
+		}
+	}
+	if _, err := ListenerRegistrations(100400, 1, "rdma", &net.UnixAddr{Name: "/run/x", Net: "unix"}); err == nil {
+		t.Error("registrations of a unix address succeeded")
+	}
+	if s := tests[0].want[0].String(); s != "100400/1/rdma=127.0.0.1.78.81" {
+		t.Errorf("String() = %q", s)
+	}
+}
+
+// TestRegisterAllPolicies drives RegisterAll and UnregisterAll against a Registry:
+// a stale mapping at the same address is replaced under both policies, one at
+// another address is refused (and nothing stays registered) under ReplaceSameAddr
+// and replaced under ReplaceAny.
+func TestRegisterAllPolicies(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := newTestClient(t, serveRegistry(t, NewRegistry()), Version4)
+	mine := []Registration{
+		{Prog: 100400, Vers: 1, NetID: NetIDRDMA, Addr: netip.MustParseAddrPort("127.0.0.1:20049")},
+		{Prog: 100003, Vers: 3, NetID: NetIDTCP, Addr: netip.MustParseAddrPort("127.0.0.1:2049")},
+	}
+	lookup := func(r Registration) (netip.AddrPort, error) { return c.Lookup(ctx, r.Prog, r.Vers, r.NetID) }
+
+	// Fresh: both made.
+	if err := c.RegisterAll(ctx, mine, "test", ReplaceSameAddr, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Again (a previous instance's mappings): replaced, each reported.
+	var replaced []Registration
+	if err := c.RegisterAll(ctx, mine, "test", ReplaceSameAddr, func(old Registration) { replaced = append(replaced, old) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(replaced) != 2 || replaced[0] != mine[0] || replaced[1] != mine[1] {
+		t.Errorf("replaced %v, want %v", replaced, mine)
+	}
+	if err := c.UnregisterAll(ctx, mine); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another server holds NFS at another port: refused, and our CONF_RDMA mapping
+	// made before it is removed again.
+	other := Registration{Prog: 100003, Vers: 3, NetID: NetIDTCP, Addr: netip.MustParseAddrPort("127.0.0.1:3049")}
+	if err := c.Register(ctx, other.Prog, other.Vers, other.NetID, other.Addr, "other"); err != nil {
+		t.Fatal(err)
+	}
+	err := c.RegisterAll(ctx, mine, "test", ReplaceSameAddr, nil)
+	if !errors.Is(err, ErrRegisteredElsewhere) {
+		t.Fatalf("RegisterAll over another server's mapping: %v, want ErrRegisteredElsewhere", err)
+	}
+	if _, err := lookup(mine[0]); !errors.Is(err, ErrNotRegistered) {
+		t.Errorf("after a failed RegisterAll, %v is still registered (%v)", mine[0], err)
+	}
+	if got, err := lookup(other); err != nil || got != other.Addr {
+		t.Errorf("the other server's mapping: %v %v, want it untouched", got, err)
+	}
+	// ReplaceAny takes it over.
+	if err := c.RegisterAll(ctx, mine, "test", ReplaceAny, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range mine {
+		if got, err := lookup(r); err != nil || got != r.Addr {
+			t.Errorf("%v: lookup %v %v", r, got, err)
+		}
+	}
+	if err := c.UnregisterAll(ctx, mine); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range mine {
+		if _, err := lookup(r); !errors.Is(err, ErrNotRegistered) {
+			t.Errorf("%v still registered after UnregisterAll: %v", r, err)
+		}
+	}
+}

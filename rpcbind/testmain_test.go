@@ -1,0 +1,13 @@
+//go:build linux
+
+package rpcbind
+
+import (
+	"testing"
+
+	"github.com/go-rpcrdma/rpcrdma/rpcbind/rpcbindtest"
+)
+
+// TestMain runs the tests in private network and mount namespaces with an rpcbind of
+// their own (rpcbindtest.Main): the host's rpcbind is never touched.
+func TestMain(m *testing.M) { rpcbindtest.Main(m) }

@@ -1,0 +1,170 @@
+package soft
+
+import (
+	"crypto/rand"
+	"fmt"
+	"sync"
+)
+
+// maxSTagIndex is the largest STag index (24 bits, RFC 5040 §2.1 STag =
+// index<<8 | key). Index 0 is never used: STag 0 means "none".
+const maxSTagIndex = 1<<24 - 1
+
+// stagTable maps STag indices to memory regions for one device.
+//
+// The 8-bit key of an STag is drawn at random (keyStream) every time its
+// index is registered, re-registered or reused after a Close, and always
+// differs from the key the index had before, so a peer cannot derive a
+// valid STag from the index, and a stale STag (from before an invalidation
+// and the Reregister that followed it, or from a closed region) never
+// matches the region that replaced it (RFC 5042 §5.1). An older key can
+// recur, with the odds of a blind guess (1 in 255); every wrong guess costs
+// the peer its connection (an invalid-STag Terminate).
+//
+// The index is not the table slot either: slot s carries index perm(s), a
+// permutation of the 24-bit index space keyed per device from the same
+// random stream, so the indices in use are scattered rather than 1, 2, 3...
+// (defence in depth; perm is a cheap mixing network, not a cipher).
+type stagTable struct {
+	mu   sync.RWMutex
+	mrs  []*memRegion // by slot; nil when free
+	keys []uint8      // last key used per slot
+	free []uint32     // free slots (LIFO)
+	rnd  keyStream
+	perm indexPerm
+}
+
+// indexPerm is a 4-round Feistel network on 24 bits (two 12-bit halves):
+// a bijection from table slots to STag indices, cheap enough for the
+// per-FPDU lookup. New keys it once; it does not change afterwards, so it
+// is read without a lock. The zero value is the identity (tests).
+type indexPerm struct {
+	keyed bool
+	k     [4]uint32
+}
+
+// key draws the round keys from s.
+func (p *indexPerm) key(s *keyStream) {
+	for i := range p.k {
+		p.k[i] = uint32(s.next()) | uint32(s.next())<<8 | uint32(s.next())<<16 | uint32(s.next())<<24
+	}
+	p.keyed = true
+}
+
+// round is the Feistel round function: 12 bits from a 12-bit half and a key.
+func round(h, k uint32) uint32 { return ((h ^ k) * 0x9e3779b1) >> 20 }
+
+// index returns the STag index of slot.
+func (p *indexPerm) index(slot uint32) uint32 {
+	if !p.keyed {
+		return slot
+	}
+	l, r := slot>>12&0xfff, slot&0xfff
+	for _, k := range p.k {
+		l, r = r, l^round(r, k)
+	}
+	return l<<12 | r
+}
+
+// slot returns the slot of STag index idx (the inverse of index).
+func (p *indexPerm) slot(idx uint32) uint32 {
+	if !p.keyed {
+		return idx
+	}
+	l, r := idx>>12&0xfff, idx&0xfff
+	for i := len(p.k) - 1; i >= 0; i-- {
+		l, r = r^round(l, p.k[i]), l
+	}
+	return l<<12 | r
+}
+
+// keyStream hands out random bytes for STag keys. It reads them from
+// crypto/rand in batches of len(buf), so a registration costs neither an
+// allocation nor, most of the time, a system call. Guarded by stagTable.mu.
+type keyStream struct {
+	buf [256]byte
+	n   int // unused bytes left at the start of buf
+	// fill replaces crypto/rand.Read when set (deterministic tests).
+	fill func([]byte)
+}
+
+// next returns a random byte.
+func (s *keyStream) next() uint8 {
+	if s.n == 0 {
+		if s.fill != nil {
+			s.fill(s.buf[:])
+		} else {
+			rand.Read(s.buf[:]) // never fails (crypto/rand, Go 1.24+)
+		}
+		s.n = len(s.buf)
+	}
+	s.n--
+	return s.buf[s.n]
+}
+
+// newKey returns a random key other than old: old+1 .. old+255 (mod 256).
+func (s *keyStream) newKey(old uint8) uint8 { return old + 1 + s.next()%255 }
+
+func (t *stagTable) add(m *memRegion) (uint32, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var slot uint32
+	if n := len(t.free); n > 0 {
+		slot = t.free[n-1]
+		t.free = t.free[:n-1]
+		t.keys[slot] = t.rnd.newKey(t.keys[slot])
+	} else {
+		if len(t.mrs) == 0 {
+			t.mrs = append(t.mrs, nil) // slot 0 reserved
+			t.keys = append(t.keys, 0)
+		}
+		for {
+			if len(t.mrs) > maxSTagIndex {
+				return 0, fmt.Errorf("soft: RegMR: STag index space (%d regions) exhausted", maxSTagIndex)
+			}
+			slot = uint32(len(t.mrs))
+			t.mrs = append(t.mrs, nil)
+			t.keys = append(t.keys, t.rnd.next())
+			if t.perm.index(slot) != 0 {
+				break
+			}
+			// Index 0 is never used: this slot stays empty for good.
+		}
+	}
+	idx := t.perm.index(slot)
+	m.slot, m.stag = slot, idx<<8|uint32(t.keys[slot])
+	m.base = uint64(idx) << 32
+	t.mrs[slot] = m // publish after m is complete
+	return m.stag, nil
+}
+
+// rekey gives the region in slot a fresh key and returns the new STag.
+func (t *stagTable) rekey(slot uint32) uint32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.keys[slot] = t.rnd.newKey(t.keys[slot])
+	return t.perm.index(slot)<<8 | uint32(t.keys[slot])
+}
+
+func (t *stagTable) remove(slot uint32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if int(slot) < len(t.mrs) && t.mrs[slot] != nil {
+		t.mrs[slot] = nil
+		t.free = append(t.free, slot)
+	}
+}
+
+// lookup returns the region whose index matches stag (the key is checked by
+// the caller under the region's lock), or nil.
+func (t *stagTable) lookup(stag uint32) *memRegion {
+	idx := stag >> 8
+	slot := t.perm.slot(idx)
+	t.mu.RLock()
+	var m *memRegion
+	if idx != 0 && int(slot) < len(t.mrs) {
+		m = t.mrs[slot]
+	}
+	t.mu.RUnlock()
+	return m
+}
