@@ -47,6 +47,9 @@ var (
 	bufferInUseDesc     = desc("rdma_buffer_bytes_in_use", "Bytes of those buffers held by calls in flight (large messages in flight).", "transport")
 	creditsInUseDesc    = desc("rdma_credits_in_use", "Calls received within their credits and not yet answered.", "transport")
 
+	budgetInUseDesc = desc("rpc_bytes_in_flight", "Bytes held by calls in progress on both transports: call data reassembled and reply data not yet sent (the memory budget in use).")
+	budgetLimitDesc = desc("rpc_bytes_budget", "The memory budget for calls in progress (0: unbounded).")
+
 	nfsStatusDesc  = desc("nfs_replies_total", "NFSv3 replies by procedure and nfsstat3 status.", "procedure", "status")
 	terminatesDesc = desc("iwarp_terminates_total", "iWARP Terminate messages, by direction and the layer their error code names.", "provider", "direction", "layer")
 )
@@ -61,6 +64,7 @@ type Collector struct {
 	tcp     []*oncrpc.TCPListener
 	softs   []*soft.Device
 	nfs     []*nfsserver.StatusStats
+	budgets []*oncrpc.Budget
 }
 
 // New returns a Collector with no sources.
@@ -79,6 +83,14 @@ func (c *Collector) AddNFSStatus(st *nfsserver.StatusStats) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nfs = append(c.nfs, st)
+}
+
+// AddBudget adds a memory budget (oncrpc.ServerOptions.Budget): the bytes calls in
+// progress hold, and its limit.
+func (c *Collector) AddBudget(b *oncrpc.Budget) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.budgets = append(c.budgets, b)
 }
 
 // AddServer adds an ONC RPC server's counters.
@@ -122,7 +134,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{callsDesc, durationDesc, srvCallsDesc, srvGarbageDesc, srvSysErrDesc, srvWriteErrsDesc,
 		connAcceptedDesc, connClosedDesc, connOpenDesc, connRefusedDesc, connReapedDesc,
 		rdmaCallsDesc, rdmaRepliesDesc, rdmaWriteChunksDesc, rdmaReadBytesDesc, rdmaWriteBytesDesc, rdmaErrorsDesc,
-		creditsGrantedDesc, creditsInUseDesc, bufferBytesDesc, bufferInUseDesc, terminatesDesc, nfsStatusDesc} {
+		creditsGrantedDesc, creditsInUseDesc, bufferBytesDesc, bufferInUseDesc, terminatesDesc, nfsStatusDesc,
+		budgetInUseDesc, budgetLimitDesc} {
 		ch <- d
 	}
 }
@@ -131,8 +144,18 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	procs, servers := c.procs, c.servers
-	rdma, tcp, softs, nfs := c.rdma, c.tcp, c.softs, c.nfs
+	rdma, tcp, softs, nfs, budgets := c.rdma, c.tcp, c.softs, c.nfs, c.budgets
 	c.mu.Unlock()
+
+	if len(budgets) > 0 {
+		var used, limit int64
+		for _, b := range budgets {
+			used += b.InUse()
+			limit += b.Limit()
+		}
+		gauge(ch, budgetInUseDesc, float64(used))
+		gauge(ch, budgetLimitDesc, float64(limit))
+	}
 
 	collectProcs(ch, procs)
 	collectNFSStatus(ch, nfs)

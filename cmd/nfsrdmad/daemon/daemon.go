@@ -387,6 +387,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	ms := newMetricsState(&cfg)
 	// One budget for both transports: what calls in progress hold, wherever they came from.
 	budget := oncrpc.NewBudget(max(cfg.MemBudget, 0))
+	ms.addBudget(budget)
 	main := oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("oncrpc"), Observe: ms.observe(), Budget: budget, ConnBudget: cfg.ConnMemBudget})
 	ms.registerNFS(main, nfs)
 	conf.Register(main)

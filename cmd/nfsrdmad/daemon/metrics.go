@@ -42,6 +42,13 @@ func (m *metricsState) registerNFS(srv *oncrpc.Server, nfs *nfsserver.Server) {
 	srv.Register(nfs3.MountProgram, nfs3.MountVersion, nfs.MountHandler())
 }
 
+// addBudget adds the memory budget Run's servers share to the collector.
+func (m *metricsState) addBudget(b *oncrpc.Budget) {
+	if m.c != nil {
+		m.c.AddBudget(b)
+	}
+}
+
 // observe is the ServerOptions.Observe for Run's servers (nil when metrics are off).
 func (m *metricsState) observe() func(oncrpc.CallInfo) {
 	if m.procs == nil {
