@@ -95,6 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 	fs.StringVar(&cfg.ExportPath, "export-path", "", "`PATH` clients name when mounting (default: the -export directory made absolute)")
 	fs.StringVar(&cfg.StateDir, "state", defaultStateDir(), "`DIR` keeping the file-handle key, so handles survive a restart (\"\": a random key per run)")
 	fs.BoolVar(&cfg.ReadOnly, "ro", false, "export read-only")
+	fs.BoolVar(&cfg.Async, "async", false, "reply to metadata changes (create, remove, rename, setattr...) before they are on disk, as exports(5) async: faster, but a server crash can lose them")
 	fs.IntVar(&cfg.MaxIO, "max-io", 0, "largest READ/WRITE in `bytes` (0: 1 MiB)")
 	fs.IntVar(&cfg.MaxOpenFiles, "max-open-files", daemon.DefaultMaxOpenFiles, "files kept open between READ/WRITE calls (negative: none; capped at a quarter of RLIMIT_NOFILE)")
 	fs.StringVar(&cfg.RDMA, "rdma", daemon.DefaultRDMAAddr, "NFS over RDMA listener `ADDR` (\"\" disables)")

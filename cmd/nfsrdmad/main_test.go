@@ -66,6 +66,12 @@ func TestParseFlags(t *testing.T) {
 	if cfg, err := parseFlags([]string{"-export", dir, "-max-open-files", "-1"}, io.Discard); err != nil || cfg.MaxOpenFiles != -1 {
 		t.Errorf("-max-open-files -1: %+v, %v", cfg, err)
 	}
+	if cfg.Async {
+		t.Error("async by default")
+	}
+	if cfg, err := parseFlags([]string{"-export", dir, "-async"}, io.Discard); err != nil || !cfg.Async {
+		t.Errorf("-async: %+v, %v", cfg, err)
+	}
 
 	file := filepath.Join(dir, "file")
 	os.WriteFile(file, nil, 0o644)

@@ -38,9 +38,12 @@
 // A handle is 48 bytes: a version byte, the export id, the file's device and inode
 // numbers, a generation (the birth time from statx, when the file system records one,
 // so a reused inode number does not revive an old handle), and a 16-byte truncated
-// HMAC-SHA256 of all of it under a key kept in Options.StateDir. A handle that fails
-// the MAC is NFS3ERR_BADHANDLE; one for another export or a file that no longer exists
-// is NFS3ERR_STALE. Handles are resolved through an inode-to-path index filled by
+// HMAC-SHA256 of all of it under a key kept in Options.StateDir. Only a handle that
+// cannot be one of ours (wrong length, version or reserved bytes) is
+// NFS3ERR_BADHANDLE. A well-formed handle that fails the MAC (issued under another
+// key, as by a server restarted without its StateDir), names another export or a file
+// that no longer exists is NFS3ERR_STALE, which clients treat as "this file is gone"
+// rather than as a protocol error. Handles are resolved through an inode-to-path index filled by
 // LOOKUP, READDIRPLUS and the creating procedures; after a restart (or an outside
 // rename) a miss falls back to a breadth-first search of the export, which refills
 // the index. With the same StateDir, handles survive a server restart. A handle a
@@ -49,10 +52,14 @@
 // # Writes
 //
 // UNSTABLE writes go to the page cache and are made durable by COMMIT (fsync);
-// DATA_SYNC and FILE_SYNC writes are synced before the reply. The write verifier is
-// random per Server, so it changes on every restart and clients resend uncommitted
-// data. EXCLUSIVE CREATE stores the client's verifier in the new file's mtime and atime
-// seconds, as Linux nfsd does, so a retried create finds its own file and succeeds.
+// DATA_SYNC and FILE_SYNC writes are synced before the reply, on every export. On a
+// sync export (the default; see Options.Async) CREATE, MKDIR, SYMLINK, MKNOD, LINK,
+// RENAME, REMOVE, RMDIR and SETATTR also fsync the directories and objects they
+// changed before replying, so a COMMITted file cannot lose its name in a crash. The
+// write verifier is random per Server, so it changes on every restart and clients
+// resend uncommitted data. EXCLUSIVE CREATE stores the client's verifier in the new
+// file's mtime and atime seconds, as Linux nfsd does, so a retried create finds its
+// own file and succeeds.
 //
 // # Retransmissions
 //

@@ -25,11 +25,19 @@ type env struct {
 	addr  string
 	c     *client
 	root  nfs3.FH
+	// prepare, if set, is called with each new Server before it serves a call.
+	prepare func(*Server)
 }
 
 func newEnv(t *testing.T, opts Options) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), state: t.TempDir()}
+	return newEnvPrepared(t, opts, nil)
+}
+
+// newEnvPrepared is newEnv with env.prepare set.
+func newEnvPrepared(t *testing.T, opts Options, prepare func(*Server)) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), state: t.TempDir(), prepare: prepare}
 	if opts.Root == "" {
 		opts.Root = e.dir
 	} else {
@@ -51,6 +59,9 @@ func (e *env) start(opts Options) {
 	srv, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if e.prepare != nil {
+		e.prepare(srv)
 	}
 	rs := oncrpc.NewServer(nil)
 	srv.Register(rs)

@@ -74,6 +74,9 @@ func (s *Server) setattr(_ context.Context, req *oncrpc.Request, res *xdr.Encode
 	if r.Status == nfs3.StatusOK {
 		c := s.credOf(req)
 		r.Status = s.doSetattr(&o, &a, &c)
+		if r.Status == nfs3.StatusOK {
+			r.Status = statusOf(s.stableObject(&o))
+		}
 		r.Wcc = wcc(&o)
 	}
 	r.EncodeXDR(res)
@@ -404,9 +407,9 @@ func (s *Server) doWrite(f *openFile, st *unix.Statx_t, a *nfs3.WriteArgs, req *
 	var err error
 	switch a.Stable {
 	case nfs3.FileSync:
-		err = unix.Fsync(f.fd)
+		err = s.sys.fsync(f.fd)
 	case nfs3.DataSync:
-		err = unix.Fdatasync(f.fd)
+		err = s.sys.fdatasync(f.fd)
 	}
 	if err != nil {
 		return statusOf(err)
@@ -426,7 +429,7 @@ func (s *Server) commit(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	if f != nil {
 		defer s.files.release(f)
 		// fsync writes back the inode's dirty pages whichever descriptor wrote them.
-		r.Status = statusOf(unix.Fsync(f.fd))
+		r.Status = statusOf(s.sys.fsync(f.fd))
 		r.Wcc = wccOf(f.fd, &st)
 	} else if st.Mask != 0 {
 		r.Wcc = nfs3.WccData{Before: preOp(&st), After: postOp(&st)}
@@ -528,6 +531,12 @@ func (s *Server) created(dir *object, name string, c *cred, attr *nfs3.Sattr, fr
 			return statusOf(err)
 		}
 		_ = statAt(dir.fd, name, &st)
+	}
+	if err := s.stableAt(dir, name, &st); err != nil {
+		return statusOf(err)
+	}
+	if err := s.stableDir(dir); err != nil {
+		return statusOf(err)
 	}
 	s.idx.put(keyOf(&st), joinPath(dir.path, name))
 	r.Obj = nfs3.PostOpFH{Present: true, FH: s.handles.encode(fhbuf[:0], idOf(&st))}
@@ -743,6 +752,7 @@ func (s *Server) removeEntry(req *oncrpc.Request, res *xdr.Encoder, rmdir bool) 
 			} else {
 				s.idx.del(keyOf(&st), joinPath(dir.path, name))
 				s.files.forget(keyOf(&st))
+				r.Status = statusOf(s.stableDir(&dir))
 			}
 		}
 	}
@@ -776,6 +786,9 @@ func (s *Server) rename(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	defer to.close()
 	if r.Status == nfs3.StatusOK {
 		r.Status = s.doRename(&from, &to, &a, &c)
+	}
+	if r.Status == nfs3.StatusOK {
+		r.Status = statusOf(s.stableDirs(&from, &to))
 	}
 	r.FromDirWcc, r.ToDirWcc = wcc(&from), wcc(&to)
 	r.EncodeXDR(res)
@@ -830,6 +843,10 @@ func (s *Server) link(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) 
 			r.Status = nfs3.StatusIsDir
 		} else if err := unix.Linkat(unix.AT_FDCWD, procPath(file.fd), dir.fd, string(a.Link.Name), unix.AT_SYMLINK_FOLLOW); err != nil {
 			r.Status = statusOf(err)
+		} else if err := s.stableObject(&file); err != nil {
+			r.Status = statusOf(err)
+		} else {
+			r.Status = statusOf(s.stableDir(&dir))
 		}
 	}
 	if file.fd >= 0 {

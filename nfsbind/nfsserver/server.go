@@ -43,6 +43,14 @@ type Options struct {
 	MaxDirReply int
 	// ReadOnly makes every modifying procedure fail with NFS3ERR_ROFS.
 	ReadOnly bool
+	// Async is the "async" export option of exports(5): CREATE, MKDIR, SYMLINK,
+	// MKNOD, LINK, RENAME, REMOVE, RMDIR and SETATTR reply before their changes are
+	// on stable storage, instead of fsyncing the changed directories and objects
+	// first. It makes those procedures much faster, but a server crash can then lose
+	// changes clients were told were done (a file whose data was COMMITted can lose
+	// its name), silently: the clients are not told, so their caches and the data
+	// on disk disagree. WRITE with DATA_SYNC or FILE_SYNC and COMMIT stay durable.
+	Async bool
 	// AnonUID and AnonGID are the identity of calls without AUTH_SYS credentials
 	// (default 65534, "nobody").
 	AnonUID, AnonGID uint32
@@ -78,6 +86,7 @@ type Server struct {
 	verf       [nfs3.WriteVerfSize]byte
 	asRoot     bool
 	bufs       sync.Pool // *readBuf of MaxIO bytes
+	sys        syncCalls
 
 	mountMu sync.Mutex
 	mounts  []mountEntry
@@ -129,7 +138,7 @@ func New(opts Options) (*Server, error) {
 		h.Write([]byte(abs))
 		opts.ExportID = h.Sum32()
 	}
-	s := &Server{opts: opts, log: opts.Logger, exportPath: opts.ExportPath, asRoot: os.Geteuid() == 0}
+	s := &Server{opts: opts, log: opts.Logger, exportPath: opts.ExportPath, asRoot: os.Geteuid() == 0, sys: osSync}
 	key := opts.HandleKey
 	switch {
 	case key != nil:
@@ -177,7 +186,7 @@ func New(opts Options) (*Server, error) {
 		rb.release = func() { s.bufs.Put(rb) } // bound once, so AfterReply does not allocate
 		return rb
 	}
-	s.log.Info("exporting", "root", abs, "path", opts.ExportPath, "read_only", opts.ReadOnly, "max_io", opts.MaxIO)
+	s.log.Info("exporting", "root", abs, "path", opts.ExportPath, "read_only", opts.ReadOnly, "async", opts.Async, "max_io", opts.MaxIO)
 	return s, nil
 }
 

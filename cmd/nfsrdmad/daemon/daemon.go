@@ -83,6 +83,10 @@ type Config struct {
 	StateDir string
 	// ReadOnly refuses every modifying procedure with NFS3ERR_ROFS.
 	ReadOnly bool
+	// Async is the exports(5) "async" option (nfsserver.Options.Async): metadata
+	// changes are answered before they are on stable storage, so a server crash can
+	// lose files and names clients were told exist. Default false ("sync").
+	Async bool
 	// MaxIO is the largest READ and WRITE (rtmax, wtmax). Default 1 MiB.
 	MaxIO int
 	// MaxOpenFiles bounds the NFS server's open-file cache: regular files kept open
@@ -338,6 +342,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	nfs, err := nfsserver.New(nfsserver.Options{
 		Root: cfg.Export, ExportPath: cfg.ExportPath, StateDir: cfg.StateDir,
 		ReadOnly: cfg.ReadOnly, MaxIO: cfg.MaxIO, MaxOpenFiles: cfg.MaxOpenFiles,
+		Async:  cfg.Async,
 		Logger: log.Named("nfs"),
 	})
 	if err != nil {

@@ -3,14 +3,19 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
 )
@@ -145,4 +150,48 @@ func TestRunStopsOnCancel(t *testing.T) {
 	} else {
 		l.Close()
 	}
+}
+
+// Config.Async reaches the NFS server: its start-up log names the export async.
+func TestRunAsyncExport(t *testing.T) {
+	for _, async := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		var logs syncBuffer
+		log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
+		errc := make(chan error, 1)
+		ready := make(chan Info, 1)
+		go func() {
+			errc <- Run(ctx, Config{Export: t.TempDir(), TCP: "127.0.0.1:0", Async: async, Logger: log}, func(i Info) { ready <- i })
+		}()
+		select {
+		case <-ready:
+		case err := <-errc:
+			t.Fatal(err)
+		}
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		if want := fmt.Sprintf("async=%v", async); !strings.Contains(logs.String(), want) {
+			t.Errorf("Async %v: log has no %q:\n%s", async, want, logs.String())
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
