@@ -41,8 +41,12 @@ func NewNames(r Resolver, max int) *Names {
 	return &Names{r: r, max: max, m: make(map[netip.Addr][]string)}
 }
 
-// Names returns the verified names of ip, lower case without a trailing dot.
+// Names returns the verified names of ip, lower case without a trailing dot. A nil
+// *Names knows no names.
 func (n *Names) Names(ctx context.Context, ip netip.Addr) []string {
+	if n == nil {
+		return nil
+	}
 	ip = ip.Unmap()
 	n.mu.Lock()
 	names, ok := n.m[ip]

@@ -88,7 +88,7 @@ func (s *Server) doSetattr(o *object, a *nfs3.SetattrArgs, c *cred) nfs3.Status 
 		return nfs3.StatusNotSync
 	}
 	at := &a.Attr
-	if s.opts.ReadOnly && (at.SetMode || at.SetUID || at.SetGID || at.SetSize || at.Atime.How != nfs3.DontChange || at.Mtime.How != nfs3.DontChange) {
+	if c.ro && (at.SetMode || at.SetUID || at.SetGID || at.SetSize || at.Atime.How != nfs3.DontChange || at.Mtime.How != nfs3.DontChange) {
 		return nfs3.StatusROFS
 	}
 	// Permission checks first, so that a refused call changes nothing.
@@ -132,7 +132,11 @@ func (s *Server) doSetattr(o *object, a *nfs3.SetattrArgs, c *cred) nfs3.Status 
 		}
 	}
 	if at.SetMode && !isLnk(&o.st) { // symbolic links have no mode of their own on Linux
-		if err := unix.Chmod(procPath(o.fd), at.Mode&0o7777); err != nil {
+		gid := o.st.Gid
+		if at.SetGID {
+			gid = at.GID
+		}
+		if err := unix.Chmod(procPath(o.fd), c.keepSGID(at.Mode&0o7777, gid)); err != nil {
 			return statusOf(err)
 		}
 	}
@@ -247,7 +251,7 @@ func (s *Server) access(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 		if allowed(&c, st, permR) {
 			granted |= nfs3.AccessRead
 		}
-		if allowed(&c, st, permW) && !s.opts.ReadOnly {
+		if allowed(&c, st, permW) && !c.ro {
 			granted |= nfs3.AccessModify | nfs3.AccessExtend
 			if isDir(st) {
 				granted |= nfs3.AccessDelete
@@ -362,7 +366,7 @@ func (s *Server) write(_ context.Context, req *oncrpc.Request, res *xdr.Encoder)
 		return garbage(err)
 	}
 	need := accWrite
-	if s.opts.ReadOnly {
+	if c := s.credOf(req); c.ro {
 		need = 0 // refused below; the file is only looked at
 	}
 	var st unix.Statx_t
@@ -380,7 +384,8 @@ func (s *Server) write(_ context.Context, req *oncrpc.Request, res *xdr.Encoder)
 }
 
 func (s *Server) doWrite(f *openFile, st *unix.Statx_t, a *nfs3.WriteArgs, req *oncrpc.Request, r *nfs3.WriteRes) nfs3.Status {
-	if s.opts.ReadOnly {
+	c := s.credOf(req)
+	if c.ro {
 		return nfs3.StatusROFS
 	}
 	if len(a.Data) > s.opts.MaxIO {
@@ -389,7 +394,6 @@ func (s *Server) doWrite(f *openFile, st *unix.Statx_t, a *nfs3.WriteArgs, req *
 	if a.Offset > math.MaxInt64-uint64(len(a.Data)) {
 		return nfs3.StatusFBig
 	}
-	c := s.credOf(req)
 	if !mayIO(&c, st, permW) {
 		return nfs3.StatusAcces
 	}
@@ -450,7 +454,7 @@ func (s *Server) openChangeDir(where *nfs3.DirOpArgs, dir *object, c *cred, dotS
 	if st := s.openDir(where.Dir, dir, c, permW|permX); st != nfs3.StatusOK {
 		return st
 	}
-	if s.opts.ReadOnly {
+	if c.ro {
 		return nfs3.StatusROFS
 	}
 	if st := validName(where.Name); st != nfs3.StatusOK {
@@ -523,7 +527,7 @@ func (s *Server) created(dir *object, name string, c *cred, attr *nfs3.Sattr, fr
 		return statusOf(err)
 	}
 	if fresh && attr != nil && attr.SetMode && !isLnk(&st) {
-		mode := attr.Mode & 0o7777
+		mode := c.keepSGID(attr.Mode&0o7777, st.Gid)
 		if isDir(&st) && dir.st.Mode&unix.S_ISGID != 0 {
 			mode |= unix.S_ISGID // a new directory inherits its parent's setgid bit
 		}
@@ -695,11 +699,17 @@ func (s *Server) mknod(_ context.Context, req *oncrpc.Request, res *xdr.Encoder)
 		}
 		dev := 0
 		switch a.Type {
-		case nfs3.TypeChr:
+		case nfs3.TypeChr, nfs3.TypeBlk:
+			if e.c.uid != 0 {
+				// Only root may make devices (CAP_MKNOD); the server, running as
+				// root, must not do it for anyone else, squashed root included.
+				e.r.Status = nfs3.StatusPerm
+				return e.reply(res)
+			}
 			mode |= unix.S_IFCHR
-			dev = int(unix.Mkdev(a.Spec.Major, a.Spec.Minor))
-		case nfs3.TypeBlk:
-			mode |= unix.S_IFBLK
+			if a.Type == nfs3.TypeBlk {
+				mode ^= unix.S_IFCHR | unix.S_IFBLK
+			}
 			dev = int(unix.Mkdev(a.Spec.Major, a.Spec.Minor))
 		case nfs3.TypeSock:
 			mode |= unix.S_IFSOCK
