@@ -80,7 +80,8 @@ func addrPortOf(a net.Addr) (netip.AddrPort, bool) {
 	case *net.UDPAddr:
 		return a.AddrPort(), true
 	case interface{ AddrPort() netip.AddrPort }:
-		return a.AddrPort(), true
+		ap := a.AddrPort()
+		return ap, ap.IsValid()
 	case nil:
 		return netip.AddrPort{}, false
 	}
