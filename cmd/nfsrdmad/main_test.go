@@ -135,7 +135,14 @@ func startServer(t *testing.T, extra ...string) *server {
 	if err := os.Chown(s.export, int(uid), int(gid)); err != nil && os.Geteuid() == 0 {
 		t.Fatal(err)
 	}
-	args := append([]string{"-export", s.export, "-state", t.TempDir(), "-rdma", "127.0.0.1:0", "-tcp", "127.0.0.1:0"}, extra...)
+	return s.start(t, append([]string{"-export", s.export}, extra...))
+}
+
+// start runs the command with args, plus a state directory and ephemeral 127.0.0.1
+// ports, and returns once it serves.
+func (s *server) start(t *testing.T, args []string) *server {
+	t.Helper()
+	args = append([]string{"-state", t.TempDir(), "-rdma", "127.0.0.1:0", "-tcp", "127.0.0.1:0"}, args...)
 	ctx, cancel := context.WithCancel(context.Background())
 	readyc := make(chan daemon.Info, 1)
 	errc := make(chan error, 1)
