@@ -24,12 +24,16 @@ type exportsEnv struct {
 	addr string
 }
 
-// newExportsEnv writes table (with %D replaced by a fresh directory) and serves it.
-func newExportsEnv(t *testing.T, table string) (*exportsEnv, string) {
+// newExportsEnv serves table with %D replaced by a fresh directory, after the setup
+// functions have run on that directory.
+func newExportsEnv(t *testing.T, table string, setup ...func(dir string)) (*exportsEnv, string) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range setup {
+		f(dir)
 	}
 	tab, err := exports.Parse("exports", []byte(strings.ReplaceAll(table, "%D", dir)))
 	if err != nil {

@@ -151,7 +151,9 @@ func (x *Exports) Load(t *exports.Table) error {
 		s := x.servers[k]
 		if s == nil {
 			o := x.base
-			o.Root, o.ExportPath, o.ExportID, o.FSID, o.HasFSID = k.root, k.mountPath, k.id, k.id, true
+			// Handles always carry the export's id (fsid=, else a hash of the path);
+			// attributes carry fsid= when given, else the device, as knfsd's do.
+			o.Root, o.ExportPath, o.ExportID, o.FSID, o.HasFSID = k.root, k.mountPath, k.id, e.FSID, e.HasFSID
 			o.Async = k.async
 			var err error
 			if s, err = New(o); err != nil {

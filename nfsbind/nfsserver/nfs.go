@@ -21,7 +21,7 @@ func (s *Server) getattr(_ context.Context, req *oncrpc.Request, res *xdr.Encode
 	var r nfs3.GetattrRes
 	var st unix.Statx_t
 	if s.statCached(a.Object, &st) {
-		fattr(&st, &r.Attr)
+		s.fattr(&st, &r.Attr)
 		r.EncodeXDR(res)
 		return nil
 	}
@@ -29,7 +29,7 @@ func (s *Server) getattr(_ context.Context, req *oncrpc.Request, res *xdr.Encode
 	r.Status = s.open(a.Object, &o)
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
-		fattr(&o.st, &r.Attr)
+		s.fattr(&o.st, &r.Attr)
 	}
 	r.EncodeXDR(res)
 	return nil
@@ -77,7 +77,7 @@ func (s *Server) setattr(_ context.Context, req *oncrpc.Request, res *xdr.Encode
 		if r.Status == nfs3.StatusOK {
 			r.Status = statusOf(s.stableObject(&o))
 		}
-		r.Wcc = wcc(&o)
+		r.Wcc = s.wcc(&o)
 	}
 	r.EncodeXDR(res)
 	return nil
@@ -223,10 +223,10 @@ func (s *Server) lookup(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 		if r.Status == nfs3.StatusOK {
 			s.idx.put(keyOf(&st), p)
 			r.Object = s.handles.encode(fhbuf[:0], idOf(&st))
-			r.ObjAttr = postOp(&st)
+			r.ObjAttr = s.postOp(&st)
 		}
 	}
-	r.DirAttr = dir.attr()
+	r.DirAttr = s.attr(&dir)
 	r.EncodeXDR(res)
 	return nil
 }
@@ -265,7 +265,7 @@ func (s *Server) access(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 			}
 		}
 		r.Access = a.Access & granted
-		r.Attr = postOp(st)
+		r.Attr = s.postOp(st)
 	}
 	r.EncodeXDR(res)
 	return nil
@@ -280,7 +280,7 @@ func (s *Server) readlink(_ context.Context, req *oncrpc.Request, res *xdr.Encod
 	defer o.close()
 	var buf [nfs3.MaxPathLen + 1]byte
 	if r.Status == nfs3.StatusOK {
-		r.Attr = postOp(&o.st)
+		r.Attr = s.postOp(&o.st)
 		if !isLnk(&o.st) {
 			r.Status = nfs3.StatusInval
 		} else if n, err := unix.Readlinkat(o.fd, "", buf[:]); err != nil {
@@ -303,11 +303,11 @@ func mayIO(c *cred, st *unix.Statx_t, want uint32) bool {
 }
 
 // postOpIf is the post_op_attr of st, "no attributes" when st was never filled.
-func postOpIf(st *unix.Statx_t) nfs3.PostOpAttr {
+func (s *Server) postOpIf(st *unix.Statx_t) nfs3.PostOpAttr {
 	if st.Mask == 0 {
 		return nfs3.PostOpAttr{}
 	}
-	return postOp(st)
+	return s.postOp(st)
 }
 
 func (s *Server) read(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
@@ -355,7 +355,7 @@ func (s *Server) read(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) 
 			r.EOF = n < count || end >= st.Size
 		}
 	}
-	r.Attr = postOpIf(&st)
+	r.Attr = s.postOpIf(&st)
 	r.EncodeXDR(res)
 	return nil
 }
@@ -375,9 +375,9 @@ func (s *Server) write(_ context.Context, req *oncrpc.Request, res *xdr.Encoder)
 	if f != nil {
 		defer s.files.release(f)
 		r.Status = s.doWrite(f, &st, &a, req, &r)
-		r.Wcc = wccOf(f.fd, &st)
+		r.Wcc = s.wccOf(f.fd, &st)
 	} else if st.Mask != 0 {
-		r.Wcc = nfs3.WccData{Before: preOp(&st), After: postOp(&st)}
+		r.Wcc = nfs3.WccData{Before: preOp(&st), After: s.postOp(&st)}
 	}
 	r.EncodeXDR(res)
 	return nil
@@ -434,9 +434,9 @@ func (s *Server) commit(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 		defer s.files.release(f)
 		// fsync writes back the inode's dirty pages whichever descriptor wrote them.
 		r.Status = statusOf(s.sys.fsync(f.fd))
-		r.Wcc = wccOf(f.fd, &st)
+		r.Wcc = s.wccOf(f.fd, &st)
 	} else if st.Mask != 0 {
-		r.Wcc = nfs3.WccData{Before: preOp(&st), After: postOp(&st)}
+		r.Wcc = nfs3.WccData{Before: preOp(&st), After: s.postOp(&st)}
 	}
 	if st.Mask != 0 {
 		r.Verf = s.verf
@@ -474,6 +474,7 @@ func (s *Server) openCreateDir(where *nfs3.DirOpArgs, dir *object, c *cred) nfs3
 // newEntry is the state of a procedure that makes a directory entry and answers with a
 // CREATE3res: CREATE, MKDIR, SYMLINK and MKNOD.
 type newEntry struct {
+	s     *Server
 	dir   object
 	c     cred
 	r     nfs3.CreateRes
@@ -483,6 +484,7 @@ type newEntry struct {
 // beginEntry opens the directory the entry is to be made in (see openCreateDir) and
 // reports whether the procedure may go on; the caller closes e.dir either way.
 func (s *Server) beginEntry(req *oncrpc.Request, where *nfs3.DirOpArgs, e *newEntry) bool {
+	e.s = s
 	e.c = s.credOf(req)
 	e.r.Status = s.openCreateDir(where, &e.dir, &e.c)
 	return e.r.Status == nfs3.StatusOK
@@ -500,7 +502,7 @@ func (s *Server) made(e *newEntry, name string, attr *nfs3.Sattr, err error) {
 
 // reply encodes the CREATE3res with the directory's wcc_data.
 func (e *newEntry) reply(res *xdr.Encoder) error {
-	e.r.DirWcc = wcc(&e.dir)
+	e.r.DirWcc = e.s.wcc(&e.dir)
 	e.r.EncodeXDR(res)
 	return nil
 }
@@ -544,7 +546,7 @@ func (s *Server) created(dir *object, name string, c *cred, attr *nfs3.Sattr, fr
 	}
 	s.idx.put(keyOf(&st), joinPath(dir.path, name))
 	r.Obj = nfs3.PostOpFH{Present: true, FH: s.handles.encode(fhbuf[:0], idOf(&st))}
-	r.ObjAttr = postOp(&st)
+	r.ObjAttr = s.postOp(&st)
 	return nfs3.StatusOK
 }
 
@@ -766,7 +768,7 @@ func (s *Server) removeEntry(req *oncrpc.Request, res *xdr.Encoder, rmdir bool) 
 			}
 		}
 	}
-	r.Wcc = wcc(&dir)
+	r.Wcc = s.wcc(&dir)
 	r.EncodeXDR(res)
 	return nil
 }
@@ -800,7 +802,7 @@ func (s *Server) rename(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	if r.Status == nfs3.StatusOK {
 		r.Status = statusOf(s.stableDirs(&from, &to))
 	}
-	r.FromDirWcc, r.ToDirWcc = wcc(&from), wcc(&to)
+	r.FromDirWcc, r.ToDirWcc = s.wcc(&from), s.wcc(&to)
 	r.EncodeXDR(res)
 	return nil
 }
@@ -861,9 +863,9 @@ func (s *Server) link(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) 
 	}
 	if file.fd >= 0 {
 		_ = file.refresh()
-		r.FileAttr = postOp(&file.st)
+		r.FileAttr = s.postOp(&file.st)
 	}
-	r.LinkDirWcc = wcc(&dir)
+	r.LinkDirWcc = s.wcc(&dir)
 	r.EncodeXDR(res)
 	return nil
 }
@@ -876,7 +878,7 @@ func (s *Server) fsstat(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	}
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
-		r.Attr = postOp(&o.st)
+		r.Attr = s.postOp(&o.st)
 		var fs unix.Statfs_t
 		if err := unix.Fstatfs(o.fd, &fs); err != nil {
 			r.Status = statusOf(err)
@@ -899,7 +901,7 @@ func (s *Server) fsinfo(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
 		io := uint32(s.opts.MaxIO)
-		r.Attr = postOp(&o.st)
+		r.Attr = s.postOp(&o.st)
 		r.Rtmax, r.Rtpref, r.Rtmult = io, io, 4096
 		r.Wtmax, r.Wtpref, r.Wtmult = io, io, 4096
 		r.Dtpref = 32768
@@ -919,7 +921,7 @@ func (s *Server) pathconf(_ context.Context, req *oncrpc.Request, res *xdr.Encod
 	}
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
-		r.Attr = postOp(&o.st)
+		r.Attr = s.postOp(&o.st)
 		r.Linkmax, r.NameMax = 65000, nfs3.MaxNameLen
 		r.NoTrunc, r.ChownRestricted, r.CaseInsensitive, r.CasePreserving = true, true, false, true
 	}

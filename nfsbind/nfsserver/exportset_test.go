@@ -1,0 +1,214 @@
+//go:build linux
+
+package nfsserver
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// TestExportsRouting serves a parent and a nested export with fsid=: each MNT reaches
+// its own export, handles and attributes carry each export's id, EXPORT lists both
+// with their clients, and a handle of one export is served by that export.
+func TestExportsRouting(t *testing.T) {
+	e, dir := newExportsEnv(t, "%D *(rw,insecure,no_root_squash)\n%D/inner 127.0.0.1(ro,insecure,no_root_squash,fsid=77) 10.0.0.0/8\n", func(dir string) {
+		if err := os.Mkdir(filepath.Join(dir, "inner"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "inner", "f"), []byte("inner"), 0o644)
+	})
+	c := e.dialFrom("127.0.0.1", false, rootCred())
+	outer := c.mount(dir)
+	inner := c.mount(dir + "/inner")
+	viaOuter, st := c.lookup(outer, "inner")
+	wantStatus(t, "LOOKUP inner from the parent export", st, nfs3.StatusOK)
+	idOf := func(fh nfs3.FH) uint32 { return binary.BigEndian.Uint32(fh[4:]) }
+	if idOf(inner) != 77 || idOf(outer) == 77 || idOf(viaOuter) != idOf(outer) {
+		t.Errorf("export ids: inner %d, outer %d, inner via outer %d", idOf(inner), idOf(outer), idOf(viaOuter))
+	}
+	a, st := c.getattr(inner)
+	wantStatus(t, "GETATTR inner", st, nfs3.StatusOK)
+	b, _ := c.getattr(viaOuter)
+	if a.FSID != 77 || b.FSID == 77 || a.FileID != b.FileID {
+		t.Errorf("fsid via inner %d, via outer %d (fileids %d %d)", a.FSID, b.FSID, a.FileID, b.FileID)
+	}
+	// The same directory is rw through the parent and ro through the nested export.
+	f, _ := c.lookup(inner, "f")
+	wantStatus(t, "WRITE through the ro nested export", c.write(f, 0, []byte("x"), nfs3.FileSync).Status, nfs3.StatusROFS)
+	f2, _ := c.lookup(viaOuter, "f")
+	wantStatus(t, "WRITE through the rw parent", c.write(f2, 0, []byte("x"), nfs3.FileSync).Status, nfs3.StatusOK)
+
+	var ex nfs3.ExportRes
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.mnt.Call(ctx, uint32(nfs3.MountProcExport), nil, owned{&ex}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range ex.Exports {
+		var g []string
+		for _, x := range n.Groups {
+			g = append(g, string(x))
+		}
+		got = append(got, string(n.Dir)+" "+strings.Join(g, ","))
+	}
+	if want := dir + " *;" + dir + "/inner 127.0.0.1,10.0.0.0/8"; strings.Join(got, ";") != want {
+		t.Errorf("EXPORT %q, want %q", strings.Join(got, ";"), want)
+	}
+	if _, ms := c.mountStatus("/nonexistent"); ms != nfs3.MountErrNoEnt {
+		t.Errorf("MNT of no export: %v", ms)
+	}
+}
+
+// TestExportsLoad: a table that cannot be loaded (missing directory, two exports with
+// one fsid, no exports) leaves the table in force; a removed export's handles go
+// stale; re-adding it revives them.
+func TestExportsLoad(t *testing.T) {
+	e, dir := newExportsEnv(t, "%D *(rw,insecure)\n")
+	c := e.dialFrom("127.0.0.1", false, rootCred())
+	root := c.mount(dir)
+	other := t.TempDir()
+	for _, bad := range []string{
+		dir + " *\n/nonexistent/dir *\n",
+		dir + " *(fsid=5)\n" + other + " *(fsid=5)\n",
+		"",
+	} {
+		tab, err := exports.Parse("exports", []byte(bad))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.x.Load(tab); err == nil {
+			t.Errorf("Load accepted %q", bad)
+		}
+		if _, st := c.getattr(root); st != nfs3.StatusOK {
+			t.Errorf("after the refused table %q: GETATTR %v", bad, st)
+		}
+	}
+	tab, _ := exports.Parse("exports", []byte(other+" *(rw,insecure)\n"))
+	if err := e.x.Load(tab); err != nil {
+		t.Fatal(err)
+	}
+	if _, st := c.getattr(root); st != nfs3.StatusStale {
+		t.Errorf("handle of a removed export: %v, want NFS3ERR_STALE", st)
+	}
+	if _, ms := c.mountStatus(dir); ms != nfs3.MountErrNoEnt {
+		t.Errorf("MNT of a removed export: %v", ms)
+	}
+	tab, _ = exports.Parse("exports", []byte(dir+" *(rw,insecure)\n"+other+" *(rw,insecure)\n"))
+	if err := e.x.Load(tab); err != nil {
+		t.Fatal(err)
+	}
+	if _, st := c.getattr(root); st != nfs3.StatusOK {
+		t.Errorf("handle of a re-added export: %v", st)
+	}
+	if n := len(e.x.Servers()); n != 2 {
+		t.Errorf("%d servers, want 2", n)
+	}
+}
+
+// TestHostileExportsHostNames: host-name and wildcard clients match by verified
+// reverse lookup through the Resolver; a PTR record the forward lookup does not
+// confirm matches nothing.
+func TestHostileExportsHostNames(t *testing.T) {
+	dir := t.TempDir()
+	tab, err := exports.Parse("exports", []byte(dir+" good.example.com(rw,insecure) *.lab.example.com(ro,insecure)\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &fakeResolver{
+		ptr:   map[string][]string{"127.0.0.1": {"good.example.com."}, "127.0.0.2": {"good.example.com"}, "127.0.0.3": {"x.lab.example.com"}},
+		hosts: map[string][]string{"good.example.com.": {"127.0.0.1"}, "good.example.com": {"127.0.0.1"}, "x.lab.example.com": {"127.0.0.3"}},
+	}
+	x, err := NewExports(Options{}, tab, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	s := x.Servers()[0]
+	for _, tc := range []struct {
+		ip   string
+		want string // "" refused, else ro or rw
+	}{{"127.0.0.1", "rw"}, {"127.0.0.2", ""}, {"127.0.0.3", "ro"}, {"127.0.0.4", ""}} {
+		req := reqFrom(tc.ip, 700)
+		g := s.grant(context.Background(), req)
+		got := ""
+		if g != nil {
+			got = map[bool]string{true: "ro", false: "rw"}[g.ReadOnly]
+		}
+		if got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.ip, got, tc.want)
+		}
+	}
+}
+
+// fakeResolver answers from maps: no DNS in tests.
+type fakeResolver struct{ ptr, hosts map[string][]string }
+
+func (r *fakeResolver) LookupAddr(_ context.Context, addr string) ([]string, error) {
+	if n, ok := r.ptr[addr]; ok {
+		return n, nil
+	}
+	return nil, errors.New("no PTR record")
+}
+
+func (r *fakeResolver) LookupHost(_ context.Context, host string) ([]string, error) {
+	if a, ok := r.hosts[host]; ok {
+		return a, nil
+	}
+	return nil, errors.New("no such host")
+}
+
+// reqFrom is a request from ip:port over TCP.
+func reqFrom(ip string, port int) *oncrpc.Request {
+	return &oncrpc.Request{RemoteAddr: &net.TCPAddr{IP: net.ParseIP(ip), Port: port}, Netid: "tcp"}
+}
+
+// TestClientListDoesNotAllocate: with an address-only client list, the per-call check
+// (grant, secure port, squashing) adds no allocation to READ, WRITE and GETATTR.
+func TestClientListDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items")
+	}
+	fakeClock(t)
+	tab, err := exports.Parse("exports", []byte("/x 10.0.0.0/8(rw) 2001:db8::/32 127.0.0.1(rw,no_root_squash) *(ro)\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		proc nfs3.Proc
+		args interface{ withFH(nfs3.FH) xdr.EncoderTo }
+	}{
+		{"READ 4KiB", nfs3.ProcRead, readBench{4096}},
+		{"WRITE 4KiB", nfs3.ProcWrite, writeBench{4096}},
+		{"GETATTR", nfs3.ProcGetattr, getattrBench{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newMemRig(t, Options{}, c.proc, c.args)
+			r.srv.SetClients(&tab.Exports[0], nil)
+			r.cache(t)
+			if st, _ := r.roundTrip(t); st != nfs3.StatusOK {
+				t.Fatalf("reply %v", st)
+			}
+			if n := testing.AllocsPerRun(200, func() {
+				if st, _ := r.roundTrip(t); st != nfs3.StatusOK {
+					t.Fatalf("reply %v", st)
+				}
+			}); n != 0 {
+				t.Fatalf("%v allocations per call, want 0", n)
+			}
+		})
+	}
+}
