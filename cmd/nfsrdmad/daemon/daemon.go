@@ -494,7 +494,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 		log.Warn("an export is open to every host (*): any host that reaches these ports can mount it and act as the uid/gid it claims (AUTH_SYS; root is squashed unless no_root_squash); list the clients in an exports file (-exports), listen on a private address or firewall the ports", "export", p)
 	}
 	if cfg.Stdout != nil {
-		printSummary(cfg.Stdout, &cfg, info, provider)
+		printSummary(cfg.Stdout, &cfg, table, info, provider)
 	}
 	if ready != nil {
 		ready(info)
@@ -634,12 +634,9 @@ func MountCommand(info Info, host string) string {
 	return "mount -t nfs -o " + strings.Join(opts, ",") + " " + host + ":" + info.ExportPath + " /mnt"
 }
 
-func printSummary(w io.Writer, cfg *Config, info Info, provider string) {
-	t, _ := cfg.exportsTable()
-	if t != nil {
-		for _, d := range describeExports(t) {
-			fmt.Fprintf(w, "nfsrdmad: exporting %s\n", d)
-		}
+func printSummary(w io.Writer, cfg *Config, t *exports.Table, info Info, provider string) {
+	for _, d := range describeExports(t) {
+		fmt.Fprintf(w, "nfsrdmad: exporting %s\n", d)
 	}
 	if info.RDMA != nil {
 		fmt.Fprintf(w, "  NFSv3 + CONF_RDMA over RDMA  %-22s %s, %d credits, %d-byte inline\n", info.RDMA, provider, cfg.Credits, cfg.Inline)
@@ -653,7 +650,7 @@ func printSummary(w io.Writer, cfg *Config, info Info, provider string) {
 	if info.MountPort == 0 {
 		fmt.Fprintln(w, "  (no TCP listener serves MOUNT: Linux cannot mount this; give -tcp or -mountd)")
 	}
-	if t != nil && openToAll(t) != "" && !loopbackOnly(info) {
+	if openToAll(t) != "" && !loopbackOnly(info) {
 		fmt.Fprintln(w, "  Note: an export is open to every host (*); AUTH_SYS uids are trusted, root is squashed. Use -exports FILE to list clients.")
 	}
 	for _, r := range info.Registered {

@@ -106,8 +106,8 @@ func describeExports(t *exports.Table) []string {
 	return out
 }
 
-// openToAll reports whether some export admits every host ("*") and the listeners
-// are not loopback-only, for the start-up warning.
+// openToAll returns the path of an export that admits every host ("*"), or "", for
+// the start-up warning.
 func openToAll(t *exports.Table) string {
 	for _, e := range t.Exports {
 		for _, c := range e.Clients {
