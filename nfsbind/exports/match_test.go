@@ -3,7 +3,9 @@ package exports
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -129,5 +131,31 @@ func TestClientForAndNewExport(t *testing.T) {
 	e, err := NewExport("/x/", c, h)
 	if err != nil || e.Path != "/x" || !e.byName {
 		t.Errorf("NewExport: %+v %v", e, err)
+	}
+}
+
+// BenchmarkMatch is the matching part of the per-call check: a caller matched by the
+// last of 21 entries (20 networks before it), by address and by a cached host name.
+func BenchmarkMatch(b *testing.B) {
+	var nets strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&nets, " 10.%d.0.0/16(rw)", i)
+	}
+	r := &fakeResolver{ptr: map[string][]string{"127.0.0.1": {"h.example.com"}}, hosts: map[string][]string{"h.example.com": {"127.0.0.1"}}}
+	ip := netip.MustParseAddr("127.0.0.1")
+	for _, c := range []struct{ name, last string }{{"address", "127.0.0.0/8"}, {"hostname", "h.example.com"}, {"star", "*"}} {
+		b.Run(c.name, func(b *testing.B) {
+			tab, err := Parse("bench", []byte("/x"+nets.String()+" "+c.last+"(ro)\n"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			e, names, ctx := &tab.Exports[0], NewNames(r, 0), context.Background()
+			b.ReportAllocs()
+			for range b.N {
+				if e.Match(ctx, ip, names) == nil {
+					b.Fatal("no match")
+				}
+			}
+		})
 	}
 }
