@@ -261,3 +261,52 @@ func TestExportsFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileExportsSecurePort: with "secure" (the default), NFS over TCP from a port
+// of 1024 or more is NFS3ERR_PERM and MOUNT from one is MNT3ERR_ACCES, while NFS over
+// RDMA is served whatever the port, as knfsd treats every RDMA request as coming from
+// a privileged port.
+func TestHostileExportsSecurePort(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to bind a port below 1024")
+	}
+	dir := exportDir(t)
+	file := filepath.Join(t.TempDir(), "exports")
+	writeExports(t, file, dir+" 127.0.0.1(rw)\n")
+	s := (&server{stdout: &syncBuffer{}, log: &syncBuffer{}}).start(t, []string{"-exports", file})
+
+	var conn net.Conn
+	var err error
+	for port := 1023; port > 600; port-- {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port}}
+		if conn, err = d.Dial("tcp", s.info.TCP.String()); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv := oncrpc.NewTCPTransport(conn, nil)
+	defer priv.Close()
+	p := &peer{ip: "127.0.0.1", nfs: priv, mnt: priv}
+	c, err := p.mount(dir)
+	if err != nil {
+		t.Fatalf("mount from a reserved port: %v", err)
+	}
+	uid, gid := clientID()
+	if st := getattr(t, p.as(t, uid, gid), c.Root()); st != nfs3.StatusOK {
+		t.Fatalf("GETATTR from a reserved port: %v", st)
+	}
+
+	tcp := dialPeer(t, s, "127.0.0.1", "tcp")
+	if _, err := tcp.mount(dir); !errors.Is(err, nfs3.MountErrAcces) {
+		t.Errorf("MNT from an unprivileged port: %v, want MNT3ERR_ACCES", err)
+	}
+	if st := getattr(t, tcp.as(t, uid, gid), c.Root()); st != nfs3.StatusPerm {
+		t.Errorf("GETATTR over TCP from an unprivileged port: %v, want NFS3ERR_PERM", st)
+	}
+	rdma := dialPeer(t, s, "127.0.0.1", "rdma")
+	if st := getattr(t, rdma.as(t, uid, gid), c.Root()); st != nfs3.StatusOK {
+		t.Errorf("GETATTR over RDMA: %v, want NFS3_OK (RDMA is not port-checked)", st)
+	}
+}
