@@ -255,3 +255,56 @@ func BenchmarkClientList(b *testing.B) {
 		}
 	}
 }
+
+// FuzzExportsRefused sends any procedure with any arguments, through Exports'
+// handler, from a caller the table does not list: every answer is NFS3ERR_STALE with
+// an empty failure body (NULL alone is answered normally), whatever export id or
+// garbage the arguments carry, and nothing in the export changes.
+func FuzzExportsRefused(f *testing.F) {
+	dir := f.TempDir()
+	tab, err := exports.Parse("fuzz", []byte(dir+" 10.0.0.0/8(rw,no_root_squash,insecure)\n"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	x, err := NewExports(Options{HandleKey: fuzzKey}, tab, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { x.Close() })
+	h := x.NFSHandler()
+	root := x.Servers()[0].RootHandle()
+	var e xdr.Encoder
+	(&nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: root, Name: []byte("x")}, Mode: nfs3.Unchecked}).EncodeXDR(&e)
+	f.Add(uint8(nfs3.ProcCreate), append([]byte(nil), e.Bytes()...))
+	e.Reset(nil)
+	(&nfs3.GetattrArgs{Object: root}).EncodeXDR(&e)
+	f.Add(uint8(nfs3.ProcGetattr), append([]byte(nil), e.Bytes()...))
+	f.Add(uint8(nfs3.ProcRemove), []byte{0, 0, 0, 48})
+	f.Add(uint8(99), []byte{})
+	f.Fuzz(func(t *testing.T, proc uint8, args []byte) {
+		req := reqFrom("192.0.2.1", 700)
+		req.Header.Proc = uint32(proc)
+		req.Args = xdr.NewDecoder(args)
+		var res xdr.Encoder
+		err := h.ServeRPC(context.Background(), req, &res)
+		p := nfs3.Proc(proc)
+		if p == nfs3.ProcNull || int(p) >= len(failWords) {
+			return // NULL answers; unknown procedures are PROC_UNAVAIL (err)
+		}
+		if err != nil {
+			t.Fatalf("proc %v: error %v, want a refusal", p, err)
+		}
+		b := res.Bytes()
+		if len(b) != 4+4*failWords[p] || binary.BigEndian.Uint32(b) != uint32(nfs3.StatusStale) {
+			t.Fatalf("proc %v: reply %x, want NFS3ERR_STALE and %d zero words", p, b, failWords[p])
+		}
+		for _, c := range b[4:] {
+			if c != 0 {
+				t.Fatalf("proc %v: reply %x", p, b)
+			}
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Fatalf("proc %v changed the export: %v", p, ents)
+		}
+	})
+}
