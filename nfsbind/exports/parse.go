@@ -36,9 +36,9 @@ type Export struct {
 
 // Error is a syntax error in an exports file.
 type Error struct {
-	File      string
-	Line, Col int // 1-based; Col counts bytes
-	Msg       string
+	File      string // the name given to Parse or ParseFile
+	Line, Col int    // 1-based; Col counts bytes
+	Msg       string // what is wrong, for people
 }
 
 // Error implements error: "FILE:LINE:COL: message".
