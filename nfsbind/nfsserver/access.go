@@ -4,6 +4,8 @@ package nfsserver
 
 import (
 	"context"
+	"crypto/hmac"
+	"encoding/binary"
 	"net"
 	"net/netip"
 
@@ -167,4 +169,20 @@ func refuse(p nfs3.Proc, st nfs3.Status, res *xdr.Encoder) {
 	for range failWords[p] {
 		res.Uint32(0)
 	}
+}
+
+// crossExport turns the NFS3ERR_STALE of RENAME's target or LINK's directory into
+// NFS3ERR_XDEV when fh is a genuine handle of another export of this server (the
+// handle key is shared, so its MAC holds but its export id differs), as knfsd
+// answers a rename or link across exports.
+func (s *Server) crossExport(st nfs3.Status, fh nfs3.FH) nfs3.Status {
+	if st != nfs3.StatusStale || len(fh) != HandleSize {
+		return st
+	}
+	var want [handleMACLen]byte
+	s.handles.mac(want[:], fh[:handleBody])
+	if hmac.Equal(want[:], fh[handleBody:]) && binary.BigEndian.Uint32(fh[4:]) != s.handles.exportID {
+		return nfs3.StatusXDev
+	}
+	return st
 }

@@ -208,7 +208,7 @@ func (x *Exports) Register(rs *oncrpc.Server) {
 // its first file handle carries (every NFSv3 procedure but NULL starts with one).
 // A handle of no export in force goes to the first export, which answers
 // NFS3ERR_BADHANDLE or NFS3ERR_STALE. A second handle of RENAME or LINK in another
-// export is NFS3ERR_STALE. Each export's handler is built once, here.
+// export is NFS3ERR_XDEV.
 func (x *Exports) NFSHandler() oncrpc.Handler {
 	route := oncrpc.HandlerFunc(func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 		st := x.cur.Load()

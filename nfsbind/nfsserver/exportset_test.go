@@ -51,6 +51,14 @@ func TestExportsRouting(t *testing.T) {
 	f2, _ := c.lookup(viaOuter, "f")
 	wantStatus(t, "WRITE through the rw parent", c.write(f2, 0, []byte("x"), nfs3.FileSync).Status, nfs3.StatusOK)
 
+	// RENAME and LINK across exports are NFS3ERR_XDEV, as from knfsd.
+	var rn nfs3.RenameRes
+	c.must(nfs3.ProcRename, &nfs3.RenameArgs{From: nfs3.DirOpArgs{Dir: viaOuter, Name: []byte("f")}, To: nfs3.DirOpArgs{Dir: inner, Name: []byte("g")}}, &rn)
+	wantStatus(t, "RENAME across exports", rn.Status, nfs3.StatusXDev)
+	var ln nfs3.LinkRes
+	c.must(nfs3.ProcLink, &nfs3.LinkArgs{File: f2, Link: nfs3.DirOpArgs{Dir: inner, Name: []byte("h")}}, &ln)
+	wantStatus(t, "LINK across exports", ln.Status, nfs3.StatusXDev)
+
 	var ex nfs3.ExportRes
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -793,7 +793,7 @@ func (s *Server) rename(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	r.Status = s.openRemoveDir(&a.From, &from, &c)
 	defer from.close()
 	if r.Status == nfs3.StatusOK {
-		r.Status = s.openRemoveDir(&a.To, &to, &c)
+		r.Status = s.crossExport(s.openRemoveDir(&a.To, &to, &c), a.To.Dir)
 	}
 	defer to.close()
 	if r.Status == nfs3.StatusOK {
@@ -847,7 +847,7 @@ func (s *Server) link(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) 
 	r.Status = s.open(a.File, &file)
 	defer file.close()
 	if r.Status == nfs3.StatusOK {
-		r.Status = s.openCreateDir(&a.Link, &dir, &c)
+		r.Status = s.crossExport(s.openCreateDir(&a.Link, &dir, &c), a.Link.Dir)
 	}
 	defer dir.close()
 	if r.Status == nfs3.StatusOK {
