@@ -62,8 +62,11 @@ type exportState struct {
 // NewExports opens every export of t. base gives what the table does not: StateDir
 // or HandleKey (one key for all exports), MaxIO, MaxDirReply, MaxIndex, MaxSearch,
 // MaxOpenFiles, Logger; the table's entries override Root, ExportPath, ExportID,
-// FSID, ReadOnly, RootSquash, AnonUID and AnonGID. r resolves callers' host names for
-// host-name and wildcard clients (nil: such clients match nobody).
+// FSID, ReadOnly, RootSquash, AnonUID and AnonGID, and an export is Async (durable
+// metadata skipped) only when every one of its client entries says async. An export
+// without fsid= gets the export id a Server of the same directory gets by default, so
+// handles issued before a table was used stay valid. r resolves callers' host names
+// for host-name and wildcard clients (nil: such clients match nobody).
 func NewExports(base Options, t *exports.Table, r exports.Resolver) (*Exports, error) {
 	if base.Logger == nil {
 		base.Logger = hclog.NewNullLogger()
