@@ -316,3 +316,24 @@ func FuzzExportsRefused(f *testing.F) {
 		}
 	})
 }
+
+// TestExportsKeepSingleServerHandles: an export without fsid= issues the handles a
+// plain Server of the same directory and key issues, so a server moving from -export
+// to -exports does not make clients' handles stale.
+func TestExportsKeepSingleServerHandles(t *testing.T) {
+	dir := t.TempDir()
+	s, err := New(Options{Root: dir, HandleKey: fuzzKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tab, _ := exports.Parse("x", []byte(dir+"/ *(rw)\n"))
+	x, err := NewExports(Options{HandleKey: fuzzKey}, tab, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if a, b := s.RootHandle(), x.Servers()[0].RootHandle(); string(a) != string(b) {
+		t.Errorf("root handle %x through Exports, %x from a plain Server", b, a)
+	}
+}
