@@ -112,7 +112,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		usage(stderr)
 		return fmt.Errorf("unknown command %q (want one of ls, get, put, mkdir, rm, bench, demo)", name)
 	}
-	return c.run(ctx, args[1:], stdout, stderr)
+	return explain(c.run(ctx, args[1:], stdout, stderr))
 }
 
 // newFlagSet returns the flag set of subcommand name with its usage line.

@@ -20,6 +20,9 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsserver"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 )
 
 // testServer is an in-process nfsrdmad on ephemeral 127.0.0.1 ports.
@@ -512,5 +515,29 @@ func squashedOwner(t *testing.T, dir string) {
 	}
 	if err := os.Chown(dir, 65534, 65534); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A root handle the NFS server no longer verifies (here issued by another server, with
+// another key, as after a restart without the state directory) is NFS3ERR_STALE,
+// and the command says what that means.
+func TestStaleHandleExplained(t *testing.T) {
+	s := startServer(t)
+	other, err := nfsserver.New(nfsserver.Options{Root: t.TempDir(), ExportPath: "/export"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	rs := oncrpc.NewServer(nil)
+	rs.Register(nfs3.MountProgram, nfs3.MountVersion, other.MountHandler())
+	l, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go rs.Serve(l)
+	defer rs.Close()
+	_, err = s.cli(t, "ls", "-proto", "tcp", "-mountport", strconv.Itoa(portOfAddr(l.Addr().String())), "127.0.0.1:/export")
+	if !errors.Is(err, nfs3.StatusStale) || !strings.Contains(err.Error(), "stale file handle") {
+		t.Fatalf("ls with a stale root handle: %v", err)
 	}
 }

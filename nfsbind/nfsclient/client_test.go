@@ -248,3 +248,31 @@ func TestMountErrors(t *testing.T) {
 		t.Fatalf("Mount without an NFS transport: %v", err)
 	}
 }
+
+// A handle of a removed file is NFS3ERR_STALE from every call that uses it, as an
+// error errors.Is can match, naming the procedure.
+func TestStaleHandle(t *testing.T) {
+	addr, export := startServer(t)
+	c, _ := dial(t, addr, export)
+	ctx := context.Background()
+	fh, _, err := c.Create(ctx, c.Root(), "gone", 0o644, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Remove(ctx, c.Root(), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Getattr(ctx, fh)
+	if !errors.Is(err, nfs3.StatusStale) || !strings.Contains(err.Error(), "GETATTR") {
+		t.Errorf("GETATTR of a removed file: %v", err)
+	}
+	if _, err := c.ReadAll(ctx, fh); !errors.Is(err, nfs3.StatusStale) {
+		t.Errorf("READ of a removed file: %v", err)
+	}
+	if _, err := c.Write(ctx, fh, 0, []byte("x"), nfs3.FileSync); !errors.Is(err, nfs3.StatusStale) {
+		t.Errorf("WRITE of a removed file: %v", err)
+	}
+	if _, err := c.Commit(ctx, fh); !errors.Is(err, nfs3.StatusStale) {
+		t.Errorf("COMMIT of a removed file: %v", err)
+	}
+}

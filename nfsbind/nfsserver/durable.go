@@ -26,9 +26,10 @@ import (
 // SYMLINK or MKNOD makes one, the directory's fsync is what makes it stable: on the
 // journaling file systems (ext4, xfs) the new inode is created in the same
 // transaction as its directory entry, which the directory's fsync commits. A SETATTR
-// of such an object, and any object the server process may not open for reading,
-// are made stable by syncfs(2) on the file system holding the object's directory, or
-// by sync(2) when even that cannot be opened.
+// or LINK of such an object, and an object the server process may not open (a
+// directory it may not read, a file it may neither read nor write), are made stable
+// by syncfs(2) on the file system through the object's parent directory, or by
+// sync(2) when that cannot be opened or is another file system.
 //
 // WRITE with DATA_SYNC or FILE_SYNC and COMMIT are durable on every export, async or
 // not: a client that asks for stable data gets it.

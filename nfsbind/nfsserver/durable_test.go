@@ -4,7 +4,11 @@ package nfsserver
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -239,5 +243,88 @@ func TestSyncFailureIsReported(t *testing.T) {
 	wantStatus(t, "REMOVE with failing fsync", wr.Status, nfs3.StatusIO)
 	if !wr.Wcc.After.Present {
 		t.Fatal("REMOVE with failing fsync: no directory attributes")
+	}
+}
+
+// stableFS syncs the file system through a directory on it, and falls back to sync(2)
+// when that directory cannot be opened or is on another file system (a mount point
+// inside the export).
+func TestStableFSFallsBackToSync(t *testing.T) {
+	rec := &syncRecorder{}
+	e := newEnvPrepared(t, Options{}, rec.install)
+	root, _ := e.c.getattr(e.root)
+	rec.take()
+	if err := e.srv.stableFS("", root.FSID); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rec.take(), []string{fmt.Sprintf("syncfs %d", root.FSID)}; !slices.Equal(got, want) {
+		t.Errorf("export's own file system: %q, want %q", got, want)
+	}
+	if err := e.srv.stableFS("", root.FSID+1); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.take(); !slices.Equal(got, []string{"sync"}) {
+		t.Errorf("another file system: %q, want sync", got)
+	}
+	if err := e.srv.stableFS("missing", root.FSID); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.take(); !slices.Equal(got, []string{"sync"}) {
+		t.Errorf("directory gone: %q, want sync", got)
+	}
+}
+
+// straceChild, set in the environment, makes TestSyncCallsReachKernel the traced
+// child: it serves an export (sync or async, as the value says) and creates
+// straceCreates files through it.
+const straceChild = "NFSSERVER_STRACE_CHILD"
+
+const straceCreates = 5
+
+// The fsyncs reach the kernel: the test binary re-runs itself under
+// strace -f -e trace=fsync,fdatasync,syncfs,sync, creating straceCreates files on a
+// sync export and then on an async one, with the real system calls (osSync); each
+// CREATE on the sync export is two fsyncs (the file and the directory) and on the
+// async one none. Skipped where strace is missing or may not trace.
+func TestSyncCallsReachKernel(t *testing.T) {
+	if mode := os.Getenv(straceChild); mode != "" {
+		e := newEnv(t, Options{HandleKey: fuzzKey, Async: mode == "async"}) // no StateDir: writing a key fsyncs
+		for i := range straceCreates {
+			e.c.create(e.root, fmt.Sprintf("f%d", i))
+		}
+		return
+	}
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("strace not installed")
+	}
+	for _, mode := range []string{"sync", "async"} {
+		out := filepath.Join(t.TempDir(), "trace")
+		cmd := exec.Command(strace, "-f", "-qq", "-o", out, "-e", "signal=none", "-e", "trace=fsync,fdatasync,syncfs,sync",
+			os.Args[0], "-test.run", "^TestSyncCallsReachKernel$", "-test.count", "1")
+		cmd.Env = append(os.Environ(), straceChild+"="+mode)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			if strings.Contains(string(b), "ptrace") || strings.Contains(string(b), "Operation not permitted") {
+				t.Skipf("strace cannot trace here: %s", b)
+			}
+			t.Fatalf("traced child (%s): %v\n%s", mode, err, b)
+		}
+		trace, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		for _, line := range strings.Split(string(trace), "\n") {
+			if strings.Contains(line, "sync(") {
+				calls++
+			}
+		}
+		want := 2 * straceCreates
+		if mode == "async" {
+			want = 0
+		}
+		if calls != want {
+			t.Errorf("%s export: %d sync system calls for %d creates, want %d:\n%s", mode, calls, straceCreates, want, trace)
+		}
 	}
 }

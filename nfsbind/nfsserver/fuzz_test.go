@@ -25,12 +25,14 @@ func handleSeeds() map[string][]byte {
 	reserved := bytes.Clone(valid)
 	reserved[2] = 1
 	other := newHandleCodec(fuzzKey, 100).encode(nil, handleID{key: fileKey{dev: 2049, ino: 1234}, gen: 42})
+	otherKey := newHandleCodec(bytes.Repeat([]byte{8}, KeySize), 99).encode(nil, handleID{key: fileKey{dev: 2049, ino: 1234}, gen: 42})
 	return map[string][]byte{
 		"valid":            valid,
 		"bad-mac":          badMAC,
 		"bad-version":      badVersion,
 		"reserved-nonzero": reserved,
 		"other-export":     other,
+		"other-key":        otherKey,
 		"short":            valid[:HandleSize-1],
 		"long":             append(bytes.Clone(valid), 0),
 		"empty":            {},
@@ -38,7 +40,9 @@ func handleSeeds() map[string][]byte {
 }
 
 // FuzzHandle decodes arbitrary file handles: never a panic; a handle is accepted only
-// if it is exactly what this codec would issue for the identity it names.
+// if it is exactly what this codec would issue for the identity it names; it is
+// NFS3ERR_BADHANDLE exactly when malformed (length, version or reserved bytes), and
+// any other refusal is NFS3ERR_STALE.
 func FuzzHandle(f *testing.F) {
 	for _, s := range handleSeeds() {
 		f.Add(s)
@@ -46,14 +50,25 @@ func FuzzHandle(f *testing.F) {
 	c := newHandleCodec(fuzzKey, 99)
 	f.Fuzz(func(t *testing.T, fh []byte) {
 		id, st := c.decode(nfs3.FH(fh))
+		malformed := len(fh) != HandleSize || fh[0] != handleVersion || fh[1]|fh[2]|fh[3] != 0
 		switch st {
 		case nfs3.StatusOK:
 			if !bytes.Equal(c.encode(nil, id), fh) {
 				t.Fatalf("accepted handle %x does not re-encode", fh)
 			}
-		case nfs3.StatusBadHandle, nfs3.StatusStale:
+		case nfs3.StatusBadHandle:
+			if !malformed {
+				t.Fatalf("well-formed handle %x is NFS3ERR_BADHANDLE", fh)
+			}
+		case nfs3.StatusStale:
+			if malformed {
+				t.Fatalf("malformed handle %x is NFS3ERR_STALE", fh)
+			}
 		default:
 			t.Fatalf("decode status %v", st)
+		}
+		if malformed && st != nfs3.StatusBadHandle {
+			t.Fatalf("malformed handle %x: %v", fh, st)
 		}
 	})
 }
@@ -94,7 +109,8 @@ func FuzzMountPath(f *testing.F) {
 
 func TestHandleSeeds(t *testing.T) {
 	c := newHandleCodec(fuzzKey, 99)
-	want := map[string]nfs3.Status{"valid": nfs3.StatusOK, "other-export": nfs3.StatusStale}
+	want := map[string]nfs3.Status{"valid": nfs3.StatusOK, "other-export": nfs3.StatusStale,
+		"bad-mac": nfs3.StatusStale, "other-key": nfs3.StatusStale}
 	for name, fh := range handleSeeds() {
 		w, ok := want[name]
 		if !ok {

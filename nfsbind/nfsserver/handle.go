@@ -94,8 +94,12 @@ func (c *handleCodec) encode(dst []byte, id handleID) []byte {
 	return append(dst, b[:]...)
 }
 
-// decode checks a handle: wrong length, version or MAC is NFS3ERR_BADHANDLE (it was
-// not issued by a server holding this key); another export id is NFS3ERR_STALE.
+// decode checks a handle. One that cannot have been issued by this server's code
+// (wrong length, version or reserved bytes) is malformed: NFS3ERR_BADHANDLE. A
+// well-formed one that fails the MAC is NFS3ERR_STALE: it was most likely issued under
+// a key this server no longer has (a restart without its StateDir), and a client must
+// be told the file is gone, not that it sent garbage; a forged one gets the same
+// answer and reaches nothing. Another export id is NFS3ERR_STALE too.
 func (c *handleCodec) decode(fh nfs3.FH) (handleID, nfs3.Status) {
 	if len(fh) != HandleSize || fh[0] != handleVersion || fh[1]|fh[2]|fh[3] != 0 {
 		return handleID{}, nfs3.StatusBadHandle
@@ -103,7 +107,7 @@ func (c *handleCodec) decode(fh nfs3.FH) (handleID, nfs3.Status) {
 	var want [handleMACLen]byte
 	c.mac(want[:], fh[:handleBody])
 	if !hmac.Equal(want[:], fh[handleBody:]) {
-		return handleID{}, nfs3.StatusBadHandle
+		return handleID{}, nfs3.StatusStale
 	}
 	if binary.BigEndian.Uint32(fh[4:]) != c.exportID {
 		return handleID{}, nfs3.StatusStale

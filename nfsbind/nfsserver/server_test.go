@@ -489,11 +489,11 @@ func TestUnstableCommitAndRestart(t *testing.T) {
 	if cr.Verf == old {
 		t.Fatal("COMMIT verifier unchanged after restart")
 	}
-	// A server with another key rejects the old handles as forged.
+	// To a server with another key the old handles are stale.
 	e.stop()
 	e.start(Options{Root: e.dir, StateDir: t.TempDir()})
 	c3 := e.dial(rootCred())
-	if _, st := c3.getattr(f); st != nfs3.StatusBadHandle {
+	if _, st := c3.getattr(f); st != nfs3.StatusStale {
 		t.Fatalf("handle under another key: %v", st)
 	}
 }
@@ -629,10 +629,11 @@ func testPathEscape(t *testing.T) {
 	if _, st := c.lookup(sub, "secret"); st == nfs3.StatusOK {
 		t.Fatal("LOOKUP followed a swapped-in symlink")
 	}
-	// Forged handles.
+	// A forged handle fails the MAC: to the client it is stale (it cannot be told
+	// from one issued under an old key), and it reaches nothing.
 	forged := bytes.Clone(e.root)
 	forged[20] ^= 1
-	if _, st := c.getattr(forged); st != nfs3.StatusBadHandle {
+	if _, st := c.getattr(forged); st != nfs3.StatusStale {
 		t.Fatalf("forged handle: %v", st)
 	}
 	for _, fh := range []nfs3.FH{{}, {1, 2, 3}, make(nfs3.FH, 64), append(bytes.Clone(e.root), 0)} {
