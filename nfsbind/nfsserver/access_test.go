@@ -206,6 +206,15 @@ func TestHostileExportsRootSquash(t *testing.T) {
 	wantStatus(t, "SETATTR setuid on root's file", sa.Status, nfs3.StatusPerm)
 	noRootSetuid(t, filepath.Join(dir, "rootfile"))
 
+	// Nor give it a new name (Linux's protected_hardlinks, which the server, linking
+	// as root, applies for the caller), nor take group 0.
+	os.Chmod(filepath.Join(dir, "rootfile"), 0o4755)
+	var ln nfs3.LinkRes
+	c.must(nfs3.ProcLink, &nfs3.LinkArgs{File: fh, Link: nfs3.DirOpArgs{Dir: root, Name: []byte("alias")}}, &ln)
+	wantStatus(t, "LINK of root's setuid file by squashed root", ln.Status, nfs3.StatusPerm)
+	c.must(nfs3.ProcSetattr, &nfs3.SetattrArgs{Object: cr.Obj.FH, Attr: nfs3.Sattr{SetGID: true, GID: 0}}, &sa)
+	wantStatus(t, "SETATTR gid 0 by squashed root", sa.Status, nfs3.StatusPerm)
+
 	for _, typ := range []nfs3.FileType{nfs3.TypeChr, nfs3.TypeBlk} {
 		c.must(nfs3.ProcMknod, &nfs3.MknodArgs{Where: nfs3.DirOpArgs{Dir: root, Name: []byte("dev")}, Type: typ,
 			Attr: nfs3.Sattr{SetMode: true, Mode: 0o666}, Spec: nfs3.SpecData{Major: 1, Minor: 3}}, &cr)

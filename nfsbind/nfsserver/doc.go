@@ -93,8 +93,10 @@
 // gid 0, primary or supplementary). When the server runs as root, new objects are
 // given the caller's (squashed) uid and gid, only root may create devices (MKNOD of a
 // block or character device by anyone else is NFS3ERR_PERM), and a caller outside a
-// file's group cannot set its setgid bit (it is dropped, as chmod(2) does); so a
-// squashed root cannot leave a root-owned setuid file or a device behind. The server
+// file's group cannot set its setgid bit (it is dropped, as chmod(2) does), and LINK
+// follows Linux's protected_hardlinks rule for the caller (only the owner may link a
+// setuid or setgid-executable file, or one it may not read and write); so a squashed
+// root cannot leave a root-owned setuid file, a new name for one, or a device behind. The server
 // process's own rights still apply underneath. No ACLs are consulted.
 //
 // This package runs on Linux only (it relies on openat, statx and /proc/self/fd).

@@ -853,6 +853,8 @@ func (s *Server) link(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) 
 	if r.Status == nfs3.StatusOK {
 		if isDir(&file.st) {
 			r.Status = nfs3.StatusIsDir
+		} else if !mayHardlink(&c, &file.st) {
+			r.Status = nfs3.StatusPerm
 		} else if err := unix.Linkat(unix.AT_FDCWD, procPath(file.fd), dir.fd, string(a.Link.Name), unix.AT_SYMLINK_FOLLOW); err != nil {
 			r.Status = statusOf(err)
 		} else if err := s.stableObject(&file); err != nil {

@@ -117,3 +117,19 @@ func (c *cred) keepSGID(mode, gid uint32) uint32 {
 	}
 	return mode
 }
+
+// mayHardlink applies Linux's protected_hardlinks rule (the default on current
+// distributions), which the kernel would apply to the caller itself: a caller may
+// link a file it owns, or a regular file that is neither setuid nor setgid-executable
+// and that it may read and write. The server links as root, so it checks for the
+// caller: a squashed root cannot give a root-owned setuid program a new name.
+func mayHardlink(c *cred, st *unix.Statx_t) bool {
+	if c.uid == 0 || c.uid == st.Uid {
+		return true
+	}
+	mode := uint32(st.Mode)
+	if !isReg(st) || mode&unix.S_ISUID != 0 || mode&(unix.S_ISGID|unix.S_IXGRP) == unix.S_ISGID|unix.S_IXGRP {
+		return false
+	}
+	return allowed(c, st, permR|permW)
+}
