@@ -5,8 +5,9 @@
 //
 // # Syntax
 //
-// One export per line; "#" starts a comment (outside quotes); a backslash at the end
-// of a line continues it on the next. A line is a path, absolute, optionally in double
+// One export per line; "#" at the start of a word starts a comment; a backslash at
+// the end of a line continues it on the next (the break separates words, so a client
+// and its option list stay on one line). A line is a path, absolute, optionally in double
 // quotes (for spaces) or with a character written as a backslash and three octal
 // digits (\040 for a space), followed by clients:
 //
