@@ -4,6 +4,7 @@ package nfsserver
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -82,13 +83,17 @@ func (e *exportsEnv) dialFrom(ip string, privileged bool, cred *oncrpc.AuthSysPa
 	}
 	tr := oncrpc.NewTCPTransport(conn, &oncrpc.TCPOptions{MaxRecord: 8 << 20})
 	t.Cleanup(func() { tr.Close() })
-	auth, err := oncrpc.NewAuthSys(cred)
-	if err != nil {
-		t.Fatal(err)
+	var opts []oncrpc.ClientOption // nil cred: AUTH_NONE
+	if cred != nil {
+		auth, err := oncrpc.NewAuthSys(cred)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, oncrpc.WithAuth(auth))
 	}
 	return &client{t: t, tr: tr,
-		nfs: oncrpc.NewClient(tr, nfs3.Program, nfs3.Version, oncrpc.WithAuth(auth)),
-		mnt: oncrpc.NewClient(tr, nfs3.MountProgram, nfs3.MountVersion, oncrpc.WithAuth(auth))}
+		nfs: oncrpc.NewClient(tr, nfs3.Program, nfs3.Version, opts...),
+		mnt: oncrpc.NewClient(tr, nfs3.MountProgram, nfs3.MountVersion, opts...)}
 }
 
 func (c *client) mountStatus(path string) (nfs3.FH, nfs3.MountStat) {
@@ -258,8 +263,8 @@ func TestHostileExportsNoRootSquash(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	e, dir := newExportsEnv(t, "%D 127.0.0.3(rw,no_root_squash,insecure) *(rw,insecure,all_squash,anonuid=4321,anongid=4322)\n")
-	for _, tc := range []struct {
+	e, dir := newExportsEnv(t, "%D 127.0.0.3(rw,no_root_squash,insecure) 127.0.0.4(rw,insecure,anonuid=77,anongid=78) *(rw,insecure,all_squash,anonuid=4321,anongid=4322)\n")
+	for i, tc := range []struct {
 		ip       string
 		cred     *oncrpc.AuthSysParams
 		uid, gid uint32
@@ -267,14 +272,17 @@ func TestHostileExportsNoRootSquash(t *testing.T) {
 		{"127.0.0.3", rootCred(), 0, 0},
 		{"127.0.0.1", rootCred(), 4321, 4322},
 		{"127.0.0.1", userCred(1000, 1000), 4321, 4322},
+		{"127.0.0.4", nil, 77, 78},                 // AUTH_NONE acts as the entry's anonymous identity
+		{"127.0.0.4", userCred(0, 5), 77, 5},       // root_squash maps uid 0, keeps gid 5
+		{"127.0.0.4", userCred(1000, 0), 1000, 78}, // ... and gid 0 of anyone
 	} {
 		c := e.dialFrom(tc.ip, false, tc.cred)
-		name := tc.ip + "-" + string(rune('0'+tc.cred.UID%10))
+		name := fmt.Sprintf("%s-%d", tc.ip, i)
 		fh := c.mount(dir)
 		c.create(fh, name)
 		fi, _ := os.Lstat(filepath.Join(dir, name))
 		if st := fi.Sys().(*syscall.Stat_t); st.Uid != tc.uid || st.Gid != tc.gid {
-			t.Errorf("%s as %d: file owned by %d:%d, want %d:%d", tc.ip, tc.cred.UID, st.Uid, st.Gid, tc.uid, tc.gid)
+			t.Errorf("%s as %+v: file owned by %d:%d, want %d:%d", tc.ip, tc.cred, st.Uid, st.Gid, tc.uid, tc.gid)
 		}
 	}
 }
