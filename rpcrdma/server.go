@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -177,6 +178,15 @@ func (a Addr) Network() string {
 		return "rdma6"
 	}
 	return "rdma"
+}
+
+// AddrPort returns the IP address and port of a TCP-style address (the zero AddrPort
+// otherwise), so that servers can match callers' addresses without formatting them.
+func (a Addr) AddrPort() netip.AddrPort {
+	if t, ok := a.Addr.(*net.TCPAddr); ok {
+		return t.AddrPort()
+	}
+	return netip.AddrPort{}
 }
 
 // Listener is the RPC-over-RDMA server transport's listener: an oncrpc.Listener.

@@ -121,6 +121,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 	}
+	if os.Geteuid() == 0 {
+		// The server squashes root to nobody (65534), as knfsd does by default: run as
+		// root, this client writes as nobody, so nobody owns the export.
+		if err := os.Chown(export, 65534, 65534); err != nil {
+			return err
+		}
+	}
 
 	step := 0
 	section := func(format string, a ...any) {

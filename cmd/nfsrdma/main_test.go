@@ -35,6 +35,7 @@ type testServer struct {
 func startServer(t *testing.T, mods ...func(*daemon.Config)) *testServer {
 	t.Helper()
 	s := &testServer{export: t.TempDir()}
+	squashedOwner(t, s.export)
 	cfg := daemon.Config{Export: s.export, ExportPath: "/export", RDMA: "127.0.0.1:0", TCP: "127.0.0.1:0"}
 	for _, m := range mods {
 		m(&cfg)
@@ -501,6 +502,19 @@ func TestProgress(t *testing.T) {
 	q.end()
 	if quiet.Len() != 0 {
 		t.Errorf("progress on a non-terminal wrote %q", quiet.String())
+	}
+}
+
+// squashedOwner gives dir to nobody (65534) when the tests run as root: the server's
+// -export squashes root to nobody, so the client, acting as this process, writes as
+// nobody.
+func squashedOwner(t *testing.T, dir string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return
+	}
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
 	}
 }
 

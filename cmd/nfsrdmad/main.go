@@ -18,7 +18,11 @@
 //
 // Flags:
 //
-//	-export DIR        directory to serve (required)
+//	-export DIR        directory to serve, to every host as the exports(5) line
+//	                   DIR *(rw,root_squash,sync,insecure): root acts as nobody
+//	-exports FILE      serve the exports of an exports(5) file instead (clients,
+//	                   ro/rw, root_squash, all_squash, anonuid, secure, fsid...);
+//	                   SIGHUP re-reads it
 //	-export-path PATH  path clients mount (default: DIR made absolute)
 //	-state DIR         keeps the file-handle key so handles survive restarts
 //	                   (default $XDG_STATE_HOME/nfsrdmad or ~/.local/state/nfsrdmad;
@@ -44,6 +48,8 @@
 //	-log-format F      text (default) or json (one object per line)
 //	-version           print the version and exit
 //
+// SIGHUP re-reads the -exports file: new client lists apply to the calls that
+// follow; a file that does not parse is logged and the table in force kept.
 // SIGINT and SIGTERM stop it cleanly: calls in progress finish (at most
 // -shutdown-timeout), listeners close, registrations are removed. The server itself
 // is package daemon (cmd/nfsrdmad/daemon), which other programs can run in process.
@@ -56,8 +62,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
@@ -96,10 +104,11 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 	fs := flag.NewFlagSet("nfsrdmad", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nfsrdmad -export DIR [flags]\n\nServe DIR over NFSv3 on RDMA (port 20049) and TCP (port 2049).\n\nFlags:")
+		fmt.Fprintln(fs.Output(), "usage: nfsrdmad -export DIR [flags]\n       nfsrdmad -exports FILE [flags]\n\nServe DIR (or FILE's exports) over NFSv3 on RDMA (port 20049) and TCP (port 2049).\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&cfg.Export, "export", "", "serve directory `DIR` (required)")
+	fs.StringVar(&cfg.Export, "export", "", "serve directory `DIR` to every host, as the exports(5) line DIR *(rw,root_squash,sync,insecure)")
+	fs.StringVar(&cfg.ExportsFile, "exports", "", "serve the exports listed in exports(5) `FILE` instead of -export; SIGHUP re-reads it")
 	fs.StringVar(&cfg.ExportPath, "export-path", "", "`PATH` clients name when mounting (default: the -export directory made absolute)")
 	fs.StringVar(&cfg.StateDir, "state", defaultStateDir(), "`DIR` keeping the file-handle key, so handles survive a restart (\"\": a random key per run)")
 	fs.BoolVar(&cfg.ReadOnly, "ro", false, "export read-only")
@@ -188,7 +197,7 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 
 // flagNames maps daemon.Config fields to the flags that set them.
 var flagNames = map[string]string{
-	"Export": "-export", "ExportPath": "-export-path", "RDMA": "-rdma", "TCP": "-tcp",
+	"Export": "-export", "ExportsFile": "-exports", "ExportPath": "-export-path", "RDMA": "-rdma", "TCP": "-tcp",
 	"Mountd": "-mountd", "Provider": "-provider", "Credits": "-credits", "Inline": "-inline",
 	"Metrics": "-metrics", "MaxIO": "-max-io", "MaxOpenFiles": "-max-open-files", "RPCBindTimeout": "-rpcbind-timeout",
 }
@@ -228,6 +237,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		return &cli.UsageError{Err: err} // a bad command line: exit status 2
 	}
 	cfg.Stdout = stdout
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	cfg.Reload = hup
 	start := time.Now()
 	err = daemon.Run(ctx, cfg, ready)
 	if err != nil {

@@ -131,11 +131,31 @@ type server struct {
 	stop   func() error
 }
 
+// clientID is the uid and gid test clients act as, owning the export: this user's,
+// or 1000:1000 when the tests run as root, since -export squashes root to nobody.
+func clientID() (uid, gid uint32) {
+	if os.Geteuid() == 0 {
+		return 1000, 1000
+	}
+	return uint32(os.Getuid()), uint32(os.Getgid())
+}
+
 // startServer runs the command with extra args on ephemeral 127.0.0.1 ports.
 func startServer(t *testing.T, extra ...string) *server {
 	t.Helper()
 	s := &server{export: t.TempDir(), stdout: &syncBuffer{}, log: &syncBuffer{}}
-	args := append([]string{"-export", s.export, "-state", t.TempDir(), "-rdma", "127.0.0.1:0", "-tcp", "127.0.0.1:0"}, extra...)
+	uid, gid := clientID()
+	if err := os.Chown(s.export, int(uid), int(gid)); err != nil && os.Geteuid() == 0 {
+		t.Fatal(err)
+	}
+	return s.start(t, append([]string{"-export", s.export}, extra...))
+}
+
+// start runs the command with args, plus a state directory and ephemeral 127.0.0.1
+// ports, and returns once it serves.
+func (s *server) start(t *testing.T, args []string) *server {
+	t.Helper()
+	args = append([]string{"-state", t.TempDir(), "-rdma", "127.0.0.1:0", "-tcp", "127.0.0.1:0"}, args...)
 	ctx, cancel := context.WithCancel(context.Background())
 	readyc := make(chan daemon.Info, 1)
 	errc := make(chan error, 1)
@@ -182,7 +202,8 @@ func (s *server) mount(t *testing.T, netid string) *nfsclient.Client {
 		t.Cleanup(func() { c.Close(); dev.Close() })
 		nrt = c
 	}
-	auth, err := oncrpc.NewAuthSys(&oncrpc.AuthSysParams{MachineName: []byte("test"), UID: uint32(os.Getuid()), GID: uint32(os.Getgid())})
+	uid, gid := clientID()
+	auth, err := oncrpc.NewAuthSys(&oncrpc.AuthSysParams{MachineName: []byte("test"), UID: uid, GID: gid})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,6 +297,10 @@ func portOf(t *testing.T, addr string) int {
 func TestServeMountdOnly(t *testing.T) {
 	// NFS over RDMA only, MOUNT on a listener of its own: the NFS TCP listener is off.
 	s := &server{export: t.TempDir(), stdout: &syncBuffer{}, log: &syncBuffer{}}
+	uid, gid := clientID()
+	if err := os.Chown(s.export, int(uid), int(gid)); err != nil && os.Geteuid() == 0 {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	readyc := make(chan daemon.Info, 1)

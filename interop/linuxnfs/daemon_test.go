@@ -23,6 +23,11 @@ func TestLinuxClientMountsNfsrdmad(t *testing.T) {
 	host := envOrSkip(t, "NFSRDMA_LISTEN")
 	wait := waitContext(t)
 	export := t.TempDir()
+	// -export squashes root (the guest's workload runs as root) to nobody, as knfsd's
+	// default does: nobody owns the export.
+	if err := os.Chown(export, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var out bytes.Buffer

@@ -69,15 +69,35 @@
 // call gets its original answer; one that arrives while the original still runs is
 // dropped.
 //
+// # Clients and exports
+//
+// A Server without a client list (Server.SetClients) admits every caller with the
+// Options' settings. With one (an export of an exports(5) table, package
+// nfsbind/exports), every NFS call but NULL and every MNT is checked against it:
+// the caller's address (over RDMA too: the peer's IP) picks the client entry, whose
+// options apply to that call (ro, root_squash, all_squash, anonuid/anongid, secure).
+// A caller no entry admits gets NFS3ERR_STALE, as from knfsd; MNT3ERR_ACCES from
+// MOUNT; "secure" refuses TCP source ports from 1024 up with NFS3ERR_PERM (RDMA is
+// exempt, as in knfsd). Exports serves a whole table: one Server per export, one
+// handle key, calls routed by the export id in their first handle, tables replaced
+// while serving (Exports.Load). The fsid in attributes is the device's unless the
+// export has fsid= (Options.FSID); the export id in handles is distinct per export.
+//
 // # Credentials
 //
 // AUTH_SYS credentials are checked against each object's mode bits, owner and group
 // (owner, group or other class, with root allowed everything except executing a file
 // with no execute bit), for every procedure that reads, writes, creates, removes or
-// searches; AUTH_NONE (and root, with Options.RootSquash) acts as
-// Options.AnonUID/AnonGID. When the server runs as root, new objects are given the
-// caller's uid and gid. The server process's own rights still apply underneath. No
-// ACLs are consulted.
+// searches; AUTH_NONE, all_squash and root under root_squash (Options.RootSquash, or
+// the client entry's option) act as the anonymous uid and gid (root_squash also maps
+// gid 0, primary or supplementary). When the server runs as root, new objects are
+// given the caller's (squashed) uid and gid, only root may create devices (MKNOD of a
+// block or character device by anyone else is NFS3ERR_PERM), and a caller outside a
+// file's group cannot set its setgid bit (it is dropped, as chmod(2) does), and LINK
+// follows Linux's protected_hardlinks rule for the caller (only the owner may link a
+// setuid or setgid-executable file, or one it may not read and write); so a squashed
+// root cannot leave a root-owned setuid file, a new name for one, or a device behind. The server
+// process's own rights still apply underneath. No ACLs are consulted.
 //
 // This package runs on Linux only (it relies on openat, statx and /proc/self/fd).
 // A steady-state READ, WRITE or COMMIT allocates nothing.

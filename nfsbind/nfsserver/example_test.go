@@ -5,8 +5,10 @@ package nfsserver_test
 import (
 	"fmt"
 	"log"
+	"net"
 	"os"
 
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsserver"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 )
@@ -37,4 +39,35 @@ func Example() {
 	// Output:
 	// mount -o vers=3,proto=tcp,port=PORT,mountport=PORT 127.0.0.1:/export /mnt
 	// 48 byte handles
+}
+
+// Serve an exports(5) table: two exports, each with its own clients; replace the
+// table while serving (as nfsrdmad does on SIGHUP).
+func ExampleExports() {
+	a, _ := os.MkdirTemp("", "export-a")
+	defer os.RemoveAll(a)
+	b, _ := os.MkdirTemp("", "export-b")
+	defer os.RemoveAll(b)
+	tab, err := exports.Parse("exports", []byte(a+" 10.0.0.0/8(rw) *(ro)\n"+b+" 192.0.2.7(rw,no_root_squash,fsid=9)\n"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	x, err := nfsserver.NewExports(nfsserver.Options{}, tab, net.DefaultResolver)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer x.Close()
+	rs := oncrpc.NewServer(nil)
+	x.Register(rs) // NFS and MOUNT for both exports; serve TCP and RDMA listeners with rs
+	for _, s := range x.Servers() {
+		fmt.Println(s.ExportPath() == a || s.ExportPath() == b)
+	}
+	// Narrow the first export to one network: later calls from elsewhere get
+	// NFS3ERR_STALE, MOUNT MNT3ERR_ACCES.
+	tab, _ = exports.Parse("exports", []byte(a+" 10.1.0.0/16(rw)\n"))
+	fmt.Println(x.Load(tab), len(x.Servers()))
+	// Output:
+	// true
+	// true
+	// <nil> 1
 }

@@ -134,12 +134,12 @@ func (o *object) close() {
 	}
 }
 
-// attr is the post_op_attr of the object when it was opened, "no attributes" when not.
-func (o *object) attr() nfs3.PostOpAttr {
+// attr is the post_op_attr of o when it was opened, "no attributes" when not.
+func (s *Server) attr(o *object) nfs3.PostOpAttr {
 	if o.fd < 0 {
 		return nfs3.PostOpAttr{}
 	}
-	return postOp(&o.st)
+	return s.postOp(&o.st)
 }
 
 // refresh re-reads the object's attributes.
@@ -419,10 +419,18 @@ func fattr(st *unix.Statx_t, a *nfs3.Fattr) {
 	a.Ctime = nfs3.Time{Seconds: uint32(st.Ctime.Sec), Nseconds: st.Ctime.Nsec}
 }
 
-func postOp(st *unix.Statx_t) nfs3.PostOpAttr {
+// fattr fills a from st, with the export's fsid when it has one (Options.FSID).
+func (s *Server) fattr(st *unix.Statx_t, a *nfs3.Fattr) {
+	fattr(st, a)
+	if s.opts.HasFSID {
+		a.FSID = uint64(s.opts.FSID)
+	}
+}
+
+func (s *Server) postOp(st *unix.Statx_t) nfs3.PostOpAttr {
 	var p nfs3.PostOpAttr
 	p.Present = true
-	fattr(st, &p.Attr)
+	s.fattr(st, &p.Attr)
 	return p
 }
 
@@ -436,20 +444,20 @@ func preOp(st *unix.Statx_t) nfs3.PreOpAttr {
 
 // wcc returns the weak cache consistency data of o: the attributes it had when opened
 // and its attributes now.
-func wcc(o *object) nfs3.WccData {
+func (s *Server) wcc(o *object) nfs3.WccData {
 	if o.fd < 0 {
 		return nfs3.WccData{}
 	}
-	return wccOf(o.fd, &o.st)
+	return s.wccOf(o.fd, &o.st)
 }
 
 // wccOf returns the weak cache consistency data of the object fd refers to, which
 // had the attributes before.
-func wccOf(fd int, before *unix.Statx_t) nfs3.WccData {
+func (s *Server) wccOf(fd int, before *unix.Statx_t) nfs3.WccData {
 	w := nfs3.WccData{Before: preOp(before)}
 	var now unix.Statx_t
 	if statFD(fd, &now) == nil {
-		w.After = postOp(&now)
+		w.After = s.postOp(&now)
 	}
 	return w
 }

@@ -75,15 +75,26 @@ func mountStatOf(st nfs3.Status) nfs3.MountStat {
 	return nfs3.MountErrIO
 }
 
-func (s *Server) mnt(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) mnt(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var a nfs3.MntArgs
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
-	dirpath := string(a.Path)
+	s.mount(ctx, req, string(a.Path), res)
+	return nil
+}
+
+// mount answers MNT for dirpath: MNT3ERR_ACCES for a caller the client list refuses
+// (or a TCP source port "secure" refuses), else the handle of dirpath.
+func (s *Server) mount(ctx context.Context, req *oncrpc.Request, dirpath string, res *xdr.Encoder) {
 	var r nfs3.MntRes
 	var rel string
 	rel, r.Status = s.mountPath(dirpath)
+	if r.Status == nfs3.MountOK {
+		if g := s.grant(ctx, req); g == nil || !portOK(g, req) {
+			r.Status = nfs3.MountErrAcces
+		}
+	}
 	var fhbuf [HandleSize]byte
 	if r.Status == nfs3.MountOK {
 		fd, err := s.openPath(rel)
@@ -119,7 +130,6 @@ func (s *Server) mnt(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) e
 		s.log.Info("mount refused", "client", host, "path", dirpath, "status", r.Status.String())
 	}
 	r.EncodeXDR(res)
-	return nil
 }
 
 func (s *Server) dump(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
@@ -166,7 +176,22 @@ func deleteMounts(ms []mountEntry, del func(mountEntry) bool) []mountEntry {
 }
 
 func (s *Server) export(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
-	r := nfs3.ExportRes{Exports: []nfs3.ExportNode{{Dir: []byte(s.exportPath), Groups: [][]byte{[]byte("*")}}}}
+	r := nfs3.ExportRes{Exports: []nfs3.ExportNode{s.exportNode()}}
 	r.EncodeXDR(res)
 	return nil
+}
+
+// exportNode is the EXPORT entry of s: its path and its client list's entries as
+// written ("*" without one).
+func (s *Server) exportNode() nfs3.ExportNode {
+	n := nfs3.ExportNode{Dir: []byte(s.exportPath)}
+	l := s.clients.Load()
+	if l == nil {
+		n.Groups = [][]byte{[]byte("*")}
+		return n
+	}
+	for _, g := range l.exp.Groups() {
+		n.Groups = append(n.Groups, []byte(g))
+	}
+	return n
 }

@@ -21,7 +21,7 @@ func (s *Server) getattr(_ context.Context, req *oncrpc.Request, res *xdr.Encode
 	var r nfs3.GetattrRes
 	var st unix.Statx_t
 	if s.statCached(a.Object, &st) {
-		fattr(&st, &r.Attr)
+		s.fattr(&st, &r.Attr)
 		r.EncodeXDR(res)
 		return nil
 	}
@@ -29,7 +29,7 @@ func (s *Server) getattr(_ context.Context, req *oncrpc.Request, res *xdr.Encode
 	r.Status = s.open(a.Object, &o)
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
-		fattr(&o.st, &r.Attr)
+		s.fattr(&o.st, &r.Attr)
 	}
 	r.EncodeXDR(res)
 	return nil
@@ -77,7 +77,7 @@ func (s *Server) setattr(_ context.Context, req *oncrpc.Request, res *xdr.Encode
 		if r.Status == nfs3.StatusOK {
 			r.Status = statusOf(s.stableObject(&o))
 		}
-		r.Wcc = wcc(&o)
+		r.Wcc = s.wcc(&o)
 	}
 	r.EncodeXDR(res)
 	return nil
@@ -88,7 +88,7 @@ func (s *Server) doSetattr(o *object, a *nfs3.SetattrArgs, c *cred) nfs3.Status 
 		return nfs3.StatusNotSync
 	}
 	at := &a.Attr
-	if s.opts.ReadOnly && (at.SetMode || at.SetUID || at.SetGID || at.SetSize || at.Atime.How != nfs3.DontChange || at.Mtime.How != nfs3.DontChange) {
+	if c.ro && (at.SetMode || at.SetUID || at.SetGID || at.SetSize || at.Atime.How != nfs3.DontChange || at.Mtime.How != nfs3.DontChange) {
 		return nfs3.StatusROFS
 	}
 	// Permission checks first, so that a refused call changes nothing.
@@ -132,7 +132,11 @@ func (s *Server) doSetattr(o *object, a *nfs3.SetattrArgs, c *cred) nfs3.Status 
 		}
 	}
 	if at.SetMode && !isLnk(&o.st) { // symbolic links have no mode of their own on Linux
-		if err := unix.Chmod(procPath(o.fd), at.Mode&0o7777); err != nil {
+		gid := o.st.Gid
+		if at.SetGID {
+			gid = at.GID
+		}
+		if err := unix.Chmod(procPath(o.fd), c.keepSGID(at.Mode&0o7777, gid)); err != nil {
 			return statusOf(err)
 		}
 	}
@@ -219,10 +223,10 @@ func (s *Server) lookup(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 		if r.Status == nfs3.StatusOK {
 			s.idx.put(keyOf(&st), p)
 			r.Object = s.handles.encode(fhbuf[:0], idOf(&st))
-			r.ObjAttr = postOp(&st)
+			r.ObjAttr = s.postOp(&st)
 		}
 	}
-	r.DirAttr = dir.attr()
+	r.DirAttr = s.attr(&dir)
 	r.EncodeXDR(res)
 	return nil
 }
@@ -247,7 +251,7 @@ func (s *Server) access(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 		if allowed(&c, st, permR) {
 			granted |= nfs3.AccessRead
 		}
-		if allowed(&c, st, permW) && !s.opts.ReadOnly {
+		if allowed(&c, st, permW) && !c.ro {
 			granted |= nfs3.AccessModify | nfs3.AccessExtend
 			if isDir(st) {
 				granted |= nfs3.AccessDelete
@@ -261,7 +265,7 @@ func (s *Server) access(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 			}
 		}
 		r.Access = a.Access & granted
-		r.Attr = postOp(st)
+		r.Attr = s.postOp(st)
 	}
 	r.EncodeXDR(res)
 	return nil
@@ -276,7 +280,7 @@ func (s *Server) readlink(_ context.Context, req *oncrpc.Request, res *xdr.Encod
 	defer o.close()
 	var buf [nfs3.MaxPathLen + 1]byte
 	if r.Status == nfs3.StatusOK {
-		r.Attr = postOp(&o.st)
+		r.Attr = s.postOp(&o.st)
 		if !isLnk(&o.st) {
 			r.Status = nfs3.StatusInval
 		} else if n, err := unix.Readlinkat(o.fd, "", buf[:]); err != nil {
@@ -299,11 +303,11 @@ func mayIO(c *cred, st *unix.Statx_t, want uint32) bool {
 }
 
 // postOpIf is the post_op_attr of st, "no attributes" when st was never filled.
-func postOpIf(st *unix.Statx_t) nfs3.PostOpAttr {
+func (s *Server) postOpIf(st *unix.Statx_t) nfs3.PostOpAttr {
 	if st.Mask == 0 {
 		return nfs3.PostOpAttr{}
 	}
-	return postOp(st)
+	return s.postOp(st)
 }
 
 func (s *Server) read(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
@@ -358,7 +362,7 @@ func (s *Server) read(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder
 			r.EOF = n < count || end >= st.Size
 		}
 	}
-	r.Attr = postOpIf(&st)
+	r.Attr = s.postOpIf(&st)
 	r.EncodeXDR(res)
 	return nil
 }
@@ -369,7 +373,7 @@ func (s *Server) write(_ context.Context, req *oncrpc.Request, res *xdr.Encoder)
 		return garbage(err)
 	}
 	need := accWrite
-	if s.opts.ReadOnly {
+	if c := s.credOf(req); c.ro {
 		need = 0 // refused below; the file is only looked at
 	}
 	var st unix.Statx_t
@@ -378,16 +382,17 @@ func (s *Server) write(_ context.Context, req *oncrpc.Request, res *xdr.Encoder)
 	if f != nil {
 		defer s.files.release(f)
 		r.Status = s.doWrite(f, &st, &a, req, &r)
-		r.Wcc = wccOf(f.fd, &st)
+		r.Wcc = s.wccOf(f.fd, &st)
 	} else if st.Mask != 0 {
-		r.Wcc = nfs3.WccData{Before: preOp(&st), After: postOp(&st)}
+		r.Wcc = nfs3.WccData{Before: preOp(&st), After: s.postOp(&st)}
 	}
 	r.EncodeXDR(res)
 	return nil
 }
 
 func (s *Server) doWrite(f *openFile, st *unix.Statx_t, a *nfs3.WriteArgs, req *oncrpc.Request, r *nfs3.WriteRes) nfs3.Status {
-	if s.opts.ReadOnly {
+	c := s.credOf(req)
+	if c.ro {
 		return nfs3.StatusROFS
 	}
 	if len(a.Data) > s.opts.MaxIO {
@@ -396,7 +401,6 @@ func (s *Server) doWrite(f *openFile, st *unix.Statx_t, a *nfs3.WriteArgs, req *
 	if a.Offset > math.MaxInt64-uint64(len(a.Data)) {
 		return nfs3.StatusFBig
 	}
-	c := s.credOf(req)
 	if !mayIO(&c, st, permW) {
 		return nfs3.StatusAcces
 	}
@@ -437,9 +441,9 @@ func (s *Server) commit(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 		defer s.files.release(f)
 		// fsync writes back the inode's dirty pages whichever descriptor wrote them.
 		r.Status = statusOf(s.sys.fsync(f.fd))
-		r.Wcc = wccOf(f.fd, &st)
+		r.Wcc = s.wccOf(f.fd, &st)
 	} else if st.Mask != 0 {
-		r.Wcc = nfs3.WccData{Before: preOp(&st), After: postOp(&st)}
+		r.Wcc = nfs3.WccData{Before: preOp(&st), After: s.postOp(&st)}
 	}
 	if st.Mask != 0 {
 		r.Verf = s.verf
@@ -457,7 +461,7 @@ func (s *Server) openChangeDir(where *nfs3.DirOpArgs, dir *object, c *cred, dotS
 	if st := s.openDir(where.Dir, dir, c, permW|permX); st != nfs3.StatusOK {
 		return st
 	}
-	if s.opts.ReadOnly {
+	if c.ro {
 		return nfs3.StatusROFS
 	}
 	if st := validName(where.Name); st != nfs3.StatusOK {
@@ -477,6 +481,7 @@ func (s *Server) openCreateDir(where *nfs3.DirOpArgs, dir *object, c *cred) nfs3
 // newEntry is the state of a procedure that makes a directory entry and answers with a
 // CREATE3res: CREATE, MKDIR, SYMLINK and MKNOD.
 type newEntry struct {
+	s     *Server
 	dir   object
 	c     cred
 	r     nfs3.CreateRes
@@ -486,6 +491,7 @@ type newEntry struct {
 // beginEntry opens the directory the entry is to be made in (see openCreateDir) and
 // reports whether the procedure may go on; the caller closes e.dir either way.
 func (s *Server) beginEntry(req *oncrpc.Request, where *nfs3.DirOpArgs, e *newEntry) bool {
+	e.s = s
 	e.c = s.credOf(req)
 	e.r.Status = s.openCreateDir(where, &e.dir, &e.c)
 	return e.r.Status == nfs3.StatusOK
@@ -503,7 +509,7 @@ func (s *Server) made(e *newEntry, name string, attr *nfs3.Sattr, err error) {
 
 // reply encodes the CREATE3res with the directory's wcc_data.
 func (e *newEntry) reply(res *xdr.Encoder) error {
-	e.r.DirWcc = wcc(&e.dir)
+	e.r.DirWcc = e.s.wcc(&e.dir)
 	e.r.EncodeXDR(res)
 	return nil
 }
@@ -530,7 +536,7 @@ func (s *Server) created(dir *object, name string, c *cred, attr *nfs3.Sattr, fr
 		return statusOf(err)
 	}
 	if fresh && attr != nil && attr.SetMode && !isLnk(&st) {
-		mode := attr.Mode & 0o7777
+		mode := c.keepSGID(attr.Mode&0o7777, st.Gid)
 		if isDir(&st) && dir.st.Mode&unix.S_ISGID != 0 {
 			mode |= unix.S_ISGID // a new directory inherits its parent's setgid bit
 		}
@@ -547,7 +553,7 @@ func (s *Server) created(dir *object, name string, c *cred, attr *nfs3.Sattr, fr
 	}
 	s.idx.put(keyOf(&st), joinPath(dir.path, name))
 	r.Obj = nfs3.PostOpFH{Present: true, FH: s.handles.encode(fhbuf[:0], idOf(&st))}
-	r.ObjAttr = postOp(&st)
+	r.ObjAttr = s.postOp(&st)
 	return nfs3.StatusOK
 }
 
@@ -702,11 +708,17 @@ func (s *Server) mknod(_ context.Context, req *oncrpc.Request, res *xdr.Encoder)
 		}
 		dev := 0
 		switch a.Type {
-		case nfs3.TypeChr:
+		case nfs3.TypeChr, nfs3.TypeBlk:
+			if e.c.uid != 0 {
+				// Only root may make devices (CAP_MKNOD); the server, running as
+				// root, must not do it for anyone else, squashed root included.
+				e.r.Status = nfs3.StatusPerm
+				return e.reply(res)
+			}
 			mode |= unix.S_IFCHR
-			dev = int(unix.Mkdev(a.Spec.Major, a.Spec.Minor))
-		case nfs3.TypeBlk:
-			mode |= unix.S_IFBLK
+			if a.Type == nfs3.TypeBlk {
+				mode ^= unix.S_IFCHR | unix.S_IFBLK
+			}
 			dev = int(unix.Mkdev(a.Spec.Major, a.Spec.Minor))
 		case nfs3.TypeSock:
 			mode |= unix.S_IFSOCK
@@ -763,7 +775,7 @@ func (s *Server) removeEntry(req *oncrpc.Request, res *xdr.Encoder, rmdir bool) 
 			}
 		}
 	}
-	r.Wcc = wcc(&dir)
+	r.Wcc = s.wcc(&dir)
 	r.EncodeXDR(res)
 	return nil
 }
@@ -788,7 +800,7 @@ func (s *Server) rename(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	r.Status = s.openRemoveDir(&a.From, &from, &c)
 	defer from.close()
 	if r.Status == nfs3.StatusOK {
-		r.Status = s.openRemoveDir(&a.To, &to, &c)
+		r.Status = s.crossExport(s.openRemoveDir(&a.To, &to, &c), a.To.Dir)
 	}
 	defer to.close()
 	if r.Status == nfs3.StatusOK {
@@ -797,7 +809,7 @@ func (s *Server) rename(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	if r.Status == nfs3.StatusOK {
 		r.Status = statusOf(s.stableDirs(&from, &to))
 	}
-	r.FromDirWcc, r.ToDirWcc = wcc(&from), wcc(&to)
+	r.FromDirWcc, r.ToDirWcc = s.wcc(&from), s.wcc(&to)
 	r.EncodeXDR(res)
 	return nil
 }
@@ -842,12 +854,14 @@ func (s *Server) link(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) 
 	r.Status = s.open(a.File, &file)
 	defer file.close()
 	if r.Status == nfs3.StatusOK {
-		r.Status = s.openCreateDir(&a.Link, &dir, &c)
+		r.Status = s.crossExport(s.openCreateDir(&a.Link, &dir, &c), a.Link.Dir)
 	}
 	defer dir.close()
 	if r.Status == nfs3.StatusOK {
 		if isDir(&file.st) {
 			r.Status = nfs3.StatusIsDir
+		} else if !mayHardlink(&c, &file.st) {
+			r.Status = nfs3.StatusPerm
 		} else if err := unix.Linkat(unix.AT_FDCWD, procPath(file.fd), dir.fd, string(a.Link.Name), unix.AT_SYMLINK_FOLLOW); err != nil {
 			r.Status = statusOf(err)
 		} else if err := s.stableObject(&file); err != nil {
@@ -858,9 +872,9 @@ func (s *Server) link(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) 
 	}
 	if file.fd >= 0 {
 		_ = file.refresh()
-		r.FileAttr = postOp(&file.st)
+		r.FileAttr = s.postOp(&file.st)
 	}
-	r.LinkDirWcc = wcc(&dir)
+	r.LinkDirWcc = s.wcc(&dir)
 	r.EncodeXDR(res)
 	return nil
 }
@@ -873,7 +887,7 @@ func (s *Server) fsstat(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	}
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
-		r.Attr = postOp(&o.st)
+		r.Attr = s.postOp(&o.st)
 		var fs unix.Statfs_t
 		if err := unix.Fstatfs(o.fd, &fs); err != nil {
 			r.Status = statusOf(err)
@@ -896,7 +910,7 @@ func (s *Server) fsinfo(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
 		io := uint32(s.opts.MaxIO)
-		r.Attr = postOp(&o.st)
+		r.Attr = s.postOp(&o.st)
 		r.Rtmax, r.Rtpref, r.Rtmult = io, io, 4096
 		r.Wtmax, r.Wtpref, r.Wtmult = io, io, 4096
 		r.Dtpref = 32768
@@ -916,7 +930,7 @@ func (s *Server) pathconf(_ context.Context, req *oncrpc.Request, res *xdr.Encod
 	}
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
-		r.Attr = postOp(&o.st)
+		r.Attr = s.postOp(&o.st)
 		r.Linkmax, r.NameMax = 65000, nfs3.MaxNameLen
 		r.NoTrunc, r.ChownRestricted, r.CaseInsensitive, r.CasePreserving = true, true, false, true
 	}

@@ -3,22 +3,52 @@
 package nfsserver
 
 import (
+	"context"
+
 	"golang.org/x/sys/unix"
 
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 )
 
-// cred is the identity a call acts as.
+// cred is the identity a call acts as, and whether it may modify the export.
 type cred struct {
 	uid, gid uint32
 	gids     []uint32
+	// group0 is what a supplementary gid 0 counts as (the anonymous gid under
+	// root_squash, 0 otherwise).
+	group0 uint32
+	// ro: the caller's client entry (or Options.ReadOnly) makes the export read-only.
+	ro bool
 }
 
+// credOf returns the identity req acts as under the options its client entry grants
+// (see grant): AUTH_NONE and all_squash act as the anonymous uid and gid; root_squash
+// replaces uid 0 and gid 0, primary or supplementary, by the anonymous ones. A caller
+// the client list no longer admits (the table was reloaded during the call) acts as
+// the anonymous identity on a read-only export.
 func (s *Server) credOf(req *oncrpc.Request) cred {
-	if a := req.AuthSys; a != nil && !(s.opts.RootSquash && a.UID == 0) {
-		return cred{uid: a.UID, gid: a.GID, gids: a.GIDs}
+	g := s.grant(context.Background(), req)
+	if g == nil {
+		return cred{uid: s.static.AnonUID, gid: s.static.AnonGID, group0: s.static.AnonGID, ro: true}
 	}
-	return cred{uid: s.opts.AnonUID, gid: s.opts.AnonGID}
+	c := cred{uid: g.AnonUID, gid: g.AnonGID, group0: g.AnonGID, ro: g.ReadOnly}
+	a := req.AuthSys
+	if a == nil || g.Squash == exports.AllSquash {
+		return c
+	}
+	c.uid, c.gid, c.gids = a.UID, a.GID, a.GIDs
+	if g.Squash == exports.RootSquash {
+		if c.uid == 0 {
+			c.uid = g.AnonUID
+		}
+		if c.gid == 0 {
+			c.gid = g.AnonGID
+		}
+	} else {
+		c.group0 = 0
+	}
+	return c
 }
 
 func (c *cred) inGroup(g uint32) bool {
@@ -26,6 +56,9 @@ func (c *cred) inGroup(g uint32) bool {
 		return true
 	}
 	for _, x := range c.gids {
+		if x == 0 {
+			x = c.group0
+		}
 		if x == g {
 			return true
 		}
@@ -73,4 +106,30 @@ func mayDelete(c *cred, dir, child *unix.Statx_t) bool {
 		return true
 	}
 	return c.uid == dir.Uid || c.uid == child.Uid
+}
+
+// keepSGID returns mode without the setgid bit when c may not set it on an object of
+// group gid: as chmod(2) does for a caller without CAP_FSETID outside the group. The
+// server runs as root, so the kernel would not clear it on the caller's behalf.
+func (c *cred) keepSGID(mode, gid uint32) uint32 {
+	if c.uid != 0 && !c.inGroup(gid) {
+		mode &^= unix.S_ISGID
+	}
+	return mode
+}
+
+// mayHardlink applies Linux's protected_hardlinks rule (the default on current
+// distributions), which the kernel would apply to the caller itself: a caller may
+// link a file it owns, or a regular file that is neither setuid nor setgid-executable
+// and that it may read and write. The server links as root, so it checks for the
+// caller: a squashed root cannot give a root-owned setuid program a new name.
+func mayHardlink(c *cred, st *unix.Statx_t) bool {
+	if c.uid == 0 || c.uid == st.Uid {
+		return true
+	}
+	mode := uint32(st.Mode)
+	if !isReg(st) || mode&unix.S_ISUID != 0 || mode&(unix.S_ISGID|unix.S_IXGRP) == unix.S_ISGID|unix.S_IXGRP {
+		return false
+	}
+	return allowed(c, st, permR|permW)
 }

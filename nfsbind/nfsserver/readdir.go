@@ -138,7 +138,7 @@ func (s *Server) readdir(_ context.Context, req *oncrpc.Request, res *xdr.Encode
 	if r.Status == nfs3.StatusOK {
 		r.Status = s.doReaddir(&dir, &a, &r)
 	}
-	r.DirAttr = dir.attr()
+	r.DirAttr = s.attr(&dir)
 	r.EncodeXDR(res)
 	return nil
 }
@@ -186,7 +186,7 @@ func (s *Server) readdirplus(_ context.Context, req *oncrpc.Request, res *xdr.En
 	if r.Status == nfs3.StatusOK {
 		r.Status = s.doReaddirplus(&dir, &a, &r)
 	}
-	r.DirAttr = dir.attr()
+	r.DirAttr = s.attr(&dir)
 	r.EncodeXDR(res)
 	return nil
 }
@@ -210,7 +210,7 @@ func (s *Server) doReaddirplus(dir *object, a *nfs3.ReaddirplusArgs, r *nfs3.Rea
 		if status != nfs3.StatusOK {
 			continue
 		}
-		en := nfs3.DirEntryPlus{FileID: st.Ino, Name: []byte(e.name), Cookie: e.cookie, Attr: postOp(&st)}
+		en := nfs3.DirEntryPlus{FileID: st.Ino, Name: []byte(e.name), Cookie: e.cookie, Attr: s.postOp(&st)}
 		en.Handle = nfs3.PostOpFH{Present: true, FH: sizingFH[:]} // for Size(); replaced below
 		dn := nfs3.DirEntrySize(len(e.name))
 		if used+en.Size() > limit || (dirLimit > 0 && dirUsed+dn > dirLimit && len(r.Entries) > 0) {

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
 
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -64,6 +65,12 @@ type Options struct {
 	// every call opens and closes its file). It is capped at a quarter of the
 	// process's RLIMIT_NOFILE.
 	MaxOpenFiles int
+	// FSID, when HasFSID, is the export's file system id (exports(5) fsid=N; fsid=root
+	// is 0): the export id in handles, overriding ExportID, so that several exports of
+	// one file system, or an export moved to another disk, keep distinct, stable
+	// handles.
+	FSID    uint32
+	HasFSID bool
 	// Logger receives control-path events (default: none).
 	Logger hclog.Logger
 }
@@ -91,6 +98,9 @@ type Server struct {
 
 	mountMu sync.Mutex
 	mounts  []mountEntry
+
+	static  exports.Options            // the grant when clients is nil (from Options)
+	clients atomic.Pointer[clientList] // see SetClients
 }
 
 type mountEntry struct{ host, path string }
@@ -179,12 +189,15 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	if opts.ExportID == 0 {
+	if opts.HasFSID {
+		opts.ExportID = opts.FSID
+	} else if opts.ExportID == 0 {
 		h := fnv.New32a()
 		h.Write([]byte(abs))
 		opts.ExportID = h.Sum32()
 	}
 	s := &Server{opts: opts, log: opts.Logger, exportPath: opts.ExportPath, asRoot: os.Geteuid() == 0, sys: osSync}
+	s.static = staticGrant(&opts)
 	key := opts.HandleKey
 	switch {
 	case key != nil:
@@ -262,11 +275,12 @@ func (s *Server) Register(rs *oncrpc.Server) {
 }
 
 // NFSHandler returns the oncrpc handler of NFS version 3, with a duplicate request
-// cache in front of the non-idempotent procedures. Call it once per Server. NULL is
+// cache in front of the non-idempotent procedures and the client list's check (see
+// SetClients) in front of that. Call it once per Server. NULL is
 // declared non-blocking (oncrpc.NonBlocking), so over RDMA it is answered in the receive
 // context without a worker hand-off.
 func (s *Server) NFSHandler() oncrpc.Handler {
-	return oncrpc.NonBlocking(s.withDRC(s.procs()), uint32(nfs3.ProcNull))
+	return oncrpc.NonBlocking(s.withAccess(s.withDRC(s.procs())), uint32(nfs3.ProcNull))
 }
 
 func (s *Server) procs() oncrpc.Procs {

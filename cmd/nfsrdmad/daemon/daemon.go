@@ -1,7 +1,9 @@
 //go:build linux
 
 // Package daemon is the body of the nfsrdmad command: it exports one local directory
-// over NFS version 3 on RPC-over-RDMA and on TCP, MOUNT version 3 over TCP, and the
+// (Config.Export) or the exports of an exports(5) file, with per-client access
+// control (Config.ExportsFile, reloaded on demand), over NFS version 3 on
+// RPC-over-RDMA and on TCP, MOUNT version 3 over TCP, and the
 // CONF_RDMA service (program 100400) beside NFS on every listener, optionally
 // registered with the local rpcbind. It lives in a package of its own so that other
 // programs (the nfsrdma demo, tests) can run the very same server in process.
@@ -33,6 +35,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/confproto"
 	"github.com/go-rpcrdma/rpcrdma/credits"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsserver"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
@@ -67,8 +70,21 @@ const (
 // that an empty RDMA or TCP address disables that listener: callers that want the
 // defaults set DefaultRDMAAddr and DefaultTCPAddr themselves (the command's flags do).
 type Config struct {
-	// Export is the directory to serve (required).
+	// Export is the directory to serve, to every host with OneLineOptions (required
+	// unless ExportsFile is set).
 	Export string
+	// ExportsFile is an exports(5) file (package nfsbind/exports) listing the
+	// directories to serve, their clients and options, instead of Export. A syntax
+	// error names the file, line and column and Run refuses to start; a value on
+	// Reload re-reads it.
+	ExportsFile string
+	// Reload, when set, makes Run re-read ExportsFile each time a value arrives
+	// (nfsrdmad sends SIGHUP): the new client lists apply to calls that start after
+	// it; a file that fails to parse is logged and the table in force kept.
+	Reload <-chan os.Signal
+	// Resolver looks up the host names of callers for host-name and wildcard clients
+	// of ExportsFile (default net.DefaultResolver).
+	Resolver exports.Resolver
 	// ExportPath is the path clients name in MOUNT (default: Export made absolute).
 	ExportPath string
 	// StateDir keeps the file-handle key so handles survive a restart. Empty: a
@@ -179,6 +195,9 @@ type Info struct {
 	Budget *oncrpc.Budget
 	// Metrics is the metrics endpoint's address (nil without Config.Metrics).
 	Metrics net.Addr
+	// Reload re-reads Config.ExportsFile as a value on Config.Reload does; its error
+	// says why the table in force was kept.
+	Reload func() error
 }
 
 // ConfigError reports a Config field that cannot be used: a bad value, or a listener
@@ -226,15 +245,8 @@ func badInt(field string, v int, reason string) error {
 
 // Validate checks c; its errors are *ConfigError naming the field.
 func (c *Config) Validate() error {
-	if c.Export == "" {
-		return &ConfigError{Field: "Export", Reason: "the directory to serve is required"}
-	}
-	fi, err := os.Stat(c.Export)
-	if err != nil {
-		return badString("Export", c.Export, "cannot be served", err)
-	}
-	if !fi.IsDir() {
-		return badString("Export", c.Export, "not a directory", nil)
+	if err := c.validateExports(); err != nil {
+		return err
 	}
 	if c.ExportPath != "" && !strings.HasPrefix(c.ExportPath, "/") {
 		return badString("ExportPath", c.ExportPath, "must start with /", nil)
@@ -270,6 +282,30 @@ func (c *Config) Validate() error {
 	}
 	if c.RPCBindTimeout < 0 {
 		return &ConfigError{Field: "RPCBindTimeout", Value: c.RPCBindTimeout.String(), Reason: "must not be negative"}
+	}
+	return nil
+}
+
+// validateExports checks Export or ExportsFile, whichever is given.
+func (c *Config) validateExports() error {
+	switch {
+	case c.Export == "" && c.ExportsFile == "":
+		return &ConfigError{Field: "Export", Reason: "the directory to serve is required (or an exports file)"}
+	case c.Export != "" && c.ExportsFile != "":
+		return badString("ExportsFile", c.ExportsFile, "give a directory or an exports file, not both", nil)
+	case c.ExportsFile != "":
+		if c.ReadOnly || c.Async || c.ExportPath != "" {
+			return badString("ExportsFile", c.ExportsFile, "read-only, async and the export path are set per export in the file (ro, async)", nil)
+		}
+		_, err := c.exportsTable()
+		return err
+	}
+	fi, err := os.Stat(c.Export)
+	if err != nil {
+		return badString("Export", c.Export, "cannot be served", err)
+	}
+	if !fi.IsDir() {
+		return badString("Export", c.Export, "not a directory", nil)
 	}
 	return nil
 }
@@ -358,16 +394,22 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 		defer dev.Close()
 	}
 
-	nfs, err := nfsserver.New(nfsserver.Options{
-		Root: cfg.Export, ExportPath: cfg.ExportPath, StateDir: cfg.StateDir,
-		ReadOnly: cfg.ReadOnly, MaxIO: cfg.MaxIO, MaxOpenFiles: cfg.MaxOpenFiles,
-		Async:  cfg.Async,
+	table, err := cfg.exportsTable()
+	if err != nil {
+		return err
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = defaultResolver
+	}
+	nfs, err := nfsserver.NewExports(nfsserver.Options{
+		StateDir: cfg.StateDir, MaxIO: cfg.MaxIO, MaxOpenFiles: cfg.MaxOpenFiles,
 		Logger: log.Named("nfs"),
-	})
+	}, table, cfg.Resolver)
 	if err != nil {
 		return err
 	}
 	defer nfs.Close()
+	rl := &reloader{cfg: &cfg, x: nfs, log: log}
 
 	limits := confproto.DefaultLimits()
 	limits.MaxCallSendSize, limits.MaxReplySendSize = uint32(cfg.Inline), uint32(cfg.Inline)
@@ -400,8 +442,9 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 		}
 	}()
 	var info Info
-	info.ExportPath = nfs.ExportPath()
+	info.ExportPath = nfs.Servers()[0].ExportPath()
 	info.Budget = budget
+	info.Reload = rl.reload
 	if dev != nil {
 		l, err := rpcrdma.Listen(ctx, dev, cfg.RDMA, &rpcrdma.ServerOptions{
 			InlineSend: cfg.Inline,
@@ -471,7 +514,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	}
 
 	info.MountCommand = MountCommand(info, hostForMount(info))
-	kv := []any{"export", cfg.Export, "path", info.ExportPath}
+	kv := []any{"exports", strings.Join(describeExports(table), "; ")}
 	if info.RDMA != nil {
 		kv = append(kv, "rdma", info.RDMA.String(), "provider", provider, "credits", cfg.Credits, "inline", cfg.Inline)
 	}
@@ -486,14 +529,27 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	}
 	kv = append(kv, "mount", info.MountCommand)
 	log.Info("serving NFSv3", kv...)
-	if !loopbackOnly(info) {
-		log.Warn("no client access control: any host that reaches these ports can mount the export and act as the uid/gid it claims (AUTH_SYS); listen on a private address, firewall the ports, or use -ro")
+	if p := openToAll(table); p != "" && !loopbackOnly(info) {
+		log.Warn("an export is open to every host (*): any host that reaches these ports can mount it and act as the uid/gid it claims (AUTH_SYS; root is squashed unless no_root_squash); list the clients in an exports file (-exports), listen on a private address or firewall the ports", "export", p)
 	}
 	if cfg.Stdout != nil {
-		printSummary(cfg.Stdout, &cfg, info, provider)
+		printSummary(cfg.Stdout, &cfg, table, info, provider)
 	}
 	if ready != nil {
 		ready(info)
+	}
+
+	if cfg.Reload != nil {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-cfg.Reload:
+					rl.reload()
+				}
+			}
+		}()
 	}
 
 	errc := make(chan error, len(ls))
@@ -617,12 +673,10 @@ func MountCommand(info Info, host string) string {
 	return "mount -t nfs -o " + strings.Join(opts, ",") + " " + host + ":" + info.ExportPath + " /mnt"
 }
 
-func printSummary(w io.Writer, cfg *Config, info Info, provider string) {
-	fmt.Fprintf(w, "nfsrdmad: exporting %s as %s", cfg.Export, info.ExportPath)
-	if cfg.ReadOnly {
-		fmt.Fprint(w, " (read-only)")
+func printSummary(w io.Writer, cfg *Config, t *exports.Table, info Info, provider string) {
+	for _, d := range describeExports(t) {
+		fmt.Fprintf(w, "nfsrdmad: exporting %s\n", d)
 	}
-	fmt.Fprintln(w)
 	if info.RDMA != nil {
 		fmt.Fprintf(w, "  NFSv3 + CONF_RDMA over RDMA  %-22s %s, %d credits, %d-byte inline\n", info.RDMA, provider, cfg.Credits, cfg.Inline)
 	}
@@ -635,8 +689,8 @@ func printSummary(w io.Writer, cfg *Config, info Info, provider string) {
 	if info.MountPort == 0 {
 		fmt.Fprintln(w, "  (no TCP listener serves MOUNT: Linux cannot mount this; give -tcp or -mountd)")
 	}
-	if !loopbackOnly(info) {
-		fmt.Fprintln(w, "  Note: no client access control; any host reaching these ports can mount (AUTH_SYS is trusted).")
+	if openToAll(t) != "" && !loopbackOnly(info) {
+		fmt.Fprintln(w, "  Note: an export is open to every host (*); AUTH_SYS uids are trusted, root is squashed. Use -exports FILE to list clients.")
 	}
 	for _, r := range info.Registered {
 		fmt.Fprintf(w, "  registered with rpcbind      %s\n", r)

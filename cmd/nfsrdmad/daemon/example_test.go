@@ -21,6 +21,7 @@ func ExampleRun() {
 	dir, _ := os.MkdirTemp("", "export")
 	defer os.RemoveAll(dir)
 	os.WriteFile(dir+"/hello.txt", []byte("hello over RDMA\n"), 0o644)
+	os.Chmod(dir, 0o755) // -export squashes root: run as root, the client reads as nobody
 
 	ctx, stop := context.WithCancel(context.Background())
 	ready := make(chan daemon.Info, 1)

@@ -31,9 +31,17 @@ func newMetricsState(cfg *Config) *metricsState {
 	return &metricsState{procs: new(oncrpc.ProcStats), status: new(nfsserver.StatusStats), c: metrics.New()}
 }
 
+// nfsService is what Run serves NFS and MOUNT with: an nfsserver.Exports (or one
+// nfsserver.Server).
+type nfsService interface {
+	Register(srv *oncrpc.Server)
+	NFSHandler() oncrpc.Handler
+	MountHandler() oncrpc.Handler
+}
+
 // registerNFS registers NFS and MOUNT on srv, NFS counting its replies' statuses
 // when metrics are on.
-func (m *metricsState) registerNFS(srv *oncrpc.Server, nfs *nfsserver.Server) {
+func (m *metricsState) registerNFS(srv *oncrpc.Server, nfs nfsService) {
 	if m.status == nil {
 		nfs.Register(srv)
 		return

@@ -25,6 +25,7 @@ step "host-built nfsrdmad (-tags ibverbs) present" waitfile "$BIN" 400
 server_up() { # nfsrdmad in the guest on $D through verbs/ibverbs
   ulimit -l unlimited 2>/dev/null
   mkdir -p /tmp/export
+  chown 65534:65534 /tmp/export # -export squashes root (this guest's writes) to nobody
   "$BIN" -export /tmp/export -export-path "$EP" -provider ibverbs -device "$D" \
     -rdma "$T:$PORT" -tcp "$T:$MPORT" -state /tmp/nfsrdmad-state -log-level "$LOG" >/out/nfsrdmad.out 2>/out/nfsrdmad.log &
   echo $! > /tmp/nfsrdmad.pid

@@ -15,6 +15,7 @@ modprobe rpcrdma; modprobe nfsv3
 server_up() { # nfsrdmad in the guest on siw0 through verbs/ibverbs
   ulimit -l unlimited 2>/dev/null
   mkdir -p /tmp/export
+  chown 65534:65534 /tmp/export # -export squashes root (this guest's writes) to nobody
   /lab/nfsrdmad-ib -export /tmp/export -export-path "$EP" -provider ibverbs -device siw0 \
     -rdma "$T:$PORT" -tcp "$T:$MPORT" -state /tmp/nfsrdmad-state >/out/nfsrdmad.out 2>/out/nfsrdmad.log &
   echo $! > /tmp/nfsrdmad.pid

@@ -15,6 +15,9 @@ NS=${NS:-nfsrdmadlab$$}
 WORK=$(mktemp -d /tmp/nfsrdmad-lab.XXXXXX)
 [[ -e "$ROOT/interop/.cache/rootfs.ext4" ]] || { echo "run.sh: the lab is not built: sudo $ROOT/interop/build.sh" >&2; exit 2; }
 mkdir "$WORK/lab" "$WORK/export"
+# -export squashes root to nobody (65534), as knfsd does: the guest writes as root, so
+# nobody owns the export.
+chown 65534:65534 "$WORK/export"
 for f in "$ROOT"/interop/*; do cp -a "$f" "$WORK/lab/"; done
 ln -s "$ROOT/interop/.cache" "$WORK/lab/.cache"
 cp "$HERE/nfsrdmad-rdma.sh" "$WORK/lab/guest/tests/"

@@ -1,0 +1,54 @@
+// Package exports reads an exports(5) table — the directories an NFS server exports,
+// and for each the clients that may reach it with their options — and matches a
+// caller's address against it. It knows nothing of NFS itself: package nfsserver
+// applies what it decides.
+//
+// # Syntax
+//
+// One export per line; "#" at the start of a word starts a comment; a backslash at
+// the end of a line continues it on the next (the break separates words, so a client
+// and its option list stay on one line). A line is a path, absolute, optionally in double
+// quotes (for spaces) or with a character written as a backslash and three octal
+// digits (\040 for a space), followed by clients:
+//
+//	/srv/data   10.0.0.0/8(rw) host.example.com(rw,no_root_squash) *(ro)
+//	"/srv/my files" -rw,insecure *.lab.example.com 2001:db8::/32(ro)
+//
+// A client is a host name, an IPv4 or IPv6 address, a network in CIDR form
+// (10.0.0.0/8, 2001:db8::/32) or with a dotted mask (10.0.0.0/255.0.0.0), a wildcard
+// name with "*" and "?" (*.example.com), or "*" for every host. Each client may carry
+// its own option list, written right after it with no space: client(opt,opt). A token
+// "-opt,opt" sets default options for the clients after it on the line; a client's own
+// options apply on top of them. A path with no clients is exported to "*" with the
+// defaults, as exportfs does. A space between a client and its "(" is an error here
+// (exportfs would read the options as a second client "*" with those options, a
+// classic way to export to the world by mistake).
+//
+// # Options
+//
+//	ro (default) / rw                   writes refused with NFS3ERR_ROFS / allowed
+//	root_squash (default)               uid 0 and gid 0 act as anonuid / anongid
+//	no_root_squash                      root is root
+//	all_squash / no_all_squash          every caller acts as anonuid / anongid
+//	anonuid=N, anongid=N                the anonymous identity (default 65534)
+//	sync (default) / async              metadata made durable before replying / not
+//	secure (default) / insecure         TCP callers must use a source port < 1024 / any
+//	fsid=N, fsid=root (same as fsid=0)  the export's file system id (handles, attributes)
+//	no_subtree_check, subtree_check,    accepted for compatibility with knfsd tables;
+//	wdelay, no_wdelay, sec=sys          they change nothing here
+//
+// Any other option is an error. fsid belongs to the export: clients of one export may
+// not give different values. Every error is an *Error naming the file, line and
+// column.
+//
+// # Matching
+//
+// Export.Match picks the client entry that applies to a caller, with the precedence of
+// exports(5): a single host (by name or address) first, then networks, then wildcard
+// names, then "*"; within one kind, the first on the line. Host names and wildcards are
+// matched against the caller's names found by reverse lookup of its address, as knfsd's
+// mountd does, keeping only the names whose forward lookup gives the address back (so
+// a forged PTR record cannot claim a listed name). Lookups go through a Resolver
+// (*net.Resolver is one; tests use a fake) and are cached by Names until it is
+// replaced, which nfsrdmad does when it reloads the table.
+package exports

@@ -1,0 +1,163 @@
+package exports
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Squash says which callers act as the anonymous identity.
+type Squash uint8
+
+// Squash modes.
+const (
+	// RootSquash maps uid 0 to AnonUID and gid 0 (primary or supplementary) to
+	// AnonGID; knfsd's default.
+	RootSquash Squash = iota
+	// NoRootSquash trusts every caller's credentials, root's too.
+	NoRootSquash
+	// AllSquash maps every caller to AnonUID and AnonGID.
+	AllSquash
+)
+
+// String returns the option's name.
+func (s Squash) String() string {
+	switch s {
+	case RootSquash:
+		return "root_squash"
+	case NoRootSquash:
+		return "no_root_squash"
+	case AllSquash:
+		return "all_squash"
+	}
+	return "Squash(" + strconv.Itoa(int(s)) + ")"
+}
+
+// DefaultAnonID is the default anonuid and anongid: 65534, "nobody".
+const DefaultAnonID = 65534
+
+// Options are what one client entry grants.
+type Options struct {
+	// ReadOnly refuses every modifying procedure (ro, the default; rw clears it).
+	ReadOnly bool
+	// Squash says whose credentials are replaced by AnonUID/AnonGID.
+	Squash Squash
+	// AnonUID and AnonGID are the anonymous identity (default DefaultAnonID).
+	AnonUID, AnonGID uint32
+	// Async lets the server reply before metadata changes are durable (async);
+	// the default, sync, waits.
+	Async bool
+	// Insecure accepts TCP callers from any source port; the default, secure,
+	// requires a port below 1024 (a reserved port, which only root can bind).
+	Insecure bool
+}
+
+// DefaultOptions are knfsd's defaults: ro, root_squash, sync, secure, anonymous
+// identity 65534.
+func DefaultOptions() Options {
+	return Options{ReadOnly: true, AnonUID: DefaultAnonID, AnonGID: DefaultAnonID}
+}
+
+// String renders o as an option list with every option spelled out.
+func (o Options) String() string {
+	var b strings.Builder
+	if o.ReadOnly {
+		b.WriteString("ro,")
+	} else {
+		b.WriteString("rw,")
+	}
+	b.WriteString(o.Squash.String())
+	fmt.Fprintf(&b, ",anonuid=%d,anongid=%d", o.AnonUID, o.AnonGID)
+	if o.Async {
+		b.WriteString(",async")
+	} else {
+		b.WriteString(",sync")
+	}
+	if o.Insecure {
+		b.WriteString(",insecure")
+	} else {
+		b.WriteString(",secure")
+	}
+	return b.String()
+}
+
+// fsidSetting is an fsid option seen in a list.
+type fsidSetting struct {
+	set bool
+	v   uint32
+}
+
+// applyOption applies one option (name or name=value) to o; it returns a message
+// for people when the option is unknown or its value bad.
+func applyOption(o *Options, fsid *fsidSetting, opt string) string {
+	name, val, hasVal := strings.Cut(opt, "=")
+	noVal := func() string {
+		if hasVal {
+			return fmt.Sprintf("option %q takes no value", name)
+		}
+		return ""
+	}
+	switch name {
+	case "ro", "rw":
+		o.ReadOnly = name == "ro"
+		return noVal()
+	case "root_squash":
+		o.Squash = RootSquash
+		return noVal()
+	case "no_root_squash":
+		o.Squash = NoRootSquash
+		return noVal()
+	case "all_squash":
+		o.Squash = AllSquash
+		return noVal()
+	case "no_all_squash":
+		if o.Squash == AllSquash {
+			o.Squash = RootSquash
+		}
+		return noVal()
+	case "sync", "async":
+		o.Async = name == "async"
+		return noVal()
+	case "secure", "insecure":
+		o.Insecure = name == "insecure"
+		return noVal()
+	case "no_subtree_check", "subtree_check", "wdelay", "no_wdelay":
+		return noVal()
+	case "anonuid", "anongid":
+		if !hasVal {
+			return fmt.Sprintf("option %s needs a value (%s=N)", name, name)
+		}
+		n, err := strconv.ParseUint(val, 10, 32)
+		if err != nil {
+			return fmt.Sprintf("option %s=%q: want a number from 0 to 4294967295", name, val)
+		}
+		if name == "anonuid" {
+			o.AnonUID = uint32(n)
+		} else {
+			o.AnonGID = uint32(n)
+		}
+		return ""
+	case "fsid":
+		if !hasVal {
+			return "option fsid needs a value (fsid=N or fsid=root)"
+		}
+		if val == "root" {
+			*fsid = fsidSetting{set: true}
+			return ""
+		}
+		n, err := strconv.ParseUint(val, 10, 32)
+		if err != nil {
+			return fmt.Sprintf("option fsid=%q: want a number from 0 to 4294967295 or root (UUIDs are not supported)", val)
+		}
+		*fsid = fsidSetting{set: true, v: uint32(n)}
+		return ""
+	case "sec":
+		if val != "sys" {
+			return fmt.Sprintf("option sec=%q: only sec=sys (AUTH_SYS) is supported", val)
+		}
+		return ""
+	case "":
+		return "empty option"
+	}
+	return fmt.Sprintf("unknown option %q", name)
+}

@@ -1,0 +1,136 @@
+package exports
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestParseGolden parses every testdata/golden/*.exports and compares the
+// canonical rendering with the .golden file beside it.
+func TestParseGolden(t *testing.T) {
+	files, _ := filepath.Glob("testdata/golden/*.exports")
+	if len(files) == 0 {
+		t.Fatal("no golden inputs")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			tab, err := ParseFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := os.ReadFile(strings.TrimSuffix(f, ".exports") + ".golden")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tab.String(); got != string(want) {
+				t.Errorf("rendering differs\ngot:\n%s\nwant:\n%s", got, want)
+			}
+			again, err := Parse("again", []byte(tab.String()))
+			if err != nil {
+				t.Fatalf("the rendering does not parse: %v", err)
+			}
+			if again.String() != tab.String() {
+				t.Errorf("rendering is not stable:\n%s\n%s", again, tab)
+			}
+		})
+	}
+}
+
+func TestParseFields(t *testing.T) {
+	tab, err := Parse("x", []byte("/a 10.1.0.0/16(rw) b.example.com *.c.example.com * fe80::1\n/b -fsid=root\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := tab.Exports[0]
+	kinds := []Kind{Network, Host, Wildcard, Anyone, Host}
+	for i, k := range kinds {
+		if e.Clients[i].Kind != k {
+			t.Errorf("client %d %s: kind %d, want %d", i, e.Clients[i].Spec, e.Clients[i].Kind, k)
+		}
+	}
+	if e.Line != 1 || e.File != "x" || e.HasFSID {
+		t.Errorf("export 0: line %d file %q fsid %v", e.Line, e.File, e.HasFSID)
+	}
+	if g := strings.Join(e.Groups(), " "); g != "10.1.0.0/16 b.example.com *.c.example.com * fe80::1" {
+		t.Errorf("groups %q", g)
+	}
+	b := tab.Exports[1]
+	if !b.HasFSID || b.FSID != 0 || b.Line != 2 || len(b.Clients) != 1 || b.Clients[0].Kind != Anyone {
+		t.Errorf("export 1: %+v", b)
+	}
+	if !b.Clients[0].Options.ReadOnly || b.Clients[0].Options.Squash != RootSquash || b.Clients[0].Options.Insecure {
+		t.Errorf("defaults: %+v", b.Clients[0].Options)
+	}
+}
+
+// TestParseErrors checks that each bad table is refused with the position and a
+// message naming what is wrong.
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		in        string
+		line, col int
+		msg       string
+	}{
+		{"/a *(rw,bogus)\n", 1, 9, `unknown option "bogus"`},
+		{"# c\n\n/a  *(rw)\n/b h(rw,nope=1)\n", 4, 9, `unknown option "nope"`},
+		{"relative *(rw)\n", 1, 1, "not absolute"},
+		{"/a (rw)\n", 1, 4, "options with no client"},
+		{"/a *(rw\n", 1, 8, "missing )"},
+		{"/a *(rw,anonuid=x)\n", 1, 9, "anonuid"},
+		{"/a *(anonuid)\n", 1, 6, "needs a value"},
+		{"/a *(rw=1)\n", 1, 6, "takes no value"},
+		{"/a *(fsid=abc)\n", 1, 6, "fsid"},
+		{"/a *(fsid=1) h(fsid=2)\n", 1, 16, "fsid=2 differs from fsid=1"},
+		{"/a *(sec=krb5)\n", 1, 6, "sec=sys"},
+		{"/a *(rw,)\n", 1, 9, "empty option"},
+		{"/a @group(rw)\n", 1, 4, "netgroups"},
+		{"/a 10.0.0.0/33\n", 1, 4, "network"},
+		{"/a 10.0.0.0/255.0.255.0\n", 1, 4, "not contiguous"},
+		{"/a ho$t\n", 1, 4, "not a host name"},
+		{"\"/a b *(rw)\n", 1, 12, "unterminated double quote"},
+		{"/a\\x *(rw)\n", 1, 3, "octal escape"},
+		{"/a\\000\n", 1, 3, "not a byte"},
+		{"/a *\n/b *\n/a/ h\n", 3, 1, "already exported on line 1"},
+		{"/a *(rw)x\n", 1, 9, "unexpected text after the options of client *"},
+		{"/a h)\n", 1, 5, "unexpected )"},
+		{"/a \\\n  h\"x\"\n", 2, 4, "quotes and escapes"},
+		{"/a *(r w)\n", 1, 7, "missing )"},
+		{"/a\x00 *\n", 1, 3, "NUL"},
+	} {
+		_, err := Parse("exports", []byte(tc.in))
+		var pe *Error
+		if !errors.As(err, &pe) {
+			t.Errorf("%q: error %v, want *Error", tc.in, err)
+			continue
+		}
+		if pe.File != "exports" || pe.Line != tc.line || pe.Col != tc.col || !strings.Contains(pe.Msg, tc.msg) {
+			t.Errorf("%q: got %v, want exports:%d:%d: ...%s...", tc.in, err, tc.line, tc.col, tc.msg)
+		}
+	}
+}
+
+func TestParseFileErrors(t *testing.T) {
+	if _, err := ParseFile(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("missing file: %v", err)
+	}
+	big := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(big, make([]byte, MaxFileSize+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseFile(big); err == nil || !strings.Contains(err.Error(), "larger") {
+		t.Errorf("big file: %v", err)
+	}
+}
+
+func TestContinuationCRLF(t *testing.T) {
+	tab, err := Parse("x", []byte("/a 127.0.0.1(rw) \\\r\n  ::1(ro)\r\n/b\r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tab.Exports) != 2 || len(tab.Exports[0].Clients) != 2 || tab.Exports[0].Clients[1].Spec != "::1" {
+		t.Fatalf("got %s", tab)
+	}
+}
