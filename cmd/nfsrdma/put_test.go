@@ -78,6 +78,7 @@ func TestTrailingSlash(t *testing.T) {
 	src := filepath.Join(ldir, "x")
 	os.WriteFile(src, []byte("data"), 0o644)
 	os.Mkdir(filepath.Join(s.export, "dir"), 0o755)
+	squashedOwner(t, filepath.Join(s.export, "dir"))
 	os.WriteFile(filepath.Join(s.export, "dir", "file"), []byte("old"), 0o644)
 
 	s.mustCLI(t, "put", src, "127.0.0.1:/export/dir/")
