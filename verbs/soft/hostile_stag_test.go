@@ -278,3 +278,34 @@ func BenchmarkSTagLookup(b *testing.B) {
 		})
 	}
 }
+
+// TestNewKeyAvoidsLastTwo: a new key never equals either of the index's last two
+// keys (so a stale STag one or two generations old never matches), and every other
+// value can come up. The stream is fed every byte value in turn, so the coverage is
+// certain.
+func TestNewKeyAvoidsLastTwo(t *testing.T) {
+	s := keyStream{fill: func(b []byte) {
+		for i := range b {
+			b[i] = byte(i)
+		}
+	}}
+	for _, cur := range []int{0, 1, 2, 127, 254, 255} {
+		for _, prev := range []int{cur, (cur + 1) % 256, (cur + 77) % 256, 255 - cur} {
+			seen := make(map[uint8]bool)
+			for i := 0; i < 512; i++ {
+				k := s.newKey(uint8(cur), uint8(prev))
+				if int(k) == cur || int(k) == prev {
+					t.Fatalf("newKey(%d, %d) = %d", cur, prev, k)
+				}
+				seen[k] = true
+			}
+			want := 254
+			if cur == prev {
+				want = 255
+			}
+			if len(seen) != want {
+				t.Fatalf("newKey(%d, %d): %d distinct keys, want %d", cur, prev, len(seen), want)
+			}
+		}
+	}
+}

@@ -14,12 +14,13 @@ const maxSTagIndex = 1<<24 - 1
 //
 // The 8-bit key of an STag is drawn at random (keyStream) every time its
 // index is registered, re-registered or reused after a Close, and always
-// differs from the key the index had before, so a peer cannot derive a
+// differs from the last two keys the index had, so a peer cannot derive a
 // valid STag from the index, and a stale STag (from before an invalidation
-// and the Reregister that followed it, or from a closed region) never
-// matches the region that replaced it (RFC 5042 §5.1). An older key can
-// recur, with the odds of a blind guess (1 in 255); every wrong guess costs
-// the peer its connection (an invalid-STag Terminate).
+// and the Reregister that followed it, or from a closed region, or one
+// generation older still) never matches the region that replaced it (RFC
+// 5042 §5.1). An older key can recur, with the odds of a blind guess (1 in
+// 254); every wrong guess costs the peer its connection (an invalid-STag
+// Terminate).
 //
 // The index is not the table slot either: slot s carries index perm(s), a
 // permutation of the 24-bit index space keyed per device from the same
@@ -29,6 +30,7 @@ type stagTable struct {
 	mu   sync.RWMutex
 	mrs  []*memRegion // by slot; nil when free
 	keys []uint8      // last key used per slot
+	prev []uint8      // the key before it
 	free []uint32     // free slots (LIFO)
 	rnd  keyStream
 	perm indexPerm
@@ -102,8 +104,29 @@ func (s *keyStream) next() uint8 {
 	return s.buf[s.n]
 }
 
-// newKey returns a random key other than old: old+1 .. old+255 (mod 256).
-func (s *keyStream) newKey(old uint8) uint8 { return old + 1 + s.next()%255 }
+// newKey returns a random key other than cur and prev (the last two keys of
+// an index): one of the 254 others, or of the 255 others when they are equal.
+func (s *keyStream) newKey(cur, prev uint8) uint8 {
+	if cur == prev {
+		return cur + 1 + s.next()%255
+	}
+	a, b := min(cur, prev), max(cur, prev)
+	k := s.next() % 254 // the k-th value of 0..255 without a and b
+	if k >= a {
+		k++
+	}
+	if k >= b {
+		k++
+	}
+	return k
+}
+
+// rotateKey gives slot a new key (newKey) and remembers the one it replaces.
+// Caller holds t.mu.
+func (t *stagTable) rotateKey(slot uint32) {
+	k := t.rnd.newKey(t.keys[slot], t.prev[slot])
+	t.prev[slot], t.keys[slot] = t.keys[slot], k
+}
 
 func (t *stagTable) add(m *memRegion) (uint32, error) {
 	t.mu.Lock()
@@ -112,11 +135,12 @@ func (t *stagTable) add(m *memRegion) (uint32, error) {
 	if n := len(t.free); n > 0 {
 		slot = t.free[n-1]
 		t.free = t.free[:n-1]
-		t.keys[slot] = t.rnd.newKey(t.keys[slot])
+		t.rotateKey(slot)
 	} else {
 		if len(t.mrs) == 0 {
 			t.mrs = append(t.mrs, nil) // slot 0 reserved
 			t.keys = append(t.keys, 0)
+			t.prev = append(t.prev, 0)
 		}
 		for {
 			if len(t.mrs) > maxSTagIndex {
@@ -124,7 +148,9 @@ func (t *stagTable) add(m *memRegion) (uint32, error) {
 			}
 			slot = uint32(len(t.mrs))
 			t.mrs = append(t.mrs, nil)
-			t.keys = append(t.keys, t.rnd.next())
+			k := t.rnd.next()
+			t.keys = append(t.keys, k)
+			t.prev = append(t.prev, k)
 			if t.perm.index(slot) != 0 {
 				break
 			}
@@ -142,7 +168,7 @@ func (t *stagTable) add(m *memRegion) (uint32, error) {
 func (t *stagTable) rekey(slot uint32) uint32 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.keys[slot] = t.rnd.newKey(t.keys[slot])
+	t.rotateKey(slot)
 	return t.perm.index(slot)<<8 | uint32(t.keys[slot])
 }
 
