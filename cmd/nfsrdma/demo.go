@@ -18,8 +18,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
 	"github.com/go-rpcrdma/rpcrdma/internal/cli"
+	"github.com/go-rpcrdma/rpcrdma/nfsd"
 )
 
 // demoSizes are the file sizes the demo moves: empty, tiny, around the 4 KiB inline
@@ -144,17 +144,17 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	section("Start nfsrdmad in process, exporting a temporary directory as /export")
 	sctx, stopServer := context.WithCancel(ctx)
 	defer stopServer()
-	readyc := make(chan daemon.Info, 1)
+	readyc := make(chan nfsd.Info, 1)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- daemon.Run(sctx, daemon.Config{
+		errc <- nfsd.Run(sctx, nfsd.Config{
 			Export: export, ExportPath: "/export", StateDir: filepath.Join(tmp, "state"),
 			RDMA: "127.0.0.1:0", TCP: "127.0.0.1:0",
 			Stdout: &prefixWriter{w: stdout, prefix: "   | "},
 			Logger: logger,
-		}, func(i daemon.Info) { readyc <- i })
+		}, func(i nfsd.Info) { readyc <- i })
 	}()
-	var info daemon.Info
+	var info nfsd.Info
 	select {
 	case info = <-readyc:
 	case err := <-errc:

@@ -19,32 +19,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsserver"
+	"github.com/go-rpcrdma/rpcrdma/nfsd"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 )
 
 // testServer is an in-process nfsrdmad on ephemeral 127.0.0.1 ports.
 type testServer struct {
 	export string
-	info   daemon.Info
+	info   nfsd.Info
 	conn   []string // the client flags that reach it
 }
 
-func startServer(t *testing.T, mods ...func(*daemon.Config)) *testServer {
+func startServer(t *testing.T, mods ...func(*nfsd.Config)) *testServer {
 	t.Helper()
 	s := &testServer{export: t.TempDir()}
 	squashedOwner(t, s.export)
-	cfg := daemon.Config{Export: s.export, ExportPath: "/export", RDMA: "127.0.0.1:0", TCP: "127.0.0.1:0"}
+	cfg := nfsd.Config{Export: s.export, ExportPath: "/export", RDMA: "127.0.0.1:0", TCP: "127.0.0.1:0"}
 	for _, m := range mods {
 		m(&cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	readyc := make(chan daemon.Info, 1)
+	readyc := make(chan nfsd.Info, 1)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- daemon.Run(ctx, cfg, func(i daemon.Info) { readyc <- i })
+		errc <- nfsd.Run(ctx, cfg, func(i nfsd.Info) { readyc <- i })
 	}()
 	select {
 	case s.info = <-readyc:
@@ -417,12 +417,12 @@ func TestIPv6(t *testing.T) {
 	export := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	readyc := make(chan daemon.Info, 1)
+	readyc := make(chan nfsd.Info, 1)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- daemon.Run(ctx, daemon.Config{Export: export, ExportPath: "/export", RDMA: "[::1]:0", TCP: "[::1]:0"}, func(i daemon.Info) { readyc <- i })
+		errc <- nfsd.Run(ctx, nfsd.Config{Export: export, ExportPath: "/export", RDMA: "[::1]:0", TCP: "[::1]:0"}, func(i nfsd.Info) { readyc <- i })
 	}()
-	var info daemon.Info
+	var info nfsd.Info
 	select {
 	case info = <-readyc:
 	case err := <-errc:
@@ -448,7 +448,7 @@ func TestIPv6(t *testing.T) {
 // TestParallelTransfers moves a file of many READ/WRITE-sized pieces (the server's
 // transfer size is 64 KiB here) with several calls in flight, and one at a time.
 func TestParallelTransfers(t *testing.T) {
-	s := startServer(t, func(c *daemon.Config) { c.MaxIO = 64 << 10 })
+	s := startServer(t, func(c *nfsd.Config) { c.MaxIO = 64 << 10 })
 	local := t.TempDir()
 	data := randomBytes(3<<20+7, 42)
 	src := filepath.Join(local, "src")

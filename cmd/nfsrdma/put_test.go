@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
+	"github.com/go-rpcrdma/rpcrdma/nfsd"
 )
 
 // TestPutInterruptedKeepsTarget interrupts a put that is replacing a file: the
@@ -23,7 +23,7 @@ import (
 // temporary file remains. Over RDMA the proxy carries the iWARP stream, so the WRITE
 // data it counts are RDMA Read responses.
 func TestPutInterruptedKeepsTarget(t *testing.T) {
-	s := startServer(t, func(c *daemon.Config) { c.MaxIO = 64 << 10 })
+	s := startServer(t, func(c *nfsd.Config) { c.MaxIO = 64 << 10 })
 	old := randomBytes(200<<10, 7)
 	src := filepath.Join(t.TempDir(), "big")
 	if err := os.WriteFile(src, randomBytes(8<<20, 8), 0o644); err != nil {

@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
+	"github.com/go-rpcrdma/rpcrdma/nfsd"
 )
 
 // pausingProxy forwards TCP connections to a server; while paused it holds back
@@ -282,7 +282,7 @@ func TestConnectTimeout(t *testing.T) {
 // the proxy resumes on that message, and the get completes with the right bytes and
 // "server 127.0.0.1 OK". With -log-format json the two messages are log records.
 func TestServerStallsMidTransfer(t *testing.T) {
-	s := startServer(t, func(c *daemon.Config) { c.MaxIO = 64 << 10 })
+	s := startServer(t, func(c *nfsd.Config) { c.MaxIO = 64 << 10 })
 	data := randomBytes(4<<20, 9)
 	os.WriteFile(filepath.Join(s.export, "big"), data, 0o644)
 	for _, tc := range []struct{ proto, format string }{{"rdma", "text"}, {"tcp", "json"}} {
@@ -343,7 +343,7 @@ func TestServerStallsMidTransfer(t *testing.T) {
 // the client reconnects, retransmits, says "server 127.0.0.1 OK" and gets the right
 // bytes.
 func TestServerRestartsMidTransfer(t *testing.T) {
-	s := startServer(t, func(c *daemon.Config) { c.MaxIO = 64 << 10 })
+	s := startServer(t, func(c *nfsd.Config) { c.MaxIO = 64 << 10 })
 	data := randomBytes(4<<20, 10)
 	os.WriteFile(filepath.Join(s.export, "big"), data, 0o644)
 	for _, proto := range []string{"rdma", "tcp"} {

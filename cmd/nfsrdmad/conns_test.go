@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsd"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
@@ -25,8 +25,8 @@ func TestParseFlagsConnLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.IdleTimeout != daemon.DefaultIdleTimeout || cfg.MaxConns != daemon.DefaultMaxConns() {
-		t.Errorf("defaults: idle %v, max conns %d; want %v, %d", cfg.IdleTimeout, cfg.MaxConns, daemon.DefaultIdleTimeout, daemon.DefaultMaxConns())
+	if cfg.IdleTimeout != nfsd.DefaultIdleTimeout || cfg.MaxConns != nfsd.DefaultMaxConns() {
+		t.Errorf("defaults: idle %v, max conns %d; want %v, %d", cfg.IdleTimeout, cfg.MaxConns, nfsd.DefaultIdleTimeout, nfsd.DefaultMaxConns())
 	}
 	if cfg.IdleTimeout != 6*time.Minute || cfg.MaxConns < 1 || cfg.MaxConns > 1024 {
 		t.Errorf("defaults: idle %v, max conns %d; want 6m, 1 to 1024", cfg.IdleTimeout, cfg.MaxConns)

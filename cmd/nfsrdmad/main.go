@@ -52,7 +52,7 @@
 // follow; a file that does not parse is logged and the table in force kept.
 // SIGINT and SIGTERM stop it cleanly: calls in progress finish (at most
 // -shutdown-timeout), listeners close, registrations are removed. The server itself
-// is package daemon (cmd/nfsrdmad/daemon), which other programs can run in process.
+// is package nfsd, which other programs can run in process.
 package main
 
 import (
@@ -68,8 +68,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
 	"github.com/go-rpcrdma/rpcrdma/internal/cli"
+	"github.com/go-rpcrdma/rpcrdma/nfsd"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
@@ -98,9 +98,9 @@ func defaultStateDir() string {
 	return ""
 }
 
-// parseFlags turns the command line into a daemon.Config, with errors naming the flag.
-func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
-	var cfg daemon.Config
+// parseFlags turns the command line into a nfsd.Config, with errors naming the flag.
+func parseFlags(args []string, stderr io.Writer) (nfsd.Config, error) {
+	var cfg nfsd.Config
 	fs := flag.NewFlagSet("nfsrdmad", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -114,19 +114,19 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 	fs.BoolVar(&cfg.ReadOnly, "ro", false, "export read-only")
 	fs.BoolVar(&cfg.Async, "async", false, "reply to metadata changes (create, remove, rename, setattr...) before they are on disk, as exports(5) async: faster, but a server crash can lose them")
 	fs.IntVar(&cfg.MaxIO, "max-io", 0, "largest READ/WRITE in `bytes` (0: 1 MiB)")
-	fs.IntVar(&cfg.MaxOpenFiles, "max-open-files", daemon.DefaultMaxOpenFiles, "files kept open between READ/WRITE calls (negative: none; capped at a quarter of RLIMIT_NOFILE)")
-	fs.StringVar(&cfg.RDMA, "rdma", daemon.DefaultRDMAAddr, "NFS over RDMA listener `ADDR` (\"\" disables)")
-	fs.StringVar(&cfg.TCP, "tcp", daemon.DefaultTCPAddr, "NFS and MOUNT over TCP listener `ADDR` (\"\" disables)")
+	fs.IntVar(&cfg.MaxOpenFiles, "max-open-files", nfsd.DefaultMaxOpenFiles, "files kept open between READ/WRITE calls (negative: none; capped at a quarter of RLIMIT_NOFILE)")
+	fs.StringVar(&cfg.RDMA, "rdma", nfsd.DefaultRDMAAddr, "NFS over RDMA listener `ADDR` (\"\" disables)")
+	fs.StringVar(&cfg.TCP, "tcp", nfsd.DefaultTCPAddr, "NFS and MOUNT over TCP listener `ADDR` (\"\" disables)")
 	fs.StringVar(&cfg.Mountd, "mountd", "", "extra TCP listener `ADDR` serving only MOUNT (needed when -tcp is \"\")")
 	fs.StringVar(&cfg.Provider, "provider", "soft", "RDMA provider: "+strings.Join(verbs.ProviderNames(), " or ")+" (ibverbs only in binaries built with -tags ibverbs)")
 	fs.StringVar(&cfg.Device, "device", "", "ibverbs device `NAME` (default: the one owning the -rdma address)")
-	fs.IntVar(&cfg.Credits, "credits", daemon.DefaultCredits, "credits granted per RDMA connection")
-	fs.IntVar(&cfg.Inline, "inline", daemon.DefaultInline, "RDMA inline threshold in `bytes`, both ways (1024..262144)")
-	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", daemon.DefaultIdleTimeout, "close a connection with no call for this `duration` (0: never)")
-	fs.IntVar(&cfg.MaxConns, "max-conns", daemon.DefaultMaxConns(), "connections each listener keeps open; more are refused (0: no limit)")
+	fs.IntVar(&cfg.Credits, "credits", nfsd.DefaultCredits, "credits granted per RDMA connection")
+	fs.IntVar(&cfg.Inline, "inline", nfsd.DefaultInline, "RDMA inline threshold in `bytes`, both ways (1024..262144)")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", nfsd.DefaultIdleTimeout, "close a connection with no call for this `duration` (0: never)")
+	fs.IntVar(&cfg.MaxConns, "max-conns", nfsd.DefaultMaxConns(), "connections each listener keeps open; more are refused (0: no limit)")
 	fs.BoolVar(&cfg.RPCBind, "rpcbind", false, "register NFS (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma) with the local rpcbind; unregister on exit")
 	fs.StringVar(&cfg.RPCBindAddr, "rpcbind-addr", rpcbind.DefaultAddr, "rpcbind `ADDR`: host:port, or unix:PATH for its AF_LOCAL socket")
-	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", daemon.DefaultShutdownTimeout, "how long calls in progress may run after SIGINT/SIGTERM")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", nfsd.DefaultShutdownTimeout, "how long calls in progress may run after SIGINT/SIGTERM")
 	fs.StringVar(&cfg.Metrics, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics (host:port; \"\": off)")
 	fs.BoolVar(&cfg.Pprof, "pprof", false, "also serve net/http/pprof under /debug/pprof/ on the -metrics listener")
 	// Memory and stall bounds (issue #11 §2).
@@ -160,7 +160,7 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 		return cfg, errors.New("-pprof: needs -metrics ADDR, the listener it is served on")
 	}
 	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = -1 // never (daemon.Config's 0 is the default)
+		cfg.IdleTimeout = -1 // never (nfsd.Config's 0 is the default)
 	}
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = -1 // no limit
@@ -195,16 +195,16 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 	return cfg, nil
 }
 
-// flagNames maps daemon.Config fields to the flags that set them.
+// flagNames maps nfsd.Config fields to the flags that set them.
 var flagNames = map[string]string{
 	"Export": "-export", "ExportsFile": "-exports", "ExportPath": "-export-path", "RDMA": "-rdma", "TCP": "-tcp",
 	"Mountd": "-mountd", "Provider": "-provider", "Credits": "-credits", "Inline": "-inline",
 	"Metrics": "-metrics", "MaxIO": "-max-io", "MaxOpenFiles": "-max-open-files", "RPCBindTimeout": "-rpcbind-timeout",
 }
 
-// flagErr rewrites a *daemon.ConfigError in terms of the command's flags.
+// flagErr rewrites a *nfsd.ConfigError in terms of the command's flags.
 func flagErr(err error) error {
-	var ce *daemon.ConfigError
+	var ce *nfsd.ConfigError
 	if !errors.As(err, &ce) {
 		return err
 	}
@@ -225,7 +225,7 @@ func flagErr(err error) error {
 
 // run parses args and serves until ctx ends. ready, when set, is called with the
 // server's description once it listens.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready func(daemon.Info)) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready func(nfsd.Info)) error {
 	cfg, err := parseFlags(args, stderr)
 	switch {
 	case err == errVersion:
@@ -242,7 +242,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	defer signal.Stop(hup)
 	cfg.Reload = hup
 	start := time.Now()
-	err = daemon.Run(ctx, cfg, ready)
+	err = nfsd.Run(ctx, cfg, ready)
 	if err != nil {
 		return flagErr(err)
 	}

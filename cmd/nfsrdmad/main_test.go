@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
 	"github.com/go-rpcrdma/rpcrdma/confproto"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
+	"github.com/go-rpcrdma/rpcrdma/nfsd"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind/rpcbindtest"
@@ -60,7 +60,7 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.RDMA != ":20049" || cfg.TCP != ":2049" || cfg.Provider != "soft" || cfg.Credits != 64 || cfg.Inline != 4096 ||
-		cfg.MaxOpenFiles != daemon.DefaultMaxOpenFiles {
+		cfg.MaxOpenFiles != nfsd.DefaultMaxOpenFiles {
 		t.Errorf("defaults %+v", cfg)
 	}
 
@@ -124,7 +124,7 @@ func TestParseFlags(t *testing.T) {
 
 // server is a running nfsrdmad.
 type server struct {
-	info   daemon.Info
+	info   nfsd.Info
 	export string
 	stdout *syncBuffer
 	log    *syncBuffer
@@ -157,9 +157,9 @@ func (s *server) start(t *testing.T, args []string) *server {
 	t.Helper()
 	args = append([]string{"-state", t.TempDir(), "-rdma", "127.0.0.1:0", "-tcp", "127.0.0.1:0"}, args...)
 	ctx, cancel := context.WithCancel(context.Background())
-	readyc := make(chan daemon.Info, 1)
+	readyc := make(chan nfsd.Info, 1)
 	errc := make(chan error, 1)
-	go func() { errc <- run(ctx, args, s.stdout, s.log, func(i daemon.Info) { readyc <- i }) }()
+	go func() { errc <- run(ctx, args, s.stdout, s.log, func(i nfsd.Info) { readyc <- i }) }()
 	select {
 	case s.info = <-readyc:
 	case err := <-errc:
@@ -303,12 +303,12 @@ func TestServeMountdOnly(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	readyc := make(chan daemon.Info, 1)
+	readyc := make(chan nfsd.Info, 1)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- run(ctx, []string{"-export", s.export, "-state", "", "-rdma", "127.0.0.1:0", "-tcp", "", "-mountd", "127.0.0.1:0", "-ro"}, s.stdout, s.log, func(i daemon.Info) { readyc <- i })
+		errc <- run(ctx, []string{"-export", s.export, "-state", "", "-rdma", "127.0.0.1:0", "-tcp", "", "-mountd", "127.0.0.1:0", "-ro"}, s.stdout, s.log, func(i nfsd.Info) { readyc <- i })
 	}()
-	var info daemon.Info
+	var info nfsd.Info
 	select {
 	case info = <-readyc:
 	case err := <-errc:

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
+	"github.com/go-rpcrdma/rpcrdma/nfsd"
 )
 
 // TestLinuxClientMountsNfsrdmad is TestLinuxClientMountsServer with the server users
-// run: cmd/nfsrdmad's daemon.Run in process, with its defaults (soft provider, 64
+// run: cmd/nfsrdmad's nfsd.Run in process, with its defaults (soft provider, 64
 // credits, 4 KiB inline) on NFSRDMA_LISTEN:20049 (RDMA) and :2049 (NFS and MOUNT over
 // TCP). The daemon has no wire trace, so the verdict rests on the guest's workload, the
 // sha256 of its files on the export, and the Linux client's own xprtrdma counters:
@@ -31,14 +31,14 @@ func TestLinuxClientMountsNfsrdmad(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var out bytes.Buffer
-	ready := make(chan daemon.Info, 1)
+	ready := make(chan nfsd.Info, 1)
 	runErr := make(chan error, 1)
 	go func() {
-		runErr <- daemon.Run(ctx, daemon.Config{
+		runErr <- nfsd.Run(ctx, nfsd.Config{
 			Export: export, ExportPath: "/export",
 			RDMA: host + ":20049", TCP: host + ":2049",
 			Stdout: &out, Logger: testLogger("nfsrdmad"),
-		}, func(info daemon.Info) { ready <- info })
+		}, func(info nfsd.Info) { ready <- info })
 	}()
 	select {
 	case info := <-ready:

@@ -17,7 +17,7 @@
 //     knfsd's per-procedure counters.
 //
 //   - TestLinuxClientMountsNfsrdmad (case nfsrdma-nfsrdmad): the same guest workload
-//     against cmd/nfsrdmad's daemon.Run with its defaults, judged by the files and
+//     against cmd/nfsrdmad's nfsd.Run with its defaults, judged by the files and
 //     by the Linux client's own xprtrdma counters.
 //
 // Cases nfsrdma-*-crc run the same tests with MPA CRC32c (NFSRDMA_CRC=1).

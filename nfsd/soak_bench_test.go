@@ -1,6 +1,6 @@
 //go:build linux
 
-package daemon
+package nfsd
 
 import (
 	"context"
@@ -19,7 +19,7 @@ var soakUnbounded = flag.Bool("soak.unbounded", false, "BenchmarkSoakHostile: al
 // attack of issue #11), with the default budgets (and, with -soak.unbounded, without
 // any). The stall timeouts are off so that the attack lasts the whole benchmark.
 //
-//	go test -run '^$' -bench SoakHostile -benchtime 200x ./cmd/nfsrdmad/daemon
+//	go test -run '^$' -bench SoakHostile -benchtime 200x ./nfsd
 func BenchmarkSoakHostile(b *testing.B) {
 	type mode struct {
 		name string

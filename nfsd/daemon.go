@@ -1,21 +1,24 @@
 //go:build linux
 
-// Package daemon is the body of the nfsrdmad command: it exports one local directory
-// (Config.Export) or the exports of an exports(5) file, with per-client access
-// control (Config.ExportsFile, reloaded on demand), over NFS version 3 on
-// RPC-over-RDMA and on TCP, MOUNT version 3 over TCP, and the
-// CONF_RDMA service (program 100400) beside NFS on every listener, optionally
-// registered with the local rpcbind. It lives in a package of its own so that other
-// programs (the nfsrdma demo, tests) can run the very same server in process.
+// Package nfsd is a whole NFS-over-RDMA server, the body of the nfsrdmad command: it
+// exports one local directory (Config.Export) or the exports of an exports(5) file,
+// with per-client access control (Config.ExportsFile, reloaded on demand), over NFS
+// version 3 on RPC-over-RDMA and on TCP, MOUNT version 3 over TCP, and the CONF_RDMA
+// service (program 100400) beside NFS on every listener, optionally registered with
+// the local rpcbind, with the memory budgets, connection limits and
+// metrics endpoint the command's flags set. It lives in a package of its own so that
+// other programs (the nfsrdma demo, tests, embedders) run the very same server in
+// process, and no command imports another.
 //
 // Run serves until its context ends, then shuts down in order: stop reading calls,
 // let running calls finish (bounded), close the listeners and the RDMA device, and
 // remove the rpcbind registrations it made.
 //
 // Dependencies: github.com/hashicorp/go-hclog for the control-path logs, and the
-// project's own packages (nfsbind/nfsserver, oncrpc, rpcrdma, confproto, rpcbind,
-// verbs/soft; verbs/ibverbs when built with the ibverbs tag).
-package daemon
+// project's own packages (nfsbind/nfsserver, nfsbind/exports, oncrpc, rpcrdma,
+// confproto, rpcbind, metrics, and every verbs provider built in through
+// verbs/providers).
+package nfsd
 
 import (
 	"context"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package daemon_test
+package nfsd_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"log"
 	"os"
 
-	"github.com/go-rpcrdma/rpcrdma/cmd/nfsrdmad/daemon"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
+	"github.com/go-rpcrdma/rpcrdma/nfsd"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
@@ -24,11 +24,11 @@ func ExampleRun() {
 	os.Chmod(dir, 0o755) // -export squashes root: run as root, the client reads as nobody
 
 	ctx, stop := context.WithCancel(context.Background())
-	ready := make(chan daemon.Info, 1)
+	ready := make(chan nfsd.Info, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- daemon.Run(ctx, daemon.Config{Export: dir, ExportPath: "/export", RDMA: "127.0.0.1:0", TCP: "127.0.0.1:0"},
-			func(i daemon.Info) { ready <- i })
+		done <- nfsd.Run(ctx, nfsd.Config{Export: dir, ExportPath: "/export", RDMA: "127.0.0.1:0", TCP: "127.0.0.1:0"},
+			func(i nfsd.Info) { ready <- i })
 	}()
 	info := <-ready
 
