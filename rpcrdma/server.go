@@ -143,6 +143,7 @@ type Listener struct {
 	opts  ServerOptions
 	bufs  bufPool
 	guard *connguard.Set // connection limit and idle sweeper
+	stats serverCounters // see Stats
 	mu    sync.Mutex
 	conns map[*ServerConn]struct{}
 	done  bool
@@ -262,7 +263,10 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 		l.guard.Leave((*idleView)(sc))
 	default:
 	}
-	o.Logger.Debug("accepted", "remote", sc.remote, "inline_send", sc.inlineSend, "ord", sc.ord, "send_inv", sc.peer.SendInvOK)
+	sc.mu.Lock() // the conn is listed: CONF_RDMA (SetInlineThresholds) may already change it
+	inlineSend := sc.inlineSend
+	sc.mu.Unlock()
+	o.Logger.Debug("accepted", "remote", sc.remote, "inline_send", inlineSend, "ord", sc.ord, "send_inv", sc.peer.SendInvOK)
 	sc.ep.start(info, sc.peer, sc.onRecv)
 	return sc, nil
 }

@@ -74,6 +74,7 @@ func (sc *ServerConn) receiveInline(idx, n int, deliver func(*oncrpc.ServerCall,
 		sc.growRecvs(n)
 	}
 	c.msgp = h.Proc == ProcMsgP
+	sc.l.stats.call(len(grouped) > 0)
 	if len(grouped) > 0 {
 		sc.pullInline(c, body, grouped)
 		return true
@@ -89,6 +90,7 @@ func (sc *ServerConn) receiveInline(idx, n int, deliver func(*oncrpc.ServerCall,
 // limit), as the receive loop would; only when no send buffer or send-queue slot is
 // free is the Send left to a goroutine.
 func (sc *ServerConn) answerOverrun(c *srvCall) {
+	sc.l.stats.errorSent(ErrCodeChunk)
 	xid, grant := c.h.XID, sc.cred.Grant()
 	if !sc.reserve(c) {
 		go func() {
@@ -342,6 +344,7 @@ func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
 	if n := sc.cred.Grow(); n > 0 {
 		sc.growRecvs(n)
 	}
+	sc.l.stats.call(len(grouped) > 0)
 
 	if len(grouped) == 0 {
 		c.call.Msg = oncrpc.Message{Inline: body, Padding: receivedPadding(h, hl)}
@@ -401,6 +404,7 @@ func (sc *ServerConn) preparePull(c *srvCall, body []byte, grouped []chunks.Read
 		return nil, 0, err
 	}
 	c.big = big
+	sc.l.stats.readBytes.Add(uint64(total - len(body)))
 	return body, total, nil
 }
 

@@ -21,6 +21,7 @@ func (sc *ServerConn) sendError(ctx context.Context, code ErrCode, xid uint32) {
 	if err != nil {
 		return
 	}
+	sc.l.stats.errorSent(code)
 	var b []byte
 	if code == ErrCodeVers {
 		b = AppendErrVers(buf[:0], xid, Version1, sc.cred.Grant())
@@ -132,6 +133,9 @@ func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
 	}
 	if x.big != nil {
 		sc.l.bufs.put(x.big)
+	}
+	if err == nil {
+		sc.l.stats.replySent(&p, in, reply)
 	}
 	return err
 }

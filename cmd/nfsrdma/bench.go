@@ -318,6 +318,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		rounds                        int
 		maxOps                        int64
 		fileSize, ops, sizes, qdsFlag string
+		plot                          string
 	)
 	ctx, cancel, f, pos, err := startCommand(ctx, "bench", args, 1, stderr, func(fs *flagSet) {
 		fs.DurationVar(&duration, "duration", 2*time.Second, "time per measurement, split over -rounds (at most 1m)")
@@ -327,6 +328,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.StringVar(&ops, "ops", "read,write", "operations to measure")
 		fs.StringVar(&sizes, "sizes", "4KiB,1MiB", "call sizes")
 		fs.StringVar(&qdsFlag, "qd", "1,32", "queue depths (calls in flight)")
+		fs.StringVar(&plot, "plot", "", "also draw IOPS and MB/s against queue depth per transport into `FILE.svg`")
 	})
 	if err != nil {
 		return err
@@ -344,6 +346,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// transfer size below.
 	if _, err := parseBenchOptions(duration, rounds, maxOps, fileSize, ops, sizes, qdsFlag, protos, nfs3.MaxData); err != nil {
 		return err
+	}
+	if plot != "" {
+		if err := checkPlotPath(plot); err != nil {
+			return err
+		}
 	}
 	clients := map[string]*nfsclient.Client{}
 	files := map[string]nfs3.FH{}
@@ -388,9 +395,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, p := range protos {
 		files[p] = fh
 	}
-	_, err = runBenchCases(ctx, stdout, clients, files, &o)
+	results, err := runBenchCases(ctx, stdout, clients, files, &o)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w (raise -timeout)", err)
+	}
+	if err == nil && plot != "" {
+		if err = saveBenchPlot(plot, results); err == nil {
+			fmt.Fprintf(stdout, "plot: %s\n", plot)
+		}
 	}
 	return err
 }

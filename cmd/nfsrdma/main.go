@@ -9,7 +9,8 @@
 //	nfsrdma mkdir [flags] SERVER:/path          make a directory
 //	nfsrdma rm    [flags] SERVER:/path          remove a file or an empty directory
 //	nfsrdma bench [flags] SERVER:/dir           READ/WRITE throughput, RDMA vs TCP,
-//	                                            medians of -rounds rounds
+//	                                            medians of -rounds rounds; -plot FILE.svg
+//	                                            also draws them against queue depth
 //	nfsrdma demo  [flags]                       serve a temporary directory in process
 //	                                            and exercise it end to end
 //

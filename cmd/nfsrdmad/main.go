@@ -34,6 +34,8 @@
 //	-rpcbind           register NFS (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma)
 //	                   with the local rpcbind; unregister on exit
 //	-rpcbind-addr A    rpcbind's address, host:port or unix:PATH (default 127.0.0.1:111)
+//	-metrics ADDR      serve Prometheus metrics at http://ADDR/metrics (off by default)
+//	-pprof             also serve net/http/pprof at /debug/pprof/ on the -metrics listener
 //	-log-level L       trace, debug, info (default), warn, error
 //	-log-format F      text (default) or json (one object per line)
 //	-version           print the version and exit
@@ -110,6 +112,8 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 	fs.BoolVar(&cfg.RPCBind, "rpcbind", false, "register NFS (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma) with the local rpcbind; unregister on exit")
 	fs.StringVar(&cfg.RPCBindAddr, "rpcbind-addr", rpcbind.DefaultAddr, "rpcbind `ADDR`: host:port, or unix:PATH for its AF_LOCAL socket")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", daemon.DefaultShutdownTimeout, "how long calls in progress may run after SIGINT/SIGTERM")
+	fs.StringVar(&cfg.Metrics, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics (host:port; \"\": off)")
+	fs.BoolVar(&cfg.Pprof, "pprof", false, "also serve net/http/pprof under /debug/pprof/ on the -metrics listener")
 	level := fs.String("log-level", "info", "log `level`: trace, debug, info, warn, error")
 	logFormat := fs.String("log-format", "text", "log `format`: text, or json (one object per line)")
 	version := fs.Bool("version", false, "print the version and exit")
@@ -132,6 +136,9 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		return cfg, fmt.Errorf("-shutdown-timeout %v: must be positive", cfg.ShutdownTimeout)
 	}
+	if cfg.Pprof && cfg.Metrics == "" {
+		return cfg, errors.New("-pprof: needs -metrics ADDR, the listener it is served on")
+	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = -1 // never (daemon.Config's 0 is the default)
 	}
@@ -148,7 +155,7 @@ func parseFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 var flagNames = map[string]string{
 	"Export": "-export", "ExportPath": "-export-path", "RDMA": "-rdma", "TCP": "-tcp",
 	"Mountd": "-mountd", "Provider": "-provider", "Credits": "-credits", "Inline": "-inline",
-	"MaxIO": "-max-io", "MaxOpenFiles": "-max-open-files", "RPCBindTimeout": "-rpcbind-timeout",
+	"Metrics": "-metrics", "MaxIO": "-max-io", "MaxOpenFiles": "-max-open-files", "RPCBindTimeout": "-rpcbind-timeout",
 }
 
 // flagErr rewrites a *daemon.ConfigError in terms of the command's flags.

@@ -6,6 +6,10 @@
 //
 //	rdmaconfig -listen 0.0.0.0:20049 [-tcp 127.0.0.1:20048] [-register]
 //	           [-maxcall 4096] [-maxreply 4096] [-align 4] [-maxrdmaread 16]
+//	           [-metrics 127.0.0.1:9100 [-pprof]]
+//
+// -metrics serves Prometheus metrics (package metrics) at http://ADDR/metrics, and
+// -pprof adds net/http/pprof under /debug/pprof/ on that listener.
 //
 // Each negotiation over RDMA is applied to the connection it came on (the server's
 // inline send size and RDMA Read budget, confproto.ServerSettings) and logged.
@@ -42,6 +46,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/confproto"
 	"github.com/go-rpcrdma/rpcrdma/internal/cli"
+	"github.com/go-rpcrdma/rpcrdma/metrics"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
@@ -73,6 +78,11 @@ type config struct {
 	queryNet string
 	timeout  time.Duration
 	log      hclog.Logger
+	// metrics is -metrics (serve Prometheus metrics there), pprof -pprof;
+	// metricsReady, when set (tests), is told the endpoint once it listens.
+	metrics      string
+	pprof        bool
+	metricsReady func(*metrics.Server)
 }
 
 // parseFlags parses args into a config and checks it.
@@ -94,6 +104,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.query, "query", "", "negotiate with the CONF_RDMA server at `ADDR` and print the result")
 	fs.StringVar(&cfg.queryNet, "query-net", "rdma", "transport for -query: rdma or tcp")
 	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "bound on -query and on each rpcbind exchange")
+	fs.StringVar(&cfg.metrics, "metrics", "", "serve Prometheus metrics at http://`ADDR`/metrics (host:port; \"\": off)")
+	fs.BoolVar(&cfg.pprof, "pprof", false, "also serve net/http/pprof under /debug/pprof/ on the -metrics listener")
 	var logf cli.LogFlags
 	logf.Register(fs, "info")
 	version := fs.Bool("version", false, "print the version and exit")
@@ -126,7 +138,18 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-timeout %v: must be positive", cfg.timeout)
 	}
 
+	if cfg.pprof && cfg.metrics == "" {
+		return nil, errors.New("-pprof: needs -metrics ADDR, the listener it is served on")
+	}
+	if cfg.metrics != "" {
+		if _, _, err := net.SplitHostPort(cfg.metrics); err != nil {
+			return nil, fmt.Errorf("-metrics %q: want host:port (e.g. 127.0.0.1:9100): %w", cfg.metrics, err)
+		}
+	}
 	if cfg.query != "" {
+		if cfg.metrics != "" {
+			return nil, errors.New("-metrics serves a server's counters: it cannot be combined with -query")
+		}
 		if cfg.listen != "" || cfg.tcp != "" || cfg.register {
 			return nil, errors.New("-query is a client mode: it cannot be combined with -listen, -tcp or -register")
 		}
@@ -218,8 +241,10 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 	if err != nil {
 		return flagErr(err)
 	}
-	srv := oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("oncrpc")})
+	procs, observe := newProcStats(cfg)
+	srv := oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("oncrpc"), Observe: observe})
 	svc.Register(srv)
+	var rdev verbs.Device // for -metrics
 
 	var listeners []oncrpc.Listener
 	closeAll := func() {
@@ -235,6 +260,7 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 			return fmt.Errorf("-provider %s: %w", cfg.provider, err)
 		}
 		defer dev.Close()
+		rdev = dev
 		l, err := rpcrdma.Listen(ctx, dev, cfg.listen, &rpcrdma.ServerOptions{
 			InlineRecv: int(cfg.limits.MaxCallSendSize),
 			InlineSend: int(cfg.limits.MaxReplySendSize),
@@ -258,6 +284,13 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 		listeners = append(listeners, l)
 		tcpAddr = l.Addr()
 	}
+
+	ms, err := startMetrics(cfg, log, procs, srv, rdev, listeners)
+	if err != nil {
+		closeAll()
+		return err
+	}
+	defer stopMetrics(ms)
 
 	var regs []rpcbind.Registration
 	if cfg.register {

@@ -67,6 +67,8 @@ type Set struct {
 	refused atomic.Uint64
 	reaped  atomic.Uint64
 	sweeps  atomic.Uint64
+	tracked atomic.Uint64 // connections Tracked, ever
+	left    atomic.Uint64 // Tracked connections that Left
 
 	warnMu   sync.Mutex
 	lastWarn time.Time
@@ -136,6 +138,7 @@ func (s *Set) Track(c Conn) {
 	s.mu.Lock()
 	s.conns[c] = &idleState{count: count, since: time.Now()}
 	s.mu.Unlock()
+	s.tracked.Add(1)
 }
 
 // Leave forgets a Tracked connection that closed and gives back its place. Calling it
@@ -145,6 +148,7 @@ func (s *Set) Leave(c Conn) {
 	if _, ok := s.conns[c]; ok {
 		delete(s.conns, c)
 		s.open--
+		s.left.Add(1)
 	}
 	s.mu.Unlock()
 }
@@ -161,11 +165,13 @@ type Stats struct {
 	Refused uint64 // connections refused for the limit
 	Reaped  uint64 // connections closed for idleness
 	Sweeps  uint64 // idle sweeps done
+	Tracked uint64 // connections accepted and Tracked
+	Left    uint64 // Tracked connections that closed (Left)
 }
 
 // Stats returns the Set's counters.
 func (s *Set) Stats() Stats {
-	return Stats{Refused: s.refused.Load(), Reaped: s.reaped.Load(), Sweeps: s.sweeps.Load()}
+	return Stats{Refused: s.refused.Load(), Reaped: s.reaped.Load(), Sweeps: s.sweeps.Load(), Tracked: s.tracked.Load(), Left: s.left.Load()}
 }
 
 // Close stops the sweeper and waits for it. The connections stay open.

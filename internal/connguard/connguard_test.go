@@ -89,6 +89,9 @@ func TestLimitAdmitsUpToMax(t *testing.T) {
 	if s.Open() != 1 {
 		t.Fatalf("open %d after one Leave (twice), want 1", s.Open())
 	}
+	if st := s.Stats(); st.Tracked != 2 || st.Left != 1 {
+		t.Fatalf("tracked %d, left %d; want 2, 1", st.Tracked, st.Left)
+	}
 	if !s.Admit(addr) {
 		t.Fatal("refused with a place free")
 	}

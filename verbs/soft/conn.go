@@ -161,7 +161,7 @@ func (d *Device) dial(ctx context.Context, addr string, q *queuePair, p verbs.Co
 			// RFC 5044 assigns to it (2/0/0x04), with a CRC: whether CRC
 			// was agreed is unknowable, and a receiver without CRC
 			// ignores the field.
-			sendMPATerminate(conn, pe.Code, true)
+			d.sendMPATerminate(conn, pe.Code, true)
 		}
 		return nil, fmt.Errorf("soft: Dial %s: MPA Reply: %w", addr, err)
 	}
@@ -176,7 +176,7 @@ func (d *Device) dial(ctx context.Context, addr string, q *queuePair, p verbs.Co
 		// RFC 6581 §9.1: the reply's ORD is what the responder will send
 		// us; relaxed like siw, raise our IRD to it within our maximum.
 		if int(rep.ORD) > MaxIRDORD {
-			sendMPATerminate(conn, iwarp.TermLLPInsufficientIRD, rep.CRC())
+			d.sendMPATerminate(conn, iwarp.TermLLPInsufficientIRD, rep.CRC())
 			return nil, fmt.Errorf("soft: Dial %s: peer ORD %d exceeds our maximum IRD %d", addr, rep.ORD, MaxIRDORD)
 		}
 		ird = max(ird, int(rep.ORD))
@@ -189,7 +189,7 @@ func (d *Device) dial(ctx context.Context, addr string, q *queuePair, p verbs.Co
 			case rep.RTR&iwarp.RTRRead != 0 && req.RTR&iwarp.RTRRead != 0:
 				rtr = RTRRead
 			default:
-				sendMPATerminate(conn, iwarp.TermLLPNoMatchingRTR, rep.CRC())
+				d.sendMPATerminate(conn, iwarp.TermLLPNoMatchingRTR, rep.CRC())
 				return nil, fmt.Errorf("soft: Dial %s: peer selected RTR %#x, we offered %#x", addr, rep.RTR, req.RTR)
 			}
 		}
@@ -209,8 +209,9 @@ func (d *Device) dial(ctx context.Context, addr string, q *queuePair, p verbs.Co
 // sendMPATerminate sends a Terminate for an LLP-level connection setup
 // failure detected by the initiator in the MPA Reply, then half-closes and
 // drains the connection like a Reject (lingerClose), so the Terminate is not
-// lost to a RST. The caller closes c.
-func sendMPATerminate(c net.Conn, code iwarp.TermCode, crc bool) {
+// lost to a RST. The caller closes c. The device counts it (Stats).
+func (d *Device) sendMPATerminate(c net.Conn, code iwarp.TermCode, crc bool) {
+	d.terms.sent[min(int(code.Layer()), 3)].Add(1)
 	t := iwarp.NewTerminate(code, nil)
 	if b, err := iwarp.AppendTerminateFPDU(nil, &t, 1, crc); err == nil {
 		c.Write(b)

@@ -76,6 +76,13 @@ func TestSendWithInvalidate(t *testing.T) {
 	if !errors.As(srv.qp.Err(), &te) || !te.Received || te.Layer != 1 || te.EType != 1 || te.ECode != 0 {
 		t.Fatalf("server QP error %v, want received DDP invalid STag Terminate", srv.qp.Err())
 	}
+	// Each device counts its side of the Terminate.
+	if st := cli.dev.Stats(); st.TerminatesSent != (TerminateCounts{DDP: 1}) || st.TerminatesReceived != (TerminateCounts{}) {
+		t.Errorf("client device stats %+v, want one DDP Terminate sent", st)
+	}
+	if st := srv.dev.Stats(); st.TerminatesReceived != (TerminateCounts{DDP: 1}) || st.TerminatesSent != (TerminateCounts{}) {
+		t.Errorf("server device stats %+v, want one DDP Terminate received", st)
+	}
 }
 
 func TestManyQPs(t *testing.T) {

@@ -72,6 +72,9 @@ func TestHostileFPDUShortULPDU(t *testing.T) {
 			}
 			s.checkQPFailed(t, iwarp.TermDDPLocalCatastrophic, false)
 			s.expect(t, 1, verbs.OpcodeRecv, verbs.StatusFlushed)
+			if st := s.dev.Stats(); st.TerminatesSent != (TerminateCounts{DDP: 1}) {
+				t.Errorf("device stats %+v, want one DDP Terminate sent", st)
+			}
 		})
 	}
 }

@@ -323,6 +323,9 @@ func TestHostileMPABadReply(t *testing.T) {
 			if err := term.Decode(f.Payload); err != nil || term.Code != c.code || term.HasDDPHeader {
 				t.Fatalf("Terminate %v (%v), want %v without header copy", term.Code, err, c.code)
 			}
+			if st := dev.Stats(); st.TerminatesSent != (TerminateCounts{LLP: 1}) {
+				t.Errorf("device stats %+v, want one LLP Terminate sent", st)
+			}
 		})
 	}
 }

@@ -585,6 +585,7 @@ func (q *queuePair) failLocked(cause error, term []byte) {
 	}
 	q.state = verbs.StateError
 	q.failed.Store(true)
+	q.dev.terms.noteFailure(cause, term)
 	qerr := &verbs.QPError{Cause: cause}
 	if cause != verbs.ErrClosed {
 		var remote net.Addr

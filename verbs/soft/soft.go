@@ -176,6 +176,7 @@ type Config struct {
 type Device struct {
 	cfg   Config
 	stags stagTable
+	terms termCounters // see Stats
 
 	mu     sync.Mutex
 	closed bool

@@ -129,6 +129,11 @@ type Config struct {
 	// RPCBindTimeout bounds each exchange with rpcbind. Default 10 s.
 	RPCBindTimeout time.Duration
 
+	// Metrics, when set, serves Prometheus metrics on this host:port at /metrics
+	// (package metrics); Pprof adds net/http/pprof under /debug/pprof/ there.
+	Metrics string
+	Pprof   bool
+
 	// ShutdownTimeout bounds the wait for calls in progress. Default 5 s.
 	ShutdownTimeout time.Duration
 	// Stdout, when set, receives the human start-up summary with the mount command.
@@ -151,6 +156,8 @@ type Info struct {
 	MountCommand string
 	// Registered lists the rpcbind mappings made, as "program/version/netid=uaddr".
 	Registered []string
+	// Metrics is the metrics endpoint's address (nil without Config.Metrics).
+	Metrics net.Addr
 }
 
 // ConfigError reports a Config field that cannot be used: a bad value, or a listener
@@ -214,7 +221,7 @@ func (c *Config) Validate() error {
 	if c.RDMA == "" && c.TCP == "" {
 		return &ConfigError{Field: "RDMA", Reason: "RDMA and TCP are both empty: nothing would serve NFS"}
 	}
-	for _, a := range []struct{ name, addr string }{{"RDMA", c.RDMA}, {"TCP", c.TCP}, {"Mountd", c.Mountd}} {
+	for _, a := range []struct{ name, addr string }{{"RDMA", c.RDMA}, {"TCP", c.TCP}, {"Mountd", c.Mountd}, {"Metrics", c.Metrics}} {
 		if a.addr == "" {
 			continue
 		}
@@ -344,8 +351,9 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 		return &ConfigError{Field: "Inline", Value: strconv.Itoa(cfg.Inline), Reason: "CONF_RDMA refuses it", Err: err}
 	}
 
-	main := oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("oncrpc")})
-	nfs.Register(main)
+	ms := newMetricsState(&cfg)
+	main := oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("oncrpc"), Observe: ms.observe()})
+	ms.registerNFS(main, nfs)
 	conf.Register(main)
 	var mountd *oncrpc.Server
 
@@ -382,7 +390,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 		info.TCP = l.Addr()
 	}
 	if cfg.Mountd != "" {
-		mountd = oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("mountd")})
+		mountd = oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("mountd"), Observe: ms.observe()})
 		mountd.Register(nfs3.MountProgram, nfs3.MountVersion, nfs.MountHandler())
 		l, err := oncrpc.ListenTCP(cfg.Mountd, &oncrpc.TCPOptions{Logger: log.Named("mountd"), IdleTimeout: cfg.IdleTimeout, MaxConns: cfg.MaxConns})
 		if err != nil {
@@ -396,6 +404,15 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 		info.MountPort = portOf(info.Mountd)
 	case info.TCP != nil:
 		info.MountPort = portOf(info.TCP)
+	}
+
+	mserver, err := ms.start(&cfg, log, dev, []*oncrpc.Server{main, mountd}, ls)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics(mserver)
+	if mserver != nil {
+		info.Metrics = mserver.Addr()
 	}
 
 	if cfg.RPCBind {

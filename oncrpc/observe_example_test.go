@@ -1,0 +1,50 @@
+package oncrpc_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// A ProcStats counts a server's calls per procedure and transport, by outcome, with
+// a latency histogram: give its Observe to ServerOptions.Observe.
+func ExampleProcStats() {
+	var stats oncrpc.ProcStats
+	srv := oncrpc.NewServer(&oncrpc.ServerOptions{Observe: stats.Observe})
+	srv.Register(0x20000099, 1, oncrpc.Procs{
+		0: func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error { return nil },
+	})
+	l, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	go srv.Serve(l)
+
+	ctx := context.Background()
+	tr, err := oncrpc.DialTCP(ctx, l.Addr().String(), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer tr.Close()
+	c := oncrpc.NewClient(tr, 0x20000099, 1)
+	for range 3 {
+		c.Call(ctx, 0, nil, nil)
+	}
+	c.Call(ctx, 7, nil, nil) // no such procedure
+	srv.Shutdown(ctx)        // every call answered: the counts are final
+
+	stats.Each(func(k oncrpc.ProcKey, pc *oncrpc.ProcCounters) {
+		for o, n := range pc.Outcomes {
+			if n > 0 {
+				fmt.Printf("proc %d over %s: %d %v\n", k.Proc, k.Netid, n, oncrpc.Outcome(o))
+			}
+		}
+	})
+	// Unordered output:
+	// proc 0 over tcp: 3 success
+	// proc 7 over tcp: 1 proc_unavail
+}
