@@ -56,8 +56,8 @@ type endpoint struct {
 	nSend int        // send buffers registered
 	slabs []verbs.MR // every registered slab of both pools
 
-	sq      chan struct{} // one token per free send-queue slot
-	chainMu sync.Mutex    // serialises takers of several slots (acquireSQN)
+	sq      sqSlots    // the free send-queue slots
+	chainMu sync.Mutex // serialises takers of several slots (acquireSQN)
 	// chainHook, when set (by tests, before the connection carries traffic), sees
 	// every chain postChain is about to post: its length and whether it ends with a
 	// Send.
@@ -133,10 +133,7 @@ func newEndpoint(pd verbs.PD, dev verbs.Device, cfg endpointConfig) (*endpoint, 
 		return nil, fmt.Errorf("rpcrdma: create QP: %w", err)
 	}
 	e.pd = pd
-	e.sq = make(chan struct{}, cfg.sqDepth)
-	for i := 0; i < cfg.sqDepth; i++ {
-		e.sq <- struct{}{}
-	}
+	e.sq.init(cfg.sqDepth)
 	e.sendFree = make(chan int, cfg.nsend)
 	e.send = make([]*sendSlot, cfg.nsend)
 	e.recv = make([]*recvSlot, cfg.nrecv)
@@ -322,19 +319,13 @@ func (e *endpoint) putSendBuf(i int) { e.sendFree <- i }
 
 // acquireSQ takes one send-queue slot.
 func (e *endpoint) acquireSQ(ctx context.Context) error {
-	select {
-	case <-e.sq:
-		return nil
-	default:
+	if err := e.sq.take(ctx, e.stopped); err != nil {
+		if err == errSQStopped {
+			return e.err()
+		}
+		return err
 	}
-	select {
-	case <-e.sq:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-e.stopped:
-		return e.err()
-	}
+	return nil
 }
 
 // postSendBuf sends n bytes of send buffer idx with op (OpSend or OpSendInv invalidating
@@ -409,9 +400,7 @@ func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op v
 	}
 	if k > held {
 		if err := e.acquireSQN(ctx, k-held); err != nil {
-			for i := 0; i < held; i++ {
-				e.sq <- struct{}{}
-			}
+			e.sq.give(held)
 			if idx >= 0 {
 				e.putSendBuf(idx)
 			}
@@ -442,9 +431,7 @@ func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op v
 	e.posted.Add(int64(k))
 	if err := e.qp.PostSend(first); err != nil {
 		e.posted.Add(-int64(k))
-		for i := 0; i < k; i++ {
-			e.sq <- struct{}{}
-		}
+		e.sq.give(k)
 		if w != nil {
 			w.add(-k)
 		}
@@ -458,7 +445,7 @@ func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op v
 
 // maxChain is the longest chain postChain takes: verbs.MaxChain, at most the send
 // queue's depth.
-func (e *endpoint) maxChain() int { return min(verbs.MaxChain, cap(e.sq)) }
+func (e *endpoint) maxChain() int { return min(verbs.MaxChain, e.sq.depth) }
 
 // acquireSQN takes k send-queue slots. Takers of several slots go one at a time, so
 // that two of them never each hold part of what the other waits for.
@@ -470,9 +457,7 @@ func (e *endpoint) acquireSQN(ctx context.Context, k int) error {
 	defer e.chainMu.Unlock()
 	for i := 0; i < k; i++ {
 		if err := e.acquireSQ(ctx); err != nil {
-			for ; i > 0; i-- {
-				e.sq <- struct{}{}
-			}
+			e.sq.give(i)
 			return err
 		}
 	}
@@ -485,7 +470,7 @@ func (e *endpoint) post(wr *verbs.SendWR) error {
 	e.posted.Add(1)
 	if err := e.qp.PostSend(wr); err != nil {
 		e.posted.Add(-1)
-		e.sq <- struct{}{}
+		e.sq.give(1)
 		return fmt.Errorf("rpcrdma: post %v: %w", wr.Op, err)
 	}
 	return nil
@@ -674,13 +659,13 @@ func (e *endpoint) dispatch(wc *verbs.Completion) {
 			e.earlyRecv(wc)
 		}
 	case kindSend:
-		e.sq <- struct{}{}
+		e.sq.give(1)
 		e.sendFree <- a
 		if b > 0 {
 			e.waiterAt(b - 1).complete(wc)
 		}
 	case kindWaiter:
-		e.sq <- struct{}{}
+		e.sq.give(1)
 		e.waiterAt(b - 1).complete(wc)
 	}
 	if e.posted.Add(-1) <= 0 && e.flushing.Load() {

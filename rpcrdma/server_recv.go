@@ -136,15 +136,13 @@ func (sc *ServerConn) reserve(c *srvCall) bool {
 			return false
 		}
 	}
-	select {
-	case <-sc.ep.sq:
+	if sc.ep.sq.tryTake(1) {
 		c.sqHeld = true
 		return true
-	default:
-		sc.ep.putSendBuf(c.sendIdx)
-		c.sendIdx = -1
-		return false
 	}
+	sc.ep.putSendBuf(c.sendIdx)
+	c.sendIdx = -1
+	return false
 }
 
 // unreserve gives back what reserve took and the reply did not use.
@@ -155,7 +153,7 @@ func (sc *ServerConn) unreserve(c *srvCall) {
 	}
 	if c.sqHeld {
 		c.sqHeld = false
-		sc.ep.sq <- struct{}{}
+		sc.ep.sq.give(1)
 	}
 }
 
@@ -480,15 +478,8 @@ func (sc *ServerConn) pullNow(c *srvCall, body []byte, total int, nowait bool) (
 
 // trySQ takes k send-queue slots if they are free now and returns k, else 0.
 func (sc *ServerConn) trySQ(k int) int {
-	for i := 0; i < k; i++ {
-		select {
-		case <-sc.ep.sq:
-		default:
-			for ; i > 0; i-- {
-				sc.ep.sq <- struct{}{}
-			}
-			return 0
-		}
+	if !sc.ep.sq.tryTake(k) {
+		return 0
 	}
 	return k
 }
