@@ -48,7 +48,7 @@ type endpoint struct {
 	recv     []*recvSlot // len: the pool's maximum; nil beyond nRecv
 
 	sendSize int
-	sendFree chan int
+	sendFree sendFreeList
 	send     []*sendSlot // len: the pool's maximum; nil beyond nSend
 
 	bufMu sync.Mutex // serialises pool growth
@@ -134,7 +134,7 @@ func newEndpoint(pd verbs.PD, dev verbs.Device, cfg endpointConfig) (*endpoint, 
 	}
 	e.pd = pd
 	e.sq.init(cfg.sqDepth)
-	e.sendFree = make(chan int, cfg.nsend)
+	e.sendFree.init(cfg.nsend)
 	e.send = make([]*sendSlot, cfg.nsend)
 	e.recv = make([]*recvSlot, cfg.nrecv)
 	if _, err := e.growRecv(min(max(cfg.initRecv, 1), cfg.nrecv)); err != nil {
@@ -207,7 +207,7 @@ func (e *endpoint) growSend() bool {
 	for j := range slots {
 		slots[j].base = verbs.SGE{MR: mr, Offset: j * e.sendSize}
 		e.send[e.nSend] = &slots[j]
-		e.sendFree <- e.nSend
+		e.sendFree.put(e.nSend)
 		e.nSend++
 	}
 	return true
@@ -293,29 +293,25 @@ func (e *endpoint) err() error {
 // the pool may grow, or else waiting for one (sends complete quickly).
 func (e *endpoint) getSendBuf(ctx context.Context) (int, []byte, error) {
 	for {
-		select {
-		case i := <-e.sendFree:
+		if i, ok := e.sendFree.tryGet(); ok {
 			return i, e.sendBuf(i), nil
-		default:
 		}
 		if !e.growSend() {
 			break
 		}
 	}
-	select {
-	case i := <-e.sendFree:
-		return i, e.sendBuf(i), nil
-	case <-ctx.Done():
-		return 0, nil, ctx.Err()
-	case <-e.qp.Done():
+	i, err := e.sendFree.get(ctx, e.qp.Done(), e.closing)
+	switch {
+	case err == errSendFreeStopped:
 		return 0, nil, e.err()
-	case <-e.closing:
-		return 0, nil, e.err()
+	case err != nil:
+		return 0, nil, err
 	}
+	return i, e.sendBuf(i), nil
 }
 
 // putSendBuf returns an unused send buffer.
-func (e *endpoint) putSendBuf(i int) { e.sendFree <- i }
+func (e *endpoint) putSendBuf(i int) { e.sendFree.put(i) }
 
 // acquireSQ takes one send-queue slot.
 func (e *endpoint) acquireSQ(ctx context.Context) error {
@@ -660,7 +656,7 @@ func (e *endpoint) dispatch(wc *verbs.Completion) {
 		}
 	case kindSend:
 		e.sq.give(1)
-		e.sendFree <- a
+		e.sendFree.put(a)
 		if b > 0 {
 			e.waiterAt(b - 1).complete(wc)
 		}

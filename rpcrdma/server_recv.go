@@ -124,18 +124,16 @@ func (sc *ServerConn) postError(ctx context.Context, idx int, b []byte) {
 // reserve takes a send buffer and a send-queue slot for c's reply if both are free now
 // (growing the send pool, which registers memory but waits for nothing, if it may).
 func (sc *ServerConn) reserve(c *srvCall) bool {
-	select {
-	case c.sendIdx = <-sc.ep.sendFree:
-	default:
+	i, ok := sc.ep.sendFree.tryGet()
+	if !ok {
 		if !sc.ep.growSend() {
 			return false
 		}
-		select {
-		case c.sendIdx = <-sc.ep.sendFree:
-		default:
+		if i, ok = sc.ep.sendFree.tryGet(); !ok {
 			return false
 		}
 	}
+	c.sendIdx = i
 	if sc.ep.sq.tryTake(1) {
 		c.sqHeld = true
 		return true
