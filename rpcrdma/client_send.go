@@ -165,11 +165,11 @@ func (cc *clientConn) postCall(ctx context.Context, r *request, xid uint32, idx 
 		return errConnLost
 	default:
 	}
-	cc.pending[xid] = r
+	cc.pending.put(xid, r)
 	cc.mu.Unlock()
 	if err := cc.ep.postSendBuf(ctx, idx, len(msg), verbs.OpSend, 0, nil); err != nil {
 		cc.mu.Lock()
-		delete(cc.pending, xid)
+		cc.pending.take(xid)
 		cc.mu.Unlock()
 		return cc.sendErr(err)
 	}
