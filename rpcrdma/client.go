@@ -182,6 +182,7 @@ type clientConn struct {
 	mu      sync.Mutex
 	pending pendingCalls // calls awaiting replies, by XID
 	dead    chan struct{}
+	isDead  atomic.Bool // set just before dead is closed: a check without a channel operation
 	deadErr error
 }
 
@@ -273,6 +274,7 @@ func (cc *clientConn) fail(err error) {
 	default:
 	}
 	cc.deadErr = err
+	cc.isDead.Store(true)
 	close(cc.dead)
 	orphans := make([]*request, 0)
 	cc.pending.drain(func(r *request) {
@@ -303,13 +305,11 @@ func (c *Client) conn(ctx context.Context, timer <-chan time.Time) (*clientConn,
 			return nil, oncrpc.ErrClosed
 		}
 		if cc := c.cc; cc != nil {
-			select {
-			case <-cc.dead:
-				c.cc = nil
-			default:
+			if !cc.isDead.Load() {
 				c.mu.Unlock()
 				return cc, nil
 			}
+			c.cc = nil
 		}
 		if ch := c.dialing; ch != nil {
 			c.mu.Unlock()

@@ -158,12 +158,10 @@ func (cc *clientConn) postCall(ctx context.Context, r *request, xid uint32, idx 
 		tr(true, msg)
 	}
 	cc.mu.Lock()
-	select {
-	case <-cc.dead:
+	if cc.isDead.Load() {
 		cc.mu.Unlock()
 		cc.ep.putSendBuf(idx)
 		return errConnLost
-	default:
 	}
 	cc.pending.put(xid, r)
 	cc.mu.Unlock()
