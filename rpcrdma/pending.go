@@ -1,17 +1,25 @@
 package rpcrdma
 
+import "math/bits"
+
 // pendingCalls maps the XIDs of a connection's calls awaiting replies to their
 // requests (the client's pending table). It is an open-addressed table with linear
-// probing, indexed by the XID's low bits: an oncrpc.Client numbers its calls
-// consecutively, so the calls in flight rarely share a home slot, and a lookup,
-// insert or delete is a few loads and compares (a Go map cost ~100 instructions to
-// insert and ~250 to delete, once per call each). The table doubles when half full
+// probing and backward-shift deletion. An entry's home slot is the top bits of the
+// XID times 2^32/φ (Fibonacci hashing): oncrpc.Client numbers calls consecutively,
+// and consecutive XIDs so hashed land far apart, so probe runs stay short (indexed
+// by the low bits, 32 calls in flight made one run of 32 slots, which every deletion
+// walked to its end). A lookup, insert or delete is then a few loads and compares (a
+// Go map cost ~100 instructions to insert and ~250 to delete, once per call each). The table doubles when half full
 // and never shrinks; it holds at most the calls in flight and the orphans, which
 // credits bound. The caller serialises access (clientConn.mu).
 type pendingCalls struct {
 	slots []pendingSlot // length a power of two; r == nil marks a free slot
+	shift uint          // 32 - log2(len(slots))
 	n     int           // slots in use
 }
+
+// home returns xid's home slot.
+func (p *pendingCalls) home(xid uint32) uint32 { return (xid * 0x9e3779b9) >> p.shift }
 
 type pendingSlot struct {
 	xid uint32
@@ -22,7 +30,14 @@ type pendingSlot struct {
 const minPendingSlots = 16
 
 func newPendingCalls() pendingCalls {
-	return pendingCalls{slots: make([]pendingSlot, minPendingSlots)}
+	var p pendingCalls
+	p.resize(minPendingSlots)
+	return p
+}
+
+// resize makes the table n slots (a power of two) long, empty.
+func (p *pendingCalls) resize(n int) {
+	p.slots, p.n, p.shift = make([]pendingSlot, n), 0, uint(32-bits.TrailingZeros(uint(n)))
 }
 
 // put makes r pending under xid, replacing what was pending under it.
@@ -31,7 +46,7 @@ func (p *pendingCalls) put(xid uint32, r *request) {
 		p.grow()
 	}
 	mask := uint32(len(p.slots) - 1)
-	for i := xid & mask; ; i = (i + 1) & mask {
+	for i := p.home(xid); ; i = (i + 1) & mask {
 		s := &p.slots[i]
 		if s.r == nil {
 			s.xid, s.r = xid, r
@@ -51,7 +66,7 @@ func (p *pendingCalls) find(xid uint32) (uint32, bool) {
 		return 0, false
 	}
 	mask := uint32(len(p.slots) - 1)
-	for i := xid & mask; ; i = (i + 1) & mask {
+	for i := p.home(xid); ; i = (i + 1) & mask {
 		s := &p.slots[i]
 		if s.r == nil {
 			return 0, false
@@ -84,7 +99,7 @@ func (p *pendingCalls) take(xid uint32) (*request, bool) {
 func (p *pendingCalls) removeAt(i uint32) {
 	mask := uint32(len(p.slots) - 1)
 	for j := (i + 1) & mask; p.slots[j].r != nil; j = (j + 1) & mask {
-		home := p.slots[j].xid & mask
+		home := p.home(p.slots[j].xid)
 		// The entry at j may fill the hole at i unless its home lies cyclically in
 		// (i, j], where it would then be unreachable.
 		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
@@ -99,7 +114,7 @@ func (p *pendingCalls) removeAt(i uint32) {
 // grow doubles the table.
 func (p *pendingCalls) grow() {
 	old := p.slots
-	p.slots, p.n = make([]pendingSlot, max(2*len(old), minPendingSlots)), 0
+	p.resize(max(2*len(old), minPendingSlots))
 	for _, s := range old {
 		if s.r != nil {
 			p.put(s.xid, s.r)

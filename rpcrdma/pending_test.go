@@ -6,29 +6,29 @@ import (
 )
 
 // TestPendingCallsMatchesMap runs random puts, takes and lookups on pendingCalls and
-// on a Go map side by side and fails at the first difference. XIDs are drawn from
-// a few consecutive runs and from values that share their low bits, so probe runs
-// collide, wrap around the table's end and are cut by deletions; the table grows
-// from its initial size several times.
+// on a Go map side by side and fails at the first difference. XIDs are drawn from a
+// consecutive run (as oncrpc.Client makes them) and from a small random set held
+// at up to half the table's size, so probe runs collide, wrap around the table's end
+// and are cut by deletions; the table grows from its initial size several times.
 func TestPendingCallsMatchesMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	p := newPendingCalls()
 	model := map[uint32]*request{}
 	reqs := make([]request, 512)
+	random := make([]uint32, 400)
+	for i := range random {
+		random[i] = rng.Uint32()
+	}
 	xid := func() uint32 {
-		switch rng.IntN(3) {
-		case 0:
+		if rng.IntN(2) == 0 {
 			return 1000 + uint32(rng.IntN(300)) // consecutive
-		case 1:
-			return uint32(rng.IntN(16))<<20 | 15 // same home slot at any size < 1<<20
-		default:
-			return 0xfffffff0 + uint32(rng.IntN(16)) // homes at the table's end
 		}
+		return random[rng.IntN(len(random))]
 	}
 	for step := range 200000 {
 		x := xid()
 		switch op := rng.IntN(10); {
-		case op < 5 && len(model) < 200:
+		case op < 5 && len(model) < 300:
 			r := &reqs[rng.IntN(len(reqs))]
 			p.put(x, r)
 			model[x] = r
