@@ -170,10 +170,11 @@ func (e *endpoint) growRecv(total int) (int, error) {
 		e.bufMu.Unlock()
 		return first, fmt.Errorf("rpcrdma: register %d receive buffers: %w", n, err)
 	}
-	slots := make([]recvSlot, n)
+	slots, slab := make([]recvSlot, n), mr.Buf()
 	for j := range slots {
 		i, sl := first+j, &slots[j]
 		sl.sge[0] = verbs.SGE{MR: mr, Offset: j * e.recvSize, Length: e.recvSize}
+		sl.buf = slab[j*e.recvSize : (j+1)*e.recvSize]
 		sl.wr = verbs.RecvWR{ID: wrID(kindRecv, i, 0), SGL: sl.sge[:]}
 		e.recv[i] = sl
 	}
@@ -203,9 +204,10 @@ func (e *endpoint) growSend() bool {
 	if err != nil {
 		return false // wait for a buffer in use instead
 	}
-	slots := make([]sendSlot, n)
+	slots, slab := make([]sendSlot, n), mr.Buf()
 	for j := range slots {
 		slots[j].base = verbs.SGE{MR: mr, Offset: j * e.sendSize}
+		slots[j].buf = slab[j*e.sendSize : (j+1)*e.sendSize]
 		e.send[e.nSend] = &slots[j]
 		e.sendFree.put(e.nSend)
 		e.nSend++
@@ -221,6 +223,7 @@ const minSendSlab = 1
 type recvSlot struct {
 	wr  verbs.RecvWR
 	sge [1]verbs.SGE
+	buf []byte // the buffer, sliced from the slab once (not through MR.Buf per use)
 }
 
 // sendSlot is one send buffer and the work request that sends it.
@@ -228,6 +231,7 @@ type sendSlot struct {
 	base verbs.SGE    // the buffer: its slab's MR and offset
 	sge  [1]verbs.SGE // base with the length being sent
 	wr   verbs.SendWR
+	buf  []byte // the buffer, sliced from the slab once (not through MR.Buf per use)
 }
 
 // start hands receives to onRecv from now on (first those that completed before) and
@@ -247,10 +251,7 @@ func (e *endpoint) start(info *verbs.ConnInfo, peer ConnPrivate, onRecv recvHand
 }
 
 // recvBuf returns receive buffer idx.
-func (e *endpoint) recvBuf(idx int) []byte {
-	s := &e.recv[idx].sge[0]
-	return s.MR.Buf()[s.Offset : s.Offset+e.recvSize]
-}
+func (e *endpoint) recvBuf(idx int) []byte { return e.recv[idx].buf }
 
 // recvLen returns the length recorded for receive buffer idx (setRecvLen).
 func (e *endpoint) recvLen(idx int) int { return e.recv[idx].sge[0].Length }
@@ -260,10 +261,7 @@ func (e *endpoint) recvLen(idx int) int { return e.recv[idx].sge[0].Length }
 func (e *endpoint) setRecvLen(idx, n int) { e.recv[idx].sge[0].Length = n }
 
 // sendBuf returns send buffer idx.
-func (e *endpoint) sendBuf(idx int) []byte {
-	s := &e.send[idx].base
-	return s.MR.Buf()[s.Offset : s.Offset+e.sendSize]
-}
+func (e *endpoint) sendBuf(idx int) []byte { return e.send[idx].buf }
 
 // postRecv (re)posts receive buffer idx.
 func (e *endpoint) postRecv(idx int) error {
