@@ -180,8 +180,9 @@ type clientConn struct {
 	callRecvs atomic.Int32
 
 	mu      sync.Mutex
-	pending map[uint32]*request
+	pending pendingCalls // calls awaiting replies, by XID
 	dead    chan struct{}
+	isDead  atomic.Bool // set just before dead is closed: a check without a channel operation
 	deadErr error
 }
 
@@ -216,7 +217,7 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 		ord:        max(info.ORD, 1),
 		maxORD:     max(info.ORD, 1),
 		msgpAlign:  msgpOption(o),
-		pending:    make(map[uint32]*request),
+		pending:    newPendingCalls(),
 		dead:       make(chan struct{}),
 	}
 	cc.callRecvs.Store(int32(callRecvs))
@@ -273,14 +274,14 @@ func (cc *clientConn) fail(err error) {
 	default:
 	}
 	cc.deadErr = err
+	cc.isDead.Store(true)
 	close(cc.dead)
 	orphans := make([]*request, 0)
-	for xid, r := range cc.pending {
-		delete(cc.pending, xid)
+	cc.pending.drain(func(r *request) {
 		if r.orphan {
 			orphans = append(orphans, r)
 		}
-	}
+	})
 	cc.mu.Unlock()
 	cc.ep.close()
 	for _, r := range orphans {
@@ -304,13 +305,11 @@ func (c *Client) conn(ctx context.Context, timer <-chan time.Time) (*clientConn,
 			return nil, oncrpc.ErrClosed
 		}
 		if cc := c.cc; cc != nil {
-			select {
-			case <-cc.dead:
-				c.cc = nil
-			default:
+			if !cc.isDead.Load() {
 				c.mu.Unlock()
 				return cc, nil
 			}
+			c.cc = nil
 		}
 		if ch := c.dialing; ch != nil {
 			c.mu.Unlock()
@@ -610,7 +609,7 @@ func (cc *clientConn) roundTrip(ctx context.Context, timer <-chan time.Time, cal
 	if !r.handed {
 		cc.release(r)
 	}
-	if _, ok := cc.pending[r.xid]; ok && !r.handed && err != errConnLost {
+	if cc.pending.has(r.xid) && !r.handed && err != errConnLost {
 		r.orphan = true
 		cc.mu.Unlock()
 		if errors.Is(err, oncrpc.ErrTimeout) {
@@ -630,7 +629,7 @@ func (cc *clientConn) roundTrip(ctx context.Context, timer <-chan time.Time, cal
 		c.putRequest(r)
 		return err
 	}
-	delete(cc.pending, r.xid)
+	cc.pending.take(r.xid)
 	cc.mu.Unlock()
 	c.window.Release()
 	c.putRequest(r)

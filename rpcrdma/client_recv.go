@@ -31,10 +31,9 @@ func (cc *clientConn) onRecv(idx, n int, wc *verbs.Completion) {
 	}
 	xid := binary.BigEndian.Uint32(buf)
 	cc.mu.Lock()
-	r, ok := cc.pending[xid]
+	r, ok := cc.pending.take(xid)
 	orphan := false
 	if ok {
-		delete(cc.pending, xid)
 		orphan = r.orphan
 		r.handed = !orphan
 	}

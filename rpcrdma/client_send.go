@@ -158,18 +158,16 @@ func (cc *clientConn) postCall(ctx context.Context, r *request, xid uint32, idx 
 		tr(true, msg)
 	}
 	cc.mu.Lock()
-	select {
-	case <-cc.dead:
+	if cc.isDead.Load() {
 		cc.mu.Unlock()
 		cc.ep.putSendBuf(idx)
 		return errConnLost
-	default:
 	}
-	cc.pending[xid] = r
+	cc.pending.put(xid, r)
 	cc.mu.Unlock()
 	if err := cc.ep.postSendBuf(ctx, idx, len(msg), verbs.OpSend, 0, nil); err != nil {
 		cc.mu.Lock()
-		delete(cc.pending, xid)
+		cc.pending.take(xid)
 		cc.mu.Unlock()
 		return cc.sendErr(err)
 	}

@@ -48,7 +48,7 @@ type endpoint struct {
 	recv     []*recvSlot // len: the pool's maximum; nil beyond nRecv
 
 	sendSize int
-	sendFree chan int
+	sendFree sendFreeList
 	send     []*sendSlot // len: the pool's maximum; nil beyond nSend
 
 	bufMu sync.Mutex // serialises pool growth
@@ -56,8 +56,8 @@ type endpoint struct {
 	nSend int        // send buffers registered
 	slabs []verbs.MR // every registered slab of both pools
 
-	sq      chan struct{} // one token per free send-queue slot
-	chainMu sync.Mutex    // serialises takers of several slots (acquireSQN)
+	sq      sqSlots    // the free send-queue slots
+	chainMu sync.Mutex // serialises takers of several slots (acquireSQN)
 	// chainHook, when set (by tests, before the connection carries traffic), sees
 	// every chain postChain is about to post: its length and whether it ends with a
 	// Send.
@@ -136,11 +136,8 @@ func newEndpoint(pd verbs.PD, dev verbs.Device, cfg endpointConfig) (*endpoint, 
 		return nil, fmt.Errorf("rpcrdma: create QP: %w", err)
 	}
 	e.pd = pd
-	e.sq = make(chan struct{}, cfg.sqDepth)
-	for i := 0; i < cfg.sqDepth; i++ {
-		e.sq <- struct{}{}
-	}
-	e.sendFree = make(chan int, cfg.nsend)
+	e.sq.init(cfg.sqDepth)
+	e.sendFree.init(cfg.nsend)
 	e.send = make([]*sendSlot, cfg.nsend)
 	e.recv = make([]*recvSlot, cfg.nrecv)
 	if _, err := e.growRecv(min(max(cfg.initRecv, 1), cfg.nrecv)); err != nil {
@@ -176,10 +173,11 @@ func (e *endpoint) growRecv(total int) (int, error) {
 		e.bufMu.Unlock()
 		return first, fmt.Errorf("rpcrdma: register %d receive buffers: %w", n, err)
 	}
-	slots := make([]recvSlot, n)
+	slots, slab := make([]recvSlot, n), mr.Buf()
 	for j := range slots {
 		i, sl := first+j, &slots[j]
 		sl.sge[0] = verbs.SGE{MR: mr, Offset: j * e.recvSize, Length: e.recvSize}
+		sl.buf = slab[j*e.recvSize : (j+1)*e.recvSize]
 		sl.wr = verbs.RecvWR{ID: wrID(kindRecv, i, 0), SGL: sl.sge[:]}
 		e.recv[i] = sl
 	}
@@ -209,11 +207,12 @@ func (e *endpoint) growSend() bool {
 	if err != nil {
 		return false // wait for a buffer in use instead
 	}
-	slots := make([]sendSlot, n)
+	slots, slab := make([]sendSlot, n), mr.Buf()
 	for j := range slots {
 		slots[j].base = verbs.SGE{MR: mr, Offset: j * e.sendSize}
+		slots[j].buf = slab[j*e.sendSize : (j+1)*e.sendSize]
 		e.send[e.nSend] = &slots[j]
-		e.sendFree <- e.nSend
+		e.sendFree.put(e.nSend)
 		e.nSend++
 	}
 	return true
@@ -227,6 +226,7 @@ const minSendSlab = 1
 type recvSlot struct {
 	wr  verbs.RecvWR
 	sge [1]verbs.SGE
+	buf []byte // the buffer, sliced from the slab once (not through MR.Buf per use)
 }
 
 // sendSlot is one send buffer and the work request that sends it.
@@ -234,6 +234,7 @@ type sendSlot struct {
 	base verbs.SGE    // the buffer: its slab's MR and offset
 	sge  [1]verbs.SGE // base with the length being sent
 	wr   verbs.SendWR
+	buf  []byte // the buffer, sliced from the slab once (not through MR.Buf per use)
 }
 
 // start hands receives to onRecv from now on (first those that completed before) and
@@ -253,10 +254,7 @@ func (e *endpoint) start(info *verbs.ConnInfo, peer ConnPrivate, onRecv recvHand
 }
 
 // recvBuf returns receive buffer idx.
-func (e *endpoint) recvBuf(idx int) []byte {
-	s := &e.recv[idx].sge[0]
-	return s.MR.Buf()[s.Offset : s.Offset+e.recvSize]
-}
+func (e *endpoint) recvBuf(idx int) []byte { return e.recv[idx].buf }
 
 // recvLen returns the length recorded for receive buffer idx (setRecvLen).
 func (e *endpoint) recvLen(idx int) int { return e.recv[idx].sge[0].Length }
@@ -266,10 +264,7 @@ func (e *endpoint) recvLen(idx int) int { return e.recv[idx].sge[0].Length }
 func (e *endpoint) setRecvLen(idx, n int) { e.recv[idx].sge[0].Length = n }
 
 // sendBuf returns send buffer idx.
-func (e *endpoint) sendBuf(idx int) []byte {
-	s := &e.send[idx].base
-	return s.MR.Buf()[s.Offset : s.Offset+e.sendSize]
-}
+func (e *endpoint) sendBuf(idx int) []byte { return e.send[idx].buf }
 
 // postRecv (re)posts receive buffer idx.
 func (e *endpoint) postRecv(idx int) error {
@@ -299,45 +294,35 @@ func (e *endpoint) err() error {
 // the pool may grow, or else waiting for one (sends complete quickly).
 func (e *endpoint) getSendBuf(ctx context.Context) (int, []byte, error) {
 	for {
-		select {
-		case i := <-e.sendFree:
+		if i, ok := e.sendFree.tryGet(); ok {
 			return i, e.sendBuf(i), nil
-		default:
 		}
 		if !e.growSend() {
 			break
 		}
 	}
-	select {
-	case i := <-e.sendFree:
-		return i, e.sendBuf(i), nil
-	case <-ctx.Done():
-		return 0, nil, ctx.Err()
-	case <-e.qp.Done():
+	i, err := e.sendFree.get(ctx, e.qp.Done(), e.closing)
+	switch {
+	case err == errSendFreeStopped:
 		return 0, nil, e.err()
-	case <-e.closing:
-		return 0, nil, e.err()
+	case err != nil:
+		return 0, nil, err
 	}
+	return i, e.sendBuf(i), nil
 }
 
 // putSendBuf returns an unused send buffer.
-func (e *endpoint) putSendBuf(i int) { e.sendFree <- i }
+func (e *endpoint) putSendBuf(i int) { e.sendFree.put(i) }
 
 // acquireSQ takes one send-queue slot.
 func (e *endpoint) acquireSQ(ctx context.Context) error {
-	select {
-	case <-e.sq:
-		return nil
-	default:
+	if err := e.sq.take(ctx, e.stopped); err != nil {
+		if err == errSQStopped {
+			return e.err()
+		}
+		return err
 	}
-	select {
-	case <-e.sq:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-e.stopped:
-		return e.err()
-	}
+	return nil
 }
 
 // postSendBuf sends n bytes of send buffer idx with op (OpSend or OpSendInv invalidating
@@ -412,9 +397,7 @@ func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op v
 	}
 	if k > held {
 		if err := e.acquireSQN(ctx, k-held); err != nil {
-			for i := 0; i < held; i++ {
-				e.sq <- struct{}{}
-			}
+			e.sq.give(held)
 			if idx >= 0 {
 				e.putSendBuf(idx)
 			}
@@ -447,9 +430,7 @@ func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op v
 	if err := e.qp.PostSend(first); err != nil {
 		e.posted.Add(-int64(k))
 		e.sqOut.Add(-int64(k))
-		for i := 0; i < k; i++ {
-			e.sq <- struct{}{}
-		}
+		e.sq.give(k)
 		if w != nil {
 			w.add(-k)
 		}
@@ -463,7 +444,7 @@ func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op v
 
 // maxChain is the longest chain postChain takes: verbs.MaxChain, at most the send
 // queue's depth.
-func (e *endpoint) maxChain() int { return min(verbs.MaxChain, cap(e.sq)) }
+func (e *endpoint) maxChain() int { return min(verbs.MaxChain, e.sq.depth) }
 
 // acquireSQN takes k send-queue slots. Takers of several slots go one at a time, so
 // that two of them never each hold part of what the other waits for.
@@ -475,9 +456,7 @@ func (e *endpoint) acquireSQN(ctx context.Context, k int) error {
 	defer e.chainMu.Unlock()
 	for i := 0; i < k; i++ {
 		if err := e.acquireSQ(ctx); err != nil {
-			for ; i > 0; i-- {
-				e.sq <- struct{}{}
-			}
+			e.sq.give(i)
 			return err
 		}
 	}
@@ -492,7 +471,7 @@ func (e *endpoint) post(wr *verbs.SendWR) error {
 	if err := e.qp.PostSend(wr); err != nil {
 		e.posted.Add(-1)
 		e.sqOut.Add(-1)
-		e.sq <- struct{}{}
+		e.sq.give(1)
 		return fmt.Errorf("rpcrdma: post %v: %w", wr.Op, err)
 	}
 	return nil
@@ -682,14 +661,14 @@ func (e *endpoint) dispatch(wc *verbs.Completion) {
 		}
 	case kindSend:
 		e.sqCompleted(wc)
-		e.sq <- struct{}{}
-		e.sendFree <- a
+		e.sq.give(1)
+		e.sendFree.put(a)
 		if b > 0 {
 			e.waiterAt(b - 1).complete(wc)
 		}
 	case kindWaiter:
 		e.sqCompleted(wc)
-		e.sq <- struct{}{}
+		e.sq.give(1)
 		e.waiterAt(b - 1).complete(wc)
 	}
 	if e.posted.Add(-1) <= 0 && e.flushing.Load() {

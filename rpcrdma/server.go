@@ -422,6 +422,7 @@ type ServerConn struct {
 	callRecvs int      // receives posted for calls (beyond ExtraRecvs); guarded by mu
 	recvq     chan int // received messages, by receive buffer index
 	closed    chan struct{}
+	isClosed  atomic.Bool // set just before closed is closed: a check without a channel operation
 	closeOnce sync.Once
 
 	mu          sync.Mutex
@@ -518,6 +519,7 @@ func (sc *ServerConn) RemoteAddr() net.Addr { return sc.remote }
 // Close closes the connection.
 func (sc *ServerConn) Close() error {
 	sc.closeOnce.Do(func() {
+		sc.isClosed.Store(true)
 		close(sc.closed)
 		sc.mu.Lock()
 		if sc.stall != nil {

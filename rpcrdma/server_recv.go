@@ -124,27 +124,23 @@ func (sc *ServerConn) postError(ctx context.Context, idx int, b []byte) {
 // reserve takes a send buffer and a send-queue slot for c's reply if both are free now
 // (growing the send pool, which registers memory but waits for nothing, if it may).
 func (sc *ServerConn) reserve(c *srvCall) bool {
-	select {
-	case c.sendIdx = <-sc.ep.sendFree:
-	default:
+	i, ok := sc.ep.sendFree.tryGet()
+	if !ok {
 		if !sc.ep.growSend() {
 			return false
 		}
-		select {
-		case c.sendIdx = <-sc.ep.sendFree:
-		default:
+		if i, ok = sc.ep.sendFree.tryGet(); !ok {
 			return false
 		}
 	}
-	select {
-	case <-sc.ep.sq:
+	c.sendIdx = i
+	if sc.ep.sq.tryTake(1) {
 		c.sqHeld = true
 		return true
-	default:
-		sc.ep.putSendBuf(c.sendIdx)
-		c.sendIdx = -1
-		return false
 	}
+	sc.ep.putSendBuf(c.sendIdx)
+	c.sendIdx = -1
+	return false
 }
 
 // unreserve gives back what reserve took and the reply did not use.
@@ -155,7 +151,7 @@ func (sc *ServerConn) unreserve(c *srvCall) {
 	}
 	if c.sqHeld {
 		c.sqHeld = false
-		sc.ep.sq <- struct{}{}
+		sc.ep.sq.give(1)
 	}
 }
 
@@ -519,15 +515,8 @@ func (sc *ServerConn) pullNow(c *srvCall, body []byte, total int, nowait bool) (
 
 // trySQ takes k send-queue slots if they are free now and returns k, else 0.
 func (sc *ServerConn) trySQ(k int) int {
-	for i := 0; i < k; i++ {
-		select {
-		case <-sc.ep.sq:
-		default:
-			for ; i > 0; i-- {
-				sc.ep.sq <- struct{}{}
-			}
-			return 0
-		}
+	if !sc.ep.sq.tryTake(k) {
+		return 0
 	}
 	return k
 }

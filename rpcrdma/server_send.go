@@ -52,11 +52,9 @@ func (sc *ServerConn) WriteReply(call *oncrpc.ServerCall, reply *oncrpc.Message)
 		sc.finishCall(c)
 		return nil
 	}
-	select {
-	case <-sc.closed:
+	if sc.isClosed.Load() {
 		sc.finishCall(c)
 		return fmt.Errorf("rpcrdma: write reply: %w", oncrpc.ErrClosed)
-	default:
 	}
 	err := sc.writeReply(c, reply)
 	sc.finishCall(c)

@@ -130,21 +130,25 @@ func (q *queuePair) rawFillStep(fd uintptr) bool {
 			r.take()
 		}
 		r.reads.Add(1)
-		n, err := syscall.Read(int(fd), r.buf[r.w:r.fillLim])
+		// read(2) directly rather than syscall.Read: the errno is compared as a
+		// number, not as an error interface (two interface comparisons per
+		// read on the hot path), and converted to an error only when it is one.
+		p := r.buf[r.w:r.fillLim]
+		n, _, e := syscall.Syscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
 		switch {
-		case err == syscall.EINTR:
+		case e == syscall.EINTR:
 			continue
-		case err == syscall.EAGAIN:
+		case e == syscall.EAGAIN:
 			if r.w == 0 {
 				r.release()
 			}
 			return false
-		case err != nil:
-			r.fillErr = err
+		case e != 0:
+			r.fillErr = e
 		case n == 0:
 			r.fillErr = io.EOF
 		default:
-			r.w += n
+			r.w += int(n)
 		}
 		return true
 	}
