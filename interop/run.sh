@@ -95,6 +95,16 @@ else
     done
     [[ -n "$found" ]] || { echo "run.sh: no case or tag named '$s' (see --list)" >&2; exit 2; }
   done
+  # A case selected twice (two tags, or a tag and its name) runs once: its run folder
+  # is per case, and a second run would read the first one's results.
+  declare -A seen=()
+  uniq=()
+  for n in "${CASES[@]}"; do
+    [[ -n "${seen[$n]:-}" ]] && continue
+    seen[$n]=1
+    uniq+=("$n")
+  done
+  CASES=("${uniq[@]}")
 fi
 
 [[ $(id -u) -eq 0 ]] || { echo "run.sh must run as root (qemu image build, network namespaces)" >&2; exit 2; }
