@@ -270,11 +270,7 @@ func (x *Exports) mnt(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder
 func (x *Exports) dump(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var r nfs3.DumpRes
 	for _, s := range x.cur.Load().list {
-		s.mountMu.Lock()
-		for _, m := range s.mounts {
-			r.Mounts = append(r.Mounts, nfs3.MountBody{Hostname: []byte(m.host), Directory: []byte(m.path)})
-		}
-		s.mountMu.Unlock()
+		s.appendMounts(&r)
 	}
 	r.EncodeXDR(res)
 	return nil
@@ -287,9 +283,7 @@ func (x *Exports) umnt(ctx context.Context, req *oncrpc.Request, res *xdr.Encode
 	}
 	host := hostOf(req.RemoteAddr)
 	for _, s := range x.cur.Load().list {
-		s.mountMu.Lock()
-		s.mounts = deleteMounts(s.mounts, func(m mountEntry) bool { return m.host == host && m.path == string(a.Path) })
-		s.mountMu.Unlock()
+		s.forgetMounts(host, string(a.Path), false)
 	}
 	x.log.Info("unmount", "client", host, "path", string(a.Path))
 	return nil
@@ -298,9 +292,7 @@ func (x *Exports) umnt(ctx context.Context, req *oncrpc.Request, res *xdr.Encode
 func (x *Exports) umntall(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	host := hostOf(req.RemoteAddr)
 	for _, s := range x.cur.Load().list {
-		s.mountMu.Lock()
-		s.mounts = deleteMounts(s.mounts, func(m mountEntry) bool { return m.host == host })
-		s.mountMu.Unlock()
+		s.forgetMounts(host, "", true)
 	}
 	x.log.Info("unmount all", "client", host)
 	return nil

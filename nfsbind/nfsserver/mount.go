@@ -134,13 +134,26 @@ func (s *Server) mount(ctx context.Context, req *oncrpc.Request, dirpath string,
 
 func (s *Server) dump(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var r nfs3.DumpRes
+	s.appendMounts(&r)
+	r.EncodeXDR(res)
+	return nil
+}
+
+// appendMounts appends s's table of mounts (what DUMP lists) to r.
+func (s *Server) appendMounts(r *nfs3.DumpRes) {
 	s.mountMu.Lock()
+	defer s.mountMu.Unlock()
 	for _, m := range s.mounts {
 		r.Mounts = append(r.Mounts, nfs3.MountBody{Hostname: []byte(m.host), Directory: []byte(m.path)})
 	}
-	s.mountMu.Unlock()
-	r.EncodeXDR(res)
-	return nil
+}
+
+// forgetMounts removes host's mount of path from s's table (UMNT), or every mount of
+// host when all is set (UMNTALL).
+func (s *Server) forgetMounts(host, path string, all bool) {
+	s.mountMu.Lock()
+	defer s.mountMu.Unlock()
+	s.mounts = deleteMounts(s.mounts, func(m mountEntry) bool { return m.host == host && (all || m.path == path) })
 }
 
 func (s *Server) umnt(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
@@ -149,18 +162,14 @@ func (s *Server) umnt(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) 
 		return garbage(err)
 	}
 	host := hostOf(req.RemoteAddr)
-	s.mountMu.Lock()
-	s.mounts = deleteMounts(s.mounts, func(m mountEntry) bool { return m.host == host && m.path == string(a.Path) })
-	s.mountMu.Unlock()
+	s.forgetMounts(host, string(a.Path), false)
 	s.log.Info("unmount", "client", host, "path", string(a.Path))
 	return nil
 }
 
 func (s *Server) umntall(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	host := hostOf(req.RemoteAddr)
-	s.mountMu.Lock()
-	s.mounts = deleteMounts(s.mounts, func(m mountEntry) bool { return m.host == host })
-	s.mountMu.Unlock()
+	s.forgetMounts(host, "", true)
 	s.log.Info("unmount all", "client", host)
 	return nil
 }
