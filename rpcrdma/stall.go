@@ -62,31 +62,38 @@ func (w *stallWatch) check() {
 	done, reads := e.sqDone.Load(), e.readDone.Load()
 	// Sends and Writes: anything on the send queue and nothing completed since the
 	// last check.
-	if w.sendTimeout > 0 && e.sqOut.Load() > 0 && done == w.sqDone {
-		if w.sendSince.IsZero() {
-			w.sendSince = now
-		} else if now.Sub(w.sendSince) >= w.sendTimeout {
-			sc.l.opts.Logger.Warn("peer took no data within the send timeout; closing", "remote", sc.remote, "timeout", w.sendTimeout)
-			sc.l.stalled.Add(1)
-			go sc.Close()
-			return
-		}
-	} else {
-		w.sendSince = time.Time{}
+	if overdue(&w.sendSince, now, w.sendTimeout, e.sqOut.Load() > 0 && done == w.sqDone) {
+		w.close("peer took no data within the send timeout; closing", w.sendTimeout)
+		return
 	}
 	// RDMA Reads: some in flight (their ORD credits held) and none completed.
-	if w.readTimeout > 0 && sc.reads.InUse() > 0 && reads == w.readDone {
-		if w.readSince.IsZero() {
-			w.readSince = now
-		} else if now.Sub(w.readSince) >= w.readTimeout {
-			sc.l.opts.Logger.Warn("RDMA Reads not answered within the read timeout; closing", "remote", sc.remote, "timeout", w.readTimeout)
-			sc.l.stalled.Add(1)
-			go sc.Close()
-			return
-		}
-	} else {
-		w.readSince = time.Time{}
+	if overdue(&w.readSince, now, w.readTimeout, sc.reads.InUse() > 0 && reads == w.readDone) {
+		w.close("RDMA Reads not answered within the read timeout; closing", w.readTimeout)
+		return
 	}
 	w.sqDone, w.readDone = done, reads
 	w.timer.Reset(w.period)
+}
+
+// overdue tracks one kind of progress: while stuck (work outstanding and none
+// completed since the last check) it remembers when that began in *since, and reports
+// whether that was at least timeout ago; progress, or a timeout of 0, resets it.
+func overdue(since *time.Time, now time.Time, timeout time.Duration, stuck bool) bool {
+	if timeout <= 0 || !stuck {
+		*since = time.Time{}
+		return false
+	}
+	if since.IsZero() {
+		*since = now
+		return false
+	}
+	return now.Sub(*since) >= timeout
+}
+
+// close counts and logs a stalled connection and closes it on a goroutine of its own
+// (Close stops this watch).
+func (w *stallWatch) close(msg string, timeout time.Duration) {
+	w.sc.l.opts.Logger.Warn(msg, "remote", w.sc.remote, "timeout", timeout)
+	w.sc.l.stalled.Add(1)
+	go w.sc.Close()
 }
