@@ -13,6 +13,8 @@ func TestSoft(t *testing.T) {
 	verbstest.Run(t, verbstest.Provider{
 		Open:       func(testing.TB) verbs.Device { return soft.New(soft.Config{}) },
 		ListenAddr: "127.0.0.1:0",
+		// A CQ overrun fails the CQ, not the QP.
+		OverrunKeepsQP: true,
 	})
 }
 
@@ -22,5 +24,7 @@ func TestSoftSmallFPDU(t *testing.T) {
 	verbstest.Run(t, verbstest.Provider{
 		Open:       func(testing.TB) verbs.Device { return soft.New(soft.Config{MaxFPDU: 128, CRC: true}) },
 		ListenAddr: "127.0.0.1:0",
+		// A CQ overrun fails the CQ, not the QP.
+		OverrunKeepsQP: true,
 	})
 }
