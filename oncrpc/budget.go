@@ -5,6 +5,7 @@ package oncrpc
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -128,14 +129,8 @@ func (b *Budget) wait(ctx context.Context, a *Account, n int64) error {
 		<-w.ready
 		return nil
 	}
-	for i, x := range b.queue {
-		if x == w {
-			last := len(b.queue) - 1
-			copy(b.queue[i:], b.queue[i+1:])
-			b.queue[last] = nil
-			b.queue = b.queue[:last]
-			break
-		}
+	if i := slices.Index(b.queue, w); i >= 0 {
+		b.queue = slices.Delete(b.queue, i, i+1) // zeroes the freed slot
 	}
 	b.waiting.Add(-1)
 	return ctx.Err()
