@@ -155,18 +155,9 @@ func ExampleMonitor() {
 			return nil
 		},
 	})
-	l, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
-	if err != nil {
-		log.Fatal(err)
-	}
-	go srv.Serve(l)
 	defer srv.Shutdown(context.Background())
-
 	ctx := context.Background()
-	tr, err := oncrpc.DialTCP(ctx, l.Addr().String(), nil)
-	if err != nil {
-		log.Fatal(err)
-	}
+	tr := serveAndDial(ctx, srv)
 	defer tr.Close()
 	m := oncrpc.NewMonitor(func(responding bool) {
 		if responding {
@@ -188,4 +179,19 @@ func ExampleMonitor() {
 	// server not responding, still trying
 	// server OK
 	// still here
+}
+
+// serveAndDial serves srv on a loopback TCP listener and dials it, as Example does.
+// The caller shuts srv down and closes the transport.
+func serveAndDial(ctx context.Context, srv *oncrpc.Server) *oncrpc.TCPTransport {
+	l, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	go srv.Serve(l)
+	tr, err := oncrpc.DialTCP(ctx, l.Addr().String(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return tr
 }

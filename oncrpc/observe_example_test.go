@@ -16,19 +16,8 @@ func ExampleProcStats() {
 	srv.Register(0x20000099, 1, oncrpc.Procs{
 		0: func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error { return nil },
 	})
-	l, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	go srv.Serve(l)
-
 	ctx := context.Background()
-	tr, err := oncrpc.DialTCP(ctx, l.Addr().String(), nil)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	tr := serveAndDial(ctx, srv)
 	defer tr.Close()
 	c := oncrpc.NewClient(tr, 0x20000099, 1)
 	for range 3 {
