@@ -51,3 +51,19 @@ func TestBudgetGauges(t *testing.T) {
 		t.Errorf("in flight %v after the release", v)
 	}
 }
+
+// An unbounded budget (limit <= 0) reports a budget of 0, as the metric's help says,
+// and leaves the sum over several budgets unbounded.
+func TestBudgetGaugeUnbounded(t *testing.T) {
+	c := metrics.New()
+	c.AddBudget(oncrpc.NewBudget(-1))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	if v := gaugeValue(t, reg, "rpcrdma_rpc_bytes_budget"); v != 0 {
+		t.Errorf("budget %v for an unbounded budget, want 0", v)
+	}
+	c.AddBudget(oncrpc.NewBudget(32 << 20))
+	if v := gaugeValue(t, reg, "rpcrdma_rpc_bytes_budget"); v != 0 {
+		t.Errorf("budget %v with one of two budgets unbounded, want 0", v)
+	}
+}

@@ -149,9 +149,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 
 	if len(budgets) > 0 {
 		var used, limit int64
+		unbounded := false
 		for _, b := range budgets {
 			used += b.InUse()
 			limit += b.Limit()
+			unbounded = unbounded || b.Limit() <= 0
+		}
+		if unbounded { // one unbounded budget leaves the sum unbounded: 0, as documented
+			limit = 0
 		}
 		gauge(ch, budgetInUseDesc, float64(used))
 		gauge(ch, budgetLimitDesc, float64(limit))
