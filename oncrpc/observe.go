@@ -5,6 +5,7 @@
 package oncrpc
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -173,9 +174,7 @@ func (p *ProcStats) add(k ProcKey) *procCell {
 		}
 	}
 	t := make(map[ProcKey]*procCell, len(old)+1)
-	for key, c := range old {
-		t[key] = c
-	}
+	maps.Copy(t, old)
 	c := new(procCell)
 	t[k] = c
 	p.table.Store(&t)
