@@ -18,8 +18,7 @@ import (
 type Monitor struct {
 	notify func(responding bool)
 	mu     sync.Mutex  // serializes notifications
-	silent bool        // the last notification said "not responding"
-	quiet  atomic.Bool // mirrors silent, read without mu on every reply
+	quiet  atomic.Bool // the last notification said "not responding"; set under mu
 }
 
 // NewMonitor returns a Monitor that reports to notify: false when the server stops
@@ -50,10 +49,9 @@ func (m *Monitor) replied() {
 func (m *Monitor) set(silent bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.silent == silent {
+	if m.quiet.Load() == silent {
 		return
 	}
-	m.silent = silent
 	m.quiet.Store(silent)
 	if m.notify != nil {
 		m.notify(!silent)
