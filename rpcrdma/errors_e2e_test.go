@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
-	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
 
 func be32(v ...uint32) []byte {
@@ -99,14 +98,7 @@ func TestReplyTooLargeIsErrChunk(t *testing.T) {
 // TestClientRemoteErrors: a raw server answers RDMA_ERROR; RoundTrip returns a typed
 // error carrying the code and version range.
 func TestClientRemoteErrors(t *testing.T) {
-	addr, accept := listenRaw(t, ConnPrivate{SendSize: 4096, RecvSize: 4096}.Append(nil))
-	ctx := tpCtx(t)
-	cl, err := Dial(ctx, soft.New(soft.Config{}), addr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	srv := accept()
+	ctx, cl, srv := dialRawServer(t)
 	for _, code := range []ErrCode{ErrCodeVers, ErrCodeChunk} {
 		done := make(chan error, 1)
 		go func() {

@@ -129,6 +129,32 @@ func (h *holdProcs) procs() oncrpc.Procs {
 	}}
 }
 
+// keepGrantBusy keeps cl's whole grant busy with tpBlock calls, round after round, so
+// the server grows the connection's receives and grants them: each round issues as
+// many calls as cl is granted, waits until all are in the server's hands, then releases
+// them and checks that each succeeded.
+func (h *holdProcs) keepGrantBusy(t *testing.T, ctx context.Context, cl *Client, rpc *oncrpc.Client, rounds int) {
+	t.Helper()
+	for round := 0; round < rounds; round++ {
+		g := cl.window.Granted()
+		release := make(chan struct{})
+		h.gate.Store(&release)
+		errs := make(chan error, g)
+		for i := 0; i < g; i++ {
+			go func() { errs <- rpc.Call(ctx, tpBlock, nil, nil) }()
+		}
+		for i := 0; i < g; i++ {
+			<-h.arrived
+		}
+		close(release)
+		for i := 0; i < g; i++ {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 // TestHostileCreditsIdleConnsDoNotDilute: 300 connections finish RDMA connection setup
 // and go idle; a client that connects afterwards asking for 32 credits and keeping its
 // grant busy is granted at least 16 (with the default policy: all 32), never more than
@@ -154,26 +180,7 @@ func TestHostileCreditsIdleConnsDoNotDilute(t *testing.T) {
 		if err := rpc.Call(ctx, tpNull, nil, nil); err != nil {
 			t.Fatal(err)
 		}
-		// Keep the whole grant busy, round after round, so the server grows the
-		// connection's receives and grants them.
-		for round := 0; round < 8; round++ {
-			g := cl.window.Granted()
-			release := make(chan struct{})
-			hold.gate.Store(&release)
-			errs := make(chan error, g)
-			for i := 0; i < g; i++ {
-				go func() { errs <- rpc.Call(ctx, tpBlock, nil, nil) }()
-			}
-			for i := 0; i < g; i++ {
-				<-hold.arrived
-			}
-			close(release)
-			for i := 0; i < g; i++ {
-				if err := <-errs; err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+		hold.keepGrantBusy(t, ctx, cl, rpc, 8)
 		if g := cl.window.Granted(); g < 16 {
 			t.Fatalf("client asking 32 granted %d with 300 idle connections open, want at least 16", g)
 		}
@@ -316,24 +323,7 @@ func TestHostileCreditsReclaimedFromQuietConns(t *testing.T) {
 	if err := rpc.Call(ctx, tpNull, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	for round := 0; round < 8; round++ {
-		g := cl.window.Granted()
-		release := make(chan struct{})
-		hold.gate.Store(&release)
-		errs := make(chan error, g)
-		for i := 0; i < g; i++ {
-			go func() { errs <- rpc.Call(ctx, tpBlock, nil, nil) }()
-		}
-		for i := 0; i < g; i++ {
-			<-hold.arrived
-		}
-		close(release)
-		for i := 0; i < g; i++ {
-			if err := <-errs; err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	hold.keepGrantBusy(t, ctx, cl, rpc, 8)
 	if g := cl.window.Granted(); g < 16 {
 		t.Fatalf("client asking 32 granted %d after 32 connections went quiet, want at least 16", g)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
-	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
 
 // TestMemoryInvalidatedAfterReply: once RoundTrip returns, the server can no longer
@@ -17,14 +16,7 @@ import (
 func TestMemoryInvalidatedAfterReply(t *testing.T) {
 	for _, mode := range []string{"reply", "timeout", "cancel"} {
 		t.Run(mode, func(t *testing.T) {
-			addr, accept := listenRaw(t, ConnPrivate{SendSize: 4096, RecvSize: 4096}.Append(nil))
-			ctx := tpCtx(t)
-			cl, err := Dial(ctx, soft.New(soft.Config{}), addr, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
-			srv := accept()
+			ctx, cl, srv := dialRawServer(t)
 			sink := make([]byte, 4096)
 			call := &oncrpc.ClientCall{XID: 5, Msg: oncrpc.Message{Inline: rpcCall(5, 0)}, ReplySinks: [][]byte{sink}, MaxReply: 200}
 			rctx := ctx
@@ -68,7 +60,7 @@ func TestMemoryInvalidatedAfterReply(t *testing.T) {
 			}
 			// A late RDMA Write into the old write chunk.
 			copy(srv.sendMR.Buf(), "late data")
-			err = srv.qp.PostSend(&verbs.SendWR{ID: 9, Op: verbs.OpWrite, Flags: verbs.Signaled,
+			err := srv.qp.PostSend(&verbs.SendWR{ID: 9, Op: verbs.OpWrite, Flags: verbs.Signaled,
 				SGL: []verbs.SGE{{MR: srv.sendMR, Length: 9}}, RemoteSTag: seg.Handle, RemoteTO: seg.Offset})
 			if err != nil {
 				t.Fatal(err)
@@ -104,14 +96,7 @@ func TestMemoryInvalidatedAfterReply(t *testing.T) {
 // TestClientHandlesSendWithInvalidate: a reply sent with Send With Invalidate naming the
 // call's only STag completes normally.
 func TestClientHandlesSendWithInvalidate(t *testing.T) {
-	addr, accept := listenRaw(t, ConnPrivate{SendSize: 4096, RecvSize: 4096}.Append(nil))
-	ctx := tpCtx(t)
-	cl, err := Dial(ctx, soft.New(soft.Config{}), addr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	srv := accept()
+	ctx, cl, srv := dialRawServer(t)
 	var priv ConnPrivate
 	_ = priv
 	sink := make([]byte, 100)

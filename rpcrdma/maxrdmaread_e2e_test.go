@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
-	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
 
 // TestHostileReplyReadChunksAfterMaxRDMARead0: once the server announced maxrdmaread 0
@@ -15,14 +14,7 @@ import (
 // client: a reply in read chunks is refused as a bad reply naming the limit instead of
 // being pulled, and RDMA_DONE still tells the server it may let the chunks go.
 func TestHostileReplyReadChunksAfterMaxRDMARead0(t *testing.T) {
-	addr, accept := listenRaw(t, ConnPrivate{SendSize: 4096, RecvSize: 4096}.Append(nil))
-	ctx := tpCtx(t)
-	cl, err := Dial(ctx, soft.New(soft.Config{}), addr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	srv := accept()
+	ctx, cl, srv := dialRawServer(t)
 	cl.SetMaxRDMARead(0)
 	done := make(chan error, 1)
 	go func() {

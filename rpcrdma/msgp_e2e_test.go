@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
-	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -123,14 +122,7 @@ func appendPaddedOpaque(b, data []byte, align int) []byte {
 // rdma_thresh, each padded to rdma_align 256, and a short one below it, decodes through
 // the RPC client into the right results.
 func TestClientDecodesPeerPaddedReply(t *testing.T) {
-	addr, accept := listenRaw(t, ConnPrivate{SendSize: 4096, RecvSize: 4096}.Append(nil))
-	ctx := tpCtx(t)
-	cl, err := Dial(ctx, soft.New(soft.Config{}), addr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	srv := accept()
+	ctx, cl, srv := dialRawServer(t)
 	want := tpMakePayloads(300, 8, 1000)
 	done := make(chan error, 1)
 	var res tpPayloads
@@ -266,14 +258,7 @@ func BenchmarkMSGPEcho(b *testing.B) {
 // clear error and leave the connection usable: one with a read list is a bad reply;
 // one whose padding runs past the message fails to decode, naming the opaque.
 func TestHostileMSGPReplies(t *testing.T) {
-	addr, accept := listenRaw(t, ConnPrivate{SendSize: 4096, RecvSize: 4096}.Append(nil))
-	ctx := tpCtx(t)
-	cl, err := Dial(ctx, soft.New(soft.Config{}), addr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	srv := accept()
+	ctx, cl, srv := dialRawServer(t)
 	rpc := oncrpc.NewClient(cl, tpProg, tpVers)
 	call := func(reply func(xid uint32) []byte) error {
 		done := make(chan error, 1)
@@ -285,7 +270,7 @@ func TestHostileMSGPReplies(t *testing.T) {
 		srv.send(t, reply(h.XID))
 		return <-done
 	}
-	err = call(func(xid uint32) []byte {
+	err := call(func(xid uint32) []byte {
 		return be32(xid, 1, 4, 2, 64, 16, 1, 0, 0x4242, 100, 0, 1<<20, 0, 0, 0)
 	})
 	if !errors.Is(err, ErrBadReply) || !errors.Is(err, errMSGPReadList) {

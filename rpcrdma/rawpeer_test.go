@@ -114,6 +114,21 @@ func listenRaw(t testing.TB, priv []byte) (string, func() *rawPeer) {
 	}
 }
 
+// dialRawServer dials a Client over soft verbs to a raw peer that accepts as a server
+// with 4096-byte inline sizes, and returns tpCtx(t), the client (closed at the end of
+// the test) and the peer.
+func dialRawServer(t *testing.T) (context.Context, *Client, *rawPeer) {
+	t.Helper()
+	addr, accept := listenRaw(t, ConnPrivate{SendSize: 4096, RecvSize: 4096}.Append(nil))
+	ctx := tpCtx(t)
+	cl, err := Dial(ctx, soft.New(soft.Config{}), addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return ctx, cl, accept()
+}
+
 // next returns the next completion, failing after 10 s.
 func (p *rawPeer) next(t testing.TB) verbs.Completion {
 	t.Helper()

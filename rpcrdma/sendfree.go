@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 )
 
 // errSendFreeStopped is what sendFreeList.get returns when the endpoint stopped or
@@ -17,16 +16,15 @@ var errSendFreeStopped = errors.New("rpcrdma: send buffers stopped")
 // takes and gives back a send buffer on each side). A taker that finds none waits on
 // wake, which a giver signals only when someone waits, as sqSlots does.
 type sendFreeList struct {
-	mu      sync.Mutex
-	free    []int // capacity: the pool's maximum, so put never reallocates
-	waiters atomic.Int32
-	wake    chan struct{} // capacity 1: one pending wake-up
+	mu   sync.Mutex
+	free []int // capacity: the pool's maximum, so put never reallocates
+	wakeup
 }
 
 // init makes an empty list for a pool of at most max buffers.
 func (l *sendFreeList) init(max int) {
 	l.free = make([]int, 0, max)
-	l.wake = make(chan struct{}, 1)
+	l.wakeup.init()
 }
 
 // tryGet takes a free index if there is one.
@@ -48,16 +46,7 @@ func (l *sendFreeList) put(i int) {
 	l.mu.Lock()
 	l.free = append(l.free, i)
 	l.mu.Unlock()
-	if l.waiters.Load() > 0 {
-		l.signal()
-	}
-}
-
-func (l *sendFreeList) signal() {
-	select {
-	case l.wake <- struct{}{}:
-	default: // a wake-up is pending already; its taker passes it on (get)
-	}
+	l.notify()
 }
 
 // get takes a free index, waiting for one until ctx is done (it returns ctx.Err())

@@ -15,16 +15,38 @@ var errSQStopped = errors.New("rpcrdma: send queue stopped")
 // every call takes and gives back at least one slot on each side). A taker that
 // finds none waits on wake, which a giver signals only when someone waits.
 type sqSlots struct {
-	free    atomic.Int64
+	free  atomic.Int64
+	depth int
+	wakeup
+}
+
+// wakeup is how takers of sqSlots and sendFreeList wait for a giver: a waiter counts
+// itself in waiters and waits on wake, which a giver signals only when someone waits.
+type wakeup struct {
 	waiters atomic.Int32
 	wake    chan struct{} // capacity 1: one pending wake-up
-	depth   int
+}
+
+func (w *wakeup) init() { w.wake = make(chan struct{}, 1) }
+
+// notify wakes a waiter, if any; a giver calls it after giving back.
+func (w *wakeup) notify() {
+	if w.waiters.Load() > 0 {
+		w.signal()
+	}
+}
+
+func (w *wakeup) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default: // a wake-up is pending already; its taker passes it on
+	}
 }
 
 // init makes depth slots free.
 func (s *sqSlots) init(depth int) {
 	s.depth = depth
-	s.wake = make(chan struct{}, 1)
+	s.wakeup.init()
 	s.free.Store(int64(depth))
 }
 
@@ -44,16 +66,7 @@ func (s *sqSlots) tryTake(k int) bool {
 // give gives back k slots and wakes a waiter, if any.
 func (s *sqSlots) give(k int) {
 	s.free.Add(int64(k))
-	if s.waiters.Load() > 0 {
-		s.signal()
-	}
-}
-
-func (s *sqSlots) signal() {
-	select {
-	case s.wake <- struct{}{}:
-	default: // a wake-up is pending already; its taker passes it on (take)
-	}
+	s.notify()
 }
 
 // take takes one slot, waiting for one until ctx is done (it returns ctx.Err()) or
