@@ -372,8 +372,9 @@ func (s *Server) write(_ context.Context, req *oncrpc.Request, res *xdr.Encoder)
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
+	c := s.credOf(req)
 	need := accWrite
-	if c := s.credOf(req); c.ro {
+	if c.ro {
 		need = 0 // refused below; the file is only looked at
 	}
 	var st unix.Statx_t
@@ -381,7 +382,7 @@ func (s *Server) write(_ context.Context, req *oncrpc.Request, res *xdr.Encoder)
 	r := nfs3.WriteRes{Status: status}
 	if f != nil {
 		defer s.files.release(f)
-		r.Status = s.doWrite(f, &st, &a, req, &r)
+		r.Status = s.doWrite(f, &st, &a, &c, &r)
 		r.Wcc = s.wccOf(f.fd, &st)
 	} else if st.Mask != 0 {
 		r.Wcc = nfs3.WccData{Before: preOp(&st), After: s.postOp(&st)}
@@ -390,8 +391,7 @@ func (s *Server) write(_ context.Context, req *oncrpc.Request, res *xdr.Encoder)
 	return nil
 }
 
-func (s *Server) doWrite(f *openFile, st *unix.Statx_t, a *nfs3.WriteArgs, req *oncrpc.Request, r *nfs3.WriteRes) nfs3.Status {
-	c := s.credOf(req)
+func (s *Server) doWrite(f *openFile, st *unix.Statx_t, a *nfs3.WriteArgs, c *cred, r *nfs3.WriteRes) nfs3.Status {
 	if c.ro {
 		return nfs3.StatusROFS
 	}
@@ -401,7 +401,7 @@ func (s *Server) doWrite(f *openFile, st *unix.Statx_t, a *nfs3.WriteArgs, req *
 	if a.Offset > math.MaxInt64-uint64(len(a.Data)) {
 		return nfs3.StatusFBig
 	}
-	if !mayIO(&c, st, permW) {
+	if !mayIO(c, st, permW) {
 		return nfs3.StatusAcces
 	}
 	n := 0
