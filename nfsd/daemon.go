@@ -693,7 +693,7 @@ func printSummary(w io.Writer, cfg *Config, t *exports.Table, info Info, provide
 		fmt.Fprintln(w, "  (no TCP listener serves MOUNT: Linux cannot mount this; give -tcp or -mountd)")
 	}
 	if openToAll(t) != "" && !loopbackOnly(info) {
-		fmt.Fprintln(w, "  Note: an export is open to every host (*); AUTH_SYS uids are trusted, root is squashed. Use -exports FILE to list clients.")
+		fmt.Fprintln(w, "  Note: an export is open to every host (*); AUTH_SYS uids are trusted, root is squashed unless no_root_squash. Use -exports FILE to list clients.")
 	}
 	for _, r := range info.Registered {
 		fmt.Fprintf(w, "  registered with rpcbind      %s\n", r)

@@ -4,7 +4,6 @@ package nfsserver
 
 import (
 	"context"
-	"crypto/hmac"
 	"encoding/binary"
 	"net"
 	"net/netip"
@@ -179,9 +178,7 @@ func (s *Server) crossExport(st nfs3.Status, fh nfs3.FH) nfs3.Status {
 	if st != nfs3.StatusStale || len(fh) != HandleSize {
 		return st
 	}
-	var want [handleMACLen]byte
-	s.handles.mac(want[:], fh[:handleBody])
-	if hmac.Equal(want[:], fh[handleBody:]) && binary.BigEndian.Uint32(fh[4:]) != s.handles.exportID {
+	if s.handles.signed(fh) && binary.BigEndian.Uint32(fh[4:]) != s.handles.exportID {
 		return nfs3.StatusXDev
 	}
 	return st

@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -116,9 +115,7 @@ func keyOfExport(e *exports.Export) exportKey {
 	if e.HasFSID {
 		k.id = e.FSID
 	} else {
-		h := fnv.New32a()
-		h.Write([]byte(e.Path))
-		k.id = h.Sum32()
+		k.id = defaultExportID(e.Path)
 	}
 	return k
 }

@@ -387,8 +387,8 @@ func isDot(name []byte) bool {
 	return (len(name) == 1 && name[0] == '.') || (len(name) == 2 && name[0] == '.' && name[1] == '.')
 }
 
-// fattr fills a from st.
-func fattr(st *unix.Statx_t, a *nfs3.Fattr) {
+// fattr fills a from st, with the export's fsid when it has one (Options.FSID).
+func (s *Server) fattr(st *unix.Statx_t, a *nfs3.Fattr) {
 	mode := uint32(st.Mode)
 	switch mode & unix.S_IFMT {
 	case unix.S_IFDIR:
@@ -413,18 +413,13 @@ func fattr(st *unix.Statx_t, a *nfs3.Fattr) {
 	a.Used = st.Blocks * 512
 	a.Rdev = nfs3.SpecData{Major: st.Rdev_major, Minor: st.Rdev_minor}
 	a.FSID = unix.Mkdev(st.Dev_major, st.Dev_minor)
+	if s.opts.HasFSID {
+		a.FSID = uint64(s.opts.FSID)
+	}
 	a.FileID = st.Ino
 	a.Atime = nfs3.Time{Seconds: uint32(st.Atime.Sec), Nseconds: st.Atime.Nsec}
 	a.Mtime = nfs3.Time{Seconds: uint32(st.Mtime.Sec), Nseconds: st.Mtime.Nsec}
 	a.Ctime = nfs3.Time{Seconds: uint32(st.Ctime.Sec), Nseconds: st.Ctime.Nsec}
-}
-
-// fattr fills a from st, with the export's fsid when it has one (Options.FSID).
-func (s *Server) fattr(st *unix.Statx_t, a *nfs3.Fattr) {
-	fattr(st, a)
-	if s.opts.HasFSID {
-		a.FSID = uint64(s.opts.FSID)
-	}
 }
 
 func (s *Server) postOp(st *unix.Statx_t) nfs3.PostOpAttr {

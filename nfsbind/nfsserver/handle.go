@@ -94,6 +94,14 @@ func (c *handleCodec) encode(dst []byte, id handleID) []byte {
 	return append(dst, b[:]...)
 }
 
+// signed reports whether the MAC of fh, a handle of HandleSize bytes, holds under
+// c's key: this server's key issued it, for whichever export.
+func (c *handleCodec) signed(fh nfs3.FH) bool {
+	var want [handleMACLen]byte
+	c.mac(want[:], fh[:handleBody])
+	return hmac.Equal(want[:], fh[handleBody:])
+}
+
 // decode checks a handle. One that cannot have been issued by this server's code
 // (wrong length, version or reserved bytes) is malformed: NFS3ERR_BADHANDLE. A
 // well-formed one that fails the MAC is NFS3ERR_STALE: it was most likely issued under
@@ -104,12 +112,7 @@ func (c *handleCodec) decode(fh nfs3.FH) (handleID, nfs3.Status) {
 	if len(fh) != HandleSize || fh[0] != handleVersion || fh[1]|fh[2]|fh[3] != 0 {
 		return handleID{}, nfs3.StatusBadHandle
 	}
-	var want [handleMACLen]byte
-	c.mac(want[:], fh[:handleBody])
-	if !hmac.Equal(want[:], fh[handleBody:]) {
-		return handleID{}, nfs3.StatusStale
-	}
-	if binary.BigEndian.Uint32(fh[4:]) != c.exportID {
+	if !c.signed(fh) || binary.BigEndian.Uint32(fh[4:]) != c.exportID {
 		return handleID{}, nfs3.StatusStale
 	}
 	return handleID{

@@ -63,7 +63,7 @@ func (s *Server) openFHArgs(req *oncrpc.Request, o *object, status *nfs3.Status)
 	return nil
 }
 
-func (s *Server) setattr(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) setattr(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var a nfs3.SetattrArgs
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
@@ -72,7 +72,7 @@ func (s *Server) setattr(_ context.Context, req *oncrpc.Request, res *xdr.Encode
 	r := nfs3.WccRes{Status: s.open(a.Object, &o)}
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
-		c := s.credOf(req)
+		c := s.credOf(ctx, req)
 		r.Status = s.doSetattr(&o, &a, &c)
 		if r.Status == nfs3.StatusOK {
 			r.Status = statusOf(s.stableObject(&o))
@@ -205,14 +205,14 @@ func (s *Server) openDir(fh nfs3.FH, o *object, c *cred, want uint32) nfs3.Statu
 	return nfs3.StatusOK
 }
 
-func (s *Server) lookup(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) lookup(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var a nfs3.LookupArgs
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
 	var dir object
 	var r nfs3.LookupRes
-	c := s.credOf(req)
+	c := s.credOf(ctx, req)
 	r.Status = s.openDir(a.What.Dir, &dir, &c, permX)
 	defer dir.close()
 	var fhbuf [HandleSize]byte
@@ -231,7 +231,7 @@ func (s *Server) lookup(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	return nil
 }
 
-func (s *Server) access(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) access(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var a nfs3.AccessArgs
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
@@ -245,7 +245,7 @@ func (s *Server) access(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	}
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
-		c := s.credOf(req)
+		c := s.credOf(ctx, req)
 		st := &o.st
 		var granted uint32
 		if allowed(&c, st, permR) {
@@ -320,7 +320,7 @@ func (s *Server) read(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder
 	r := nfs3.ReadRes{Status: status}
 	if f != nil {
 		defer s.files.release(f)
-		c := s.credOf(req)
+		c := s.credOf(ctx, req)
 		if !mayIO(&c, &st, permR) {
 			r.Status = nfs3.StatusAcces
 		} else {
@@ -367,13 +367,14 @@ func (s *Server) read(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder
 	return nil
 }
 
-func (s *Server) write(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) write(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var a nfs3.WriteArgs
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
+	c := s.credOf(ctx, req)
 	need := accWrite
-	if c := s.credOf(req); c.ro {
+	if c.ro {
 		need = 0 // refused below; the file is only looked at
 	}
 	var st unix.Statx_t
@@ -381,7 +382,7 @@ func (s *Server) write(_ context.Context, req *oncrpc.Request, res *xdr.Encoder)
 	r := nfs3.WriteRes{Status: status}
 	if f != nil {
 		defer s.files.release(f)
-		r.Status = s.doWrite(f, &st, &a, req, &r)
+		r.Status = s.doWrite(f, &st, &a, &c, &r)
 		r.Wcc = s.wccOf(f.fd, &st)
 	} else if st.Mask != 0 {
 		r.Wcc = nfs3.WccData{Before: preOp(&st), After: s.postOp(&st)}
@@ -390,8 +391,7 @@ func (s *Server) write(_ context.Context, req *oncrpc.Request, res *xdr.Encoder)
 	return nil
 }
 
-func (s *Server) doWrite(f *openFile, st *unix.Statx_t, a *nfs3.WriteArgs, req *oncrpc.Request, r *nfs3.WriteRes) nfs3.Status {
-	c := s.credOf(req)
+func (s *Server) doWrite(f *openFile, st *unix.Statx_t, a *nfs3.WriteArgs, c *cred, r *nfs3.WriteRes) nfs3.Status {
 	if c.ro {
 		return nfs3.StatusROFS
 	}
@@ -401,7 +401,7 @@ func (s *Server) doWrite(f *openFile, st *unix.Statx_t, a *nfs3.WriteArgs, req *
 	if a.Offset > math.MaxInt64-uint64(len(a.Data)) {
 		return nfs3.StatusFBig
 	}
-	if !mayIO(&c, st, permW) {
+	if !mayIO(c, st, permW) {
 		return nfs3.StatusAcces
 	}
 	n := 0
@@ -490,9 +490,9 @@ type newEntry struct {
 
 // beginEntry opens the directory the entry is to be made in (see openCreateDir) and
 // reports whether the procedure may go on; the caller closes e.dir either way.
-func (s *Server) beginEntry(req *oncrpc.Request, where *nfs3.DirOpArgs, e *newEntry) bool {
+func (s *Server) beginEntry(ctx context.Context, req *oncrpc.Request, where *nfs3.DirOpArgs, e *newEntry) bool {
 	e.s = s
-	e.c = s.credOf(req)
+	e.c = s.credOf(ctx, req)
 	e.r.Status = s.openCreateDir(where, &e.dir, &e.c)
 	return e.r.Status == nfs3.StatusOK
 }
@@ -579,13 +579,13 @@ func (s *Server) chmodAt(dirfd int, name string, mode uint32) error {
 	return unix.Chmod(procPath(fd), mode&0o7777)
 }
 
-func (s *Server) create(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) create(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var a nfs3.CreateArgs
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
 	var e newEntry
-	ok := s.beginEntry(req, &a.Where, &e)
+	ok := s.beginEntry(ctx, req, &a.Where, &e)
 	defer e.dir.close()
 	if ok {
 		e.r.Status = s.doCreate(&e.dir, &a, &e.c, &e.r, e.fhbuf[:])
@@ -658,13 +658,13 @@ func (s *Server) doCreate(dir *object, a *nfs3.CreateArgs, c *cred, r *nfs3.Crea
 	return s.created(dir, name, c, &a.Attr, fresh, r, fhbuf)
 }
 
-func (s *Server) mkdir(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) mkdir(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var a nfs3.MkdirArgs
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
 	var e newEntry
-	ok := s.beginEntry(req, &a.Where, &e)
+	ok := s.beginEntry(ctx, req, &a.Where, &e)
 	defer e.dir.close()
 	if ok {
 		mode := uint32(0o755)
@@ -677,13 +677,13 @@ func (s *Server) mkdir(_ context.Context, req *oncrpc.Request, res *xdr.Encoder)
 	return e.reply(res)
 }
 
-func (s *Server) symlink(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) symlink(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var a nfs3.SymlinkArgs
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
 	var e newEntry
-	ok := s.beginEntry(req, &a.Where, &e)
+	ok := s.beginEntry(ctx, req, &a.Where, &e)
 	defer e.dir.close()
 	if ok {
 		// The target is stored as given, absolute or not: the server never follows it.
@@ -693,13 +693,13 @@ func (s *Server) symlink(_ context.Context, req *oncrpc.Request, res *xdr.Encode
 	return e.reply(res)
 }
 
-func (s *Server) mknod(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) mknod(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var a nfs3.MknodArgs
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
 	var e newEntry
-	ok := s.beginEntry(req, &a.Where, &e)
+	ok := s.beginEntry(ctx, req, &a.Where, &e)
 	defer e.dir.close()
 	if ok {
 		mode := uint32(0o644)
@@ -739,14 +739,14 @@ func (s *Server) openRemoveDir(where *nfs3.DirOpArgs, dir *object, c *cred) nfs3
 	return s.openChangeDir(where, dir, c, nfs3.StatusInval)
 }
 
-func (s *Server) removeEntry(req *oncrpc.Request, res *xdr.Encoder, rmdir bool) error {
+func (s *Server) removeEntry(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder, rmdir bool) error {
 	var a nfs3.RemoveArgs
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
 	var dir object
 	var r nfs3.WccRes
-	c := s.credOf(req)
+	c := s.credOf(ctx, req)
 	r.Status = s.openRemoveDir(&a.What, &dir, &c)
 	defer dir.close()
 	if r.Status == nfs3.StatusOK {
@@ -780,22 +780,22 @@ func (s *Server) removeEntry(req *oncrpc.Request, res *xdr.Encoder, rmdir bool) 
 	return nil
 }
 
-func (s *Server) remove(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
-	return s.removeEntry(req, res, false)
+func (s *Server) remove(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	return s.removeEntry(ctx, req, res, false)
 }
 
-func (s *Server) rmdir(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
-	return s.removeEntry(req, res, true)
+func (s *Server) rmdir(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	return s.removeEntry(ctx, req, res, true)
 }
 
-func (s *Server) rename(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) rename(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var a nfs3.RenameArgs
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
 	var from, to object
 	var r nfs3.RenameRes
-	c := s.credOf(req)
+	c := s.credOf(ctx, req)
 	to.fd = -1
 	r.Status = s.openRemoveDir(&a.From, &from, &c)
 	defer from.close()
@@ -842,14 +842,14 @@ func (s *Server) doRename(from, to *object, a *nfs3.RenameArgs, c *cred) nfs3.St
 	return nfs3.StatusOK
 }
 
-func (s *Server) link(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) link(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var a nfs3.LinkArgs
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
 	var file, dir object
 	var r nfs3.LinkRes
-	c := s.credOf(req)
+	c := s.credOf(ctx, req)
 	dir.fd = -1
 	r.Status = s.open(a.File, &file)
 	defer file.close()

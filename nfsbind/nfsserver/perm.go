@@ -26,9 +26,10 @@ type cred struct {
 // (see grant): AUTH_NONE and all_squash act as the anonymous uid and gid; root_squash
 // replaces uid 0 and gid 0, primary or supplementary, by the anonymous ones. A caller
 // the client list no longer admits (the table was reloaded during the call) acts as
-// the anonymous identity on a read-only export.
-func (s *Server) credOf(req *oncrpc.Request) cred {
-	g := s.grant(context.Background(), req)
+// the anonymous identity on a read-only export. A host-name lookup it needs gives up
+// when ctx (the call's) ends.
+func (s *Server) credOf(ctx context.Context, req *oncrpc.Request) cred {
+	g := s.grant(ctx, req)
 	if g == nil {
 		return cred{uid: s.static.AnonUID, gid: s.static.AnonGID, group0: s.static.AnonGID, ro: true}
 	}

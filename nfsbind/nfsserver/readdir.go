@@ -125,14 +125,14 @@ func cookieVerf(st *unix.Statx_t) [nfs3.CookieVerfSize]byte {
 	return v
 }
 
-func (s *Server) readdir(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) readdir(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var a nfs3.ReaddirArgs
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
 	var dir object
 	var r nfs3.ReaddirRes
-	c := s.credOf(req)
+	c := s.credOf(ctx, req)
 	r.Status = s.openDir(a.Dir, &dir, &c, permR)
 	defer dir.close()
 	if r.Status == nfs3.StatusOK {
@@ -173,14 +173,14 @@ func (s *Server) doReaddir(dir *object, a *nfs3.ReaddirArgs, r *nfs3.ReaddirRes)
 
 var sizingFH [HandleSize]byte
 
-func (s *Server) readdirplus(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) readdirplus(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var a nfs3.ReaddirplusArgs
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
 	var dir object
 	var r nfs3.ReaddirplusRes
-	c := s.credOf(req)
+	c := s.credOf(ctx, req)
 	r.Status = s.openDir(a.Dir, &dir, &c, permR|permX)
 	defer dir.close()
 	if r.Status == nfs3.StatusOK {

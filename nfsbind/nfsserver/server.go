@@ -156,6 +156,14 @@ func (s *Server) getReadBuf(size int) *readBuf {
 	return rb
 }
 
+// defaultExportID is the export id of an export of the absolute path root without
+// Options.ExportID or FSID: a hash of root.
+func defaultExportID(root string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(root))
+	return h.Sum32()
+}
+
 // New opens the export and returns a Server for it.
 func New(opts Options) (*Server, error) {
 	if opts.Root == "" {
@@ -192,9 +200,7 @@ func New(opts Options) (*Server, error) {
 	if opts.HasFSID {
 		opts.ExportID = opts.FSID
 	} else if opts.ExportID == 0 {
-		h := fnv.New32a()
-		h.Write([]byte(abs))
-		opts.ExportID = h.Sum32()
+		opts.ExportID = defaultExportID(abs)
 	}
 	s := &Server{opts: opts, log: opts.Logger, exportPath: opts.ExportPath, asRoot: os.Geteuid() == 0, sys: osSync}
 	s.static = staticGrant(&opts)

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -827,5 +828,30 @@ func TestReadOnlyExport(t *testing.T) {
 	wantStatus(t, "MKDIR read-only", cr.Status, nfs3.StatusROFS)
 	if r := e.c.read(f, 0, 10); string(r.Data) != "x" {
 		t.Fatalf("READ read-only: %v", r.Status)
+	}
+}
+
+// TestFSIDOption checks what Options.FSID promises: the handles carry it as their
+// export id, and the attributes of every reply (GETATTR, READ's post_op_attr,
+// WRITE's wcc_data) report it as fsid instead of the device.
+func TestFSIDOption(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644)
+	e := newEnv(t, Options{Root: dir, FSID: 7, HasFSID: true, ExportID: 99})
+	if got := binary.BigEndian.Uint32(e.root[4:]); got != 7 {
+		t.Fatalf("export id in the root handle: %d, want 7", got)
+	}
+	a, st := e.c.getattr(e.root)
+	wantStatus(t, "GETATTR", st, nfs3.StatusOK)
+	if a.FSID != 7 {
+		t.Fatalf("GETATTR fsid %d, want 7", a.FSID)
+	}
+	f, st := e.c.lookup(e.root, "f")
+	wantStatus(t, "LOOKUP", st, nfs3.StatusOK)
+	if r := e.c.read(f, 0, 10); !r.Attr.Present || r.Attr.Attr.FSID != 7 {
+		t.Fatalf("READ post_op_attr %+v, want fsid 7", r.Attr)
+	}
+	if w := e.c.write(f, 0, []byte("y"), nfs3.FileSync); !w.Wcc.After.Present || w.Wcc.After.Attr.FSID != 7 {
+		t.Fatalf("WRITE wcc_data %+v, want fsid 7", w.Wcc)
 	}
 }
