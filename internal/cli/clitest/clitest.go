@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -64,4 +65,23 @@ func Run(t testing.TB, args ...string) (code int, stdout, stderr string) {
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	code = ExitCode(t, cmd)
 	return code, out.String(), errOut.String()
+}
+
+// Buffer is a bytes.Buffer safe for a command's goroutines and the test at once.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String returns what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
