@@ -12,44 +12,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/go-rpcrdma/rpcrdma/internal/cli/clitest"
 )
 
-// mainArgsEnv makes the test binary run main with these unit-separator (0x1f)
-// separated arguments, so that exit statuses are those of the real command.
-const mainArgsEnv = "NFSRDMA_TEST_MAIN_ARGS"
-
 func TestMain(m *testing.M) {
-	if args, ok := os.LookupEnv(mainArgsEnv); ok {
-		os.Args = []string{"nfsrdma"}
-		if args != "" {
-			os.Args = append(os.Args, strings.Split(args, "\x1f")...)
-		}
-		main()
-		os.Exit(0) // main exits itself; reaching here is a bug the status shows
-	}
+	clitest.RunMain("nfsrdma", main)
 	os.Exit(m.Run())
-}
-
-// mainCmd is the command as a child process running main with args.
-func mainCmd(args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), mainArgsEnv+"="+strings.Join(args, "\x1f"))
-	return cmd
-}
-
-// exitCode runs cmd to the end and returns its exit status.
-func exitCode(t *testing.T, cmd *exec.Cmd) int {
-	t.Helper()
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ee):
-		return ee.ExitCode()
-	}
-	t.Fatal(err)
-	return -1
 }
 
 func TestExitStatus(t *testing.T) {
@@ -77,12 +46,9 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"ls"}, 2, "", "want 1 argument(s)"},
 		{[]string{"ls", "-mountport", "1", "-timeout", "5s", "127.0.0.1:/x"}, 1, "", "MOUNT over TCP at 127.0.0.1:1"},
 	} {
-		cmd := mainCmd(tc.args...)
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		got := exitCode(t, cmd)
-		if got != tc.want || !strings.Contains(out.String(), tc.stdout) || !strings.Contains(errOut.String(), tc.stderr) {
-			t.Errorf("nfsrdma %q: exit %d, want %d; stdout %q (want %q), stderr %q (want %q)", tc.args, got, tc.want, out.String(), tc.stdout, errOut.String(), tc.stderr)
+		got, out, errOut := clitest.Run(t, tc.args...)
+		if got != tc.want || !strings.Contains(out, tc.stdout) || !strings.Contains(errOut, tc.stderr) {
+			t.Errorf("nfsrdma %q: exit %d, want %d; stdout %q (want %q), stderr %q (want %q)", tc.args, got, tc.want, out, tc.stdout, errOut, tc.stderr)
 		}
 	}
 }
@@ -102,7 +68,7 @@ func TestExitStatusInterrupted(t *testing.T) {
 			}
 			defer ln.Close()
 			port := ln.Addr().(*net.TCPAddr).Port
-			cmd := mainCmd("ls", "-mountport", strconv.Itoa(port), "-port", strconv.Itoa(port), "-proto", "tcp", "127.0.0.1:/x")
+			cmd := clitest.Command("ls", "-mountport", strconv.Itoa(port), "-port", strconv.Itoa(port), "-proto", "tcp", "127.0.0.1:/x")
 			var errOut bytes.Buffer
 			cmd.Stderr = &errOut
 			if err := cmd.Start(); err != nil {

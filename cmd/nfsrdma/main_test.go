@@ -15,10 +15,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/cli/clitest"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsserver"
 	"github.com/go-rpcrdma/rpcrdma/nfsd"
@@ -344,7 +344,7 @@ func TestBench(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
-	var out syncBuffer
+	var out clitest.Buffer
 	err := run(context.Background(), []string{"demo", "-largest", "2MiB", "-many", "300", "-bench-duration", "10ms"}, &out, io.Discard)
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
@@ -387,24 +387,6 @@ func TestDemoCanceled(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) && !strings.Contains(err.Error(), "context") {
 		t.Errorf("canceled demo: %v", err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestIPv6 runs the server on [::1] and the client commands against [::1]:/export.
@@ -481,7 +463,7 @@ func TestParallelTransfers(t *testing.T) {
 }
 
 func TestProgress(t *testing.T) {
-	var buf syncBuffer
+	var buf clitest.Buffer
 	p := startProgress(&buf, "get f", 4<<20, time.Millisecond, true)
 	p.add(1 << 20)
 	deadline := time.Now().Add(10 * time.Second)

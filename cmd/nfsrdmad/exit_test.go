@@ -6,21 +6,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net"
-	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
-)
 
-// mainCmd is the command as a child process running main with args (see TestMain).
-func mainCmd(args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), mainArgsEnv+"="+strings.Join(args, "\x1f"))
-	return cmd
-}
+	"github.com/go-rpcrdma/rpcrdma/internal/cli/clitest"
+)
 
 func TestExitStatus(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
@@ -42,19 +34,9 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"-nope"}, 2, "", "not defined"},
 		{[]string{"-export", dir, "-state", "", "-rdma", "", "-tcp", busy.Addr().String()}, 1, "", "address already in use"},
 	} {
-		cmd := mainCmd(tc.args...)
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		got := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			got = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if got != tc.want || !strings.Contains(out.String(), tc.stdout) || !strings.Contains(errOut.String(), tc.stderr) {
-			t.Errorf("nfsrdmad %q: exit %d, want %d; stdout %q (want %q), stderr %q (want %q)", tc.args, got, tc.want, out.String(), tc.stdout, errOut.String(), tc.stderr)
+		got, out, errOut := clitest.Run(t, tc.args...)
+		if got != tc.want || !strings.Contains(out, tc.stdout) || !strings.Contains(errOut, tc.stderr) {
+			t.Errorf("nfsrdmad %q: exit %d, want %d; stdout %q (want %q), stderr %q (want %q)", tc.args, got, tc.want, out, tc.stdout, errOut, tc.stderr)
 		}
 	}
 }
@@ -62,7 +44,7 @@ func TestExitStatus(t *testing.T) {
 // TestLogFormatJSON runs the server with -log-format json to a clean stop: every line
 // it logs is one JSON object.
 func TestLogFormatJSON(t *testing.T) {
-	cmd := mainCmd("-export", t.TempDir(), "-state", "", "-rdma", "127.0.0.1:0", "-tcp", "127.0.0.1:0", "-log-format", "json", "-log-level", "debug")
+	cmd := clitest.Command("-export", t.TempDir(), "-state", "", "-rdma", "127.0.0.1:0", "-tcp", "127.0.0.1:0", "-log-format", "json", "-log-level", "debug")
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
 	out, err := cmd.StdoutPipe()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/cli/clitest"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
@@ -126,7 +127,7 @@ func TestHostileExportsDaemon(t *testing.T) {
 			dir := exportDir(t)
 			file := filepath.Join(t.TempDir(), "exports")
 			writeExports(t, file, "# test table\n"+dir+" 127.0.0.1(rw,insecure) \\\n  127.0.0.3(ro,insecure)\n")
-			s := (&server{stdout: &syncBuffer{}, log: &syncBuffer{}}).start(t, []string{"-exports", file})
+			s := (&server{stdout: &clitest.Buffer{}, log: &clitest.Buffer{}}).start(t, []string{"-exports", file})
 			if s.info.ExportPath != dir {
 				t.Fatalf("export path %q, want %q", s.info.ExportPath, dir)
 			}
@@ -208,7 +209,7 @@ func TestHostileExportsSIGHUPNarrows(t *testing.T) {
 	dir := exportDir(t)
 	file := filepath.Join(t.TempDir(), "exports")
 	writeExports(t, file, dir+" 127.0.0.1(rw,insecure)\n")
-	s := (&server{stdout: &syncBuffer{}, log: &syncBuffer{}}).start(t, []string{"-exports", file})
+	s := (&server{stdout: &clitest.Buffer{}, log: &clitest.Buffer{}}).start(t, []string{"-exports", file})
 	p := dialPeer(t, s, "127.0.0.1", "tcp")
 	c, err := p.mount(dir)
 	if err != nil {
@@ -254,8 +255,8 @@ func TestExportsFlagErrors(t *testing.T) {
 		{[]string{"-exports", missing, "-ro"}, "set per export in the file"},
 		{[]string{"-exports", filepath.Join(dir, "none")}, "no such file"},
 	} {
-		var stderr syncBuffer
-		err := run(context.Background(), append(tc.args, "-rdma", "127.0.0.1:0", "-tcp", "127.0.0.1:0", "-state", ""), &syncBuffer{}, &stderr, nil)
+		var stderr clitest.Buffer
+		err := run(context.Background(), append(tc.args, "-rdma", "127.0.0.1:0", "-tcp", "127.0.0.1:0", "-state", ""), &clitest.Buffer{}, &stderr, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want an error containing %q", tc.args, err, tc.want)
 		}
@@ -273,7 +274,7 @@ func TestHostileExportsSecurePort(t *testing.T) {
 	dir := exportDir(t)
 	file := filepath.Join(t.TempDir(), "exports")
 	writeExports(t, file, dir+" 127.0.0.1(rw)\n")
-	s := (&server{stdout: &syncBuffer{}, log: &syncBuffer{}}).start(t, []string{"-exports", file})
+	s := (&server{stdout: &clitest.Buffer{}, log: &clitest.Buffer{}}).start(t, []string{"-exports", file})
 
 	var conn net.Conn
 	var err error

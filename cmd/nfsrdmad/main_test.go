@@ -12,11 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/confproto"
+	"github.com/go-rpcrdma/rpcrdma/internal/cli/clitest"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
 	"github.com/go-rpcrdma/rpcrdma/nfsd"
@@ -27,24 +27,6 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestParseFlags(t *testing.T) {
 	dir := t.TempDir()
@@ -126,8 +108,8 @@ func TestParseFlags(t *testing.T) {
 type server struct {
 	info   nfsd.Info
 	export string
-	stdout *syncBuffer
-	log    *syncBuffer
+	stdout *clitest.Buffer
+	log    *clitest.Buffer
 	stop   func() error
 }
 
@@ -143,7 +125,7 @@ func clientID() (uid, gid uint32) {
 // startServer runs the command with extra args on ephemeral 127.0.0.1 ports.
 func startServer(t *testing.T, extra ...string) *server {
 	t.Helper()
-	s := &server{export: t.TempDir(), stdout: &syncBuffer{}, log: &syncBuffer{}}
+	s := &server{export: t.TempDir(), stdout: &clitest.Buffer{}, log: &clitest.Buffer{}}
 	uid, gid := clientID()
 	if err := os.Chown(s.export, int(uid), int(gid)); err != nil && os.Geteuid() == 0 {
 		t.Fatal(err)
@@ -296,7 +278,7 @@ func portOf(t *testing.T, addr string) int {
 
 func TestServeMountdOnly(t *testing.T) {
 	// NFS over RDMA only, MOUNT on a listener of its own: the NFS TCP listener is off.
-	s := &server{export: t.TempDir(), stdout: &syncBuffer{}, log: &syncBuffer{}}
+	s := &server{export: t.TempDir(), stdout: &clitest.Buffer{}, log: &clitest.Buffer{}}
 	uid, gid := clientID()
 	if err := os.Chown(s.export, int(uid), int(gid)); err != nil && os.Geteuid() == 0 {
 		t.Fatal(err)

@@ -7,27 +7,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/cli/clitest"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind/rpcbindtest"
 )
 
-// mainArgsEnv makes the test binary run main with these unit-separator (0x1f) separated arguments: the
-// signal test runs the real command in a child process.
-const mainArgsEnv = "NFSRDMAD_TEST_MAIN_ARGS"
-
 func TestMain(m *testing.M) {
-	if args, ok := os.LookupEnv(mainArgsEnv); ok {
-		os.Args = append([]string{"nfsrdmad"}, strings.Split(args, "\x1f")...)
-		main()
-		os.Exit(0)
-	}
+	clitest.RunMain("nfsrdmad", main)
 	rpcbindtest.Main(m)
 }
 
@@ -42,8 +33,7 @@ func TestSignalShutdown(t *testing.T) {
 			if withRPCBind && sig == syscall.SIGTERM {
 				args = append(args, "-rpcbind")
 			}
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), mainArgsEnv+"="+strings.Join(args, "\x1f"))
+			cmd := clitest.Command(args...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			out, err := cmd.StdoutPipe()

@@ -6,32 +6,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/go-rpcrdma/rpcrdma/internal/cli/clitest"
 )
-
-// mainArgsEnv makes the test binary run main with these unit-separator (0x1f)
-// separated arguments (see TestMain), so that exit statuses are those of the real
-// command.
-const mainArgsEnv = "RDMACONFIG_TEST_MAIN_ARGS"
-
-// runMainIfAsked runs main, which exits, when the test binary was started with
-// mainArgsEnv set.
-func runMainIfAsked() {
-	args, ok := os.LookupEnv(mainArgsEnv)
-	if !ok {
-		return
-	}
-	os.Args = []string{"rdmaconfig"}
-	if args != "" {
-		os.Args = append(os.Args, strings.Split(args, "\x1f")...)
-	}
-	main()
-	os.Exit(0)
-}
 
 func TestExitStatus(t *testing.T) {
 	for _, tc := range []struct {
@@ -47,20 +26,9 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"-nope"}, 2, "", "not defined"},
 		{[]string{"-query", "127.0.0.1:1", "-query-net", "tcp", "-timeout", "5s"}, 1, "", "127.0.0.1:1"},
 	} {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), mainArgsEnv+"="+strings.Join(tc.args, "\x1f"))
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		got := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			got = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if got != tc.want || !strings.Contains(out.String(), tc.stdout) || !strings.Contains(errOut.String(), tc.stderr) {
-			t.Errorf("rdmaconfig %q: exit %d, want %d; stdout %q (want %q), stderr %q (want %q)", tc.args, got, tc.want, out.String(), tc.stdout, errOut.String(), tc.stderr)
+		got, out, errOut := clitest.Run(t, tc.args...)
+		if got != tc.want || !strings.Contains(out, tc.stdout) || !strings.Contains(errOut, tc.stderr) {
+			t.Errorf("rdmaconfig %q: exit %d, want %d; stdout %q (want %q), stderr %q (want %q)", tc.args, got, tc.want, out, tc.stdout, errOut, tc.stderr)
 		}
 	}
 }

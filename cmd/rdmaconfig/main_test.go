@@ -10,13 +10,13 @@ import (
 	"net/netip"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/go-rpcrdma/rpcrdma/confproto"
+	"github.com/go-rpcrdma/rpcrdma/internal/cli/clitest"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind/rpcbindtest"
 )
@@ -70,13 +70,13 @@ func TestParseFlags(t *testing.T) {
 
 // startServe runs serve with args in the background and returns the listeners'
 // addresses and a function that stops it and returns serve's error.
-func startServe(t *testing.T, args []string) (rdma, tcp net.Addr, stop func() error, logs *syncBuffer) {
+func startServe(t *testing.T, args []string) (rdma, tcp net.Addr, stop func() error, logs *clitest.Buffer) {
 	t.Helper()
 	cfg, err := parseFlags(args, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logBuf := new(syncBuffer)
+	logBuf := new(clitest.Buffer)
 	log := hclog.New(&hclog.LoggerOptions{Name: "rdmaconfig", Output: logBuf, Level: hclog.Info})
 	ctx, cancel := context.WithCancel(context.Background())
 	type addrs struct{ rdma, tcp net.Addr }
@@ -246,24 +246,6 @@ func TestServeRegisterReplacesStale(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's and the test's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestServeRegisterLocal registers through rpcbind's AF_LOCAL socket: as root the

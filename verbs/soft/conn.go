@@ -211,7 +211,7 @@ func (d *Device) dial(ctx context.Context, addr string, q *queuePair, p verbs.Co
 // drains the connection like a Reject (lingerClose), so the Terminate is not
 // lost to a RST. The caller closes c. The device counts it (Stats).
 func (d *Device) sendMPATerminate(c net.Conn, code iwarp.TermCode, crc bool) {
-	d.terms.sent[min(int(code.Layer()), 3)].Add(1)
+	d.terms.sent[layerSlot(code.Layer())].Add(1)
 	t := iwarp.NewTerminate(code, nil)
 	if b, err := iwarp.AppendTerminateFPDU(nil, &t, 1, crc); err == nil {
 		c.Write(b)

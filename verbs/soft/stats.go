@@ -24,13 +24,20 @@ type Stats struct {
 
 // termCounters are the live counters behind Stats.
 type termCounters struct {
-	sent, received [4]atomic.Uint64 // by layer: RDMAP, DDP, LLP, other
+	sent, received [layerOther + 1]atomic.Uint64 // by layerSlot
 }
+
+// layerOther is the counter slot of the layers no RFC defines.
+const layerOther = 3
+
+// layerSlot is the counter slot of a Terminate's layer: RDMAP, DDP, LLP, or
+// layerOther.
+func layerSlot(l iwarp.Layer) int { return min(int(l), layerOther) }
 
 // Stats returns the device's counters.
 func (d *Device) Stats() Stats {
-	load := func(c *[4]atomic.Uint64) TerminateCounts {
-		return TerminateCounts{RDMAP: c[iwarp.LayerRDMAP].Load(), DDP: c[iwarp.LayerDDP].Load(), LLP: c[iwarp.LayerLLP].Load(), Other: c[3].Load()}
+	load := func(c *[layerOther + 1]atomic.Uint64) TerminateCounts {
+		return TerminateCounts{RDMAP: c[iwarp.LayerRDMAP].Load(), DDP: c[iwarp.LayerDDP].Load(), LLP: c[iwarp.LayerLLP].Load(), Other: c[layerOther].Load()}
 	}
 	return Stats{TerminatesSent: load(&d.terms.sent), TerminatesReceived: load(&d.terms.received)}
 }
@@ -42,7 +49,7 @@ func (c *termCounters) noteFailure(cause error, term []byte) {
 	if !errors.As(cause, &te) {
 		return
 	}
-	layer := min(int(te.Layer), 3)
+	layer := layerSlot(iwarp.Layer(te.Layer))
 	switch {
 	case te.Received:
 		c.received[layer].Add(1)
