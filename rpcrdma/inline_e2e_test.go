@@ -61,7 +61,16 @@ func TestInlineCallsRunWhereTheyArrive(t *testing.T) {
 	env := newTPEnv(t, nil, nil, oncrpc.Procs{tpNull: rec(&null), tpEcho: rec(&echo)})
 	ctx := tpCtx(t)
 	opts := oncrpc.CallOptions{MaxReply: 128}
+	sc := onlyConn(t, env.ln)
 	for i := 0; i < 5; i++ {
+		// A call runs inline only if its reply's send buffer and send-queue slot
+		// can be reserved on arrival; the client may have the previous reply
+		// before the server has handled that reply's Send completion (which
+		// gives back the slot and the buffer). Wait for it, so the call below
+		// meets the condition the test is about.
+		waitFor(t, "the previous reply's Send to complete", func() bool {
+			return sc.ep.sq.free.Load() == int64(sc.ep.sq.depth)
+		})
 		if err := env.rpc.CallWithOptions(ctx, tpNull, nil, nil, opts); err != nil {
 			t.Fatalf("NULL: %v", err)
 		}
