@@ -83,6 +83,17 @@ func Handler(reg *prometheus.Registry, withPprof bool) http.Handler {
 // Addr returns the address the endpoint listens on.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
+// Stop closes s as a command does on its way out, giving a scrape in progress up to
+// a second. A nil s (metrics off) is a no-op.
+func (s *Server) Stop() {
+	if s == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	s.Close(ctx)
+}
+
 // Close stops the endpoint, letting scrapes in progress finish until ctx ends.
 func (s *Server) Close(ctx context.Context) error {
 	err := s.srv.Shutdown(ctx)

@@ -497,7 +497,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	if err != nil {
 		return err
 	}
-	defer stopMetrics(mserver)
+	defer mserver.Stop()
 	if mserver != nil {
 		info.Metrics = mserver.Addr()
 	}

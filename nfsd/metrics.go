@@ -3,9 +3,6 @@
 package nfsd
 
 import (
-	"context"
-	"time"
-
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/go-rpcrdma/rpcrdma/metrics"
@@ -89,14 +86,4 @@ func (m *metricsState) start(cfg *Config, log hclog.Logger, dev verbs.Device, se
 		return nil, listenErr("Metrics", cfg.Metrics, err)
 	}
 	return ms, nil
-}
-
-// stopMetrics closes the endpoint, giving a scrape in progress a moment.
-func stopMetrics(ms *metrics.Server) {
-	if ms == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	ms.Close(ctx)
 }

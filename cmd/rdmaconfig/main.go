@@ -290,7 +290,7 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 		closeAll()
 		return err
 	}
-	defer stopMetrics(ms)
+	defer ms.Stop()
 
 	var regs []rpcbind.Registration
 	if cfg.register {

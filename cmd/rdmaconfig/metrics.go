@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -45,14 +43,4 @@ func startMetrics(cfg *config, log hclog.Logger, procs *oncrpc.ProcStats, srv *o
 		cfg.metricsReady(ms)
 	}
 	return ms, nil
-}
-
-// stopMetrics closes the endpoint, giving a scrape in progress a moment.
-func stopMetrics(ms *metrics.Server) {
-	if ms == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	ms.Close(ctx)
 }
