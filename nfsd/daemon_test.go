@@ -3,7 +3,6 @@
 package nfsd
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,11 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/cli/clitest"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
 )
 
@@ -156,7 +155,7 @@ func TestRunStopsOnCancel(t *testing.T) {
 func TestRunAsyncExport(t *testing.T) {
 	for _, async := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
-		var logs syncBuffer
+		var logs clitest.Buffer
 		log := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
 		errc := make(chan error, 1)
 		ready := make(chan Info, 1)
@@ -176,22 +175,4 @@ func TestRunAsyncExport(t *testing.T) {
 			t.Errorf("Async %v: log has no %q:\n%s", async, want, logs.String())
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
