@@ -1,0 +1,36 @@
+package nfs4
+
+import "fmt"
+
+// NewArgs returns a new, zero argument value for operation op. It fails with a
+// *StatusError carrying NFS4ERR_OP_ILLEGAL if op is not a defined operation, and
+// NFS4ERR_NOTSUPP if this package does not decode op's arguments (the server answers the
+// same). Generic code (tests, fuzzing, logging) uses it; servers and clients on the hot
+// path keep their own typed values.
+func NewArgs(op OpNum) (OpArgs, error) {
+	switch op {
+	case OpPutrootfh, OpPutpubfh, OpGetfh, OpSavefh, OpRestorefh, OpLookupp, OpReadlink:
+		return &NoArgs{OpNum: op}, nil
+	case OpPutfh:
+		return &PutfhArgs{}, nil
+	case OpLookup:
+		return &LookupArgs{}, nil
+	}
+	if !op.Defined() || op == OpIllegal {
+		return nil, &StatusError{Status: ErrOpIllegal, Err: fmt.Errorf("nfs4: operation %d: %w", uint32(op), ErrBadEnum)}
+	}
+	return nil, &StatusError{Status: ErrNotsupp, Err: fmt.Errorf("nfs4: %v arguments: %w", op, ErrUnsupported)}
+}
+
+// NewRes returns a new, zero result value for operation op, which must be defined
+// (OpIllegal included). Operations whose results this package does not decode get an
+// UnsupportedRes.
+func NewRes(op OpNum) OpRes {
+	switch op {
+	case OpPutfh, OpPutpubfh, OpPutrootfh, OpSavefh, OpRestorefh, OpLookup, OpLookupp, OpIllegal:
+		return &StatusRes{OpNum: op}
+	case OpGetfh:
+		return &GetfhRes{}
+	}
+	return &UnsupportedRes{OpNum: op}
+}
