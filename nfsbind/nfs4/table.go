@@ -15,6 +15,38 @@ func NewArgs(op OpNum) (OpArgs, error) {
 		return &PutfhArgs{}, nil
 	case OpLookup:
 		return &LookupArgs{}, nil
+	case OpExchangeID:
+		return &ExchangeIDArgs{}, nil
+	case OpCreateSession:
+		return &CreateSessionArgs{}, nil
+	case OpDestroySession:
+		return &DestroySessionArgs{}, nil
+	case OpDestroyClientID:
+		return &DestroyClientIDArgs{}, nil
+	case OpBindConnToSession:
+		return &BindConnToSessionArgs{}, nil
+	case OpSequence:
+		return &SequenceArgs{}, nil
+	case OpReclaimComplete:
+		return &ReclaimCompleteArgs{}, nil
+	case OpSecinfoNoName:
+		return &SecinfoNoNameArgs{}, nil
+	case OpSecinfo:
+		return &SecinfoArgs{}, nil
+	case OpTestStateid:
+		return &TestStateidArgs{}, nil
+	case OpFreeStateid, OpDelegreturn:
+		return &StateidArgs{OpNum: op}, nil
+	case OpBackchannelCtl:
+		return &BackchannelCtlArgs{}, nil
+	case OpGetattr:
+		return &GetattrArgs{}, nil
+	case OpSetattr:
+		return &SetattrArgs{}, nil
+	case OpVerify, OpNverify:
+		return &VerifyArgs{OpNum: op}, nil
+	case OpAccess:
+		return &AccessArgs{}, nil
 	}
 	if !op.Defined() || op == OpIllegal {
 		return nil, &StatusError{Status: ErrOpIllegal, Err: fmt.Errorf("nfs4: operation %d: %w", uint32(op), ErrBadEnum)}
@@ -27,10 +59,30 @@ func NewArgs(op OpNum) (OpArgs, error) {
 // UnsupportedRes.
 func NewRes(op OpNum) OpRes {
 	switch op {
-	case OpPutfh, OpPutpubfh, OpPutrootfh, OpSavefh, OpRestorefh, OpLookup, OpLookupp, OpIllegal:
+	case OpPutfh, OpPutpubfh, OpPutrootfh, OpSavefh, OpRestorefh, OpLookup, OpLookupp,
+		OpVerify, OpNverify, OpDelegreturn, OpReleaseLockowner, OpDestroySession,
+		OpDestroyClientID, OpFreeStateid, OpReclaimComplete, OpBackchannelCtl, OpIllegal:
 		return &StatusRes{OpNum: op}
 	case OpGetfh:
 		return &GetfhRes{}
+	case OpExchangeID:
+		return &ExchangeIDRes{}
+	case OpCreateSession:
+		return &CreateSessionRes{}
+	case OpBindConnToSession:
+		return &BindConnToSessionRes{}
+	case OpSequence:
+		return &SequenceRes{}
+	case OpSecinfo, OpSecinfoNoName:
+		return &SecinfoRes{OpNum: op}
+	case OpTestStateid:
+		return &TestStateidRes{}
+	case OpGetattr:
+		return &GetattrRes{}
+	case OpSetattr:
+		return &SetattrRes{}
+	case OpAccess:
+		return &AccessRes{}
 	}
 	return &UnsupportedRes{OpNum: op}
 }
