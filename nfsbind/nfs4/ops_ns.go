@@ -117,8 +117,8 @@ func (a *NameArgs) EncodeXDR(e *xdr.Encoder) { e.Opaque(a.Name) }
 
 // DecodeXDR decodes the name.
 func (a *NameArgs) DecodeXDR(d *xdr.Decoder) (err error) {
-	a.Name, err = decodeComponent(d, a.OpNum.String()+"4args.name")
-	return err
+	a.Name, err = d.StringBytes(MaxComponent)
+	return opErr(a.OpNum, "4args.name", err)
 }
 
 // CinfoRes is the result of REMOVE and LINK: the directory's change_info4.

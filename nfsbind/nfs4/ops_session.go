@@ -788,7 +788,7 @@ func (a *StateidArgs) EncodeXDR(e *xdr.Encoder) { a.Stateid.EncodeXDR(e) }
 
 // DecodeXDR decodes the stateid.
 func (a *StateidArgs) DecodeXDR(d *xdr.Decoder) error {
-	return a.Stateid.decode(d, a.OpNum.String()+"4args.stateid")
+	return opErr(a.OpNum, "4args.stateid", a.Stateid.decode(d, "stateid4"))
 }
 
 // BackchannelCtlArgs is BACKCHANNEL_CTL4args; the result is a StatusRes.

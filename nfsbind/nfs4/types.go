@@ -44,6 +44,15 @@ func StatusOf(err error) Status {
 	return ErrBadxdr
 }
 
+// opErr wraps a decoding error, if any, with the operation's name and the field, which
+// it builds only on failure.
+func opErr(op OpNum, suffix string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return field(op.String()+suffix, err)
+}
+
 // field wraps a decoding error with the name of the field that failed.
 func field(name string, err error) error { return fmt.Errorf("nfs4: %s: %w", name, err) }
 
