@@ -17,10 +17,10 @@ func TestGoldenVectors(t *testing.T) {
 	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 	u32 := func(v uint32) []byte { return xdr.AppendUint32(nil, v) }
 	cases := []struct {
-		name string
-		msg  Message
+		name  string
+		msg   Message
 		fresh func() Message
-		want []byte
+		want  []byte
 	}{
 		{"SEQUENCE4args", &SequenceArgs{SessionID: testSession, SequenceID: 17, SlotID: 3, HighestSlotID: 9, CacheThis: true},
 			func() Message { return &SequenceArgs{} },
