@@ -55,5 +55,6 @@
 // CB_SEQUENCE and CB_RECALL, sent by the server on the session's back channel to the
 // program number the client chose in CREATE_SESSION.
 //
-// Dependencies: package xdr only.
+// Dependencies: package xdr only. github.com/davecgh/go-xdr is used in tests, as an
+// independent encoder to cross-check structures.
 package nfs4
