@@ -8,7 +8,8 @@ import (
 
 // The server's hot path: a COMPOUND of SEQUENCE, PUTFH and READ or WRITE decoded one op
 // at a time into reused values, and the reply encoded into a reused encoder, with the
-// READ data as a payload. None of it may allocate.
+// READ data as a payload, and a GETATTR limited to the supported attributes. None of
+// it may allocate.
 
 type hotServer struct {
 	r   CompoundArgsReader
@@ -17,6 +18,8 @@ type hotServer struct {
 	fh  PutfhArgs
 	rd  ReadArgs
 	wr  WriteArgs
+	ga  GetattrArgs
+	gr  GetattrRes
 	e   xdr.Encoder
 	w   CompoundResWriter
 	buf []byte
@@ -67,6 +70,14 @@ func (s *hotServer) serve(tb testing.TB, call []byte, placed [][]byte) {
 			res := WriteRes{Count: uint32(len(s.wr.Data)), Committed: FileSync4}
 			s.w.Op(op)
 			res.EncodeXDR(&s.e)
+		case OpGetattr:
+			if err := s.ga.DecodeXDR(d); err != nil {
+				tb.Fatal(err)
+			}
+			s.ga.AttrRequest.Intersect(hotSupported)
+			s.gr.Mask = s.ga.AttrRequest
+			s.w.Op(op)
+			s.gr.EncodeXDR(&s.e)
 		default:
 			tb.Fatalf("unexpected %v", op)
 		}
@@ -74,20 +85,23 @@ func (s *hotServer) serve(tb testing.TB, call []byte, placed [][]byte) {
 	s.w.Finish(status)
 }
 
+var hotSupported = SupportedAttrs()
+
 func hotCalls() (read, write []byte) {
 	seq := &SequenceArgs{SessionID: testSession, SequenceID: 5, SlotID: 1, HighestSlotID: 7}
 	read = encode(&CompoundArgs{MinorVersion: 1, Ops: []OpArgs{seq, &PutfhArgs{Object: testFH},
 		&ReadArgs{Stateid: testStateid, Offset: 1 << 20, Count: 4096}}})
 	var e xdr.Encoder
 	(&CompoundArgs{MinorVersion: 1, Ops: []OpArgs{seq, &PutfhArgs{Object: testFH},
-		&WriteArgs{Stateid: testStateid, Offset: 0, Stable: Unstable4, Data: make([]byte, 4096)}}}).EncodeXDR(&e)
+		&WriteArgs{Stateid: testStateid, Offset: 0, Stable: Unstable4, Data: make([]byte, 4096)},
+		&GetattrArgs{AttrRequest: Bitmap4{0xffffffff, 0xffffffff, 0xffffffff}}}}).EncodeXDR(&e)
 	return read, e.Bytes()
 }
 
 func TestHotPathAllocs(t *testing.T) {
 	read, writeInline := hotCalls()
 	placed := [][]byte{make([]byte, 4096)} // the WRITE data, as an RDMA read chunk delivers it
-	s := &hotServer{buf: make([]byte, 8192)}
+	s := &hotServer{buf: make([]byte, 8192), gr: GetattrRes{Attr: testAttr}}
 	s.serve(t, read, nil) // warm up: grow the encoder's buffer and payload list
 	s.serve(t, writeInline, placed)
 	if n := testing.AllocsPerRun(100, func() { s.serve(t, read, nil) }); n != 0 {
@@ -97,7 +111,10 @@ func TestHotPathAllocs(t *testing.T) {
 		t.Errorf("READ reply payloads %v", len(s.e.Payloads()))
 	}
 	if n := testing.AllocsPerRun(100, func() { s.serve(t, writeInline, placed) }); n != 0 {
-		t.Errorf("SEQUENCE+PUTFH+WRITE: %v allocations per COMPOUND", n)
+		t.Errorf("SEQUENCE+PUTFH+WRITE+GETATTR: %v allocations per COMPOUND", n)
+	}
+	if !s.gr.Mask.Equal(hotSupported) {
+		t.Errorf("GETATTR answered %v", s.gr.Mask)
 	}
 	if len(s.wr.Data) != 4096 || &s.wr.Data[0] != &placed[0][0] {
 		t.Error("WRITE data is not the placed buffer")

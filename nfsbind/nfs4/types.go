@@ -171,6 +171,19 @@ func (b Bitmap4) And(o Bitmap4) Bitmap4 {
 	return out.trim()
 }
 
+// Intersect clears in b every bit not set in o and drops trailing zero words, in place
+// and without allocating (a server limiting a GETATTR request to what it supports).
+func (b *Bitmap4) Intersect(o Bitmap4) {
+	for i := range *b {
+		if i < len(o) {
+			(*b)[i] &= o[i]
+		} else {
+			(*b)[i] = 0
+		}
+	}
+	*b = b.trim()
+}
+
 // AndNot returns the bits set in b and not in o.
 func (b Bitmap4) AndNot(o Bitmap4) Bitmap4 {
 	out := make(Bitmap4, len(b))
