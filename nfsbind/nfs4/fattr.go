@@ -326,7 +326,9 @@ func (f *Fattr4) EncodeXDR(e *xdr.Encoder) {
 	e.Opaque(f.Vals)
 }
 
-func (f *Fattr4) decode(d *xdr.Decoder, name string) (err error) {
+func (f *Fattr4) decode(d *xdr.Decoder, outer string) (err error) {
+	const name = "fattr4"
+	defer wrapErr(&err, outer)
 	if err = f.Mask.decode(d, name+".attrmask"); err != nil {
 		return err
 	}
@@ -348,7 +350,9 @@ func DecodeFattr(d *xdr.Decoder, mask *Bitmap4, a *Fattr) error {
 	return decodeFattr(d, mask, a, "fattr4")
 }
 
-func decodeFattr(d *xdr.Decoder, mask *Bitmap4, a *Fattr, name string) error {
+func decodeFattr(d *xdr.Decoder, mask *Bitmap4, a *Fattr, outer string) (err error) {
+	const name = "fattr4"
+	defer wrapErr(&err, outer)
 	if err := mask.decode(d, name+".attrmask"); err != nil {
 		return err
 	}
