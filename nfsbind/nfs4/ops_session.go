@@ -219,7 +219,7 @@ func decodeSecParms(d *xdr.Decoder, dst []CallbackSecParms4, name string) ([]Cal
 		} else {
 			dst = append(dst, CallbackSecParms4{})
 		}
-		if err := dst[i].decode(d, "callback_sec_parms4"); err != nil {
+		if err := dst[i].decode(d, ""); err != nil {
 			return dst, fmt.Errorf("nfs4: %s[%d]: %w", name, i, err)
 		}
 	}

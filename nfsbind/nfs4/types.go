@@ -62,7 +62,13 @@ func wrapErr(err *error, outer string) {
 }
 
 // field wraps a decoding error with the name of the field that failed.
-func field(name string, err error) error { return fmt.Errorf("nfs4: %s: %w", name, err) }
+// An empty name leaves err as it is.
+func field(name string, err error) error {
+	if name == "" {
+		return err
+	}
+	return fmt.Errorf("nfs4: %s: %w", name, err)
+}
 
 func badEnum(name string, v uint32) error {
 	return fmt.Errorf("nfs4: %s: %w: %d", name, ErrBadEnum, v)
