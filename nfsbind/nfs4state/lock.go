@@ -25,7 +25,7 @@ func rangeOf(offset, length uint64) (start, end uint64, st nfs4.Status) {
 		return 0, 0, nfs4.ErrInval
 	case length == toEOF:
 		return offset, toEOF, nfs4.OK
-	case length-1 > toEOF-offset:
+	case length > toEOF-offset:
 		return 0, 0, nfs4.ErrInval
 	}
 	return offset, offset + length - 1, nfs4.OK
