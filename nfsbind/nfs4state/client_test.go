@@ -175,3 +175,23 @@ func TestUnconfirmedClientsExpire(t *testing.T) {
 		t.Fatalf("sweep removed %d, want the unconfirmed record", n)
 	}
 }
+
+// Identifiers of another instance are stale even without a state dir.
+func TestOtherInstanceIdentifiersAreStale(t *testing.T) {
+	clk := newClock()
+	m1 := newManager(t, clk, Options{})
+	id, sess := establish(t, m1, "c1")
+	f := FileKey{Ino: 1}
+	sid := open(t, m1, id, "o", f, nfs4.ShareAccessRead, 0)
+	m2 := newManager(t, clk, Options{})
+	if m1.Epoch() == m2.Epoch() {
+		t.Fatal("two instances share an epoch")
+	}
+	_, st := m2.CreateSession(CreateSessionArgs{ClientID: id, SequenceID: 2, Fore: testFore, Back: testBack})
+	want(t, "CREATE_SESSION with the old client ID", st, nfs4.ErrStaleClientid)
+	_, st = m2.Sequence(SequenceArgs{SessionID: sess, SequenceID: 1})
+	want(t, "SEQUENCE on the old session", st, nfs4.ErrBadsession)
+	want(t, "RECLAIM_COMPLETE with the old client ID", m2.ReclaimComplete(id, false), nfs4.ErrStaleClientid)
+	id2, _ := establish(t, m2, "c1")
+	want(t, "READ with the old stateid", m2.CheckIO(id2, sid, f, false), nfs4.ErrStaleStateid)
+}

@@ -28,7 +28,8 @@
 // The server replaces the "current stateid" (seqid 1, other zeros) by the COMPOUND's
 // current stateid before calling; the Manager treats it as bad. Stateids are 16 bytes:
 // seqid, then "other" = boot epoch (4 bytes), client counter (4), stateid counter (4).
-// Client IDs are epoch<<32 | counter and session IDs carry the client ID and epoch, so an
+// Client IDs are epoch<<32 | counter and session IDs carry the client ID (and 4 random
+// bytes), so an
 // identifier from a previous instance gets NFS4ERR_STALE_CLIENTID, NFS4ERR_STALE_STATEID
 // or NFS4ERR_BADSESSION. Seqid 0 in a request means "the current seqid" (v4.1).
 //
@@ -43,7 +44,7 @@
 // previous instance knew has sent RECLAIM_COMPLETE. Those clients are listed in a small
 // file in Options.StateDir (StateFileName), rewritten when a client is confirmed or
 // removed and when the grace period ends; it also holds the boot epoch, which a new
-// instance makes larger than the last. Without a StateDir, or with no client listed,
+// instance makes larger than the last (without a StateDir the epoch is random). Without a StateDir, or with no client listed,
 // nobody can reclaim, so the grace period ends at once.
 //
 // # Bounds

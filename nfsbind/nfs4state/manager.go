@@ -1,6 +1,7 @@
 package nfs4state
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"sync"
 	"time"
@@ -62,7 +63,10 @@ func New(opts Options) (*Manager, error) {
 		expired:     make(map[uint32]struct{}),
 	}
 	now := opts.Now()
-	m.epoch = uint32(now.Unix())
+	// Without a state file the epoch is random, so that two instances started within the
+	// same second still tell each other's identifiers apart; with one it is the time, or
+	// one more than the last instance's if the clock went back.
+	m.epoch = randomUint32()
 	var prev []string
 	if opts.StateDir != "" {
 		st, err := openStore(opts.StateDir)
@@ -74,6 +78,7 @@ func New(opts Options) (*Manager, error) {
 		if err != nil {
 			return nil, err
 		}
+		m.epoch = uint32(now.Unix())
 		if rec.epoch >= m.epoch {
 			m.epoch = rec.epoch + 1
 		}
@@ -92,6 +97,12 @@ func New(opts Options) (*Manager, error) {
 		}
 	}
 	return m, nil
+}
+
+func randomUint32() uint32 {
+	var b [4]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return binary.BigEndian.Uint32(b[:])
 }
 
 // Epoch returns this instance's boot epoch.
