@@ -80,8 +80,8 @@ const exchangeIDFlagsMask = nfs4.ExchgIDFlagSuppMovedRefer | nfs4.ExchgIDFlagSup
 //     (the client rebooted) gets a new unconfirmed record, and the old one and its state
 //     go when CREATE_SESSION confirms the new one (5).
 //
-// Flags outside EXCHGID4_FLAG_MASK_A get NFS4ERR_INVAL. A full client table gets
-// NFS4ERR_DELAY.
+// Flags outside EXCHGID4_FLAG_MASK_A get NFS4ERR_INVAL. When the client table is full the
+// oldest unconfirmed record makes room; with none, the answer is NFS4ERR_DELAY.
 func (m *Manager) ExchangeID(a ExchangeIDArgs) (ExchangeIDResult, nfs4.Status) {
 	if a.Flags&^exchangeIDFlagsMask != 0 || len(a.OwnerID) > nfs4.OpaqueLimit {
 		return ExchangeIDResult{}, nfs4.ErrInval
@@ -113,7 +113,7 @@ func (m *Manager) ExchangeID(a ExchangeIDArgs) (ExchangeIDResult, nfs4.Status) {
 	if old := m.unconfirmed[string(a.OwnerID)]; old != nil { // case 4
 		m.destroyClientLocked(old)
 	}
-	if len(m.clients) >= m.opts.MaxClients {
+	if len(m.clients) >= m.opts.MaxClients && !m.evictUnconfirmedLocked() {
 		return ExchangeIDResult{}, nfs4.ErrDelay
 	}
 	m.nextClient++
@@ -135,6 +135,23 @@ func (m *Manager) ExchangeID(a ExchangeIDArgs) (ExchangeIDResult, nfs4.Status) {
 	m.unconfirmed[c.owner] = c
 	m.opts.Logger.Debug("nfs4 client record created", "clientid", c.id)
 	return m.exchangeResult(c), nfs4.OK
+}
+
+// evictUnconfirmedLocked drops the oldest unconfirmed client record to make room for a
+// new one: it holds nothing, and its client, if it comes back, gets
+// NFS4ERR_STALE_CLIENTID and starts over. It reports whether there was one.
+func (m *Manager) evictUnconfirmedLocked() bool {
+	var oldest *client
+	for _, c := range m.unconfirmed {
+		if oldest == nil || c.created.Before(oldest.created) || c.created.Equal(oldest.created) && c.id < oldest.id {
+			oldest = c
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	m.destroyClientLocked(oldest)
+	return true
 }
 
 func (m *Manager) exchangeResult(c *client) ExchangeIDResult {

@@ -107,10 +107,15 @@ func TestExchangeIDRefusesBadArgs(t *testing.T) {
 	want(t, "CONFIRMED_R from the client", st, nfs4.ErrInval)
 	_, st = m.ExchangeID(ExchangeIDArgs{OwnerID: make([]byte, nfs4.OpaqueLimit+1)})
 	want(t, "long owner", st, nfs4.ErrInval)
-	exchange(t, m, "a", 1)
+	a := exchange(t, m, "a", 1)
 	exchange(t, m, "b", 1)
-	_, st = m.ExchangeID(ExchangeIDArgs{OwnerID: []byte("c")})
-	want(t, "third client with MaxClients 2", st, nfs4.ErrDelay)
+	exchange(t, m, "c", 1) // evicts a, the oldest unconfirmed record
+	_, st = m.CreateSession(CreateSessionArgs{ClientID: a.ClientID, SequenceID: a.SequenceID, Fore: testFore, Back: testBack, Principal: "sys:0"})
+	want(t, "CREATE_SESSION of the evicted record", st, nfs4.ErrStaleClientid)
+	establish(t, m, "d") // evicts b, then confirms d
+	establish(t, m, "e") // evicts c
+	_, st = m.ExchangeID(ExchangeIDArgs{OwnerID: []byte("f")})
+	want(t, "third client with MaxClients 2, both confirmed", st, nfs4.ErrDelay)
 }
 
 func TestDestroyClientID(t *testing.T) {
