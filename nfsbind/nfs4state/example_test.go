@@ -17,8 +17,8 @@ func Example() {
 	ex, _ := m.ExchangeID(nfs4state.ExchangeIDArgs{OwnerID: []byte("Linux NFSv4.1 client1"), Principal: "sys:0"})
 	cs, st := m.CreateSession(nfs4state.CreateSessionArgs{
 		ClientID: ex.ClientID, SequenceID: ex.SequenceID, Flags: nfs4.CreateSessionFlagConnBackChan,
-		Fore: nfs4.ChannelAttrs4{MaxRequestSize: 1 << 20, MaxResponseSize: 1 << 20, MaxResponseSizeCached: 2048, MaxOperations: 16, MaxRequests: 64},
-		Back: nfs4.ChannelAttrs4{MaxRequestSize: 4096, MaxResponseSize: 4096, MaxOperations: 2, MaxRequests: 1},
+		Fore:      nfs4.ChannelAttrs4{MaxRequestSize: 1 << 20, MaxResponseSize: 1 << 20, MaxResponseSizeCached: 2048, MaxOperations: 16, MaxRequests: 64},
+		Back:      nfs4.ChannelAttrs4{MaxRequestSize: 4096, MaxResponseSize: 4096, MaxOperations: 2, MaxRequests: 1},
 		Principal: "sys:0", Conn: 1,
 	})
 	fmt.Println("CREATE_SESSION:", st.String(), "slots:", cs.Fore.MaxRequests)
