@@ -36,3 +36,23 @@ func TestSequenceCheckIODoneDoNotAllocate(t *testing.T) {
 		t.Fatalf("%.1f allocations per SEQUENCE + CheckIO + Done", a)
 	}
 }
+
+// BenchmarkSequenceCheckIODone measures the state work of one READ or WRITE COMPOUND.
+func BenchmarkSequenceCheckIODone(b *testing.B) {
+	m := newManager(b, newClock(), Options{})
+	id, sess := establish(b, m, "c1")
+	f := FileKey{Ino: 1}
+	sid := open(b, m, id, "o", f, nfs4.ShareAccessBoth, 0)
+	reply := make([]byte, 200)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		res, st := m.Sequence(SequenceArgs{SessionID: sess, SequenceID: uint32(i + 1), CacheThis: i%2 == 0, Conn: 1})
+		if st != nfs4.OK {
+			b.Fatal(st)
+		}
+		if st := m.CheckIO(res.ClientID, sid, f, i%2 == 0); st != nfs4.OK {
+			b.Fatal(st)
+		}
+		res.Slot.Done(reply)
+	}
+}
