@@ -43,8 +43,9 @@ func (r *StatusRes) EncodeXDR(e *xdr.Encoder) { e.Uint32(uint32(r.Status)) }
 
 // DecodeXDR decodes the status.
 func (r *StatusRes) DecodeXDR(d *xdr.Decoder) (err error) {
-	r.Status, err = decodeStatus(d, r.OpNum.String()+"4res")
-	return err
+	v, err := d.Uint32()
+	r.Status = Status(v)
+	return opErr(r.OpNum, "4res.status", err)
 }
 
 // UnsupportedRes is the result of an operation RFC 8881 defines but this package does

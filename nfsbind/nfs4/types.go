@@ -44,6 +44,15 @@ func StatusOf(err error) Status {
 	return ErrBadxdr
 }
 
+// opErr wraps a decoding error, if any, with the operation's name and the field, which
+// it builds only on failure.
+func opErr(op OpNum, suffix string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return field(op.String()+suffix, err)
+}
+
 // field wraps a decoding error with the name of the field that failed.
 func field(name string, err error) error { return fmt.Errorf("nfs4: %s: %w", name, err) }
 
@@ -112,14 +121,14 @@ func decodeStatus(d *xdr.Decoder, name string) (Status, error) {
 //	typedef uint32_t bitmap4<>;
 type Bitmap4 []uint32
 
-// Has reports whether bit n is set.
-func (b Bitmap4) Has(n uint32) bool {
+// HasBit reports whether bit n is set.
+func (b Bitmap4) HasBit(n uint32) bool {
 	w := n / 32
 	return int(w) < len(b) && b[w]&(1<<(n%32)) != 0
 }
 
-// Set sets bit n, growing b as needed.
-func (b *Bitmap4) Set(n uint32) {
+// SetBit sets bit n, growing b as needed.
+func (b *Bitmap4) SetBit(n uint32) {
 	w := int(n / 32)
 	for len(*b) <= w {
 		*b = append(*b, 0)
@@ -127,11 +136,29 @@ func (b *Bitmap4) Set(n uint32) {
 	(*b)[w] |= 1 << (n % 32)
 }
 
-// Clear clears bit n.
-func (b Bitmap4) Clear(n uint32) {
+// ClearBit clears bit n.
+func (b Bitmap4) ClearBit(n uint32) {
 	if w := int(n / 32); w < len(b) {
 		b[w] &^= 1 << (n % 32)
 	}
+}
+
+// Has reports whether attribute a is in b.
+func (b Bitmap4) Has(a Attr) bool { return b.HasBit(uint32(a)) }
+
+// Set adds attribute a to b.
+func (b *Bitmap4) Set(a Attr) { b.SetBit(uint32(a)) }
+
+// Clear removes attribute a from b.
+func (b Bitmap4) Clear(a Attr) { b.ClearBit(uint32(a)) }
+
+// NewBitmap returns a bitmap with the given attributes set.
+func NewBitmap(attrs ...Attr) Bitmap4 {
+	var b Bitmap4
+	for _, a := range attrs {
+		b.Set(a)
+	}
+	return b
 }
 
 // And returns the bits set in both b and o, as a new bitmap without trailing zero words.
@@ -142,6 +169,19 @@ func (b Bitmap4) And(o Bitmap4) Bitmap4 {
 		out[i] = b[i] & o[i]
 	}
 	return out.trim()
+}
+
+// Intersect clears in b every bit not set in o and drops trailing zero words, in place
+// and without allocating (a server limiting a GETATTR request to what it supports).
+func (b *Bitmap4) Intersect(o Bitmap4) {
+	for i := range *b {
+		if i < len(o) {
+			(*b)[i] &= o[i]
+		} else {
+			(*b)[i] = 0
+		}
+	}
+	*b = b.trim()
 }
 
 // AndNot returns the bits set in b and not in o.
