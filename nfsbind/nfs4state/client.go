@@ -62,8 +62,9 @@ type ExchangeIDResult struct {
 	Flags      uint32 // eir_flags
 }
 
-// exchangeIDFlagsMask is the eia_flags a client may send (EXCHGID4_FLAG_MASK_A).
-const exchangeIDFlagsMask = nfs4.ExchgIDFlagSuppMovedRefer | nfs4.ExchgIDFlagSuppMovedMigr |
+// exchangeIDFlagsMask is the eia_flags a client may send: EXCHGID4_FLAG_MASK_A and
+// SUPP_FENCE_OPS, which RFC 8881 added (and this server ignores).
+const exchangeIDFlagsMask = nfs4.ExchgIDFlagSuppMovedRefer | nfs4.ExchgIDFlagSuppMovedMigr | nfs4.ExchgIDFlagSuppFenceOps |
 	nfs4.ExchgIDFlagBindPrincStateid | nfs4.ExchgIDFlagMaskPNFS | nfs4.ExchgIDFlagUpdConfirmedRecA
 
 // ExchangeID implements EXCHANGE_ID's server side (RFC 8881 §18.35.5; the case numbers
@@ -80,7 +81,7 @@ const exchangeIDFlagsMask = nfs4.ExchgIDFlagSuppMovedRefer | nfs4.ExchgIDFlagSup
 //     (the client rebooted) gets a new unconfirmed record, and the old one and its state
 //     go when CREATE_SESSION confirms the new one (5).
 //
-// Flags outside EXCHGID4_FLAG_MASK_A get NFS4ERR_INVAL. When the client table is full the
+// Flags outside EXCHGID4_FLAG_MASK_A (and SUPP_FENCE_OPS) get NFS4ERR_INVAL. When the client table is full the
 // oldest unconfirmed record makes room; with none, the answer is NFS4ERR_DELAY.
 func (m *Manager) ExchangeID(a ExchangeIDArgs) (ExchangeIDResult, nfs4.Status) {
 	if a.Flags&^exchangeIDFlagsMask != 0 || len(a.OwnerID) > nfs4.OpaqueLimit {

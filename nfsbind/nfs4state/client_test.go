@@ -105,6 +105,12 @@ func TestExchangeIDRefusesBadArgs(t *testing.T) {
 	m := newManager(t, newClock(), Options{MaxClients: 2})
 	_, st := m.ExchangeID(ExchangeIDArgs{OwnerID: []byte("c"), Flags: nfs4.ExchgIDFlagConfirmedR})
 	want(t, "CONFIRMED_R from the client", st, nfs4.ErrInval)
+	_, st = m.ExchangeID(ExchangeIDArgs{OwnerID: []byte("c"), Flags: 0x1000})
+	want(t, "undefined flag", st, nfs4.ErrInval)
+	r, st := m.ExchangeID(ExchangeIDArgs{OwnerID: []byte("linux"), Flags: nfs4.ExchgIDFlagSuppMovedRefer |
+		nfs4.ExchgIDFlagSuppMovedMigr | nfs4.ExchgIDFlagBindPrincStateid | nfs4.ExchgIDFlagSuppFenceOps})
+	want(t, "the flags a Linux client may send", st, nfs4.OK)
+	want(t, "DESTROY_CLIENTID", m.DestroyClientID(r.ClientID), nfs4.OK)
 	_, st = m.ExchangeID(ExchangeIDArgs{OwnerID: make([]byte, nfs4.OpaqueLimit+1)})
 	want(t, "long owner", st, nfs4.ErrInval)
 	a := exchange(t, m, "a", 1)
