@@ -117,12 +117,8 @@ func (m *Manager) ExchangeID(a ExchangeIDArgs) (ExchangeIDResult, nfs4.Status) {
 	if len(m.clients) >= m.opts.MaxClients && !m.evictUnconfirmedLocked() {
 		return ExchangeIDResult{}, nfs4.ErrDelay
 	}
-	m.nextClient++
-	if m.nextClient == 0 {
-		m.nextClient = 1
-	}
 	c := &client{
-		id:         m.clientIDOf(m.nextClient),
+		id:         m.newClientID(),
 		owner:      string(a.OwnerID),
 		verifier:   a.Verifier,
 		principal:  a.Principal,

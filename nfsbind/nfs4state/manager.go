@@ -120,15 +120,35 @@ func (m *Manager) now() time.Time { return m.opts.Now() }
 func (m *Manager) clientIDOf(counter uint32) uint64 { return uint64(m.epoch)<<32 | uint64(counter) }
 
 func (m *Manager) newOther(c *client) [nfs4.OtherSize]byte {
-	m.nextStateid++
-	if m.nextStateid == 0 {
-		m.nextStateid = 1
-	}
 	var o [nfs4.OtherSize]byte
 	binary.BigEndian.PutUint32(o[0:4], m.epoch)
 	binary.BigEndian.PutUint32(o[4:8], uint32(c.id))
-	binary.BigEndian.PutUint32(o[8:12], m.nextStateid)
-	return o
+	for {
+		// After 2^32 stateids the counter wraps; skip 0 and those still in use (the
+		// table is bounded, so this ends).
+		m.nextStateid++
+		if m.nextStateid == 0 {
+			continue
+		}
+		binary.BigEndian.PutUint32(o[8:12], m.nextStateid)
+		if _, used := m.stateids[o]; !used {
+			return o
+		}
+	}
+}
+
+// newClientID returns an unused client ID of this epoch.
+func (m *Manager) newClientID() uint64 {
+	for {
+		m.nextClient++
+		if m.nextClient == 0 {
+			continue
+		}
+		id := m.clientIDOf(m.nextClient)
+		if _, used := m.clients[id]; !used {
+			return id
+		}
+	}
 }
 
 // rememberExpired records that a client's lease expired, forgetting the oldest record
