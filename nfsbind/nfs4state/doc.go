@@ -7,15 +7,18 @@
 //
 // # Using it
 //
-// A server instance creates one Manager with New; a restart is a new Manager. The clock is
+// A server instance creates one Manager with New (which fails only when the state file in
+// Options.StateDir cannot be read or written); a restart is a new Manager. The clock is
 // Options.Now, so tests drive time by hand. The server calls:
 //
 //   - ExchangeID, CreateSession, DestroySession, DestroyClientID, BindConnToSession,
 //     ReclaimComplete, SetCallbackProgram (BACKCHANNEL_CTL) for the session operations;
 //   - Sequence first in every COMPOUND that has it. A retry returns the cached reply in
 //     SequenceResult.Replay, to send as is; a new request holds SequenceResult.Slot, and the
-//     server must call Slot.Done with the encoded reply once it is built (defer it), whatever
-//     the COMPOUND's status. SequenceResult.ClientID is the client every later operation
+//     server must call Slot.Done with the encoded COMPOUND4res once it is built (defer it),
+//     whatever the COMPOUND's status. Before that, a reply larger than
+//     Slot.MaxCachedReply to a request with sa_cachethis must become
+//     NFS4ERR_REP_TOO_BIG_TO_CACHE. SequenceResult.ClientID is the client every later operation
 //     of the COMPOUND acts for; SequenceResult.Fore the negotiated limits to check the
 //     COMPOUND against;
 //   - Open, OpenDowngrade, Close, Lock, LockT, LockU, TestStateid, FreeStateid with that
@@ -57,8 +60,8 @@
 // (MaxStateOwnersPerClient), stateids per client and in all (MaxStateidsPerClient,
 // MaxStateids), lock ranges per lock-owner (MaxLocksPerOwner), owner names
 // (nfs4.OpaqueLimit). A request that would exceed a bound gets NFS4ERR_DELAY (NFSv4.1 has
-// no NFS4ERR_RESOURCE), except a LOCKU split beyond MaxLocksPerOwner, which gets
-// NFS4ERR_LOCK_RANGE.
+// no NFS4ERR_RESOURCE), except that a full client table first drops its oldest unconfirmed
+// record, and a LOCKU split beyond MaxLocksPerOwner gets NFS4ERR_LOCK_RANGE.
 //
 // Delegations are not granted; layouts are not supported.
 package nfs4state
