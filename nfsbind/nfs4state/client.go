@@ -27,7 +27,8 @@ type client struct {
 	sessions   map[nfs4.SessionID]*session
 	openOwners map[string]*stateOwner
 	lockOwners map[string]*stateOwner
-	nstateids  int
+	nstateids  int                   // open and lock stateids, revoked ones included
+	revoked    map[*stateid]struct{} // revoked stateids awaiting FREE_STATEID
 	inFlight   int // requests between Sequence and Slot.Done
 
 	mayReclaim      bool // listed by the previous instance
@@ -127,6 +128,7 @@ func (m *Manager) ExchangeID(a ExchangeIDArgs) (ExchangeIDResult, nfs4.Status) {
 		sessions:   make(map[nfs4.SessionID]*session),
 		openOwners: make(map[string]*stateOwner),
 		lockOwners: make(map[string]*stateOwner),
+		revoked:    make(map[*stateid]struct{}),
 	}
 	m.clients[c.id] = c
 	m.unconfirmed[c.owner] = c
@@ -193,6 +195,9 @@ func (m *Manager) destroyClientLocked(c *client) {
 		for _, st := range o.stateids {
 			m.freeLockStateidLocked(st)
 		}
+	}
+	for st := range c.revoked {
+		m.freeRevokedLocked(st)
 	}
 	delete(m.clients, c.id)
 	if c.confirmed {

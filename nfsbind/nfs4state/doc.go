@@ -26,7 +26,10 @@
 //   - CheckIO before READ, WRITE and SETATTR of the size, with the operation's stateid;
 //   - Sweep every few seconds, which ends expired leases and the grace period;
 //   - ConnClosed when a connection closes; Backchannel and SetCallbackPath for its
-//     callback probes (SEQ4_STATUS_CB_PATH_DOWN follows the last probe's result).
+//     callback probes (SEQ4_STATUS_CB_PATH_DOWN follows the last probe's result);
+//   - RevokeClient or RevokeFile when an administrator takes state away: the stateids
+//     then answer NFS4ERR_ADMIN_REVOKED until freed, and SEQUENCE carries
+//     SEQ4_STATUS_ADMIN_STATE_REVOKED.
 //
 // The server replaces the "current stateid" (seqid 1, other zeros) by the COMPOUND's
 // current stateid before calling; the Manager treats it as bad. Stateids are 16 bytes:

@@ -98,7 +98,7 @@ func (d *fuzzDriver) keep(sid nfs4.Stateid4, st nfs4.Status) {
 
 func (d *fuzzDriver) step() {
 	m := d.m
-	switch d.byte() % 20 {
+	switch d.byte() % 22 {
 	case 0:
 		r, st := m.ExchangeID(ExchangeIDArgs{OwnerID: []byte{d.byte() % 8}, Verifier: nfs4.Verifier{d.byte() % 2},
 			Flags: uint32(d.byte()&1) << 30, Principal: d.principal()})
@@ -181,6 +181,10 @@ func (d *fuzzDriver) step() {
 		m.ConnClosed(ConnID(d.byte() % 8))
 	case 19:
 		m.SetCallbackPath(d.client(), d.byte()%2 == 0)
+	case 20:
+		m.RevokeClient(d.client())
+	case 21:
+		m.RevokeFile(d.file())
 	}
 }
 

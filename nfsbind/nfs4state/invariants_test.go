@@ -80,6 +80,9 @@ func checkInvariants(m *Manager) error {
 				}
 				locks := 0
 				for key, st := range ow.stateids {
+					if st.revoked {
+						return fmt.Errorf("owner %q links a revoked stateid", name)
+					}
 					if st.owner != ow || st.file.key != key || m.stateids[st.other] != st || st.client != c {
 						return fmt.Errorf("stateid of owner %q not filed", name)
 					}
@@ -90,6 +93,15 @@ func checkInvariants(m *Manager) error {
 					return fmt.Errorf("owner %q counts %d locks, holds %d", name, ow.nlocks, locks)
 				}
 			}
+		}
+		for st := range c.revoked {
+			if !st.revoked || st.client != c || m.stateids[st.other] != st || len(st.ranges) > 0 || st.locks != nil {
+				return fmt.Errorf("revoked stateid of client %x: bad or not filed", id)
+			}
+			if st.owner.stateids[st.file.key] == st || st.file.opens != nil && hasKey(st.file.opens, st) || hasKey(st.file.locks, st) {
+				return fmt.Errorf("revoked stateid still linked")
+			}
+			n++
 		}
 		if n != c.nstateids {
 			return fmt.Errorf("client %x counts %d stateids, has %d", id, c.nstateids, n)
@@ -151,4 +163,9 @@ func checkInvariants(m *Manager) error {
 		}
 	}
 	return nil
+}
+
+func hasKey(m map[*stateid]struct{}, st *stateid) bool {
+	_, ok := m[st]
+	return ok
 }

@@ -140,6 +140,9 @@ func (m *Manager) statusFlagsLocked(c *client) uint32 {
 	if c.callbackDown() {
 		f |= nfs4.Seq4StatusCBPathDown
 	}
+	if len(c.revoked) > 0 {
+		f |= nfs4.Seq4StatusAdminStateRevoked
+	}
 	return f
 }
 
