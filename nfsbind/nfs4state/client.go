@@ -29,7 +29,7 @@ type client struct {
 	lockOwners map[string]*stateOwner
 	nstateids  int                   // open and lock stateids, revoked ones included
 	revoked    map[*stateid]struct{} // revoked stateids awaiting FREE_STATEID
-	inFlight   int // requests between Sequence and Slot.Done
+	inFlight   int                   // requests between Sequence and Slot.Done
 
 	mayReclaim      bool // listed by the previous instance
 	reclaimComplete bool
