@@ -217,6 +217,12 @@ var fuzzManagerSeeds = [][]byte{
 	),
 }
 
+func init() {
+	// The same, but revoking client a's state and b's file, then freeing a stateid.
+	s := fuzzManagerSeeds[0]
+	fuzzManagerSeeds = append(fuzzManagerSeeds, cat(s[:len(s)-2], []byte{20, 1, 0}, []byte{21, 0}, []byte{15, 1, 0, 8, 2}, []byte{17, 200}))
+}
+
 func cat(parts ...[]byte) []byte {
 	var b []byte
 	for _, p := range parts {
