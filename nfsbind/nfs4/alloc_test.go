@@ -129,3 +129,26 @@ func BenchmarkCompoundReadServe(b *testing.B) {
 		s.serve(b, read, nil)
 	}
 }
+
+// Decoding any operation's arguments or result into a value reused from a previous
+// decode does not allocate: byte fields alias the input and lists reuse their storage.
+func TestDecodeReusedAllocs(t *testing.T) {
+	check := func(name string, in []byte, m Message) {
+		t.Helper()
+		var d xdr.Decoder
+		d.Reset(in)
+		if err := m.DecodeXDR(&d); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n := testing.AllocsPerRun(20, func() { d.Reset(in); _ = m.DecodeXDR(&d) }); n != 0 {
+			t.Errorf("%s: %v allocations", name, n)
+		}
+	}
+	for _, a := range sampleArgs() {
+		m, _ := NewArgs(a.Op())
+		check(a.Op().String()+" args", encode(a), m)
+	}
+	for _, r := range sampleRes() {
+		check(r.Op().String()+" res", encode(r), NewRes(r.Op()))
+	}
+}

@@ -6,7 +6,8 @@
 //
 // The codec is written by hand on package xdr. Decoded byte fields (file handles,
 // names, owners, READ and WRITE data) alias the decoder's buffer and are valid only as
-// long as that buffer is. Every length a peer claims is checked before anything is
+// long as that buffer is; decoding into a value reused from an earlier decode does not
+// allocate (lists reuse their storage). Every length a peer claims is checked before anything is
 // sliced: file handles are at most FHSize (128) bytes, owners at most OpaqueLimit
 // (1024), names at most MaxComponent, and READ/WRITE data at most MaxData bytes.
 // Failures are returned as errors that name the operation and field and wrap the
