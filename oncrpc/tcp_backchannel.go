@@ -19,6 +19,8 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
+var _ BackchannelConn = (*tcpServerConn)(nil)
+
 // isReply reports whether record holds an RPC message whose msg_type is REPLY.
 func isReply(record []byte) bool {
 	return len(record) >= 8 && MsgType(binary.BigEndian.Uint32(record[4:])) == Reply
@@ -100,6 +102,9 @@ func (bc *tcpBackchannel) RoundTrip(ctx context.Context, call *ClientCall, reply
 	sc.vecs.build(&call.Msg)
 	sc.nb = sc.vecs.iov
 	_, err = sc.nb.WriteTo(sc.c)
+	if ok && err == nil {
+		sc.c.SetWriteDeadline(time.Time{}) // WriteReply sets its own, if any
+	}
 	sc.wmu.Unlock()
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
