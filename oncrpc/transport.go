@@ -152,10 +152,10 @@ type BackchannelConn interface {
 	// one for every call of Backchannel. It fails wrapping ErrNoBackchannel when the
 	// connection cannot carry reverse calls (an RPC-over-RDMA connection that cannot
 	// post the receives their replies need), and wrapping ErrClosed when the
-	// connection closed before the first call. RoundTrip's ReplySinks and MaxReply are ignored: reverse
-	// calls and replies travel inline. Closing the RoundTripper fails its outstanding
-	// calls and those after and leaves the connection open; when the connection
-	// closes, its calls fail with an error wrapping ErrClosed.
+	// connection closed before the first call. RoundTrip's ReplySinks and MaxReply
+	// are ignored: reverse calls and replies travel inline. Closing the RoundTripper
+	// fails its outstanding calls and those after and leaves the connection open;
+	// when the connection closes, its calls fail with an error wrapping ErrClosed.
 	Backchannel() (RoundTripper, error)
 }
 
