@@ -74,9 +74,8 @@ type ClientOptions struct {
 	// direction (RFC 8167; NFSv4.1 callbacks): each connection keeps MaxRequests (at
 	// most MaxBackchannelRequests) receives posted for them beyond its forward
 	// credits, grants that many reverse credits in its replies, and answers on the
-	// connection the call came on. Without
-	// it reverse calls are dropped and counted (ClientStats.ReverseDropped), as by
-	// Linux's client without a callback service.
+	// connection the call came on. Without it reverse calls are dropped and counted
+	// (ClientStats.ReverseDropped), as by Linux's client without a callback service.
 	Backchannel *oncrpc.BackchannelOptions
 }
 
