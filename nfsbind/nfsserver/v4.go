@@ -1,0 +1,143 @@
+//go:build linux
+
+package nfsserver
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4state"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// v4Set is the exports an NFSv4.1 server serves at one moment: a Server's own export,
+// or one loaded table of an Exports.
+type v4Set struct {
+	byID   map[uint32]*Server // export id (in handles) -> export
+	list   []*Server
+	pseudo *pseudoFS
+}
+
+func newV4Set(list []*Server) *v4Set {
+	set := &v4Set{byID: make(map[uint32]*Server, len(list)), list: list, pseudo: newPseudoFS(list)}
+	for _, s := range list {
+		set.byID[s.handles.exportID] = s
+	}
+	return set
+}
+
+// NFS4Options configure the NFSv4.1 service of a Server or an Exports.
+type NFS4Options struct {
+	// State configures the client, session, open and lock state (nfs4state.Options):
+	// lease time, grace time, the state directory that lets clients reclaim after a
+	// restart (default: Options.StateDir), and the bounds of every table. Its Logger
+	// defaults to the export's.
+	State nfs4state.Options
+	// SweepInterval is how often expired leases are swept (default a tenth of the
+	// lease time, at least a second).
+	SweepInterval time.Duration
+}
+
+// v4Server is the NFSv4.1 service (program 100003 version 4, minor version 1) of a set
+// of exports: the COMPOUND procedure, the pseudo file system leading to the exports,
+// and the state (clients, sessions, opens, locks) in an nfs4state.Manager.
+type v4Server struct {
+	log   hclog.Logger
+	set   func() *v4Set
+	state *nfs4state.Manager
+	owner nfs4.ServerOwner4
+	scope []byte
+	impl  nfs4.NFSImplID4
+
+	conns connIDs
+	pool  sync.Pool // *compound
+
+	stopOnce sync.Once
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// newV4Server starts the NFSv4.1 service over the exports set returns.
+func newV4Server(log hclog.Logger, set func() *v4Set, opts NFS4Options) (*v4Server, error) {
+	so := opts.State
+	if so.Logger == nil {
+		so.Logger = log.Named("nfs4state")
+	}
+	m, err := nfs4state.New(so)
+	if err != nil {
+		return nil, fmt.Errorf("nfsserver: NFSv4 state: %w", err)
+	}
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "localhost"
+	}
+	v := &v4Server{log: log, set: set, state: m, stop: make(chan struct{}), done: make(chan struct{})}
+	// One server owner for every instance on this host: clients may trunk sessions
+	// over its addresses, and a restarted server is recognised as the same one.
+	v.owner = nfs4.ServerOwner4{MinorID: 0, MajorID: []byte("go-rpcrdma:" + host)}
+	v.scope = []byte("go-rpcrdma:" + host)
+	v.impl = nfs4.NFSImplID4{Domain: []byte("go-rpcrdma.dev"), Name: []byte("go-rpcrdma nfsserver")}
+	v.conns.init(m.ConnClosed)
+	v.pool.New = func() any { return newCompound(v) }
+	every := opts.SweepInterval
+	if every <= 0 {
+		every = max(m.LeaseTime()/10, time.Second)
+	}
+	go v.sweep(every)
+	return v, nil
+}
+
+// sweep ends the leases that expired, every interval, until close.
+func (v *v4Server) sweep(every time.Duration) {
+	defer close(v.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-v.stop:
+			return
+		case now := <-t.C:
+			if n := v.state.Sweep(now); n > 0 {
+				v.log.Info("leases expired", "clients", n)
+			}
+		}
+	}
+}
+
+// close stops the lease sweeper.
+func (v *v4Server) close() {
+	v.stopOnce.Do(func() { close(v.stop) })
+	<-v.done
+}
+
+// handler returns the oncrpc handler of NFS version 4: NULL (non-blocking) and
+// COMPOUND.
+func (v *v4Server) handler() oncrpc.Handler {
+	return oncrpc.NonBlocking(oncrpc.Procs{
+		nfs4.ProcNull:     null,
+		nfs4.ProcCompound: v.compound,
+	}, nfs4.ProcNull)
+}
+
+// compound is the COMPOUND procedure (RFC 8881 §16.2).
+func (v *v4Server) compound(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+	c := v.pool.Get().(*compound)
+	defer v.putCompound(c)
+	return c.run(ctx, req, res)
+}
+
+func (v *v4Server) putCompound(c *compound) {
+	c.reset()
+	v.pool.Put(c)
+}
+
+// NFS4Handler returns the oncrpc handler of NFS version 4 for the export: minor
+// version 1 (see the package documentation), NULL answered without a worker hand-off.
+func (s *Server) NFS4Handler() oncrpc.Handler { return s.v4.handler() }
