@@ -47,6 +47,34 @@ func NewArgs(op OpNum) (OpArgs, error) {
 		return &VerifyArgs{OpNum: op}, nil
 	case OpAccess:
 		return &AccessArgs{}, nil
+	case OpOpen:
+		return &OpenArgs{}, nil
+	case OpOpenDowngrade:
+		return &OpenDowngradeArgs{}, nil
+	case OpClose:
+		return &CloseArgs{}, nil
+	case OpLock:
+		return &LockArgs{}, nil
+	case OpLockt:
+		return &LocktArgs{}, nil
+	case OpLocku:
+		return &LockuArgs{}, nil
+	case OpReleaseLockowner:
+		return &ReleaseLockownerArgs{}, nil
+	case OpRead:
+		return &ReadArgs{}, nil
+	case OpWrite:
+		return &WriteArgs{}, nil
+	case OpCommit:
+		return &CommitArgs{}, nil
+	case OpCreate:
+		return &CreateArgs{}, nil
+	case OpRemove, OpLink:
+		return &NameArgs{OpNum: op}, nil
+	case OpRename:
+		return &RenameArgs{}, nil
+	case OpReaddir:
+		return &ReaddirArgs{}, nil
 	}
 	if !op.Defined() || op == OpIllegal {
 		return nil, &StatusError{Status: ErrOpIllegal, Err: fmt.Errorf("nfs4: operation %d: %w", uint32(op), ErrBadEnum)}
@@ -83,6 +111,28 @@ func NewRes(op OpNum) OpRes {
 		return &SetattrRes{}
 	case OpAccess:
 		return &AccessRes{}
+	case OpOpen:
+		return &OpenRes{}
+	case OpOpenDowngrade, OpClose, OpLocku:
+		return &StateidRes{OpNum: op}
+	case OpLock, OpLockt:
+		return &LockRes{OpNum: op}
+	case OpRead:
+		return &ReadRes{}
+	case OpWrite:
+		return &WriteRes{}
+	case OpCommit:
+		return &CommitRes{}
+	case OpCreate:
+		return &CreateRes{}
+	case OpRemove, OpLink:
+		return &CinfoRes{OpNum: op}
+	case OpRename:
+		return &RenameRes{}
+	case OpReadlink:
+		return &ReadlinkRes{}
+	case OpReaddir:
+		return &ReaddirRes{}
 	}
 	return &UnsupportedRes{OpNum: op}
 }
