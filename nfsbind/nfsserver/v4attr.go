@@ -119,8 +119,9 @@ func (v *v4Server) commonAttrs(a *nfs4.Fattr) {
 }
 
 // exportAttrs fills a with the attributes in mask of the object st of srv, whose
-// handle is fh; fd (or -1) is a descriptor of it for fstatfs.
-func (c *compound) exportAttrs(srv *Server, st *unix.Statx_t, fh []byte, fd int, mask nfs4.Bitmap4, a *nfs4.Fattr, buf *attrBuf) nfs4.Status {
+// handle is fh; fd (or -1) is a descriptor of it for fstatfs; root says st is the
+// export root.
+func (c *compound) exportAttrs(srv *Server, st *unix.Statx_t, fh []byte, fd int, mask nfs4.Bitmap4, a *nfs4.Fattr, buf *attrBuf, root bool) nfs4.Status {
 	c.v.commonAttrs(a)
 	a.Type = ftype4(st)
 	a.Change = uint64(st.Ctime.Sec)*1e9 + uint64(st.Ctime.Nsec)
@@ -140,8 +141,8 @@ func (c *compound) exportAttrs(srv *Server, st *unix.Statx_t, fh []byte, fd int,
 	a.SpaceUsed = st.Blocks * 512
 	a.TimeAccess, a.TimeMetadata, a.TimeModify = time4(st.Atime), time4(st.Ctime), time4(st.Mtime)
 	a.MountedOnFileid = st.Ino
-	if isDir(st) && mask.Has(nfs4.AttrMountedOnFileid) {
-		if n := c.set.pseudo.byExp[srv]; n != nil && n.parent != nil && srv.isRoot(st) {
+	if root {
+		if n := c.set.pseudo.byExp[srv]; n != nil && n.parent != nil {
 			a.MountedOnFileid = n.id
 		}
 	}
@@ -161,12 +162,6 @@ func (c *compound) exportAttrs(srv *Server, st *unix.Statx_t, fh []byte, fd int,
 		a.SpaceAvail, a.SpaceFree, a.SpaceTotal = fs.Bavail*bs, fs.Bfree*bs, fs.Blocks*bs
 	}
 	return nfs4.OK
-}
-
-// isRoot reports whether st is the export root.
-func (s *Server) isRoot(st *unix.Statx_t) bool {
-	var root unix.Statx_t
-	return statFD(s.rootFD, &root) == nil && keyOf(&root) == keyOf(st)
 }
 
 // pseudoAttrs fills a with the attributes of the pseudo directory n: a read-only

@@ -29,7 +29,7 @@ func (c *compound) curAttrs(req nfs4.Bitmap4, mask *nfs4.Bitmap4, a *nfs4.Fattr,
 	srv, fh := c.cur.srv, c.cur.fh()
 	var st unix.Statx_t
 	if !overlaps(*mask, fsStatAttrs) && srv.statCached(fh, &st) {
-		return c.exportAttrs(srv, &st, fh, -1, *mask, a, buf)
+		return c.exportAttrs(srv, &st, fh, -1, *mask, a, buf, false)
 	}
 	var o object
 	st3 := srv.open(fh, &o)
@@ -37,7 +37,8 @@ func (c *compound) curAttrs(req nfs4.Bitmap4, mask *nfs4.Bitmap4, a *nfs4.Fattr,
 	if st3 != nfs3.StatusOK {
 		return st4(st3)
 	}
-	return c.exportAttrs(srv, &o.st, fh, o.fd, *mask, a, buf)
+	root := isDir(&o.st) && mask.Has(nfs4.AttrMountedOnFileid) && o.path == ""
+	return c.exportAttrs(srv, &o.st, fh, o.fd, *mask, a, buf, root)
 }
 
 func (c *compound) opGetattr(op nfs4.OpNum) nfs4.Status {

@@ -84,6 +84,13 @@ type compound struct {
 	clientID    uint64
 	slot        nfs4state.Slot
 
+	// abort, when set by an operation, ends the COMPOUND without a reply (the
+	// call's context ended while it waited).
+	abort error
+	// curSid is the COMPOUND's current stateid (RFC 8881 §16.2.3.1.2).
+	curSid    nfs4.Stateid4
+	hasCurSid bool
+
 	// credSrv is the export cred was computed for (credentials depend on the
 	// export's client list), nil when none was.
 	credSrv *Server
@@ -102,6 +109,7 @@ func (c *compound) reset() {
 	c.maxReply, c.maxCached = 0, 0
 	c.inSession, c.cacheThis, c.replay, c.clientID, c.slot = false, false, false, 0, nfs4state.Slot{}
 	c.credSrv, c.cred = nil, cred{}
+	c.abort, c.curSid, c.hasCurSid = nil, nfs4.Stateid4{}, false
 	c.ops.reset()
 }
 
@@ -140,6 +148,10 @@ func (c *compound) run(ctx context.Context, req *oncrpc.Request, res *xdr.Encode
 			}
 		} else {
 			status = c.dispatch(op)
+		}
+		if c.abort != nil {
+			c.slot.Done(nil)
+			return c.abort
 		}
 		if status == nfs4.OK {
 			status = c.checkReplySize(op)
@@ -265,6 +277,26 @@ func init() {
 		nfs4.OpVerify:  (*compound).opVerify,
 		nfs4.OpNverify: (*compound).opVerify,
 		nfs4.OpAccess:  (*compound).opAccess,
+
+		nfs4.OpCreate:   (*compound).opCreate,
+		nfs4.OpRemove:   (*compound).opRemove,
+		nfs4.OpRename:   (*compound).opRename,
+		nfs4.OpLink:     (*compound).opLink,
+		nfs4.OpReadlink: (*compound).opReadlink,
+		nfs4.OpReaddir:  (*compound).opReaddir,
+
+		nfs4.OpRead:   (*compound).opRead,
+		nfs4.OpWrite:  (*compound).opWrite,
+		nfs4.OpCommit: (*compound).opCommit,
+
+		nfs4.OpOpen:          (*compound).opOpen,
+		nfs4.OpOpenDowngrade: (*compound).opOpenDowngrade,
+		nfs4.OpClose:         (*compound).opClose,
+		nfs4.OpLock:          (*compound).opLock,
+		nfs4.OpLockt:         (*compound).opLockt,
+		nfs4.OpLocku:         (*compound).opLocku,
+		nfs4.OpTestStateid:   (*compound).opTestStateid,
+		nfs4.OpFreeStateid:   (*compound).opFreeStateid,
 	} {
 		opTable[op] = h
 	}
@@ -301,6 +333,38 @@ type opValues struct {
 	access     nfs4.AccessArgs
 	accessRes  nfs4.AccessRes
 	attrBuf    attrBuf
+
+	create       nfs4.CreateArgs
+	createRes    nfs4.CreateRes
+	name         nfs4.NameArgs
+	cinfoRes     nfs4.CinfoRes
+	rename       nfs4.RenameArgs
+	renameRes    nfs4.RenameRes
+	readlinkRes  nfs4.ReadlinkRes
+	readdir      nfs4.ReaddirArgs
+	readdirMask  nfs4.Bitmap4
+	readdirEnc   nfs4.ReaddirEncoder
+	readdirAttrs nfs4.Fattr
+
+	read      nfs4.ReadArgs
+	readRes   nfs4.ReadRes
+	write     nfs4.WriteArgs
+	writeRes  nfs4.WriteRes
+	commit    nfs4.CommitArgs
+	commitRes nfs4.CommitRes
+
+	open           nfs4.OpenArgs
+	openRes        nfs4.OpenRes
+	openDowngrade  nfs4.OpenDowngradeArgs
+	close          nfs4.CloseArgs
+	stateidRes     nfs4.StateidRes
+	lock           nfs4.LockArgs
+	lockt          nfs4.LocktArgs
+	locku          nfs4.LockuArgs
+	lockRes        nfs4.LockRes
+	testStateid    nfs4.TestStateidArgs
+	testStateidRes nfs4.TestStateidRes
+	stateidArgs    nfs4.StateidArgs
 }
 
 // reset drops the references into a finished call's buffers.
@@ -314,4 +378,18 @@ func (o *opValues) reset() {
 	o.getattrRes.Attr.Filehandle = nil
 	o.setattr.Attr.Owner, o.setattr.Attr.OwnerGroup, o.setattr.Attr.Filehandle = nil, nil, nil
 	o.verify.Attrs.Vals = nil
+	o.create.LinkData, o.create.ObjName = nil, nil
+	o.create.Attrs.Owner, o.create.Attrs.OwnerGroup, o.create.Attrs.Filehandle = nil, nil, nil
+	o.name.Name = nil
+	o.rename = nfs4.RenameArgs{}
+	o.readlinkRes.Link = nil
+	o.readdirEnc = nfs4.ReaddirEncoder{}
+	o.readdirAttrs.Filehandle = nil
+	o.readRes.Data = nil
+	o.write.Data = nil
+	o.open.Owner.Owner, o.open.Claim.File = nil, nil
+	o.open.How.Attrs.Owner, o.open.How.Attrs.OwnerGroup, o.open.How.Attrs.Filehandle = nil, nil, nil
+	o.lock.Locker.LockOwner.Owner = nil
+	o.lockt.Owner.Owner = nil
+	o.lockRes.Denied.Owner.Owner = nil
 }
