@@ -52,6 +52,7 @@ type v4Server struct {
 	log   hclog.Logger
 	set   func() *v4Set
 	state *nfs4state.Manager
+	now   func() time.Time // the state manager's clock
 	owner nfs4.ServerOwner4
 	scope []byte
 	impl  nfs4.NFSImplID4
@@ -78,7 +79,11 @@ func newV4Server(log hclog.Logger, set func() *v4Set, opts NFS4Options) (*v4Serv
 	if host == "" {
 		host = "localhost"
 	}
-	v := &v4Server{log: log, set: set, state: m, stop: make(chan struct{}), done: make(chan struct{})}
+	now := so.Now
+	if now == nil {
+		now = time.Now
+	}
+	v := &v4Server{log: log, set: set, state: m, now: now, stop: make(chan struct{}), done: make(chan struct{})}
 	// One server owner for every instance on this host: clients may trunk sessions
 	// over its addresses, and a restarted server is recognised as the same one.
 	v.owner = nfs4.ServerOwner4{MinorID: 0, MajorID: []byte("go-rpcrdma:" + host)}
@@ -103,8 +108,8 @@ func (v *v4Server) sweep(every time.Duration) {
 		select {
 		case <-v.stop:
 			return
-		case now := <-t.C:
-			if n := v.state.Sweep(now); n > 0 {
+		case <-t.C:
+			if n := v.state.Sweep(v.now()); n > 0 {
 				v.log.Info("leases expired", "clients", n)
 			}
 		}
