@@ -222,8 +222,12 @@ func (r *CBStatusRes) EncodeXDR(e *xdr.Encoder) { e.Uint32(uint32(r.Status)) }
 
 // DecodeXDR decodes the status.
 func (r *CBStatusRes) DecodeXDR(d *xdr.Decoder) (err error) {
-	r.Status, err = decodeStatus(d, r.CBOpNum.String()+"4res")
-	return err
+	v, err := d.Uint32()
+	if err != nil {
+		return field(r.CBOpNum.String()+"4res.status", err)
+	}
+	r.Status = Status(v)
+	return nil
 }
 
 // CBNoArgs is the (empty) arguments of CB_ILLEGAL.

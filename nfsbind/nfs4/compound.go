@@ -347,3 +347,17 @@ func (c *CompoundRes) DecodeXDR(d *xdr.Decoder) error {
 	}
 	return nil
 }
+
+// Sessionless reports whether op may open a COMPOUND that does not start with
+// SEQUENCE: EXCHANGE_ID, CREATE_SESSION, BIND_CONN_TO_SESSION, DESTROY_SESSION and
+// DESTROY_CLIENTID, each only as the sole operation (RFC 8881's COMPOUND and SEQUENCE
+// rules). A server answers NFS4ERR_NOT_ONLY_OP when such a COMPOUND holds more
+// operations, NFS4ERR_OP_NOT_IN_SESSION when its first operation is any other, and
+// NFS4ERR_SEQUENCE_POS for a SEQUENCE that is not first.
+func (o OpNum) Sessionless() bool {
+	switch o {
+	case OpExchangeID, OpCreateSession, OpBindConnToSession, OpDestroySession, OpDestroyClientID:
+		return true
+	}
+	return false
+}

@@ -168,3 +168,16 @@ func TestStatusAndOpStrings(t *testing.T) {
 		t.Error("OpNum.Defined")
 	}
 }
+
+func TestSessionless(t *testing.T) {
+	var got []OpNum
+	for op := OpNum(0); op < 70; op++ {
+		if op.Sessionless() {
+			got = append(got, op)
+		}
+	}
+	want := []OpNum{OpBindConnToSession, OpExchangeID, OpCreateSession, OpDestroySession, OpDestroyClientID}
+	if !reflect.DeepEqual(got, want) || OpSequence.Sessionless() || OpIllegal.Sessionless() {
+		t.Fatalf("sessionless ops %v", got)
+	}
+}

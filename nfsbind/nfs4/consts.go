@@ -347,9 +347,6 @@ func (s Status) String() string {
 	return "NFS4ERR(" + strconv.FormatUint(uint64(s), 10) + ")"
 }
 
-// Error makes a Status usable as an error; NFS4_OK is not meant to be one.
-func (s Status) Error() string { return "nfs4: " + s.String() }
-
 // EXCHANGE_ID flags (eia_flags, eir_flags; RFC 8881 §18.35).
 const (
 	ExchgIDFlagSuppMovedRefer   uint32 = 0x00000001

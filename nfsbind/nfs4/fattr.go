@@ -326,7 +326,9 @@ func (f *Fattr4) EncodeXDR(e *xdr.Encoder) {
 	e.Opaque(f.Vals)
 }
 
-func (f *Fattr4) decode(d *xdr.Decoder, name string) (err error) {
+func (f *Fattr4) decode(d *xdr.Decoder, outer string) (err error) {
+	const name = "fattr4"
+	defer wrapErr(&err, outer)
 	if err = f.Mask.decode(d, name+".attrmask"); err != nil {
 		return err
 	}
@@ -340,18 +342,21 @@ func (f *Fattr4) DecodeXDR(d *xdr.Decoder) error { return f.decode(d, "fattr4") 
 // Values decodes attr_vals into a; see DecodeFattr for the errors.
 func (f *Fattr4) Values(a *Fattr) error { return decodeVals(f.Mask, f.Vals, a, "fattr4") }
 
-// DecodeFattr decodes an fattr4 into mask and a, reusing their storage. An attribute
-// bit outside SupportedAttrs fails with a *StatusError carrying NFS4ERR_ATTRNOTSUPP
-// (the attribute's length is unknown, so the values after it cannot be read);
-// attr_vals longer than the attributes in mask is NFS4ERR_BADXDR.
+// DecodeFattr decodes an fattr4 into mask (without trailing zero words) and a, reusing
+// their storage. An attribute bit outside SupportedAttrs fails with a *StatusError
+// carrying NFS4ERR_ATTRNOTSUPP (the attribute's length is unknown, so the values after
+// it cannot be read); attr_vals longer than the attributes in mask is NFS4ERR_BADXDR.
 func DecodeFattr(d *xdr.Decoder, mask *Bitmap4, a *Fattr) error {
 	return decodeFattr(d, mask, a, "fattr4")
 }
 
-func decodeFattr(d *xdr.Decoder, mask *Bitmap4, a *Fattr, name string) error {
+func decodeFattr(d *xdr.Decoder, mask *Bitmap4, a *Fattr, outer string) (err error) {
+	const name = "fattr4"
+	defer wrapErr(&err, outer)
 	if err := mask.decode(d, name+".attrmask"); err != nil {
 		return err
 	}
+	*mask = mask.trim() // as EncodeFattr writes it
 	vals, err := decodeOpaque(d, -1, name+".attr_vals")
 	if err != nil {
 		return err
@@ -405,7 +410,7 @@ func decodeAttrValue(d *xdr.Decoder, at Attr, a *Fattr) (err error) {
 			*p, err = d.Bool()
 		}
 	}
-	const n = "value"
+	const n = "" // decodeAttr names the attribute
 	switch at {
 	case AttrSupportedAttrs:
 		err = a.SupportedAttrs.decode(d, n)

@@ -134,6 +134,11 @@ func TestBitmapHelpers(t *testing.T) {
 	if !rest.Equal(NewBitmap(AttrSize)) || len(rest) != 1 {
 		t.Errorf("AndNot: %v", rest)
 	}
+	req := Bitmap4{0xffffffff, 0xffffffff, 0xffffffff, 1}
+	req.Intersect(SettableAttrs())
+	if !req.Equal(SettableAttrs()) || len(req) != 2 {
+		t.Errorf("Intersect: %v", req)
+	}
 	b.Clear(AttrSize)
 	b.Clear(AttrMode)
 	if !b.IsZero() || !b.Equal(nil) {

@@ -125,7 +125,7 @@ func (a *VerifyArgs) EncodeXDR(e *xdr.Encoder) { a.Attrs.EncodeXDR(e) }
 
 // DecodeXDR decodes the fattr4 without decoding its values.
 func (a *VerifyArgs) DecodeXDR(d *xdr.Decoder) error {
-	return a.Attrs.decode(d, a.OpNum.String()+"4args.obj_attributes")
+	return opErr(a.OpNum, "4args.obj_attributes", a.Attrs.decode(d, "fattr4"))
 }
 
 // AccessArgs is ACCESS4args.

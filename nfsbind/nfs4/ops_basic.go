@@ -43,8 +43,9 @@ func (r *StatusRes) EncodeXDR(e *xdr.Encoder) { e.Uint32(uint32(r.Status)) }
 
 // DecodeXDR decodes the status.
 func (r *StatusRes) DecodeXDR(d *xdr.Decoder) (err error) {
-	r.Status, err = decodeStatus(d, r.OpNum.String()+"4res")
-	return err
+	v, err := d.Uint32()
+	r.Status = Status(v)
+	return opErr(r.OpNum, "4res.status", err)
 }
 
 // UnsupportedRes is the result of an operation RFC 8881 defines but this package does
@@ -67,12 +68,12 @@ func (r *UnsupportedRes) EncodeXDR(e *xdr.Encoder) { e.Uint32(uint32(r.Status)) 
 
 // DecodeXDR decodes an error status.
 func (r *UnsupportedRes) DecodeXDR(d *xdr.Decoder) (err error) {
-	name := r.OpNum.String() + "4res"
-	if r.Status, err = decodeStatus(d, name); err != nil {
-		return err
+	v, err := d.Uint32()
+	if err != nil {
+		return opErr(r.OpNum, "4res.status", err)
 	}
-	if r.Status == OK {
-		return fmt.Errorf("nfs4: %s: result body: %w", name, ErrUnsupported)
+	if r.Status = Status(v); r.Status == OK {
+		return fmt.Errorf("nfs4: %v4res: result body: %w", r.OpNum, ErrUnsupported)
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ func (a *ReadArgs) DecodeXDR(d *xdr.Decoder) (err error) {
 	return nil
 }
 
-// ReadRes is READ4res. Data is DDP-eligible (RFC 8267 §4.1): EncodeXDR writes it with
+// ReadRes is READ4res. Data is DDP-eligible (RFC 8267): EncodeXDR writes it with
 // xdr.Encoder.Payload and DecodeXDR reads it with xdr.Decoder.Payload, so over RDMA it
 // moves in the write chunk that belongs to this READ's position in the COMPOUND.
 //
@@ -77,7 +77,7 @@ func (r *ReadRes) DecodeXDR(d *xdr.Decoder) (err error) {
 	return nil
 }
 
-// WriteArgs is WRITE4args. Data is DDP-eligible (RFC 8267 §4.1): EncodeXDR writes it with
+// WriteArgs is WRITE4args. Data is DDP-eligible (RFC 8267): EncodeXDR writes it with
 // xdr.Encoder.Payload so it may travel in an RDMA read chunk, and DecodeXDR reads it with
 // xdr.Decoder.Payload. Decoding into a reused value does not allocate.
 //

@@ -117,8 +117,8 @@ func (a *NameArgs) EncodeXDR(e *xdr.Encoder) { e.Opaque(a.Name) }
 
 // DecodeXDR decodes the name.
 func (a *NameArgs) DecodeXDR(d *xdr.Decoder) (err error) {
-	a.Name, err = decodeComponent(d, a.OpNum.String()+"4args.name")
-	return err
+	a.Name, err = d.StringBytes(MaxComponent)
+	return opErr(a.OpNum, "4args.name", err)
 }
 
 // CinfoRes is the result of REMOVE and LINK: the directory's change_info4.
@@ -147,12 +147,15 @@ func (r *CinfoRes) EncodeXDR(e *xdr.Encoder) {
 
 // DecodeXDR decodes the result.
 func (r *CinfoRes) DecodeXDR(d *xdr.Decoder) (err error) {
-	n := r.OpNum.String() + "4res"
 	r.Cinfo = ChangeInfo4{}
-	if r.Status, err = decodeStatus(d, n); err != nil || r.Status != OK {
-		return err
+	v, err := d.Uint32()
+	if err != nil {
+		return opErr(r.OpNum, "4res.status", err)
 	}
-	return r.Cinfo.decode(d, n+".cinfo")
+	if r.Status = Status(v); r.Status != OK {
+		return nil
+	}
+	return opErr(r.OpNum, "4res", r.Cinfo.decode(d, "cinfo"))
 }
 
 // RenameArgs is RENAME4args (from the saved filehandle's directory to the current one).

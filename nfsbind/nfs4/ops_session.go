@@ -20,7 +20,9 @@ func (s *StateProtectOps4) encode(e *xdr.Encoder) {
 	s.MustAllow.EncodeXDR(e)
 }
 
-func (s *StateProtectOps4) decode(d *xdr.Decoder, name string) error {
+func (s *StateProtectOps4) decode(d *xdr.Decoder, outer string) (err error) {
+	const name = "state_protect_ops4"
+	defer wrapErr(&err, outer)
 	if err := s.MustEnforce.decode(d, name+".spo_must_enforce"); err != nil {
 		return err
 	}
@@ -47,7 +49,9 @@ func (s *StateProtect4) encode(e *xdr.Encoder) {
 	}
 }
 
-func (s *StateProtect4) decode(d *xdr.Decoder, name string) error {
+func (s *StateProtect4) decode(d *xdr.Decoder, outer string) (err error) {
+	const name = "state_protect4"
+	defer wrapErr(&err, outer)
 	how, err := decodeU32(d, name+".how")
 	if err != nil {
 		return err
@@ -207,9 +211,16 @@ func decodeSecParms(d *xdr.Decoder, dst []CallbackSecParms4, name string) ([]Cal
 	}
 	dst = dst[:0]
 	for i := range n {
-		dst = append(dst, CallbackSecParms4{})
-		if err := dst[i].decode(d, fmt.Sprintf("%s[%d]", name, i)); err != nil {
-			return dst, err
+		if len(dst) < cap(dst) {
+			dst = dst[:i+1]
+			gids := dst[i].Sys.GIDs[:0] // keep the storage
+			dst[i] = CallbackSecParms4{}
+			dst[i].Sys.GIDs = gids
+		} else {
+			dst = append(dst, CallbackSecParms4{})
+		}
+		if err := dst[i].decode(d, ""); err != nil {
+			return dst, fmt.Errorf("nfs4: %s[%d]: %w", name, i, err)
 		}
 	}
 	return dst, nil
@@ -664,7 +675,7 @@ func (r *SecinfoRes) EncodeXDR(e *xdr.Encoder) {
 
 // DecodeXDR decodes SECINFO4res.
 func (r *SecinfoRes) DecodeXDR(d *xdr.Decoder) (err error) {
-	n := r.OpNum.String() + "4res"
+	const n = "SECINFO4res" // SECINFO_NO_NAME4res is the same type
 	r.Flavors = r.Flavors[:0]
 	if r.Status, err = decodeStatus(d, n); err != nil || r.Status != OK {
 		return err
@@ -788,7 +799,7 @@ func (a *StateidArgs) EncodeXDR(e *xdr.Encoder) { a.Stateid.EncodeXDR(e) }
 
 // DecodeXDR decodes the stateid.
 func (a *StateidArgs) DecodeXDR(d *xdr.Decoder) error {
-	return a.Stateid.decode(d, a.OpNum.String()+"4args.stateid")
+	return opErr(a.OpNum, "4args.stateid", a.Stateid.decode(d, "stateid4"))
 }
 
 // BackchannelCtlArgs is BACKCHANNEL_CTL4args; the result is a StatusRes.

@@ -18,7 +18,9 @@ func (c *ChangeInfo4) encode(e *xdr.Encoder) {
 	e.Uint64(c.After)
 }
 
-func (c *ChangeInfo4) decode(d *xdr.Decoder, name string) (err error) {
+func (c *ChangeInfo4) decode(d *xdr.Decoder, outer string) (err error) {
+	const name = "change_info4"
+	defer wrapErr(&err, outer)
 	if c.Atomic, err = decodeBool(d, name+".atomic"); err != nil {
 		return err
 	}
@@ -58,7 +60,9 @@ func (c *CreateHow4) encode(e *xdr.Encoder) {
 	}
 }
 
-func (c *CreateHow4) decode(d *xdr.Decoder, name string) error {
+func (c *CreateHow4) decode(d *xdr.Decoder, outer string) (err error) {
+	const name = "createhow4"
+	defer wrapErr(&err, outer)
 	mode, err := decodeU32(d, name+".mode")
 	if err != nil {
 		return err
@@ -110,7 +114,9 @@ func (c *OpenClaim4) encode(e *xdr.Encoder) {
 	}
 }
 
-func (c *OpenClaim4) decode(d *xdr.Decoder, name string) (err error) {
+func (c *OpenClaim4) decode(d *xdr.Decoder, outer string) (err error) {
+	const name = "open_claim4"
+	defer wrapErr(&err, outer)
 	claim, err := decodeU32(d, name+".claim")
 	if err != nil {
 		return err
@@ -223,7 +229,9 @@ func (a *NFSAce4) encode(e *xdr.Encoder) {
 	e.Opaque(a.Who)
 }
 
-func (a *NFSAce4) decode(d *xdr.Decoder, name string) (err error) {
+func (a *NFSAce4) decode(d *xdr.Decoder, outer string) (err error) {
+	const name = "nfsace4"
+	defer wrapErr(&err, outer)
 	if d.Len() < 12 {
 		_, err = d.FixedOpaque(12)
 		return field(name, err)
@@ -289,7 +297,9 @@ func (o *OpenDelegation4) encode(e *xdr.Encoder) {
 	}
 }
 
-func (o *OpenDelegation4) decode(d *xdr.Decoder, name string) (err error) {
+func (o *OpenDelegation4) decode(d *xdr.Decoder, outer string) (err error) {
+	const name = "open_delegation4"
+	defer wrapErr(&err, outer)
 	t, err := decodeU32(d, name+".delegation_type")
 	if err != nil {
 		return err
@@ -462,12 +472,15 @@ func (r *StateidRes) EncodeXDR(e *xdr.Encoder) {
 
 // DecodeXDR decodes the result.
 func (r *StateidRes) DecodeXDR(d *xdr.Decoder) (err error) {
-	n := r.OpNum.String() + "4res"
 	r.Stateid = Stateid4{}
-	if r.Status, err = decodeStatus(d, n); err != nil || r.Status != OK {
-		return err
+	v, err := d.Uint32()
+	if err != nil {
+		return opErr(r.OpNum, "4res.status", err)
 	}
-	return r.Stateid.decode(d, n+".stateid")
+	if r.Status = Status(v); r.Status != OK {
+		return nil
+	}
+	return opErr(r.OpNum, "4res", r.Stateid.decode(d, "stateid"))
 }
 
 // CloseArgs is CLOSE4args.
@@ -535,7 +548,9 @@ func (l *Locker4) encode(e *xdr.Encoder) {
 	e.Uint32(l.LockSeqid)
 }
 
-func (l *Locker4) decode(d *xdr.Decoder, name string) (err error) {
+func (l *Locker4) decode(d *xdr.Decoder, outer string) (err error) {
+	const name = "locker4"
+	defer wrapErr(&err, outer)
 	if l.NewLockOwner, err = decodeBool(d, name+".new_lock_owner"); err != nil {
 		return err
 	}
@@ -620,7 +635,9 @@ func (l *LockDenied4) encode(e *xdr.Encoder) {
 	l.Owner.EncodeXDR(e)
 }
 
-func (l *LockDenied4) decode(d *xdr.Decoder, name string) (err error) {
+func (l *LockDenied4) decode(d *xdr.Decoder, outer string) (err error) {
+	const name = "LOCK4denied"
+	defer wrapErr(&err, outer)
 	if l.Offset, err = decodeU64(d, name+".offset"); err != nil {
 		return err
 	}
@@ -666,16 +683,16 @@ func (r *LockRes) EncodeXDR(e *xdr.Encoder) {
 
 // DecodeXDR decodes the result.
 func (r *LockRes) DecodeXDR(d *xdr.Decoder) (err error) {
-	n := r.OpNum.String() + "4res"
 	r.LockStateid, r.Denied = Stateid4{}, LockDenied4{}
-	if r.Status, err = decodeStatus(d, n); err != nil {
-		return err
+	v, err := d.Uint32()
+	if err != nil {
+		return opErr(r.OpNum, "4res.status", err)
 	}
-	switch {
+	switch r.Status = Status(v); {
 	case r.Status == OK && r.OpNum == OpLock:
-		return r.LockStateid.decode(d, n+".lock_stateid")
+		return opErr(r.OpNum, "4res", r.LockStateid.decode(d, "lock_stateid"))
 	case r.Status == ErrDenied:
-		return r.Denied.decode(d, n+".denied")
+		return opErr(r.OpNum, "4res", r.Denied.decode(d, "denied"))
 	}
 	return nil
 }

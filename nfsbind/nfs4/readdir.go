@@ -56,7 +56,7 @@ type Entry4 struct {
 }
 
 // ReaddirRes is READDIR4res. Over RPC-over-RDMA a large READDIR reply travels in a reply
-// chunk (RFC 8267 §4.1); nothing in it is DDP-eligible.
+// chunk (RFC 8267); nothing in it is DDP-eligible.
 //
 //	struct dirlist4 { entry4 *entries; bool eof; };
 //	struct READDIR4resok { verifier4 cookieverf; dirlist4 reply; };

@@ -44,8 +44,31 @@ func StatusOf(err error) Status {
 	return ErrBadxdr
 }
 
+// opErr wraps a decoding error, if any, with the operation's name and the field, which
+// it builds only on failure.
+func opErr(op OpNum, suffix string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return field(op.String()+suffix, err)
+}
+
+// wrapErr prefixes *err, if set, with the name of the enclosing field; sub-decoders use
+// it so that names are joined only on failure.
+func wrapErr(err *error, outer string) {
+	if *err != nil {
+		*err = field(outer, *err)
+	}
+}
+
 // field wraps a decoding error with the name of the field that failed.
-func field(name string, err error) error { return fmt.Errorf("nfs4: %s: %w", name, err) }
+// An empty name leaves err as it is.
+func field(name string, err error) error {
+	if name == "" {
+		return err
+	}
+	return fmt.Errorf("nfs4: %s: %w", name, err)
+}
 
 func badEnum(name string, v uint32) error {
 	return fmt.Errorf("nfs4: %s: %w: %d", name, ErrBadEnum, v)
@@ -160,6 +183,19 @@ func (b Bitmap4) And(o Bitmap4) Bitmap4 {
 		out[i] = b[i] & o[i]
 	}
 	return out.trim()
+}
+
+// Intersect clears in b every bit not set in o and drops trailing zero words, in place
+// and without allocating (a server limiting a GETATTR request to what it supports).
+func (b *Bitmap4) Intersect(o Bitmap4) {
+	for i := range *b {
+		if i < len(o) {
+			(*b)[i] &= o[i]
+		} else {
+			(*b)[i] = 0
+		}
+	}
+	*b = b.trim()
 }
 
 // AndNot returns the bits set in b and not in o.
@@ -329,7 +365,9 @@ func (c *ClientOwner4) EncodeXDR(e *xdr.Encoder) {
 	e.Opaque(c.OwnerID)
 }
 
-func (c *ClientOwner4) decode(d *xdr.Decoder, name string) (err error) {
+func (c *ClientOwner4) decode(d *xdr.Decoder, outer string) (err error) {
+	const name = "client_owner4"
+	defer wrapErr(&err, outer)
 	if err = c.Verifier.decode(d, name+".co_verifier"); err != nil {
 		return err
 	}
@@ -354,7 +392,9 @@ func (s *StateOwner4) EncodeXDR(e *xdr.Encoder) {
 	e.Opaque(s.Owner)
 }
 
-func (s *StateOwner4) decode(d *xdr.Decoder, name string) (err error) {
+func (s *StateOwner4) decode(d *xdr.Decoder, outer string) (err error) {
+	const name = "state_owner4"
+	defer wrapErr(&err, outer)
 	if s.ClientID, err = decodeU64(d, name+".clientid"); err != nil {
 		return err
 	}
@@ -501,7 +541,9 @@ func (c *CallbackSecParms4) EncodeXDR(e *xdr.Encoder) {
 	}
 }
 
-func (c *CallbackSecParms4) decode(d *xdr.Decoder, name string) (err error) {
+func (c *CallbackSecParms4) decode(d *xdr.Decoder, outer string) (err error) {
+	const name = "callback_sec_parms4"
+	defer wrapErr(&err, outer)
 	if c.Flavor, err = decodeU32(d, name+".cb_secflavor"); err != nil {
 		return err
 	}
@@ -566,7 +608,9 @@ func (s *ServerOwner4) EncodeXDR(e *xdr.Encoder) {
 	e.Opaque(s.MajorID)
 }
 
-func (s *ServerOwner4) decode(d *xdr.Decoder, name string) (err error) {
+func (s *ServerOwner4) decode(d *xdr.Decoder, outer string) (err error) {
+	const name = "server_owner4"
+	defer wrapErr(&err, outer)
 	if s.MinorID, err = decodeU64(d, name+".so_minor_id"); err != nil {
 		return err
 	}
@@ -593,7 +637,9 @@ func (n *NFSImplID4) EncodeXDR(e *xdr.Encoder) {
 	n.Date.EncodeXDR(e)
 }
 
-func (n *NFSImplID4) decode(d *xdr.Decoder, name string) (err error) {
+func (n *NFSImplID4) decode(d *xdr.Decoder, outer string) (err error) {
+	const name = "nfs_impl_id4"
+	defer wrapErr(&err, outer)
 	if n.Domain, err = decodeStr(d, MaxUTF8Str, name+".nii_domain"); err != nil {
 		return err
 	}
@@ -633,7 +679,9 @@ func (s *SetTime4) EncodeXDR(e *xdr.Encoder) {
 	}
 }
 
-func (s *SetTime4) decode(d *xdr.Decoder, name string) error {
+func (s *SetTime4) decode(d *xdr.Decoder, outer string) (err error) {
+	const name = "settime4"
+	defer wrapErr(&err, outer)
 	how, err := decodeU32(d, name+".set_it")
 	if err != nil {
 		return err
