@@ -27,8 +27,9 @@ type client struct {
 	sessions   map[nfs4.SessionID]*session
 	openOwners map[string]*stateOwner
 	lockOwners map[string]*stateOwner
-	nstateids  int
-	inFlight   int // requests between Sequence and Slot.Done
+	nstateids  int                   // open and lock stateids, revoked ones included
+	revoked    map[*stateid]struct{} // revoked stateids awaiting FREE_STATEID
+	inFlight   int                   // requests between Sequence and Slot.Done
 
 	mayReclaim      bool // listed by the previous instance
 	reclaimComplete bool
@@ -62,8 +63,9 @@ type ExchangeIDResult struct {
 	Flags      uint32 // eir_flags
 }
 
-// exchangeIDFlagsMask is the eia_flags a client may send (EXCHGID4_FLAG_MASK_A).
-const exchangeIDFlagsMask = nfs4.ExchgIDFlagSuppMovedRefer | nfs4.ExchgIDFlagSuppMovedMigr |
+// exchangeIDFlagsMask is the eia_flags a client may send: EXCHGID4_FLAG_MASK_A and
+// SUPP_FENCE_OPS, which RFC 8881 added (and this server ignores).
+const exchangeIDFlagsMask = nfs4.ExchgIDFlagSuppMovedRefer | nfs4.ExchgIDFlagSuppMovedMigr | nfs4.ExchgIDFlagSuppFenceOps |
 	nfs4.ExchgIDFlagBindPrincStateid | nfs4.ExchgIDFlagMaskPNFS | nfs4.ExchgIDFlagUpdConfirmedRecA
 
 // ExchangeID implements EXCHANGE_ID's server side (RFC 8881 §18.35.5; the case numbers
@@ -80,8 +82,8 @@ const exchangeIDFlagsMask = nfs4.ExchgIDFlagSuppMovedRefer | nfs4.ExchgIDFlagSup
 //     (the client rebooted) gets a new unconfirmed record, and the old one and its state
 //     go when CREATE_SESSION confirms the new one (5).
 //
-// Flags outside EXCHGID4_FLAG_MASK_A get NFS4ERR_INVAL. A full client table gets
-// NFS4ERR_DELAY.
+// Flags outside EXCHGID4_FLAG_MASK_A (and SUPP_FENCE_OPS) get NFS4ERR_INVAL. When the client table is full the
+// oldest unconfirmed record makes room; with none, the answer is NFS4ERR_DELAY.
 func (m *Manager) ExchangeID(a ExchangeIDArgs) (ExchangeIDResult, nfs4.Status) {
 	if a.Flags&^exchangeIDFlagsMask != 0 || len(a.OwnerID) > nfs4.OpaqueLimit {
 		return ExchangeIDResult{}, nfs4.ErrInval
@@ -113,15 +115,11 @@ func (m *Manager) ExchangeID(a ExchangeIDArgs) (ExchangeIDResult, nfs4.Status) {
 	if old := m.unconfirmed[string(a.OwnerID)]; old != nil { // case 4
 		m.destroyClientLocked(old)
 	}
-	if len(m.clients) >= m.opts.MaxClients {
+	if len(m.clients) >= m.opts.MaxClients && !m.evictUnconfirmedLocked() {
 		return ExchangeIDResult{}, nfs4.ErrDelay
 	}
-	m.nextClient++
-	if m.nextClient == 0 {
-		m.nextClient = 1
-	}
 	c := &client{
-		id:         m.clientIDOf(m.nextClient),
+		id:         m.newClientID(),
 		owner:      string(a.OwnerID),
 		verifier:   a.Verifier,
 		principal:  a.Principal,
@@ -130,11 +128,29 @@ func (m *Manager) ExchangeID(a ExchangeIDArgs) (ExchangeIDResult, nfs4.Status) {
 		sessions:   make(map[nfs4.SessionID]*session),
 		openOwners: make(map[string]*stateOwner),
 		lockOwners: make(map[string]*stateOwner),
+		revoked:    make(map[*stateid]struct{}),
 	}
 	m.clients[c.id] = c
 	m.unconfirmed[c.owner] = c
 	m.opts.Logger.Debug("nfs4 client record created", "clientid", c.id)
 	return m.exchangeResult(c), nfs4.OK
+}
+
+// evictUnconfirmedLocked drops the oldest unconfirmed client record to make room for a
+// new one: it holds nothing, and its client, if it comes back, gets
+// NFS4ERR_STALE_CLIENTID and starts over. It reports whether there was one.
+func (m *Manager) evictUnconfirmedLocked() bool {
+	var oldest *client
+	for _, c := range m.unconfirmed {
+		if oldest == nil || c.created.Before(oldest.created) || c.created.Equal(oldest.created) && c.id < oldest.id {
+			oldest = c
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	m.destroyClientLocked(oldest)
+	return true
 }
 
 func (m *Manager) exchangeResult(c *client) ExchangeIDResult {
@@ -179,6 +195,9 @@ func (m *Manager) destroyClientLocked(c *client) {
 		for _, st := range o.stateids {
 			m.freeLockStateidLocked(st)
 		}
+	}
+	for st := range c.revoked {
+		m.freeRevokedLocked(st)
 	}
 	delete(m.clients, c.id)
 	if c.confirmed {

@@ -105,12 +105,23 @@ func TestExchangeIDRefusesBadArgs(t *testing.T) {
 	m := newManager(t, newClock(), Options{MaxClients: 2})
 	_, st := m.ExchangeID(ExchangeIDArgs{OwnerID: []byte("c"), Flags: nfs4.ExchgIDFlagConfirmedR})
 	want(t, "CONFIRMED_R from the client", st, nfs4.ErrInval)
+	_, st = m.ExchangeID(ExchangeIDArgs{OwnerID: []byte("c"), Flags: 0x1000})
+	want(t, "undefined flag", st, nfs4.ErrInval)
+	r, st := m.ExchangeID(ExchangeIDArgs{OwnerID: []byte("linux"), Flags: nfs4.ExchgIDFlagSuppMovedRefer |
+		nfs4.ExchgIDFlagSuppMovedMigr | nfs4.ExchgIDFlagBindPrincStateid | nfs4.ExchgIDFlagSuppFenceOps})
+	want(t, "the flags a Linux client may send", st, nfs4.OK)
+	want(t, "DESTROY_CLIENTID", m.DestroyClientID(r.ClientID), nfs4.OK)
 	_, st = m.ExchangeID(ExchangeIDArgs{OwnerID: make([]byte, nfs4.OpaqueLimit+1)})
 	want(t, "long owner", st, nfs4.ErrInval)
-	exchange(t, m, "a", 1)
+	a := exchange(t, m, "a", 1)
 	exchange(t, m, "b", 1)
-	_, st = m.ExchangeID(ExchangeIDArgs{OwnerID: []byte("c")})
-	want(t, "third client with MaxClients 2", st, nfs4.ErrDelay)
+	exchange(t, m, "c", 1) // evicts a, the oldest unconfirmed record
+	_, st = m.CreateSession(CreateSessionArgs{ClientID: a.ClientID, SequenceID: a.SequenceID, Fore: testFore, Back: testBack, Principal: "sys:0"})
+	want(t, "CREATE_SESSION of the evicted record", st, nfs4.ErrStaleClientid)
+	establish(t, m, "d") // evicts b, then confirms d
+	establish(t, m, "e") // evicts c
+	_, st = m.ExchangeID(ExchangeIDArgs{OwnerID: []byte("f")})
+	want(t, "third client with MaxClients 2, both confirmed", st, nfs4.ErrDelay)
 }
 
 func TestDestroyClientID(t *testing.T) {
@@ -174,4 +185,24 @@ func TestUnconfirmedClientsExpire(t *testing.T) {
 	if n := m.Sweep(clk.now()); n != 1 {
 		t.Fatalf("sweep removed %d, want the unconfirmed record", n)
 	}
+}
+
+// Identifiers of another instance are stale even without a state dir.
+func TestOtherInstanceIdentifiersAreStale(t *testing.T) {
+	clk := newClock()
+	m1 := newManager(t, clk, Options{})
+	id, sess := establish(t, m1, "c1")
+	f := FileKey{Ino: 1}
+	sid := open(t, m1, id, "o", f, nfs4.ShareAccessRead, 0)
+	m2 := newManager(t, clk, Options{})
+	if m1.Epoch() == m2.Epoch() {
+		t.Fatal("two instances share an epoch")
+	}
+	_, st := m2.CreateSession(CreateSessionArgs{ClientID: id, SequenceID: 2, Fore: testFore, Back: testBack})
+	want(t, "CREATE_SESSION with the old client ID", st, nfs4.ErrStaleClientid)
+	_, st = m2.Sequence(SequenceArgs{SessionID: sess, SequenceID: 1})
+	want(t, "SEQUENCE on the old session", st, nfs4.ErrBadsession)
+	want(t, "RECLAIM_COMPLETE with the old client ID", m2.ReclaimComplete(id, false), nfs4.ErrStaleClientid)
+	id2, _ := establish(t, m2, "c1")
+	want(t, "READ with the old stateid", m2.CheckIO(id2, sid, f, false), nfs4.ErrStaleStateid)
 }

@@ -7,15 +7,18 @@
 //
 // # Using it
 //
-// A server instance creates one Manager with New; a restart is a new Manager. The clock is
+// A server instance creates one Manager with New (which fails only when the state file in
+// Options.StateDir cannot be read or written); a restart is a new Manager. The clock is
 // Options.Now, so tests drive time by hand. The server calls:
 //
 //   - ExchangeID, CreateSession, DestroySession, DestroyClientID, BindConnToSession,
 //     ReclaimComplete, SetCallbackProgram (BACKCHANNEL_CTL) for the session operations;
 //   - Sequence first in every COMPOUND that has it. A retry returns the cached reply in
 //     SequenceResult.Replay, to send as is; a new request holds SequenceResult.Slot, and the
-//     server must call Slot.Done with the encoded reply once it is built (defer it), whatever
-//     the COMPOUND's status. SequenceResult.ClientID is the client every later operation
+//     server must call Slot.Done with the encoded COMPOUND4res once it is built (defer it),
+//     whatever the COMPOUND's status. Before that, a reply larger than
+//     Slot.MaxCachedReply to a request with sa_cachethis must become
+//     NFS4ERR_REP_TOO_BIG_TO_CACHE. SequenceResult.ClientID is the client every later operation
 //     of the COMPOUND acts for; SequenceResult.Fore the negotiated limits to check the
 //     COMPOUND against;
 //   - Open, OpenDowngrade, Close, Lock, LockT, LockU, TestStateid, FreeStateid with that
@@ -23,12 +26,16 @@
 //   - CheckIO before READ, WRITE and SETATTR of the size, with the operation's stateid;
 //   - Sweep every few seconds, which ends expired leases and the grace period;
 //   - ConnClosed when a connection closes; Backchannel and SetCallbackPath for its
-//     callback probes (SEQ4_STATUS_CB_PATH_DOWN follows the last probe's result).
+//     callback probes (SEQ4_STATUS_CB_PATH_DOWN follows the last probe's result);
+//   - RevokeClient or RevokeFile when an administrator takes state away: the stateids
+//     then answer NFS4ERR_ADMIN_REVOKED until freed, and SEQUENCE carries
+//     SEQ4_STATUS_ADMIN_STATE_REVOKED.
 //
 // The server replaces the "current stateid" (seqid 1, other zeros) by the COMPOUND's
 // current stateid before calling; the Manager treats it as bad. Stateids are 16 bytes:
 // seqid, then "other" = boot epoch (4 bytes), client counter (4), stateid counter (4).
-// Client IDs are epoch<<32 | counter and session IDs carry the client ID and epoch, so an
+// Client IDs are epoch<<32 | counter and session IDs carry the client ID (and 4 random
+// bytes), so an
 // identifier from a previous instance gets NFS4ERR_STALE_CLIENTID, NFS4ERR_STALE_STATEID
 // or NFS4ERR_BADSESSION. Seqid 0 in a request means "the current seqid" (v4.1).
 //
@@ -43,7 +50,7 @@
 // previous instance knew has sent RECLAIM_COMPLETE. Those clients are listed in a small
 // file in Options.StateDir (StateFileName), rewritten when a client is confirmed or
 // removed and when the grace period ends; it also holds the boot epoch, which a new
-// instance makes larger than the last. Without a StateDir, or with no client listed,
+// instance makes larger than the last (without a StateDir the epoch is random). Without a StateDir, or with no client listed,
 // nobody can reclaim, so the grace period ends at once.
 //
 // # Bounds
@@ -56,8 +63,8 @@
 // (MaxStateOwnersPerClient), stateids per client and in all (MaxStateidsPerClient,
 // MaxStateids), lock ranges per lock-owner (MaxLocksPerOwner), owner names
 // (nfs4.OpaqueLimit). A request that would exceed a bound gets NFS4ERR_DELAY (NFSv4.1 has
-// no NFS4ERR_RESOURCE), except a LOCKU split beyond MaxLocksPerOwner, which gets
-// NFS4ERR_LOCK_RANGE.
+// no NFS4ERR_RESOURCE), except that a full client table first drops its oldest unconfirmed
+// record, and a LOCKU split beyond MaxLocksPerOwner gets NFS4ERR_LOCK_RANGE.
 //
 // Delegations are not granted; layouts are not supported.
 package nfs4state

@@ -22,6 +22,11 @@ func newManager(t testing.TB, clk *clock, opts Options) *Manager {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := checkInvariants(m); err != nil {
+			t.Errorf("tables inconsistent at the end of the test: %v", err)
+		}
+	})
 	return m
 }
 

@@ -1,6 +1,7 @@
 package nfs4state
 
 import (
+	"crypto/rand"
 	"encoding/binary"
 	"sync"
 	"time"
@@ -62,7 +63,10 @@ func New(opts Options) (*Manager, error) {
 		expired:     make(map[uint32]struct{}),
 	}
 	now := opts.Now()
-	m.epoch = uint32(now.Unix())
+	// Without a state file the epoch is random, so that two instances started within the
+	// same second still tell each other's identifiers apart; with one it is the time, or
+	// one more than the last instance's if the clock went back.
+	m.epoch = randomUint32()
 	var prev []string
 	if opts.StateDir != "" {
 		st, err := openStore(opts.StateDir)
@@ -74,6 +78,7 @@ func New(opts Options) (*Manager, error) {
 		if err != nil {
 			return nil, err
 		}
+		m.epoch = uint32(now.Unix())
 		if rec.epoch >= m.epoch {
 			m.epoch = rec.epoch + 1
 		}
@@ -94,6 +99,12 @@ func New(opts Options) (*Manager, error) {
 	return m, nil
 }
 
+func randomUint32() uint32 {
+	var b [4]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return binary.BigEndian.Uint32(b[:])
+}
+
 // Epoch returns this instance's boot epoch.
 func (m *Manager) Epoch() uint32 { return m.epoch }
 
@@ -109,15 +120,35 @@ func (m *Manager) now() time.Time { return m.opts.Now() }
 func (m *Manager) clientIDOf(counter uint32) uint64 { return uint64(m.epoch)<<32 | uint64(counter) }
 
 func (m *Manager) newOther(c *client) [nfs4.OtherSize]byte {
-	m.nextStateid++
-	if m.nextStateid == 0 {
-		m.nextStateid = 1
-	}
 	var o [nfs4.OtherSize]byte
 	binary.BigEndian.PutUint32(o[0:4], m.epoch)
 	binary.BigEndian.PutUint32(o[4:8], uint32(c.id))
-	binary.BigEndian.PutUint32(o[8:12], m.nextStateid)
-	return o
+	for {
+		// After 2^32 stateids the counter wraps; skip 0 and those still in use (the
+		// table is bounded, so this ends).
+		m.nextStateid++
+		if m.nextStateid == 0 {
+			continue
+		}
+		binary.BigEndian.PutUint32(o[8:12], m.nextStateid)
+		if _, used := m.stateids[o]; !used {
+			return o
+		}
+	}
+}
+
+// newClientID returns an unused client ID of this epoch.
+func (m *Manager) newClientID() uint64 {
+	for {
+		m.nextClient++
+		if m.nextClient == 0 {
+			continue
+		}
+		id := m.clientIDOf(m.nextClient)
+		if _, used := m.clients[id]; !used {
+			return id
+		}
+	}
 }
 
 // rememberExpired records that a client's lease expired, forgetting the oldest record

@@ -192,8 +192,8 @@ func (m *Manager) newSessionLocked(c *client, a *CreateSessionArgs) (CreateSessi
 	m.nextSession++
 	binary.BigEndian.PutUint64(s.id[0:8], c.id)
 	binary.BigEndian.PutUint32(s.id[8:12], m.nextSession)
-	binary.BigEndian.PutUint32(s.id[12:16], m.epoch)
-	if _, dup := m.sessions[s.id]; dup { // the counter wrapped onto a live session
+	binary.BigEndian.PutUint32(s.id[12:16], randomUint32()) // not guessable from the client ID
+	if _, dup := m.sessions[s.id]; dup {                    // the counter wrapped onto a live session
 		return CreateSessionResult{}, nfs4.ErrDelay
 	}
 	dir := nfs4.CDFS4Fore

@@ -39,8 +39,8 @@ type SequenceResult struct {
 	// (NFS4ERR_REP_TOO_BIG, NFS4ERR_REP_TOO_BIG_TO_CACHE) sizes.
 	Fore nfs4.ChannelAttrs4
 	// Replay, when not nil, means the request is a retry of the slot's last request, whose
-	// reply was cached: Replay is a copy of that whole COMPOUND reply, to be sent as is
-	// without executing anything. Slot is then not valid.
+	// reply was cached: Replay is a copy of that COMPOUND4res as given to Slot.Done, to be
+	// sent as is without executing anything. Slot is then not valid.
 	Replay []byte
 	// Slot is the slot the new request holds until Slot.Done.
 	Slot Slot
@@ -108,7 +108,7 @@ func (m *Manager) Sequence(a SequenceArgs) (res SequenceResult, status nfs4.Stat
 		case !sl.cached:
 			return SequenceResult{}, nfs4.ErrRetryUncachedRep
 		}
-		res.Replay = append([]byte(nil), sl.reply...)
+		res.Replay = append(make([]byte, 0, len(sl.reply)), sl.reply...)
 		res.StatusFlags = m.statusFlagsLocked(c)
 		return res, nfs4.OK
 	default:
@@ -140,6 +140,9 @@ func (m *Manager) statusFlagsLocked(c *client) uint32 {
 	if c.callbackDown() {
 		f |= nfs4.Seq4StatusCBPathDown
 	}
+	if len(c.revoked) > 0 {
+		f |= nfs4.Seq4StatusAdminStateRevoked
+	}
 	return f
 }
 
@@ -156,7 +159,8 @@ func (sl *Slot) MaxCachedReply() int {
 // Valid reports whether sl holds a slot (it does not after a replay or an error).
 func (sl *Slot) Valid() bool { return sl.s != nil }
 
-// Done releases the slot. reply is the whole encoded COMPOUND reply; when the request
+// Done releases the slot. reply is the encoded COMPOUND4res (status, tag, results; not the
+// RPC reply header, which a retry's XID may change); when the request
 // asked for caching (sa_cachethis) and reply fits MaxCachedReply, it is copied into the
 // slot's cache for retries, otherwise a retry gets NFS4ERR_RETRY_UNCACHED_REP. Done
 // returns NFS4ERR_REP_TOO_BIG_TO_CACHE when caching was asked for and the reply did not

@@ -37,6 +37,10 @@ type stateid struct {
 	// file, sorted by start and never overlapping.
 	open   *stateid
 	ranges []lockRange
+
+	// revoked stateids (RevokeClient, RevokeFile) hold nothing and are linked from no
+	// file or owner; they wait in the tables for FREE_STATEID.
+	revoked bool
 }
 
 func (st *stateid) wire() nfs4.Stateid4 { return nfs4.Stateid4{Seqid: st.seq, Other: st.other} }
@@ -92,7 +96,8 @@ func IsSpecial(sid nfs4.Stateid4) bool {
 // NFS4ERR_STALE_STATEID when it comes from another server instance; NFS4ERR_EXPIRED when
 // its client's lease expired; NFS4ERR_BAD_STATEID when it is unknown, of the wrong kind
 // (kind 0 accepts both) or belongs to another client; NFS4ERR_OLD_STATEID for a seqid
-// below the current one and NFS4ERR_BAD_STATEID above it. Seqid 0 means the current one
+// below the current one and NFS4ERR_BAD_STATEID above it; NFS4ERR_ADMIN_REVOKED when it
+// was revoked. Seqid 0 means the current one
 // (RFC 8881 §8.2.2).
 func (m *Manager) lookupLocked(c *client, sid nfs4.Stateid4, kind stateKind) (*stateid, nfs4.Status) {
 	if IsSpecial(sid) {
@@ -110,6 +115,9 @@ func (m *Manager) lookupLocked(c *client, sid nfs4.Stateid4, kind stateKind) (*s
 	}
 	if st.client != c || (kind != 0 && st.kind != kind) {
 		return nil, nfs4.ErrBadStateid
+	}
+	if st.revoked {
+		return nil, nfs4.ErrAdminRevoked
 	}
 	if sid.Seqid != 0 && sid.Seqid != st.seq {
 		if int32(sid.Seqid-st.seq) > 0 {
@@ -202,7 +210,8 @@ func (m *Manager) dropStateidLocked(st *stateid) {
 // TestStateid implements TEST_STATEID (RFC 8881 §18.48): it writes the status of each
 // stateid of sids, as the client clientID would see it used, into the matching element
 // of out (which must be as long): NFS4_OK, NFS4ERR_BAD_STATEID (special stateids, and
-// those of another instance or client), NFS4ERR_OLD_STATEID or NFS4ERR_EXPIRED.
+// those of another instance or client), NFS4ERR_OLD_STATEID, NFS4ERR_EXPIRED or
+// NFS4ERR_ADMIN_REVOKED.
 func (m *Manager) TestStateid(clientID uint64, sids []nfs4.Stateid4, out []nfs4.Status) nfs4.Status {
 	if len(out) < len(sids) {
 		return nfs4.ErrInval
@@ -225,8 +234,8 @@ func (m *Manager) TestStateid(clientID uint64, sids []nfs4.Stateid4, out []nfs4.
 
 // FreeStateid implements FREE_STATEID (RFC 8881 §18.38): a lock stateid whose lock-owner
 // holds no lock on the file is freed; one with locks gets NFS4ERR_LOCKS_HELD, and so does
-// an open stateid (CLOSE frees those). The seqid is not judged. Unknown stateids get
-// NFS4ERR_BAD_STATEID (or NFS4ERR_EXPIRED).
+// an open stateid (CLOSE frees those). A revoked stateid is freed. The seqid is not
+// judged. Unknown stateids get NFS4ERR_BAD_STATEID (or NFS4ERR_EXPIRED).
 func (m *Manager) FreeStateid(clientID uint64, sid nfs4.Stateid4) nfs4.Status {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -236,6 +245,10 @@ func (m *Manager) FreeStateid(clientID uint64, sid nfs4.Stateid4) nfs4.Status {
 	}
 	sid.Seqid = 0
 	s, st := m.lookupLocked(c, sid, 0)
+	if st == nfs4.ErrAdminRevoked {
+		m.freeRevokedLocked(m.stateids[sid.Other])
+		return nfs4.OK
+	}
 	if st == nfs4.ErrStaleStateid {
 		st = nfs4.ErrBadStateid
 	}
