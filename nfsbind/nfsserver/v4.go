@@ -59,6 +59,11 @@ type v4Server struct {
 
 	conns connIDs
 	pool  sync.Pool // *compound
+	cb    cbProbes
+
+	// ctx ends at close, for the callback probes.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	stopOnce sync.Once
 	stop     chan struct{}
@@ -90,6 +95,8 @@ func newV4Server(log hclog.Logger, set func() *v4Set, opts NFS4Options) (*v4Serv
 	v.scope = []byte("go-rpcrdma:" + host)
 	v.impl = nfs4.NFSImplID4{Domain: []byte("go-rpcrdma.dev"), Name: []byte("go-rpcrdma nfsserver")}
 	v.conns.init(m.ConnClosed)
+	v.ctx, v.cancel = context.WithCancel(context.Background())
+	v.cb.seq, v.cb.busy = map[nfs4.SessionID]uint32{}, map[nfs4.SessionID]bool{}
 	v.pool.New = func() any { return newCompound(v) }
 	every := opts.SweepInterval
 	if every <= 0 {
@@ -116,10 +123,16 @@ func (v *v4Server) sweep(every time.Duration) {
 	}
 }
 
-// close stops the lease sweeper.
+// close stops the lease sweeper and the callback probes.
 func (v *v4Server) close() {
-	v.stopOnce.Do(func() { close(v.stop) })
+	v.stopOnce.Do(func() {
+		close(v.stop)
+		v.cb.mu.Lock()
+		v.cancel()
+		v.cb.mu.Unlock()
+	})
 	<-v.done
+	v.cb.wg.Wait()
 }
 
 // handler returns the oncrpc handler of NFS version 4: NULL (non-blocking) and

@@ -29,6 +29,8 @@ type v4client struct {
 	// opts are the call options of the next call (reply sinks, MaxReply); reset
 	// after each call.
 	opts oncrpc.CallOptions
+	// csFlags are the csa_flags of createSession.
+	csFlags uint32
 }
 
 var v4Owners int
@@ -173,7 +175,7 @@ var defaultFore = nfs4.ChannelAttrs4{MaxRequestSize: 1<<20 + 8192, MaxResponseSi
 // createSession creates the client's session.
 func (c *v4client) createSession() {
 	c.t.Helper()
-	res := c.rawMust(&nfs4.CreateSessionArgs{ClientID: c.cid, Sequence: c.csseq, ForeChanAttrs: defaultFore,
+	res := c.rawMust(&nfs4.CreateSessionArgs{ClientID: c.cid, Sequence: c.csseq, Flags: c.csFlags, ForeChanAttrs: defaultFore,
 		BackChanAttrs: nfs4.ChannelAttrs4{MaxRequestSize: 4096, MaxResponseSize: 4096, MaxOperations: 2, MaxRequests: 1},
 		CBProgram:     0x40000000, SecParms: []nfs4.CallbackSecParms4{{Flavor: nfs4.AuthNone}}})
 	wantStatus4(c.t, "CREATE_SESSION", res, nfs4.OK)

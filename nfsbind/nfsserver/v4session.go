@@ -75,6 +75,9 @@ func (c *compound) opCreateSession(op nfs4.OpNum) nfs4.Status {
 		if st == nfs4.OK {
 			r.SessionID, r.Sequence, r.Flags = res.SessionID, res.SequenceID, res.Flags
 			r.ForeChanAttrs, r.BackChanAttrs = res.Fore, res.Back
+			if res.Flags&nfs4.CreateSessionFlagConnBackChan != 0 {
+				c.v.probe(c.req.Conn, res.SessionID)
+			}
 		}
 	}
 	c.w.Add(r)
@@ -100,7 +103,11 @@ func (c *compound) opDestroySession(op nfs4.OpNum) nfs4.Status {
 	if err := a.DecodeXDR(c.d); err != nil {
 		return c.only(op, decodeErr(err))
 	}
-	return c.only(op, c.v.state.DestroySession(a.SessionID))
+	st := c.v.state.DestroySession(a.SessionID)
+	if st == nfs4.OK {
+		c.v.cb.forget(a.SessionID)
+	}
+	return c.only(op, st)
 }
 
 func (c *compound) opDestroyClientID(op nfs4.OpNum) nfs4.Status {
@@ -122,6 +129,9 @@ func (c *compound) opBindConnToSession(op nfs4.OpNum) nfs4.Status {
 		r.Status = st
 		if st == nfs4.OK {
 			r.SessionID, r.Dir = a.SessionID, dir
+			if dir != nfs4.CDFS4Fore {
+				c.v.probe(c.req.Conn, a.SessionID)
+			}
 		}
 	}
 	c.w.Add(r)
