@@ -97,6 +97,7 @@ func newV4Server(log hclog.Logger, set func() *v4Set, opts NFS4Options) (*v4Serv
 	v.conns.init(m.ConnClosed)
 	v.ctx, v.cancel = context.WithCancel(context.Background())
 	v.cb.seq, v.cb.busy = map[nfs4.SessionID]uint32{}, map[nfs4.SessionID]bool{}
+	v.cb.idle.L = &v.cb.mu
 	v.pool.New = func() any { return newCompound(v) }
 	every := opts.SweepInterval
 	if every <= 0 {
@@ -132,7 +133,7 @@ func (v *v4Server) close() {
 		v.cb.mu.Unlock()
 	})
 	<-v.done
-	v.cb.wg.Wait()
+	v.cb.wait()
 }
 
 // handler returns the oncrpc handler of NFS version 4: NULL (non-blocking) and

@@ -37,10 +37,11 @@ const maxProbedSessions = 4096
 
 // cbProbes is the state of the callback probes of a v4Server.
 type cbProbes struct {
-	mu   sync.Mutex
-	seq  map[nfs4.SessionID]uint32 // last CB_SEQUENCE sequence ID sent, per session
-	busy map[nfs4.SessionID]bool
-	wg   sync.WaitGroup
+	mu      sync.Mutex
+	seq     map[nfs4.SessionID]uint32 // last CB_SEQUENCE sequence ID sent, per session
+	busy    map[nfs4.SessionID]bool   // sessions being probed
+	running int                       // probes running
+	idle    sync.Cond                 // signalled when running drops to 0; L is &mu
 }
 
 // probe starts a probe of the back channel of session sid on conn, if conn can
@@ -73,10 +74,9 @@ func (v *v4Server) probe(conn oncrpc.ServerConn, sid nfs4.SessionID) {
 	p.busy[sid] = true
 	p.seq[sid]++
 	seq := p.seq[sid]
-	p.wg.Add(1)
+	p.running++
 	p.mu.Unlock()
 	go func() {
-		defer p.wg.Done()
 		ctx, cancel := context.WithTimeout(v.ctx, probeTimeout)
 		err := cbProbe(ctx, rt, b.CBProgram, sid, seq)
 		cancel()
@@ -88,8 +88,20 @@ func (v *v4Server) probe(conn oncrpc.ServerConn, sid nfs4.SessionID) {
 		}
 		p.mu.Lock()
 		delete(p.busy, sid)
+		if p.running--; p.running == 0 {
+			p.idle.Broadcast()
+		}
 		p.mu.Unlock()
 	}()
+}
+
+// wait waits until no probe runs.
+func (p *cbProbes) wait() {
+	p.mu.Lock()
+	for p.running > 0 {
+		p.idle.Wait()
+	}
+	p.mu.Unlock()
 }
 
 // forget drops the probe state of a destroyed session.

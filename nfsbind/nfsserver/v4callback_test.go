@@ -66,7 +66,7 @@ func TestV4CallbackProbe(t *testing.T) {
 		c.csFlags = nfs4.CreateSessionFlagConnBackChan
 		c.exchangeID()
 		c.createSession()
-		e.srv.v4.cb.wg.Wait()
+		e.srv.v4.cb.wait()
 		var got []string
 		for len(svc.calls) > 0 {
 			got = append(got, <-svc.calls)
