@@ -105,7 +105,7 @@ func NewExports(base Options, t *exports.Table, r exports.Resolver) (*Exports, e
 		x.Close()
 		return nil, err
 	}
-	v4, err := newV4Server(base.Logger, func() *v4Set { return x.cur.Load().v4 }, base.NFS4)
+	v4, err := newV4Server(base.Logger, func() *v4Set { return x.cur.Load().v4 }, newHandleCodec(base.HandleKey, 0), base.NFS4)
 	if err != nil {
 		x.Close()
 		return nil, err

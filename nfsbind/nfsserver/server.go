@@ -261,7 +261,7 @@ func New(opts Options) (*Server, error) {
 			opts.NFS4.State.StateDir = opts.StateDir
 		}
 		set := newV4Set([]*Server{s})
-		if s.v4, err = newV4Server(s.log, func() *v4Set { return set }, opts.NFS4); err != nil {
+		if s.v4, err = newV4Server(s.log, func() *v4Set { return set }, s.handles, opts.NFS4); err != nil {
 			unix.Close(fd)
 			return nil, err
 		}

@@ -70,8 +70,10 @@ type v4Server struct {
 	done     chan struct{}
 }
 
-// newV4Server starts the NFSv4.1 service over the exports set returns.
-func newV4Server(log hclog.Logger, set func() *v4Set, opts NFS4Options) (*v4Server, error) {
+// newV4Server starts the NFSv4.1 service over the exports set returns; handles is
+// the handle codec of those exports, whose key names the server instance (see
+// serverIdentity).
+func newV4Server(log hclog.Logger, set func() *v4Set, handles *handleCodec, opts NFS4Options) (*v4Server, error) {
 	so := opts.State
 	if so.Logger == nil {
 		so.Logger = log.Named("nfs4state")
@@ -89,10 +91,9 @@ func newV4Server(log hclog.Logger, set func() *v4Set, opts NFS4Options) (*v4Serv
 		now = time.Now
 	}
 	v := &v4Server{log: log, set: set, state: m, now: now, stop: make(chan struct{}), done: make(chan struct{})}
-	// One server owner for every instance on this host: clients may trunk sessions
-	// over its addresses, and a restarted server is recognised as the same one.
-	v.owner = nfs4.ServerOwner4{MinorID: 0, MajorID: []byte("go-rpcrdma:" + host)}
-	v.scope = []byte("go-rpcrdma:" + host)
+	id := serverIdentity(host, handles)
+	v.owner = nfs4.ServerOwner4{MinorID: 0, MajorID: id}
+	v.scope = id
 	v.impl = nfs4.NFSImplID4{Domain: []byte("go-rpcrdma.dev"), Name: []byte("go-rpcrdma nfsserver")}
 	v.conns.init(m.ConnClosed)
 	v.ctx, v.cancel = context.WithCancel(context.Background())
@@ -105,6 +106,21 @@ func newV4Server(log hclog.Logger, set func() *v4Set, opts NFS4Options) (*v4Serv
 	}
 	go v.sweep(every)
 	return v, nil
+}
+
+// serverIdentity is the server owner's major ID and the server scope (RFC 8881
+// §2.5, §2.10.4): the host name and a digest of the handle key. Two servers on one
+// host with different state directories (so different keys) are then different
+// servers to a client, which would otherwise take them for one and trunk their
+// sessions; a server restarted with its state directory keeps its identity and
+// scope, so its clients may reclaim their state. Without a state directory the key,
+// and so the identity, is new at every start, as the handles are.
+func serverIdentity(host string, handles *handleCodec) []byte {
+	var body [handleBody]byte
+	copy(body[:], "NFSv4.1 server owner")
+	var digest [handleMACLen]byte
+	handles.mac(digest[:], body[:])
+	return fmt.Appendf(nil, "go-rpcrdma:%s:%x", host, digest[:8])
 }
 
 // sweep ends the leases that expired, every interval, until close.

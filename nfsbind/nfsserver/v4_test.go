@@ -126,3 +126,37 @@ func TestV4CompoundRules(t *testing.T) {
 	}
 	wantStatus4(t, "LOOKUP of an empty name", c.call(rootOp, &nfs4.LookupArgs{}), nfs4.ErrInval)
 }
+
+// TestV4ServerIdentity: the server owner and scope stay the same across a restart
+// with the same state directory (so clients may reclaim) and differ between servers
+// with different state directories (so clients do not trunk them together).
+func TestV4ServerIdentity(t *testing.T) {
+	owner := func(e *env) (nfs4.ServerOwner4, []byte) {
+		c := e.v4(rootCred())
+		res := c.rawMust(&nfs4.ExchangeIDArgs{ClientOwner: nfs4.ClientOwner4{OwnerID: c.owner}})
+		wantStatus4(t, "EXCHANGE_ID", res, nfs4.OK)
+		r := res.Results[0].(*nfs4.ExchangeIDRes)
+		return r.ServerOwner, r.ServerScope
+	}
+	e := newEnv(t, Options{})
+	o1, s1 := owner(e)
+	e.stop()
+	e.start(Options{Root: e.dir, StateDir: e.state})
+	o2, s2 := owner(e)
+	if !bytes.Equal(o1.MajorID, o2.MajorID) || !bytes.Equal(s1, s2) {
+		t.Fatalf("identity changed across a restart: %q %q, then %q %q", o1.MajorID, s1, o2.MajorID, s2)
+	}
+	o3, _ := owner(newEnv(t, Options{}))
+	if bytes.Equal(o1.MajorID, o3.MajorID) {
+		t.Fatalf("two servers with different state directories share the owner %q", o1.MajorID)
+	}
+	// SECINFO of a name answers the export's flavors and consumes the file handle.
+	c := e.v4(rootCred())
+	c.mount()
+	res := c.must(append(putroot(e.exportComponents()[:1]...), &nfs4.SecinfoArgs{Name: []byte(e.exportComponents()[1])})...)
+	if fl := res.Results[len(res.Results)-1].(*nfs4.SecinfoRes).Flavors; len(fl) != 2 {
+		t.Fatalf("SECINFO flavors %+v", fl)
+	}
+	wantStatus4(t, "GETFH after SECINFO", c.call(append(putroot(e.exportComponents()[:1]...),
+		&nfs4.SecinfoArgs{Name: []byte(e.exportComponents()[1])}, &nfs4.NoArgs{OpNum: nfs4.OpGetfh})...), nfs4.ErrNofilehandle)
+}

@@ -271,6 +271,7 @@ func init() {
 		nfs4.OpBindConnToSession: (*compound).opBindConnToSession,
 		nfs4.OpReclaimComplete:   (*compound).opReclaimComplete,
 		nfs4.OpSecinfoNoName:     (*compound).opSecinfoNoName,
+		nfs4.OpSecinfo:           (*compound).opSecinfo,
 
 		nfs4.OpGetattr: (*compound).opGetattr,
 		nfs4.OpSetattr: (*compound).opSetattr,
@@ -321,6 +322,7 @@ type opValues struct {
 	sequenceRes      nfs4.SequenceRes
 	reclaimComplete  nfs4.ReclaimCompleteArgs
 	secinfoNoName    nfs4.SecinfoNoNameArgs
+	secinfo          nfs4.SecinfoArgs
 	secinfoRes       nfs4.SecinfoRes
 
 	getattr    nfs4.GetattrArgs
@@ -375,6 +377,7 @@ func (o *opValues) reset() {
 	o.exchangeID.ClientOwner.OwnerID = nil
 	o.exchangeID.ImplID = nfs4.NFSImplID4{}
 	o.exchangeIDRes = nfs4.ExchangeIDRes{}
+	o.secinfo.Name = nil
 	o.getattrRes.Attr.Filehandle = nil
 	o.setattr.Attr.Owner, o.setattr.Attr.OwnerGroup, o.setattr.Attr.Filehandle = nil, nil, nil
 	o.verify.Attrs.Vals = nil

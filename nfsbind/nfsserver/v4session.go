@@ -227,6 +227,22 @@ func (c *compound) opReclaimComplete(op nfs4.OpNum) nfs4.Status {
 	return c.only(op, c.v.state.ReclaimComplete(c.clientID, a.OneFS))
 }
 
+// opSecinfo answers SECINFO for a name in the current directory with the flavors
+// SECINFO_NO_NAME gives; it consumes the current file handle too (RFC 8881 §2.6.3.1.1.8).
+func (c *compound) opSecinfo(op nfs4.OpNum) nfs4.Status {
+	a := &c.ops.secinfo
+	r := &c.ops.secinfoRes
+	*r = nfs4.SecinfoRes{OpNum: op, Flavors: r.Flavors[:0]}
+	if err := a.DecodeXDR(c.d); err != nil {
+		r.Status = decodeErr(err)
+	} else if r.Status = c.lookup(a.Name); r.Status == nfs4.OK {
+		r.Flavors = append(r.Flavors, nfs4.Secinfo4{Flavor: nfs4.AuthSys}, nfs4.Secinfo4{Flavor: nfs4.AuthNone})
+		c.cur.clear()
+	}
+	c.w.Add(r)
+	return r.Status
+}
+
 // opSecinfoNoName answers SECINFO_NO_NAME: the flavors of the export (AUTH_SYS, then
 // AUTH_NONE, which every export accepts, as calls without credentials act as the
 // anonymous identity). It consumes the current file handle (RFC 8881 §2.6.3.1.1.8).
