@@ -168,7 +168,11 @@ func (v *v4Server) compound(ctx context.Context, req *oncrpc.Request, res *xdr.E
 	return c.run(ctx, req, res)
 }
 
+// putCompound returns c to the pool. The slot is released here too, so that a
+// COMPOUND that panicked (oncrpc answers it SYSTEM_ERR) does not leave its slot held
+// (Done is a no-op for a slot released already).
 func (v *v4Server) putCompound(c *compound) {
+	c.slot.Done(nil)
 	c.reset()
 	v.pool.Put(c)
 }

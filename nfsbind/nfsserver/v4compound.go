@@ -104,6 +104,7 @@ func newCompound(v *v4Server) *compound { return &compound{v: v} }
 // reset drops the references a finished COMPOUND holds.
 func (c *compound) reset() {
 	c.ctx, c.req, c.res, c.set, c.d = nil, nil, nil, nil, nil
+	c.r, c.w = nfs4.CompoundArgsReader{}, nfs4.CompoundResWriter{}
 	c.cur.clear()
 	c.saved.clear()
 	c.maxReply, c.maxCached = 0, 0
@@ -150,8 +151,7 @@ func (c *compound) run(ctx context.Context, req *oncrpc.Request, res *xdr.Encode
 			status = c.dispatch(op)
 		}
 		if c.abort != nil {
-			c.slot.Done(nil)
-			return c.abort
+			return c.abort // the slot is released by putCompound
 		}
 		if status == nfs4.OK {
 			status = c.checkReplySize(op)
