@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4state"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
@@ -229,4 +230,37 @@ func TestV4ExportsAccess(t *testing.T) {
 	wantStatus4(t, "PUTROOTFH by a client no export admits", c2.call(&nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}), nfs4.ErrAccess)
 	pub := c.lookupFH(append(comps, "pub")...)
 	wantStatus4(t, "PUTFH by a client no export admits", c2.call(&nfs4.PutfhArgs{Object: pub}), nfs4.ErrStale)
+}
+
+// TestV4ExportsReload: Load changes what NFSv4.1 sees from the next COMPOUND on: a
+// removed export leaves the pseudo file system and its handles go stale; an added one
+// appears.
+func TestV4ExportsReload(t *testing.T) {
+	e, dir := newExportsEnv(t, "%D/a 127.0.0.1(rw,insecure)\n%D/b 127.0.0.1(rw,insecure)\n", func(dir string) {
+		for _, d := range []string{"a", "b", "c"} {
+			if err := os.Mkdir(filepath.Join(dir, d), 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	comps := strings.Split(strings.Trim(dir, "/"), "/")
+	c := e.v4From("127.0.0.1", false, rootCred())
+	c.mount()
+	parent := c.lookupFH(comps...)
+	b := c.lookupFH(append(comps, "b")...)
+	if names := c.readdirAll(parent, 8192); !slices.Equal(names, []string{"a", "b"}) {
+		t.Fatalf("before: %q", names)
+	}
+	tab, err := exports.Parse("exports", []byte(strings.ReplaceAll("%D/a 127.0.0.1(rw,insecure)\n%D/c 127.0.0.1(rw,insecure)\n", "%D", dir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.x.Load(tab); err != nil {
+		t.Fatal(err)
+	}
+	if names := c.readdirAll(parent, 8192); !slices.Equal(names, []string{"a", "c"}) {
+		t.Fatalf("after: %q", names)
+	}
+	wantStatus4(t, "PUTFH of a removed export's root", c.call(&nfs4.PutfhArgs{Object: b}), nfs4.ErrStale)
+	c.lookupFH(append(comps, "c")...)
 }
