@@ -87,6 +87,8 @@ type compound struct {
 	// abort, when set by an operation, ends the COMPOUND without a reply (the
 	// call's context ended while it waited).
 	abort error
+	// readBufs is the size of the READ buffers the COMPOUND holds.
+	readBufs int
 	// curSid is the COMPOUND's current stateid (RFC 8881 §16.2.3.1.2).
 	curSid    nfs4.Stateid4
 	hasCurSid bool
@@ -110,7 +112,7 @@ func (c *compound) reset() {
 	c.maxReply, c.maxCached = 0, 0
 	c.inSession, c.cacheThis, c.replay, c.clientID, c.slot = false, false, false, 0, nfs4state.Slot{}
 	c.credSrv, c.cred = nil, cred{}
-	c.abort, c.curSid, c.hasCurSid = nil, nfs4.Stateid4{}, false
+	c.abort, c.curSid, c.hasCurSid, c.readBufs = nil, nfs4.Stateid4{}, false, 0
 	c.ops.reset()
 }
 

@@ -150,3 +150,23 @@ func compoundSize(res *nfs4.CompoundRes) int {
 	res.EncodeXDR(&e)
 	return e.Pos()
 }
+
+// TestHostileV4ManyReads: a COMPOUND of many small READs holds at most two MaxIO of
+// READ buffers; the READ past that is NFS4ERR_REP_TOO_BIG.
+func TestHostileV4ManyReads(t *testing.T) {
+	e := newEnv(t, Options{MaxIO: 128 << 10})
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	fh, sid := c.openFile(dir, openArgs4("o", "f", nfs4.ShareAccessBoth, true))
+	c.must(&nfs4.PutfhArgs{Object: fh}, &nfs4.WriteArgs{Stateid: sid, Data: []byte("data")})
+	ops := []nfs4.OpArgs{&nfs4.PutfhArgs{Object: fh}}
+	for range 10 {
+		ops = append(ops, &nfs4.ReadArgs{Stateid: sid, Count: 1})
+	}
+	res := c.call(ops...)
+	// 64 KiB buffers: four fit in 256 KiB, the fifth READ (result 6) is refused.
+	if res.Status != nfs4.ErrRepTooBig || len(res.Results) != 7 {
+		t.Fatalf("ten READs: %v with %d results", res.Status, len(res.Results))
+	}
+}

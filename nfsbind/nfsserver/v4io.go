@@ -70,6 +70,13 @@ func (c *compound) opRead(op nfs4.OpNum) nfs4.Status {
 	return r.Status
 }
 
+// maxReadBufsPerCompound bounds the READ buffers one COMPOUND holds, in MaxIO units.
+// The session's reply size bounds the data its READs return, but each READ takes a
+// whole buffer (64 KiB, or MaxIO past that), so many small READs in one COMPOUND could
+// otherwise reserve more of the connection's memory budget than it has and wait for
+// themselves. A READ past the bound is NFS4ERR_REP_TOO_BIG.
+const maxReadBufsPerCompound = 2
+
 func (c *compound) read(a *nfs4.ReadArgs, r *nfs4.ReadRes) nfs4.Status {
 	srv, key, st := c.curFile()
 	if st != nfs4.OK {
@@ -97,6 +104,10 @@ func (c *compound) read(a *nfs4.ReadArgs, r *nfs4.ReadRes) nfs4.Status {
 		return nfs4.OK
 	}
 	size := srv.readBufSize(count)
+	if c.readBufs+size > maxReadBufsPerCompound*srv.opts.MaxIO {
+		return nfs4.ErrRepTooBig
+	}
+	c.readBufs += size
 	if err := c.req.Reserve(c.ctx, size); err != nil {
 		// The call's connection ended while the budget was spent: abandon the
 		// COMPOUND (run returns the error).
