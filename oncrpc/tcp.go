@@ -633,8 +633,9 @@ func (sc *tcpServerConn) Close() error {
 	err := sc.c.Close()
 	if first {
 		sc.bcMu.Lock() // Backchannel creates no bc after this
+		bc := sc.bc.Load()
 		sc.bcMu.Unlock()
-		if bc := sc.bc.Load(); bc != nil {
+		if bc != nil {
 			bc.connClosed()
 		}
 	}

@@ -62,9 +62,10 @@ func (r *opaqueRes) DecodeXDR(d *xdr.Decoder) error {
 // reverseRelay is a forward handler: procEcho makes a reverse call to cbProcCB with its
 // argument and answers with the callback's result. rts receives the RoundTripper.
 type reverseRelay struct {
-	timeout atomic.Int64 // nanoseconds bounding the reverse call (0: the forward call's ctx)
-	rt      atomic.Value // RoundTripper
-	errs    chan error   // the reverse calls' errors, when not nil
+	cancelable atomic.Bool // the handler hands a cancel function for its reverse call to cancels
+	cancels    chan context.CancelFunc
+	rt         atomic.Value // RoundTripper
+	errs       chan error   // the reverse calls' errors, when not nil
 }
 
 func (r *reverseRelay) handler() Procs {
@@ -82,10 +83,11 @@ func (r *reverseRelay) handler() Procs {
 			return err
 		}
 		r.rt.Store(rt)
-		if d := time.Duration(r.timeout.Load()); d > 0 {
+		if r.cancelable.Load() {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, d)
+			ctx, cancel = context.WithCancel(ctx)
 			defer cancel()
+			r.cancels <- cancel
 		}
 		var out opaqueRes
 		err = NewClient(rt, cbProg, cbVers).Call(ctx, cbProcCB, bytesArg(arg), &out)
@@ -198,15 +200,20 @@ func TestTCPBackchannelConcurrency(t *testing.T) {
 // A client without a back channel handler drops reverse calls and counts them; the
 // server's reverse call ends with its context.
 func TestTCPBackchannelNoHandler(t *testing.T) {
-	relay := &reverseRelay{}
-	relay.timeout.Store(int64(50 * time.Millisecond))
+	relay := &reverseRelay{cancels: make(chan context.CancelFunc, 1)}
+	relay.cancelable.Store(true)
 	_, addr := startTCPServer(t, nil, relay.handler())
 	tr := dialTCP(t, addr, nil)
 	c := NewClient(tr, testProg, testVers)
-	err := c.Call(context.Background(), procEcho, bytesArg("x"), nil)
+	fwd := make(chan error, 1)
+	go func() { fwd <- c.Call(context.Background(), procEcho, bytesArg("x"), nil) }()
+	cancel := <-relay.cancels
+	waitFor(t, "the client to drop the reverse call", func() bool { return tr.Stats().ReverseDropped == 1 })
+	cancel()
+	err := <-fwd
 	var ae *AcceptError
 	if !errors.As(err, &ae) || ae.Stat != SystemErr {
-		t.Fatalf("forward call: %v, want SYSTEM_ERR (the handler's reverse call timed out)", err)
+		t.Fatalf("forward call: %v, want SYSTEM_ERR (the handler's reverse call was cancelled)", err)
 	}
 	if st := tr.Stats(); st.ReverseDropped != 1 || st.ReverseCalls != 0 {
 		t.Errorf("client stats %+v, want one reverse call dropped", st)
@@ -259,7 +266,7 @@ func forwardCall(xid uint32, arg string) []byte {
 // decoding error, a reverse call never answered ends with its context, and closing the
 // connection fails the ones outstanding; nothing stays pending.
 func TestTCPBackchannelHostileClient(t *testing.T) {
-	relay := &reverseRelay{errs: make(chan error, 4)}
+	relay := &reverseRelay{errs: make(chan error, 4), cancels: make(chan context.CancelFunc, 1)}
 	_, addr := startTCPServer(t, nil, relay.handler())
 	rc := dialRawRecords(t, addr)
 
@@ -286,18 +293,19 @@ func TestTCPBackchannelHostileClient(t *testing.T) {
 	}
 
 	// 2: a reverse call never answered ends with its context.
-	relay.timeout.Store(int64(20 * time.Millisecond))
+	relay.cancelable.Store(true)
 	rc.send(t, forwardCall(2, "b"))
 	rc.read(t) // the reverse call, ignored
-	if err := <-relay.errs; !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("unanswered reverse call: %v, want DeadlineExceeded", err)
+	(<-relay.cancels)()
+	if err := <-relay.errs; !errors.Is(err, context.Canceled) {
+		t.Fatalf("unanswered reverse call: %v, want Canceled", err)
 	}
 	rc.read(t) // the forward reply
 
 	// 3: closing the connection ends the reverse call outstanding (the Server
 	// cancels the handler's context as the connection fails, and closing it fails
 	// the reverse calls still pending).
-	relay.timeout.Store(0)
+	relay.cancelable.Store(false)
 	rc.send(t, forwardCall(3, "c"))
 	rc.read(t)
 	rc.c.Close()
