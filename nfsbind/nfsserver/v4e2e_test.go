@@ -21,6 +21,11 @@ import (
 // rdmaEnv serves e's Server over RPC-over-RDMA (verbs/soft) too, and returns a
 // transport to it and the listener, whose counters show how messages moved.
 func (e *env) rdma(inline int) (*rpcrdma.Client, *rpcrdma.Listener) {
+	return e.rdmaWith(inline, nil)
+}
+
+// rdmaWith is rdma with a client hosting the callback service bc (nil: none).
+func (e *env) rdmaWith(inline int, bc *oncrpc.BackchannelOptions) (*rpcrdma.Client, *rpcrdma.Listener) {
 	t := e.t
 	ctx := context.Background()
 	sdev, cdev := soft.New(soft.Config{}), soft.New(soft.Config{})
@@ -31,7 +36,7 @@ func (e *env) rdma(inline int) (*rpcrdma.Client, *rpcrdma.Listener) {
 	}
 	t.Cleanup(func() { l.Close() })
 	go e.rpc.Serve(l)
-	rt, err := rpcrdma.Dial(ctx, cdev, l.Addr().String(), &rpcrdma.ClientOptions{InlineSend: inline, InlineRecv: inline})
+	rt, err := rpcrdma.Dial(ctx, cdev, l.Addr().String(), &rpcrdma.ClientOptions{InlineSend: inline, InlineRecv: inline, Backchannel: bc})
 	if err != nil {
 		t.Fatal(err)
 	}
