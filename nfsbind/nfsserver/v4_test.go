@@ -160,3 +160,22 @@ func TestV4ServerIdentity(t *testing.T) {
 	wantStatus4(t, "GETFH after SECINFO", c.call(append(putroot(e.exportComponents()[:1]...),
 		&nfs4.SecinfoArgs{Name: []byte(e.exportComponents()[1])}, &nfs4.NoArgs{OpNum: nfs4.OpGetfh})...), nfs4.ErrNofilehandle)
 }
+
+// TestV4ExportOfSlash: an export whose path is "/" is the pseudo root itself:
+// PUTROOTFH gives its root handle, LOOKUPP there is NFS4ERR_NOENT, and a pseudo
+// handle naming "/" leads to the export root too.
+func TestV4ExportOfSlash(t *testing.T) {
+	e := newEnv(t, Options{ExportPath: "/"})
+	c := e.v4(rootCred())
+	c.mount()
+	if fh := c.lookupFH(); !bytes.Equal(fh, e.root) {
+		t.Fatalf("PUTROOTFH gave %x, the export root is %x", fh, e.root)
+	}
+	wantStatus4(t, "LOOKUPP of the root", c.call(&nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}, &nfs4.NoArgs{OpNum: nfs4.OpLookupp}), nfs4.ErrNoent)
+	var n pseudoNode
+	n.id = pathID("/")
+	res := c.must(&nfs4.PutfhArgs{Object: n.handle(nil)}, &nfs4.NoArgs{OpNum: nfs4.OpGetfh})
+	if fh := getfh(t, res); !bytes.Equal(fh, e.root) {
+		t.Fatalf("the pseudo handle of / gave %x", fh)
+	}
+}

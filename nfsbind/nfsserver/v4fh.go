@@ -83,8 +83,11 @@ func (s *Server) rootHandle(dst []byte) []byte {
 func (c *compound) putfh(fh []byte) nfs4.Status {
 	if isPseudoHandle(fh) {
 		n := c.set.pseudo.node(fh)
-		if n == nil {
+		switch {
+		case n == nil:
 			return nfs4.ErrStale
+		case n.export != nil:
+			return c.setPseudo(n) // an export's path: its root, as LOOKUP gives it
 		}
 		c.cur.set(fh, nil, n)
 		return nfs4.OK
