@@ -264,3 +264,32 @@ func TestV4ExportsReload(t *testing.T) {
 	wantStatus4(t, "PUTFH of a removed export's root", c.call(&nfs4.PutfhArgs{Object: b}), nfs4.ErrStale)
 	c.lookupFH(append(comps, "c")...)
 }
+
+// TestV4GraceAfterRestart: a server restarted with its state directory knows its
+// previous clients: during the grace period a new OPEN is NFS4ERR_GRACE while a
+// reclaim (CLAIM_PREVIOUS) succeeds, and once every previous client sent
+// RECLAIM_COMPLETE the grace period ends.
+func TestV4GraceAfterRestart(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	fh, _ := c.openFile(dir, openArgs4("o", "f", nfs4.ShareAccessBoth, true))
+
+	e.stop()
+	e.start(Options{Root: e.dir, StateDir: e.state, NFS4: NFS4Options{State: nfs4state.Options{GraceTime: time.Hour}}})
+	c2 := e.v4(rootCred())
+	c2.owner = c.owner // the same client, after the server's restart
+	c2.exchangeID()
+	c2.createSession()
+	wantStatus4(t, "OPEN during grace", c2.call(&nfs4.PutfhArgs{Object: dir}, openArgs4("o", "g", nfs4.ShareAccessBoth, true)), nfs4.ErrGrace)
+	reclaim := &nfs4.OpenArgs{ShareAccess: nfs4.ShareAccessBoth, Owner: nfs4.StateOwner4{Owner: []byte("o")},
+		Claim: nfs4.OpenClaim4{Claim: nfs4.ClaimPrevious, DelegateType: nfs4.DelegateNone}}
+	res := c2.must(&nfs4.PutfhArgs{Object: fh}, reclaim)
+	sid := res.Results[2].(*nfs4.OpenRes).Stateid
+	c2.must(&nfs4.PutfhArgs{Object: fh}, &nfs4.WriteArgs{Stateid: sid, Data: []byte("reclaimed")})
+	c2.must(&nfs4.ReclaimCompleteArgs{})
+	wantStatus4(t, "RECLAIM_COMPLETE again", c2.call(&nfs4.ReclaimCompleteArgs{}), nfs4.ErrCompleteAlready)
+	wantStatus4(t, "a reclaim after RECLAIM_COMPLETE", c2.call(&nfs4.PutfhArgs{Object: fh}, reclaim), nfs4.ErrNoGrace)
+	c2.openFile(dir, openArgs4("o", "g", nfs4.ShareAccessBoth, true))
+}
