@@ -181,3 +181,26 @@ func fattrVals(mask nfs4.Bitmap4, a *nfs4.Fattr) nfs4.Fattr4 {
 	f.Vals = bytes.Clone(f.Vals)
 	return f
 }
+
+// TestV4OpenCreateExistingInReadOnlyDirectory: OPEN4_CREATE (UNCHECKED4) of an
+// existing file in a directory the caller may not write opens the file, as open(2)
+// with O_CREAT does; creating a new name there is NFS4ERR_ACCESS.
+func TestV4OpenCreateExistingInReadOnlyDirectory(t *testing.T) {
+	e := newEnv(t, Options{})
+	sub := filepath.Join(e.dir, "ro")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "mine"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(filepath.Join(sub, "mine"), 2000, 2000); err != nil {
+		t.Fatal(err)
+	}
+	u := e.v4(userCred(2000, 2000))
+	u.mount()
+	dir := u.lookupFH(append(e.exportComponents(), "ro")...)
+	u.openFile(dir, openArgs4("u", "mine", nfs4.ShareAccessBoth, true))
+	wantStatus4(t, "OPEN4_CREATE of a new name in a directory of root's", u.call(&nfs4.PutfhArgs{Object: dir},
+		openArgs4("u", "new", nfs4.ShareAccessBoth, true)), nfs4.ErrAccess)
+}
