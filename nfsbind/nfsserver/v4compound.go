@@ -137,7 +137,10 @@ func (c *compound) run(ctx context.Context, req *oncrpc.Request, res *xdr.Encode
 	for c.r.More() {
 		op, err := c.r.Next()
 		if err != nil {
-			status = nfs4.ErrBadxdr
+			// The operations before it consumed the bytes the count was checked
+			// against: answer the operation that cannot be read as ILLEGAL with
+			// NFS4ERR_BADXDR, so that the COMPOUND's status is its last result's.
+			status = c.only(nfs4.OpIllegal, nfs4.ErrBadxdr)
 			break
 		}
 		if st := c.admitOp(op); st != nfs4.OK {
