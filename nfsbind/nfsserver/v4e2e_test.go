@@ -109,6 +109,10 @@ func v4Workflow(t *testing.T, e *env, rt oncrpc.RoundTripper, readSink bool) {
 		}
 		res := c.must(&nfs4.PutfhArgs{Object: fh}, &nfs4.ReadArgs{Stateid: rsid, Offset: uint64(off), Count: uint32(len(buf))})
 		r := res.Results[2].(*nfs4.ReadRes)
+		if readSink && !bytes.Equal(buf[:len(r.Data)], r.Data) {
+			// Only the transport's RDMA Write puts data in the sink.
+			t.Fatalf("READ at %d: the data is not in the reply sink", off)
+		}
 		got = append(got, r.Data...)
 		off += len(r.Data)
 		if r.EOF != (off == len(data)) || len(r.Data) == 0 {
@@ -218,6 +222,7 @@ func TestV4WorkflowRDMA(t *testing.T) {
 	e := newEnv(t, Options{})
 	rt, l := e.rdma(4096)
 	v4Workflow(t, e, rt, true)
+	e.stop() // every reply sent and counted
 	st := l.Stats()
 	if st.WriteChunks < 3 || st.WriteBytes < 300001 || st.CallsReadChunks < 2 || st.RepliesReplyChunk == 0 {
 		t.Fatalf("RDMA counters: %d write chunks, %d calls with read chunks, %d replies by reply chunk", st.WriteChunks, st.CallsReadChunks, st.RepliesReplyChunk)
@@ -303,4 +308,37 @@ func v4ClientLoop(t *testing.T, e *env, rt oncrpc.RoundTripper, id int) error {
 		}
 	}
 	return nil
+}
+
+// TestV4TwoReadsOverRDMA: a COMPOUND with two READs over RPC-over-RDMA, given two
+// reply sinks, gets each READ's data RDMA-Written into its own write chunk, in
+// COMPOUND order (RFC 8267 §4): the data is found in the sinks, where only the RDMA
+// Writes put it (this client copies nothing there).
+func TestV4TwoReadsOverRDMA(t *testing.T) {
+	e := newEnv(t, Options{})
+	rt, _ := e.rdma(1024)
+	c := newV4Client(t, rt, rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	a, b := bytes.Repeat([]byte("A"), 5000), bytes.Repeat([]byte("b"), 7001)
+	for name, data := range map[string][]byte{"a": a, "b": b} {
+		if err := os.WriteFile(filepath.Join(e.dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fa, sa := c.openFile(dir, openArgs4("o", "a", nfs4.ShareAccessRead, false))
+	fb, sb := c.openFile(dir, openArgs4("o", "b", nfs4.ShareAccessRead, false))
+	sinks := [][]byte{make([]byte, 8192), make([]byte, 8192)}
+	c.opts = oncrpc.CallOptions{ReplySinks: sinks, MaxReply: 2048}
+	res := c.must(&nfs4.PutfhArgs{Object: fa}, &nfs4.ReadArgs{Stateid: sa, Count: 8192},
+		&nfs4.PutfhArgs{Object: fb}, &nfs4.ReadArgs{Stateid: sb, Count: 8192})
+	if got := res.Results[2].(*nfs4.ReadRes).Data; !bytes.Equal(got, a) {
+		t.Fatalf("first READ: %d bytes", len(got))
+	}
+	if got := res.Results[4].(*nfs4.ReadRes).Data; !bytes.Equal(got, b) {
+		t.Fatalf("second READ: %d bytes", len(got))
+	}
+	if !bytes.Equal(sinks[0][:len(a)], a) || !bytes.Equal(sinks[1][:len(b)], b) {
+		t.Fatal("the READ data is not in the write chunks, in COMPOUND order")
+	}
 }
