@@ -13,7 +13,8 @@ import (
 )
 
 // cbService is a client's callback program as a test runs it: it records the calls
-// and answers CB_NULL and CB_COMPOUND{CB_SEQUENCE}, or refuses every call.
+// and answers CB_NULL and CB_COMPOUND{CB_SEQUENCE} for programs prog and prog+1, or
+// refuses every call.
 type cbService struct {
 	prog   uint32
 	refuse bool
@@ -21,7 +22,7 @@ type cbService struct {
 }
 
 func (s *cbService) ServeRPC(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
-	if req.Header.Prog != s.prog || req.Header.Vers != nfs4.CBVersion || s.refuse {
+	if (req.Header.Prog != s.prog && req.Header.Prog != s.prog+1) || req.Header.Vers != nfs4.CBVersion || s.refuse {
 		s.calls <- "refused"
 		return &oncrpc.AcceptError{Stat: oncrpc.ProgUnavail}
 	}
@@ -95,5 +96,29 @@ func testCallbackProbe(t *testing.T, rdma, refuse bool) {
 	flags := c.must(&nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}).Results[0].(*nfs4.SequenceRes).StatusFlags
 	if down := flags&nfs4.Seq4StatusCBPathDown != 0; down != refuse {
 		t.Fatalf("rdma %v refuse %v: SEQUENCE status flags %#x", rdma, refuse, flags)
+	}
+	if refuse {
+		return
+	}
+	// BACKCHANNEL_CTL moves the callbacks to another program: probed again, up with a
+	// program the client hosts, down with one it does not.
+	for _, cb := range []struct {
+		prog uint32
+		want string
+		down bool
+	}{{svc.prog + 1, "CB_NULL CB_SEQUENCE", false}, {svc.prog + 2, "refused", true}} {
+		c.must(&nfs4.BackchannelCtlArgs{CBProgram: cb.prog})
+		e.srv.v4.cb.wait()
+		got = got[:0]
+		for len(svc.calls) > 0 {
+			got = append(got, <-svc.calls)
+		}
+		if s := strings.Join(got, " "); s != cb.want {
+			t.Fatalf("rdma %v: BACKCHANNEL_CTL to %#x: the callback service saw %q, want %q", rdma, cb.prog, s, cb.want)
+		}
+		flags := c.must(&nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}).Results[0].(*nfs4.SequenceRes).StatusFlags
+		if down := flags&nfs4.Seq4StatusCBPathDown != 0; down != cb.down {
+			t.Fatalf("rdma %v: BACKCHANNEL_CTL to %#x: status flags %#x", rdma, cb.prog, flags)
+		}
 	}
 }

@@ -82,6 +82,7 @@ type compound struct {
 	cacheThis   bool
 	replay      bool
 	clientID    uint64
+	sessionID   nfs4.SessionID
 	slot        nfs4state.Slot
 
 	// abort, when set by an operation, ends the COMPOUND without a reply (the
@@ -111,6 +112,7 @@ func (c *compound) reset() {
 	c.saved.clear()
 	c.maxReply, c.maxCached = 0, 0
 	c.inSession, c.cacheThis, c.replay, c.clientID, c.slot = false, false, false, 0, nfs4state.Slot{}
+	c.sessionID = nfs4.SessionID{}
 	c.credSrv, c.cred = nil, cred{}
 	c.abort, c.curSid, c.hasCurSid, c.readBufs = nil, nfs4.Stateid4{}, false, 0
 	c.ops.reset()
@@ -277,6 +279,7 @@ func init() {
 		nfs4.OpReclaimComplete:   (*compound).opReclaimComplete,
 		nfs4.OpSecinfoNoName:     (*compound).opSecinfoNoName,
 		nfs4.OpSecinfo:           (*compound).opSecinfo,
+		nfs4.OpBackchannelCtl:    (*compound).opBackchannelCtl,
 
 		nfs4.OpGetattr: (*compound).opGetattr,
 		nfs4.OpSetattr: (*compound).opSetattr,
@@ -328,6 +331,7 @@ type opValues struct {
 	reclaimComplete  nfs4.ReclaimCompleteArgs
 	secinfoNoName    nfs4.SecinfoNoNameArgs
 	secinfo          nfs4.SecinfoArgs
+	backchannelCtl   nfs4.BackchannelCtlArgs
 	secinfoRes       nfs4.SecinfoRes
 
 	getattr    nfs4.GetattrArgs

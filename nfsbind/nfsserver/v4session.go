@@ -160,6 +160,7 @@ func (c *compound) sequence(op nfs4.OpNum) nfs4.Status {
 		return nfs4.OK
 	}
 	c.slot, c.inSession, c.clientID, c.cacheThis = res.Slot, true, res.ClientID, a.CacheThis
+	c.sessionID = res.SessionID
 	c.maxReply = int(res.Fore.MaxResponseSize)
 	if a.CacheThis {
 		c.maxCached = c.slot.MaxCachedReply()
@@ -217,6 +218,23 @@ func (c *compound) replyBytes() []byte {
 		return inline
 	}
 	return xdr.Flatten(nil, inline, ps)
+}
+
+// opBackchannelCtl is BACKCHANNEL_CTL: a new callback program (and security) for the
+// COMPOUND's session; the back channel is probed again with it.
+func (c *compound) opBackchannelCtl(op nfs4.OpNum) nfs4.Status {
+	a := &c.ops.backchannelCtl
+	if err := a.DecodeXDR(c.d); err != nil {
+		return c.only(op, decodeErr(err))
+	}
+	if !secParmsOK(a.SecParms) {
+		return c.only(op, nfs4.ErrEncrAlgUnsupp)
+	}
+	st := c.v.state.SetCallbackProgram(c.sessionID, a.CBProgram)
+	if st == nfs4.OK {
+		c.v.probe(c.req.Conn, c.sessionID)
+	}
+	return c.only(op, st)
 }
 
 func (c *compound) opReclaimComplete(op nfs4.OpNum) nfs4.Status {
