@@ -5,6 +5,7 @@ package nfsserver
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -177,5 +178,16 @@ func TestV4ExportOfSlash(t *testing.T) {
 	res := c.must(&nfs4.PutfhArgs{Object: n.handle(nil)}, &nfs4.NoArgs{OpNum: nfs4.OpGetfh})
 	if fh := getfh(t, res); !bytes.Equal(fh, e.root) {
 		t.Fatalf("the pseudo handle of / gave %x", fh)
+	}
+}
+
+// TestV4HandlerOfExportsMember: a Server of an Exports has no NFSv4.1 service of its
+// own; its handler refuses calls instead of failing.
+func TestV4HandlerOfExportsMember(t *testing.T) {
+	e, _ := newExportsEnv(t, "%D 127.0.0.1(rw)\n")
+	h := e.x.Servers()[0].NFS4Handler()
+	req := &oncrpc.Request{Header: oncrpc.CallHeader{Proc: nfs4.ProcNull}}
+	if err := h.ServeRPC(context.Background(), req, &xdr.Encoder{}); !errors.Is(err, oncrpc.ErrProcUnavail) {
+		t.Fatalf("NULL on a member's handler: %v", err)
 	}
 }
