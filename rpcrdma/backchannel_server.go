@@ -235,6 +235,23 @@ func (bc *serverBackchannel) closedErr() error {
 	return oncrpc.ErrClosed
 }
 
+// reverseBusy reports whether a reverse call awaits its reply (for the idle sweeper;
+// orphans do not count: a client that never answers may still be reaped).
+func (sc *ServerConn) reverseBusy() bool {
+	bc := sc.bc.Load()
+	if bc == nil {
+		return false
+	}
+	bc.mu.Lock()
+	defer bc.mu.Unlock()
+	for _, rc := range bc.calls {
+		if !rc.orphan {
+			return true
+		}
+	}
+	return false
+}
+
 // pendingReverse returns the reverse calls awaiting replies, orphans included.
 func (bc *serverBackchannel) pendingReverse() int {
 	bc.mu.Lock()

@@ -560,17 +560,18 @@ func (sc *ServerConn) Close() error {
 type idleView ServerConn
 
 // Activity reports the calls accepted on the connection and whether any is
-// outstanding: received and not yet answered, whatever stage it is in.
+// outstanding: received and not yet answered, whatever stage it is in, or a reverse
+// call awaiting its reply.
 func (v *idleView) Activity() (uint64, bool) {
 	calls, out := v.cred.Activity()
-	return calls, out > 0
+	return calls, out > 0 || (*ServerConn)(v).reverseBusy()
 }
 
 // CloseIfIdle closes the connection if no call arrived since Activity counted calls and
 // none is outstanding. The credit share is closed first, under the same lock that
 // admits calls, so a call that arrives meanwhile is refused rather than half served.
 func (v *idleView) CloseIfIdle(calls uint64) bool {
-	if !v.cred.CloseIfIdle(calls) {
+	if (*ServerConn)(v).reverseBusy() || !v.cred.CloseIfIdle(calls) {
 		return false
 	}
 	(*ServerConn)(v).Close()
