@@ -39,11 +39,13 @@ import (
 // delegation, named attribute and SSV operations this server does not offer.
 
 // fhState is a current or saved file handle of a COMPOUND: a handle of an export
-// (srv set) or of a pseudo directory (node set), or none (n == 0).
+// (srv set, and id what it names, its MAC checked) or of a pseudo directory (node
+// set), or none (n == 0).
 type fhState struct {
 	buf  [nfs4.FHSize]byte
 	n    int
 	srv  *Server
+	id   handleID
 	node *pseudoNode
 }
 
@@ -51,10 +53,10 @@ func (f *fhState) fh() []byte { return f.buf[:f.n] }
 
 func (f *fhState) set(fh []byte, srv *Server, node *pseudoNode) {
 	f.n = copy(f.buf[:], fh)
-	f.srv, f.node = srv, node
+	f.srv, f.node, f.id = srv, node, handleID{}
 }
 
-func (f *fhState) clear() { f.n, f.srv, f.node = 0, nil, nil }
+func (f *fhState) clear() { f.n, f.srv, f.node, f.id = 0, nil, nil, handleID{} }
 
 // compound is the state of one COMPOUND. Compounds are pooled, with the argument and
 // result values of every operation, so that a steady-state READ or WRITE COMPOUND

@@ -34,10 +34,7 @@ func (c *compound) curFile() (*Server, nfs4state.FileKey, nfs4.Status) {
 	case c.cur.node != nil:
 		return nil, nfs4state.FileKey{}, nfs4.ErrIsdir
 	}
-	id, st := c.cur.srv.handles.decode(c.cur.fh())
-	if st != nfs3.StatusOK {
-		return nil, nfs4state.FileKey{}, st4(st)
-	}
+	id := c.cur.id // decoded, its MAC checked, when it became current
 	return c.cur.srv, nfs4state.FileKey{Dev: id.key.dev, Ino: id.key.ino, Gen: id.gen}, nfs4.OK
 }
 

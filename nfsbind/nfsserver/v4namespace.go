@@ -125,7 +125,8 @@ func (c *compound) create(a *nfs4.CreateArgs, r *nfs4.CreateRes) nfs4.Status {
 	}
 	r.Cinfo = cinfo(&dir)
 	andInto(&r.AttrSet, a.Mask, createSet)
-	c.setExportFH(srv, r3.Obj.FH)
+	id, _ := srv.handles.decode(r3.Obj.FH) // issued just now by srv
+	c.setExportFH(srv, r3.Obj.FH, id)
 	return nfs4.OK
 }
 

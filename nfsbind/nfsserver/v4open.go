@@ -108,7 +108,8 @@ func (c *compound) openByName(a *nfs4.OpenArgs, r *nfs4.OpenRes) nfs4.Status {
 		fh = srv.handles.encode(fhbuf[:0], idOf(&child))
 		r.Cinfo.Before, r.Cinfo.After = changeOf(&dir.st), changeOf(&dir.st)
 	}
-	c.setExportFH(srv, fh)
+	id, _ := srv.handles.decode(fh) // issued just now by srv
+	c.setExportFH(srv, fh, id)
 	return c.openFile(a, r, fresh)
 }
 
