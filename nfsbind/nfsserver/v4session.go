@@ -69,7 +69,7 @@ func (c *compound) opCreateSession(op nfs4.OpNum) nfs4.Status {
 		res, st := c.v.state.CreateSession(nfs4state.CreateSessionArgs{
 			ClientID: a.ClientID, SequenceID: a.Sequence, Flags: a.Flags,
 			Fore: a.ForeChanAttrs, Back: a.BackChanAttrs, CBProgram: a.CBProgram,
-			Principal: principal(c.req), Conn: c.v.conns.of(c.req.Conn),
+			Principal: principal(c.req), Conn: c.v.conns.of(c.ctx, c.req.Conn),
 		})
 		r.Status = st
 		if st == nfs4.OK {
@@ -125,7 +125,7 @@ func (c *compound) opBindConnToSession(op nfs4.OpNum) nfs4.Status {
 	if err := a.DecodeXDR(c.d); err != nil {
 		r.Status = decodeErr(err)
 	} else {
-		dir, st := c.v.state.BindConnToSession(a.SessionID, c.v.conns.of(c.req.Conn), a.Dir)
+		dir, st := c.v.state.BindConnToSession(a.SessionID, c.v.conns.of(c.ctx, c.req.Conn), a.Dir)
 		r.Status = st
 		if st == nfs4.OK {
 			r.SessionID, r.Dir = a.SessionID, dir
@@ -148,7 +148,7 @@ func (c *compound) sequence(op nfs4.OpNum) nfs4.Status {
 	}
 	res, st := c.v.state.Sequence(nfs4state.SequenceArgs{
 		SessionID: a.SessionID, SequenceID: a.SequenceID, SlotID: a.SlotID,
-		HighestSlotID: a.HighestSlotID, CacheThis: a.CacheThis, Conn: c.v.conns.of(c.req.Conn),
+		HighestSlotID: a.HighestSlotID, CacheThis: a.CacheThis, Conn: c.v.conns.of(c.ctx, c.req.Conn),
 	})
 	if st != nfs4.OK {
 		return c.only(op, st)
