@@ -390,6 +390,7 @@ type TCPListener struct {
 	l     *net.TCPListener
 	opts  TCPOptions
 	guard *connguard.Set // connection limit and idle sweeper
+	bc    bcCounters     // its connections' reverse directions, summed
 }
 
 // ListenTCP listens on addr ("host:port"; port 0 picks one).
@@ -417,6 +418,7 @@ func (l *TCPListener) Accept(ctx context.Context) (ServerConn, error) {
 			continue
 		}
 		sc := newTCPServerConn(c, &l.opts, l.guard)
+		sc.bcSum = &l.bc
 		l.guard.Track(sc)
 		return sc, nil
 	}
@@ -488,8 +490,9 @@ type tcpServerConn struct {
 
 	pool sync.Pool // *tcpCall
 
-	bcMu sync.Mutex // serializes the creation of bc
-	bc   atomic.Pointer[tcpBackchannel]
+	bcMu  sync.Mutex // serializes the creation of bc
+	bc    atomic.Pointer[tcpBackchannel]
+	bcSum *bcCounters // the listener's, or nil
 }
 
 type tcpCall struct {

@@ -475,3 +475,42 @@ func TestBackchannelServerOverrun(t *testing.T) {
 		t.Errorf("client stats %+v, want 2 reverse calls served", st)
 	}
 }
+
+// A connection lost while the client serves a reverse call: the server's reverse call
+// fails, the client's forward call is retransmitted on a new connection and calls back
+// again there, and the reply to the first reverse call, which belongs to the lost
+// connection, is dropped.
+func TestBackchannelConnectionLoss(t *testing.T) {
+	relay := &bcRelay{errs: make(chan error, 2)}
+	h := &bcHandler{entered: make(chan struct{}, 2), gate: make(chan struct{})}
+	env := newTPEnv(t, nil, &ClientOptions{Backchannel: &oncrpc.BackchannelOptions{Handler: h}}, relay.procs())
+	ctx := tpCtx(t)
+	fwd := make(chan error, 1)
+	go func() {
+		got, err := callback(ctx, env.rpc, "again")
+		if err == nil && got != "cb:again" {
+			err = fmt.Errorf("result %q", got)
+		}
+		fwd <- err
+	}()
+	<-h.entered
+	env.tr.mu.Lock()
+	old := env.tr.cc
+	env.tr.mu.Unlock()
+	old.ep.qp.Close() // the connection breaks while the callback runs
+	if err := <-relay.errs; !errors.Is(err, oncrpc.ErrClosed) && !errors.Is(err, context.Canceled) {
+		t.Fatalf("reverse call on the lost connection: %v, want ErrClosed or Canceled", err)
+	}
+	<-h.entered // the retransmitted forward call calls back on the new connection
+	close(h.gate)
+	if err := <-fwd; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-relay.errs; err != nil {
+		t.Fatalf("reverse call on the new connection: %v", err)
+	}
+	if st := env.tr.Stats(); st.ReverseCalls != 2 || st.ReverseDropped != 0 {
+		t.Errorf("client stats %+v, want 2 reverse calls", st)
+	}
+	waitFor(t, "both callbacks to finish", func() bool { return h.inflight.Load() == 0 })
+}
