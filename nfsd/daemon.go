@@ -40,6 +40,7 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/credits"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4state"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsserver"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
@@ -105,6 +106,13 @@ type Config struct {
 	// between READ, WRITE and COMMIT calls (0: nfsserver.DefaultMaxOpenFiles; negative:
 	// no cache, every call opens its file).
 	MaxOpenFiles int
+	// NFS4LeaseTime is the NFSv4.1 lease: a client that renews nothing for this long
+	// loses its opens and locks (0: nfs4state.DefaultLeaseTime, 90 s).
+	NFS4LeaseTime time.Duration
+	// NFS4GraceTime is how long after a start with a StateDir that lists NFSv4.1
+	// clients of the previous run only their reclaims are served (0: the lease
+	// time), unless they all finish reclaiming earlier.
+	NFS4GraceTime time.Duration
 
 	// RDMA is the RPC-over-RDMA listener address (host:port; "" disables it). It
 	// serves NFS v3 and v4.1, MOUNT v3 and CONF_RDMA.
@@ -288,6 +296,12 @@ func (c *Config) Validate() error {
 	if c.RPCBindTimeout < 0 {
 		return &ConfigError{Field: "RPCBindTimeout", Value: c.RPCBindTimeout.String(), Reason: "must not be negative"}
 	}
+	if c.NFS4LeaseTime < 0 || (c.NFS4LeaseTime != 0 && c.NFS4LeaseTime < time.Second) {
+		return &ConfigError{Field: "NFS4LeaseTime", Value: c.NFS4LeaseTime.String(), Reason: "want at least 1s (0 for the default)"}
+	}
+	if c.NFS4GraceTime < 0 {
+		return &ConfigError{Field: "NFS4GraceTime", Value: c.NFS4GraceTime.String(), Reason: "must not be negative"}
+	}
 	return nil
 }
 
@@ -409,6 +423,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	nfs, err := nfsserver.NewExports(nfsserver.Options{
 		StateDir: cfg.StateDir, MaxIO: cfg.MaxIO, MaxOpenFiles: cfg.MaxOpenFiles,
 		Logger: log.Named("nfs"),
+		NFS4:   nfsserver.NFS4Options{State: nfs4state.Options{LeaseTime: cfg.NFS4LeaseTime, GraceTime: cfg.NFS4GraceTime}},
 	}, table, cfg.Resolver)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -44,6 +45,8 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.Inline = 100 }, "Inline", "want 1024 to 262144"},
 		{func(c *Config) { c.MaxIO = 10 }, "MaxIO", "want 4096"},
 		{func(c *Config) { c.RPCBindTimeout = -1 }, "RPCBindTimeout", "negative"},
+		{func(c *Config) { c.NFS4LeaseTime = time.Millisecond }, "NFS4LeaseTime", "at least 1s"},
+		{func(c *Config) { c.NFS4GraceTime = -time.Second }, "NFS4GraceTime", "negative"},
 	} {
 		c := ok
 		tc.mod(&c)
