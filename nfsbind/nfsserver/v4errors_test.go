@@ -293,3 +293,19 @@ func TestV4GraceAfterRestart(t *testing.T) {
 	wantStatus4(t, "a reclaim after RECLAIM_COMPLETE", c2.call(&nfs4.PutfhArgs{Object: fh}, reclaim), nfs4.ErrNoGrace)
 	c2.openFile(dir, openArgs4("o", "g", nfs4.ShareAccessBoth, true))
 }
+
+// TestV4NoGraceAfterCleanUnmount: a client that destroyed its client ID (a Linux
+// umount) is not waited for after a restart: a new client opens at once.
+func TestV4NoGraceAfterCleanUnmount(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred())
+	c.mount()
+	wantStatus4(t, "DESTROY_SESSION", c.rawMust(&nfs4.DestroySessionArgs{SessionID: c.sid}), nfs4.OK)
+	wantStatus4(t, "DESTROY_CLIENTID", c.rawMust(&nfs4.DestroyClientIDArgs{ClientID: c.cid}), nfs4.OK)
+	e.stop()
+	e.start(Options{Root: e.dir, StateDir: e.state, NFS4: NFS4Options{State: nfs4state.Options{GraceTime: time.Hour}}})
+	c2 := e.v4(rootCred())
+	c2.mount()
+	dir := c2.lookupFH(e.exportComponents()...)
+	c2.openFile(dir, openArgs4("o", "f", nfs4.ShareAccessBoth, true))
+}
