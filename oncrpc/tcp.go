@@ -129,8 +129,7 @@ type TCPTransport struct {
 	reconnects atomic.Uint64
 
 	bcs            *BackchannelServer // nil: reverse calls are dropped
-	reverseCalls   atomic.Uint64
-	reverseDropped atomic.Uint64
+	reverseDropped atomic.Uint64      // without bcs
 }
 
 // TCPStats are a client transport's cumulative counters.
@@ -182,8 +181,15 @@ func (t *TCPTransport) Unmatched() uint64 { return t.pending.Unmatched() }
 
 // Stats returns the transport's counters.
 func (t *TCPTransport) Stats() TCPStats {
-	return TCPStats{Unmatched: t.pending.Unmatched(), SendErrors: t.sendErrs.Load(), Reconnects: t.reconnects.Load(),
-		ReverseCalls: t.reverseCalls.Load(), ReverseDropped: t.reverseDropped.Load()}
+	st := TCPStats{Unmatched: t.pending.Unmatched(), SendErrors: t.sendErrs.Load(), Reconnects: t.reconnects.Load(),
+		ReverseDropped: t.reverseDropped.Load()}
+	if t.bcs != nil {
+		// Counted by the callback service as it takes a call, before the call can be
+		// answered.
+		bs := t.bcs.Stats()
+		st.ReverseCalls, st.ReverseDropped = bs.Calls, st.ReverseDropped+bs.Dropped
+	}
+	return st
 }
 
 // RoundTrip implements RoundTripper.

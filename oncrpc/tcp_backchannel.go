@@ -192,12 +192,9 @@ func (t *TCPTransport) serveReverse(c net.Conn, record []byte) {
 	rc.buf = append(rc.buf[:0], record...)
 	rc.Msg = Message{Inline: rc.buf}
 	rc.conn = c
-	if !t.bcs.Deliver(&rc.ServerCall) {
-		t.reverseDropped.Add(1)
+	if !t.bcs.Deliver(&rc.ServerCall) { // counted as dropped by the callback service
 		t.releaseReverse(rc)
-		return
 	}
-	t.reverseCalls.Add(1)
 }
 
 // writeReverseReply is the TCPTransport's BackchannelReplyFunc.

@@ -29,7 +29,14 @@ type ClientStats struct {
 
 // Stats returns the Client's counters.
 func (c *Client) Stats() ClientStats {
-	return ClientStats{ReverseCalls: c.reverseCalls.Load(), ReverseDropped: c.reverseDropped.Load(), ReverseTooLarge: c.reverseTooLarge.Load()}
+	st := ClientStats{ReverseDropped: c.reverseDropped.Load(), ReverseTooLarge: c.reverseTooLarge.Load()}
+	if c.bcs != nil {
+		// Counted by the callback service as it takes a call, before the call can be
+		// answered.
+		bs := c.bcs.Stats()
+		st.ReverseCalls, st.ReverseDropped = bs.Calls, st.ReverseDropped+bs.Dropped
+	}
+	return st
 }
 
 // clientReverseCall is a reverse call received by a client connection: the receive
@@ -81,13 +88,10 @@ func (cc *clientConn) reverseCall(idx int, body []byte) {
 	rc := clientReversePool.Get().(*clientReverseCall)
 	rc.cc, rc.idx, rc.xid = cc, idx, binary.BigEndian.Uint32(body)
 	rc.call.Msg = oncrpc.Message{Inline: body}
-	if !c.bcs.Deliver(&rc.call) {
-		c.reverseDropped.Add(1)
+	if !c.bcs.Deliver(&rc.call) { // counted as dropped by the callback service
 		cc.repost(idx)
 		c.putReverse(rc)
-		return
 	}
-	c.reverseCalls.Add(1)
 }
 
 func (c *Client) putReverse(rc *clientReverseCall) {

@@ -148,9 +148,9 @@ type Client struct {
 	// The reverse direction (backchannel_client.go): the callback service (nil:
 	// none), the reverse credits granted, and the receives kept posted beyond one
 	// per call in flight (clientExtraRecvs plus bcGrant).
-	bcs                                           *oncrpc.BackchannelServer
-	bcGrant, extraRecvs                           int
-	reverseCalls, reverseDropped, reverseTooLarge atomic.Uint64
+	bcs                             *oncrpc.BackchannelServer
+	bcGrant, extraRecvs             int
+	reverseDropped, reverseTooLarge atomic.Uint64 // without a callback service; replies over the inline threshold
 }
 
 var _ oncrpc.RoundTripper = (*Client)(nil)
