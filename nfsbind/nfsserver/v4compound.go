@@ -166,6 +166,10 @@ func (c *compound) run(ctx context.Context, req *oncrpc.Request, res *xdr.Encode
 			status = c.checkReplySize(op)
 		}
 		if status != nfs4.OK {
+			if c.v.log.IsDebug() {
+				c.v.log.Debug("COMPOUND operation failed", "client", req.RemoteAddr, "op", op.String(),
+					"index", c.r.Index(), "ops", c.r.NumOps, "status", status.String())
+			}
 			break
 		}
 	}
