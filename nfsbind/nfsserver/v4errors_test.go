@@ -3,6 +3,7 @@
 package nfsserver
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -308,4 +309,31 @@ func TestV4NoGraceAfterCleanUnmount(t *testing.T) {
 	c2.mount()
 	dir := c2.lookupFH(e.exportComponents()...)
 	c2.openFile(dir, openArgs4("o", "f", nfs4.ShareAccessBoth, true))
+}
+
+// TestV4PseudoReaddirPaging: a pseudo directory listed a few entries per READDIR
+// gives every export once, following the cookies.
+func TestV4PseudoReaddirPaging(t *testing.T) {
+	var table strings.Builder
+	var want []string
+	for i := range 30 {
+		name := fmt.Sprintf("export-%02d", i)
+		want = append(want, name)
+		fmt.Fprintf(&table, "%%D/%s 127.0.0.1(rw,insecure,fsid=%d)\n", name, i+1)
+	}
+	e, dir := newExportsEnv(t, table.String(), func(dir string) {
+		for _, n := range want {
+			if err := os.Mkdir(filepath.Join(dir, n), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	c := e.v4From("127.0.0.1", false, rootCred())
+	c.mount()
+	parent := c.lookupFH(strings.Split(strings.Trim(dir, "/"), "/")...)
+	names := c.readdirAll(parent, 700)
+	slices.Sort(names)
+	if !slices.Equal(names, want) {
+		t.Fatalf("paged pseudo READDIR: %q", names)
+	}
 }
