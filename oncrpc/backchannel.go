@@ -31,12 +31,16 @@ type BackchannelOptions struct {
 	// Handler serves every reverse-direction call, whatever its program and version:
 	// it reads them from req.Header and answers a program it does not host with
 	// &AcceptError{Stat: ProgUnavail}. req.Conn is the reverse direction of the
-	// client transport; it carries no further calls.
+	// client transport; it carries no further calls. It must return once its ctx
+	// ends: closing the transport waits for it.
 	Handler Handler
 	// MaxRequests bounds the reverse calls in progress (received and not yet
 	// answered) at once, default DefaultBackchannelRequests. An RPC-over-RDMA client
-	// keeps that many receives posted for them and announces it to the server (RFC
-	// 8167 §4); a call past the bound is dropped and counted.
+	// keeps that many receives posted for them and grants that many reverse credits
+	// to the server (RFC 8167); a call past the bound is dropped and counted. Calls
+	// still running from a lost connection count until they return. An NFSv4.1
+	// client offers at most this many back-channel slots (CREATE_SESSION's
+	// ca_maxrequests).
 	MaxRequests int
 	// Logger receives control-path events of the callback service (handler panics,
 	// garbage). Default: no logging.

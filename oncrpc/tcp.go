@@ -583,10 +583,11 @@ func (sc *tcpServerConn) ReadCall(ctx context.Context) (*ServerCall, error) {
 			}
 			return nil, err
 		}
-		if bc := sc.bc.Load(); bc == nil || !isReply(tc.buf) {
+		bc := sc.bc.Load()
+		if bc == nil || !isReply(tc.buf) {
 			break
 		}
-		sc.bc.Load().receive(tc.buf) // a reply to a reverse-direction call
+		bc.receive(tc.buf) // a reply to a reverse-direction call
 	}
 	tc.Msg = Message{Inline: tc.buf}
 	sc.calls.Add(1)

@@ -356,3 +356,51 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// A connection lost while the client serves a reverse call: the client reconnects and
+// retransmits the forward call, which calls back again on the new connection; the
+// reply to the first reverse call, which belongs to the lost connection, is not sent
+// on the new one.
+func TestTCPBackchannelConnectionLoss(t *testing.T) {
+	relay := &reverseRelay{errs: make(chan error, 2)}
+	_, addr := startTCPServer(t, nil, relay.handler())
+	entered := make(chan struct{}, 2)
+	gate := make(chan struct{})
+	tr := dialTCP(t, addr, &TCPOptions{Backchannel: &BackchannelOptions{Handler: callbackHandler(entered, gate)}})
+	c := NewClient(tr, testProg, testVers)
+	fwd := make(chan error, 1)
+	go func() {
+		var out opaqueRes
+		err := c.Call(context.Background(), procEcho, bytesArg("again"), &out)
+		if err == nil && string(out.b) != "cb:again" {
+			err = fmt.Errorf("result %q", out.b)
+		}
+		fwd <- err
+	}()
+	<-entered
+	first := relay.rt.Load().(*tcpBackchannel)
+	first.sc.Close() // the server drops the connection while the callback runs
+	if err := <-relay.errs; !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) {
+		t.Fatalf("reverse call on the lost connection: %v, want ErrClosed or Canceled", err)
+	}
+	<-entered // the retransmitted call calls back on the new connection
+	close(gate)
+	if err := <-fwd; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-relay.errs; err != nil {
+		t.Fatalf("reverse call on the new connection: %v", err)
+	}
+	second := relay.rt.Load().(*tcpBackchannel)
+	if second == first {
+		t.Fatal("no new connection")
+	}
+	// One reply reached the new connection's back channel, none was unmatched there.
+	waitFor(t, "the reply on the new connection", func() bool { return second.Stats().Replies == 1 })
+	if st := second.Stats(); st.Unmatched != 0 {
+		t.Errorf("new connection's back channel stats %+v: the old reply leaked onto it", st)
+	}
+	if st := tr.Stats(); st.ReverseCalls != 2 || st.Reconnects != 1 {
+		t.Errorf("client stats %+v, want 2 reverse calls and a reconnection", st)
+	}
+}

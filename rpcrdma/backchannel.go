@@ -1,11 +1,12 @@
 // Reverse-direction RPC (RFC 8167; Linux backchannel.c and svc_rdma_backchannel.c):
 // what both sides share. A reverse-direction message is an RDMA_MSG with three empty
-// chunk lists carrying a whole RPC message inline (RFC 8167 §5: no chunks in either
-// direction of a reverse-direction transaction); the receiver tells it from
+// chunk lists carrying a whole RPC message inline (reverse-direction transactions use
+// no chunks, in either direction, as with Linux's client and server, which neither
+// send nor accept them); the receiver tells it from
 // forward-direction traffic by the RPC message's msg_type: a client receives forward
-// REPLYs and reverse CALLs, a server forward CALLs and reverse REPLYs (§4.2).
+// REPLYs and reverse CALLs, a server forward CALLs and reverse REPLYs.
 //
-// Credits (§4.1, §4.3) are counted apart from the forward direction's: rdma_credit in a
+// Credits (§4) are counted apart from the forward direction's: rdma_credit in a
 // reverse CALL is the server's request and in a reverse REPLY the client's grant of
 // reverse-direction credits, the number of reverse calls the client can take at once
 // (receives it keeps posted for them). A server starts with one reverse credit, as for
@@ -35,8 +36,8 @@ const (
 )
 
 // ErrReverseTooLarge is wrapped by the error of a reverse call whose message does not
-// fit the connection's inline threshold: RFC 8167 §5 allows no chunks in the reverse
-// direction, so such a call cannot be sent. A client whose handler's reply does not fit
+// fit the connection's inline threshold: reverse-direction messages travel without
+// chunks (see the top of this file), so such a call cannot be sent. A client whose handler's reply does not fit
 // answers SYSTEM_ERR instead, which the server's caller gets as an *oncrpc.AcceptError.
 var ErrReverseTooLarge = errors.New("rpcrdma: reverse-direction message exceeds the inline threshold")
 

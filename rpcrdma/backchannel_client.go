@@ -106,8 +106,8 @@ var errReverseConnGone = errors.New("rpcrdma: reverse reply: the call's connecti
 
 // writeReverseReply is the callback service's oncrpc.BackchannelReplyFunc: it sends the
 // reply as RDMA_MSG without chunks, granting our reverse credits, and gives the call's
-// receive buffer back. A reply over the inline threshold is replaced by SYSTEM_ERR (RFC
-// 8167 §5: no chunks in the reverse direction).
+// receive buffer back. A reply over the inline threshold is replaced by SYSTEM_ERR
+// (reverse-direction messages travel without chunks).
 func (c *Client) writeReverseReply(call *oncrpc.ServerCall, reply *oncrpc.Message) error {
 	rc, ok := call.Cookie.(*clientReverseCall)
 	if !ok {

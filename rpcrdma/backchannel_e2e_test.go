@@ -372,6 +372,10 @@ func TestBackchannelHostileClient(t *testing.T) {
 	// 1: a reply to an unknown XID, then a malformed one to the right XID.
 	p.send(t, tpCallbackCall(t, 1, "a"))
 	xid := recvReverse()
+	// A new back channel has one credit (RFC 8166 §3.3.3), in use now.
+	if w := relay.rt.Load().window; w.Granted() != 1 || w.InUse() != 1 {
+		t.Fatalf("reverse window: %d granted, %d in use; want 1 and 1", w.Granted(), w.InUse())
+	}
 	p.send(t, reverseReply(xid+1, 1, rpcReply(xid+1)))
 	garbage := binary.BigEndian.AppendUint32(nil, xid)
 	garbage = append(garbage, 0, 0, 0, 1, 0, 0, 0, 7) // REPLY, reply_stat 7
@@ -395,17 +399,23 @@ func TestBackchannelHostileClient(t *testing.T) {
 	if n := relay.rt.Load().pendingReverse(); n != 1 {
 		t.Fatalf("%d reverse calls pending, want the orphan", n)
 	}
-	p.send(t, reverseReply(late, 1, rpcReply(late)))
+	p.send(t, reverseReply(late, 0, rpcReply(late))) // a grant of 0 counts as 1
 	waitFor(t, "the late reply to free its credit", func() bool { return relay.rt.Load().window.InUse() == 0 })
+	if g := relay.rt.Load().window.Granted(); g != 1 {
+		t.Fatalf("reverse window after a grant of 0: %d, want 1", g)
+	}
 	relay.cancelable.Store(false)
 	p.send(t, tpCallbackCall(t, 3, "c"))
 	xid = recvReverse()
-	p.send(t, reverseReply(xid, 1, rpcReply(xid)))
+	p.send(t, reverseReply(xid, 100, rpcReply(xid))) // capped at BackchannelCredits
 	if err := <-relay.errs; err == nil || !strings.Contains(err.Error(), "decoding results") {
 		// rpcReply carries no results; the relay's decoder wants an opaque.
 		t.Fatalf("reverse call answered without results: %v, want a results decoding error", err)
 	}
 	recvForward(3)
+	if g := relay.rt.Load().window.Granted(); g != DefaultBackchannelCredits {
+		t.Fatalf("reverse window after a grant of 100: %d, want %d", g, DefaultBackchannelCredits)
+	}
 	if st := env.ln.Stats(); st.ReverseUnmatched != 2 || st.ReverseReplies != 2 {
 		t.Errorf("server stats: %d replies, %d unmatched; want 2 and 2", st.ReverseReplies, st.ReverseUnmatched)
 	}

@@ -31,6 +31,15 @@ type serverBackchannel struct {
 	failErr error
 }
 
+// reverseCalls recycles reverseCall entries (with their channels) between calls.
+var reverseCalls = sync.Pool{New: func() any { return &reverseCall{done: make(chan error, 1)} }}
+
+// putReverseCall recycles rc, whose channel is empty and which no table holds.
+func putReverseCall(rc *reverseCall) {
+	rc.reply, rc.orphan = nil, false
+	reverseCalls.Put(rc)
+}
+
 // reverseCall is one reverse call awaiting its reply.
 type reverseCall struct {
 	reply *oncrpc.ClientReply
@@ -99,16 +108,19 @@ func (bc *serverBackchannel) RoundTrip(ctx context.Context, call *oncrpc.ClientC
 		}
 		return err
 	}
-	rc := &reverseCall{reply: reply, done: make(chan error, 1)}
+	rc := reverseCalls.Get().(*reverseCall)
+	rc.reply = reply
 	bc.mu.Lock()
 	if bc.closed {
 		bc.mu.Unlock()
 		bc.window.Release()
+		putReverseCall(rc)
 		return bc.closedErr()
 	}
 	if _, dup := bc.calls[call.XID]; dup {
 		bc.mu.Unlock()
 		bc.window.Release()
+		putReverseCall(rc)
 		return oncrpc.ErrDuplicateXID
 	}
 	bc.calls[call.XID] = rc
@@ -121,6 +133,7 @@ func (bc *serverBackchannel) RoundTrip(ctx context.Context, call *oncrpc.ClientC
 		}
 		bc.mu.Unlock()
 		bc.window.Release()
+		putReverseCall(rc)
 		return err
 	}
 	sc.l.stats.reverseCalls.Add(1)
@@ -135,6 +148,7 @@ func (bc *serverBackchannel) RoundTrip(ctx context.Context, call *oncrpc.ClientC
 	select {
 	case err = <-rc.done:
 		bc.window.Release()
+		putReverseCall(rc)
 		return err
 	case <-ctx.Done():
 		err = ctx.Err()
@@ -143,7 +157,9 @@ func (bc *serverBackchannel) RoundTrip(ctx context.Context, call *oncrpc.ClientC
 	}
 	bc.mu.Lock()
 	if bc.calls[call.XID] == rc {
-		rc.orphan = true // the credit stays held until the reply or the connection's end
+		// The credit stays held until the reply or the connection's end; rc, left
+		// to them, is not recycled.
+		rc.orphan = true
 		bc.mu.Unlock()
 		return err
 	}
@@ -151,6 +167,7 @@ func (bc *serverBackchannel) RoundTrip(ctx context.Context, call *oncrpc.ClientC
 	// The reply is being stored (or the connection failed the call): take its outcome.
 	err = <-rc.done
 	bc.window.Release()
+	putReverseCall(rc)
 	return err
 }
 
