@@ -393,6 +393,7 @@ func (o *opValues) reset() {
 	o.exchangeID.ImplID = nfs4.NFSImplID4{}
 	o.exchangeIDRes = nfs4.ExchangeIDRes{}
 	o.secinfo.Name = nil
+	o.createSession.SecParms, o.backchannelCtl.SecParms = nil, nil // they alias the call
 	o.getattrRes.Attr.Filehandle = nil
 	o.setattr.Attr.Owner, o.setattr.Attr.OwnerGroup, o.setattr.Attr.Filehandle = nil, nil, nil
 	o.verify.Attrs.Vals = nil
