@@ -3,7 +3,7 @@
 // Package nfsd is a whole NFS-over-RDMA server, the body of the nfsrdmad command: it
 // exports one local directory (Config.Export) or the exports of an exports(5) file,
 // with per-client access control (Config.ExportsFile, reloaded on demand), over NFS
-// version 3 on RPC-over-RDMA and on TCP, MOUNT version 3 over TCP, and the CONF_RDMA
+// versions 3 and 4.1 on RPC-over-RDMA and on TCP, MOUNT version 3 over TCP, and the CONF_RDMA
 // service (program 100400) beside NFS on every listener, optionally registered with
 // the local rpcbind, with the memory budgets, connection limits and
 // metrics endpoint the command's flags set. It lives in a package of its own so that
@@ -40,6 +40,7 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/credits"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4state"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsserver"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
@@ -105,12 +106,19 @@ type Config struct {
 	// between READ, WRITE and COMMIT calls (0: nfsserver.DefaultMaxOpenFiles; negative:
 	// no cache, every call opens its file).
 	MaxOpenFiles int
+	// NFS4LeaseTime is the NFSv4.1 lease: a client that renews nothing for this long
+	// loses its opens and locks (0: nfs4state.DefaultLeaseTime, 90 s).
+	NFS4LeaseTime time.Duration
+	// NFS4GraceTime is how long after a start with a StateDir that lists NFSv4.1
+	// clients of the previous run only their reclaims are served (0: the lease
+	// time), unless they all finish reclaiming earlier.
+	NFS4GraceTime time.Duration
 
 	// RDMA is the RPC-over-RDMA listener address (host:port; "" disables it). It
-	// serves NFS v3, MOUNT v3 and CONF_RDMA.
+	// serves NFS v3 and v4.1, MOUNT v3 and CONF_RDMA.
 	RDMA string
-	// TCP is the TCP listener address for NFS v3, MOUNT v3 and CONF_RDMA ("" disables
-	// it).
+	// TCP is the TCP listener address for NFS v3 and v4.1, MOUNT v3 and CONF_RDMA (""
+	// disables it).
 	TCP string
 	// Mountd, when set, is an extra TCP listener serving only MOUNT v3 (for setups
 	// that want MOUNT on a port of its own, or NFS over RDMA without a TCP NFS
@@ -191,6 +199,8 @@ type Info struct {
 	// MountCommand is the Linux command that mounts the export over RDMA (over TCP
 	// when there is no RDMA listener).
 	MountCommand string
+	// MountCommand4 is the same with NFSv4.1, which needs no MOUNT port and no nolock.
+	MountCommand4 string
 	// Registered lists the rpcbind mappings made, as "program/version/netid=uaddr".
 	Registered []string
 	// Budget is the memory budget the NFS listeners share (Config.MemBudget), for
@@ -285,6 +295,12 @@ func (c *Config) Validate() error {
 	}
 	if c.RPCBindTimeout < 0 {
 		return &ConfigError{Field: "RPCBindTimeout", Value: c.RPCBindTimeout.String(), Reason: "must not be negative"}
+	}
+	if c.NFS4LeaseTime < 0 || (c.NFS4LeaseTime != 0 && c.NFS4LeaseTime < time.Second) {
+		return &ConfigError{Field: "NFS4LeaseTime", Value: c.NFS4LeaseTime.String(), Reason: "want at least 1s (0 for the default)"}
+	}
+	if c.NFS4GraceTime < 0 {
+		return &ConfigError{Field: "NFS4GraceTime", Value: c.NFS4GraceTime.String(), Reason: "must not be negative"}
 	}
 	return nil
 }
@@ -407,6 +423,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	nfs, err := nfsserver.NewExports(nfsserver.Options{
 		StateDir: cfg.StateDir, MaxIO: cfg.MaxIO, MaxOpenFiles: cfg.MaxOpenFiles,
 		Logger: log.Named("nfs"),
+		NFS4:   nfsserver.NFS4Options{State: nfs4state.Options{LeaseTime: cfg.NFS4LeaseTime, GraceTime: cfg.NFS4GraceTime}},
 	}, table, cfg.Resolver)
 	if err != nil {
 		return err
@@ -517,6 +534,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	}
 
 	info.MountCommand = MountCommand(info, hostForMount(info))
+	info.MountCommand4 = MountCommand4(info, hostForMount(info))
 	kv := []any{"exports", strings.Join(describeExports(table), "; ")}
 	if info.RDMA != nil {
 		kv = append(kv, "rdma", info.RDMA.String(), "provider", provider, "credits", cfg.Credits, "inline", cfg.Inline)
@@ -530,8 +548,8 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	if len(info.Registered) > 0 {
 		kv = append(kv, "rpcbind", strings.Join(info.Registered, ","))
 	}
-	kv = append(kv, "mount", info.MountCommand)
-	log.Info("serving NFSv3", kv...)
+	kv = append(kv, "mount", info.MountCommand, "mount_v4.1", info.MountCommand4)
+	log.Info("serving NFSv3 and NFSv4.1", kv...)
 	if p := openToAll(table); p != "" && !loopbackOnly(info) {
 		log.Warn("an export is open to every host (*): any host that reaches these ports can mount it and act as the uid/gid it claims (AUTH_SYS; root is squashed unless no_root_squash); list the clients in an exports file (-exports), listen on a private address or firewall the ports", "export", p)
 	}
@@ -676,21 +694,42 @@ func MountCommand(info Info, host string) string {
 	return "mount -t nfs -o " + strings.Join(opts, ",") + " " + host + ":" + info.ExportPath + " /mnt"
 }
 
+// MountCommand4 returns the Linux command that mounts the export with NFSv4.1 (over
+// RDMA when there is an RDMA listener, else TCP): the client reaches the export
+// through the server's pseudo file system by its path, with neither MOUNT nor NLM.
+func MountCommand4(info Info, host string) string {
+	six := ""
+	if strings.HasPrefix(host, "[") {
+		six = "6"
+	}
+	var proto string
+	var port int
+	switch {
+	case info.RDMA != nil:
+		proto, port = "rdma", portOf(info.RDMA)
+	case info.TCP != nil:
+		proto, port = "tcp", portOf(info.TCP)
+	default:
+		return "" // no NFS listener
+	}
+	return "mount -t nfs -o vers=4.1,proto=" + proto + six + ",port=" + strconv.Itoa(port) + " " + host + ":" + info.ExportPath + " /mnt"
+}
+
 func printSummary(w io.Writer, cfg *Config, t *exports.Table, info Info, provider string) {
 	for _, d := range describeExports(t) {
 		fmt.Fprintf(w, "nfsrdmad: exporting %s\n", d)
 	}
 	if info.RDMA != nil {
-		fmt.Fprintf(w, "  NFSv3 + CONF_RDMA over RDMA  %-22s %s, %d credits, %d-byte inline\n", info.RDMA, provider, cfg.Credits, cfg.Inline)
+		fmt.Fprintf(w, "  NFSv3, NFSv4.1 + CONF_RDMA over RDMA  %-22s %s, %d credits, %d-byte inline\n", info.RDMA, provider, cfg.Credits, cfg.Inline)
 	}
 	if info.TCP != nil {
-		fmt.Fprintf(w, "  NFSv3 + MOUNT over TCP       %s\n", info.TCP)
+		fmt.Fprintf(w, "  NFSv3, NFSv4.1 + MOUNT over TCP       %s\n", info.TCP)
 	}
 	if info.Mountd != nil {
 		fmt.Fprintf(w, "  MOUNT over TCP               %s\n", info.Mountd)
 	}
 	if info.MountPort == 0 {
-		fmt.Fprintln(w, "  (no TCP listener serves MOUNT: Linux cannot mount this; give -tcp or -mountd)")
+		fmt.Fprintln(w, "  (no TCP listener serves MOUNT: Linux cannot mount this with vers=3; give -tcp or -mountd)")
 	}
 	if openToAll(t) != "" && !loopbackOnly(info) {
 		fmt.Fprintln(w, "  Note: an export is open to every host (*); AUTH_SYS uids are trusted, root is squashed unless no_root_squash. Use -exports FILE to list clients.")
@@ -698,7 +737,7 @@ func printSummary(w io.Writer, cfg *Config, t *exports.Table, info Info, provide
 	for _, r := range info.Registered {
 		fmt.Fprintf(w, "  registered with rpcbind      %s\n", r)
 	}
-	fmt.Fprintf(w, "Mount it from Linux with:\n  %s\n", info.MountCommand)
+	fmt.Fprintf(w, "Mount it from Linux with:\n  %s\nor, with NFSv4.1:\n  %s\n", info.MountCommand, info.MountCommand4)
 	if info.RDMA != nil && cfg.Provider == "soft" {
 		fmt.Fprintln(w, "  (the client needs an iWARP device, e.g.: modprobe siw && rdma link add siw0 type siw netdev eth0)")
 	}

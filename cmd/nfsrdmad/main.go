@@ -1,8 +1,9 @@
 //go:build linux
 
-// Command nfsrdmad serves a local directory over NFS version 3 on RPC-over-RDMA and
-// on TCP, with MOUNT version 3 over TCP and the CONF_RDMA service (program 100400) on
-// every listener, so that a Linux machine can mount it with proto=rdma:
+// Command nfsrdmad serves a local directory over NFS versions 3 and 4.1 on
+// RPC-over-RDMA and on TCP, with MOUNT version 3 over TCP and the CONF_RDMA service
+// (program 100400) on every listener, so that a Linux machine can mount it with
+// proto=rdma:
 //
 //	nfsrdmad -export /srv/data
 //
@@ -13,7 +14,11 @@
 //
 // The Linux client needs an RDMA device; with the software provider that is an iWARP
 // device such as siw (`modprobe siw; rdma link add siw0 type siw netdev eth0`).
-// nfsrdmad does not serve NLM, hence nolock. Port 2049 is the kernel nfsd's: on a
+// nfsrdmad does not serve NLM, hence nolock. NFSv4.1 needs neither MOUNT nor NLM:
+//
+//	mount -t nfs -o vers=4.1,proto=rdma,port=20049 HOST:/srv/data /mnt
+//
+// (clients reach the export through the NFSv4 pseudo file system, by its path). Port 2049 is the kernel nfsd's: on a
 // machine that runs it, choose other ports (-tcp :12049 -rdma :20050).
 //
 // Flags:
@@ -35,7 +40,9 @@
 //	-device NAME       ibverbs device (default: the one owning the -rdma address)
 //	-credits N         credits granted per RDMA connection (default 64)
 //	-inline N          inline threshold in bytes, both ways (default 4096)
-//	-rpcbind           register NFS (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma)
+//	-nfs4-lease D      NFSv4.1 lease (default 90s)
+//	-nfs4-grace D      NFSv4.1 grace period after a restart with -state (default: the lease)
+//	-rpcbind           register NFS v3, v4 (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma)
 //	                   with the local rpcbind; unregister on exit
 //	-rpcbind-addr A    rpcbind's address, host:port or unix:PATH (default 127.0.0.1:111)
 //	-metrics ADDR      serve Prometheus metrics at http://ADDR/metrics (off by default)
@@ -104,7 +111,7 @@ func parseFlags(args []string, stderr io.Writer) (nfsd.Config, error) {
 	fs := flag.NewFlagSet("nfsrdmad", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nfsrdmad -export DIR [flags]\n       nfsrdmad -exports FILE [flags]\n\nServe DIR (or FILE's exports) over NFSv3 on RDMA (port 20049) and TCP (port 2049).\n\nFlags:")
+		fmt.Fprintln(fs.Output(), "usage: nfsrdmad -export DIR [flags]\n       nfsrdmad -exports FILE [flags]\n\nServe DIR (or FILE's exports) over NFSv3 and NFSv4.1 on RDMA (port 20049) and TCP (port 2049).\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&cfg.Export, "export", "", "serve directory `DIR` to every host, as the exports(5) line DIR *(rw,root_squash,sync,insecure)")
@@ -115,6 +122,8 @@ func parseFlags(args []string, stderr io.Writer) (nfsd.Config, error) {
 	fs.BoolVar(&cfg.Async, "async", false, "reply to metadata changes (create, remove, rename, setattr...) before they are on disk, as exports(5) async: faster, but a server crash can lose them")
 	fs.IntVar(&cfg.MaxIO, "max-io", 0, "largest READ/WRITE in `bytes` (0: 1 MiB)")
 	fs.IntVar(&cfg.MaxOpenFiles, "max-open-files", nfsd.DefaultMaxOpenFiles, "files kept open between READ/WRITE calls (negative: none; capped at a quarter of RLIMIT_NOFILE)")
+	fs.DurationVar(&cfg.NFS4LeaseTime, "nfs4-lease", 0, "NFSv4.1 lease `duration`: a client silent this long loses its opens and locks (0: 90s)")
+	fs.DurationVar(&cfg.NFS4GraceTime, "nfs4-grace", 0, "NFSv4.1 grace period after a restart with -state, while the previous clients reclaim (0: the lease)")
 	fs.StringVar(&cfg.RDMA, "rdma", nfsd.DefaultRDMAAddr, "NFS over RDMA listener `ADDR` (\"\" disables)")
 	fs.StringVar(&cfg.TCP, "tcp", nfsd.DefaultTCPAddr, "NFS and MOUNT over TCP listener `ADDR` (\"\" disables)")
 	fs.StringVar(&cfg.Mountd, "mountd", "", "extra TCP listener `ADDR` serving only MOUNT (needed when -tcp is \"\")")
@@ -200,6 +209,7 @@ var flagNames = map[string]string{
 	"Export": "-export", "ExportsFile": "-exports", "ExportPath": "-export-path", "RDMA": "-rdma", "TCP": "-tcp",
 	"Mountd": "-mountd", "Provider": "-provider", "Credits": "-credits", "Inline": "-inline",
 	"Metrics": "-metrics", "MaxIO": "-max-io", "MaxOpenFiles": "-max-open-files", "RPCBindTimeout": "-rpcbind-timeout",
+	"NFS4LeaseTime": "-nfs4-lease", "NFS4GraceTime": "-nfs4-grace",
 }
 
 // flagErr rewrites a *nfsd.ConfigError in terms of the command's flags.
