@@ -1,9 +1,9 @@
-// Package nfsbind states the NFS version 3 Upper-Layer Binding for RPC-over-RDMA
-// (RFC 8267 §4, which replaced RFC 5667 §4) as data a transport and its tests can use
-// without knowing NFS: which argument and which result of each procedure is
-// DDP-eligible and therefore may move in a read chunk or a write chunk, which replies
-// can outgrow the inline threshold and need a reply chunk, and an upper bound on every
-// reply's size computed from the call's arguments.
+// Package nfsbind states the NFS Upper-Layer Bindings for RPC-over-RDMA of NFS versions
+// 3 and 4 (RFC 8267, which replaced RFC 5667) as data a transport and its tests can use
+// without knowing NFS: which argument and which result of each procedure (or NFSv4
+// operation) is DDP-eligible and therefore may move in a read chunk or a write chunk,
+// which replies can outgrow the inline threshold and need a reply chunk, and for NFSv3
+// an upper bound on every reply's size computed from the call's arguments.
 //
 // The codec in package nfs3 marks the data items this binding moves by chunk with
 // xdr.Encoder.Payload (WRITE3args.data, READ3resok.data), which is how the binding
@@ -34,6 +34,26 @@
 // segment with length 0; a client must not expect the pad bytes inline after the
 // placed data. Segment handling belongs to the transport (package chunks); PadSegment
 // says when the extra segment appears.
+//
+// # NFS version 4
+//
+// RFC 8267 makes four NFSv4 items DDP-eligible in every minor version:
+// WRITE4args.data and the linkdata of CREATE4args (objtype NF4LNK) in calls,
+// READ4resok.data and READLINK4resok.link in replies. Like the Linux client and server,
+// package nfs4 moves only the READ and WRITE data by chunk (xdr.Encoder.Payload and
+// xdr.Decoder.Payload); symlink targets stay in the XDR stream, and READLINK and
+// READDIR replies, which may outgrow the inline threshold, go by reply chunk (RuleForV4).
+//
+// A COMPOUND can hold several READs and WRITEs. Read chunks need no pairing rule, since
+// each carries the XDR position of the item it replaces. Write chunks pair by order: the
+// first write chunk receives the data of the first READ in the COMPOUND, the next the
+// next READ, and so on (ChunksForV4 counts them). The codec produces exactly that order:
+// a server encoding results records one payload per successful READ, in operation
+// order, and a client decoding the reply consumes the placed chunks (given with
+// xdr.Decoder.SetPlaced) in the same order. A failed READ ends the COMPOUND, so no later
+// READ can take its chunk; its chunk, and any offered beyond the last READ, go back
+// unused (length zero). Callbacks (CB_COMPOUND on the backchannel, RFC 8167) have no
+// DDP-eligible items and never use chunks.
 package nfsbind
 
 import (

@@ -3,7 +3,7 @@
 // Package nfsd is a whole NFS-over-RDMA server, the body of the nfsrdmad command: it
 // exports one local directory (Config.Export) or the exports of an exports(5) file,
 // with per-client access control (Config.ExportsFile, reloaded on demand), over NFS
-// version 3 on RPC-over-RDMA and on TCP, MOUNT version 3 over TCP, and the CONF_RDMA
+// versions 3 and 4.1 on RPC-over-RDMA and on TCP, MOUNT version 3 over TCP, and the CONF_RDMA
 // service (program 100400) beside NFS on every listener, optionally registered with
 // the local rpcbind, with the memory budgets, connection limits and
 // metrics endpoint the command's flags set. It lives in a package of its own so that
@@ -107,10 +107,10 @@ type Config struct {
 	MaxOpenFiles int
 
 	// RDMA is the RPC-over-RDMA listener address (host:port; "" disables it). It
-	// serves NFS v3, MOUNT v3 and CONF_RDMA.
+	// serves NFS v3 and v4.1, MOUNT v3 and CONF_RDMA.
 	RDMA string
-	// TCP is the TCP listener address for NFS v3, MOUNT v3 and CONF_RDMA ("" disables
-	// it).
+	// TCP is the TCP listener address for NFS v3 and v4.1, MOUNT v3 and CONF_RDMA (""
+	// disables it).
 	TCP string
 	// Mountd, when set, is an extra TCP listener serving only MOUNT v3 (for setups
 	// that want MOUNT on a port of its own, or NFS over RDMA without a TCP NFS
@@ -531,7 +531,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 		kv = append(kv, "rpcbind", strings.Join(info.Registered, ","))
 	}
 	kv = append(kv, "mount", info.MountCommand)
-	log.Info("serving NFSv3", kv...)
+	log.Info("serving NFSv3 and NFSv4.1", kv...)
 	if p := openToAll(table); p != "" && !loopbackOnly(info) {
 		log.Warn("an export is open to every host (*): any host that reaches these ports can mount it and act as the uid/gid it claims (AUTH_SYS; root is squashed unless no_root_squash); list the clients in an exports file (-exports), listen on a private address or firewall the ports", "export", p)
 	}
@@ -681,16 +681,16 @@ func printSummary(w io.Writer, cfg *Config, t *exports.Table, info Info, provide
 		fmt.Fprintf(w, "nfsrdmad: exporting %s\n", d)
 	}
 	if info.RDMA != nil {
-		fmt.Fprintf(w, "  NFSv3 + CONF_RDMA over RDMA  %-22s %s, %d credits, %d-byte inline\n", info.RDMA, provider, cfg.Credits, cfg.Inline)
+		fmt.Fprintf(w, "  NFSv3, NFSv4.1 + CONF_RDMA over RDMA  %-22s %s, %d credits, %d-byte inline\n", info.RDMA, provider, cfg.Credits, cfg.Inline)
 	}
 	if info.TCP != nil {
-		fmt.Fprintf(w, "  NFSv3 + MOUNT over TCP       %s\n", info.TCP)
+		fmt.Fprintf(w, "  NFSv3, NFSv4.1 + MOUNT over TCP       %s\n", info.TCP)
 	}
 	if info.Mountd != nil {
 		fmt.Fprintf(w, "  MOUNT over TCP               %s\n", info.Mountd)
 	}
 	if info.MountPort == 0 {
-		fmt.Fprintln(w, "  (no TCP listener serves MOUNT: Linux cannot mount this; give -tcp or -mountd)")
+		fmt.Fprintln(w, "  (no TCP listener serves MOUNT: Linux cannot mount this with vers=3; give -tcp or -mountd)")
 	}
 	if openToAll(t) != "" && !loopbackOnly(info) {
 		fmt.Fprintln(w, "  Note: an export is open to every host (*); AUTH_SYS uids are trusted, root is squashed unless no_root_squash. Use -exports FILE to list clients.")

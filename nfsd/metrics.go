@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/metrics"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsserver"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs"
@@ -33,11 +34,12 @@ func newMetricsState(cfg *Config) *metricsState {
 type nfsService interface {
 	Register(srv *oncrpc.Server)
 	NFSHandler() oncrpc.Handler
+	NFS4Handler() oncrpc.Handler
 	MountHandler() oncrpc.Handler
 }
 
-// registerNFS registers NFS and MOUNT on srv, NFS counting its replies' statuses
-// when metrics are on.
+// registerNFS registers NFS (versions 3 and 4) and MOUNT on srv, NFSv3 counting its
+// replies' statuses when metrics are on.
 func (m *metricsState) registerNFS(srv *oncrpc.Server, nfs nfsService) {
 	if m.status == nil {
 		nfs.Register(srv)
@@ -45,6 +47,7 @@ func (m *metricsState) registerNFS(srv *oncrpc.Server, nfs nfsService) {
 	}
 	srv.Register(nfs3.Program, nfs3.Version, m.status.Handler(nfs.NFSHandler()))
 	srv.Register(nfs3.MountProgram, nfs3.MountVersion, nfs.MountHandler())
+	srv.Register(nfs4.Program, nfs4.Version, nfs.NFS4Handler())
 }
 
 // addBudget adds the memory budget Run's servers share to the collector.

@@ -10,11 +10,12 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/confproto"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
 )
 
-// registrationsFor lists the mappings of a server: NFS v3 under tcp and rdma, MOUNT
-// v3 under tcp (its own listener when there is one), CONF_RDMA under rdma.
+// registrationsFor lists the mappings of a server: NFS v3 and v4 under tcp and rdma,
+// MOUNT v3 under tcp (its own listener when there is one), CONF_RDMA under rdma.
 func registrationsFor(info Info) ([]rpcbind.Registration, error) {
 	mount := info.Mountd
 	if mount == nil {
@@ -28,6 +29,8 @@ func registrationsFor(info Info) ([]rpcbind.Registration, error) {
 	}{
 		{nfs3.Program, nfs3.Version, rpcbind.NetIDTCP, info.TCP},
 		{nfs3.Program, nfs3.Version, rpcbind.NetIDRDMA, info.RDMA},
+		{nfs4.Program, nfs4.Version, rpcbind.NetIDTCP, info.TCP},
+		{nfs4.Program, nfs4.Version, rpcbind.NetIDRDMA, info.RDMA},
 		{nfs3.MountProgram, nfs3.MountVersion, rpcbind.NetIDTCP, mount},
 		{confproto.Program, confproto.Version, rpcbind.NetIDRDMA, info.RDMA},
 	} {

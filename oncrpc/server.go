@@ -199,6 +199,10 @@ type Server struct {
 
 	budget     *Budget
 	connBudget int64
+
+	// fallback, when set, serves every program that is not registered (a client
+	// transport's BackchannelServer).
+	fallback Handler
 }
 
 // NewServer returns a Server with no programs registered. opts may be nil.
@@ -824,11 +828,11 @@ func (s *Server) authenticate(req *Request) AuthStat {
 func (s *Server) lookup(prog, vers uint32) (h Handler, low, high uint32, ok bool) {
 	p := s.progs.Load()
 	if p == nil {
-		return nil, 0, 0, false
+		return s.fallback, 0, 0, s.fallback != nil
 	}
 	rs := (*p)[prog]
 	if len(rs) == 0 {
-		return nil, 0, 0, false
+		return s.fallback, 0, 0, s.fallback != nil
 	}
 	low, high = rs[0].low, rs[0].high
 	for _, r := range rs {

@@ -42,8 +42,9 @@ type TCPOptions struct {
 	// SendTimeout bounds how long a server connection may take to take one reply: a
 	// reply whose write does not finish within it (the peer stopped reading its
 	// socket) closes the connection, which ends its calls and frees what they hold.
-	// Default DefaultSendTimeout; negative: none. Client transports ignore it (their
-	// calls are bounded by their contexts).
+	// Default DefaultSendTimeout; negative: none. A client transport applies it only
+	// to its replies to reverse-direction calls (its calls are bounded by their
+	// contexts).
 	SendTimeout time.Duration
 	// Logger receives control-path events. Default: no logging.
 	Logger hclog.Logger
@@ -56,6 +57,11 @@ type TCPOptions struct {
 	// (TCPListener.Refused) and logged at Warn at most every 10 seconds. Default
 	// DefaultMaxConns; negative: no limit.
 	MaxConns int
+	// Backchannel (client only) makes the transport serve the calls the server sends
+	// on the connection in the reverse direction (NFSv4.1 callbacks; see
+	// BackchannelOptions). Without it they are dropped and counted
+	// (TCPStats.ReverseDropped).
+	Backchannel *BackchannelOptions
 }
 
 // DefaultSendTimeout is the default TCPOptions.SendTimeout: 60 s, the Linux NFS
@@ -121,6 +127,10 @@ type TCPTransport struct {
 	readers    sync.WaitGroup
 	sendErrs   atomic.Uint64
 	reconnects atomic.Uint64
+
+	bcs            *BackchannelServer // nil: reverse calls are dropped
+	reverseCalls   atomic.Uint64
+	reverseDropped atomic.Uint64
 }
 
 // TCPStats are a client transport's cumulative counters.
@@ -128,6 +138,10 @@ type TCPStats struct {
 	Unmatched  uint64 // replies whose XID matched no outstanding call, dropped
 	SendErrors uint64 // calls whose write failed (the connection was then lost)
 	Reconnects uint64 // connections re-established after a loss
+	// ReverseCalls counts the reverse-direction calls handed to the
+	// TCPOptions.Backchannel handler; ReverseDropped those dropped (no handler, or
+	// BackchannelOptions.MaxRequests in progress).
+	ReverseCalls, ReverseDropped uint64
 }
 
 // DialTCP connects to addr ("host:port") and returns a transport that redials addr
@@ -155,6 +169,9 @@ func newTCPTransport(c net.Conn, opts *TCPOptions) *TCPTransport {
 	t.vecs.maxFrag = t.opts.MaxFragment
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.conn, t.gen = c, 1
+	if bo := t.opts.Backchannel; bo != nil && bo.Handler != nil {
+		t.bcs = NewBackchannelServer(bo, c.RemoteAddr(), t.writeReverseReply)
+	}
 	t.startReader(c)
 	return t
 }
@@ -165,7 +182,8 @@ func (t *TCPTransport) Unmatched() uint64 { return t.pending.Unmatched() }
 
 // Stats returns the transport's counters.
 func (t *TCPTransport) Stats() TCPStats {
-	return TCPStats{Unmatched: t.pending.Unmatched(), SendErrors: t.sendErrs.Load(), Reconnects: t.reconnects.Load()}
+	return TCPStats{Unmatched: t.pending.Unmatched(), SendErrors: t.sendErrs.Load(), Reconnects: t.reconnects.Load(),
+		ReverseCalls: t.reverseCalls.Load(), ReverseDropped: t.reverseDropped.Load()}
 }
 
 // RoundTrip implements RoundTripper.
@@ -242,9 +260,12 @@ func (t *TCPTransport) readLoop(c net.Conn) error {
 		if err != nil {
 			return err
 		}
-		if len(buf) < 8 || MsgType(binary.BigEndian.Uint32(buf[4:])) != Reply {
-			// Not a reply (too short, or a callback CALL this client does not serve).
-			t.pending.unmatched.Add(1)
+		if !isReply(buf) {
+			if isCall(buf) {
+				t.serveReverse(c, buf) // a reverse-direction call from the server
+			} else {
+				t.pending.unmatched.Add(1) // too short to be an RPC message
+			}
 			continue
 		}
 		p := t.pending.Claim(binary.BigEndian.Uint32(buf))
@@ -358,6 +379,9 @@ func (t *TCPTransport) Close() error {
 	}
 	t.readers.Wait()
 	t.pending.FailAll(ErrClosed)
+	if t.bcs != nil {
+		t.bcs.Close()
+	}
 	return err
 }
 
@@ -463,6 +487,9 @@ type tcpServerConn struct {
 	nb   net.Buffers
 
 	pool sync.Pool // *tcpCall
+
+	bcMu sync.Mutex // serializes the creation of bc
+	bc   atomic.Pointer[tcpBackchannel]
 }
 
 type tcpCall struct {
@@ -502,13 +529,19 @@ func (r *activityReader) Read(p []byte) (int, error) {
 // Activity implements connguard.Conn: the reads that returned data, and whether a call
 // is read and not yet answered.
 func (sc *tcpServerConn) Activity() (uint64, bool) {
-	return sc.rd.reads.Load(), sc.calls.Load() != sc.replies.Load()
+	return sc.rd.reads.Load(), sc.calls.Load() != sc.replies.Load() || sc.reverseBusy()
+}
+
+// reverseBusy reports whether a reverse-direction call waits for its reply.
+func (sc *tcpServerConn) reverseBusy() bool {
+	bc := sc.bc.Load()
+	return bc != nil && bc.pending.Len() > 0
 }
 
 // CloseIfIdle implements connguard.Conn: it closes the connection if nothing was read
 // since Activity counted reads and no call is in progress.
 func (sc *tcpServerConn) CloseIfIdle(reads uint64) bool {
-	if sc.rd.reads.Load() != reads || sc.calls.Load() != sc.replies.Load() {
+	if sc.rd.reads.Load() != reads || sc.calls.Load() != sc.replies.Load() || sc.reverseBusy() {
 		return false
 	}
 	sc.Close()
@@ -531,14 +564,20 @@ func (sc *tcpServerConn) ReadCall(ctx context.Context) (*ServerCall, error) {
 		tc = new(tcpCall)
 		tc.Cookie = tc
 	}
-	var err error
-	tc.buf, err = sc.rr.ReadRecord(tc.buf[:0])
-	if err != nil {
-		sc.pool.Put(tc)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	for {
+		var err error
+		tc.buf, err = sc.rr.ReadRecord(tc.buf[:0])
+		if err != nil {
+			sc.pool.Put(tc)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, err
 		}
-		return nil, err
+		if bc := sc.bc.Load(); bc == nil || !isReply(tc.buf) {
+			break
+		}
+		sc.bc.Load().receive(tc.buf) // a reply to a reverse-direction call
 	}
 	tc.Msg = Message{Inline: tc.buf}
 	sc.calls.Add(1)
@@ -587,10 +626,19 @@ func (sc *tcpServerConn) Close() error {
 		sc.stop()
 	}
 	sc.smu.Unlock()
-	if !sc.closed.Swap(true) && sc.guard != nil {
+	first := !sc.closed.Swap(true)
+	if first && sc.guard != nil {
 		sc.guard.Leave(sc)
 	}
-	return sc.c.Close()
+	err := sc.c.Close()
+	if first {
+		sc.bcMu.Lock() // Backchannel creates no bc after this
+		sc.bcMu.Unlock()
+		if bc := sc.bc.Load(); bc != nil {
+			bc.connClosed()
+		}
+	}
+	return err
 }
 
 // RemoteAddr returns the peer's address.

@@ -135,8 +135,34 @@ type PushServerConn interface {
 	ServeCalls(ctx context.Context, deliver func(call *ServerCall, inline bool)) error
 }
 
+// A BackchannelConn is a ServerConn that can carry calls in the reverse direction,
+// from the server to the connected client (RFC 8167 over RPC-over-RDMA; the same
+// record-marked stream over TCP), as an NFSv4.1 server's callbacks need. A Handler
+// finds it through Request.Conn:
+//
+//	bc, ok := req.Conn.(oncrpc.BackchannelConn)
+//	if ok { rt, err := bc.Backchannel(); ... oncrpc.NewClient(rt, cbProg, 1).Call(ctx, ...) }
+//
+// The replies of the client are told apart from its forward calls by msg_type and
+// matched to the reverse calls by XID (the server's XID space: use NextXID, as
+// Client does).
+type BackchannelConn interface {
+	ServerConn
+	// Backchannel returns the connection's reverse-direction RoundTripper: the same
+	// one for every call of Backchannel, until the connection closes. It fails
+	// (wrapping ErrNoBackchannel) when the connection cannot carry reverse calls,
+	// e.g. an RPC-over-RDMA client that announced no reverse-direction receives.
+	// RoundTrip's ReplySinks and MaxReply are ignored: reverse calls and replies
+	// travel inline. Closing it fails its outstanding calls and those after, and
+	// leaves the connection open; it ends by itself when the connection closes.
+	Backchannel() (RoundTripper, error)
+}
+
 // Transport errors.
 var (
+	// ErrNoBackchannel is wrapped by BackchannelConn.Backchannel's error when the
+	// connection cannot carry reverse-direction calls.
+	ErrNoBackchannel = errors.New("oncrpc: no reverse-direction channel on this connection")
 	// ErrClosed is returned by a transport, Client or Server that has been closed.
 	ErrClosed = errors.New("oncrpc: closed")
 	// ErrTimeout is returned by RoundTrip when a try's Timeout expires.

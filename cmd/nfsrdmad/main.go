@@ -1,8 +1,9 @@
 //go:build linux
 
-// Command nfsrdmad serves a local directory over NFS version 3 on RPC-over-RDMA and
-// on TCP, with MOUNT version 3 over TCP and the CONF_RDMA service (program 100400) on
-// every listener, so that a Linux machine can mount it with proto=rdma:
+// Command nfsrdmad serves a local directory over NFS versions 3 and 4.1 on
+// RPC-over-RDMA and on TCP, with MOUNT version 3 over TCP and the CONF_RDMA service
+// (program 100400) on every listener, so that a Linux machine can mount it with
+// proto=rdma:
 //
 //	nfsrdmad -export /srv/data
 //
@@ -13,7 +14,11 @@
 //
 // The Linux client needs an RDMA device; with the software provider that is an iWARP
 // device such as siw (`modprobe siw; rdma link add siw0 type siw netdev eth0`).
-// nfsrdmad does not serve NLM, hence nolock. Port 2049 is the kernel nfsd's: on a
+// nfsrdmad does not serve NLM, hence nolock. NFSv4.1 needs neither MOUNT nor NLM:
+//
+//	mount -t nfs -o vers=4.1,proto=rdma,port=20049 HOST:/srv/data /mnt
+//
+// (clients reach the export through the NFSv4 pseudo file system, by its path). Port 2049 is the kernel nfsd's: on a
 // machine that runs it, choose other ports (-tcp :12049 -rdma :20050).
 //
 // Flags:
@@ -35,7 +40,7 @@
 //	-device NAME       ibverbs device (default: the one owning the -rdma address)
 //	-credits N         credits granted per RDMA connection (default 64)
 //	-inline N          inline threshold in bytes, both ways (default 4096)
-//	-rpcbind           register NFS (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma)
+//	-rpcbind           register NFS v3, v4 (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma)
 //	                   with the local rpcbind; unregister on exit
 //	-rpcbind-addr A    rpcbind's address, host:port or unix:PATH (default 127.0.0.1:111)
 //	-metrics ADDR      serve Prometheus metrics at http://ADDR/metrics (off by default)
@@ -104,7 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (nfsd.Config, error) {
 	fs := flag.NewFlagSet("nfsrdmad", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: nfsrdmad -export DIR [flags]\n       nfsrdmad -exports FILE [flags]\n\nServe DIR (or FILE's exports) over NFSv3 on RDMA (port 20049) and TCP (port 2049).\n\nFlags:")
+		fmt.Fprintln(fs.Output(), "usage: nfsrdmad -export DIR [flags]\n       nfsrdmad -exports FILE [flags]\n\nServe DIR (or FILE's exports) over NFSv3 and NFSv4.1 on RDMA (port 20049) and TCP (port 2049).\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&cfg.Export, "export", "", "serve directory `DIR` to every host, as the exports(5) line DIR *(rw,root_squash,sync,insecure)")

@@ -387,6 +387,8 @@ func TestRPCBindRegistration(t *testing.T) {
 	}{
 		{100003, 3, "tcp", s.info.TCP.String()},
 		{100003, 3, "rdma", s.info.RDMA.String()},
+		{100003, 4, "tcp", s.info.TCP.String()},
+		{100003, 4, "rdma", s.info.RDMA.String()},
 		{100005, 3, "tcp", s.info.TCP.String()},
 		{100400, 1, "rdma", s.info.RDMA.String()},
 	} {
@@ -395,7 +397,7 @@ func TestRPCBindRegistration(t *testing.T) {
 			t.Errorf("rpcbind lookup %d/%d/%s = %v, %v; want %s", r.prog, r.vers, r.netid, ap, err, r.addr)
 		}
 	}
-	if len(s.info.Registered) != 4 || !strings.Contains(s.stdout.String(), "registered with rpcbind") {
+	if len(s.info.Registered) != 6 || !strings.Contains(s.stdout.String(), "registered with rpcbind") {
 		t.Errorf("registrations reported: %v\n%s", s.info.Registered, s.stdout.String())
 	}
 	// A second server cannot take over the first one's registrations.
@@ -407,8 +409,10 @@ func TestRPCBindRegistration(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, netid := range []string{"tcp", "rdma"} {
-		if ap, err := c.Lookup(ctx, 100003, 3, netid); !errors.Is(err, rpcbind.ErrNotRegistered) {
-			t.Errorf("after exit NFS/%s still registered: %v %v", netid, ap, err)
+		for _, vers := range []uint32{3, 4} {
+			if ap, err := c.Lookup(ctx, 100003, vers, netid); !errors.Is(err, rpcbind.ErrNotRegistered) {
+				t.Errorf("after exit NFS v%d/%s still registered: %v %v", vers, netid, ap, err)
+			}
 		}
 	}
 	if _, err := c.Lookup(ctx, 100005, 3, "tcp"); !errors.Is(err, rpcbind.ErrNotRegistered) {

@@ -1,8 +1,8 @@
 // Package nfsserver serves a local directory over NFS version 3 and MOUNT version 3
-// (RFC 1813) as handlers for an oncrpc.Server, so the same code answers over TCP and,
-// through package rpcrdma, over RPC-over-RDMA: READ data leaves as an xdr.Payload (a
-// write chunk over RDMA) and WRITE data arrives in the call stream however the
-// transport carried it.
+// (RFC 1813), and over NFS version 4.1 (RFC 8881), as handlers for an oncrpc.Server,
+// so the same code answers over TCP and, through package rpcrdma, over
+// RPC-over-RDMA: READ data leaves as an xdr.Payload (a write chunk over RDMA) and
+// WRITE data arrives in the call stream however the transport carried it.
 //
 // # Safety of the export
 //
@@ -98,6 +98,35 @@
 // setuid or setgid-executable file, or one it may not read and write); so a squashed
 // root cannot leave a root-owned setuid file, a new name for one, or a device behind. The server
 // process's own rights still apply underneath. No ACLs are consulted.
+//
+// # NFSv4.1
+//
+// Register (Server's and Exports') registers program 100003 version 4 beside version
+// 3, so one oncrpc.Server serves both on every listener. COMPOUND runs its operations
+// one at a time as it decodes them (package nfs4), on the same code as NFSv3: the
+// handle format (an NFSv4 handle of a file is its NFSv3 handle), object resolution
+// inside the export, the open-file cache, permission checks, client lists and
+// squashing, durable metadata on sync exports, the write verifier and the memory
+// budget of READ buffers. What NFSv4 adds is kept by an nfs4state.Manager (clients,
+// sessions and their slot reply caches, open and lock stateids, share reservations,
+// byte-range locks, leases and the grace period; Options.NFS4 bounds it, and with a
+// StateDir it remembers which clients may reclaim after a restart); expired leases are
+// swept every tenth of the lease time.
+//
+// PUTROOTFH leads to a read-only pseudo file system made of the export paths'
+// components, whose LOOKUP of an export's path gives the export root (v4pseudo.go); a
+// client sees only the exports its client entries admit. Operations: the session ones
+// (EXCHANGE_ID with SP4_NONE, CREATE_SESSION, DESTROY_SESSION, DESTROY_CLIENTID,
+// BIND_CONN_TO_SESSION, SEQUENCE, RECLAIM_COMPLETE, SECINFO_NO_NAME, TEST_STATEID,
+// FREE_STATEID), PUTFH, PUTROOTFH, PUTPUBFH, GETFH, SAVEFH, RESTOREFH, LOOKUP,
+// LOOKUPP, GETATTR, SETATTR, VERIFY, NVERIFY, ACCESS, OPEN (CLAIM_NULL, CLAIM_FH,
+// CLAIM_PREVIOUS; UNCHECKED4, GUARDED4, EXCLUSIVE4, EXCLUSIVE4_1), OPEN_DOWNGRADE,
+// CLOSE, LOCK, LOCKT, LOCKU, READ, WRITE, COMMIT, CREATE, REMOVE, RENAME, LINK,
+// READLINK and READDIR. The rest are NFS4ERR_NOTSUPP (NFSv4.0-only operations, pNFS,
+// delegations, named attributes); minor versions other than 1 are
+// NFS4ERR_MINOR_VERS_MISMATCH. No delegation is granted. v4compound.go documents
+// the session rules and limits, v4attr.go the attributes, v4open.go and v4io.go the
+// state checks, v4callback.go the back channel probes.
 //
 // This package runs on Linux only (it relies on openat, statx and /proc/self/fd).
 // A steady-state READ, WRITE or COMMIT allocates nothing.

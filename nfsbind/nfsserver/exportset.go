@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
@@ -40,6 +41,7 @@ type Exports struct {
 	servers  map[exportKey]*Server // every Server opened, routed or not
 	handlers map[*Server]oncrpc.Handler
 	cur      atomic.Pointer[exportState]
+	v4       *v4Server
 }
 
 // exportKey identifies the Server of an export: what cannot change without changing
@@ -56,6 +58,7 @@ type exportState struct {
 	list     []*Server        // in table order
 	handlers []oncrpc.Handler // list[i]'s NFS handler
 	byID     map[uint32]int   // export id -> index in list
+	v4       *v4Set           // the exports as the NFSv4.1 service sees them
 }
 
 // NewExports opens every export of t. base gives what the table does not: StateDir
@@ -91,13 +94,23 @@ func NewExports(base Options, t *exports.Table, r exports.Resolver) (*Exports, e
 		}
 		base.Logger.Warn("no StateDir: file handles will not survive a restart")
 	}
+	if base.NFS4.State.StateDir == "" {
+		base.NFS4.State.StateDir = base.StateDir
+	}
 	base.StateDir = ""
+	base.member = true
 	x := &Exports{base: base, resolver: r, log: base.Logger, servers: map[exportKey]*Server{},
 		handlers: map[*Server]oncrpc.Handler{}}
 	if err := x.Load(t); err != nil {
 		x.Close()
 		return nil, err
 	}
+	v4, err := newV4Server(base.Logger, func() *v4Set { return x.cur.Load().v4 }, newHandleCodec(base.HandleKey, 0), base.NFS4)
+	if err != nil {
+		x.Close()
+		return nil, err
+	}
+	x.v4 = v4
 	return x, nil
 }
 
@@ -174,6 +187,7 @@ func (x *Exports) Load(t *exports.Table) error {
 	for i, s := range st.list {
 		s.SetClients(&t.Exports[i], names)
 	}
+	st.v4 = newV4Set(st.list)
 	x.cur.Store(st)
 	x.log.Info("exports loaded", "exports", len(st.list), "opened", len(opened))
 	return nil
@@ -189,6 +203,9 @@ func (x *Exports) Servers() []*Server { return append([]*Server(nil), x.cur.Load
 func (x *Exports) Close() error {
 	x.loadMu.Lock()
 	defer x.loadMu.Unlock()
+	if x.v4 != nil {
+		x.v4.close()
+	}
 	var errs []error
 	for k, s := range x.servers {
 		errs = append(errs, s.Close())
@@ -198,11 +215,18 @@ func (x *Exports) Close() error {
 	return errors.Join(errs...)
 }
 
-// Register makes rs serve NFS version 3 and MOUNT version 3 for every export.
+// Register makes rs serve NFS version 3, MOUNT version 3 and NFS version 4 (minor
+// version 1) for every export.
 func (x *Exports) Register(rs *oncrpc.Server) {
 	rs.Register(nfs3.Program, nfs3.Version, x.NFSHandler())
 	rs.Register(nfs3.MountProgram, nfs3.MountVersion, x.MountHandler())
+	rs.Register(nfs4.Program, nfs4.Version, x.NFS4Handler())
 }
+
+// NFS4Handler returns the NFS version 4 handler of every export: one pseudo file
+// system leads to all of them, and each file handle names its export. Load changes
+// what new COMPOUNDs see.
+func (x *Exports) NFS4Handler() oncrpc.Handler { return x.v4.handler() }
 
 // NFSHandler returns the NFS version 3 handler: each call goes to the export whose id
 // its first file handle carries (every NFSv3 procedure but NULL starts with one).

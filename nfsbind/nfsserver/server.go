@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
@@ -73,6 +74,12 @@ type Options struct {
 	HasFSID bool
 	// Logger receives control-path events (default: none).
 	Logger hclog.Logger
+	// NFS4 configures the NFSv4.1 service (lease and grace times, state bounds).
+	NFS4 NFS4Options
+
+	// member: the Server is one export of an Exports, whose NFSv4.1 service covers
+	// it; it runs none of its own.
+	member bool
 }
 
 // Server is an NFSv3 and MOUNT v3 server for one exported directory. Register it with
@@ -101,6 +108,8 @@ type Server struct {
 
 	static  exports.Options            // the grant when clients is nil (from Options)
 	clients atomic.Pointer[clientList] // see SetClients
+
+	v4 *v4Server // the NFSv4.1 service of a Server that is not an Exports member
 }
 
 type mountEntry struct{ host, path string }
@@ -247,6 +256,16 @@ func New(opts Options) (*Server, error) {
 	s.idx.put(keyOf(&st), "")
 	s.bufs = make(chan *readBuf, maxIdleReadBufs)
 	s.smallBufs = make(chan *readBuf, maxIdleSmallReadBufs)
+	if !opts.member {
+		if opts.NFS4.State.StateDir == "" {
+			opts.NFS4.State.StateDir = opts.StateDir
+		}
+		set := newV4Set([]*Server{s})
+		if s.v4, err = newV4Server(s.log, func() *v4Set { return set }, s.handles, opts.NFS4); err != nil {
+			unix.Close(fd)
+			return nil, err
+		}
+	}
 	s.log.Info("exporting", "root", abs, "path", opts.ExportPath, "read_only", opts.ReadOnly, "async", opts.Async, "max_io", opts.MaxIO)
 	return s, nil
 }
@@ -254,6 +273,9 @@ func New(opts Options) (*Server, error) {
 // Close releases the export root and the cached open files. Calls in progress may
 // fail.
 func (s *Server) Close() error {
+	if s.v4 != nil {
+		s.v4.close()
+	}
 	s.files.closeAll()
 	return unix.Close(s.rootFD)
 }
@@ -274,10 +296,12 @@ func (s *Server) RootHandle() nfs3.FH {
 // ExportPath returns the path MOUNT clients name.
 func (s *Server) ExportPath() string { return s.exportPath }
 
-// Register makes rs serve NFS version 3 and MOUNT version 3 with s.
+// Register makes rs serve NFS version 3, MOUNT version 3 and NFS version 4 (minor
+// version 1) with s.
 func (s *Server) Register(rs *oncrpc.Server) {
 	rs.Register(nfs3.Program, nfs3.Version, s.NFSHandler())
 	rs.Register(nfs3.MountProgram, nfs3.MountVersion, s.MountHandler())
+	rs.Register(nfs4.Program, nfs4.Version, s.NFS4Handler())
 }
 
 // NFSHandler returns the oncrpc handler of NFS version 3, with a duplicate request

@@ -1,0 +1,5 @@
+//go:build !race
+
+package nfs4state
+
+const raceEnabled = false

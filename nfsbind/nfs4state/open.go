@@ -1,0 +1,151 @@
+package nfs4state
+
+import (
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
+)
+
+// OpenArgs are the parts of OPEN4args the Manager judges, the file already resolved.
+type OpenArgs struct {
+	ClientID uint64
+	Owner    []byte         // open_owner4.owner (its clientid is the session's in v4.1)
+	File     FileKey        // the file opened (or created)
+	Access   uint32         // share_access; the OPEN4_SHARE_ACCESS_WANT_* bits are ignored
+	Deny     uint32         // share_deny
+	Claim    nfs4.ClaimType // CLAIM_NULL, CLAIM_FH, CLAIM_PREVIOUS (a reclaim); delegation claims are refused
+}
+
+// shareWantBits are share_access bits that express delegation wishes, not access.
+const shareWantBits = nfs4.ShareAccessWantDelegMask | nfs4.ShareAccessWantSignalDelegWhenResrcAvail |
+	nfs4.ShareAccessWantPushDelegWhenUncontended
+
+func validShare(access, deny uint32) bool {
+	access &^= shareWantBits
+	return access >= nfs4.ShareAccessRead && access <= nfs4.ShareAccessBoth && deny <= nfs4.ShareDenyBoth
+}
+
+// Open records an OPEN (RFC 8881 §18.16, §9.7): it returns the open stateid of (open-owner,
+// file), new with seqid 1, or, when the owner has the file open already, the same stateid
+// with the union of the share access and deny and its seqid advanced (an upgrade). It
+// refuses, with NFS4ERR_SHARE_DENIED, access that another open-owner's OPEN of the file
+// denies and a deny of access another open-owner has. During the grace period only
+// CLAIM_PREVIOUS is allowed (else NFS4ERR_GRACE); CLAIM_PREVIOUS is refused outside it
+// and after RECLAIM_COMPLETE (NFS4ERR_NO_GRACE) and for clients the previous instance did
+// not know (NFS4ERR_RECLAIM_BAD). Delegation claims get NFS4ERR_BAD_STATEID
+// (CLAIM_DELEGATE_CUR, CLAIM_DELEG_CUR_FH: this server grants no delegations) or
+// NFS4ERR_NOTSUPP (CLAIM_DELEGATE_PREV, CLAIM_DELEG_PREV_FH). Access or deny values
+// outside the protocol's get NFS4ERR_INVAL; full owner or stateid tables NFS4ERR_DELAY.
+func (m *Manager) Open(a OpenArgs) (nfs4.Stateid4, nfs4.Status) {
+	if !validShare(a.Access, a.Deny) || len(a.Owner) > nfs4.OpaqueLimit {
+		return nfs4.Stateid4{}, nfs4.ErrInval
+	}
+	access := a.Access &^ shareWantBits
+	var reclaim bool
+	switch a.Claim {
+	case nfs4.ClaimNull, nfs4.ClaimFH:
+	case nfs4.ClaimPrevious:
+		reclaim = true
+	case nfs4.ClaimDelegateCur, nfs4.ClaimDelegCurFH:
+		return nfs4.Stateid4{}, nfs4.ErrBadStateid
+	case nfs4.ClaimDelegatePrev, nfs4.ClaimDelegPrevFH:
+		return nfs4.Stateid4{}, nfs4.ErrNotsupp
+	default:
+		return nfs4.Stateid4{}, nfs4.ErrInval
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, st := m.clientLocked(a.ClientID)
+	if st != nfs4.OK {
+		return nfs4.Stateid4{}, st
+	}
+	if st := m.checkReclaimLocked(c, reclaim); st != nfs4.OK {
+		return nfs4.Stateid4{}, st
+	}
+	var cur *stateid
+	if o := c.openOwners[string(a.Owner)]; o != nil {
+		cur = o.stateids[a.File]
+	}
+	if f := m.files[a.File]; f != nil {
+		for other := range f.opens {
+			if other == cur {
+				continue
+			}
+			if access&other.deny != 0 || a.Deny&other.access != 0 {
+				return nfs4.Stateid4{}, nfs4.ErrShareDenied
+			}
+		}
+	}
+	if cur == nil {
+		if !m.roomLocked(c) {
+			return nfs4.Stateid4{}, nfs4.ErrDelay
+		}
+		o := m.ownerLocked(c, a.Owner, false)
+		if o == nil {
+			return nfs4.Stateid4{}, nfs4.ErrDelay
+		}
+		cur = m.newStateidLocked(kindOpen, o, m.fileLocked(a.File))
+	}
+	cur.access |= access
+	cur.deny |= a.Deny
+	cur.bump()
+	return cur.wire(), nfs4.OK
+}
+
+// OpenDowngrade implements OPEN_DOWNGRADE (RFC 8881 §18.18): the open's share access and
+// deny become the given ones, which must be a subset of what it has (else NFS4ERR_INVAL),
+// and its seqid advances. sid must be the client's open stateid for file.
+func (m *Manager) OpenDowngrade(clientID uint64, sid nfs4.Stateid4, key FileKey, access, deny uint32) (nfs4.Stateid4, nfs4.Status) {
+	if !validShare(access, deny) {
+		return nfs4.Stateid4{}, nfs4.ErrInval
+	}
+	access &^= shareWantBits
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, st := m.openStateidLocked(clientID, sid, key)
+	if st != nfs4.OK {
+		return nfs4.Stateid4{}, st
+	}
+	if access&^s.access != 0 || deny&^s.deny != 0 {
+		return nfs4.Stateid4{}, nfs4.ErrInval
+	}
+	s.access, s.deny = access, deny
+	s.bump()
+	return s.wire(), nfs4.OK
+}
+
+// Close implements CLOSE (RFC 8881 §18.2): it ends the open, releasing its share
+// reservation and the lock stateids (and locks) that came from it, and returns the
+// special invalid stateid, as RFC 8881 recommends for v4.1.
+func (m *Manager) Close(clientID uint64, sid nfs4.Stateid4, key FileKey) (nfs4.Stateid4, nfs4.Status) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, st := m.openStateidLocked(clientID, sid, key)
+	if st != nfs4.OK {
+		return nfs4.Stateid4{}, st
+	}
+	m.closeLocked(s)
+	return InvalidStateid, nfs4.OK
+}
+
+func (m *Manager) openStateidLocked(clientID uint64, sid nfs4.Stateid4, key FileKey) (*stateid, nfs4.Status) {
+	c, st := m.clientLocked(clientID)
+	if st != nfs4.OK {
+		return nil, st
+	}
+	s, st := m.lookupLocked(c, sid, kindOpen)
+	if st != nfs4.OK {
+		return nil, st
+	}
+	if s.file.key != key {
+		return nil, nfs4.ErrBadStateid
+	}
+	return s, nfs4.OK
+}
+
+func (m *Manager) closeLocked(s *stateid) {
+	locks := s.locks
+	s.locks = nil
+	for _, l := range locks {
+		m.freeLockStateidLocked(l)
+	}
+	m.dropStateidLocked(s)
+}

@@ -1,0 +1,174 @@
+package nfs4state
+
+import (
+	"testing"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
+)
+
+func open(t testing.TB, m *Manager, id uint64, owner string, f FileKey, access, deny uint32) nfs4.Stateid4 {
+	t.Helper()
+	sid, st := m.Open(OpenArgs{ClientID: id, Owner: []byte(owner), File: f, Access: access, Deny: deny, Claim: nfs4.ClaimNull})
+	want(t, "OPEN", st, nfs4.OK)
+	return sid
+}
+
+func TestOpenShareReservations(t *testing.T) {
+	m := newManager(t, newClock(), Options{})
+	a, _ := establish(t, m, "a")
+	b, _ := establish(t, m, "b")
+	f := FileKey{Dev: 1, Ino: 2, Gen: 3}
+	r, w, rw := nfs4.ShareAccessRead, nfs4.ShareAccessWrite, nfs4.ShareAccessBoth
+	sa := open(t, m, a, "o", f, r, nfs4.ShareDenyWrite)
+	if sa.Seqid != 1 {
+		t.Fatalf("new open seqid %d, want 1", sa.Seqid)
+	}
+	for _, tc := range []struct {
+		name         string
+		owner        string
+		access, deny uint32
+		want         nfs4.Status
+	}{
+		{"write against deny write", "p", w, 0, nfs4.ErrShareDenied},
+		{"read+write against deny write", "p", rw, 0, nfs4.ErrShareDenied},
+		{"deny read against read access", "p", r, nfs4.ShareDenyRead, nfs4.ErrShareDenied},
+		{"read, deny none", "p", r, 0, nfs4.OK},
+		{"same client other owner, write", "q", w, 0, nfs4.ErrShareDenied},
+	} {
+		client := b
+		if tc.owner == "q" {
+			client = a
+		}
+		_, st := m.Open(OpenArgs{ClientID: client, Owner: []byte(tc.owner), File: f, Access: tc.access, Deny: tc.deny, Claim: nfs4.ClaimNull})
+		want(t, tc.name, st, tc.want)
+	}
+	// Another file is not affected.
+	open(t, m, b, "p", FileKey{Ino: 99}, rw, nfs4.ShareDenyBoth)
+
+	// Upgrade by the same owner: same other, seqid 2, union of modes; the upgrade is judged
+	// against the others (b reads, so a may not add deny read).
+	_, st := m.Open(OpenArgs{ClientID: a, Owner: []byte("o"), File: f, Access: r, Deny: nfs4.ShareDenyRead, Claim: nfs4.ClaimNull})
+	want(t, "upgrade to deny read while b reads", st, nfs4.ErrShareDenied)
+	up := open(t, m, a, "o", f, w, 0)
+	if up.Other != sa.Other || up.Seqid != 2 {
+		t.Fatalf("upgrade gave %+v, want other of %+v with seqid 2", up, sa)
+	}
+	want(t, "write with the upgraded open", m.CheckIO(a, up, f, true), nfs4.OK)
+	want(t, "write with the old seqid", m.CheckIO(a, sa, f, true), nfs4.ErrOldStateid)
+
+	// Anonymous I/O meets the deny modes.
+	want(t, "anonymous write vs deny write", m.CheckIO(b, AnonymousStateid, f, true), nfs4.ErrLocked)
+	want(t, "anonymous read", m.CheckIO(b, AnonymousStateid, f, false), nfs4.OK)
+	want(t, "bypass write vs deny write", m.CheckIO(b, BypassStateid, f, true), nfs4.ErrLocked)
+	want(t, "bypass read", m.CheckIO(b, BypassStateid, FileKey{Ino: 99}, false), nfs4.OK)
+	want(t, "anonymous read vs deny both", m.CheckIO(b, AnonymousStateid, FileKey{Ino: 99}, false), nfs4.ErrLocked)
+}
+
+func TestOpenArgsRefused(t *testing.T) {
+	m := newManager(t, newClock(), Options{})
+	a, _ := establish(t, m, "a")
+	f := FileKey{Ino: 1}
+	for _, tc := range []struct {
+		name string
+		args OpenArgs
+		want nfs4.Status
+	}{
+		{"access 0", OpenArgs{Access: 0}, nfs4.ErrInval},
+		{"access 4", OpenArgs{Access: 4}, nfs4.ErrInval},
+		{"deny 4", OpenArgs{Access: 1, Deny: 4}, nfs4.ErrInval},
+		{"long owner", OpenArgs{Access: 1, Owner: make([]byte, nfs4.OpaqueLimit+1)}, nfs4.ErrInval},
+		{"delegate cur", OpenArgs{Access: 1, Claim: nfs4.ClaimDelegateCur}, nfs4.ErrBadStateid},
+		{"delegate prev", OpenArgs{Access: 1, Claim: nfs4.ClaimDelegPrevFH}, nfs4.ErrNotsupp},
+		{"unknown claim", OpenArgs{Access: 1, Claim: 77}, nfs4.ErrInval},
+		{"unknown client", OpenArgs{ClientID: 5, Access: 1}, nfs4.ErrStaleClientid},
+	} {
+		args := tc.args
+		if args.ClientID == 0 {
+			args.ClientID = a
+		}
+		args.File = f
+		_, st := m.Open(args)
+		want(t, tc.name, st, tc.want)
+	}
+	// Want bits are ignored.
+	_, st := m.Open(OpenArgs{ClientID: a, File: f, Access: nfs4.ShareAccessRead | nfs4.ShareAccessWantNoDeleg})
+	want(t, "with WANT_NO_DELEG", st, nfs4.OK)
+}
+
+func TestOpenDowngradeAndClose(t *testing.T) {
+	m := newManager(t, newClock(), Options{})
+	a, _ := establish(t, m, "a")
+	b, _ := establish(t, m, "b")
+	f := FileKey{Ino: 1}
+	sid := open(t, m, a, "o", f, nfs4.ShareAccessBoth, nfs4.ShareDenyWrite)
+	_, st := m.OpenDowngrade(a, sid, f, nfs4.ShareAccessBoth, nfs4.ShareDenyBoth)
+	want(t, "downgrade adding deny read", st, nfs4.ErrInval)
+	_, st = m.OpenDowngrade(a, sid, FileKey{Ino: 2}, nfs4.ShareAccessRead, 0)
+	want(t, "downgrade on another file", st, nfs4.ErrBadStateid)
+	_, st = m.OpenDowngrade(b, sid, f, nfs4.ShareAccessRead, 0)
+	want(t, "downgrade by another client", st, nfs4.ErrBadStateid)
+	d, st := m.OpenDowngrade(a, sid, f, nfs4.ShareAccessRead, 0)
+	want(t, "downgrade", st, nfs4.OK)
+	if d.Seqid != 2 || d.Other != sid.Other {
+		t.Fatalf("downgrade gave %+v", d)
+	}
+	want(t, "write after downgrade", m.CheckIO(a, d, f, true), nfs4.ErrOpenmode)
+	want(t, "read after downgrade, seqid 0", m.CheckIO(a, nfs4.Stateid4{Other: d.Other}, f, false), nfs4.OK)
+	open(t, m, b, "p", f, nfs4.ShareAccessWrite, 0) // deny write is gone
+	_, st = m.OpenDowngrade(a, d, f, nfs4.ShareAccessWrite, 0)
+	want(t, "upgrade by downgrade", st, nfs4.ErrInval)
+
+	_, st = m.Close(a, sid, f)
+	want(t, "CLOSE with an old seqid", st, nfs4.ErrOldStateid)
+	future := d
+	future.Seqid = 9
+	_, st = m.Close(a, future, f)
+	want(t, "CLOSE with a future seqid", st, nfs4.ErrBadStateid)
+	c, st := m.Close(a, d, f)
+	want(t, "CLOSE", st, nfs4.OK)
+	if c != InvalidStateid {
+		t.Fatalf("CLOSE returned %+v, want the invalid stateid", c)
+	}
+	want(t, "read after CLOSE", m.CheckIO(a, d, f, false), nfs4.ErrBadStateid)
+	_, st = m.Close(a, d, f)
+	want(t, "CLOSE twice", st, nfs4.ErrBadStateid)
+	m.mu.Lock()
+	owners := len(m.clients[a].openOwners)
+	m.mu.Unlock()
+	if owners != 0 {
+		t.Fatalf("open-owner kept after its last CLOSE")
+	}
+}
+
+func TestCheckIOStateidErrors(t *testing.T) {
+	m := newManager(t, newClock(), Options{})
+	a, _ := establish(t, m, "a")
+	f := FileKey{Ino: 1}
+	sid := open(t, m, a, "o", f, nfs4.ShareAccessRead, 0)
+	stale := sid
+	stale.Other[0]++
+	want(t, "stale", m.CheckIO(a, stale, f, false), nfs4.ErrStaleStateid)
+	unknown := sid
+	unknown.Other[11]++
+	want(t, "unknown", m.CheckIO(a, unknown, f, false), nfs4.ErrBadStateid)
+	want(t, "wrong file", m.CheckIO(a, sid, FileKey{Ino: 2}, false), nfs4.ErrBadStateid)
+	want(t, "current-stateid pattern", m.CheckIO(a, CurrentStateid, f, false), nfs4.ErrBadStateid)
+	want(t, "invalid stateid", m.CheckIO(a, InvalidStateid, f, false), nfs4.ErrBadStateid)
+	odd := nfs4.Stateid4{Seqid: 5, Other: BypassStateid.Other}
+	want(t, "all-ones other, seqid 5", m.CheckIO(a, odd, f, false), nfs4.ErrBadStateid)
+	want(t, "write with a read open", m.CheckIO(a, sid, f, true), nfs4.ErrOpenmode)
+	want(t, "read", m.CheckIO(a, sid, f, false), nfs4.OK)
+}
+
+func TestOpenBounds(t *testing.T) {
+	m := newManager(t, newClock(), Options{MaxStateidsPerClient: 3, MaxStateOwnersPerClient: 2})
+	a, _ := establish(t, m, "a")
+	open(t, m, a, "o1", FileKey{Ino: 1}, 1, 0)
+	open(t, m, a, "o2", FileKey{Ino: 1}, 1, 0)
+	_, st := m.Open(OpenArgs{ClientID: a, Owner: []byte("o3"), File: FileKey{Ino: 1}, Access: 1})
+	want(t, "third owner", st, nfs4.ErrDelay)
+	open(t, m, a, "o1", FileKey{Ino: 2}, 1, 0)
+	_, st = m.Open(OpenArgs{ClientID: a, Owner: []byte("o1"), File: FileKey{Ino: 3}, Access: 1})
+	want(t, "fourth stateid", st, nfs4.ErrDelay)
+	open(t, m, a, "o1", FileKey{Ino: 2}, 3, 0) // an upgrade needs no new stateid
+}

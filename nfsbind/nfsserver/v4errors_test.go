@@ -1,0 +1,232 @@
+//go:build linux
+
+package nfsserver
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4state"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+)
+
+// readOp is a READ of 100 bytes at 0 with sid.
+func readOp(sid nfs4.Stateid4) *nfs4.ReadArgs { return &nfs4.ReadArgs{Stateid: sid, Count: 100} }
+
+// TestV4StateidErrors: a READ with a stateid the server never issued is
+// NFS4ERR_BAD_STATEID, with an open stateid's seqid before an upgrade
+// NFS4ERR_OLD_STATEID, one of a previous server instance NFS4ERR_STALE_STATEID; an
+// OPEN whose access another owner's deny refuses is NFS4ERR_SHARE_DENIED.
+func TestV4StateidErrors(t *testing.T) {
+	e := newEnv(t, Options{})
+	if err := os.WriteFile(filepath.Join(e.dir, "f"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	fh, sid1 := c.openFile(dir, openArgs4("o1", "f", nfs4.ShareAccessRead, false))
+	res := c.must(&nfs4.PutfhArgs{Object: fh}, readOp(sid1))
+	if got := string(res.Results[2].(*nfs4.ReadRes).Data); got != "hello" {
+		t.Fatalf("READ %q", got)
+	}
+	_, sid2 := c.openFile(dir, openArgs4("o1", "f", nfs4.ShareAccessBoth, false))
+	if sid2.Other != sid1.Other || sid2.Seqid != sid1.Seqid+1 {
+		t.Fatalf("upgrade: stateid %v after %v", sid2, sid1)
+	}
+	wantStatus4(t, "READ with the pre-upgrade seqid", c.call(&nfs4.PutfhArgs{Object: fh}, readOp(sid1)), nfs4.ErrOldStateid)
+	bad := sid2
+	bad.Other[11] ^= 0x55
+	wantStatus4(t, "READ with a made-up stateid", c.call(&nfs4.PutfhArgs{Object: fh}, readOp(bad)), nfs4.ErrBadStateid)
+	// Seqid 0 means "the current one" (RFC 8881 §8.2.2).
+	cur := sid2
+	cur.Seqid = 0
+	c.must(&nfs4.PutfhArgs{Object: fh}, readOp(cur))
+	// The special current stateid after OPEN in the same COMPOUND.
+	c.must(&nfs4.PutfhArgs{Object: dir}, openArgs4("o9", "f", nfs4.ShareAccessRead, false), readOp(currentStateid))
+
+	a := openArgs4("o2", "g", nfs4.ShareAccessRead, true)
+	a.ShareDeny = nfs4.ShareDenyWrite
+	gfh, gsid := c.openFile(dir, a)
+	wantStatus4(t, "WRITE under a read-only open", c.call(&nfs4.PutfhArgs{Object: gfh},
+		&nfs4.WriteArgs{Stateid: gsid, Data: []byte("x")}), nfs4.ErrOpenmode)
+	wantStatus4(t, "OPEN for writing against a deny-write open",
+		c.call(&nfs4.PutfhArgs{Object: dir}, openArgs4("o3", "g", nfs4.ShareAccessWrite, false)), nfs4.ErrShareDenied)
+	a = openArgs4("o4", "f", nfs4.ShareAccessRead, false)
+	a.ShareDeny = nfs4.ShareDenyWrite
+	wantStatus4(t, "OPEN denying writes to a file open for writing", c.call(&nfs4.PutfhArgs{Object: dir}, a), nfs4.ErrShareDenied)
+
+	// A restarted server (same StateDir) knows its stateids from before as stale.
+	e.stop()
+	e.start(Options{Root: e.dir, StateDir: e.state})
+	c2 := e.v4(rootCred())
+	c2.mount()
+	wantStatus4(t, "READ with a stateid of the previous instance", c2.call(&nfs4.PutfhArgs{Object: fh}, readOp(sid2)), nfs4.ErrStaleStateid)
+}
+
+// leaseClock is a clock tests advance by hand.
+type leaseClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (f *leaseClock) now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.t
+}
+
+func (f *leaseClock) advance(d time.Duration) {
+	f.mu.Lock()
+	f.t = f.t.Add(d)
+	f.mu.Unlock()
+}
+
+// TestV4LeaseExpiry: a client that renews nothing for longer than the lease loses
+// its state at the next sweep: its session is gone (NFS4ERR_BADSESSION) and its open
+// stateid, used by a new client, is refused.
+func TestV4LeaseExpiry(t *testing.T) {
+	clock := &leaseClock{t: time.Unix(1_700_000_000, 0)}
+	e := newEnv(t, Options{NFS4: NFS4Options{State: nfs4state.Options{LeaseTime: 10 * time.Second, Now: clock.now}}})
+	if err := os.WriteFile(filepath.Join(e.dir, "f"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	fh, sid := c.openFile(dir, openArgs4("o1", "f", nfs4.ShareAccessRead, false))
+	if a := c.getattr(fh, nfs4.AttrLeaseTime); a.LeaseTime != 10 {
+		t.Fatalf("lease_time %d", a.LeaseTime)
+	}
+	clock.advance(time.Minute)
+	if n := e.srv.v4.state.Sweep(clock.now()); n != 1 {
+		t.Fatalf("Sweep expired %d clients", n)
+	}
+	wantStatus4(t, "SEQUENCE after the lease expired", c.call(&nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}), nfs4.ErrBadsession)
+	c2 := e.v4(rootCred())
+	c2.mount()
+	res := c2.call(&nfs4.PutfhArgs{Object: fh}, readOp(sid))
+	if res.Status != nfs4.ErrExpired && res.Status != nfs4.ErrBadStateid {
+		t.Fatalf("READ with an expired client's stateid: %v", res.Status)
+	}
+}
+
+// TestV4SlotReplay: a retry of a slot's last request (same sequence ID) whose reply
+// was cached (sa_cachethis) is answered from the cache without running again: a
+// REMOVE retried answers NFS4_OK although the file is gone. Without sa_cachethis a
+// retry is NFS4ERR_RETRY_UNCACHED_REP; a sequence ID that skips ahead
+// NFS4ERR_SEQ_MISORDERED.
+func TestV4SlotReplay(t *testing.T) {
+	e := newEnv(t, Options{})
+	for _, n := range []string{"a", "b"} {
+		if err := os.WriteFile(filepath.Join(e.dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	seq := c.sequenceArgs(true)
+	ops := []nfs4.OpArgs{seq, &nfs4.PutfhArgs{Object: dir}, &nfs4.NameArgs{OpNum: nfs4.OpRemove, Name: []byte("a")}}
+	first := c.rawMust(ops...)
+	wantStatus4(t, "REMOVE", first, nfs4.OK)
+	again := c.rawMust(ops...)
+	wantStatus4(t, "REMOVE retried", again, nfs4.OK)
+	if a, b := first.Results[2].(*nfs4.CinfoRes).Cinfo, again.Results[2].(*nfs4.CinfoRes).Cinfo; a != b {
+		t.Fatalf("retry's change_info %+v, original's %+v", b, a)
+	}
+	// Executed again, it would fail: the cache answered.
+	wantStatus4(t, "REMOVE anew", c.call(&nfs4.PutfhArgs{Object: dir}, &nfs4.NameArgs{OpNum: nfs4.OpRemove, Name: []byte("a")}), nfs4.ErrNoent)
+
+	seq = c.sequenceArgs(false)
+	ops = []nfs4.OpArgs{seq, &nfs4.PutfhArgs{Object: dir}, &nfs4.NameArgs{OpNum: nfs4.OpRemove, Name: []byte("b")}}
+	wantStatus4(t, "REMOVE uncached", c.rawMust(ops...), nfs4.OK)
+	wantStatus4(t, "REMOVE uncached, retried", c.rawMust(ops...), nfs4.ErrRetryUncachedRep)
+	skip := c.sequenceArgs(false)
+	skip.SequenceID += 5
+	wantStatus4(t, "SEQUENCE skipping ahead", c.rawMust(skip), nfs4.ErrSeqMisordered)
+	wantStatus4(t, "SEQUENCE of a slot beyond the table", c.rawMust(&nfs4.SequenceArgs{SessionID: c.sid, SlotID: 1 << 20, SequenceID: 1}), nfs4.ErrBadslot)
+}
+
+// v4From returns an NFSv4.1 client of e connecting from ip (privileged: from a port
+// below 1024).
+func (e *exportsEnv) v4From(ip string, privileged bool, cred *oncrpc.AuthSysParams) *v4client {
+	c3 := e.dialFrom(ip, privileged, cred)
+	return newV4Client(e.t, c3.tr, cred)
+}
+
+// TestV4ExportsAccess: NFSv4.1 obeys each export's client list and options as NFSv3
+// does. The pseudo file system shows a client the exports it is admitted to only; a
+// handle of another is NFS4ERR_STALE; a client no export admits cannot even start at
+// the root (NFS4ERR_ACCESS); a "secure" export refuses an unprivileged port
+// (NFS4ERR_PERM); "ro" makes every change NFS4ERR_ROFS; root_squash makes root the
+// anonymous user, for new files' owner and for permission checks.
+func TestV4ExportsAccess(t *testing.T) {
+	table := "%D/pub 127.0.0.1(rw,no_root_squash,insecure)\n" +
+		"%D/ro 127.0.0.1(ro,no_root_squash,insecure)\n" +
+		"%D/other 10.9.9.9(rw)\n" +
+		"%D/sq 127.0.0.1(rw,root_squash,insecure)\n" +
+		"%D/sec 127.0.0.1(rw,no_root_squash)\n"
+	e, dir := newExportsEnv(t, table, func(dir string) {
+		for _, d := range []string{"pub", "ro", "other", "sq", "sec"} {
+			if err := os.Mkdir(filepath.Join(dir, d), 0o777); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(filepath.Join(dir, d), 0o777); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, d, "rootfile"), []byte("data"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	comps := strings.Split(strings.Trim(dir, "/"), "/")
+	c := e.v4From("127.0.0.1", false, rootCred())
+	c.mount()
+	parent := c.lookupFH(comps...)
+	names := c.readdirAll(parent, 8192)
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"pub", "ro", "sec", "sq"}) {
+		t.Fatalf("pseudo directory lists %q", names)
+	}
+	wantStatus4(t, "LOOKUP of an export not for this client", c.call(append(putroot(comps...), &nfs4.LookupArgs{ObjName: []byte("other")})...), nfs4.ErrNoent)
+	var otherRoot nfs4.FH
+	for _, s := range e.x.Servers() {
+		if strings.HasSuffix(s.ExportPath(), "/other") {
+			otherRoot = nfs4.FH(s.RootHandle())
+		}
+	}
+	wantStatus4(t, "PUTFH of an export not for this client", c.call(&nfs4.PutfhArgs{Object: otherRoot}), nfs4.ErrStale)
+	wantStatus4(t, "LOOKUP into a secure export from an unprivileged port", c.call(append(putroot(comps...), &nfs4.LookupArgs{ObjName: []byte("sec")})...), nfs4.ErrPerm)
+
+	// Read-only.
+	ro := c.lookupFH(append(comps, "ro")...)
+	wantStatus4(t, "OPEN create on ro", c.call(&nfs4.PutfhArgs{Object: ro}, openArgs4("o", "new", nfs4.ShareAccessBoth, true)), nfs4.ErrRofs)
+	wantStatus4(t, "OPEN for writing on ro", c.call(&nfs4.PutfhArgs{Object: ro}, openArgs4("o", "rootfile", nfs4.ShareAccessWrite, false)), nfs4.ErrRofs)
+	wantStatus4(t, "REMOVE on ro", c.call(&nfs4.PutfhArgs{Object: ro}, &nfs4.NameArgs{OpNum: nfs4.OpRemove, Name: []byte("rootfile")}), nfs4.ErrRofs)
+	wantStatus4(t, "CREATE on ro", c.call(&nfs4.PutfhArgs{Object: ro}, &nfs4.CreateArgs{ObjType: nfs4.NF4Dir, ObjName: []byte("d")}), nfs4.ErrRofs)
+	rofile, _ := c.openFile(ro, openArgs4("o", "rootfile", nfs4.ShareAccessRead, false))
+	wantStatus4(t, "SETATTR on ro", c.call(&nfs4.PutfhArgs{Object: rofile}, &nfs4.SetattrArgs{Mask: nfs4.NewBitmap(nfs4.AttrMode), Attr: nfs4.Fattr{Mode: 0o600}}), nfs4.ErrRofs)
+
+	// root_squash: root acts as 65534.
+	sq := c.lookupFH(append(comps, "sq")...)
+	nf, _ := c.openFile(sq, openArgs4("o", "new", nfs4.ShareAccessBoth, true))
+	if a := c.getattr(nf, nfs4.AttrOwner, nfs4.AttrOwnerGroup); string(a.Owner) != "65534" || string(a.OwnerGroup) != "65534" {
+		t.Fatalf("file root made under root_squash: owner %q group %q", a.Owner, a.OwnerGroup)
+	}
+	wantStatus4(t, "OPEN for writing a root-owned 0644 file under root_squash",
+		c.call(&nfs4.PutfhArgs{Object: sq}, openArgs4("o", "rootfile", nfs4.ShareAccessWrite, false)), nfs4.ErrAccess)
+
+	// A client no export admits.
+	c2 := e.v4From("127.0.0.2", false, rootCred())
+	c2.mount()
+	wantStatus4(t, "PUTROOTFH by a client no export admits", c2.call(&nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}), nfs4.ErrAccess)
+	pub := c.lookupFH(append(comps, "pub")...)
+	wantStatus4(t, "PUTFH by a client no export admits", c2.call(&nfs4.PutfhArgs{Object: pub}), nfs4.ErrStale)
+}

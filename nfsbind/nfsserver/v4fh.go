@@ -1,0 +1,276 @@
+//go:build linux
+
+package nfsserver
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
+)
+
+// File handle operations: PUTFH, PUTROOTFH, PUTPUBFH, GETFH, SAVEFH, RESTOREFH,
+// LOOKUP and LOOKUPP, and the access rules every operation on an export goes
+// through.
+//
+// Access follows NFSv3 (see SetClients). A handle of an export the caller's client
+// entry does not admit is NFS4ERR_STALE, as NFSv3 answers it (and knfsd, for whom the
+// client has no such export); a TCP caller on a port a "secure" export refuses gets
+// NFS4ERR_PERM. The pseudo file system shows each client only the way to the exports
+// it is admitted to: any other name is NFS4ERR_NOENT, and a client no export admits
+// gets NFS4ERR_ACCESS from PUTROOTFH (a Linux mount then reports "access denied by
+// server", as against knfsd). PUTPUBFH is PUTROOTFH: the public file handle is the
+// root (RFC 8881 §18.20.3 allows that).
+
+// admit checks the caller against srv's client list (see Server.admit).
+func (c *compound) admit(srv *Server) nfs4.Status {
+	if srv.clients.Load() == nil {
+		return nfs4.OK
+	}
+	return st4(srv.admit(c.ctx, c.req))
+}
+
+// admits reports whether srv's client list admits the caller at all.
+func (c *compound) admits(srv *Server) bool { return srv.grant(c.ctx, c.req) != nil }
+
+// credFor returns the identity the call acts as on srv (see Server.credOf), computed
+// once per COMPOUND and export.
+func (c *compound) credFor(srv *Server) *cred {
+	if c.credSrv != srv {
+		c.cred = srv.credOf(c.ctx, c.req)
+		c.credSrv = srv
+	}
+	return &c.cred
+}
+
+// setExportFH makes fh, a handle of srv, the current file handle.
+func (c *compound) setExportFH(srv *Server, fh []byte) { c.cur.set(fh, srv, nil) }
+
+// setPseudo makes the pseudo directory n the current file handle, or the root of the
+// export at its path when there is one.
+func (c *compound) setPseudo(n *pseudoNode) nfs4.Status {
+	if n.export != nil {
+		if st := c.admit(n.export); st != nfs4.OK {
+			return st
+		}
+		var buf [HandleSize]byte
+		fh := n.export.rootHandle(buf[:0])
+		if fh == nil {
+			return nfs4.ErrStale
+		}
+		c.setExportFH(n.export, fh)
+		return nfs4.OK
+	}
+	var buf [pseudoHandleSize]byte
+	c.cur.set(n.handle(buf[:0]), nil, n)
+	return nfs4.OK
+}
+
+// rootHandle appends the handle of the export root to dst; nil when the root cannot
+// be read.
+func (s *Server) rootHandle(dst []byte) []byte {
+	var st unix.Statx_t
+	if err := statFD(s.rootFD, &st); err != nil {
+		return nil
+	}
+	return s.handles.encode(dst, idOf(&st))
+}
+
+// putfh makes fh the current file handle: a pseudo directory's, or an export's that
+// the caller may use. The object itself is resolved by the operations that use it.
+func (c *compound) putfh(fh []byte) nfs4.Status {
+	if isPseudoHandle(fh) {
+		n := c.set.pseudo.node(fh)
+		if n == nil {
+			return nfs4.ErrStale
+		}
+		c.cur.set(fh, nil, n)
+		return nfs4.OK
+	}
+	if len(fh) != HandleSize || fh[0] != handleVersion || fh[1]|fh[2]|fh[3] != 0 {
+		return nfs4.ErrBadhandle
+	}
+	srv := c.set.byID[binary.BigEndian.Uint32(fh[4:])]
+	if srv == nil {
+		return nfs4.ErrStale // no export (any longer) of this id
+	}
+	if st := c.admit(srv); st != nfs4.OK {
+		return st
+	}
+	if _, st := srv.handles.decode(fh); st != nfs3.StatusOK {
+		return st4(st)
+	}
+	c.setExportFH(srv, fh)
+	return nfs4.OK
+}
+
+func (c *compound) opPutfh(op nfs4.OpNum) nfs4.Status {
+	a := &c.ops.putfh
+	if err := a.DecodeXDR(c.d); err != nil {
+		return c.only(op, decodeErr(err))
+	}
+	return c.only(op, c.putfh(a.Object))
+}
+
+func (c *compound) opPutrootfh(op nfs4.OpNum) nfs4.Status {
+	root := c.set.pseudo.root
+	if root.export == nil && !root.visible(c.admits) {
+		return c.only(op, nfs4.ErrAccess)
+	}
+	return c.only(op, c.setPseudo(root))
+}
+
+func (c *compound) opGetfh(op nfs4.OpNum) nfs4.Status {
+	r := &c.ops.getfh
+	*r = nfs4.GetfhRes{Status: nfs4.OK}
+	if c.cur.n == 0 {
+		r.Status = nfs4.ErrNofilehandle
+	} else {
+		r.Object = c.cur.fh()
+	}
+	c.w.Add(r)
+	return r.Status
+}
+
+func (c *compound) opSavefh(op nfs4.OpNum) nfs4.Status {
+	if c.cur.n == 0 {
+		return c.only(op, nfs4.ErrNofilehandle)
+	}
+	c.saved = c.cur
+	return c.only(op, nfs4.OK)
+}
+
+func (c *compound) opRestorefh(op nfs4.OpNum) nfs4.Status {
+	if c.saved.n == 0 {
+		return c.only(op, nfs4.ErrRestorefh)
+	}
+	c.cur = c.saved
+	return c.only(op, nfs4.OK)
+}
+
+// checkName applies the NFSv4 rules for a component4 naming an object to look up,
+// create, remove or rename: empty is NFS4ERR_INVAL, longer than NAME_MAX
+// NFS4ERR_NAMETOOLONG, "." and ".." and names holding "/" or NUL NFS4ERR_BADNAME (as
+// knfsd answers; RFC 8881 §18.13.4 leaves "." and ".." to the server).
+func checkName(name []byte) nfs4.Status {
+	switch {
+	case len(name) == 0:
+		return nfs4.ErrInval
+	case len(name) > nfs4.MaxNameLen:
+		return nfs4.ErrNametoolong
+	case isDot(name):
+		return nfs4.ErrBadname
+	}
+	for _, b := range name {
+		if b == '/' || b == 0 {
+			return nfs4.ErrBadname
+		}
+	}
+	return nfs4.OK
+}
+
+// dirTypeStatus is the status of an operation that needs a directory and found the
+// object st: NFS4ERR_SYMLINK for a symbolic link, NFS4ERR_NOTDIR otherwise.
+func dirTypeStatus(st *unix.Statx_t) nfs4.Status {
+	if isLnk(st) {
+		return nfs4.ErrSymlink
+	}
+	return nfs4.ErrNotdir
+}
+
+// openCurDir opens the current file handle, an export's directory, checking the
+// caller may do want in it. The caller closes dir.
+func (c *compound) openCurDir(dir *object, want uint32) nfs4.Status {
+	dir.fd = -1
+	srv := c.cur.srv
+	if st := srv.open(c.cur.fh(), dir); st != nfs3.StatusOK {
+		return st4(st)
+	}
+	if !isDir(&dir.st) {
+		return dirTypeStatus(&dir.st)
+	}
+	if !allowed(c.credFor(srv), &dir.st, want) {
+		return nfs4.ErrAccess
+	}
+	return nfs4.OK
+}
+
+func (c *compound) opLookup(op nfs4.OpNum) nfs4.Status {
+	a := &c.ops.lookup
+	if err := a.DecodeXDR(c.d); err != nil {
+		return c.only(op, decodeErr(err))
+	}
+	return c.only(op, c.lookup(a.ObjName))
+}
+
+func (c *compound) lookup(name []byte) nfs4.Status {
+	if c.cur.n == 0 {
+		return nfs4.ErrNofilehandle
+	}
+	if st := checkName(name); st != nfs4.OK {
+		return st
+	}
+	if n := c.cur.node; n != nil {
+		kid := n.lookup(string(name))
+		if kid == nil || !kid.visible(c.admits) {
+			return nfs4.ErrNoent
+		}
+		return c.setPseudo(kid)
+	}
+	srv := c.cur.srv
+	var dir object
+	st := c.openCurDir(&dir, permX)
+	defer dir.close()
+	if st != nfs4.OK {
+		return st
+	}
+	var child unix.Statx_t
+	p, st3 := srv.child(&dir, name, &child)
+	if st3 != nfs3.StatusOK {
+		return st4(st3)
+	}
+	srv.idx.put(keyOf(&child), p)
+	var buf [HandleSize]byte
+	c.setExportFH(srv, srv.handles.encode(buf[:0], idOf(&child)))
+	return nfs4.OK
+}
+
+func (c *compound) opLookupp(op nfs4.OpNum) nfs4.Status { return c.only(op, c.lookupp()) }
+
+func (c *compound) lookupp() nfs4.Status {
+	if c.cur.n == 0 {
+		return nfs4.ErrNofilehandle
+	}
+	if n := c.cur.node; n != nil {
+		if n.parent == nil {
+			return nfs4.ErrNoent
+		}
+		return c.setPseudo(n.parent)
+	}
+	srv := c.cur.srv
+	var dir object
+	st := c.openCurDir(&dir, permX)
+	defer dir.close()
+	if st != nfs4.OK {
+		return st
+	}
+	if dir.path == "" {
+		// The export root: its parent is in the pseudo file system.
+		n := c.set.pseudo.byExp[srv]
+		if n == nil || n.parent == nil {
+			return nfs4.ErrNoent
+		}
+		return c.setPseudo(n.parent)
+	}
+	var parent unix.Statx_t
+	p, st3 := srv.child(&dir, []byte(".."), &parent)
+	if st3 != nfs3.StatusOK {
+		return st4(st3)
+	}
+	srv.idx.put(keyOf(&parent), p)
+	var buf [HandleSize]byte
+	c.setExportFH(srv, srv.handles.encode(buf[:0], idOf(&parent)))
+	return nfs4.OK
+}

@@ -1,0 +1,283 @@
+//go:build linux
+
+package nfsserver
+
+import (
+	"golang.org/x/sys/unix"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4state"
+)
+
+// OPEN, OPEN_DOWNGRADE and CLOSE.
+//
+// OPEN supports CLAIM_NULL (a name in the current directory), CLAIM_FH (the current
+// file) and CLAIM_PREVIOUS (a reclaim after a server restart, during the grace
+// period); the delegation claims are NFS4ERR_NOTSUPP, since this server grants no
+// delegations (every OPEN answers OPEN_DELEGATE_NONE, or OPEN_DELEGATE_NONE_EXT when
+// the client expressed a delegation wish). Files are created as NFSv3's CREATE makes
+// them: UNCHECKED4 and GUARDED4 with their createattrs, EXCLUSIVE4 and EXCLUSIVE4_1
+// with the verifier stored in the new file's mtime and atime seconds (so a retried
+// OPEN finds its own file), which the reply's attrset names (time_access_set and
+// time_modify_set) so that the client sets the real times afterwards; EXCLUSIVE4_1
+// also applies the createattrs suppattr_exclcreat allows. The file must be a regular
+// file the caller may read or write as share_access asks (directory: NFS4ERR_ISDIR,
+// symbolic link: NFS4ERR_SYMLINK, other: NFS4ERR_WRONG_TYPE). Share reservations and
+// open stateids are the state manager's (NFS4ERR_SHARE_DENIED, upgrades, grace).
+
+// exclusiveSet is the attrset of an exclusive create: the attributes holding the
+// verifier.
+var exclusiveSet = nfs4.NewBitmap(nfs4.AttrTimeAccessSet, nfs4.AttrTimeModifySet)
+
+// openCreateSet are the createattrs UNCHECKED4 and GUARDED4 apply.
+var openCreateSet = nfs4.NewBitmap(nfs4.AttrSize, nfs4.AttrMode, nfs4.AttrOwner, nfs4.AttrOwnerGroup)
+
+func (c *compound) opOpen(op nfs4.OpNum) nfs4.Status {
+	a := &c.ops.open
+	r := &c.ops.openRes
+	*r = nfs4.OpenRes{AttrSet: r.AttrSet[:0]}
+	if err := a.DecodeXDR(c.d); err != nil {
+		r.Status = decodeErr(err)
+	} else {
+		r.Status = c.open(a, r)
+	}
+	c.w.Add(r)
+	return r.Status
+}
+
+func (c *compound) open(a *nfs4.OpenArgs, r *nfs4.OpenRes) nfs4.Status {
+	if c.cur.n == 0 {
+		return nfs4.ErrNofilehandle
+	}
+	switch a.Claim.Claim {
+	case nfs4.ClaimNull:
+		return c.openByName(a, r)
+	case nfs4.ClaimFH, nfs4.ClaimPrevious:
+		if a.OpenType == nfs4.Open4Create {
+			return nfs4.ErrInval
+		}
+		return c.openFile(a, r, false)
+	}
+	return nfs4.ErrNotsupp
+}
+
+// openByName opens (and with OPEN4_CREATE creates) the file named by CLAIM_NULL in
+// the current directory, which it then makes the current file handle.
+func (c *compound) openByName(a *nfs4.OpenArgs, r *nfs4.OpenRes) nfs4.Status {
+	name := a.Claim.File
+	if st := checkName(name); st != nfs4.OK {
+		return st
+	}
+	if n := c.cur.node; n != nil {
+		kid := n.lookup(string(name))
+		switch {
+		case a.OpenType == nfs4.Open4Create:
+			return nfs4.ErrRofs
+		case kid == nil || !kid.visible(c.admits):
+			return nfs4.ErrNoent
+		}
+		return nfs4.ErrIsdir
+	}
+	srv := c.cur.srv
+	var dir object
+	defer dir.close()
+	var fhbuf [HandleSize]byte
+	var fh []byte
+	fresh := false
+	if a.OpenType == nfs4.Open4Create {
+		if st := c.openChangeDir4(&dir); st != nfs4.OK {
+			return st
+		}
+		var st nfs4.Status
+		fh, fresh, st = c.openCreate(srv, &dir, a, r, fhbuf[:0])
+		if st != nfs4.OK {
+			return st
+		}
+		r.Cinfo = cinfo(&dir)
+	} else {
+		if st := c.openCurDir(&dir, permX); st != nfs4.OK {
+			return st
+		}
+		var child unix.Statx_t
+		p, st3 := srv.child(&dir, name, &child)
+		if st3 != nfs3.StatusOK {
+			return st4(st3)
+		}
+		srv.idx.put(keyOf(&child), p)
+		fh = srv.handles.encode(fhbuf[:0], idOf(&child))
+		r.Cinfo.Before, r.Cinfo.After = changeOf(&dir.st), changeOf(&dir.st)
+	}
+	c.setExportFH(srv, fh)
+	return c.openFile(a, r, fresh)
+}
+
+// openCreate creates the file of an OPEN4_CREATE in dir (or finds the one a retried
+// exclusive create made) as NFSv3's CREATE does, and returns its handle and whether
+// this call created it.
+func (c *compound) openCreate(srv *Server, dir *object, a *nfs4.OpenArgs, r *nfs4.OpenRes, fhbuf []byte) ([]byte, bool, nfs4.Status) {
+	cr := c.credFor(srv)
+	h := &a.How
+	a3 := nfs3.CreateArgs{Where: nfs3.DirOpArgs{Name: a.Claim.File}}
+	var excl nfs3.Sattr
+	switch h.Mode {
+	case nfs4.Unchecked4, nfs4.Guarded4:
+		a3.Mode = nfs3.Unchecked
+		if h.Mode == nfs4.Guarded4 {
+			a3.Mode = nfs3.Guarded
+		}
+		if st := sattr3(h.Mask, &h.Attrs, &a3.Attr); st != nfs4.OK {
+			return nil, false, st
+		}
+		andInto(&r.AttrSet, h.Mask, openCreateSet)
+	case nfs4.Exclusive4, nfs4.Exclusive41:
+		a3.Mode, a3.Verf = nfs3.Exclusive, h.CreateVerf
+		if h.Mode == nfs4.Exclusive41 {
+			for i, w := range h.Mask {
+				if i >= len(v4ExclCreat) || w&^v4ExclCreat[i] != 0 {
+					return nil, false, nfs4.ErrInval
+				}
+			}
+			if st := sattr3(h.Mask, &h.Attrs, &excl); st != nfs4.OK {
+				return nil, false, st
+			}
+		}
+		r.AttrSet = append(r.AttrSet[:0], exclusiveSet...)
+	default:
+		return nil, false, nfs4.ErrInval
+	}
+	// Whether the name exists decides "fresh" (doCreate reports only success).
+	var before unix.Statx_t
+	existed := statAt(dir.fd, string(a.Claim.File), &before) == nil
+	var r3 nfs3.CreateRes
+	var buf [HandleSize]byte
+	if st3 := srv.doCreate(dir, &a3, cr, &r3, buf[:]); st3 != nfs3.StatusOK {
+		if st3 == nfs3.StatusExist && existed && isDir(&before) {
+			return nil, false, nfs4.ErrIsdir
+		}
+		return nil, false, st4(st3)
+	}
+	fh := append(fhbuf, r3.Obj.FH...)
+	if h.Mode == nfs4.Exclusive41 && !existed && (excl.SetMode || excl.SetUID || excl.SetGID || excl.SetSize) {
+		var o object
+		if st3 := srv.open(fh, &o); st3 != nfs3.StatusOK {
+			return nil, false, st4(st3)
+		}
+		st3 := srv.doSetattr(&o, &nfs3.SetattrArgs{Attr: excl}, cr)
+		if st3 == nfs3.StatusOK {
+			st3 = statusOf(srv.stableObject(&o))
+		}
+		o.close()
+		if st3 != nfs3.StatusOK {
+			return nil, false, st4(st3)
+		}
+		for i, w := range h.Mask {
+			for len(r.AttrSet) <= i {
+				r.AttrSet = append(r.AttrSet, 0)
+			}
+			r.AttrSet[i] |= w // within v4ExclCreat, checked above
+		}
+	}
+	return fh, !existed, nfs4.OK
+}
+
+// openFile opens the current file handle's file: type and permission checks (none
+// for a file this OPEN just created, which its creator may open as it asked), then
+// the share reservation and the open stateid.
+func (c *compound) openFile(a *nfs4.OpenArgs, r *nfs4.OpenRes, fresh bool) nfs4.Status {
+	if c.cur.node != nil {
+		return nfs4.ErrIsdir
+	}
+	srv, cr := c.cur.srv, c.credFor(c.cur.srv)
+	var o object
+	st3 := srv.open(c.cur.fh(), &o)
+	defer o.close()
+	if st3 != nfs3.StatusOK {
+		return st4(st3)
+	}
+	switch {
+	case isDir(&o.st):
+		return nfs4.ErrIsdir
+	case isLnk(&o.st):
+		return nfs4.ErrSymlink
+	case !isReg(&o.st):
+		return nfs4.ErrWrongType
+	}
+	access := a.ShareAccess & nfs4.ShareAccessBoth
+	if access&nfs4.ShareAccessWrite != 0 && cr.ro {
+		return nfs4.ErrRofs
+	}
+	if !fresh {
+		if access&nfs4.ShareAccessRead != 0 && !mayIO(cr, &o.st, permR) {
+			return nfs4.ErrAccess
+		}
+		if access&nfs4.ShareAccessWrite != 0 && !mayIO(cr, &o.st, permW) {
+			return nfs4.ErrAccess
+		}
+	}
+	sid, st := c.v.state.Open(openArgs(c.clientID, a, fileKeyOf(&o.st)))
+	if st != nfs4.OK {
+		return st
+	}
+	r.Stateid = sid
+	r.Rflags = nfs4.Open4ResultLocktypePosix
+	r.Delegation = noDelegation(a.ShareAccess)
+	c.setStateid(sid)
+	return nfs4.OK
+}
+
+// openArgs is what the state manager judges of an OPEN by clientID of file.
+func openArgs(clientID uint64, a *nfs4.OpenArgs, file nfs4state.FileKey) nfs4state.OpenArgs {
+	return nfs4state.OpenArgs{ClientID: clientID, Owner: a.Owner.Owner, File: file,
+		Access: a.ShareAccess, Deny: a.ShareDeny, Claim: a.Claim.Claim}
+}
+
+// noDelegation is the open_delegation4 of every OPEN: none, with a reason when the
+// client expressed a wish (OPEN4_SHARE_ACCESS_WANT_*), as NFSv4.1 requires then.
+func noDelegation(access uint32) nfs4.OpenDelegation4 {
+	switch access & nfs4.ShareAccessWantDelegMask {
+	case nfs4.ShareAccessWantNoPreference:
+		return nfs4.OpenDelegation4{Type: nfs4.DelegateNone}
+	case nfs4.ShareAccessWantNoDeleg:
+		return nfs4.OpenDelegation4{Type: nfs4.DelegateNoneExt, WhyNone: nfs4.WNDNotWanted}
+	case nfs4.ShareAccessWantCancel:
+		return nfs4.OpenDelegation4{Type: nfs4.DelegateNoneExt, WhyNone: nfs4.WNDCancelled}
+	}
+	return nfs4.OpenDelegation4{Type: nfs4.DelegateNoneExt, WhyNone: nfs4.WNDResource}
+}
+
+func (c *compound) opOpenDowngrade(op nfs4.OpNum) nfs4.Status {
+	a := &c.ops.openDowngrade
+	r := &c.ops.stateidRes
+	*r = nfs4.StateidRes{OpNum: op}
+	if err := a.DecodeXDR(c.d); err != nil {
+		r.Status = decodeErr(err)
+	} else if _, key, st := c.curFile(); st != nfs4.OK {
+		r.Status = st
+	} else {
+		r.Stateid, r.Status = c.v.state.OpenDowngrade(c.clientID, c.stateid(a.OpenStateid), key, a.ShareAccess, a.ShareDeny)
+		if r.Status == nfs4.OK {
+			c.setStateid(r.Stateid)
+		}
+	}
+	c.w.Add(r)
+	return r.Status
+}
+
+func (c *compound) opClose(op nfs4.OpNum) nfs4.Status {
+	a := &c.ops.close
+	r := &c.ops.stateidRes
+	*r = nfs4.StateidRes{OpNum: op}
+	if err := a.DecodeXDR(c.d); err != nil {
+		r.Status = decodeErr(err)
+	} else if _, key, st := c.curFile(); st != nfs4.OK {
+		r.Status = st
+	} else {
+		r.Stateid, r.Status = c.v.state.Close(c.clientID, c.stateid(a.OpenStateid), key)
+		if r.Status == nfs4.OK {
+			c.setStateid(r.Stateid)
+		}
+	}
+	c.w.Add(r)
+	return r.Status
+}

@@ -1,0 +1,268 @@
+//go:build linux
+
+package nfsserver
+
+import (
+	"strconv"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4state"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// Session operations: EXCHANGE_ID, CREATE_SESSION, DESTROY_SESSION, DESTROY_CLIENTID,
+// BIND_CONN_TO_SESSION, SEQUENCE, RECLAIM_COMPLETE, SECINFO_NO_NAME, TEST_STATEID and
+// FREE_STATEID, decided by the nfs4state.Manager. The server's part is the
+// principal (AUTH_SYS calls are "sys:<uid>", others "none"), the connection
+// identity, the server owner and scope, and the per-COMPOUND checks SEQUENCE makes.
+
+// principal names the caller as nfs4state compares principals: a client record may be
+// changed or confirmed only by the principal that made it (RFC 8881 §18.35.5).
+func principal(req *oncrpc.Request) string {
+	if a := req.AuthSys; a != nil {
+		return "sys:" + strconv.FormatUint(uint64(a.UID), 10)
+	}
+	return "none"
+}
+
+func (c *compound) opExchangeID(op nfs4.OpNum) nfs4.Status {
+	a := &c.ops.exchangeID
+	r := &c.ops.exchangeIDRes
+	*r = nfs4.ExchangeIDRes{}
+	if err := a.DecodeXDR(c.d); err != nil {
+		r.Status = decodeErr(err)
+	} else if a.StateProtect.How != nfs4.SP4None {
+		// Machine-credential state protection needs RPCSEC_GSS, which this server
+		// does not offer: refuse it (RFC 8881 §18.35.4), as knfsd does for
+		// AUTH_SYS callers.
+		r.Status = nfs4.ErrNotsupp
+	} else {
+		res, st := c.v.state.ExchangeID(nfs4state.ExchangeIDArgs{
+			OwnerID: a.ClientOwner.OwnerID, Verifier: a.ClientOwner.Verifier,
+			Flags: a.Flags, Principal: principal(c.req),
+		})
+		r.Status = st
+		if st == nfs4.OK {
+			r.ClientID, r.SequenceID = res.ClientID, res.SequenceID
+			r.Flags = res.Flags&^nfs4.ExchgIDFlagMaskPNFS | nfs4.ExchgIDFlagUseNonPNFS
+			r.StateProtect = nfs4.StateProtect4{How: nfs4.SP4None}
+			r.ServerOwner = c.v.owner
+			r.ServerScope = c.v.scope
+			r.HasImplID, r.ImplID = true, c.v.impl
+		}
+	}
+	c.w.Add(r)
+	return r.Status
+}
+
+func (c *compound) opCreateSession(op nfs4.OpNum) nfs4.Status {
+	a := &c.ops.createSession
+	r := &c.ops.createSessionRes
+	*r = nfs4.CreateSessionRes{}
+	if err := a.DecodeXDR(c.d); err != nil {
+		r.Status = decodeErr(err)
+	} else if !secParmsOK(a.SecParms) {
+		// The server could not authenticate its callbacks with any of them.
+		r.Status = nfs4.ErrEncrAlgUnsupp
+	} else {
+		res, st := c.v.state.CreateSession(nfs4state.CreateSessionArgs{
+			ClientID: a.ClientID, SequenceID: a.Sequence, Flags: a.Flags,
+			Fore: a.ForeChanAttrs, Back: a.BackChanAttrs, CBProgram: a.CBProgram,
+			Principal: principal(c.req), Conn: c.v.conns.of(c.req.Conn),
+		})
+		r.Status = st
+		if st == nfs4.OK {
+			r.SessionID, r.Sequence, r.Flags = res.SessionID, res.SequenceID, res.Flags
+			r.ForeChanAttrs, r.BackChanAttrs = res.Fore, res.Back
+			if res.Flags&nfs4.CreateSessionFlagConnBackChan != 0 {
+				c.v.probe(c.req.Conn, res.SessionID)
+			}
+		}
+	}
+	c.w.Add(r)
+	return r.Status
+}
+
+// secParmsOK reports whether the client offers a callback security flavor the server
+// can use: AUTH_NONE or AUTH_SYS (an empty list is AUTH_NONE's).
+func secParmsOK(p []nfs4.CallbackSecParms4) bool {
+	if len(p) == 0 {
+		return true
+	}
+	for i := range p {
+		if p[i].Flavor == nfs4.AuthNone || p[i].Flavor == nfs4.AuthSys {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *compound) opDestroySession(op nfs4.OpNum) nfs4.Status {
+	a := &c.ops.destroySession
+	if err := a.DecodeXDR(c.d); err != nil {
+		return c.only(op, decodeErr(err))
+	}
+	st := c.v.state.DestroySession(a.SessionID)
+	if st == nfs4.OK {
+		c.v.cb.forget(a.SessionID)
+	}
+	return c.only(op, st)
+}
+
+func (c *compound) opDestroyClientID(op nfs4.OpNum) nfs4.Status {
+	a := &c.ops.destroyClientID
+	if err := a.DecodeXDR(c.d); err != nil {
+		return c.only(op, decodeErr(err))
+	}
+	return c.only(op, c.v.state.DestroyClientID(a.ClientID))
+}
+
+func (c *compound) opBindConnToSession(op nfs4.OpNum) nfs4.Status {
+	a := &c.ops.bindConn
+	r := &c.ops.bindConnRes
+	*r = nfs4.BindConnToSessionRes{}
+	if err := a.DecodeXDR(c.d); err != nil {
+		r.Status = decodeErr(err)
+	} else {
+		dir, st := c.v.state.BindConnToSession(a.SessionID, c.v.conns.of(c.req.Conn), a.Dir)
+		r.Status = st
+		if st == nfs4.OK {
+			r.SessionID, r.Dir = a.SessionID, dir
+			if dir != nfs4.CDFS4Fore {
+				c.v.probe(c.req.Conn, a.SessionID)
+			}
+		}
+	}
+	c.w.Add(r)
+	return r.Status
+}
+
+// sequence runs SEQUENCE, the first operation of a COMPOUND in a session. A retry of
+// the slot's last request whose reply was cached is answered with that reply: the
+// COMPOUND4res begun is replaced by it and c.replay set.
+func (c *compound) sequence(op nfs4.OpNum) nfs4.Status {
+	a := &c.ops.sequence
+	if err := a.DecodeXDR(c.d); err != nil {
+		return c.only(op, decodeErr(err))
+	}
+	res, st := c.v.state.Sequence(nfs4state.SequenceArgs{
+		SessionID: a.SessionID, SequenceID: a.SequenceID, SlotID: a.SlotID,
+		HighestSlotID: a.HighestSlotID, CacheThis: a.CacheThis, Conn: c.v.conns.of(c.req.Conn),
+	})
+	if st != nfs4.OK {
+		return c.only(op, st)
+	}
+	if res.Replay != nil {
+		c.res.Truncate(c.start)
+		c.res.FixedOpaque(res.Replay)
+		c.replay = true
+		return nfs4.OK
+	}
+	c.slot, c.inSession, c.clientID, c.cacheThis = res.Slot, true, res.ClientID, a.CacheThis
+	c.maxReply = int(res.Fore.MaxResponseSize)
+	if a.CacheThis {
+		c.maxCached = c.slot.MaxCachedReply()
+	}
+	switch {
+	case c.r.NumOps > int(res.Fore.MaxOperations):
+		st = nfs4.ErrTooManyOps
+	case c.requestSize() > int(res.Fore.MaxRequestSize):
+		st = nfs4.ErrReqTooBig
+	}
+	if st != nfs4.OK {
+		return c.only(op, st)
+	}
+	r := &c.ops.sequenceRes
+	*r = nfs4.SequenceRes{Status: nfs4.OK, SessionID: res.SessionID, SequenceID: res.SequenceID,
+		SlotID: res.SlotID, HighestSlotID: res.HighestSlotID, TargetHighestSlotID: res.TargetHighestSlotID,
+		StatusFlags: res.StatusFlags}
+	c.w.Add(r)
+	return nfs4.OK
+}
+
+// requestSize is the size of the COMPOUND's arguments: the bytes decoded so far and
+// those left, data placed by the transport included (the RPC header, which the
+// transport bounds, is not counted).
+func (c *compound) requestSize() int { return c.d.Pos() + c.d.Len() }
+
+// replayed reports whether SEQUENCE answered the COMPOUND from the reply cache.
+func (c *compound) replayed() bool { return c.replay }
+
+// finishSlot releases the session slot with the encoded reply, which it caches when
+// the client asked for that (sa_cachethis). The sizes were checked as the results
+// were written (checkReplySize), so the reply fits.
+func (c *compound) finishSlot() {
+	if !c.slot.Valid() {
+		return
+	}
+	var reply []byte
+	if c.cacheThis {
+		reply = c.replyBytes()
+	}
+	c.slot.Done(reply)
+}
+
+// replyBytes returns the COMPOUND4res encoded so far as one byte slice: the inline
+// bytes, or, when a payload (READ data) was elided from them, a flattened copy.
+func (c *compound) replyBytes() []byte {
+	inline := c.res.Bytes()[c.startInline:]
+	var ps []xdr.Payload
+	for _, p := range c.res.Payloads() {
+		if p.Pos >= c.start {
+			ps = append(ps, xdr.Payload{Pos: p.Pos - c.start, Data: p.Data})
+		}
+	}
+	if len(ps) == 0 {
+		return inline
+	}
+	return xdr.Flatten(nil, inline, ps)
+}
+
+func (c *compound) opReclaimComplete(op nfs4.OpNum) nfs4.Status {
+	a := &c.ops.reclaimComplete
+	if err := a.DecodeXDR(c.d); err != nil {
+		return c.only(op, decodeErr(err))
+	}
+	return c.only(op, c.v.state.ReclaimComplete(c.clientID, a.OneFS))
+}
+
+// opSecinfo answers SECINFO for a name in the current directory with the flavors
+// SECINFO_NO_NAME gives; it consumes the current file handle too (RFC 8881 §2.6.3.1.1.8).
+func (c *compound) opSecinfo(op nfs4.OpNum) nfs4.Status {
+	a := &c.ops.secinfo
+	r := &c.ops.secinfoRes
+	*r = nfs4.SecinfoRes{OpNum: op, Flavors: r.Flavors[:0]}
+	if err := a.DecodeXDR(c.d); err != nil {
+		r.Status = decodeErr(err)
+	} else if r.Status = c.lookup(a.Name); r.Status == nfs4.OK {
+		r.Flavors = append(r.Flavors, nfs4.Secinfo4{Flavor: nfs4.AuthSys}, nfs4.Secinfo4{Flavor: nfs4.AuthNone})
+		c.cur.clear()
+	}
+	c.w.Add(r)
+	return r.Status
+}
+
+// opSecinfoNoName answers SECINFO_NO_NAME: the flavors of the export (AUTH_SYS, then
+// AUTH_NONE, which every export accepts, as calls without credentials act as the
+// anonymous identity). It consumes the current file handle (RFC 8881 §2.6.3.1.1.8).
+func (c *compound) opSecinfoNoName(op nfs4.OpNum) nfs4.Status {
+	a := &c.ops.secinfoNoName
+	r := &c.ops.secinfoRes
+	*r = nfs4.SecinfoRes{OpNum: op, Flavors: r.Flavors[:0]}
+	if err := a.DecodeXDR(c.d); err != nil {
+		r.Status = decodeErr(err)
+	} else if c.cur.n == 0 {
+		r.Status = nfs4.ErrNofilehandle
+	} else {
+		if a.Style == nfs4.SecinfoStyleParent {
+			r.Status = c.lookupp()
+		}
+		if r.Status == nfs4.OK {
+			r.Flavors = append(r.Flavors, nfs4.Secinfo4{Flavor: nfs4.AuthSys}, nfs4.Secinfo4{Flavor: nfs4.AuthNone})
+			c.cur.clear()
+		}
+	}
+	c.w.Add(r)
+	return r.Status
+}
