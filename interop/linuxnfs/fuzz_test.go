@@ -8,7 +8,7 @@ import (
 // FuzzParse: Parse never panics, its errors are *HeaderError naming a field at an
 // offset inside the message, and what it counts stays within the message.
 func FuzzParse(f *testing.F) {
-	for _, m := range [][]byte{linuxWrite, readCall, readdirplusCall, readdirplusReply, readReply} {
+	for _, m := range [][]byte{linuxWrite, readCall, readdirplusCall, readdirplusReply, readReply, read4Call, write4Call, readdir4Call, seq4Call} {
 		f.Add(m)
 	}
 	for _, tc := range badMessages {

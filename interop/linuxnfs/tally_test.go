@@ -125,3 +125,21 @@ func TestTallyReadWithReplyChunk(t *testing.T) {
 		t.Errorf("counts: %+v", c)
 	}
 }
+
+func TestTallyNFSv4(t *testing.T) {
+	tl := NewTally(Server)
+	for _, m := range [][]byte{read4Call, write4Call, readdir4Call, seq4Call} {
+		tl.Record(false, m)
+	}
+	c := tl.Counts()
+	if c.Compounds != 4 || c.NFS4Ops[NFS4OpRead] != 1 || c.NFS4Ops[NFS4OpWrite] != 1 || c.NFS4Ops[NFS4OpReaddir] != 1 || c.NFS4Ops[NFS4OpSequence] != 1 {
+		t.Errorf("compounds by operation: %+v", c)
+	}
+	if c.ReadCalls != 1 || c.ReadWriteChunk != 1 || c.WriteCalls != 1 || c.WriteReadChunk != 1 || c.ReadChunkBytes != 131072 ||
+		c.DirCalls != 1 || c.DirReplyChunk != 1 || c.NFSCalls != [22]int{} {
+		t.Errorf("NFSv4 READ, WRITE and READDIR by chunk: %+v", c)
+	}
+	if s := c.String(); !strings.Contains(s, "NFSv4 COMPOUNDs 4") {
+		t.Errorf("String: %s", s)
+	}
+}
