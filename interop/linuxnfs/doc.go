@@ -20,6 +20,12 @@
 //     against cmd/nfsrdmad's nfsd.Run with its defaults, judged by the files and
 //     by the Linux client's own xprtrdma counters.
 //
+//   - TestLinuxClientMountsServerV41 (case nfs41-server, issue #13): the same server,
+//     which serves NFSv4.1 beside NFSv3, mounted with vers=4.1,proto=rdma; the guest
+//     runs the NFSv4.1 workload (guest/tests/nfs41.sh) that case nfs41-knfsd runs
+//     against knfsd, and the verdict counts NFSv4 COMPOUNDs of a READ, WRITE or
+//     READDIR by their chunks (Parse reads a COMPOUND's leading operations).
+//
 // Cases nfsrdma-*-crc run the same tests with MPA CRC32c (NFSRDMA_CRC=1).
 //
 // Those tests carry the build tag "interop" and skip without the harness's
