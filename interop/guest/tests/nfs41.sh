@@ -3,7 +3,8 @@
 # kernel client (xprtrdma over siw) against
 #   SERVER=knfsd   the guest's own knfsd (svcrdma, /export on tmpfs), mounted as 10.0.2.15:/export
 #                  over siw on eth0 (the reference: this workload must pass here first);
-#   SERVER=ADDR    a server on the host at ADDR (our nfsrdmad / interop/linuxnfs harness), port 20049.
+#   SERVER=ADDR    a server on the host at ADDR (our nfsrdmad / interop/linuxnfs harness), port 20049,
+#                  export /export or the path the host wrote to /out/nfs41-export.
 # The mount is  mount -t nfs -o vers=4.1,proto=rdma,port=20049 SERVER:/export /mnt/nfs  and the
 # steps are:
 #   mount          xprt: rdma and vers=4.1 in /proc/self/mountstats
@@ -41,7 +42,7 @@ for a in "$@"; do
 done
 M=/mnt/nfs
 SIZES="0 1 3 4095 4097 65537 131071 1048575 1048577 3145733 8388607"
-OPTS="vers=4.1,proto=rdma,port=20049"
+OPTS="vers=4.1,proto=rdma,port=20049" EXP=/export
 
 step "rdma up siw" rdma_up siw eth0
 if [ "$SERVER" = knfsd ]; then
@@ -50,6 +51,8 @@ if [ "$SERVER" = knfsd ]; then
 else
   modprobe rpcrdma; modprobe nfsv4
   T=$SERVER; IF=eth0
+  # a host server whose export is not /export names its path in the run folder
+  [ -s /out/nfs41-export ] && EXP=$(cat /out/nfs41-export)
 fi
 mkdir -p $M
 if [ -n "$PCAP" ]; then
@@ -193,7 +196,7 @@ flocks() {
 fcntls() { python3 /lab/guest/fcntl-locks.py $M/fcntlf; }
 remount() {
   umount $M || return 1
-  timeout 120 mount -t nfs -o "$OPTS" "$T:/export" $M || return 1
+  timeout 120 mount -t nfs -o "$OPTS" "$T:$EXP" $M || return 1
   mounted || return 1
   (cd $M && sha256sum -c --quiet /tmp/manifest) || return 1
   say "$(wc -l < /tmp/manifest) files: sha256 as written"
@@ -224,7 +227,7 @@ wstep() {
 }
 
 t=$(now)
-if step "mount -o $OPTS $T:/export" timeout 120 mount -t nfs -o "$OPTS" "$T:/export" $M; then
+if step "mount -o $OPTS $T:$EXP" timeout 120 mount -t nfs -o "$OPTS" "$T:$EXP" $M; then
   say "mount took $(awk -v a="$(now)" -v b="$t" 'BEGIN{print a-b}') s"
   wstep mounted "mount: xprt: rdma, vers=4.1" mounted
   wstep files "files 0 B .. 8 MiB-1 written, caches dropped, cmp + sha256" files
