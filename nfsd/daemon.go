@@ -40,6 +40,7 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/credits"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4state"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsserver"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcbind"
@@ -105,6 +106,13 @@ type Config struct {
 	// between READ, WRITE and COMMIT calls (0: nfsserver.DefaultMaxOpenFiles; negative:
 	// no cache, every call opens its file).
 	MaxOpenFiles int
+	// NFS4LeaseTime is the NFSv4.1 lease: a client that renews nothing for this long
+	// loses its opens and locks (0: nfs4state.DefaultLeaseTime, 90 s).
+	NFS4LeaseTime time.Duration
+	// NFS4GraceTime is how long after a start with a StateDir that lists NFSv4.1
+	// clients of the previous run only their reclaims are served (0: the lease
+	// time), unless they all finish reclaiming earlier.
+	NFS4GraceTime time.Duration
 
 	// RDMA is the RPC-over-RDMA listener address (host:port; "" disables it). It
 	// serves NFS v3 and v4.1, MOUNT v3 and CONF_RDMA.
@@ -191,6 +199,8 @@ type Info struct {
 	// MountCommand is the Linux command that mounts the export over RDMA (over TCP
 	// when there is no RDMA listener).
 	MountCommand string
+	// MountCommand4 is the same with NFSv4.1, which needs no MOUNT port and no nolock.
+	MountCommand4 string
 	// Registered lists the rpcbind mappings made, as "program/version/netid=uaddr".
 	Registered []string
 	// Budget is the memory budget the NFS listeners share (Config.MemBudget), for
@@ -285,6 +295,12 @@ func (c *Config) Validate() error {
 	}
 	if c.RPCBindTimeout < 0 {
 		return &ConfigError{Field: "RPCBindTimeout", Value: c.RPCBindTimeout.String(), Reason: "must not be negative"}
+	}
+	if c.NFS4LeaseTime < 0 || (c.NFS4LeaseTime != 0 && c.NFS4LeaseTime < time.Second) {
+		return &ConfigError{Field: "NFS4LeaseTime", Value: c.NFS4LeaseTime.String(), Reason: "want at least 1s (0 for the default)"}
+	}
+	if c.NFS4GraceTime < 0 {
+		return &ConfigError{Field: "NFS4GraceTime", Value: c.NFS4GraceTime.String(), Reason: "must not be negative"}
 	}
 	return nil
 }
@@ -407,6 +423,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	nfs, err := nfsserver.NewExports(nfsserver.Options{
 		StateDir: cfg.StateDir, MaxIO: cfg.MaxIO, MaxOpenFiles: cfg.MaxOpenFiles,
 		Logger: log.Named("nfs"),
+		NFS4:   nfsserver.NFS4Options{State: nfs4state.Options{LeaseTime: cfg.NFS4LeaseTime, GraceTime: cfg.NFS4GraceTime}},
 	}, table, cfg.Resolver)
 	if err != nil {
 		return err
@@ -517,6 +534,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	}
 
 	info.MountCommand = MountCommand(info, hostForMount(info))
+	info.MountCommand4 = MountCommand4(info, hostForMount(info))
 	kv := []any{"exports", strings.Join(describeExports(table), "; ")}
 	if info.RDMA != nil {
 		kv = append(kv, "rdma", info.RDMA.String(), "provider", provider, "credits", cfg.Credits, "inline", cfg.Inline)
@@ -530,7 +548,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	if len(info.Registered) > 0 {
 		kv = append(kv, "rpcbind", strings.Join(info.Registered, ","))
 	}
-	kv = append(kv, "mount", info.MountCommand)
+	kv = append(kv, "mount", info.MountCommand, "mount_v4.1", info.MountCommand4)
 	log.Info("serving NFSv3 and NFSv4.1", kv...)
 	if p := openToAll(table); p != "" && !loopbackOnly(info) {
 		log.Warn("an export is open to every host (*): any host that reaches these ports can mount it and act as the uid/gid it claims (AUTH_SYS; root is squashed unless no_root_squash); list the clients in an exports file (-exports), listen on a private address or firewall the ports", "export", p)
@@ -676,6 +694,27 @@ func MountCommand(info Info, host string) string {
 	return "mount -t nfs -o " + strings.Join(opts, ",") + " " + host + ":" + info.ExportPath + " /mnt"
 }
 
+// MountCommand4 returns the Linux command that mounts the export with NFSv4.1 (over
+// RDMA when there is an RDMA listener, else TCP): the client reaches the export
+// through the server's pseudo file system by its path, with neither MOUNT nor NLM.
+func MountCommand4(info Info, host string) string {
+	six := ""
+	if strings.HasPrefix(host, "[") {
+		six = "6"
+	}
+	var proto string
+	var port int
+	switch {
+	case info.RDMA != nil:
+		proto, port = "rdma", portOf(info.RDMA)
+	case info.TCP != nil:
+		proto, port = "tcp", portOf(info.TCP)
+	default:
+		return "" // no NFS listener
+	}
+	return "mount -t nfs -o vers=4.1,proto=" + proto + six + ",port=" + strconv.Itoa(port) + " " + host + ":" + info.ExportPath + " /mnt"
+}
+
 func printSummary(w io.Writer, cfg *Config, t *exports.Table, info Info, provider string) {
 	for _, d := range describeExports(t) {
 		fmt.Fprintf(w, "nfsrdmad: exporting %s\n", d)
@@ -698,7 +737,7 @@ func printSummary(w io.Writer, cfg *Config, t *exports.Table, info Info, provide
 	for _, r := range info.Registered {
 		fmt.Fprintf(w, "  registered with rpcbind      %s\n", r)
 	}
-	fmt.Fprintf(w, "Mount it from Linux with:\n  %s\n", info.MountCommand)
+	fmt.Fprintf(w, "Mount it from Linux with:\n  %s\nor, with NFSv4.1:\n  %s\n", info.MountCommand, info.MountCommand4)
 	if info.RDMA != nil && cfg.Provider == "soft" {
 		fmt.Fprintln(w, "  (the client needs an iWARP device, e.g.: modprobe siw && rdma link add siw0 type siw netdev eth0)")
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -44,6 +45,8 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.Inline = 100 }, "Inline", "want 1024 to 262144"},
 		{func(c *Config) { c.MaxIO = 10 }, "MaxIO", "want 4096"},
 		{func(c *Config) { c.RPCBindTimeout = -1 }, "RPCBindTimeout", "negative"},
+		{func(c *Config) { c.NFS4LeaseTime = time.Millisecond }, "NFS4LeaseTime", "at least 1s"},
+		{func(c *Config) { c.NFS4GraceTime = -time.Second }, "NFS4GraceTime", "negative"},
 	} {
 		c := ok
 		tc.mod(&c)
@@ -62,9 +65,18 @@ func TestMountCommand(t *testing.T) {
 	if got, want := MountCommand(info, "h"), "mount -t nfs -o vers=3,proto=rdma,port=20049,mountport=2049,mountproto=tcp,nolock h:/srv /mnt"; got != want {
 		t.Errorf("MountCommand = %q, want %q", got, want)
 	}
+	if got, want := MountCommand4(info, "h"), "mount -t nfs -o vers=4.1,proto=rdma,port=20049 h:/srv /mnt"; got != want {
+		t.Errorf("MountCommand4 = %q, want %q", got, want)
+	}
 	info.RDMA = nil
 	if got, want := MountCommand(info, "h"), "mount -t nfs -o vers=3,proto=tcp,port=2049,mountport=2049,mountproto=tcp,nolock h:/srv /mnt"; got != want {
 		t.Errorf("MountCommand without RDMA = %q, want %q", got, want)
+	}
+	if got, want := MountCommand4(info, "[2001:db8::1]"), "mount -t nfs -o vers=4.1,proto=tcp6,port=2049 [2001:db8::1]:/srv /mnt"; got != want {
+		t.Errorf("MountCommand4 without RDMA, IPv6 = %q, want %q", got, want)
+	}
+	if got := MountCommand4(Info{Mountd: tcpAddr("0.0.0.0:635"), ExportPath: "/srv"}, "h"); got != "" {
+		t.Errorf("MountCommand4 without an NFS listener = %q", got)
 	}
 	info.RDMA = rpcrdma.Addr{Addr: tcpAddr("[2001:db8::1]:20049")}
 	if got, want := MountCommand(info, "[2001:db8::1]"), "mount -t nfs -o vers=3,proto=rdma6,port=20049,mountport=2049,mountproto=tcp6,nolock [2001:db8::1]:/srv /mnt"; got != want {

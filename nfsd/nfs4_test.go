@@ -4,6 +4,7 @@ package nfsd
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -31,8 +32,9 @@ func compound4(t *testing.T, c *oncrpc.Client, ops ...nfs4.OpArgs) *nfs4.Compoun
 
 // readBig4 reads the first bytes of the export's file "big" with NFSv4.1 over rt, as
 // a client that mounts with vers=4.1 does: EXCHANGE_ID, CREATE_SESSION, then in the
-// session PUTROOTFH, LOOKUP of each component of the export path, OPEN, READ.
-func readBig4(t *testing.T, rt oncrpc.RoundTripper, exportPath, owner string) {
+// session PUTROOTFH, LOOKUP of each component of the export path, OPEN, READ. It
+// returns the lease time the server reports.
+func readBig4(t *testing.T, rt oncrpc.RoundTripper, exportPath, owner string) uint32 {
 	t.Helper()
 	c := oncrpc.NewClient(rt, nfs4.Program, nfs4.Version)
 	res := compound4(t, c, &nfs4.ExchangeIDArgs{ClientOwner: nfs4.ClientOwner4{OwnerID: []byte(owner)}})
@@ -47,18 +49,22 @@ func readBig4(t *testing.T, rt oncrpc.RoundTripper, exportPath, owner string) {
 	}
 	ops = append(ops, &nfs4.OpenArgs{ShareAccess: nfs4.ShareAccessRead, Owner: nfs4.StateOwner4{ClientID: ex.ClientID, Owner: []byte("o")},
 		Claim: nfs4.OpenClaim4{Claim: nfs4.ClaimNull, File: []byte("big")}},
-		&nfs4.ReadArgs{Stateid: nfs4.Stateid4{Seqid: 1}, Count: 4096})
+		&nfs4.ReadArgs{Stateid: nfs4.Stateid4{Seqid: 1}, Count: 4096},
+		&nfs4.GetattrArgs{AttrRequest: nfs4.NewBitmap(nfs4.AttrLeaseTime)})
 	res = compound4(t, c, ops...)
-	if r := res.Results[len(res.Results)-1].(*nfs4.ReadRes); len(r.Data) != 4096 || r.EOF {
+	n := len(res.Results)
+	if r := res.Results[n-2].(*nfs4.ReadRes); len(r.Data) != 4096 || r.EOF {
 		t.Fatalf("READ: %d bytes, eof %v", len(r.Data), r.EOF)
 	}
+	return res.Results[n-1].(*nfs4.GetattrRes).Attr.LeaseTime
 }
 
 // TestRunServesNFS4: Run serves NFSv4.1 on its RDMA and TCP listeners beside NFSv3,
-// with metrics on and off.
+// with metrics on and off, with the lease time of Config.NFS4LeaseTime.
 func TestRunServesNFS4(t *testing.T) {
-	for _, metrics := range []string{"", "127.0.0.1:0"} {
-		s := startHostileServer(t, Config{Metrics: metrics})
+	for i, metrics := range []string{"", "127.0.0.1:0"} {
+		lease := time.Duration(17+i) * time.Second
+		s := startHostileServer(t, Config{Metrics: metrics, NFS4LeaseTime: lease})
 		dev := soft.New(soft.Config{})
 		t.Cleanup(func() { dev.Close() })
 		rrt, err := rpcrdma.Dial(context.Background(), dev, s.info.RDMA.String(), nil)
@@ -71,7 +77,10 @@ func TestRunServesNFS4(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { trt.Close() })
-		readBig4(t, rrt, s.info.ExportPath, "rdma client")
-		readBig4(t, trt, s.info.ExportPath, "tcp client")
+		for _, rt := range []oncrpc.RoundTripper{rrt, trt} {
+			if got := readBig4(t, rt, s.info.ExportPath, fmt.Sprintf("client %d %p", i, rt)); got != uint32(lease/time.Second) {
+				t.Fatalf("lease_time %d, want %v", got, lease)
+			}
+		}
 	}
 }

@@ -31,12 +31,16 @@ type BackchannelOptions struct {
 	// Handler serves every reverse-direction call, whatever its program and version:
 	// it reads them from req.Header and answers a program it does not host with
 	// &AcceptError{Stat: ProgUnavail}. req.Conn is the reverse direction of the
-	// client transport; it carries no further calls.
+	// client transport; it carries no further calls. It must return once its ctx
+	// ends: closing the transport waits for it.
 	Handler Handler
 	// MaxRequests bounds the reverse calls in progress (received and not yet
 	// answered) at once, default DefaultBackchannelRequests. An RPC-over-RDMA client
-	// keeps that many receives posted for them and announces it to the server (RFC
-	// 8167 §4); a call past the bound is dropped and counted.
+	// keeps that many receives posted for them and grants that many reverse credits
+	// to the server (RFC 8167); a call past the bound is dropped and counted. Calls
+	// still running from a lost connection count until they return. An NFSv4.1
+	// client offers at most this many back-channel slots (CREATE_SESSION's
+	// ca_maxrequests).
 	MaxRequests int
 	// Logger receives control-path events of the callback service (handler panics,
 	// garbage). Default: no logging.
@@ -53,8 +57,9 @@ func (o *BackchannelOptions) MaxReqs() int {
 
 // BackchannelReplyFunc is how a client transport sends the reply to a reverse call: it
 // sends reply (nil: none, the call is dropped) on the connection call arrived on, if
-// that connection is still up, and then releases call (its Msg.Inline and the
-// transport's Cookie) for reuse.
+// that connection is still up, and releases call (its Msg.Inline and the transport's
+// Cookie) for reuse. It must release what the call holds (an RDMA receive) before the
+// reply can reach the server, which may send its next call as soon as it has the reply.
 type BackchannelReplyFunc func(call *ServerCall, reply *Message) error
 
 // A BackchannelServer runs the reverse-direction calls a client transport receives
@@ -184,11 +189,13 @@ func (c *backchannelConn) ReadCall(ctx context.Context) (*ServerCall, error) {
 	return nil, errBackchannelPush
 }
 
-// WriteReply implements ServerConn by handing the reply to the transport.
+// WriteReply implements ServerConn by handing the reply to the transport. The call
+// stops counting against MaxRequests first: once the reply is out, the server may send
+// the next call at once, and the transport has given back the call's resources by then.
 func (c *backchannelConn) WriteReply(call *ServerCall, reply *Message) error {
-	err := c.write(call, reply)
 	c.b.inProgress.Add(-1)
 	c.b.replies.Add(1)
+	err := c.write(call, reply)
 	if err != nil {
 		return fmt.Errorf("oncrpc: reverse-direction reply to %v: %w", c.remote, err)
 	}

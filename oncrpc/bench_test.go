@@ -207,3 +207,23 @@ func byteSize(n int) string {
 	}
 	return fmt.Sprintf("%dB", n)
 }
+
+// BenchmarkTCPBackchannelRoundTrip measures one reverse call from the server to a
+// client's callback handler and back, over TCP.
+func BenchmarkTCPBackchannelRoundTrip(b *testing.B) {
+	relay := &reverseRelay{}
+	_, addr := startTCPServer(b, nil, relay.handler())
+	tr := dialTCP(b, addr, &TCPOptions{Backchannel: &BackchannelOptions{Handler: callbackHandler(nil, nil)}})
+	var out opaqueRes
+	if err := NewClient(tr, testProg, testVers).Call(context.Background(), procEcho, bytesArg("warm"), &out); err != nil {
+		b.Fatal(err)
+	}
+	c := NewClient(relay.rt.Load().(RoundTripper), cbProg, cbVers)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := c.Call(context.Background(), cbProcCB, bytesArg("x"), &out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -63,6 +63,24 @@
 // deadlines and a retransmission policy; steady-state calls do not allocate in this
 // package.
 //
+// # Reverse direction
+//
+// A server may call the client connected to it (NFSv4.1 callbacks): a ServerConn that
+// can carry such calls implements BackchannelConn, whose Backchannel RoundTripper sends
+// CALLs with the server's XIDs (NextXID) and matches the client's REPLYs, which the
+// transport tells from forward calls by msg_type; TCP server connections do, on the same
+// record stream, and so do rpcrdma's (RFC 8167). A client transport given
+// BackchannelOptions (TCPOptions.Backchannel, rpcrdma.ClientOptions.Backchannel) serves
+// the CALLs its server sends with a Handler, through a BackchannelServer that applies this
+// package's Server checks, bounds the calls in progress (MaxRequests) and hands each
+// reply back to the transport for the connection the call came on. Without a Handler,
+// or past the bound, reverse calls are dropped and counted.
+//
+// Over TCP the server reads reverse replies in the loop that reads calls; that loop
+// pauses while ServerOptions.MaxConcurrent handlers run or the connection's budget is
+// spent, so a handler that waits for a reverse reply must not be one of MaxConcurrent
+// such handlers: make callbacks from a goroutine of their own.
+//
 // # TCP
 //
 // DialTCP/NewTCPTransport and ListenTCP implement RFC 5531 §11 record marking with

@@ -129,8 +129,7 @@ type TCPTransport struct {
 	reconnects atomic.Uint64
 
 	bcs            *BackchannelServer // nil: reverse calls are dropped
-	reverseCalls   atomic.Uint64
-	reverseDropped atomic.Uint64
+	reverseDropped atomic.Uint64      // without bcs
 }
 
 // TCPStats are a client transport's cumulative counters.
@@ -182,8 +181,15 @@ func (t *TCPTransport) Unmatched() uint64 { return t.pending.Unmatched() }
 
 // Stats returns the transport's counters.
 func (t *TCPTransport) Stats() TCPStats {
-	return TCPStats{Unmatched: t.pending.Unmatched(), SendErrors: t.sendErrs.Load(), Reconnects: t.reconnects.Load(),
-		ReverseCalls: t.reverseCalls.Load(), ReverseDropped: t.reverseDropped.Load()}
+	st := TCPStats{Unmatched: t.pending.Unmatched(), SendErrors: t.sendErrs.Load(), Reconnects: t.reconnects.Load(),
+		ReverseDropped: t.reverseDropped.Load()}
+	if t.bcs != nil {
+		// Counted by the callback service as it takes a call, before the call can be
+		// answered.
+		bs := t.bcs.Stats()
+		st.ReverseCalls, st.ReverseDropped = bs.Calls, st.ReverseDropped+bs.Dropped
+	}
+	return st
 }
 
 // RoundTrip implements RoundTripper.
@@ -390,6 +396,7 @@ type TCPListener struct {
 	l     *net.TCPListener
 	opts  TCPOptions
 	guard *connguard.Set // connection limit and idle sweeper
+	bc    bcCounters     // its connections' reverse directions, summed
 }
 
 // ListenTCP listens on addr ("host:port"; port 0 picks one).
@@ -417,6 +424,7 @@ func (l *TCPListener) Accept(ctx context.Context) (ServerConn, error) {
 			continue
 		}
 		sc := newTCPServerConn(c, &l.opts, l.guard)
+		sc.bcSum = &l.bc
 		l.guard.Track(sc)
 		return sc, nil
 	}
@@ -488,8 +496,9 @@ type tcpServerConn struct {
 
 	pool sync.Pool // *tcpCall
 
-	bcMu sync.Mutex // serializes the creation of bc
-	bc   atomic.Pointer[tcpBackchannel]
+	bcMu  sync.Mutex // serializes the creation of bc
+	bc    atomic.Pointer[tcpBackchannel]
+	bcSum *bcCounters // the listener's, or nil
 }
 
 type tcpCall struct {
@@ -574,10 +583,11 @@ func (sc *tcpServerConn) ReadCall(ctx context.Context) (*ServerCall, error) {
 			}
 			return nil, err
 		}
-		if bc := sc.bc.Load(); bc == nil || !isReply(tc.buf) {
+		bc := sc.bc.Load()
+		if bc == nil || !isReply(tc.buf) {
 			break
 		}
-		sc.bc.Load().receive(tc.buf) // a reply to a reverse-direction call
+		bc.receive(tc.buf) // a reply to a reverse-direction call
 	}
 	tc.Msg = Message{Inline: tc.buf}
 	sc.calls.Add(1)
@@ -633,8 +643,9 @@ func (sc *tcpServerConn) Close() error {
 	err := sc.c.Close()
 	if first {
 		sc.bcMu.Lock() // Backchannel creates no bc after this
+		bc := sc.bc.Load()
 		sc.bcMu.Unlock()
-		if bc := sc.bc.Load(); bc != nil {
+		if bc != nil {
 			bc.connClosed()
 		}
 	}

@@ -19,6 +19,8 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
+var _ BackchannelConn = (*tcpServerConn)(nil)
+
 // isReply reports whether record holds an RPC message whose msg_type is REPLY.
 func isReply(record []byte) bool {
 	return len(record) >= 8 && MsgType(binary.BigEndian.Uint32(record[4:])) == Reply
@@ -29,20 +31,42 @@ func isCall(record []byte) bool {
 	return len(record) >= 8 && MsgType(binary.BigEndian.Uint32(record[4:])) == Call
 }
 
-// TCPBackchannelStats are the counters of a TCP server connection's reverse direction.
+// TCPBackchannelStats are the reverse-direction counters of a TCP server connection
+// (its Backchannel's Stats) or of a listener's connections (TCPListener.BackchannelStats).
 type TCPBackchannelStats struct {
 	Calls     uint64 // reverse calls sent
 	Replies   uint64 // replies received and matched to a reverse call
-	Unmatched uint64 // replies whose XID matched no outstanding reverse call
+	Unmatched uint64 // replies whose XID matched no outstanding reverse call (late ones included)
 }
+
+// bcCounters count reverse calls sent and replies matched.
+type bcCounters struct {
+	calls, replies, unmatched atomic.Uint64
+}
+
+func (c *bcCounters) stats() TCPBackchannelStats {
+	return TCPBackchannelStats{Calls: c.calls.Load(), Replies: c.replies.Load(), Unmatched: c.unmatched.Load()}
+}
+
+// BackchannelStats returns the reverse-direction counters of the listener's
+// connections, summed.
+func (l *TCPListener) BackchannelStats() TCPBackchannelStats { return l.bc.stats() }
 
 // tcpBackchannel is the reverse-direction RoundTripper of a TCP server connection.
 type tcpBackchannel struct {
 	sc      *tcpServerConn
 	pending PendingCalls
 	closed  atomic.Bool
-	calls   atomic.Uint64
-	replies atomic.Uint64
+	own     bcCounters
+	sum     *bcCounters // the listener's, or nil
+}
+
+// count adds one to a counter of bc and of the listener's sum.
+func (bc *tcpBackchannel) count(f func(*bcCounters) *atomic.Uint64) {
+	f(&bc.own).Add(1)
+	if bc.sum != nil {
+		f(bc.sum).Add(1)
+	}
 }
 
 // Backchannel implements BackchannelConn.
@@ -55,7 +79,7 @@ func (sc *tcpServerConn) Backchannel() (RoundTripper, error) {
 	if sc.closed.Load() {
 		return nil, fmt.Errorf("oncrpc: backchannel to %v: %w", sc.c.RemoteAddr(), ErrClosed)
 	}
-	bc := &tcpBackchannel{sc: sc}
+	bc := &tcpBackchannel{sc: sc, sum: sc.bcSum}
 	sc.bc.Store(bc)
 	return bc, nil
 }
@@ -72,7 +96,7 @@ func (sc *tcpServerConn) BackchannelStats() TCPBackchannelStats {
 
 // Stats returns the counters.
 func (bc *tcpBackchannel) Stats() TCPBackchannelStats {
-	return TCPBackchannelStats{Calls: bc.calls.Load(), Replies: bc.replies.Load(), Unmatched: bc.pending.Unmatched()}
+	return bc.own.stats()
 }
 
 // RoundTrip sends call as a record on the connection and waits for the client's reply.
@@ -100,6 +124,9 @@ func (bc *tcpBackchannel) RoundTrip(ctx context.Context, call *ClientCall, reply
 	sc.vecs.build(&call.Msg)
 	sc.nb = sc.vecs.iov
 	_, err = sc.nb.WriteTo(sc.c)
+	if ok && err == nil {
+		sc.c.SetWriteDeadline(time.Time{}) // WriteReply sets its own, if any
+	}
 	sc.wmu.Unlock()
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
@@ -108,7 +135,7 @@ func (bc *tcpBackchannel) RoundTrip(ctx context.Context, call *ClientCall, reply
 		sc.Close() // a partial record corrupts the stream
 		return bc.pending.Fail(p, fmt.Errorf("oncrpc: sending reverse call xid %#x to %v: %w", call.XID, sc.c.RemoteAddr(), err))
 	}
-	bc.calls.Add(1)
+	bc.count(func(c *bcCounters) *atomic.Uint64 { return &c.calls })
 	return bc.pending.Wait(ctx, p)
 }
 
@@ -116,9 +143,10 @@ func (bc *tcpBackchannel) RoundTrip(ctx context.Context, call *ClientCall, reply
 func (bc *tcpBackchannel) receive(record []byte) {
 	p := bc.pending.Claim(binary.BigEndian.Uint32(record))
 	if p == nil {
+		bc.count(func(c *bcCounters) *atomic.Uint64 { return &c.unmatched })
 		return
 	}
-	bc.replies.Add(1)
+	bc.count(func(c *bcCounters) *atomic.Uint64 { return &c.replies })
 	p.Reply.Inline = append(p.Reply.Inline[:0], record...)
 	p.Reply.Placed = p.Reply.Placed[:0]
 	p.Reply.Padding = xdr.Padding{}
@@ -164,12 +192,9 @@ func (t *TCPTransport) serveReverse(c net.Conn, record []byte) {
 	rc.buf = append(rc.buf[:0], record...)
 	rc.Msg = Message{Inline: rc.buf}
 	rc.conn = c
-	if !t.bcs.Deliver(&rc.ServerCall) {
-		t.reverseDropped.Add(1)
+	if !t.bcs.Deliver(&rc.ServerCall) { // counted as dropped by the callback service
 		t.releaseReverse(rc)
-		return
 	}
-	t.reverseCalls.Add(1)
 }
 
 // writeReverseReply is the TCPTransport's BackchannelReplyFunc.

@@ -62,9 +62,10 @@ func (r *opaqueRes) DecodeXDR(d *xdr.Decoder) error {
 // reverseRelay is a forward handler: procEcho makes a reverse call to cbProcCB with its
 // argument and answers with the callback's result. rts receives the RoundTripper.
 type reverseRelay struct {
-	timeout atomic.Int64 // nanoseconds bounding the reverse call (0: the forward call's ctx)
-	rt      atomic.Value // RoundTripper
-	errs    chan error   // the reverse calls' errors, when not nil
+	cancelable atomic.Bool // the handler hands a cancel function for its reverse call to cancels
+	cancels    chan context.CancelFunc
+	rt         atomic.Value // RoundTripper
+	errs       chan error   // the reverse calls' errors, when not nil
 }
 
 func (r *reverseRelay) handler() Procs {
@@ -82,10 +83,11 @@ func (r *reverseRelay) handler() Procs {
 			return err
 		}
 		r.rt.Store(rt)
-		if d := time.Duration(r.timeout.Load()); d > 0 {
+		if r.cancelable.Load() {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, d)
+			ctx, cancel = context.WithCancel(ctx)
 			defer cancel()
+			r.cancels <- cancel
 		}
 		var out opaqueRes
 		err = NewClient(rt, cbProg, cbVers).Call(ctx, cbProcCB, bytesArg(arg), &out)
@@ -114,7 +116,7 @@ func (r *reverseRelay) stats(t *testing.T) TCPBackchannelStats {
 // callback's result, and both sides count the reverse call.
 func TestTCPBackchannelCallback(t *testing.T) {
 	relay := &reverseRelay{}
-	_, addr := startTCPServer(t, nil, relay.handler())
+	l, addr := startTCPListener(t, relay.handler())
 	tr := dialTCP(t, addr, &TCPOptions{Backchannel: &BackchannelOptions{Handler: callbackHandler(nil, nil)}})
 	c := NewClient(tr, testProg, testVers)
 	for i := range 3 {
@@ -131,6 +133,9 @@ func TestTCPBackchannelCallback(t *testing.T) {
 	}
 	if st := relay.stats(t); st.Calls != 3 || st.Replies != 3 || st.Unmatched != 0 {
 		t.Errorf("server back channel stats %+v, want 3 calls and replies", st)
+	}
+	if st := l.BackchannelStats(); st.Calls != 3 || st.Replies != 3 || st.Unmatched != 0 {
+		t.Errorf("listener back channel stats %+v, want 3 calls and replies", st)
 	}
 	// A program the client does not host is answered PROG_UNAVAIL by its handler.
 	rt := relay.rt.Load().(RoundTripper)
@@ -198,15 +203,20 @@ func TestTCPBackchannelConcurrency(t *testing.T) {
 // A client without a back channel handler drops reverse calls and counts them; the
 // server's reverse call ends with its context.
 func TestTCPBackchannelNoHandler(t *testing.T) {
-	relay := &reverseRelay{}
-	relay.timeout.Store(int64(50 * time.Millisecond))
+	relay := &reverseRelay{cancels: make(chan context.CancelFunc, 1)}
+	relay.cancelable.Store(true)
 	_, addr := startTCPServer(t, nil, relay.handler())
 	tr := dialTCP(t, addr, nil)
 	c := NewClient(tr, testProg, testVers)
-	err := c.Call(context.Background(), procEcho, bytesArg("x"), nil)
+	fwd := make(chan error, 1)
+	go func() { fwd <- c.Call(context.Background(), procEcho, bytesArg("x"), nil) }()
+	cancel := <-relay.cancels
+	waitFor(t, "the client to drop the reverse call", func() bool { return tr.Stats().ReverseDropped == 1 })
+	cancel()
+	err := <-fwd
 	var ae *AcceptError
 	if !errors.As(err, &ae) || ae.Stat != SystemErr {
-		t.Fatalf("forward call: %v, want SYSTEM_ERR (the handler's reverse call timed out)", err)
+		t.Fatalf("forward call: %v, want SYSTEM_ERR (the handler's reverse call was cancelled)", err)
 	}
 	if st := tr.Stats(); st.ReverseDropped != 1 || st.ReverseCalls != 0 {
 		t.Errorf("client stats %+v, want one reverse call dropped", st)
@@ -259,7 +269,7 @@ func forwardCall(xid uint32, arg string) []byte {
 // decoding error, a reverse call never answered ends with its context, and closing the
 // connection fails the ones outstanding; nothing stays pending.
 func TestTCPBackchannelHostileClient(t *testing.T) {
-	relay := &reverseRelay{errs: make(chan error, 4)}
+	relay := &reverseRelay{errs: make(chan error, 4), cancels: make(chan context.CancelFunc, 1)}
 	_, addr := startTCPServer(t, nil, relay.handler())
 	rc := dialRawRecords(t, addr)
 
@@ -286,18 +296,19 @@ func TestTCPBackchannelHostileClient(t *testing.T) {
 	}
 
 	// 2: a reverse call never answered ends with its context.
-	relay.timeout.Store(int64(20 * time.Millisecond))
+	relay.cancelable.Store(true)
 	rc.send(t, forwardCall(2, "b"))
 	rc.read(t) // the reverse call, ignored
-	if err := <-relay.errs; !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("unanswered reverse call: %v, want DeadlineExceeded", err)
+	(<-relay.cancels)()
+	if err := <-relay.errs; !errors.Is(err, context.Canceled) {
+		t.Fatalf("unanswered reverse call: %v, want Canceled", err)
 	}
 	rc.read(t) // the forward reply
 
 	// 3: closing the connection ends the reverse call outstanding (the Server
 	// cancels the handler's context as the connection fails, and closing it fails
 	// the reverse calls still pending).
-	relay.timeout.Store(0)
+	relay.cancelable.Store(false)
 	rc.send(t, forwardCall(3, "c"))
 	rc.read(t)
 	rc.c.Close()
@@ -314,6 +325,27 @@ func TestTCPBackchannelHostileClient(t *testing.T) {
 	}
 }
 
+// startTCPListener is startTCPServer that also returns the listener.
+func startTCPListener(t *testing.T, h Handler) (*TCPListener, string) {
+	t.Helper()
+	s := NewServer(nil)
+	s.Register(testProg, testVers, h)
+	l, err := ListenTCP("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Serve(l)
+	}()
+	t.Cleanup(func() {
+		s.Close()
+		<-done
+	})
+	return l, l.Addr().String()
+}
+
 // waitFor polls cond (the events it waits for happen on other goroutines and leave no
 // other trace).
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -322,5 +354,53 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
+	}
+}
+
+// A connection lost while the client serves a reverse call: the client reconnects and
+// retransmits the forward call, which calls back again on the new connection; the
+// reply to the first reverse call, which belongs to the lost connection, is not sent
+// on the new one.
+func TestTCPBackchannelConnectionLoss(t *testing.T) {
+	relay := &reverseRelay{errs: make(chan error, 2)}
+	_, addr := startTCPServer(t, nil, relay.handler())
+	entered := make(chan struct{}, 2)
+	gate := make(chan struct{})
+	tr := dialTCP(t, addr, &TCPOptions{Backchannel: &BackchannelOptions{Handler: callbackHandler(entered, gate)}})
+	c := NewClient(tr, testProg, testVers)
+	fwd := make(chan error, 1)
+	go func() {
+		var out opaqueRes
+		err := c.Call(context.Background(), procEcho, bytesArg("again"), &out)
+		if err == nil && string(out.b) != "cb:again" {
+			err = fmt.Errorf("result %q", out.b)
+		}
+		fwd <- err
+	}()
+	<-entered
+	first := relay.rt.Load().(*tcpBackchannel)
+	first.sc.Close() // the server drops the connection while the callback runs
+	if err := <-relay.errs; !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) {
+		t.Fatalf("reverse call on the lost connection: %v, want ErrClosed or Canceled", err)
+	}
+	<-entered // the retransmitted call calls back on the new connection
+	close(gate)
+	if err := <-fwd; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-relay.errs; err != nil {
+		t.Fatalf("reverse call on the new connection: %v", err)
+	}
+	second := relay.rt.Load().(*tcpBackchannel)
+	if second == first {
+		t.Fatal("no new connection")
+	}
+	// One reply reached the new connection's back channel, none was unmatched there.
+	waitFor(t, "the reply on the new connection", func() bool { return second.Stats().Replies == 1 })
+	if st := second.Stats(); st.Unmatched != 0 {
+		t.Errorf("new connection's back channel stats %+v: the old reply leaked onto it", st)
+	}
+	if st := tr.Stats(); st.ReverseCalls != 2 || st.Reconnects != 1 {
+		t.Errorf("client stats %+v, want 2 reverse calls and a reconnection", st)
 	}
 }

@@ -70,6 +70,13 @@ type ClientOptions struct {
 	// receives (header and inline body), for tests and debugging. It must not retain
 	// msg.
 	Trace func(sent bool, msg []byte)
+	// Backchannel makes the client serve the calls the server sends in the reverse
+	// direction (RFC 8167; NFSv4.1 callbacks): each connection keeps MaxRequests
+	// receives posted for them beyond its forward credits, grants that many reverse
+	// credits in its replies, and answers on the connection the call came on. Without
+	// it reverse calls are dropped and counted (ClientStats.ReverseDropped), as by
+	// Linux's client without a callback service.
+	Backchannel *oncrpc.BackchannelOptions
 }
 
 func (o *ClientOptions) fill() {
@@ -137,6 +144,13 @@ type Client struct {
 	closedCh chan struct{}
 
 	reqPool sync.Pool
+
+	// The reverse direction (backchannel_client.go): the callback service (nil:
+	// none), the reverse credits granted, and the receives kept posted beyond one
+	// per call in flight (clientExtraRecvs plus bcGrant).
+	bcs                             *oncrpc.BackchannelServer
+	bcGrant, extraRecvs             int
+	reverseDropped, reverseTooLarge atomic.Uint64 // without a callback service; replies over the inline threshold
 }
 
 var _ oncrpc.RoundTripper = (*Client)(nil)
@@ -154,8 +168,12 @@ func Dial(ctx context.Context, dev verbs.Device, addr string, opts *ClientOption
 	}
 	c := &Client{dev: dev, addr: addr, opts: o, pd: pd, regs: newRegCache(pd), window: credits.NewWindow(o.Credits), closedCh: make(chan struct{})}
 	c.reqPool.New = func() any { return &request{done: make(chan struct{}, 1)} }
+	c.startBackchannel()
 	cc, err := c.dial(ctx)
 	if err != nil {
+		if c.bcs != nil {
+			c.bcs.Close()
+		}
 		pd.Close()
 		return nil, err
 	}
@@ -189,10 +207,10 @@ type clientConn struct {
 // dial establishes one connection.
 func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 	o := &c.opts
-	nrecv := o.Credits + clientExtraRecvs
+	nrecv := o.Credits + c.extraRecvs
 	callRecvs := min(initialCallRecvs, o.Credits)
 	ep, err := newEndpoint(c.pd, c.dev, endpointConfig{
-		recvSize: o.InlineRecv, nrecv: nrecv, initRecv: callRecvs + clientExtraRecvs,
+		recvSize: o.InlineRecv, nrecv: nrecv, initRecv: callRecvs + c.extraRecvs,
 		sendSize: o.InlineSend, nsend: nrecv,
 		sqDepth: 2*o.Credits + 64, maxSendSGE: 2,
 	})
@@ -251,13 +269,13 @@ func (cc *clientConn) growRecvs(inFlight int) {
 		return
 	}
 	want := min(max(inFlight, 2*have), cc.c.opts.Credits)
-	total, err := cc.ep.growRecv(want + clientExtraRecvs)
+	total, err := cc.ep.growRecv(want + cc.c.extraRecvs)
 	if err != nil {
 		cc.c.opts.Logger.Debug("cannot post more receives", "addr", cc.c.addr, "posted", total, "err", err)
 	}
 	for {
 		cur := cc.callRecvs.Load()
-		n := int32(total - clientExtraRecvs)
+		n := int32(total - cc.c.extraRecvs)
 		if n <= cur || cc.callRecvs.CompareAndSwap(cur, n) {
 			return
 		}
@@ -479,6 +497,9 @@ func (c *Client) Close() error {
 	if cc != nil {
 		cc.fail(oncrpc.ErrClosed)
 		cc.ep.teardown()
+	}
+	if c.bcs != nil {
+		c.bcs.Close() // its handlers' replies find the connection dead
 	}
 	c.regs.close()
 	return c.pd.Close()

@@ -29,6 +29,10 @@ func (cc *clientConn) onRecv(idx, n int, wc *verbs.Completion) {
 		cc.repost(idx)
 		return
 	}
+	if body, mt, ok := reverseMessage(buf); ok && mt == oncrpc.Call {
+		cc.reverseCall(idx, body) // a reverse-direction call (RFC 8167)
+		return
+	}
 	xid := binary.BigEndian.Uint32(buf)
 	cc.mu.Lock()
 	r, ok := cc.pending.take(xid)

@@ -88,5 +88,23 @@
 // otherwise (ServerConn.AcceptsMSGP), and answers RDMA_MSGP only to RDMA_MSGP calls,
 // padded to the call's rdma_align.
 //
+// # Reverse direction
+//
+// RFC 8167 bidirectional RPC (backchannel*.go, as Linux's backchannel.c and
+// svc_rdma_backchannel.c): ServerConn implements oncrpc.BackchannelConn, whose
+// Backchannel RoundTripper sends CALLs to the client; ClientOptions.Backchannel makes a
+// Client serve them with an oncrpc.Handler. A reverse-direction message is an RDMA_MSG
+// with no chunks whose RPC xid equals rdma_xid; a client tells a reverse CALL from a
+// forward REPLY, and a server a reverse REPLY from a forward CALL, by msg_type. Reverse
+// messages travel inline only: a call over the inline threshold fails with
+// ErrReverseTooLarge, a reply over it becomes SYSTEM_ERR. Reverse credits are counted
+// apart from forward ones: a server connection requests ServerOptions.BackchannelCredits
+// (2, as Linux svcrdma), starts with one and follows the grant in each reverse reply,
+// and posts receives for the replies once its back channel is used; the client keeps
+// BackchannelOptions.MaxRequests receives posted for reverse calls and grants that many
+// (Linux's client grants 16 and keeps 32 posted). A client without a handler drops
+// reverse calls and counts them (ClientStats), as Linux's RDMA client does without a
+// callback service; so does one whose server exceeds the grant (Linux disconnects).
+//
 // Logging (github.com/hashicorp/go-hclog, the project's logger) is on control paths only.
 package rpcrdma

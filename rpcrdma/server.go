@@ -126,6 +126,11 @@ type ServerOptions struct {
 	// refused (an MPA Reject), counted (Listener.Refused) and logged at Warn at most
 	// every 10 seconds. Default DefaultMaxConns (1024); negative: no limit.
 	MaxConns int
+	// BackchannelCredits is the most reverse-direction calls a connection has in
+	// flight (ServerConn.Backchannel; RFC 8167), the reverse credits it requests, and
+	// the receives it posts for their replies once its back channel is first used.
+	// Default DefaultBackchannelCredits.
+	BackchannelCredits int
 }
 
 func (o *ServerOptions) fill() {
@@ -165,6 +170,9 @@ func (o *ServerOptions) fill() {
 	}
 	if o.MaxConns == 0 {
 		o.MaxConns = DefaultMaxConns
+	}
+	if o.BackchannelCredits <= 0 {
+		o.BackchannelCredits = DefaultBackchannelCredits
 	}
 }
 
@@ -349,7 +357,7 @@ func (l *Listener) setup(ctx context.Context, cr verbs.ConnRequest) (*ServerConn
 		o.Logger.Debug("client sent no RFC 8797 private data; using 1024-byte inline sizes", "remote", cr.RemoteAddr(), "err", perr)
 	}
 	perConn := o.Credits.Config().PerConn
-	nrecv := perConn + o.ExtraRecvs
+	nrecv := perConn + o.ExtraRecvs + o.BackchannelCredits // the last only once a back channel is used
 	callRecvs := min(initialCallRecvs, perConn)
 	ep, err := newEndpoint(l.pd, l.dev, endpointConfig{
 		recvSize: o.InlineRecv, nrecv: nrecv, initRecv: callRecvs + o.ExtraRecvs,
@@ -443,6 +451,8 @@ type ServerConn struct {
 	reads  *credits.Window // one credit per RDMA Read the connection may have in flight (ORD)
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	bcState // the reverse direction (backchannel_server.go)
 }
 
 var (
@@ -541,6 +551,7 @@ func (sc *ServerConn) Close() error {
 		delete(sc.l.conns, sc)
 		sc.l.mu.Unlock()
 		sc.l.guard.Leave((*idleView)(sc))
+		sc.closeBackchannel()
 	})
 	return nil
 }
@@ -549,17 +560,18 @@ func (sc *ServerConn) Close() error {
 type idleView ServerConn
 
 // Activity reports the calls accepted on the connection and whether any is
-// outstanding: received and not yet answered, whatever stage it is in.
+// outstanding: received and not yet answered, whatever stage it is in, or a reverse
+// call awaiting its reply.
 func (v *idleView) Activity() (uint64, bool) {
 	calls, out := v.cred.Activity()
-	return calls, out > 0
+	return calls, out > 0 || (*ServerConn)(v).reverseBusy()
 }
 
 // CloseIfIdle closes the connection if no call arrived since Activity counted calls and
 // none is outstanding. The credit share is closed first, under the same lock that
 // admits calls, so a call that arrives meanwhile is refused rather than half served.
 func (v *idleView) CloseIfIdle(calls uint64) bool {
-	if !v.cred.CloseIfIdle(calls) {
+	if (*ServerConn)(v).reverseBusy() || !v.cred.CloseIfIdle(calls) {
 		return false
 	}
 	(*ServerConn)(v).Close()

@@ -46,7 +46,7 @@ func (sc *ServerConn) receiveInline(idx, n int, deliver func(*oncrpc.ServerCall,
 	c := sc.getCall()
 	h := &c.h
 	hl, err := h.Decode(buf)
-	if err != nil || (h.Proc != ProcMsg && h.Proc != ProcMsgP) {
+	if err != nil || (h.Proc != ProcMsg && h.Proc != ProcMsgP) || sc.isReverseReply(buf) {
 		sc.putCall(c)
 		return false
 	}
@@ -181,12 +181,15 @@ func (sc *ServerConn) ServeCalls(ctx context.Context, deliver func(call *oncrpc.
 // growRecvs posts receives for up to n calls, so that the grants can follow a client
 // that uses its credits. A failure leaves the grants where they are.
 func (sc *ServerConn) growRecvs(n int) {
-	total, err := sc.ep.growRecv(n + sc.l.opts.ExtraRecvs)
+	total, err := sc.ep.growRecv(n + sc.l.opts.ExtraRecvs + int(sc.bcRecvs.Load()))
 	if err != nil {
 		sc.l.opts.Logger.Debug("cannot post more receives", "remote", sc.remote, "posted", total, "err", err)
 	}
+	// Loaded again: Backchannel stores its count before posting its receives, so
+	// they are never counted as call receives (at worst too few are, for a moment).
+	bcRecvs := int(sc.bcRecvs.Load())
 	sc.mu.Lock() // the receive loop and the completion context both grow
-	if calls := total - sc.l.opts.ExtraRecvs; calls > sc.callRecvs {
+	if calls := total - sc.l.opts.ExtraRecvs - bcRecvs; calls > sc.callRecvs {
 		sc.callRecvs = calls
 		sc.cred.SetReceives(calls)
 	}
@@ -323,6 +326,13 @@ func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
 	case ProcError:
 		sc.putCall(c)
 		return nil, nil
+	}
+	if bc := sc.bc.Load(); bc != nil {
+		if body, mt, ok := reverseMessage(buf); ok && mt == oncrpc.Reply {
+			bc.receive(h.Credits, body) // a reply to a reverse call (RFC 8167)
+			sc.putCall(c)
+			return nil, nil
+		}
 	}
 	c.msgp = h.Proc == ProcMsgP
 	body, grouped, cerr := checkCall(h, buf[hl:], sc.l.opts.MSGP, c.asm.grouped[:0])

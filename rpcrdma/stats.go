@@ -38,6 +38,11 @@ type ServerStats struct {
 	// Credits is a snapshot of the credit shares (ServerOptions.Credits, which
 	// other listeners may share).
 	Credits credits.Stats
+	// ReverseCalls counts the reverse-direction calls sent (ServerConn.Backchannel,
+	// RFC 8167); ReverseReplies the replies matched to them; ReverseUnmatched the
+	// reverse replies that matched no call waiting (unknown XIDs, or calls whose
+	// context ended first).
+	ReverseCalls, ReverseReplies, ReverseUnmatched uint64
 }
 
 // serverCounters are the live counters behind ServerStats.
@@ -46,6 +51,7 @@ type serverCounters struct {
 	repliesInline, repliesReplyChunk, repliesReadChunk atomic.Uint64
 	writeChunks, writeBytes                            atomic.Uint64
 	errVers, errChunk                                  atomic.Uint64
+	reverseCalls, reverseReplies, reverseUnmatched     atomic.Uint64
 }
 
 // Stats returns the Listener's counters.
@@ -57,7 +63,8 @@ func (l *Listener) Stats() ServerStats {
 		RepliesInline: c.repliesInline.Load(), RepliesReplyChunk: c.repliesReplyChunk.Load(), RepliesReadChunk: c.repliesReadChunk.Load(),
 		WriteChunks: c.writeChunks.Load(), WriteBytes: c.writeBytes.Load(),
 		ErrVers: c.errVers.Load(), ErrChunk: c.errChunk.Load(),
-		Credits: l.opts.Credits.Stats(),
+		Credits:      l.opts.Credits.Stats(),
+		ReverseCalls: c.reverseCalls.Load(), ReverseReplies: c.reverseReplies.Load(), ReverseUnmatched: c.reverseUnmatched.Load(),
 	}
 	st.BufferBytes, st.BufferBytesInUse = l.bufs.bytes()
 	return st

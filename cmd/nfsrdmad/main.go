@@ -40,6 +40,8 @@
 //	-device NAME       ibverbs device (default: the one owning the -rdma address)
 //	-credits N         credits granted per RDMA connection (default 64)
 //	-inline N          inline threshold in bytes, both ways (default 4096)
+//	-nfs4-lease D      NFSv4.1 lease (default 90s)
+//	-nfs4-grace D      NFSv4.1 grace period after a restart with -state (default: the lease)
 //	-rpcbind           register NFS v3, v4 (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma)
 //	                   with the local rpcbind; unregister on exit
 //	-rpcbind-addr A    rpcbind's address, host:port or unix:PATH (default 127.0.0.1:111)
@@ -120,6 +122,8 @@ func parseFlags(args []string, stderr io.Writer) (nfsd.Config, error) {
 	fs.BoolVar(&cfg.Async, "async", false, "reply to metadata changes (create, remove, rename, setattr...) before they are on disk, as exports(5) async: faster, but a server crash can lose them")
 	fs.IntVar(&cfg.MaxIO, "max-io", 0, "largest READ/WRITE in `bytes` (0: 1 MiB)")
 	fs.IntVar(&cfg.MaxOpenFiles, "max-open-files", nfsd.DefaultMaxOpenFiles, "files kept open between READ/WRITE calls (negative: none; capped at a quarter of RLIMIT_NOFILE)")
+	fs.DurationVar(&cfg.NFS4LeaseTime, "nfs4-lease", 0, "NFSv4.1 lease `duration`: a client silent this long loses its opens and locks (0: 90s)")
+	fs.DurationVar(&cfg.NFS4GraceTime, "nfs4-grace", 0, "NFSv4.1 grace period after a restart with -state, while the previous clients reclaim (0: the lease)")
 	fs.StringVar(&cfg.RDMA, "rdma", nfsd.DefaultRDMAAddr, "NFS over RDMA listener `ADDR` (\"\" disables)")
 	fs.StringVar(&cfg.TCP, "tcp", nfsd.DefaultTCPAddr, "NFS and MOUNT over TCP listener `ADDR` (\"\" disables)")
 	fs.StringVar(&cfg.Mountd, "mountd", "", "extra TCP listener `ADDR` serving only MOUNT (needed when -tcp is \"\")")
@@ -205,6 +209,7 @@ var flagNames = map[string]string{
 	"Export": "-export", "ExportsFile": "-exports", "ExportPath": "-export-path", "RDMA": "-rdma", "TCP": "-tcp",
 	"Mountd": "-mountd", "Provider": "-provider", "Credits": "-credits", "Inline": "-inline",
 	"Metrics": "-metrics", "MaxIO": "-max-io", "MaxOpenFiles": "-max-open-files", "RPCBindTimeout": "-rpcbind-timeout",
+	"NFS4LeaseTime": "-nfs4-lease", "NFS4GraceTime": "-nfs4-grace",
 }
 
 // flagErr rewrites a *nfsd.ConfigError in terms of the command's flags.

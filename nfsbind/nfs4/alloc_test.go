@@ -152,3 +152,33 @@ func TestDecodeReusedAllocs(t *testing.T) {
 		check(r.Op().String()+" res", encode(r), NewRes(r.Op()))
 	}
 }
+
+func BenchmarkEncodeFattrAllSupported(b *testing.B) {
+	a := testAttr
+	a.SupportedAttrs, a.Filehandle = SupportedAttrs(), testFH
+	mask := SupportedAttrs()
+	e := xdr.NewEncoder(make([]byte, 0, 1024))
+	b.ReportAllocs()
+	for b.Loop() {
+		e.Reset(e.Bytes()[:0])
+		EncodeFattr(e, mask, &a)
+	}
+}
+
+func BenchmarkOpenArgsDecode(b *testing.B) {
+	var in []byte
+	for _, a := range sampleArgs() {
+		if o, ok := a.(*OpenArgs); ok && o.OpenType == Open4Create && o.How.Mode == Guarded4 {
+			in = encode(o) // OPEN4_CREATE, GUARDED4 with a mode
+		}
+	}
+	var a OpenArgs
+	var d xdr.Decoder
+	b.ReportAllocs()
+	for b.Loop() {
+		d.Reset(in)
+		if err := a.DecodeXDR(&d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -3,12 +3,16 @@
 package nfsserver_test
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"net"
 	"os"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4state"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsserver"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 )
@@ -70,4 +74,36 @@ func ExampleExports() {
 	// true
 	// true
 	// <nil> 1
+}
+
+// Serve NFSv4.1 beside NFSv3 (Register does both) with a 30 s lease; a Linux client
+// mounts the export through the pseudo file system, by its path, without MOUNT.
+func ExampleNFS4Options() {
+	dir, _ := os.MkdirTemp("", "export")
+	defer os.RemoveAll(dir)
+	srv, err := nfsserver.New(nfsserver.Options{Root: dir, ExportPath: "/export",
+		NFS4: nfsserver.NFS4Options{State: nfs4state.Options{LeaseTime: 30 * time.Second}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	rs := oncrpc.NewServer(nil)
+	srv.Register(rs)
+	l, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	go rs.Serve(l)
+	defer rs.Close()
+	tr, err := oncrpc.DialTCP(context.Background(), l.Addr().String(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tr.Close()
+	err = oncrpc.NewClient(tr, nfs4.Program, nfs4.Version).Call(context.Background(), nfs4.ProcNull, nil, nil)
+	fmt.Println("NFSv4 NULL:", err)
+	fmt.Println("mount -o vers=4.1,proto=tcp,port=PORT 127.0.0.1:" + srv.ExportPath() + " /mnt")
+	// Output:
+	// NFSv4 NULL: <nil>
+	// mount -o vers=4.1,proto=tcp,port=PORT 127.0.0.1:/export /mnt
 }

@@ -179,4 +179,11 @@ func (v *v4Server) putCompound(c *compound) {
 
 // NFS4Handler returns the oncrpc handler of NFS version 4 for the export: minor
 // version 1 (see the package documentation), NULL answered without a worker hand-off.
-func (s *Server) NFS4Handler() oncrpc.Handler { return s.v4.handler() }
+// A Server of an Exports has no NFSv4.1 service of its own (the Exports' covers all
+// its exports): its handler answers every procedure PROC_UNAVAIL.
+func (s *Server) NFS4Handler() oncrpc.Handler {
+	if s.v4 == nil {
+		return oncrpc.Procs{}
+	}
+	return s.v4.handler()
+}

@@ -5,6 +5,7 @@ package nfsserver
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -159,4 +160,34 @@ func TestV4ServerIdentity(t *testing.T) {
 	}
 	wantStatus4(t, "GETFH after SECINFO", c.call(append(putroot(e.exportComponents()[:1]...),
 		&nfs4.SecinfoArgs{Name: []byte(e.exportComponents()[1])}, &nfs4.NoArgs{OpNum: nfs4.OpGetfh})...), nfs4.ErrNofilehandle)
+}
+
+// TestV4ExportOfSlash: an export whose path is "/" is the pseudo root itself:
+// PUTROOTFH gives its root handle, LOOKUPP there is NFS4ERR_NOENT, and a pseudo
+// handle naming "/" leads to the export root too.
+func TestV4ExportOfSlash(t *testing.T) {
+	e := newEnv(t, Options{ExportPath: "/"})
+	c := e.v4(rootCred())
+	c.mount()
+	if fh := c.lookupFH(); !bytes.Equal(fh, e.root) {
+		t.Fatalf("PUTROOTFH gave %x, the export root is %x", fh, e.root)
+	}
+	wantStatus4(t, "LOOKUPP of the root", c.call(&nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}, &nfs4.NoArgs{OpNum: nfs4.OpLookupp}), nfs4.ErrNoent)
+	var n pseudoNode
+	n.id = pathID("/")
+	res := c.must(&nfs4.PutfhArgs{Object: n.handle(nil)}, &nfs4.NoArgs{OpNum: nfs4.OpGetfh})
+	if fh := getfh(t, res); !bytes.Equal(fh, e.root) {
+		t.Fatalf("the pseudo handle of / gave %x", fh)
+	}
+}
+
+// TestV4HandlerOfExportsMember: a Server of an Exports has no NFSv4.1 service of its
+// own; its handler refuses calls instead of failing.
+func TestV4HandlerOfExportsMember(t *testing.T) {
+	e, _ := newExportsEnv(t, "%D 127.0.0.1(rw)\n")
+	h := e.x.Servers()[0].NFS4Handler()
+	req := &oncrpc.Request{Header: oncrpc.CallHeader{Proc: nfs4.ProcNull}}
+	if err := h.ServeRPC(context.Background(), req, &xdr.Encoder{}); !errors.Is(err, oncrpc.ErrProcUnavail) {
+		t.Fatalf("NULL on a member's handler: %v", err)
+	}
 }

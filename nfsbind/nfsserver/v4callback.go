@@ -15,8 +15,9 @@ import (
 
 // Callback path probes.
 //
-// When a session gets a back channel (CREATE_SESSION granting CONN_BACK_CHAN, or
-// BIND_CONN_TO_SESSION binding a connection to it) on a connection that can carry
+// When a session gets a back channel (CREATE_SESSION granting CONN_BACK_CHAN,
+// BIND_CONN_TO_SESSION binding a connection to it, or BACKCHANNEL_CTL naming another
+// callback program) on a connection that can carry
 // reverse-direction calls (oncrpc.BackchannelConn), the server probes it as RFC 8881
 // §2.10.3.1 and Linux nfsd do: CB_NULL, then a CB_COMPOUND holding CB_SEQUENCE on the
 // back channel's slot 0. The result goes to the state manager, which reports

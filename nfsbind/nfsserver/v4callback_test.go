@@ -13,7 +13,8 @@ import (
 )
 
 // cbService is a client's callback program as a test runs it: it records the calls
-// and answers CB_NULL and CB_COMPOUND{CB_SEQUENCE}, or refuses every call.
+// and answers CB_NULL and CB_COMPOUND{CB_SEQUENCE} for programs prog and prog+1, or
+// refuses every call.
 type cbService struct {
 	prog   uint32
 	refuse bool
@@ -21,7 +22,7 @@ type cbService struct {
 }
 
 func (s *cbService) ServeRPC(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
-	if req.Header.Prog != s.prog || req.Header.Vers != nfs4.CBVersion || s.refuse {
+	if (req.Header.Prog != s.prog && req.Header.Prog != s.prog+1) || req.Header.Vers != nfs4.CBVersion || s.refuse {
 		s.calls <- "refused"
 		return &oncrpc.AcceptError{Stat: oncrpc.ProgUnavail}
 	}
@@ -49,38 +50,75 @@ func (s *cbService) ServeRPC(ctx context.Context, req *oncrpc.Request, res *xdr.
 }
 
 // TestV4CallbackProbe: a session created with CONN_BACK_CHAN over a connection that
-// carries reverse calls (TCP) gets probed with CB_NULL and CB_COMPOUND{CB_SEQUENCE};
-// SEQUENCE then reports the callback path up, or, when the client's callback service
-// refuses, SEQ4_STATUS_CB_PATH_DOWN.
+// carries reverse calls (TCP, and RPC-over-RDMA per RFC 8167) gets probed with CB_NULL
+// and CB_COMPOUND{CB_SEQUENCE}; SEQUENCE then reports the callback path up, or, when
+// the client's callback service refuses, SEQ4_STATUS_CB_PATH_DOWN.
 func TestV4CallbackProbe(t *testing.T) {
-	for _, refuse := range []bool{false, true} {
-		e := newEnv(t, Options{})
-		svc := &cbService{prog: 0x40000000, refuse: refuse, calls: make(chan string, 16)}
-		tr, err := oncrpc.DialTCP(context.Background(), e.addr, &oncrpc.TCPOptions{MaxRecord: 8 << 20,
-			Backchannel: &oncrpc.BackchannelOptions{Handler: svc}})
+	for _, rdma := range []bool{false, true} {
+		for _, refuse := range []bool{false, true} {
+			testCallbackProbe(t, rdma, refuse)
+		}
+	}
+}
+
+// testCallbackProbe is one case of TestV4CallbackProbe.
+func testCallbackProbe(t *testing.T, rdma, refuse bool) {
+	e := newEnv(t, Options{})
+	svc := &cbService{prog: 0x40000000, refuse: refuse, calls: make(chan string, 16)}
+	bc := &oncrpc.BackchannelOptions{Handler: svc}
+	var tr oncrpc.RoundTripper
+	if rdma {
+		tr, _ = e.rdmaWith(4096, bc)
+	} else {
+		tcp, err := oncrpc.DialTCP(context.Background(), e.addr, &oncrpc.TCPOptions{MaxRecord: 8 << 20, Backchannel: bc})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { tr.Close() })
-		c := newV4Client(t, tr, rootCred())
-		c.csFlags = nfs4.CreateSessionFlagConnBackChan
-		c.exchangeID()
-		c.createSession()
+		t.Cleanup(func() { tcp.Close() })
+		tr = tcp
+	}
+	c := newV4Client(t, tr, rootCred())
+	c.csFlags = nfs4.CreateSessionFlagConnBackChan
+	c.exchangeID()
+	c.createSession()
+	e.srv.v4.cb.wait()
+	var got []string
+	for len(svc.calls) > 0 {
+		got = append(got, <-svc.calls)
+	}
+	want := "CB_NULL CB_SEQUENCE"
+	if refuse {
+		want = "refused"
+	}
+	if s := strings.Join(got, " "); s != want {
+		t.Fatalf("rdma %v refuse %v: callback service saw %q, want %q", rdma, refuse, s, want)
+	}
+	flags := c.must(&nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}).Results[0].(*nfs4.SequenceRes).StatusFlags
+	if down := flags&nfs4.Seq4StatusCBPathDown != 0; down != refuse {
+		t.Fatalf("rdma %v refuse %v: SEQUENCE status flags %#x", rdma, refuse, flags)
+	}
+	if refuse {
+		return
+	}
+	// BACKCHANNEL_CTL moves the callbacks to another program: probed again, up with a
+	// program the client hosts, down with one it does not.
+	for _, cb := range []struct {
+		prog uint32
+		want string
+		down bool
+	}{{svc.prog + 1, "CB_NULL CB_SEQUENCE", false}, {svc.prog + 2, "refused", true}} {
+		c.must(&nfs4.BackchannelCtlArgs{CBProgram: cb.prog})
 		e.srv.v4.cb.wait()
-		var got []string
+		got = got[:0]
 		for len(svc.calls) > 0 {
 			got = append(got, <-svc.calls)
 		}
-		want := "CB_NULL CB_SEQUENCE"
-		if refuse {
-			want = "refused"
-		}
-		if s := strings.Join(got, " "); s != want {
-			t.Fatalf("refuse %v: callback service saw %q, want %q", refuse, s, want)
+		if s := strings.Join(got, " "); s != cb.want {
+			t.Fatalf("rdma %v: BACKCHANNEL_CTL to %#x: the callback service saw %q, want %q", rdma, cb.prog, s, cb.want)
 		}
 		flags := c.must(&nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}).Results[0].(*nfs4.SequenceRes).StatusFlags
-		if down := flags&nfs4.Seq4StatusCBPathDown != 0; down != refuse {
-			t.Fatalf("refuse %v: SEQUENCE status flags %#x", refuse, flags)
+		if down := flags&nfs4.Seq4StatusCBPathDown != 0; down != cb.down {
+			t.Fatalf("rdma %v: BACKCHANNEL_CTL to %#x: status flags %#x", rdma, cb.prog, flags)
 		}
 	}
 }

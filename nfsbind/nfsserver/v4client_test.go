@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,7 +34,7 @@ type v4client struct {
 	csFlags uint32
 }
 
-var v4Owners int
+var v4Owners atomic.Int64
 
 // newV4Client returns a client on rt with credentials cred (nil: AUTH_NONE), not yet
 // known to the server.
@@ -47,9 +48,8 @@ func newV4Client(t *testing.T, rt oncrpc.RoundTripper, cred *oncrpc.AuthSysParam
 		}
 		opts = append(opts, oncrpc.WithAuth(auth))
 	}
-	v4Owners++
 	return &v4client{t: t, rpc: oncrpc.NewClient(rt, nfs4.Program, nfs4.Version, opts...),
-		owner: fmt.Appendf(nil, "%s-%d-%d", t.Name(), v4Owners, time.Now().UnixNano())}
+		owner: fmt.Appendf(nil, "%s-%d-%d", t.Name(), v4Owners.Add(1), time.Now().UnixNano())}
 }
 
 // detach4 copies every byte slice reachable from v, since the decoded results alias

@@ -39,11 +39,13 @@ import (
 // delegation, named attribute and SSV operations this server does not offer.
 
 // fhState is a current or saved file handle of a COMPOUND: a handle of an export
-// (srv set) or of a pseudo directory (node set), or none (n == 0).
+// (srv set, and id what it names, its MAC checked) or of a pseudo directory (node
+// set), or none (n == 0).
 type fhState struct {
 	buf  [nfs4.FHSize]byte
 	n    int
 	srv  *Server
+	id   handleID
 	node *pseudoNode
 }
 
@@ -51,10 +53,10 @@ func (f *fhState) fh() []byte { return f.buf[:f.n] }
 
 func (f *fhState) set(fh []byte, srv *Server, node *pseudoNode) {
 	f.n = copy(f.buf[:], fh)
-	f.srv, f.node = srv, node
+	f.srv, f.node, f.id = srv, node, handleID{}
 }
 
-func (f *fhState) clear() { f.n, f.srv, f.node = 0, nil, nil }
+func (f *fhState) clear() { f.n, f.srv, f.node, f.id = 0, nil, nil, handleID{} }
 
 // compound is the state of one COMPOUND. Compounds are pooled, with the argument and
 // result values of every operation, so that a steady-state READ or WRITE COMPOUND
@@ -82,11 +84,14 @@ type compound struct {
 	cacheThis   bool
 	replay      bool
 	clientID    uint64
+	sessionID   nfs4.SessionID
 	slot        nfs4state.Slot
 
 	// abort, when set by an operation, ends the COMPOUND without a reply (the
 	// call's context ended while it waited).
 	abort error
+	// readBufs is the size of the READ buffers the COMPOUND holds.
+	readBufs int
 	// curSid is the COMPOUND's current stateid (RFC 8881 §16.2.3.1.2).
 	curSid    nfs4.Stateid4
 	hasCurSid bool
@@ -109,8 +114,9 @@ func (c *compound) reset() {
 	c.saved.clear()
 	c.maxReply, c.maxCached = 0, 0
 	c.inSession, c.cacheThis, c.replay, c.clientID, c.slot = false, false, false, 0, nfs4state.Slot{}
+	c.sessionID = nfs4.SessionID{}
 	c.credSrv, c.cred = nil, cred{}
-	c.abort, c.curSid, c.hasCurSid = nil, nfs4.Stateid4{}, false
+	c.abort, c.curSid, c.hasCurSid, c.readBufs = nil, nfs4.Stateid4{}, false, 0
 	c.ops.reset()
 }
 
@@ -135,7 +141,10 @@ func (c *compound) run(ctx context.Context, req *oncrpc.Request, res *xdr.Encode
 	for c.r.More() {
 		op, err := c.r.Next()
 		if err != nil {
-			status = nfs4.ErrBadxdr
+			// The operations before it consumed the bytes the count was checked
+			// against: answer the operation that cannot be read as ILLEGAL with
+			// NFS4ERR_BADXDR, so that the COMPOUND's status is its last result's.
+			status = c.only(nfs4.OpIllegal, nfs4.ErrBadxdr)
 			break
 		}
 		if st := c.admitOp(op); st != nfs4.OK {
@@ -157,6 +166,10 @@ func (c *compound) run(ctx context.Context, req *oncrpc.Request, res *xdr.Encode
 			status = c.checkReplySize(op)
 		}
 		if status != nfs4.OK {
+			if c.v.log.IsDebug() {
+				c.v.log.Debug("COMPOUND operation failed", "client", req.RemoteAddr, "op", op.String(),
+					"index", c.r.Index(), "ops", c.r.NumOps, "status", status.String())
+			}
 			break
 		}
 	}
@@ -272,6 +285,7 @@ func init() {
 		nfs4.OpReclaimComplete:   (*compound).opReclaimComplete,
 		nfs4.OpSecinfoNoName:     (*compound).opSecinfoNoName,
 		nfs4.OpSecinfo:           (*compound).opSecinfo,
+		nfs4.OpBackchannelCtl:    (*compound).opBackchannelCtl,
 
 		nfs4.OpGetattr: (*compound).opGetattr,
 		nfs4.OpSetattr: (*compound).opSetattr,
@@ -323,6 +337,7 @@ type opValues struct {
 	reclaimComplete  nfs4.ReclaimCompleteArgs
 	secinfoNoName    nfs4.SecinfoNoNameArgs
 	secinfo          nfs4.SecinfoArgs
+	backchannelCtl   nfs4.BackchannelCtlArgs
 	secinfoRes       nfs4.SecinfoRes
 
 	getattr    nfs4.GetattrArgs
@@ -378,6 +393,7 @@ func (o *opValues) reset() {
 	o.exchangeID.ImplID = nfs4.NFSImplID4{}
 	o.exchangeIDRes = nfs4.ExchangeIDRes{}
 	o.secinfo.Name = nil
+	o.createSession.SecParms, o.backchannelCtl.SecParms = nil, nil // they alias the call
 	o.getattrRes.Attr.Filehandle = nil
 	o.setattr.Attr.Owner, o.setattr.Attr.OwnerGroup, o.setattr.Attr.Filehandle = nil, nil, nil
 	o.verify.Attrs.Vals = nil

@@ -3,6 +3,7 @@
 package nfsserver
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4state"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
@@ -229,4 +231,109 @@ func TestV4ExportsAccess(t *testing.T) {
 	wantStatus4(t, "PUTROOTFH by a client no export admits", c2.call(&nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}), nfs4.ErrAccess)
 	pub := c.lookupFH(append(comps, "pub")...)
 	wantStatus4(t, "PUTFH by a client no export admits", c2.call(&nfs4.PutfhArgs{Object: pub}), nfs4.ErrStale)
+}
+
+// TestV4ExportsReload: Load changes what NFSv4.1 sees from the next COMPOUND on: a
+// removed export leaves the pseudo file system and its handles go stale; an added one
+// appears.
+func TestV4ExportsReload(t *testing.T) {
+	e, dir := newExportsEnv(t, "%D/a 127.0.0.1(rw,insecure)\n%D/b 127.0.0.1(rw,insecure)\n", func(dir string) {
+		for _, d := range []string{"a", "b", "c"} {
+			if err := os.Mkdir(filepath.Join(dir, d), 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	comps := strings.Split(strings.Trim(dir, "/"), "/")
+	c := e.v4From("127.0.0.1", false, rootCred())
+	c.mount()
+	parent := c.lookupFH(comps...)
+	b := c.lookupFH(append(comps, "b")...)
+	if names := c.readdirAll(parent, 8192); !slices.Equal(names, []string{"a", "b"}) {
+		t.Fatalf("before: %q", names)
+	}
+	tab, err := exports.Parse("exports", []byte(strings.ReplaceAll("%D/a 127.0.0.1(rw,insecure)\n%D/c 127.0.0.1(rw,insecure)\n", "%D", dir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.x.Load(tab); err != nil {
+		t.Fatal(err)
+	}
+	if names := c.readdirAll(parent, 8192); !slices.Equal(names, []string{"a", "c"}) {
+		t.Fatalf("after: %q", names)
+	}
+	wantStatus4(t, "PUTFH of a removed export's root", c.call(&nfs4.PutfhArgs{Object: b}), nfs4.ErrStale)
+	c.lookupFH(append(comps, "c")...)
+}
+
+// TestV4GraceAfterRestart: a server restarted with its state directory knows its
+// previous clients: during the grace period a new OPEN is NFS4ERR_GRACE while a
+// reclaim (CLAIM_PREVIOUS) succeeds, and once every previous client sent
+// RECLAIM_COMPLETE the grace period ends.
+func TestV4GraceAfterRestart(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	fh, _ := c.openFile(dir, openArgs4("o", "f", nfs4.ShareAccessBoth, true))
+
+	e.stop()
+	e.start(Options{Root: e.dir, StateDir: e.state, NFS4: NFS4Options{State: nfs4state.Options{GraceTime: time.Hour}}})
+	c2 := e.v4(rootCred())
+	c2.owner = c.owner // the same client, after the server's restart
+	c2.exchangeID()
+	c2.createSession()
+	wantStatus4(t, "OPEN during grace", c2.call(&nfs4.PutfhArgs{Object: dir}, openArgs4("o", "g", nfs4.ShareAccessBoth, true)), nfs4.ErrGrace)
+	reclaim := &nfs4.OpenArgs{ShareAccess: nfs4.ShareAccessBoth, Owner: nfs4.StateOwner4{Owner: []byte("o")},
+		Claim: nfs4.OpenClaim4{Claim: nfs4.ClaimPrevious, DelegateType: nfs4.DelegateNone}}
+	res := c2.must(&nfs4.PutfhArgs{Object: fh}, reclaim)
+	sid := res.Results[2].(*nfs4.OpenRes).Stateid
+	c2.must(&nfs4.PutfhArgs{Object: fh}, &nfs4.WriteArgs{Stateid: sid, Data: []byte("reclaimed")})
+	c2.must(&nfs4.ReclaimCompleteArgs{})
+	wantStatus4(t, "RECLAIM_COMPLETE again", c2.call(&nfs4.ReclaimCompleteArgs{}), nfs4.ErrCompleteAlready)
+	wantStatus4(t, "a reclaim after RECLAIM_COMPLETE", c2.call(&nfs4.PutfhArgs{Object: fh}, reclaim), nfs4.ErrNoGrace)
+	c2.openFile(dir, openArgs4("o", "g", nfs4.ShareAccessBoth, true))
+}
+
+// TestV4NoGraceAfterCleanUnmount: a client that destroyed its client ID (a Linux
+// umount) is not waited for after a restart: a new client opens at once.
+func TestV4NoGraceAfterCleanUnmount(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred())
+	c.mount()
+	wantStatus4(t, "DESTROY_SESSION", c.rawMust(&nfs4.DestroySessionArgs{SessionID: c.sid}), nfs4.OK)
+	wantStatus4(t, "DESTROY_CLIENTID", c.rawMust(&nfs4.DestroyClientIDArgs{ClientID: c.cid}), nfs4.OK)
+	e.stop()
+	e.start(Options{Root: e.dir, StateDir: e.state, NFS4: NFS4Options{State: nfs4state.Options{GraceTime: time.Hour}}})
+	c2 := e.v4(rootCred())
+	c2.mount()
+	dir := c2.lookupFH(e.exportComponents()...)
+	c2.openFile(dir, openArgs4("o", "f", nfs4.ShareAccessBoth, true))
+}
+
+// TestV4PseudoReaddirPaging: a pseudo directory listed a few entries per READDIR
+// gives every export once, following the cookies.
+func TestV4PseudoReaddirPaging(t *testing.T) {
+	var table strings.Builder
+	var want []string
+	for i := range 30 {
+		name := fmt.Sprintf("export-%02d", i)
+		want = append(want, name)
+		fmt.Fprintf(&table, "%%D/%s 127.0.0.1(rw,insecure,fsid=%d)\n", name, i+1)
+	}
+	e, dir := newExportsEnv(t, table.String(), func(dir string) {
+		for _, n := range want {
+			if err := os.Mkdir(filepath.Join(dir, n), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	c := e.v4From("127.0.0.1", false, rootCred())
+	c.mount()
+	parent := c.lookupFH(strings.Split(strings.Trim(dir, "/"), "/")...)
+	names := c.readdirAll(parent, 700)
+	slices.Sort(names)
+	if !slices.Equal(names, want) {
+		t.Fatalf("paged pseudo READDIR: %q", names)
+	}
 }

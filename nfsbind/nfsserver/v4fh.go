@@ -45,8 +45,17 @@ func (c *compound) credFor(srv *Server) *cred {
 	return &c.cred
 }
 
-// setExportFH makes fh, a handle of srv, the current file handle.
-func (c *compound) setExportFH(srv *Server, fh []byte) { c.cur.set(fh, srv, nil) }
+// setExportFH makes fh, srv's handle of id, the current file handle.
+func (c *compound) setExportFH(srv *Server, fh []byte, id handleID) {
+	c.cur.set(fh, srv, nil)
+	c.cur.id = id
+}
+
+// setNewFH makes id, an object of srv, the current file handle.
+func (c *compound) setNewFH(srv *Server, id handleID) {
+	var buf [HandleSize]byte
+	c.setExportFH(srv, srv.handles.encode(buf[:0], id), id)
+}
 
 // setPseudo makes the pseudo directory n the current file handle, or the root of the
 // export at its path when there is one.
@@ -55,12 +64,11 @@ func (c *compound) setPseudo(n *pseudoNode) nfs4.Status {
 		if st := c.admit(n.export); st != nfs4.OK {
 			return st
 		}
-		var buf [HandleSize]byte
-		fh := n.export.rootHandle(buf[:0])
-		if fh == nil {
+		var st unix.Statx_t
+		if err := statFD(n.export.rootFD, &st); err != nil {
 			return nfs4.ErrStale
 		}
-		c.setExportFH(n.export, fh)
+		c.setNewFH(n.export, idOf(&st))
 		return nfs4.OK
 	}
 	var buf [pseudoHandleSize]byte
@@ -83,8 +91,11 @@ func (s *Server) rootHandle(dst []byte) []byte {
 func (c *compound) putfh(fh []byte) nfs4.Status {
 	if isPseudoHandle(fh) {
 		n := c.set.pseudo.node(fh)
-		if n == nil {
+		switch {
+		case n == nil:
 			return nfs4.ErrStale
+		case n.export != nil:
+			return c.setPseudo(n) // an export's path: its root, as LOOKUP gives it
 		}
 		c.cur.set(fh, nil, n)
 		return nfs4.OK
@@ -99,10 +110,19 @@ func (c *compound) putfh(fh []byte) nfs4.Status {
 	if st := c.admit(srv); st != nfs4.OK {
 		return st
 	}
-	if _, st := srv.handles.decode(fh); st != nfs3.StatusOK {
+	if f := srv.files.get(fh); f != nil {
+		// The open-file cache is keyed by whole handles it verified: this one is
+		// genuine, and names f.id, without computing its MAC again.
+		id := f.id
+		srv.files.release(f)
+		c.setExportFH(srv, fh, id)
+		return nfs4.OK
+	}
+	id, st := srv.handles.decode(fh)
+	if st != nfs3.StatusOK {
 		return st4(st)
 	}
-	c.setExportFH(srv, fh)
+	c.setExportFH(srv, fh, id)
 	return nfs4.OK
 }
 
@@ -232,8 +252,7 @@ func (c *compound) lookup(name []byte) nfs4.Status {
 		return st4(st3)
 	}
 	srv.idx.put(keyOf(&child), p)
-	var buf [HandleSize]byte
-	c.setExportFH(srv, srv.handles.encode(buf[:0], idOf(&child)))
+	c.setNewFH(srv, idOf(&child))
 	return nfs4.OK
 }
 
@@ -270,7 +289,6 @@ func (c *compound) lookupp() nfs4.Status {
 		return st4(st3)
 	}
 	srv.idx.put(keyOf(&parent), p)
-	var buf [HandleSize]byte
-	c.setExportFH(srv, srv.handles.encode(buf[:0], idOf(&parent)))
+	c.setNewFH(srv, idOf(&parent))
 	return nfs4.OK
 }

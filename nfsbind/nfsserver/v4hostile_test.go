@@ -81,6 +81,18 @@ func TestHostileV4Bounded(t *testing.T) {
 	if got := compoundSize(res); got > 1024 {
 		t.Fatalf("reply of %d bytes past the 1 KiB limit", got)
 	}
+	res = small.call(root, &nfs4.LookupArgs{ObjName: make([]byte, 255)}, &nfs4.LookupArgs{ObjName: make([]byte, 255)},
+		&nfs4.LookupArgs{ObjName: make([]byte, 255)}, &nfs4.LookupArgs{ObjName: make([]byte, 255)})
+	if res.Status != nfs4.OK && res.Status != nfs4.ErrNoent && res.Status != nfs4.ErrBadname {
+		t.Fatalf("a request within the 64 KiB limit: %v", res.Status)
+	}
+	// A LOOKUP carrying a 70000-byte name: past the session's 64 KiB request limit,
+	// refused at SEQUENCE before the name is looked at.
+	res, err := small.raw(1, append([]nfs4.OpArgs{small.sequenceArgs(false), &rawOp{num: uint32(nfs4.OpPutrootfh)}},
+		&rawOp{num: uint32(nfs4.OpLookup), args: append(xdr.AppendUint32(nil, 70000), make([]byte, 70000)...)})...)
+	if err != nil || res.Status != nfs4.ErrReqTooBig || len(res.Results) != 1 {
+		t.Fatalf("a request past the session's request limit: %v %+v", err, res)
+	}
 	seq := small.sequenceArgs(true)
 	wantStatus4(t, "a cached reply past 512 bytes", small.rawMust(append([]nfs4.OpArgs{seq}, ops[:4]...)...), nfs4.ErrRepTooBigToCache)
 
@@ -137,4 +149,24 @@ func compoundSize(res *nfs4.CompoundRes) int {
 	var e xdr.Encoder
 	res.EncodeXDR(&e)
 	return e.Pos()
+}
+
+// TestHostileV4ManyReads: a COMPOUND of many small READs holds at most two MaxIO of
+// READ buffers; the READ past that is NFS4ERR_REP_TOO_BIG.
+func TestHostileV4ManyReads(t *testing.T) {
+	e := newEnv(t, Options{MaxIO: 128 << 10})
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	fh, sid := c.openFile(dir, openArgs4("o", "f", nfs4.ShareAccessBoth, true))
+	c.must(&nfs4.PutfhArgs{Object: fh}, &nfs4.WriteArgs{Stateid: sid, Data: []byte("data")})
+	ops := []nfs4.OpArgs{&nfs4.PutfhArgs{Object: fh}}
+	for range 10 {
+		ops = append(ops, &nfs4.ReadArgs{Stateid: sid, Count: 1})
+	}
+	res := c.call(ops...)
+	// 64 KiB buffers: four fit in 256 KiB, the fifth READ (result 6) is refused.
+	if res.Status != nfs4.ErrRepTooBig || len(res.Results) != 7 {
+		t.Fatalf("ten READs: %v with %d results", res.Status, len(res.Results))
+	}
 }

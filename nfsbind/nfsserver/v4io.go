@@ -34,10 +34,7 @@ func (c *compound) curFile() (*Server, nfs4state.FileKey, nfs4.Status) {
 	case c.cur.node != nil:
 		return nil, nfs4state.FileKey{}, nfs4.ErrIsdir
 	}
-	id, st := c.cur.srv.handles.decode(c.cur.fh())
-	if st != nfs3.StatusOK {
-		return nil, nfs4state.FileKey{}, st4(st)
-	}
+	id := c.cur.id // decoded, its MAC checked, when it became current
 	return c.cur.srv, nfs4state.FileKey{Dev: id.key.dev, Ino: id.key.ino, Gen: id.gen}, nfs4.OK
 }
 
@@ -70,6 +67,13 @@ func (c *compound) opRead(op nfs4.OpNum) nfs4.Status {
 	return r.Status
 }
 
+// maxReadBufsPerCompound bounds the READ buffers one COMPOUND holds, in MaxIO units.
+// The session's reply size bounds the data its READs return, but each READ takes a
+// whole buffer (64 KiB, or MaxIO past that), so many small READs in one COMPOUND could
+// otherwise reserve more of the connection's memory budget than it has and wait for
+// themselves. A READ past the bound is NFS4ERR_REP_TOO_BIG.
+const maxReadBufsPerCompound = 2
+
 func (c *compound) read(a *nfs4.ReadArgs, r *nfs4.ReadRes) nfs4.Status {
 	srv, key, st := c.curFile()
 	if st != nfs4.OK {
@@ -97,6 +101,10 @@ func (c *compound) read(a *nfs4.ReadArgs, r *nfs4.ReadRes) nfs4.Status {
 		return nfs4.OK
 	}
 	size := srv.readBufSize(count)
+	if c.readBufs+size > maxReadBufsPerCompound*srv.opts.MaxIO {
+		return nfs4.ErrRepTooBig
+	}
+	c.readBufs += size
 	if err := c.req.Reserve(c.ctx, size); err != nil {
 		// The call's connection ended while the budget was spent: abandon the
 		// COMPOUND (run returns the error).

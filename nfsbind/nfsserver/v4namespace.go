@@ -125,7 +125,8 @@ func (c *compound) create(a *nfs4.CreateArgs, r *nfs4.CreateRes) nfs4.Status {
 	}
 	r.Cinfo = cinfo(&dir)
 	andInto(&r.AttrSet, a.Mask, createSet)
-	c.setExportFH(srv, r3.Obj.FH)
+	id, _ := srv.handles.decode(r3.Obj.FH) // issued just now by srv
+	c.setExportFH(srv, r3.Obj.FH, id)
 	return nfs4.OK
 }
 
@@ -446,8 +447,10 @@ func (c *compound) readdirEnd(eof bool) nfs4.Status {
 	return nfs4.OK
 }
 
-// pseudoCookie is the cookie of the i-th entry of a pseudo directory.
-func pseudoCookie(i int) uint64 { return uint64(i) + 3 }
+// pseudoCookie is the READDIR cookie of a pseudo directory's entry name: as in an
+// export, a hash of the name (so a cookie keeps its place when a table reload adds
+// or removes entries), kept clear of 0, 1 and 2, which NFSv4 reserves.
+func pseudoCookie(name string) uint64 { return max(cookieOf(name), 3) }
 
 func (c *compound) readdirPseudo(n *pseudoNode, a *nfs4.ReaddirArgs, mask nfs4.Bitmap4) (nfs4.Status, bool) {
 	w := &c.ops.readdirEnc
@@ -455,8 +458,10 @@ func (c *compound) readdirPseudo(n *pseudoNode, a *nfs4.ReaddirArgs, mask nfs4.B
 	eof := true
 	attrs := &c.ops.readdirAttrs
 	var fhbuf [HandleSize]byte
-	for i, kid := range n.kids {
-		if a.Cookie != 0 && pseudoCookie(i) <= a.Cookie {
+	for _, i := range n.byCookie {
+		kid := n.kids[i]
+		cookie := pseudoCookie(n.names[i])
+		if a.Cookie != 0 && cookie <= a.Cookie {
 			continue
 		}
 		if !kid.visible(c.admits) {
@@ -475,7 +480,7 @@ func (c *compound) readdirPseudo(n *pseudoNode, a *nfs4.ReaddirArgs, mask nfs4.B
 		} else {
 			c.pseudoAttrs(kid, kid.handle(fhbuf[:0]), attrs, &c.ops.attrBuf)
 		}
-		if !w.Add(pseudoCookie(i), []byte(n.names[i]), mask, attrs) {
+		if !w.Add(cookie, []byte(n.names[i]), mask, attrs) {
 			eof = false
 			break
 		}

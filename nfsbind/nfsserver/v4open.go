@@ -86,7 +86,7 @@ func (c *compound) openByName(a *nfs4.OpenArgs, r *nfs4.OpenRes) nfs4.Status {
 	var fh []byte
 	fresh := false
 	if a.OpenType == nfs4.Open4Create {
-		if st := c.openChangeDir4(&dir); st != nfs4.OK {
+		if st := c.openCreateDir4(&dir, a); st != nfs4.OK {
 			return st
 		}
 		var st nfs4.Status
@@ -108,8 +108,32 @@ func (c *compound) openByName(a *nfs4.OpenArgs, r *nfs4.OpenRes) nfs4.Status {
 		fh = srv.handles.encode(fhbuf[:0], idOf(&child))
 		r.Cinfo.Before, r.Cinfo.After = changeOf(&dir.st), changeOf(&dir.st)
 	}
-	c.setExportFH(srv, fh)
+	id, _ := srv.handles.decode(fh) // issued just now by srv
+	c.setExportFH(srv, fh, id)
 	return c.openFile(a, r, fresh)
+}
+
+// openCreateDir4 opens the current directory for an OPEN4_CREATE: search permission
+// always, and write permission only when the OPEN may create the file: an UNCHECKED4
+// OPEN of an existing name opens it, as open(2) with O_CREAT does, without needing to
+// write the directory (as knfsd checks). On a read-only export every OPEN4_CREATE
+// is NFS4ERR_ROFS, as from knfsd.
+func (c *compound) openCreateDir4(dir *object, a *nfs4.OpenArgs) nfs4.Status {
+	if st := c.openCurDir(dir, permX); st != nfs4.OK {
+		return st
+	}
+	cr := c.credFor(c.cur.srv)
+	if cr.ro {
+		return nfs4.ErrRofs
+	}
+	var st unix.Statx_t
+	if a.How.Mode == nfs4.Unchecked4 && statAt(dir.fd, string(a.Claim.File), &st) == nil {
+		return nfs4.OK
+	}
+	if !allowed(cr, &dir.st, permW) {
+		return nfs4.ErrAccess
+	}
+	return nfs4.OK
 }
 
 // openCreate creates the file of an OPEN4_CREATE in dir (or finds the one a retried

@@ -3,6 +3,7 @@
 package nfsserver
 
 import (
+	"cmp"
 	"encoding/binary"
 	"slices"
 	"strings"
@@ -44,9 +45,11 @@ type pseudoNode struct {
 	path   string // absolute, "/" for the root
 	id     uint64 // fileid and handle hash
 	parent *pseudoNode
-	// names are the entries, sorted; kids[i] is names[i]'s node.
-	names []string
-	kids  []*pseudoNode
+	// names are the entries, sorted; kids[i] is names[i]'s node; byCookie lists
+	// their indexes in READDIR cookie order (pseudoCookie).
+	names    []string
+	kids     []*pseudoNode
+	byCookie []int
 	// export is the export whose path this is, nil for a directory on the way.
 	export *Server
 }
@@ -97,6 +100,15 @@ func newPseudoFS(list []*Server) *pseudoFS {
 			n.export = s
 			fs.byExp[s] = n
 		}
+	}
+	for _, n := range fs.byID {
+		n.byCookie = make([]int, len(n.kids))
+		for i := range n.byCookie {
+			n.byCookie[i] = i
+		}
+		slices.SortFunc(n.byCookie, func(a, b int) int {
+			return cmp.Compare(pseudoCookie(n.names[a]), pseudoCookie(n.names[b]))
+		})
 	}
 	return fs
 }

@@ -69,7 +69,7 @@ func (c *compound) opCreateSession(op nfs4.OpNum) nfs4.Status {
 		res, st := c.v.state.CreateSession(nfs4state.CreateSessionArgs{
 			ClientID: a.ClientID, SequenceID: a.Sequence, Flags: a.Flags,
 			Fore: a.ForeChanAttrs, Back: a.BackChanAttrs, CBProgram: a.CBProgram,
-			Principal: principal(c.req), Conn: c.v.conns.of(c.req.Conn),
+			Principal: principal(c.req), Conn: c.v.conns.of(c.ctx, c.req.Conn),
 		})
 		r.Status = st
 		if st == nfs4.OK {
@@ -125,7 +125,7 @@ func (c *compound) opBindConnToSession(op nfs4.OpNum) nfs4.Status {
 	if err := a.DecodeXDR(c.d); err != nil {
 		r.Status = decodeErr(err)
 	} else {
-		dir, st := c.v.state.BindConnToSession(a.SessionID, c.v.conns.of(c.req.Conn), a.Dir)
+		dir, st := c.v.state.BindConnToSession(a.SessionID, c.v.conns.of(c.ctx, c.req.Conn), a.Dir)
 		r.Status = st
 		if st == nfs4.OK {
 			r.SessionID, r.Dir = a.SessionID, dir
@@ -148,7 +148,7 @@ func (c *compound) sequence(op nfs4.OpNum) nfs4.Status {
 	}
 	res, st := c.v.state.Sequence(nfs4state.SequenceArgs{
 		SessionID: a.SessionID, SequenceID: a.SequenceID, SlotID: a.SlotID,
-		HighestSlotID: a.HighestSlotID, CacheThis: a.CacheThis, Conn: c.v.conns.of(c.req.Conn),
+		HighestSlotID: a.HighestSlotID, CacheThis: a.CacheThis, Conn: c.v.conns.of(c.ctx, c.req.Conn),
 	})
 	if st != nfs4.OK {
 		return c.only(op, st)
@@ -160,6 +160,7 @@ func (c *compound) sequence(op nfs4.OpNum) nfs4.Status {
 		return nfs4.OK
 	}
 	c.slot, c.inSession, c.clientID, c.cacheThis = res.Slot, true, res.ClientID, a.CacheThis
+	c.sessionID = res.SessionID
 	c.maxReply = int(res.Fore.MaxResponseSize)
 	if a.CacheThis {
 		c.maxCached = c.slot.MaxCachedReply()
@@ -217,6 +218,23 @@ func (c *compound) replyBytes() []byte {
 		return inline
 	}
 	return xdr.Flatten(nil, inline, ps)
+}
+
+// opBackchannelCtl is BACKCHANNEL_CTL: a new callback program (and security) for the
+// COMPOUND's session; the back channel is probed again with it.
+func (c *compound) opBackchannelCtl(op nfs4.OpNum) nfs4.Status {
+	a := &c.ops.backchannelCtl
+	if err := a.DecodeXDR(c.d); err != nil {
+		return c.only(op, decodeErr(err))
+	}
+	if !secParmsOK(a.SecParms) {
+		return c.only(op, nfs4.ErrEncrAlgUnsupp)
+	}
+	st := c.v.state.SetCallbackProgram(c.sessionID, a.CBProgram)
+	if st == nfs4.OK {
+		c.v.probe(c.req.Conn, c.sessionID)
+	}
+	return c.only(op, st)
 }
 
 func (c *compound) opReclaimComplete(op nfs4.OpNum) nfs4.Status {

@@ -1,0 +1,206 @@
+//go:build linux
+
+package nfsserver
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
+)
+
+// TestV4OpenModes: GUARDED4 refuses an existing name; EXCLUSIVE4_1 stores its
+// verifier so that a retry finds its own file (and another verifier is
+// NFS4ERR_EXIST), names the verifier's attributes in attrset and applies the mode it
+// carries; OPEN_DOWNGRADE takes write access away; CLAIM_FH opens the current file;
+// the delegation claims are NFS4ERR_NOTSUPP; a LOCK against another owner's lock is
+// NFS4ERR_DENIED with the holder.
+func TestV4OpenModes(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+
+	g := openArgs4("o", "g", nfs4.ShareAccessBoth, true)
+	g.How.Mode = nfs4.Guarded4
+	c.openFile(dir, g)
+	wantStatus4(t, "GUARDED4 of an existing name", c.call(&nfs4.PutfhArgs{Object: dir}, g), nfs4.ErrExist)
+
+	x := openArgs4("o", "x", nfs4.ShareAccessBoth, true)
+	x.How = nfs4.CreateHow4{Mode: nfs4.Exclusive41, CreateVerf: nfs4.Verifier{9, 8, 7, 6, 5, 4, 3, 2},
+		Mask: nfs4.NewBitmap(nfs4.AttrMode), Attrs: nfs4.Fattr{Mode: 0o600}}
+	res := c.must(&nfs4.PutfhArgs{Object: dir}, x, &nfs4.NoArgs{OpNum: nfs4.OpGetfh})
+	xfh := getfh(t, res)
+	set := res.Results[2].(*nfs4.OpenRes).AttrSet
+	if !set.Has(nfs4.AttrTimeAccessSet) || !set.Has(nfs4.AttrTimeModifySet) || !set.Has(nfs4.AttrMode) {
+		t.Fatalf("EXCLUSIVE4_1 attrset %v", set)
+	}
+	if a := c.getattr(xfh, nfs4.AttrMode); a.Mode != 0o600 {
+		t.Fatalf("EXCLUSIVE4_1 mode %o", a.Mode)
+	}
+	res = c.must(&nfs4.PutfhArgs{Object: dir}, x, &nfs4.NoArgs{OpNum: nfs4.OpGetfh})
+	if !bytes.Equal(getfh(t, res), xfh) {
+		t.Fatal("a retried EXCLUSIVE4_1 OPEN found another file")
+	}
+	x.How.CreateVerf[0]++
+	wantStatus4(t, "EXCLUSIVE4_1 with another verifier", c.call(&nfs4.PutfhArgs{Object: dir}, x), nfs4.ErrExist)
+	x.How.Mask = nfs4.NewBitmap(nfs4.AttrTimeModifySet)
+	wantStatus4(t, "EXCLUSIVE4_1 setting a time", c.call(&nfs4.PutfhArgs{Object: dir}, x), nfs4.ErrInval)
+
+	fh, sid := c.openFile(dir, openArgs4("o2", "g", nfs4.ShareAccessBoth, false))
+	res = c.must(&nfs4.PutfhArgs{Object: fh}, &nfs4.OpenDowngradeArgs{OpenStateid: sid, ShareAccess: nfs4.ShareAccessRead})
+	down := res.Results[2].(*nfs4.StateidRes).Stateid
+	if down.Seqid != sid.Seqid+1 {
+		t.Fatalf("OPEN_DOWNGRADE stateid %v after %v", down, sid)
+	}
+	wantStatus4(t, "WRITE after OPEN_DOWNGRADE to read", c.call(&nfs4.PutfhArgs{Object: fh},
+		&nfs4.WriteArgs{Stateid: down, Data: []byte("x")}), nfs4.ErrOpenmode)
+	wantStatus4(t, "OPEN_DOWNGRADE to more access", c.call(&nfs4.PutfhArgs{Object: fh},
+		&nfs4.OpenDowngradeArgs{OpenStateid: down, ShareAccess: nfs4.ShareAccessBoth}), nfs4.ErrInval)
+
+	byFH := &nfs4.OpenArgs{ShareAccess: nfs4.ShareAccessRead, Owner: nfs4.StateOwner4{Owner: []byte("o3")}, Claim: nfs4.OpenClaim4{Claim: nfs4.ClaimFH}}
+	c.must(&nfs4.PutfhArgs{Object: fh}, byFH)
+	wantStatus4(t, "OPEN CLAIM_FH of a directory", c.call(&nfs4.PutfhArgs{Object: dir}, byFH), nfs4.ErrIsdir)
+	for _, claim := range []nfs4.ClaimType{nfs4.ClaimDelegateCur, nfs4.ClaimDelegCurFH, nfs4.ClaimDelegatePrev, nfs4.ClaimDelegPrevFH} {
+		a := &nfs4.OpenArgs{ShareAccess: nfs4.ShareAccessRead, Owner: nfs4.StateOwner4{Owner: []byte("o4")},
+			Claim: nfs4.OpenClaim4{Claim: claim, File: []byte("g")}}
+		wantStatus4(t, "OPEN with a delegation claim", c.call(&nfs4.PutfhArgs{Object: dir}, a), nfs4.ErrNotsupp)
+	}
+
+	// LOCK against LOCK.
+	_, wsid := c.openFile(dir, openArgs4("o5", "g", nfs4.ShareAccessBoth, false))
+	lock := func(owner string, open nfs4.Stateid4, off uint64) *nfs4.CompoundRes {
+		return c.call(&nfs4.PutfhArgs{Object: fh}, &nfs4.LockArgs{LockType: nfs4.WriteLT, Offset: off, Length: 10,
+			Locker: nfs4.Locker4{NewLockOwner: true, OpenStateid: open, LockOwner: nfs4.StateOwner4{ClientID: c.cid, Owner: []byte(owner)}}})
+	}
+	wantStatus4(t, "LOCK", lock("l1", wsid, 100), nfs4.OK)
+	res = lock("l2", wsid, 105)
+	wantStatus4(t, "conflicting LOCK", res, nfs4.ErrDenied)
+	if d := res.Results[2].(*nfs4.LockRes).Denied; d.Offset != 100 || d.Length != 10 || string(d.Owner.Owner) != "l1" || d.LockType != nfs4.WriteLT {
+		t.Fatalf("LOCK4denied %+v", d)
+	}
+	wantStatus4(t, "LOCK of a zero length", c.call(&nfs4.PutfhArgs{Object: fh}, &nfs4.LockArgs{LockType: nfs4.WriteLT, Offset: 0, Length: 0,
+		Locker: nfs4.Locker4{NewLockOwner: true, OpenStateid: wsid, LockOwner: nfs4.StateOwner4{Owner: []byte("l3")}}}), nfs4.ErrInval)
+}
+
+// TestV4NamespaceAndAttributes: CREATE of a directory, a symbolic link and a FIFO,
+// READLINK, REMOVE of a non-empty directory (NFS4ERR_NOTEMPTY), VERIFY and NVERIFY,
+// SETATTR with owners as numbers and as name@domain (NFS4ERR_BADOWNER for an unknown
+// name), attributes that cannot be set (NFS4ERR_INVAL), ACCESS for the owner and for
+// another user.
+func TestV4NamespaceAndAttributes(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	res := c.must(&nfs4.PutfhArgs{Object: dir}, &nfs4.CreateArgs{ObjType: nfs4.NF4Dir, ObjName: []byte("d"),
+		Mask: nfs4.NewBitmap(nfs4.AttrMode), Attrs: nfs4.Fattr{Mode: 0o750}}, &nfs4.NoArgs{OpNum: nfs4.OpGetfh})
+	d := getfh(t, res)
+	if cr := res.Results[2].(*nfs4.CreateRes); !cr.AttrSet.Has(nfs4.AttrMode) || cr.Cinfo.After == cr.Cinfo.Before {
+		t.Fatalf("CREATE result %+v", cr)
+	}
+	if a := c.getattr(d, nfs4.AttrType, nfs4.AttrMode); a.Type != nfs4.NF4Dir || a.Mode != 0o750 {
+		t.Fatalf("new directory: type %v mode %o", a.Type, a.Mode)
+	}
+	res = c.must(&nfs4.PutfhArgs{Object: d}, &nfs4.CreateArgs{ObjType: nfs4.NF4Lnk, LinkData: []byte("../target"), ObjName: []byte("l")},
+		&nfs4.NoArgs{OpNum: nfs4.OpReadlink})
+	if got := string(res.Results[3].(*nfs4.ReadlinkRes).Link); got != "../target" {
+		t.Fatalf("READLINK %q", got)
+	}
+	c.must(&nfs4.PutfhArgs{Object: d}, &nfs4.CreateArgs{ObjType: nfs4.NF4Fifo, ObjName: []byte("p")})
+	if st, err := os.Lstat(filepath.Join(e.dir, "d", "p")); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("FIFO: %v %v", st, err)
+	}
+	wantStatus4(t, "CREATE of a regular file", c.call(&nfs4.PutfhArgs{Object: d}, &nfs4.CreateArgs{ObjType: nfs4.NF4Reg, ObjName: []byte("r")}), nfs4.ErrBadtype)
+	wantStatus4(t, "LOOKUP through a symlink", c.call(&nfs4.PutfhArgs{Object: d}, &nfs4.LookupArgs{ObjName: []byte("l")}, &nfs4.LookupArgs{ObjName: []byte("x")}), nfs4.ErrSymlink)
+	wantStatus4(t, "REMOVE of a non-empty directory", c.call(&nfs4.PutfhArgs{Object: dir}, &nfs4.NameArgs{OpNum: nfs4.OpRemove, Name: []byte("d")}), nfs4.ErrNotempty)
+	wantStatus4(t, "READLINK of a directory", c.call(&nfs4.PutfhArgs{Object: d}, &nfs4.NoArgs{OpNum: nfs4.OpReadlink}), nfs4.ErrInval)
+
+	f, sid := c.openFile(dir, openArgs4("o", "f", nfs4.ShareAccessBoth, true))
+	c.must(&nfs4.PutfhArgs{Object: f}, &nfs4.WriteArgs{Stateid: sid, Data: []byte("12345")})
+	size5 := fattrVals(nfs4.NewBitmap(nfs4.AttrSize), &nfs4.Fattr{Size: 5})
+	size6 := fattrVals(nfs4.NewBitmap(nfs4.AttrSize), &nfs4.Fattr{Size: 6})
+	verify := func(op nfs4.OpNum, vals nfs4.Fattr4) *nfs4.CompoundRes {
+		return c.call(&nfs4.PutfhArgs{Object: f}, &nfs4.VerifyArgs{OpNum: op, Attrs: vals})
+	}
+	wantStatus4(t, "VERIFY size 5", verify(nfs4.OpVerify, size5), nfs4.OK)
+	wantStatus4(t, "VERIFY size 6", verify(nfs4.OpVerify, size6), nfs4.ErrNotSame)
+	wantStatus4(t, "NVERIFY size 5", verify(nfs4.OpNverify, size5), nfs4.ErrSame)
+	wantStatus4(t, "NVERIFY size 6", verify(nfs4.OpNverify, size6), nfs4.OK)
+
+	setattr := func(mask nfs4.Bitmap4, a nfs4.Fattr) *nfs4.CompoundRes {
+		return c.call(&nfs4.PutfhArgs{Object: f}, &nfs4.SetattrArgs{Stateid: sid, Mask: mask, Attr: a})
+	}
+	owners := nfs4.NewBitmap(nfs4.AttrOwner, nfs4.AttrOwnerGroup)
+	wantStatus4(t, "SETATTR owner 1000", setattr(owners, nfs4.Fattr{Owner: []byte("1000"), OwnerGroup: []byte("1001")}), nfs4.OK)
+	if a := c.getattr(f, nfs4.AttrOwner, nfs4.AttrOwnerGroup); string(a.Owner) != "1000" || string(a.OwnerGroup) != "1001" {
+		t.Fatalf("owner %q group %q", a.Owner, a.OwnerGroup)
+	}
+	wantStatus4(t, "SETATTR owner root@domain", setattr(owners, nfs4.Fattr{Owner: []byte("root@example.org"), OwnerGroup: []byte("root@example.org")}), nfs4.OK)
+	if a := c.getattr(f, nfs4.AttrOwner); string(a.Owner) != "0" {
+		t.Fatalf("owner %q after root@example.org", a.Owner)
+	}
+	wantStatus4(t, "SETATTR of an unknown owner", setattr(owners, nfs4.Fattr{Owner: []byte("no-such-user-here@example.org"), OwnerGroup: []byte("0")}), nfs4.ErrBadowner)
+	res = setattr(nfs4.NewBitmap(nfs4.AttrSize, nfs4.AttrMode), nfs4.Fattr{Size: 2, Mode: 0o604})
+	wantStatus4(t, "SETATTR size and mode", res, nfs4.OK)
+	if set := res.Results[2].(*nfs4.SetattrRes).AttrsSet; !set.Has(nfs4.AttrSize) || !set.Has(nfs4.AttrMode) {
+		t.Fatalf("attrsset %v", set)
+	}
+	if a := c.getattr(f, nfs4.AttrSize, nfs4.AttrMode); a.Size != 2 || a.Mode != 0o604 {
+		t.Fatalf("after SETATTR: size %d mode %o", a.Size, a.Mode)
+	}
+	res = c.call(&nfs4.PutfhArgs{Object: f}, &nfs4.SetattrArgs{Stateid: sid, Mask: nfs4.NewBitmap(nfs4.AttrNumlinks), Attr: nfs4.Fattr{Numlinks: 9}})
+	if res.Status != nfs4.ErrInval && res.Status != nfs4.ErrAttrnotsupp {
+		t.Fatalf("SETATTR of numlinks: %v", res.Status)
+	}
+
+	res = c.must(&nfs4.PutfhArgs{Object: f}, &nfs4.AccessArgs{Access: nfs4.Access4Read | nfs4.Access4Modify | nfs4.Access4Execute})
+	if r := res.Results[2].(*nfs4.AccessRes); r.Access != nfs4.Access4Read|nfs4.Access4Modify {
+		t.Fatalf("ACCESS for root of a 0604 file: %#x of %#x", r.Access, r.Supported)
+	}
+	u := e.v4(userCred(2000, 2000))
+	u.mount()
+	res = u.must(&nfs4.PutfhArgs{Object: f}, &nfs4.AccessArgs{Access: nfs4.Access4Read | nfs4.Access4Modify})
+	if r := res.Results[2].(*nfs4.AccessRes); r.Access != nfs4.Access4Read {
+		t.Fatalf("ACCESS for another user of a 0604 file: %#x", r.Access)
+	}
+	wantStatus4(t, "OPEN for writing by another user", u.call(&nfs4.PutfhArgs{Object: dir}, openArgs4("u", "f", nfs4.ShareAccessWrite, false)), nfs4.ErrAccess)
+}
+
+// fattrVals is the fattr4 of the attributes mask of a, as VERIFY carries them.
+func fattrVals(mask nfs4.Bitmap4, a *nfs4.Fattr) nfs4.Fattr4 {
+	var e xdr.Encoder
+	nfs4.EncodeFattr(&e, mask, a)
+	var f nfs4.Fattr4
+	if err := f.DecodeXDR(xdr.NewDecoder(e.Bytes())); err != nil {
+		panic(err)
+	}
+	f.Vals = bytes.Clone(f.Vals)
+	return f
+}
+
+// TestV4OpenCreateExistingInReadOnlyDirectory: OPEN4_CREATE (UNCHECKED4) of an
+// existing file in a directory the caller may not write opens the file, as open(2)
+// with O_CREAT does; creating a new name there is NFS4ERR_ACCESS.
+func TestV4OpenCreateExistingInReadOnlyDirectory(t *testing.T) {
+	e := newEnv(t, Options{})
+	sub := filepath.Join(e.dir, "ro")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "mine"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(filepath.Join(sub, "mine"), 2000, 2000); err != nil {
+		t.Fatal(err)
+	}
+	u := e.v4(userCred(2000, 2000))
+	u.mount()
+	dir := u.lookupFH(append(e.exportComponents(), "ro")...)
+	u.openFile(dir, openArgs4("u", "mine", nfs4.ShareAccessBoth, true))
+	wantStatus4(t, "OPEN4_CREATE of a new name in a directory of root's", u.call(&nfs4.PutfhArgs{Object: dir},
+		openArgs4("u", "new", nfs4.ShareAccessBoth, true)), nfs4.ErrAccess)
+}
