@@ -38,7 +38,7 @@ func TestLinuxClientMountsNfsrdmad(t *testing.T) {
 		t.Errorf("the guest workload failed: %q", guest)
 	}
 	checkManifest(t, export, labPath("nfsrdma-manifest"))
-	ms := guestMountStats(t)
+	ms := guestMountStats(t, "mountstats.txt")
 	x := ms.Xprt
 	t.Logf("Linux xprtrdma counters: sends %d, recvs %d, read chunks %d, write chunks %d, reply chunks %d, failed marshals %d; per-op READ %d WRITE %d READDIRPLUS %d",
 		x.Sends, x.Recvs, x.ReadChunks, x.WriteChunks, x.ReplyChunks, x.FailedMarshals, ms.Ops["READ"], ms.Ops["WRITE"], ms.Ops["READDIRPLUS"])
@@ -107,11 +107,11 @@ func (d *daemon) stop(t *testing.T) {
 	t.Logf("nfsrdmad's start-up summary:\n%s", d.out.String())
 }
 
-// guestMountStats parses the copy of /proc/self/mountstats the guest saved for
-// /mnt/nfs.
-func guestMountStats(t *testing.T) MountStats {
+// guestMountStats parses name, a copy of /proc/self/mountstats the guest saved in the
+// run folder, for /mnt/nfs.
+func guestMountStats(t *testing.T, name string) MountStats {
 	t.Helper()
-	b, err := os.ReadFile(labPath("mountstats.txt"))
+	b, err := os.ReadFile(labPath(name))
 	if err != nil {
 		t.Fatalf("the guest's mountstats: %v", err)
 	}

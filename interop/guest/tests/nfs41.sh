@@ -22,7 +22,8 @@
 #   flock          flock(1): a second process's flock -n -x / -s fails while one holds it
 #   fcntl          guest/fcntl-locks.py: F_SETLK conflict -> EAGAIN, disjoint range granted,
 #                  F_GETLK reports the holder's range, granted after the unlock
-#   remount        umount + mount; every file's sha256 and the attributes again
+#   remount        umount + mount; every file's sha256 and the attributes again (the first
+#                  mount's /proc/self/mountstats is kept as /out/mountstats-first.txt)
 # The files left on the export are listed with their sha256 in /out/nfs41-manifest (names
 # relative to the export).  knfsd: the guest checks them on /export itself after the last
 # umount.  ADDR: /out/nfsrdma-done ("failures N") tells the host harness to judge the export
@@ -195,6 +196,7 @@ flocks() {
 }
 fcntls() { python3 /lab/guest/fcntl-locks.py $M/fcntlf; }
 remount() {
+  cp /proc/self/mountstats /out/mountstats-first.txt   # the first mount's counters
   umount $M || return 1
   timeout 120 mount -t nfs -o "$OPTS" "$T:$EXP" $M || return 1
   mounted || return 1
