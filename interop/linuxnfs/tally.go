@@ -65,6 +65,11 @@ type Counts struct {
 	// (1 before the first), the most the client can have seen.
 	CreditOverruns int
 
+	// Reverse-direction messages (RFC 8167): RPC calls from the server (NFSv4.1
+	// callbacks) and the client's replies to them. They have their own credits and
+	// are counted here only, not in Calls, Replies, grants or credits.
+	BackchannelCalls, BackchannelReplies int
+
 	ParseErrors int    // messages Parse refused
 	FirstError  string // the first of those errors
 }
@@ -99,6 +104,16 @@ func (t *Tally) Record(sent bool, msg []byte) {
 		return
 	}
 	toServer := sent == (t.role == Client)
+	if h.HasRPC && h.IsCall != toServer {
+		// An RPC call going to the client or a reply going to the server: the
+		// backchannel (RFC 8167 §4).
+		if h.IsCall {
+			t.c.BackchannelCalls++
+		} else {
+			t.c.BackchannelReplies++
+		}
+		return
+	}
 	if toServer {
 		t.call(&h)
 	} else {
@@ -210,10 +225,10 @@ func (t *Tally) Counts() Counts {
 // String summarises the counts on one line for logs.
 func (c Counts) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "calls %d replies %d (NFSv4 COMPOUNDs %d); calls with read chunks %d (%d segments), write chunks %d (%d segments), reply chunk %d (%d segments); WRITE %d (read chunk %d, %d bytes by RDMA Read); READ %d (write chunk %d, also reply chunk %d, %d bytes placed in %d replies); READDIR(PLUS) %d (reply chunk %d); RDMA_NOMSG replies %d (%d bytes); long calls %d; RDMA_DONE %d; RDMA_ERROR %d; grants %d..%d; max in flight %d; credit overruns %d; parse errors %d",
+	fmt.Fprintf(&b, "calls %d replies %d (NFSv4 COMPOUNDs %d); calls with read chunks %d (%d segments), write chunks %d (%d segments), reply chunk %d (%d segments); WRITE %d (read chunk %d, %d bytes by RDMA Read); READ %d (write chunk %d, also reply chunk %d, %d bytes placed in %d replies); READDIR(PLUS) %d (reply chunk %d); RDMA_NOMSG replies %d (%d bytes); long calls %d; RDMA_DONE %d; RDMA_ERROR %d; grants %d..%d; max in flight %d; credit overruns %d; backchannel calls %d, replies %d; parse errors %d",
 		c.Calls, c.Replies, c.Compounds, c.ReadChunkCalls, c.ReadChunkSegs, c.WriteChunkCalls, c.WriteChunkSegs, c.ReplyChunkCalls, c.ReplyChunkSegs, c.WriteCalls, c.WriteReadChunk, c.ReadChunkBytes, c.ReadCalls, c.ReadWriteChunk, c.ReadReplyChunk,
 		c.WriteListBytes, c.WriteListReplys, c.DirCalls, c.DirReplyChunk, c.NoMsgReplies, c.ReplyChunkBytes,
-		c.LongCalls, c.DoneMsgs, c.ErrorReplies, c.MinGrant, c.MaxGrant, c.MaxInFlight, c.CreditOverruns, c.ParseErrors)
+		c.LongCalls, c.DoneMsgs, c.ErrorReplies, c.MinGrant, c.MaxGrant, c.MaxInFlight, c.CreditOverruns, c.BackchannelCalls, c.BackchannelReplies, c.ParseErrors)
 	if c.FirstError != "" {
 		fmt.Fprintf(&b, " (first: %s)", c.FirstError)
 	}

@@ -143,3 +143,23 @@ func TestTallyNFSv4(t *testing.T) {
 		t.Errorf("String: %s", s)
 	}
 }
+
+// TestTallyBackchannel: RFC 8167 reverse-direction traffic (a CB_COMPOUND the server
+// sends, the client's reply) is counted apart, outside the forward calls, grants and
+// credits, from either side.
+func TestTallyBackchannel(t *testing.T) {
+	cbCall := cat(msg(0x30, 1, 16, ProcMsg, 0, 0, 0), msg(0x30, 0, 2, 0x40000000, 1, 1, 1, 0, 0, 0))
+	cbReply := msg(0x30, 1, 16, ProcMsg, 0, 0, 0, 0x30, 1, 0, 0, 0, 0)
+	for _, role := range []Role{Server, Client} {
+		tl := NewTally(role)
+		fromServer := role == Server // Record's sent flag for the server's messages
+		tl.Record(!fromServer, seq4Call)
+		tl.Record(fromServer, cbCall)
+		tl.Record(!fromServer, cbReply)
+		tl.Record(!fromServer, seq4Call)
+		c := tl.Counts()
+		if c.BackchannelCalls != 1 || c.BackchannelReplies != 1 || c.Calls != 2 || c.Replies != 0 || c.MaxGrant != 0 || c.CreditOverruns != 1 {
+			t.Errorf("role %d: %+v", role, c)
+		}
+	}
+}
