@@ -122,3 +122,25 @@ func testCallbackProbe(t *testing.T, rdma, refuse bool) {
 		}
 	}
 }
+
+// TestHostileV4SilentCallbacks: a client that asks for a back channel and never
+// answers callbacks (its transport drops them) leaves one probe waiting, which
+// Close cancels: the server shuts down.
+func TestHostileV4SilentCallbacks(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred()) // TCP without a callback service: reverse calls are dropped
+	c.csFlags = nfs4.CreateSessionFlagConnBackChan
+	c.exchangeID()
+	c.createSession()
+	c.createSession() // a second session: a second probe
+	e.srv.v4.cb.mu.Lock()
+	running := e.srv.v4.cb.running
+	e.srv.v4.cb.mu.Unlock()
+	if running == 0 {
+		t.Fatal("no probe waiting for the silent client")
+	}
+	e.stop() // returns once the probes are cancelled
+	if e.srv.v4.cb.wait(); e.srv.v4.cb.running != 0 {
+		t.Fatal("probes still running after Close")
+	}
+}
