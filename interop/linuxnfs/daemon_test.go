@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsd"
 )
@@ -80,21 +79,7 @@ func startDaemon(t *testing.T, wait context.Context, cfg nfsd.Config) *daemon {
 // waitGuest waits for the guest's nfsrdma-done marker ("failures N") and returns it.
 func (d *daemon) waitGuest(t *testing.T, wait context.Context) []byte {
 	t.Helper()
-	done := labPath("nfsrdma-done")
-	for tick := time.NewTicker(200 * time.Millisecond); ; {
-		if b, err := os.ReadFile(done); err == nil && bytes.HasSuffix(b, []byte("\n")) {
-			tick.Stop()
-			t.Logf("guest: %s", bytes.TrimSpace(b))
-			return b
-		}
-		select {
-		case <-wait.Done():
-			t.Fatalf("no %s from the guest: %v", done, wait.Err())
-		case err := <-d.runErr:
-			t.Fatalf("nfsrdmad stopped: %v", err)
-		case <-tick.C:
-		}
-	}
+	return waitGuestDone(t, wait, d.runErr)
 }
 
 // stop ends Run, which must return nil, and logs the daemon's start-up summary.

@@ -21,7 +21,8 @@ import (
 // COMPOUNDs of a READ placed their data in write chunks, those of a WRITE pulled it
 // from read chunks (8 MiB - 1 bytes of each at least), READDIR replies went through
 // reply chunks, with no RDMA_ERROR, credit overrun, garbage or system error. The
-// case's check() judges the guest's capture with tshark as well.
+// guest's capture (nfs41.pcap) is held to the same rules, read by ReadCapture, and
+// must agree with the trace; the case's check() judges it with tshark as well.
 func TestLinuxClientMountsServerV41(t *testing.T) {
 	host := envOrSkip(t, "NFSRDMA_LISTEN")
 	ctx := waitContext(t)
@@ -47,6 +48,11 @@ func TestLinuxClientMountsServerV41(t *testing.T) {
 		t.Errorf("NFSv4 COMPOUNDs: %d, READ %d, WRITE %d, READDIR %d; want some of each", c.Compounds, c.NFS4Ops[NFS4OpRead], c.NFS4Ops[NFS4OpWrite], c.NFS4Ops[NFS4OpReaddir])
 	}
 	checkWire(t, c, st, "READDIR")
+	cc := checkCapture(t, "nfs41.pcap", "READDIR")
+	if cc.NFS4Ops[NFS4OpRead] != c.NFS4Ops[NFS4OpRead] || cc.NFS4Ops[NFS4OpWrite] != c.NFS4Ops[NFS4OpWrite] || cc.WriteListBytes != c.WriteListBytes || cc.ReadChunkBytes != c.ReadChunkBytes {
+		t.Errorf("the capture and the server's trace differ: READ %d/%d, WRITE %d/%d, bytes placed %d/%d, pulled %d/%d",
+			cc.NFS4Ops[NFS4OpRead], c.NFS4Ops[NFS4OpRead], cc.NFS4Ops[NFS4OpWrite], c.NFS4Ops[NFS4OpWrite], cc.WriteListBytes, c.WriteListBytes, cc.ReadChunkBytes, c.ReadChunkBytes)
+	}
 }
 
 // failedSteps returns the guest script's failure and stall lines ("FAIL(...)",

@@ -4,7 +4,6 @@ package linuxnfs
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -49,33 +48,40 @@ func TestLinuxClientMountsServer(t *testing.T) {
 }
 
 // checkWire judges our server's side of the wire (c, st) after the guest's workload:
-// WRITE data pulled from read chunks and READ data placed in write chunks, 8 MiB - 1
-// bytes of each at least, dir (the directory operation's name) replies sent through
-// reply chunks, no RDMA_ERROR, no unreadable message, the client within its
-// credits, and no garbage, system error or failed write in oncrpc.
+// the chunk rules of checkChunks, and no garbage, system error or failed write in
+// oncrpc.
 func checkWire(t *testing.T, c Counts, st oncrpc.ServerStats, dir string) {
+	t.Helper()
+	checkChunks(t, "server trace", c, dir)
+	if st.Garbage != 0 || st.SystemErrs != 0 || st.WriteErrors != 0 {
+		t.Errorf("oncrpc: %d garbage, %d system errors, %d write errors; want none", st.Garbage, st.SystemErrs, st.WriteErrors)
+	}
+}
+
+// checkChunks judges counts of one view of the wire (what names it): WRITE data
+// pulled from read chunks and READ data placed in write chunks, 8 MiB - 1 bytes of
+// each at least, dir (the directory operation's name) replies sent through reply
+// chunks, no RDMA_ERROR, no unreadable message, the client within its credits.
+func checkChunks(t *testing.T, what string, c Counts, dir string) {
 	t.Helper()
 	const big = 8<<20 - 1
 	if c.WriteReadChunk == 0 || c.ReadChunkBytes < big {
-		t.Errorf("WRITE by read chunks: %d calls, %d bytes pulled; want some, at least %d bytes", c.WriteReadChunk, c.ReadChunkBytes, big)
+		t.Errorf("%s: WRITE by read chunks: %d calls, %d bytes pulled; want some, at least %d bytes", what, c.WriteReadChunk, c.ReadChunkBytes, big)
 	}
 	if c.ReadWriteChunk == 0 || c.WriteListBytes < big {
-		t.Errorf("READ by write chunks: %d calls, %d bytes placed; want some, at least %d bytes", c.ReadWriteChunk, c.WriteListBytes, big)
+		t.Errorf("%s: READ by write chunks: %d calls, %d bytes placed; want some, at least %d bytes", what, c.ReadWriteChunk, c.WriteListBytes, big)
 	}
 	if c.ReadReplyChunk != 0 {
-		t.Logf("the Linux client offered a reply chunk beside the write chunk in %d READs", c.ReadReplyChunk)
+		t.Logf("%s: the Linux client offered a reply chunk beside the write chunk in %d READs", what, c.ReadReplyChunk)
 	}
 	if c.DirReplyChunk == 0 || c.NoMsgReplies == 0 || c.ReplyChunkBytes == 0 {
-		t.Errorf("%s by reply chunk: %d calls offered one, %d RDMA_NOMSG replies, %d bytes; want some of each", dir, c.DirReplyChunk, c.NoMsgReplies, c.ReplyChunkBytes)
+		t.Errorf("%s: %s by reply chunk: %d calls offered one, %d RDMA_NOMSG replies, %d bytes; want some of each", what, dir, c.DirReplyChunk, c.NoMsgReplies, c.ReplyChunkBytes)
 	}
 	if c.ErrorReplies != 0 || c.ParseErrors != 0 || c.CreditOverruns != 0 {
-		t.Errorf("%d RDMA_ERROR replies, %d unreadable messages (%s), %d credit overruns; want none", c.ErrorReplies, c.ParseErrors, c.FirstError, c.CreditOverruns)
+		t.Errorf("%s: %d RDMA_ERROR replies, %d unreadable messages (%s), %d credit overruns; want none", what, c.ErrorReplies, c.ParseErrors, c.FirstError, c.CreditOverruns)
 	}
 	if c.MaxGrant == 0 {
-		t.Error("no credits granted")
-	}
-	if st.Garbage != 0 || st.SystemErrs != 0 || st.WriteErrors != 0 {
-		t.Errorf("oncrpc: %d garbage, %d system errors, %d write errors; want none", st.Garbage, st.SystemErrs, st.WriteErrors)
+		t.Errorf("%s: no credits granted", what)
 	}
 }
 
@@ -241,26 +247,7 @@ func serveExport(t *testing.T, ctx context.Context, host string) *hostServer {
 // waitGuest waits for the guest's nfsrdma-done marker ("failures N") and returns it.
 func (hs *hostServer) waitGuest(t *testing.T, ctx context.Context) []byte {
 	t.Helper()
-	done := labPath("nfsrdma-done")
-	if done == "" {
-		t.Fatal("LAB_OUT not set: the guest's marker cannot be found")
-	}
-	for tick := time.NewTicker(200 * time.Millisecond); ; {
-		// The guest renames the marker into place once written; still, an empty
-		// read is not an answer.
-		if b, err := os.ReadFile(done); err == nil && bytes.HasSuffix(b, []byte("\n")) {
-			tick.Stop()
-			t.Logf("guest: %s", bytes.TrimSpace(b))
-			return b
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no %s from the guest: %v; counts so far: %v", done, ctx.Err(), hs.tally.Counts())
-		case err := <-hs.serveErr:
-			t.Fatalf("a listener stopped: %v", err)
-		case <-tick.C:
-		}
-	}
+	return waitGuestDone(t, ctx, hs.serveErr)
 }
 
 // stop shuts the server down, so that the counts are final, and returns them with
