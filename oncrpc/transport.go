@@ -149,12 +149,13 @@ type PushServerConn interface {
 type BackchannelConn interface {
 	ServerConn
 	// Backchannel returns the connection's reverse-direction RoundTripper: the same
-	// one for every call of Backchannel, until the connection closes. It fails
-	// (wrapping ErrNoBackchannel) when the connection cannot carry reverse calls,
-	// e.g. an RPC-over-RDMA client that announced no reverse-direction receives.
-	// RoundTrip's ReplySinks and MaxReply are ignored: reverse calls and replies
-	// travel inline. Closing it fails its outstanding calls and those after, and
-	// leaves the connection open; it ends by itself when the connection closes.
+	// one for every call of Backchannel. It fails wrapping ErrNoBackchannel when the
+	// connection cannot carry reverse calls (an RPC-over-RDMA connection that cannot
+	// post the receives their replies need), and wrapping ErrClosed when the
+	// connection closed before the first call. RoundTrip's ReplySinks and MaxReply
+	// are ignored: reverse calls and replies travel inline. Closing the RoundTripper
+	// fails its outstanding calls and those after and leaves the connection open;
+	// when the connection closes, its calls fail with an error wrapping ErrClosed.
 	Backchannel() (RoundTripper, error)
 }
 

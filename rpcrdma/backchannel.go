@@ -33,6 +33,9 @@ const (
 	// credits. Our client grants oncrpc.BackchannelOptions.MaxRequests and keeps that
 	// many receives posted.
 	LinuxBackchannelGrant = 16
+	// MaxBackchannelRequests caps a client's oncrpc.BackchannelOptions.MaxRequests:
+	// each reverse call in progress holds a registered receive buffer.
+	MaxBackchannelRequests = 64
 )
 
 // ErrReverseTooLarge is wrapped by the error of a reverse call whose message does not

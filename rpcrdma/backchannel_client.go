@@ -68,9 +68,11 @@ func (c *Client) startBackchannel() {
 	if o == nil || o.Handler == nil {
 		return
 	}
-	c.bcGrant = o.MaxReqs()
+	bo := *o
+	bo.MaxRequests = min(o.MaxReqs(), MaxBackchannelRequests) // each holds a receive buffer
+	c.bcGrant = bo.MaxRequests
 	c.extraRecvs += c.bcGrant
-	c.bcs = oncrpc.NewBackchannelServer(o, dialAddr(c.addr), c.writeReverseReply)
+	c.bcs = oncrpc.NewBackchannelServer(&bo, dialAddr(c.addr), c.writeReverseReply)
 }
 
 // reverseCall takes the reverse call body received in receive buffer idx, in the

@@ -71,11 +71,11 @@ type ClientOptions struct {
 	// msg.
 	Trace func(sent bool, msg []byte)
 	// Backchannel makes the client serve the calls the server sends in the reverse
-	// direction (RFC 8167; NFSv4.1 callbacks): each connection keeps MaxRequests
-	// receives posted for them beyond its forward credits, grants that many reverse
-	// credits in its replies, and answers on the connection the call came on. Without
-	// it reverse calls are dropped and counted (ClientStats.ReverseDropped), as by
-	// Linux's client without a callback service.
+	// direction (RFC 8167; NFSv4.1 callbacks): each connection keeps MaxRequests (at
+	// most MaxBackchannelRequests) receives posted for them beyond its forward
+	// credits, grants that many reverse credits in its replies, and answers on the
+	// connection the call came on. Without it reverse calls are dropped and counted
+	// (ClientStats.ReverseDropped), as by Linux's client without a callback service.
 	Backchannel *oncrpc.BackchannelOptions
 }
 
