@@ -33,7 +33,9 @@ import (
 // can send, AUTH_SYS (with the client's stamp, machine name, uid, gid and gids) or
 // AUTH_NONE. Linux's callback service refuses a CB_COMPOUND with AUTH_NONE. When no
 // entry can be used (RPCSEC_GSS only, or none), the back channel is unusable: it is
-// reported down and not probed.
+// reported down and not probed. A CB_SEQUENCE answered NFS4ERR_DELAY (Linux's
+// client drains its session around CREATE_SESSION, so the first probe may meet it) is
+// sent again a little later (probeDelayRetry) before the probe counts as failed.
 //
 // A failed probe is not repeated before a back-off (probeBackoffMin, doubling up to
 // probeBackoffMax; reset by a good probe and by BACKCHANNEL_CTL's new parameters):
@@ -43,6 +45,13 @@ import (
 
 // probeTimeout bounds one callback probe.
 const probeTimeout = 10 * time.Second
+
+// A CB_COMPOUND answered NFS4ERR_DELAY is sent again after probeDelayRetry (the
+// default of cbProbes.retry), at most maxDelayRetries times, within probeTimeout.
+const (
+	probeDelayRetry = 500 * time.Millisecond
+	maxDelayRetries = 10
+)
 
 // The back-off after failed probes: probeBackoffMin after the first failure, doubling
 // with each further one, at most probeBackoffMax.
@@ -61,9 +70,10 @@ const maxProbedSessions = 4096
 type cbProbes struct {
 	mu       sync.Mutex
 	sessions map[nfs4.SessionID]*probeState
-	running  int       // probes running
-	idle     sync.Cond // signalled when running drops to 0; L is &mu
-	started  int       // probes started, for tests
+	running  int           // probes running
+	idle     sync.Cond     // signalled when running drops to 0; L is &mu
+	started  int           // probes started, for tests
+	retry    time.Duration // wait before resending a CB_COMPOUND answered NFS4ERR_DELAY
 }
 
 // probeState is the probe state of one session.
@@ -78,6 +88,7 @@ type probeState struct {
 func (p *cbProbes) init() {
 	p.sessions = map[nfs4.SessionID]*probeState{}
 	p.idle.L = &p.mu
+	p.retry = probeDelayRetry
 }
 
 // session returns the probe state of sid, creating it. p.mu is held.
@@ -156,12 +167,13 @@ func (v *v4Server) probe(conn oncrpc.ServerConn, sid nfs4.SessionID, renewed boo
 	}
 	ps.busy = true
 	seq := ps.seq + 1
+	retry := p.retry
 	p.running++
 	p.started++
 	p.mu.Unlock()
 	go func() {
 		ctx, cancel := context.WithTimeout(v.ctx, probeTimeout)
-		taken, err := cbProbe(ctx, rt, b.CBProgram, cred, sid, seq)
+		taken, err := cbProbe(ctx, rt, b.CBProgram, cred, sid, seq, retry)
 		cancel()
 		v.state.SetCallbackPath(b.ClientID, err == nil)
 		if err != nil {
@@ -223,27 +235,45 @@ func callbackCred(sec []nfs4.CallbackSecParms4) (oncrpc.OpaqueAuth, bool) {
 }
 
 // cbProbe sends CB_NULL and CB_COMPOUND{CB_SEQUENCE} with sequence ID seq to program
-// prog over rt, with credential cred. taken reports whether the client's slot 0 took
-// seq (CB_SEQUENCE answered, OK or as a retry of seq), so the next probe sends seq+1.
+// prog over rt, with credential cred. A CB_SEQUENCE answered NFS4ERR_DELAY (Linux's
+// answer while its client drains the session's slot tables, as it does around
+// EXCHANGE_ID and CREATE_SESSION, so to a probe right after CREATE_SESSION) is sent
+// again after retry, at most maxDelayRetries times. taken reports whether the
+// client's slot 0 took seq (CB_SEQUENCE answered, OK or as a retry of seq), so the next
+// probe sends seq+1.
 func cbProbe(ctx context.Context, rt oncrpc.RoundTripper, prog uint32, cred oncrpc.OpaqueAuth,
-	sid nfs4.SessionID, seq uint32) (taken bool, err error) {
+	sid nfs4.SessionID, seq uint32, retry time.Duration) (taken bool, err error) {
 	cl := oncrpc.NewClient(rt, prog, nfs4.CBVersion, oncrpc.WithAuth(cred))
 	if err := cl.Call(ctx, nfs4.CBProcNull, nil, nil); err != nil {
 		return false, fmt.Errorf("CB_NULL: %w", err)
 	}
 	args := nfs4.CBCompoundArgs{MinorVersion: nfs4.MinorVersion, Ops: []nfs4.CBOpArgs{
 		&nfs4.CBSequenceArgs{SessionID: sid, SequenceID: seq}}}
-	var res nfs4.CBCompoundRes
-	if err := cl.Call(ctx, nfs4.CBProcCompound, &args, &res); err != nil {
-		return false, fmt.Errorf("CB_COMPOUND: %w", err)
-	}
-	if len(res.Results) > 0 {
-		if r, ok := res.Results[0].(*nfs4.CBSequenceRes); ok {
-			taken = r.Status == nfs4.OK || r.Status == nfs4.ErrRetryUncachedRep
+	for try := 0; ; try++ {
+		var res nfs4.CBCompoundRes
+		if err := cl.Call(ctx, nfs4.CBProcCompound, &args, &res); err != nil {
+			return false, fmt.Errorf("CB_COMPOUND: %w", err)
 		}
+		st := res.Status
+		if len(res.Results) > 0 {
+			if r, ok := res.Results[0].(*nfs4.CBSequenceRes); ok {
+				st = r.Status
+			}
+		}
+		if st == nfs4.ErrDelay && try < maxDelayRetries {
+			t := time.NewTimer(retry)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return false, fmt.Errorf("CB_COMPOUND: %v, then %w", st, ctx.Err())
+			case <-t.C:
+			}
+			continue
+		}
+		taken = len(res.Results) > 0 && (st == nfs4.OK || st == nfs4.ErrRetryUncachedRep)
+		if res.Status != nfs4.OK {
+			return taken, fmt.Errorf("CB_COMPOUND: %v", res.Status)
+		}
+		return taken, nil
 	}
-	if res.Status != nfs4.OK {
-		return taken, fmt.Errorf("CB_COMPOUND: %v", res.Status)
-	}
-	return taken, nil
 }

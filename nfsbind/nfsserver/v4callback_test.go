@@ -22,12 +22,14 @@ import (
 // Linux's callback service does: CB_NULL with any credential, CB_COMPOUND only with
 // AUTH_SYS (else AUTH_ERROR/AUTH_BADCRED), here also only with the credential of
 // cred when that is set; CB_SEQUENCE on slot 0 one above the slot's last sequence ID
-// (else NFS4ERR_SEQ_MISORDERED). It records the calls and answers programs prog and
-// prog+1, or refuses every call while refuse is set.
+// (else NFS4ERR_SEQ_MISORDERED), NFS4ERR_DELAY to the first delays of them (as Linux
+// answers while it drains its session). It records the calls and answers programs
+// prog and prog+1, or refuses every call while refuse is set.
 type cbService struct {
 	prog   uint32
 	cred   *oncrpc.AuthSysParams // the AUTH_SYS credential CB_COMPOUND must carry; nil: any
 	refuse atomic.Bool
+	delays atomic.Int32
 	calls  chan string
 
 	mu  sync.Mutex
@@ -68,13 +70,17 @@ func (s *cbService) ServeRPC(ctx context.Context, req *oncrpc.Request, res *xdr.
 		seq := a.Ops[0].(*nfs4.CBSequenceArgs)
 		st := nfs4.OK
 		s.mu.Lock()
-		if seq.SlotID != 0 || seq.SequenceID != s.seq[seq.SessionID]+1 {
+		if s.delays.Add(-1) >= 0 {
+			st = nfs4.ErrDelay
+		} else if seq.SlotID != 0 || seq.SequenceID != s.seq[seq.SessionID]+1 {
 			st = nfs4.ErrSeqMisordered
 		} else {
 			s.seq[seq.SessionID] = seq.SequenceID
 		}
 		s.mu.Unlock()
-		if st != nfs4.OK {
+		if st == nfs4.ErrDelay {
+			s.calls <- "CB_SEQUENCE delayed"
+		} else if st != nfs4.OK {
 			s.calls <- "CB_SEQUENCE misordered"
 		} else {
 			s.calls <- "CB_SEQUENCE"
@@ -147,19 +153,28 @@ func TestV4CallbackProbe(t *testing.T) {
 			name   string
 			sec    []nfs4.CallbackSecParms4
 			refuse bool
+			delays int32
 			want   string
 			down   bool
 		}{
-			{"AUTH_SYS after RPCSEC_GSS", []nfs4.CallbackSecParms4{cbGSS, cbSys, {Flavor: nfs4.AuthNone}}, false, "CB_NULL CB_SEQUENCE", false},
-			{"AUTH_SYS", []nfs4.CallbackSecParms4{cbSys}, false, "CB_NULL CB_SEQUENCE", false},
-			{"AUTH_NONE", []nfs4.CallbackSecParms4{{Flavor: nfs4.AuthNone}, cbSys}, false, "CB_NULL CB_COMPOUND without AUTH_SYS", true},
-			{"RPCSEC_GSS only", []nfs4.CallbackSecParms4{cbGSS}, false, "", true},
-			{"none offered", []nfs4.CallbackSecParms4{}, false, "", true},
-			{"refused", []nfs4.CallbackSecParms4{cbSys}, true, "refused", true},
+			{"AUTH_SYS after RPCSEC_GSS", []nfs4.CallbackSecParms4{cbGSS, cbSys, {Flavor: nfs4.AuthNone}}, false, 0, "CB_NULL CB_SEQUENCE", false},
+			{"AUTH_SYS", []nfs4.CallbackSecParms4{cbSys}, false, 0, "CB_NULL CB_SEQUENCE", false},
+			{"AUTH_NONE", []nfs4.CallbackSecParms4{{Flavor: nfs4.AuthNone}, cbSys}, false, 0, "CB_NULL CB_COMPOUND without AUTH_SYS", true},
+			{"RPCSEC_GSS only", []nfs4.CallbackSecParms4{cbGSS}, false, 0, "", true},
+			{"none offered", []nfs4.CallbackSecParms4{}, false, 0, "", true},
+			{"refused", []nfs4.CallbackSecParms4{cbSys}, true, 0, "refused", true},
+			{"NFS4ERR_DELAY twice", []nfs4.CallbackSecParms4{cbSys}, false, 2,
+				"CB_NULL CB_SEQUENCE delayed CB_SEQUENCE delayed CB_SEQUENCE", false},
+			{"NFS4ERR_DELAY always", []nfs4.CallbackSecParms4{cbSys}, false, 100,
+				"CB_NULL" + strings.Repeat(" CB_SEQUENCE delayed", maxDelayRetries+1), true},
 		} {
 			e := newEnv(t, Options{})
 			svc := newCBService(&cbCred)
 			svc.refuse.Store(tc.refuse)
+			svc.delays.Store(tc.delays)
+			e.srv.v4.cb.mu.Lock()
+			e.srv.v4.cb.retry = time.Millisecond
+			e.srv.v4.cb.mu.Unlock()
 			c := newV4Client(t, cbTransport(t, e, rdma, svc), rootCred())
 			c.csFlags = nfs4.CreateSessionFlagConnBackChan
 			c.secParms = tc.sec
