@@ -12,7 +12,7 @@
 // Options.Now, so tests drive time by hand. The server calls:
 //
 //   - ExchangeID, CreateSession, DestroySession, DestroyClientID, BindConnToSession,
-//     ReclaimComplete, SetCallbackProgram (BACKCHANNEL_CTL) for the session operations;
+//     ReclaimComplete, BackchannelCtl (BACKCHANNEL_CTL) for the session operations;
 //   - Sequence first in every COMPOUND that has it. A retry returns the cached reply in
 //     SequenceResult.Replay, to send as is; a new request holds SequenceResult.Slot, and the
 //     server must call Slot.Done with the encoded COMPOUND4res once it is built (defer it),
@@ -25,8 +25,9 @@
 //     client ID and a FileKey (the file's identity: the same for every handle of it);
 //   - CheckIO before READ, WRITE and SETATTR of the size, with the operation's stateid;
 //   - Sweep every few seconds, which ends expired leases and the grace period;
-//   - ConnClosed when a connection closes; Backchannel and SetCallbackPath for its
-//     callback probes (SEQ4_STATUS_CB_PATH_DOWN follows the last probe's result);
+//   - ConnClosed when a connection closes; Backchannel (program, security parameters,
+//     connections) and SetCallbackPath for its callback probes
+//     (SEQ4_STATUS_CB_PATH_DOWN follows the last probe's result);
 //   - RevokeClient or RevokeFile when an administrator takes state away: the stateids
 //     then answer NFS4ERR_ADMIN_REVOKED until freed, and SEQUENCE carries
 //     SEQ4_STATUS_ADMIN_STATE_REVOKED.

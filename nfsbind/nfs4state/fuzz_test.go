@@ -2,6 +2,7 @@ package nfs4state
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
 	"time"
 
@@ -112,8 +113,9 @@ func (d *fuzzDriver) step() {
 		fore.MaxResponseSizeCached = uint32(d.byte()) * 16
 		id := d.client()
 		seq := d.csSeqs[id] + uint32(d.byte()%4) - 1 // mostly the expected one
-		r, st := m.CreateSession(CreateSessionArgs{ClientID: id, SequenceID: seq, Flags: uint32(d.byte() % 8),
-			Fore: fore, Back: testBack, Principal: d.principal(), Conn: ConnID(d.byte() % 4)})
+		flags := d.byte()
+		r, st := m.CreateSession(CreateSessionArgs{ClientID: id, SequenceID: seq, Flags: uint32(flags % 8),
+			Fore: fore, Back: testBack, Principal: d.principal(), Conn: ConnID(d.byte() % 4), SecParms: secParms(flags >> 3)})
 		if st == nfs4.OK && seq == d.csSeqs[id] {
 			d.csSeqs[id]++
 		}
@@ -180,12 +182,48 @@ func (d *fuzzDriver) step() {
 	case 18:
 		m.ConnClosed(ConnID(d.byte() % 8))
 	case 19:
-		m.SetCallbackPath(d.client(), d.byte()%2 == 0)
+		b := d.byte()
+		if b>>1%4 != 0 {
+			m.SetCallbackPath(d.client(), b%2 == 0)
+			break
+		}
+		sec := secParms(b >> 3)
+		sid := d.session()
+		m.BackchannelCtl(sid, uint32(b), sec)
+		if len(sec) > 0 && sec[0].Flavor == nfs4.AuthSys && len(sec[0].Sys.MachineName) > 0 {
+			sec[0].Sys.MachineName[0] ^= 0xff // the caller's buffer is reused
+		}
+		if bc, st := m.Backchannel(sid); st == nfs4.OK && len(bc.SecParms) > nfs4.MaxSecFlavors {
+			panic(fmt.Sprintf("%d callback security parameters kept", len(bc.SecParms)))
+		}
 	case 20:
 		m.RevokeClient(d.client())
 	case 21:
 		m.RevokeFile(d.file())
 	}
+}
+
+// secParms returns one of 32 lists of callback security parameters, chosen by k: 0,
+// 6, 12 or 18 entries (more than nfs4.MaxSecFlavors) of AUTH_NONE, AUTH_SYS (machine
+// names up to 299 bytes, up to nfs4.MaxGIDs+2 gids) and RPCSEC_GSS with handles. It
+// reads no input, so the seeds' paths do not depend on it.
+func secParms(k byte) []nfs4.CallbackSecParms4 {
+	p := make([]nfs4.CallbackSecParms4, int(k%4)*6)
+	for i := range p {
+		v := int(k) + i
+		switch v % 3 {
+		case 0:
+			p[i].Flavor = nfs4.AuthNone
+		case 1:
+			p[i].Flavor = nfs4.AuthSys
+			p[i].Sys = nfs4.AuthSysParms{Stamp: uint32(v), MachineName: make([]byte, (v*53)%300),
+				UID: uint32(v), GIDs: make([]uint32, v%(nfs4.MaxGIDs+3))}
+		default:
+			p[i].Flavor = nfs4.RPCSecGSS
+			p[i].GSS = nfs4.GSSCBHandles{Service: uint32(v), HandleFromServer: make([]byte, v%50+1)}
+		}
+	}
+	return p
 }
 
 func (d *fuzzDriver) length() uint64 {

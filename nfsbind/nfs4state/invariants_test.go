@@ -2,6 +2,8 @@ package nfs4state
 
 import (
 	"fmt"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
 )
 
 // checkInvariants verifies the Manager's tables against each other and against the
@@ -51,6 +53,9 @@ func checkInvariants(m *Manager) error {
 		for sid, s := range c.sessions {
 			if m.sessions[sid] != s || s.client != c || s.dead {
 				return fmt.Errorf("session %x of client %x not filed", sid, id)
+			}
+			if err := checkSecParms(s.cbSec); err != nil {
+				return fmt.Errorf("session %x: %w", sid, err)
 			}
 			if len(s.slots) > o.MaxSlots || len(s.slots) == 0 {
 				return fmt.Errorf("session with %d slots", len(s.slots))
@@ -168,4 +173,21 @@ func checkInvariants(m *Manager) error {
 func hasKey(m map[*stateid]struct{}, st *stateid) bool {
 	_, ok := m[st]
 	return ok
+}
+
+// checkSecParms checks a session's copy of its callback security parameters against
+// the bounds copySecParms keeps.
+func checkSecParms(p []nfs4.CallbackSecParms4) error {
+	if len(p) > nfs4.MaxSecFlavors {
+		return fmt.Errorf("%d callback security parameters", len(p))
+	}
+	for i := range p {
+		if len(p[i].Sys.MachineName) > 255 || len(p[i].Sys.GIDs) > nfs4.MaxGIDs {
+			return fmt.Errorf("callback AUTH_SYS parameters of %d bytes, %d gids", len(p[i].Sys.MachineName), len(p[i].Sys.GIDs))
+		}
+		if p[i].GSS.HandleFromServer != nil || p[i].GSS.HandleFromClient != nil {
+			return fmt.Errorf("callback RPCSEC_GSS handles kept")
+		}
+	}
+	return nil
 }

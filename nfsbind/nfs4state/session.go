@@ -18,6 +18,7 @@ type session struct {
 	fore      nfs4.ChannelAttrs4
 	back      nfs4.ChannelAttrs4
 	cbProgram uint32
+	cbSec     []nfs4.CallbackSecParms4 // owned copy; replaced whole, never changed in place
 	slots     []slot
 	conns     []connBinding // oldest first, at most MaxConnsPerSession
 	reserved  int64         // reply cache bytes reserved
@@ -29,16 +30,18 @@ type connBinding struct {
 	dir  nfs4.ChannelDirFromServer
 }
 
-// CreateSessionArgs are the parts of CREATE_SESSION4args the Manager judges (the server
-// checks csa_sec_parms itself).
+// CreateSessionArgs are the parts of CREATE_SESSION4args the Manager judges or keeps.
 type CreateSessionArgs struct {
 	ClientID   uint64             // csa_clientid
 	SequenceID uint32             // csa_sequence
 	Flags      uint32             // csa_flags
 	Fore, Back nfs4.ChannelAttrs4 // csa_fore_chan_attrs, csa_back_chan_attrs
 	CBProgram  uint32             // csa_cb_program
-	Principal  string             // the caller's RPC principal
-	Conn       ConnID             // the connection the request came on
+	// SecParms is csa_sec_parms, the credentials the client accepts on callbacks. The
+	// session keeps a copy (see copySecParms), so it may alias the request.
+	SecParms  []nfs4.CallbackSecParms4
+	Principal string // the caller's RPC principal
+	Conn      ConnID // the connection the request came on
 }
 
 // CreateSessionResult is CREATE_SESSION4resok.
@@ -186,6 +189,7 @@ func (m *Manager) newSessionLocked(c *client, a *CreateSessionArgs) (CreateSessi
 		fore:      fore,
 		back:      back,
 		cbProgram: a.CBProgram,
+		cbSec:     copySecParms(a.SecParms),
 		slots:     make([]slot, slots),
 		reserved:  slots * per,
 	}
@@ -241,7 +245,8 @@ func (m *Manager) destroySessionLocked(s *session) {
 // the channels bound (bctsr_dir). FORE_OR_BOTH and BACK_OR_BOTH bind both. A connection
 // already bound is rebound as asked. An unknown session gets NFS4ERR_BADSESSION, an
 // undefined direction NFS4ERR_INVAL. Binding more than MaxConnsPerSession connections
-// unbinds the oldest.
+// unbinds the oldest. Binding leaves the callback path as the last probe found it
+// (SetCallbackPath).
 func (m *Manager) BindConnToSession(id nfs4.SessionID, conn ConnID, dir nfs4.ChannelDirFromClient) (nfs4.ChannelDirFromServer, nfs4.Status) {
 	var got nfs4.ChannelDirFromServer
 	switch dir {
@@ -260,10 +265,11 @@ func (m *Manager) BindConnToSession(id nfs4.SessionID, conn ConnID, dir nfs4.Cha
 	if s == nil {
 		return 0, nfs4.ErrBadsession
 	}
+	// A back channel bound after a failed probe is still reported down: the flag
+	// follows the server's probes (SetCallbackPath), which may wait for a back-off; a
+	// client that binds a connection on seeing SEQ4_STATUS_CB_PATH_DOWN would
+	// otherwise see the flag cleared with no probe made.
 	s.bindLocked(conn, got, m.opts.MaxConnsPerSession)
-	if got != nfs4.CDFS4Fore && s.client.cbState == cbDown {
-		s.client.cbState = cbUnknown // a new back channel: worth a new probe
-	}
 	return got, nfs4.OK
 }
 
@@ -298,9 +304,12 @@ func (m *Manager) ConnClosed(conn ConnID) {
 // Backchannel describes a session's back channel, for the server's callback probes.
 type Backchannel struct {
 	ClientID  uint64
-	CBProgram uint32             // csa_cb_program, or as changed by BACKCHANNEL_CTL
-	Attrs     nfs4.ChannelAttrs4 // the negotiated back-channel attributes
-	Conns     []ConnID           // connections bound to the back channel, newest first
+	CBProgram uint32 // csa_cb_program, or as changed by BACKCHANNEL_CTL
+	// SecParms is csa_sec_parms, or bca_sec_parms after BACKCHANNEL_CTL, as copied by
+	// copySecParms. It is shared with the Manager: read it, never change it.
+	SecParms []nfs4.CallbackSecParms4
+	Attrs    nfs4.ChannelAttrs4 // the negotiated back-channel attributes
+	Conns    []ConnID           // connections bound to the back channel, newest first
 }
 
 // Backchannel returns the back channel of a session (NFS4ERR_BADSESSION if unknown).
@@ -311,7 +320,7 @@ func (m *Manager) Backchannel(id nfs4.SessionID) (Backchannel, nfs4.Status) {
 	if s == nil {
 		return Backchannel{}, nfs4.ErrBadsession
 	}
-	b := Backchannel{ClientID: s.client.id, CBProgram: s.cbProgram, Attrs: s.back}
+	b := Backchannel{ClientID: s.client.id, CBProgram: s.cbProgram, SecParms: s.cbSec, Attrs: s.back}
 	for i := len(s.conns) - 1; i >= 0; i-- {
 		if s.conns[i].dir != nfs4.CDFS4Fore {
 			b.Conns = append(b.Conns, s.conns[i].conn)
@@ -320,16 +329,46 @@ func (m *Manager) Backchannel(id nfs4.SessionID) (Backchannel, nfs4.Status) {
 	return b, nfs4.OK
 }
 
-// SetCallbackProgram records BACKCHANNEL_CTL's bca_cb_program for a session.
-func (m *Manager) SetCallbackProgram(id nfs4.SessionID, program uint32) nfs4.Status {
+// BackchannelCtl records BACKCHANNEL_CTL's bca_cb_program and bca_sec_parms for a
+// session (RFC 8881 §18.33): they replace those of CREATE_SESSION or of an earlier
+// BACKCHANNEL_CTL. sec is copied (see copySecParms).
+func (m *Manager) BackchannelCtl(id nfs4.SessionID, program uint32, sec []nfs4.CallbackSecParms4) nfs4.Status {
+	cp := copySecParms(sec)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.sessions[id]
 	if s == nil {
 		return nfs4.ErrBadsession
 	}
-	s.cbProgram = program
+	s.cbProgram, s.cbSec = program, cp
 	return nfs4.OK
+}
+
+// copySecParms returns a copy of callback security parameters that shares no memory
+// with p (decoded arguments alias the request buffer). It keeps at most
+// nfs4.MaxSecFlavors entries, AUTH_SYS machine names of at most 255 bytes and
+// nfs4.MaxGIDs gids (the decoder's bounds, so nothing a decoded list holds is lost), and
+// of RPCSEC_GSS only the flavor and service: the handles are of no use to a server
+// without RPCSEC_GSS, and dropping them bounds a session's copy to a few kilobytes.
+func copySecParms(p []nfs4.CallbackSecParms4) []nfs4.CallbackSecParms4 {
+	if len(p) == 0 {
+		return nil
+	}
+	p = p[:min(len(p), nfs4.MaxSecFlavors)]
+	out := make([]nfs4.CallbackSecParms4, len(p))
+	for i := range p {
+		out[i].Flavor = p[i].Flavor
+		switch p[i].Flavor {
+		case nfs4.AuthSys:
+			in, o := &p[i].Sys, &out[i].Sys
+			o.Stamp, o.UID, o.GID = in.Stamp, in.UID, in.GID
+			o.MachineName = append([]byte(nil), in.MachineName[:min(len(in.MachineName), 255)]...)
+			o.GIDs = append([]uint32(nil), in.GIDs[:min(len(in.GIDs), nfs4.MaxGIDs)]...)
+		case nfs4.RPCSecGSS:
+			out[i].GSS.Service = p[i].GSS.Service
+		}
+	}
+	return out
 }
 
 // SetCallbackPath records the result of the server's latest callback probe of a client

@@ -2,6 +2,7 @@ package nfs4state
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
@@ -244,8 +245,17 @@ func TestBindConnToSessionAndCallbackPath(t *testing.T) {
 	if res.StatusFlags&nfs4.Seq4StatusCBPathDown == 0 {
 		t.Fatal("failed probe, but no SEQ4_STATUS_CB_PATH_DOWN")
 	}
+	// A connection bound to the back channel does not clear the flag: the next probe
+	// (which the server may defer) decides.
+	_, st = m.BindConnToSession(cs.SessionID, 2, nfs4.CDFC4BackOrBoth)
+	want(t, "BIND_CONN_TO_SESSION after a failed probe", st, nfs4.OK)
+	res, _ = m.Sequence(SequenceArgs{SessionID: cs.SessionID, SequenceID: 4, Conn: 2})
+	res.Slot.Done(nil)
+	if res.StatusFlags&nfs4.Seq4StatusCBPathDown == 0 {
+		t.Fatal("BIND_CONN_TO_SESSION cleared SEQ4_STATUS_CB_PATH_DOWN without a probe")
+	}
 	m.SetCallbackPath(r.ClientID, true)
-	res, _ = m.Sequence(SequenceArgs{SessionID: cs.SessionID, SequenceID: 4, Conn: 3}) // binds conn 3, evicting conn 1
+	res, _ = m.Sequence(SequenceArgs{SessionID: cs.SessionID, SequenceID: 5, Conn: 3}) // binds conn 3, evicting conn 1
 	res.Slot.Done(nil)
 	if res.StatusFlags != 0 {
 		t.Fatalf("flags %#x after a good probe", res.StatusFlags)
@@ -261,9 +271,49 @@ func TestBindConnToSessionAndCallbackPath(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("%d connections bound, want 1 (conn 3)", n)
 	}
-	want(t, "SetCallbackProgram", m.SetCallbackProgram(cs.SessionID, 7), nfs4.OK)
+	want(t, "BackchannelCtl", m.BackchannelCtl(cs.SessionID, 7, nil), nfs4.OK)
 	bc, _ = m.Backchannel(cs.SessionID)
 	if bc.CBProgram != 7 {
 		t.Fatalf("cb program %d", bc.CBProgram)
+	}
+	want(t, "BackchannelCtl of an unknown session", m.BackchannelCtl(nfs4.SessionID{1}, 7, nil), nfs4.ErrBadsession)
+}
+
+// TestCallbackSecParms: the session keeps its own copy of csa_sec_parms (the decoded
+// arguments alias the request buffer, which the server reuses), BACKCHANNEL_CTL's
+// bca_sec_parms replace it, and RPCSEC_GSS entries keep only flavor and service.
+func TestCallbackSecParms(t *testing.T) {
+	m := newManager(t, newClock(), Options{})
+	r := exchange(t, m, "c1", 1)
+	name := []byte("lab")
+	gids := []uint32{0, 10}
+	sec := []nfs4.CallbackSecParms4{
+		{Flavor: nfs4.RPCSecGSS, GSS: nfs4.GSSCBHandles{Service: 2, HandleFromServer: []byte("srv"), HandleFromClient: []byte("cli")}},
+		{Flavor: nfs4.AuthSys, Sys: nfs4.AuthSysParms{Stamp: 42, MachineName: name, UID: 0, GID: 0, GIDs: gids}},
+		{Flavor: nfs4.AuthNone},
+	}
+	cs, st := m.CreateSession(CreateSessionArgs{ClientID: r.ClientID, SequenceID: r.SequenceID, Fore: testFore, Back: testBack,
+		Principal: "sys:0", Conn: 1, Flags: nfs4.CreateSessionFlagConnBackChan, SecParms: sec})
+	want(t, "CREATE_SESSION", st, nfs4.OK)
+	copy(name, "xxx") // the request buffer is reused
+	gids[1] = 99
+	bc, _ := m.Backchannel(cs.SessionID)
+	wantSec := []nfs4.CallbackSecParms4{
+		{Flavor: nfs4.RPCSecGSS, GSS: nfs4.GSSCBHandles{Service: 2}},
+		{Flavor: nfs4.AuthSys, Sys: nfs4.AuthSysParms{Stamp: 42, MachineName: []byte("lab"), GIDs: []uint32{0, 10}}},
+		{Flavor: nfs4.AuthNone},
+	}
+	if !reflect.DeepEqual(bc.SecParms, wantSec) {
+		t.Fatalf("kept sec parms %+v, want %+v", bc.SecParms, wantSec)
+	}
+	long := make([]nfs4.CallbackSecParms4, nfs4.MaxSecFlavors+3)
+	want(t, "BackchannelCtl", m.BackchannelCtl(cs.SessionID, 9, long), nfs4.OK)
+	bc, _ = m.Backchannel(cs.SessionID)
+	if bc.CBProgram != 9 || len(bc.SecParms) != nfs4.MaxSecFlavors || bc.SecParms[0].Flavor != nfs4.AuthNone {
+		t.Fatalf("after BACKCHANNEL_CTL: program %d, %d sec parms", bc.CBProgram, len(bc.SecParms))
+	}
+	want(t, "BackchannelCtl", m.BackchannelCtl(cs.SessionID, 9, nil), nfs4.OK)
+	if bc, _ = m.Backchannel(cs.SessionID); bc.SecParms != nil {
+		t.Fatalf("empty bca_sec_parms kept %+v", bc.SecParms)
 	}
 }

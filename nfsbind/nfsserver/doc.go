@@ -126,7 +126,8 @@
 // delegations, named attributes); minor versions other than 1 are
 // NFS4ERR_MINOR_VERS_MISMATCH. No delegation is granted. v4compound.go documents
 // the session rules and limits, v4attr.go the attributes, v4open.go and v4io.go the
-// state checks, v4callback.go the back channel probes.
+// state checks, v4callback.go the back channel probes (the credential of
+// csa_sec_parms, the back-off after a failed probe).
 //
 // This package runs on Linux only (it relies on openat, statx and /proc/self/fd).
 // A steady-state READ, WRITE or COMMIT allocates nothing.

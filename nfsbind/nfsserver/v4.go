@@ -97,8 +97,7 @@ func newV4Server(log hclog.Logger, set func() *v4Set, handles *handleCodec, opts
 	v.impl = nfs4.NFSImplID4{Domain: []byte("go-rpcrdma.dev"), Name: []byte("go-rpcrdma nfsserver")}
 	v.conns.init(m.ConnClosed)
 	v.ctx, v.cancel = context.WithCancel(context.Background())
-	v.cb.seq, v.cb.busy = map[nfs4.SessionID]uint32{}, map[nfs4.SessionID]bool{}
-	v.cb.idle.L = &v.cb.mu
+	v.cb.init()
 	v.pool.New = func() any { return newCompound(v) }
 	every := opts.SweepInterval
 	if every <= 0 {

@@ -32,6 +32,8 @@ type v4client struct {
 	opts oncrpc.CallOptions
 	// csFlags are the csa_flags of createSession.
 	csFlags uint32
+	// secParms are the csa_sec_parms of createSession (nil: AUTH_NONE).
+	secParms []nfs4.CallbackSecParms4
 }
 
 var v4Owners atomic.Int64
@@ -177,11 +179,19 @@ func (c *v4client) createSession() {
 	c.t.Helper()
 	res := c.rawMust(&nfs4.CreateSessionArgs{ClientID: c.cid, Sequence: c.csseq, Flags: c.csFlags, ForeChanAttrs: defaultFore,
 		BackChanAttrs: nfs4.ChannelAttrs4{MaxRequestSize: 4096, MaxResponseSize: 4096, MaxOperations: 2, MaxRequests: 1},
-		CBProgram:     0x40000000, SecParms: []nfs4.CallbackSecParms4{{Flavor: nfs4.AuthNone}}})
+		CBProgram:     0x40000000, SecParms: c.callbackSec()})
 	wantStatus4(c.t, "CREATE_SESSION", res, nfs4.OK)
 	r := res.Results[0].(*nfs4.CreateSessionRes)
 	c.sid, c.seq, c.slot = r.SessionID, 0, 0
 	c.csseq++
+}
+
+// callbackSec returns the client's callback security parameters.
+func (c *v4client) callbackSec() []nfs4.CallbackSecParms4 {
+	if c.secParms == nil {
+		return []nfs4.CallbackSecParms4{{Flavor: nfs4.AuthNone}}
+	}
+	return c.secParms
 }
 
 // mount does what a Linux client does first: EXCHANGE_ID, CREATE_SESSION,

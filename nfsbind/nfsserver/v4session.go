@@ -62,13 +62,12 @@ func (c *compound) opCreateSession(op nfs4.OpNum) nfs4.Status {
 	*r = nfs4.CreateSessionRes{}
 	if err := a.DecodeXDR(c.d); err != nil {
 		r.Status = decodeErr(err)
-	} else if !secParmsOK(a.SecParms) {
-		// The server could not authenticate its callbacks with any of them.
-		r.Status = nfs4.ErrEncrAlgUnsupp
 	} else {
+		// csa_sec_parms is kept with the session for the callbacks; if no entry has a
+		// flavor the server can send, the back channel is reported down (see probe).
 		res, st := c.v.state.CreateSession(nfs4state.CreateSessionArgs{
 			ClientID: a.ClientID, SequenceID: a.Sequence, Flags: a.Flags,
-			Fore: a.ForeChanAttrs, Back: a.BackChanAttrs, CBProgram: a.CBProgram,
+			Fore: a.ForeChanAttrs, Back: a.BackChanAttrs, CBProgram: a.CBProgram, SecParms: a.SecParms,
 			Principal: principal(c.req), Conn: c.v.conns.of(c.ctx, c.req.Conn),
 		})
 		r.Status = st
@@ -76,26 +75,12 @@ func (c *compound) opCreateSession(op nfs4.OpNum) nfs4.Status {
 			r.SessionID, r.Sequence, r.Flags = res.SessionID, res.SequenceID, res.Flags
 			r.ForeChanAttrs, r.BackChanAttrs = res.Fore, res.Back
 			if res.Flags&nfs4.CreateSessionFlagConnBackChan != 0 {
-				c.v.probe(c.req.Conn, res.SessionID)
+				c.v.probe(c.req.Conn, res.SessionID, false)
 			}
 		}
 	}
 	c.w.Add(r)
 	return r.Status
-}
-
-// secParmsOK reports whether the client offers a callback security flavor the server
-// can use: AUTH_NONE or AUTH_SYS (an empty list is AUTH_NONE's).
-func secParmsOK(p []nfs4.CallbackSecParms4) bool {
-	if len(p) == 0 {
-		return true
-	}
-	for i := range p {
-		if p[i].Flavor == nfs4.AuthNone || p[i].Flavor == nfs4.AuthSys {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *compound) opDestroySession(op nfs4.OpNum) nfs4.Status {
@@ -130,7 +115,7 @@ func (c *compound) opBindConnToSession(op nfs4.OpNum) nfs4.Status {
 		if st == nfs4.OK {
 			r.SessionID, r.Dir = a.SessionID, dir
 			if dir != nfs4.CDFS4Fore {
-				c.v.probe(c.req.Conn, a.SessionID)
+				c.v.probe(c.req.Conn, a.SessionID, false)
 			}
 		}
 	}
@@ -220,19 +205,17 @@ func (c *compound) replyBytes() []byte {
 	return xdr.Flatten(nil, inline, ps)
 }
 
-// opBackchannelCtl is BACKCHANNEL_CTL: a new callback program (and security) for the
-// COMPOUND's session; the back channel is probed again with it.
+// opBackchannelCtl is BACKCHANNEL_CTL: a new callback program and security parameters
+// for the COMPOUND's session; the back channel is probed again with them, without
+// waiting for the back-off of an earlier failure.
 func (c *compound) opBackchannelCtl(op nfs4.OpNum) nfs4.Status {
 	a := &c.ops.backchannelCtl
 	if err := a.DecodeXDR(c.d); err != nil {
 		return c.only(op, decodeErr(err))
 	}
-	if !secParmsOK(a.SecParms) {
-		return c.only(op, nfs4.ErrEncrAlgUnsupp)
-	}
-	st := c.v.state.SetCallbackProgram(c.sessionID, a.CBProgram)
+	st := c.v.state.BackchannelCtl(c.sessionID, a.CBProgram, a.SecParms)
 	if st == nfs4.OK {
-		c.v.probe(c.req.Conn, c.sessionID)
+		c.v.probe(c.req.Conn, c.sessionID, true)
 	}
 	return c.only(op, st)
 }
