@@ -38,7 +38,7 @@ func testConnectionLossRetransmits(t *testing.T, ctx context.Context) {
 	env.tr.mu.Lock()
 	old := env.tr.cc
 	env.tr.mu.Unlock()
-	old.ep.qp.Close() // the connection breaks
+	old.ep.qp.Close()                // the connection breaks
 	guard := time.After(time.Minute) // a hang guard, not a timing assertion
 	// The new connection starts with one credit (RFC 8166 §3.3.3): the first
 	// retransmission arrives alone; the others follow once it is answered.
