@@ -332,9 +332,7 @@ func (q *queuePair) resolveSGL(dst []lsge, sgl []verbs.SGE, need verbs.Access, w
 		if s.Offset < 0 || s.Length < 0 || s.Offset > len(m.buf) || s.Length > len(m.buf)-s.Offset {
 			return dst, 0, fmt.Errorf("soft: %s: SGE %d: %w: offset %d length %d outside MR of %d bytes", what, i, verbs.ErrInvalidWR, s.Offset, s.Length, len(m.buf))
 		}
-		m.mu.RLock()
-		valid, acc := m.valid && !m.closed, m.access
-		m.mu.RUnlock()
+		acc, valid := m.localState()
 		if !valid {
 			return dst, 0, fmt.Errorf("soft: %s: SGE %d: %w: MR is invalidated or deregistered", what, i, verbs.ErrInvalidWR)
 		}
