@@ -26,14 +26,22 @@ const maxSTagIndex = 1<<24 - 1
 // permutation of the 24-bit index space keyed per device from the same
 // random stream, so the indices in use are scattered rather than 1, 2, 3...
 // (defence in depth; perm is a cheap mixing network, not a cipher).
+//
+// Locks: mu guards the slices' headers and mrs and free; it is held for
+// writing only to add or remove a region, so that the per-FPDU lookups
+// (read lock) are not stalled by the per-call Reregister of a busy
+// connection. An entry of keys and prev belongs to its slot's region while
+// it is registered: rekey changes it under the region's lock and mu's read
+// lock; add (a free slot) under mu's write lock. rndMu guards rnd.
 type stagTable struct {
-	mu   sync.RWMutex
-	mrs  []*memRegion // by slot; nil when free
-	keys []uint8      // last key used per slot
-	prev []uint8      // the key before it
-	free []uint32     // free slots (LIFO)
-	rnd  keyStream
-	perm indexPerm
+	mu    sync.RWMutex
+	mrs   []*memRegion // by slot; nil when free
+	keys  []uint8      // last key used per slot
+	prev  []uint8      // the key before it
+	free  []uint32     // free slots (LIFO)
+	rndMu sync.Mutex
+	rnd   keyStream
+	perm  indexPerm
 }
 
 // indexPerm is a 4-round Feistel network on 24 bits (two 12-bit halves):
@@ -82,7 +90,7 @@ func (p *indexPerm) slot(idx uint32) uint32 {
 
 // keyStream hands out random bytes for STag keys. It reads them from
 // crypto/rand in batches of len(buf), so a registration costs neither an
-// allocation nor, most of the time, a system call. Guarded by stagTable.mu.
+// allocation nor, most of the time, a system call. Guarded by stagTable.rndMu.
 type keyStream struct {
 	buf [256]byte
 	n   int // unused bytes left at the start of buf
@@ -122,9 +130,12 @@ func (s *keyStream) newKey(cur, prev uint8) uint8 {
 }
 
 // rotateKey gives slot a new key (newKey) and remembers the one it replaces.
-// Caller holds t.mu.
+// Caller holds t.mu for writing, or for reading and the lock of the region
+// registered in slot (see stagTable).
 func (t *stagTable) rotateKey(slot uint32) {
+	t.rndMu.Lock()
 	k := t.rnd.newKey(t.keys[slot], t.prev[slot])
+	t.rndMu.Unlock()
 	t.prev[slot], t.keys[slot] = t.keys[slot], k
 }
 
@@ -148,7 +159,9 @@ func (t *stagTable) add(m *memRegion) (uint32, error) {
 			}
 			slot = uint32(len(t.mrs))
 			t.mrs = append(t.mrs, nil)
+			t.rndMu.Lock()
 			k := t.rnd.next()
+			t.rndMu.Unlock()
 			t.keys = append(t.keys, k)
 			t.prev = append(t.prev, k)
 			if t.perm.index(slot) != 0 {
@@ -164,10 +177,11 @@ func (t *stagTable) add(m *memRegion) (uint32, error) {
 	return m.stag, nil
 }
 
-// rekey gives the region in slot a fresh key and returns the new STag.
+// rekey gives the region in slot a fresh key and returns the new STag. The
+// caller holds the region's lock for writing (Reregister).
 func (t *stagTable) rekey(slot uint32) uint32 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	t.rotateKey(slot)
 	return t.perm.index(slot)<<8 | uint32(t.keys[slot])
 }
