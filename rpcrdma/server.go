@@ -197,7 +197,7 @@ type Listener struct {
 	opts  ServerOptions
 	bufs  bufPool
 	guard *connguard.Set // connection limit and idle sweeper
-	stats serverCounters // see Stats
+	stats serverCounters // the counters of closed connections (Close adds them); see Stats
 	mu    sync.Mutex
 	conns map[*ServerConn]struct{}
 	done  bool
@@ -443,6 +443,10 @@ type ServerConn struct {
 	reads  *credits.Window // one credit per RDMA Read the connection may have in flight (ORD)
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	// stats are this connection's counters (see Listener.Stats): per connection,
+	// so that connections on different CPUs do not share a cache line per call.
+	stats serverCounters
 }
 
 var (
@@ -539,6 +543,7 @@ func (sc *ServerConn) Close() error {
 		sc.mu.Unlock()
 		sc.l.mu.Lock()
 		delete(sc.l.conns, sc)
+		sc.l.stats.add(&sc.stats)
 		sc.l.mu.Unlock()
 		sc.l.guard.Leave((*idleView)(sc))
 	})

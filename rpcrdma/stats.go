@@ -48,9 +48,19 @@ type serverCounters struct {
 	errVers, errChunk                                  atomic.Uint64
 }
 
-// Stats returns the Listener's counters.
+// Stats returns the Listener's counters: those of its closed connections and of the
+// open ones. (A reply that completes as its connection is being closed may be
+// counted after Close has added the connection's counters here, and then is not.)
 func (l *Listener) Stats() ServerStats {
-	c, g := &l.stats, l.guard.Stats()
+	g := l.guard.Stats()
+	var sum serverCounters
+	l.mu.Lock()
+	sum.add(&l.stats)
+	for sc := range l.conns {
+		sum.add(&sc.stats)
+	}
+	l.mu.Unlock()
+	c := &sum
 	st := ServerStats{
 		Conns:       oncrpc.ListenerStats{Accepted: g.Tracked, Closed: g.Left, Refused: g.Refused, Reaped: g.Reaped},
 		CallsInline: c.callsInline.Load(), CallsReadChunks: c.callsReadChunks.Load(), ReadBytes: c.readBytes.Load(),
@@ -61,6 +71,20 @@ func (l *Listener) Stats() ServerStats {
 	}
 	st.BufferBytes, st.BufferBytesInUse = l.bufs.bytes()
 	return st
+}
+
+// add adds o's counts to c.
+func (c *serverCounters) add(o *serverCounters) {
+	c.callsInline.Add(o.callsInline.Load())
+	c.callsReadChunks.Add(o.callsReadChunks.Load())
+	c.readBytes.Add(o.readBytes.Load())
+	c.repliesInline.Add(o.repliesInline.Load())
+	c.repliesReplyChunk.Add(o.repliesReplyChunk.Load())
+	c.repliesReadChunk.Add(o.repliesReadChunk.Load())
+	c.writeChunks.Add(o.writeChunks.Load())
+	c.writeBytes.Add(o.writeBytes.Load())
+	c.errVers.Add(o.errVers.Load())
+	c.errChunk.Add(o.errChunk.Load())
 }
 
 // bytes returns the size of every buffer the pool registered and of those not idle.
