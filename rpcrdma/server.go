@@ -412,6 +412,7 @@ type ServerConn struct {
 	peer       ConnPrivate
 	cred       *credits.Conn
 	regs       regCache        // reply payloads registered for RDMA Write (its own, so connections never wait for each other)
+	stats      serverCounters  // its counters, summed by Listener.Stats (its own, so connections share no cache line per call)
 	acct       *oncrpc.Account // the connection's share of ServerOptions.Budget
 	inlineSend int
 	ord        int // RDMA Reads in flight at most; 0: the client allows none
@@ -444,10 +445,6 @@ type ServerConn struct {
 	reads  *credits.Window // one credit per RDMA Read the connection may have in flight (ORD)
 	ctx    context.Context
 	cancel context.CancelFunc
-
-	// stats are this connection's counters (see Listener.Stats): per connection,
-	// so that connections on different CPUs do not share a cache line per call.
-	stats serverCounters
 }
 
 var (
