@@ -541,7 +541,7 @@ func (sc *ServerConn) Close() error {
 		sc.mu.Unlock()
 		sc.l.mu.Lock()
 		delete(sc.l.conns, sc)
-		sc.l.stats.add(&sc.stats)
+		sc.stats.fold(&sc.l.stats)
 		sc.l.mu.Unlock()
 		sc.l.guard.Leave((*idleView)(sc))
 	})
