@@ -75,7 +75,6 @@ type endpoint struct {
 	freeW   []*waiter
 
 	posted    atomic.Int64  // work requests posted and not completed
-	watched   bool          // a stall watch reads the next three (set before start); else they are not kept
 	sqOut     atomic.Int64  // of which on the send queue
 	sqDone    atomic.Uint64 // send-queue completions so far (progress, for the stall watch)
 	readDone  atomic.Uint64 // of which RDMA Reads
@@ -427,10 +426,10 @@ func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op v
 		w.add(k)
 	}
 	e.posted.Add(int64(k))
-	e.sqPosted(int64(k))
+	e.sqOut.Add(int64(k))
 	if err := e.qp.PostSend(first); err != nil {
 		e.posted.Add(-int64(k))
-		e.sqPosted(-int64(k))
+		e.sqOut.Add(-int64(k))
 		e.sq.give(k)
 		if w != nil {
 			w.add(-k)
@@ -468,10 +467,10 @@ func (e *endpoint) acquireSQN(ctx context.Context, k int) error {
 // completion is counted in posted. If posting fails, the slot is given back.
 func (e *endpoint) post(wr *verbs.SendWR) error {
 	e.posted.Add(1)
-	e.sqPosted(1)
+	e.sqOut.Add(1)
 	if err := e.qp.PostSend(wr); err != nil {
 		e.posted.Add(-1)
-		e.sqPosted(-1)
+		e.sqOut.Add(-1)
 		e.sq.give(1)
 		return fmt.Errorf("rpcrdma: post %v: %w", wr.Op, err)
 	}
@@ -677,19 +676,8 @@ func (e *endpoint) dispatch(wc *verbs.Completion) {
 	}
 }
 
-// sqPosted counts k work requests posted to the send queue (negative: taken back)
-// for the stall watch.
-func (e *endpoint) sqPosted(k int64) {
-	if e.watched {
-		e.sqOut.Add(k)
-	}
-}
-
 // sqCompleted counts a send-queue completion for the stall watch.
 func (e *endpoint) sqCompleted(wc *verbs.Completion) {
-	if !e.watched {
-		return
-	}
 	e.sqOut.Add(-1)
 	e.sqDone.Add(1)
 	if wc.Opcode == verbs.OpcodeRead {

@@ -327,7 +327,6 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 	inlineSend := sc.inlineSend
 	sc.mu.Unlock()
 	o.Logger.Debug("accepted", "remote", sc.remote, "inline_send", inlineSend, "ord", sc.ord, "send_inv", sc.peer.SendInvOK)
-	sc.ep.watched = o.SendTimeout > 0 || o.ReadTimeout > 0 // before any completion
 	sc.ep.start(info, sc.peer, sc.onRecv)
 	sc.startStallWatch(o.SendTimeout, o.ReadTimeout)
 	return sc, nil
