@@ -33,7 +33,8 @@ const maxSTagIndex = 1<<24 - 1
 // writing only to add or remove a region. An entry of keys and prev belongs
 // to its slot's region while it is registered: rekey (the per-call
 // Reregister) changes it under the region's lock and mu's read lock; add (a
-// free slot) under mu's write lock. rndMu guards rnd.
+// free slot) under mu's write lock. Keys come from keyStreams (per P, no lock),
+// or from rnd under rndMu when rnd.fill is set (deterministic tests).
 type stagTable struct {
 	mu     sync.RWMutex
 	slots  atomic.Pointer[stagSlots] // by slot; nil when none was ever added
@@ -121,7 +122,8 @@ func (p *indexPerm) slot(idx uint32) uint32 {
 
 // keyStream hands out random bytes for STag keys. It reads them from
 // crypto/rand in batches of len(buf), so a registration costs neither an
-// allocation nor, most of the time, a system call. Guarded by stagTable.rndMu.
+// allocation nor, most of the time, a system call. A stream is used by one
+// goroutine at a time (keyStreams, or stagTable.rnd under stagTable.rndMu).
 type keyStream struct {
 	buf [256]byte
 	n   int // unused bytes left at the start of buf
@@ -160,13 +162,35 @@ func (s *keyStream) newKey(cur, prev uint8) uint8 {
 	return k
 }
 
+// keyStreams hold the key streams of every table (crypto/rand behind each), so that
+// the per-call Reregister of connections on different CPUs takes no common lock.
+var keyStreams = sync.Pool{New: func() any { return new(keyStream) }}
+
+// stream returns a key stream for the caller's exclusive use until putKeys.
+func (t *stagTable) stream() *keyStream {
+	if t.rnd.fill != nil { // deterministic tests: the table's own stream, in order
+		t.rndMu.Lock()
+		return &t.rnd
+	}
+	return keyStreams.Get().(*keyStream)
+}
+
+// putKeys gives back what stream returned.
+func (t *stagTable) putKeys(s *keyStream) {
+	if s == &t.rnd {
+		t.rndMu.Unlock()
+		return
+	}
+	keyStreams.Put(s)
+}
+
 // rotateKey gives slot a new key (newKey) and remembers the one it replaces.
 // Caller holds t.mu for writing, or for reading and the lock of the region
 // registered in slot (see stagTable).
 func (t *stagTable) rotateKey(slot uint32) {
-	t.rndMu.Lock()
-	k := t.rnd.newKey(t.keys[slot], t.prev[slot])
-	t.rndMu.Unlock()
+	s := t.stream()
+	k := s.newKey(t.keys[slot], t.prev[slot])
+	t.putKeys(s)
 	t.prev[slot], t.keys[slot] = t.keys[slot], k
 }
 
@@ -189,9 +213,9 @@ func (t *stagTable) add(m *memRegion) (uint32, error) {
 				return 0, fmt.Errorf("soft: RegMR: STag index space (%d regions) exhausted", maxSTagIndex)
 			}
 			slot = t.newSlotLocked()
-			t.rndMu.Lock()
-			k := t.rnd.next()
-			t.rndMu.Unlock()
+			s := t.stream()
+			k := s.next()
+			t.putKeys(s)
 			t.keys = append(t.keys, k)
 			t.prev = append(t.prev, k)
 			if t.perm.index(slot) != 0 {
