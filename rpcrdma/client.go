@@ -514,7 +514,7 @@ type request struct {
 func (c *Client) getRequest() *request { return c.reqPool.Get().(*request) }
 
 func (c *Client) putRequest(r *request) {
-	r.orphan, r.handed, r.lost = false, false, false
+	r.orphan, r.handed, r.lost, r.inv = false, false, false, false
 	select {
 	case <-r.done:
 	default:

@@ -203,6 +203,18 @@ func (c *regCache) release(r *reg) {
 	c.mu.Unlock()
 }
 
+// released takes back r, which the peer has invalidated already (a Send With
+// Invalidate naming its STag): it is not invalidated again.
+func (c *regCache) released(r *reg) {
+	if r.own {
+		r.mr.Close()
+		return
+	}
+	c.mu.Lock()
+	r.busy = false
+	c.mu.Unlock()
+}
+
 // close deregisters every cached region.
 func (c *regCache) close() {
 	c.mu.Lock()
