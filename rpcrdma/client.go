@@ -298,7 +298,12 @@ func (cc *clientConn) fail(err error) {
 	cc.pending.drain(func(r *request) {
 		if r.orphan {
 			orphans = append(orphans, r)
+			return
 		}
+		// Wake the caller (roundTrip waits on r.done alone): a pending request has
+		// no token in r.done, so this never blocks.
+		r.lost = true
+		r.done <- struct{}{}
 	})
 	cc.mu.Unlock()
 	cc.ep.close()
@@ -515,9 +520,10 @@ type request struct {
 	asm     assembler
 	rcs     []chunks.ReadChunk
 
-	done   chan struct{} // receives one token when a reply is attached
+	done   chan struct{} // receives one token when a reply is attached or the connection is lost
 	orphan bool          // the caller gave up; the reply handler cleans up (guarded by cc.mu)
 	handed bool          // the receive handler took the reply for the caller (guarded by cc.mu)
+	lost   bool          // the connection failed while the call was pending; set with the token in done (guarded by cc.mu)
 
 	// Set by the receive handler.
 	recvIdx int
@@ -529,7 +535,7 @@ type request struct {
 func (c *Client) getRequest() *request { return c.reqPool.Get().(*request) }
 
 func (c *Client) putRequest(r *request) {
-	r.orphan, r.handed = false, false
+	r.orphan, r.handed, r.lost, r.inv = false, false, false, false
 	select {
 	case <-r.done:
 	default:
@@ -610,23 +616,35 @@ func (cc *clientConn) roundTrip(ctx context.Context, timer <-chan time.Time, cal
 		c.putRequest(r)
 		return err
 	}
-	select {
-	case <-r.done:
+	// One token in r.done says a reply is attached, or (r.lost) that the connection
+	// failed with the call pending (fail): a caller without a deadline waits on the
+	// one channel, not in a select that also queues it on the connection's shared
+	// dead channel.
+	woken := true
+	if done := ctx.Done(); done == nil && timer == nil {
+		<-r.done
+	} else {
+		select {
+		case <-r.done:
+		case <-done:
+			err, woken = ctx.Err(), false
+		case <-timer:
+			err, woken = fmt.Errorf("rpcrdma: xid %#08x: %w", call.XID, oncrpc.ErrTimeout), false
+		}
+	}
+	if woken && !r.lost { // r.lost was set before the token was sent
 		err = cc.complete(ctx, r, call, reply)
 		cc.release(r)
 		c.window.Release()
 		c.putRequest(r)
 		return err
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-timer:
-		err = fmt.Errorf("rpcrdma: xid %#08x: %w", call.XID, oncrpc.ErrTimeout)
-	case <-cc.dead:
-		err = errConnLost
 	}
 	// No reply: revoke the caller's memory now; the credit stays held by the orphan
 	// until the reply arrives or the connection ends.
 	cc.mu.Lock()
+	if r.lost {
+		err = errConnLost // the token, if not taken yet, is dropped by putRequest
+	}
 	if !r.handed {
 		cc.release(r)
 	}

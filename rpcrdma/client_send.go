@@ -24,10 +24,17 @@ func (cc *clientConn) register(r *request, buf []byte, acc verbs.Access) (verbs.
 }
 
 // release revokes every registration made for the call: when it returns, the server
-// can no longer read or write the caller's memory (Linux frwr_unmap_sync).
+// can no longer read or write the caller's memory (Linux frwr_unmap_sync). A region the
+// reply's Send With Invalidate named is revoked already (the provider invalidates it
+// before it delivers the receive, RFC 5040 §5.3) and is not invalidated again (Linux
+// frwr_reminv).
 func (cc *clientConn) release(r *request) {
 	for i, g := range r.regs {
-		cc.c.regs.release(g)
+		if r.inv && g.mr.RKey() == r.invSTag {
+			cc.c.regs.released(g)
+		} else {
+			cc.c.regs.release(g)
+		}
 		r.regs[i] = nil
 	}
 	r.regs = r.regs[:0]

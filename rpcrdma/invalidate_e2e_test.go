@@ -128,6 +128,23 @@ func TestClientHandlesSendWithInvalidate(t *testing.T) {
 	if len(reply.Placed) != 1 || string(reply.Placed[0]) != "abcd" {
 		t.Fatalf("placed %q", reply.Placed)
 	}
+	// The client does not invalidate the region itself once the server's Send With
+	// Invalidate has: it must stay unusable all the same. A late RDMA Write into it
+	// is refused (a Terminate) and never reaches the caller's memory.
+	copy(srv.sendMR.Buf(), "late")
+	if err := srv.qp.PostSend(&verbs.SendWR{ID: 5, Op: verbs.OpWrite, Flags: verbs.Signaled,
+		SGL: []verbs.SGE{{MR: srv.sendMR, Length: 4}}, RemoteSTag: seg.Handle, RemoteTO: seg.Offset}); err != nil {
+		t.Fatal(err)
+	}
+	srv.waitSend(t, 5)
+	select {
+	case <-srv.qp.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the late write did not fail the connection")
+	}
+	if string(sink[:4]) != "abcd" {
+		t.Fatalf("late write reached the caller's memory: %q", sink[:4])
+	}
 }
 
 // TestServerSendWithInvalidate: our server uses Send With Invalidate exactly when the

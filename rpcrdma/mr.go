@@ -16,7 +16,13 @@ import (
 // (MR.Reregister, a fast-register in ibverbs terms), and releasing it invalidates the
 // region (MR.Invalidate returns only once no peer operation can touch the memory), which
 // is exactly the guarantee a fresh registration and deregistration give. A steady stream
-// of RPCs over the same buffers therefore registers nothing new.
+// of RPCs over the same buffers therefore registers nothing new. A registration with no
+// right at all (access 0: a server's reply payloads, only ever the source of its own
+// RDMA Writes and Sends) gives the peer nothing to use: its STag never goes on the wire,
+// unlike a sink's, even one of local write only (an RDMA Read's sink STag travels in the
+// Read Request), and a peer access would lack the right. So a cached one is handed out
+// again as it is, neither re-keyed nor invalidated: two fewer region updates per reply
+// with a write chunk.
 //
 // A buffer in use by several RPCs at once (a server returning the same data to many
 // clients) has several cached regions, one per RPC. A cached region keeps its buffer
@@ -97,6 +103,9 @@ func (c *regCache) register(buf []byte, acc verbs.Access) (*reg, error) {
 		}
 		r.busy, r.last = true, c.tick
 		c.mu.Unlock()
+		if acc == 0 {
+			return r, nil // a source only: still valid, as release left it
+		}
 		if err := r.mr.Reregister(acc); err != nil {
 			c.mu.Lock()
 			c.unlink(r)
@@ -179,13 +188,28 @@ func (c *regCache) unlink(r *reg) {
 }
 
 // release revokes the registration: when it returns, no peer operation can touch the
-// memory until the buffer is registered again.
+// memory until the buffer is registered again. A cached source-only one (access 0,
+// which no peer operation can use) stays valid for its next use.
 func (c *regCache) release(r *reg) {
 	if r.own {
 		r.mr.Close()
 		return
 	}
-	r.mr.Invalidate()
+	if r.key.acc != 0 {
+		r.mr.Invalidate()
+	}
+	c.mu.Lock()
+	r.busy = false
+	c.mu.Unlock()
+}
+
+// released takes back r, which the peer has invalidated already (a Send With
+// Invalidate naming its STag): it is not invalidated again.
+func (c *regCache) released(r *reg) {
+	if r.own {
+		r.mr.Close()
+		return
+	}
 	c.mu.Lock()
 	r.busy = false
 	c.mu.Unlock()

@@ -106,3 +106,52 @@ func TestRegCache(t *testing.T) {
 		t.Fatalf("PD still has regions after close: %v", err)
 	}
 }
+
+// TestRegCacheKeepsSourceOnlyRegions: a registration with no right at all (a server's
+// reply payload, the source of its RDMA Write) gives the peer nothing, so release
+// leaves it valid and the next registration of the buffer gets it back as it is (no
+// re-keying), while one with a remote right is still invalidated and re-keyed.
+func TestRegCacheKeepsSourceOnlyRegions(t *testing.T) {
+	pd, err := soft.New(soft.Config{}).AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newRegCache(pd)
+	defer c.close()
+	buf := make([]byte, 4096)
+	src, err := c.register(buf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := src.mr.LKey()
+	c.release(src)
+	if !src.mr.Valid() {
+		t.Fatal("a released source-only region was invalidated")
+	}
+	again, err := c.register(buf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != src || again.mr.LKey() != key || !again.mr.Valid() || again.mr.Access() != 0 {
+		t.Fatalf("source-only region not reused as it was: same %v, key %#x (was %#x), valid %v, access %v",
+			again == src, again.mr.LKey(), key, again.mr.Valid(), again.mr.Access())
+	}
+	c.release(again)
+	sink, err := c.register(buf, verbs.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinkKey := sink.mr.RKey()
+	c.release(sink)
+	if sink.mr.Valid() {
+		t.Fatal("a released sink region (local write) is still valid")
+	}
+	sink2, err := c.register(buf, verbs.AccessLocalWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sink2 != sink || sink2.mr.RKey() == sinkKey {
+		t.Fatal("a sink region was not re-keyed on reuse")
+	}
+	c.release(sink2)
+}

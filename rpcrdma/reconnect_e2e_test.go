@@ -4,17 +4,24 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // TestConnectionLossRetransmits: calls outstanding when the connection breaks are sent
-// again, with the same XID, on a new connection, and complete.
+// again, with the same XID, on a new connection, and complete. Calls whose context
+// has no deadline wait for their reply on one channel (roundTrip), which the
+// connection's failure must signal too.
 func TestConnectionLossRetransmits(t *testing.T) {
+	t.Run("deadline", func(t *testing.T) { testConnectionLossRetransmits(t, tpCtx(t)) })
+	t.Run("no-deadline", func(t *testing.T) { testConnectionLossRetransmits(t, context.Background()) })
+}
+
+func testConnectionLossRetransmits(t *testing.T, ctx context.Context) {
 	b := newBlocker()
 	env := newTPEnv(t, nil, nil, b.procs())
-	ctx := tpCtx(t)
 	// The connection's first grant: all n calls are outstanding at once (no reply can
 	// carry a larger grant while they block).
 	const n = initialCallRecvs
@@ -31,14 +38,24 @@ func TestConnectionLossRetransmits(t *testing.T) {
 	env.tr.mu.Lock()
 	old := env.tr.cc
 	env.tr.mu.Unlock()
-	old.ep.qp.Close() // the connection breaks
+	old.ep.qp.Close()                // the connection breaks
+	guard := time.After(time.Minute) // a hang guard, not a timing assertion
 	// The new connection starts with one credit (RFC 8166 §3.3.3): the first
 	// retransmission arrives alone; the others follow once it is answered.
-	<-b.arrived
+	select {
+	case <-b.arrived:
+	case <-guard:
+		t.Fatal("no call was retransmitted after the connection broke")
+	}
 	close(b.release)
 	for i := 0; i < n; i++ {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-guard:
+			t.Fatalf("%d of %d calls never returned after the connection broke", n-i, n)
 		}
 	}
 	env.tr.mu.Lock()

@@ -205,7 +205,7 @@ type Listener struct {
 	opts  ServerOptions
 	bufs  bufPool
 	guard *connguard.Set // connection limit and idle sweeper
-	stats serverCounters // see Stats
+	stats serverCounters // the counters of closed connections (Close adds them); see Stats
 	mu    sync.Mutex
 	conns map[*ServerConn]struct{}
 	done  bool
@@ -419,6 +419,7 @@ type ServerConn struct {
 	peer       ConnPrivate
 	cred       *credits.Conn
 	regs       regCache        // reply payloads registered for RDMA Write (its own, so connections never wait for each other)
+	stats      serverCounters  // its counters, summed by Listener.Stats (its own, so connections share no cache line per call)
 	acct       *oncrpc.Account // the connection's share of ServerOptions.Budget
 	inlineSend int
 	ord        int // RDMA Reads in flight at most; 0: the client allows none
@@ -549,6 +550,7 @@ func (sc *ServerConn) Close() error {
 		sc.mu.Unlock()
 		sc.l.mu.Lock()
 		delete(sc.l.conns, sc)
+		sc.stats.fold(&sc.l.stats)
 		sc.l.mu.Unlock()
 		sc.l.guard.Leave((*idleView)(sc))
 		sc.closeBackchannel()

@@ -74,7 +74,7 @@ func (sc *ServerConn) receiveInline(idx, n int, deliver func(*oncrpc.ServerCall,
 		sc.growRecvs(n)
 	}
 	c.msgp = h.Proc == ProcMsgP
-	sc.l.stats.call(len(grouped) > 0)
+	sc.stats.call(len(grouped) > 0)
 	if len(grouped) > 0 {
 		sc.pullInline(c, body, grouped)
 		return true
@@ -90,7 +90,7 @@ func (sc *ServerConn) receiveInline(idx, n int, deliver func(*oncrpc.ServerCall,
 // limit), as the receive loop would; only when no send buffer or send-queue slot is
 // free is the Send left to a goroutine.
 func (sc *ServerConn) answerOverrun(c *srvCall) {
-	sc.l.stats.errorSent(ErrCodeChunk)
+	sc.stats.errorSent(ErrCodeChunk)
 	xid, grant := c.h.XID, sc.cred.Grant()
 	if !sc.reserve(c) {
 		go func() {
@@ -359,7 +359,7 @@ func (sc *ServerConn) receive(ctx context.Context, idx int) (*srvCall, error) {
 	if n := sc.cred.Grow(); n > 0 {
 		sc.growRecvs(n)
 	}
-	sc.l.stats.call(len(grouped) > 0)
+	sc.stats.call(len(grouped) > 0)
 
 	if len(grouped) == 0 {
 		c.call.Msg = oncrpc.Message{Inline: body, Padding: receivedPadding(h, hl)}
@@ -414,7 +414,7 @@ func (sc *ServerConn) preparePull(c *srvCall, body []byte, grouped []chunks.Read
 		sc.l.opts.Logger.Debug("read chunks do not fit", "remote", sc.remote, "xid", c.h.XID, "err", err)
 		return nil, 0, errRefusePull
 	}
-	sc.l.stats.readBytes.Add(uint64(total - len(body)))
+	sc.stats.readBytes.Add(uint64(total - len(body)))
 	// The buffer is accounted against the memory budget before it is taken: when the
 	// budget is spent the call waits for a puller (takeBig), holding only its receive
 	// buffer, which is not reposted until then (back-pressure on the peer's credits).

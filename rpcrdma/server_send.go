@@ -21,7 +21,7 @@ func (sc *ServerConn) sendError(ctx context.Context, code ErrCode, xid uint32) {
 	if err != nil {
 		return
 	}
-	sc.l.stats.errorSent(code)
+	sc.stats.errorSent(code)
 	var b []byte
 	if code == ErrCodeVers {
 		b = AppendErrVers(buf[:0], xid, Version1, sc.cred.Grant())
@@ -138,7 +138,7 @@ func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
 		sc.acct.Uncharge(x.charge)
 	}
 	if err == nil {
-		sc.l.stats.replySent(&p, in, reply)
+		sc.stats.replySent(&p, in, reply)
 	}
 	return err
 }

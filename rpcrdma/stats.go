@@ -54,9 +54,14 @@ type serverCounters struct {
 	reverseCalls, reverseReplies, reverseUnmatched     atomic.Uint64
 }
 
-// Stats returns the Listener's counters.
+// Stats returns the Listener's counters. Those a connection keeps itself
+// (serverCounters.addTo) are its own while it is open and go to the Listener's when
+// it closes. (A reply that completes as its connection is being closed may be counted
+// after that, and then is not.)
 func (l *Listener) Stats() ServerStats {
 	c, g := &l.stats, l.guard.Stats()
+	l.mu.Lock() // Close moves a connection's counts into l.stats under it
+	defer l.mu.Unlock()
 	st := ServerStats{
 		Conns:       oncrpc.ListenerStats{Accepted: g.Tracked, Closed: g.Left, Refused: g.Refused, Reaped: g.Reaped},
 		CallsInline: c.callsInline.Load(), CallsReadChunks: c.callsReadChunks.Load(), ReadBytes: c.readBytes.Load(),
@@ -66,8 +71,40 @@ func (l *Listener) Stats() ServerStats {
 		Credits:      l.opts.Credits.Stats(),
 		ReverseCalls: c.reverseCalls.Load(), ReverseReplies: c.reverseReplies.Load(), ReverseUnmatched: c.reverseUnmatched.Load(),
 	}
+	for sc := range l.conns {
+		sc.stats.addTo(&st)
+	}
 	st.BufferBytes, st.BufferBytesInUse = l.bufs.bytes()
 	return st
+}
+
+// The call, reply and chunk counters are kept per connection, so that connections
+// on different CPUs do not update one cache line per call: addTo adds c's to st,
+// and fold moves them into the Listener's (into), when the connection closes.
+func (c *serverCounters) addTo(st *ServerStats) {
+	st.CallsInline += c.callsInline.Load()
+	st.CallsReadChunks += c.callsReadChunks.Load()
+	st.ReadBytes += c.readBytes.Load()
+	st.RepliesInline += c.repliesInline.Load()
+	st.RepliesReplyChunk += c.repliesReplyChunk.Load()
+	st.RepliesReadChunk += c.repliesReadChunk.Load()
+	st.WriteChunks += c.writeChunks.Load()
+	st.WriteBytes += c.writeBytes.Load()
+	st.ErrVers += c.errVers.Load()
+	st.ErrChunk += c.errChunk.Load()
+}
+
+func (c *serverCounters) fold(into *serverCounters) {
+	into.callsInline.Add(c.callsInline.Load())
+	into.callsReadChunks.Add(c.callsReadChunks.Load())
+	into.readBytes.Add(c.readBytes.Load())
+	into.repliesInline.Add(c.repliesInline.Load())
+	into.repliesReplyChunk.Add(c.repliesReplyChunk.Load())
+	into.repliesReadChunk.Add(c.repliesReadChunk.Load())
+	into.writeChunks.Add(c.writeChunks.Load())
+	into.writeBytes.Add(c.writeBytes.Load())
+	into.errVers.Add(c.errVers.Load())
+	into.errChunk.Add(c.errChunk.Load())
 }
 
 // bytes returns the size of every buffer the pool registered and of those not idle.

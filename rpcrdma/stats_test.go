@@ -92,3 +92,31 @@ func TestHostileServerStatsCountErrors(t *testing.T) {
 		t.Fatalf("%d connections accepted, want 2", st.Conns.Accepted)
 	}
 }
+
+// The counters are kept per connection (so that connections do not share a cache
+// line per call); a closed connection's counts stay in the Listener's totals.
+func TestServerStatsOutliveTheirConnection(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	ctx := tpCtx(t)
+	for range 3 {
+		if err := env.rpc.CallWithOptions(ctx, tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 128}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitStats(t, env.ln, func(s ServerStats) bool { return s.RepliesInline >= 3 })
+	env.ln.mu.Lock()
+	var conns []*ServerConn
+	for sc := range env.ln.conns {
+		conns = append(conns, sc)
+	}
+	env.ln.mu.Unlock()
+	for _, sc := range conns {
+		sc.Close()
+	}
+	if n := serverConns(env.ln); n != 0 {
+		t.Fatalf("%d connections still listed after Close", n)
+	}
+	if st := env.ln.Stats(); st.CallsInline != 3 || st.RepliesInline != 3 {
+		t.Fatalf("after the connection closed: %d calls, %d replies counted; want 3 and 3", st.CallsInline, st.RepliesInline)
+	}
+}

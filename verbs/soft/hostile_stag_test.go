@@ -309,3 +309,86 @@ func TestNewKeyAvoidsLastTwo(t *testing.T) {
 		}
 	}
 }
+
+// TestSTagLookupDuringGrowth: lookups take no lock, so the table's slots are
+// replaced by a longer copy as regions are added. A region stays found by its
+// STag while others are registered, re-keyed and closed around it, through
+// several of those copies (minSTagSlots, then doubling), and a closed one is
+// not found once Close has returned.
+func TestSTagLookupDuringGrowth(t *testing.T) {
+	dev := New(Config{})
+	pd, err := dev.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	const keep = 8
+	var stags [keep]uint32
+	for i := range stags {
+		mr, err := pd.RegMR(make([]byte, 16), verbs.AccessRemoteWrite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mr.Close()
+		stags[i] = mr.RKey()
+	}
+	found := func(stag uint32) bool {
+		m := dev.stags.lookup(stag)
+		return m != nil && m.RKey() == stag
+	}
+	stop, started := make(chan struct{}), make(chan struct{})
+	missed := make(chan uint32, 1)
+	go func() {
+		defer close(missed)
+		for i := 0; ; i++ {
+			if i == keep {
+				close(started)
+			}
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if !found(stags[i%keep]) {
+				missed <- stags[i%keep]
+				return
+			}
+		}
+	}()
+	<-started
+	var others []verbs.MR
+	for i := 0; i < 8*minSTagSlots; i++ {
+		mr, err := pd.RegMR(make([]byte, 16), verbs.AccessRemoteWrite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mr.Reregister(verbs.AccessRemoteRead); err != nil {
+			t.Fatal(err)
+		}
+		others = append(others, mr)
+		if i%3 == 0 { // free slots get reused meanwhile
+			old := others[len(others)/2]
+			stag := old.RKey()
+			old.Close()
+			if m := dev.stags.lookup(stag); m != nil && m.RKey() == stag && m.Valid() {
+				t.Fatalf("closed region's STag %#08x still finds a valid region", stag)
+			}
+			others = append(others[:len(others)/2], others[len(others)/2+1:]...)
+		}
+	}
+	close(stop)
+	if stag, ok := <-missed; ok {
+		t.Fatalf("lookup of live STag %#08x failed while the table grew", stag)
+	}
+	for _, stag := range stags {
+		if !found(stag) {
+			t.Fatalf("live STag %#08x not found after the table grew", stag)
+		}
+	}
+	for _, mr := range others {
+		mr.Close()
+	}
+	if n := len(dev.stags.slots.Load().s); n <= minSTagSlots {
+		t.Fatalf("table has %d slots: it never grew", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
@@ -32,6 +33,36 @@ type memRegion struct {
 	access verbs.Access
 	valid  bool
 	closed bool
+
+	// local mirrors stag, access and "valid and not closed" for the local
+	// checks of every post (resolveSGL, RKey), which need a snapshot, not
+	// the exclusion of peer accesses mu gives: one atomic load instead of
+	// a read lock and unlock per SGE. Written under mu (publishLocked).
+	local atomic.Uint64
+}
+
+// The layout of memRegion.local: the STag in the low 32 bits, the access
+// flags above them, and localUsable set while the region is valid and open.
+const (
+	localAccessShift = 32
+	localUsable      = 1 << 63
+)
+
+// publishLocked updates local from the fields it mirrors. Caller holds mu
+// for writing (or owns m alone).
+func (m *memRegion) publishLocked() {
+	v := uint64(m.stag) | uint64(m.access)<<localAccessShift
+	if m.valid && !m.closed {
+		v |= localUsable
+	}
+	m.local.Store(v)
+}
+
+// localState returns a snapshot of the region for a local access check: its
+// access flags and whether it is valid and open.
+func (m *memRegion) localState() (verbs.Access, bool) {
+	v := m.local.Load()
+	return verbs.Access(uint32(v >> localAccessShift &^ (localUsable >> localAccessShift))), v&localUsable != 0
 }
 
 var _ verbs.MR = (*memRegion)(nil)
@@ -53,7 +84,11 @@ func (pd *protDomain) RegMR(buf []byte, access verbs.Access) (verbs.MR, error) {
 		return nil, fmt.Errorf("soft: RegMR: %w", verbs.ErrClosed)
 	}
 	m := &memRegion{pd: pd, buf: buf, access: access, valid: true}
-	if _, err := pd.dev.stags.add(m); err != nil {
+	m.mu.Lock() // add publishes m to the peer's lookups
+	_, err := pd.dev.stags.add(m)
+	m.publishLocked()
+	m.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	pd.mu.Lock()
@@ -67,11 +102,7 @@ func (m *memRegion) Addr() uint64 { return m.base }
 
 func (m *memRegion) LKey() uint32 { return m.RKey() }
 
-func (m *memRegion) RKey() uint32 {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.stag
-}
+func (m *memRegion) RKey() uint32 { return uint32(m.local.Load()) }
 
 func (m *memRegion) Access() verbs.Access {
 	m.mu.RLock()
@@ -80,9 +111,8 @@ func (m *memRegion) Access() verbs.Access {
 }
 
 func (m *memRegion) Valid() bool {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.valid && !m.closed
+	_, ok := m.localState()
+	return ok
 }
 
 func (m *memRegion) Invalidate() error {
@@ -92,6 +122,7 @@ func (m *memRegion) Invalidate() error {
 		return fmt.Errorf("soft: Invalidate: %w", verbs.ErrClosed)
 	}
 	m.valid = false
+	m.publishLocked()
 	return nil
 }
 
@@ -104,6 +135,7 @@ func (m *memRegion) invalidateRemote(pd *protDomain, stag uint32) bool {
 		return false
 	}
 	m.valid = false
+	m.publishLocked()
 	return true
 }
 
@@ -120,6 +152,7 @@ func (m *memRegion) Reregister(access verbs.Access) error {
 	handoff.Add(1)
 	m.access = access
 	m.valid = true
+	m.publishLocked()
 	return nil
 }
 
@@ -131,6 +164,7 @@ func (m *memRegion) Close() error {
 	}
 	m.closed = true
 	m.valid = false
+	m.publishLocked()
 	m.mu.Unlock()
 	m.pd.dev.stags.remove(m.slot)
 	m.pd.mu.Lock()

@@ -59,13 +59,15 @@ type inboundRead struct {
 	msn uint32
 }
 
-// handoff orders application memory accesses before a Post call with the
-// provider's later accesses to that memory on behalf of the peer. Posting a
-// work request is when an application hands memory to RDMA (it writes the
-// buffer, then advertises it or posts a receive); the connection goroutines
-// load handoff before touching registered memory, so the Go memory model
-// (and the race detector) sees the hand-over even when the peer's access
-// arrives through the network rather than through this QP's locks.
+// handoff orders application memory accesses before a PostSend (or a
+// Reregister) with the provider's later accesses to that memory on behalf of
+// the peer. Posting a send is when an application hands memory to RDMA (it
+// writes the buffer, then advertises it); the connection goroutines load
+// handoff before touching registered memory, so the Go memory model (and the
+// race detector) sees the hand-over even when the peer's access arrives
+// through the network rather than through this QP's locks. A posted receive
+// needs none: its buffer is placed into only after the reader takes the
+// entry under the QP's lock.
 var handoff atomic.Uint64
 
 // rtrORQ marks the ORQ slot of an RTR zero-length Read (no work request).
@@ -332,9 +334,7 @@ func (q *queuePair) resolveSGL(dst []lsge, sgl []verbs.SGE, need verbs.Access, w
 		if s.Offset < 0 || s.Length < 0 || s.Offset > len(m.buf) || s.Length > len(m.buf)-s.Offset {
 			return dst, 0, fmt.Errorf("soft: %s: SGE %d: %w: offset %d length %d outside MR of %d bytes", what, i, verbs.ErrInvalidWR, s.Offset, s.Length, len(m.buf))
 		}
-		m.mu.RLock()
-		valid, acc := m.valid && !m.closed, m.access
-		m.mu.RUnlock()
+		acc, valid := m.localState()
 		if !valid {
 			return dst, 0, fmt.Errorf("soft: %s: SGE %d: %w: MR is invalidated or deregistered", what, i, verbs.ErrInvalidWR)
 		}
@@ -506,7 +506,10 @@ func (q *queuePair) postRecvLocked(wr *verbs.RecvWR) error {
 	}
 	r.id, r.sgl, r.length = wr.ID, sgl, total
 	q.rqTail++
-	handoff.Add(1)
+	// No handoff here: the reader takes this entry under mu, which orders
+	// the application's writes before PostRecv with its placement, and a
+	// global counter bumped by every receive of every connection costs
+	// them all a shared cache line.
 	return nil
 }
 

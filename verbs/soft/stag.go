@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // maxSTagIndex is the largest STag index (24 bits, RFC 5040 §2.1 STag =
@@ -26,14 +27,53 @@ const maxSTagIndex = 1<<24 - 1
 // permutation of the 24-bit index space keyed per device from the same
 // random stream, so the indices in use are scattered rather than 1, 2, 3...
 // (defence in depth; perm is a cheap mixing network, not a cipher).
+//
+// Locks: lookups (per FPDU) take none: they read slots, published
+// atomically. mu guards nslots, free and the slices' headers; it is held for
+// writing only to add or remove a region. An entry of keys and prev belongs
+// to its slot's region while it is registered: rekey (the per-call
+// Reregister) changes it under the region's lock and mu's read lock; add (a
+// free slot) under mu's write lock. Keys come from keyStreams (per P, no lock),
+// or from rnd under rndMu when rnd.fill is set (deterministic tests).
 type stagTable struct {
-	mu   sync.RWMutex
-	mrs  []*memRegion // by slot; nil when free
-	keys []uint8      // last key used per slot
-	prev []uint8      // the key before it
-	free []uint32     // free slots (LIFO)
-	rnd  keyStream
-	perm indexPerm
+	mu     sync.RWMutex
+	slots  atomic.Pointer[stagSlots] // by slot; nil when none was ever added
+	nslots int                       // slots in use (free or not) of slots
+	keys   []uint8                   // last key used per slot
+	prev   []uint8                   // the key before it
+	free   []uint32                  // free slots (LIFO)
+	rndMu  sync.Mutex
+	rnd    keyStream
+	perm   indexPerm
+}
+
+// stagSlots holds the region of each slot (nil when free). Its length is a
+// capacity: add replaces it by a copy twice as long when it is full, so a
+// lookup reads whichever copy it loaded, and the region's own checks (key,
+// closed, under its lock) reject what a stale copy may still hold.
+type stagSlots struct{ s []atomic.Pointer[memRegion] }
+
+// minSTagSlots is the length of a table's first stagSlots.
+const minSTagSlots = 64
+
+// newSlotLocked appends a slot and returns it. Caller holds mu for writing.
+func (t *stagTable) newSlotLocked() uint32 {
+	cur := t.slots.Load()
+	if cur == nil || t.nslots == len(cur.s) {
+		n := minSTagSlots
+		if cur != nil {
+			n = 2 * len(cur.s)
+		}
+		next := &stagSlots{s: make([]atomic.Pointer[memRegion], n)}
+		if cur != nil {
+			for i := range cur.s {
+				next.s[i].Store(cur.s[i].Load())
+			}
+		}
+		t.slots.Store(next)
+	}
+	t.nslots++
+	return uint32(t.nslots - 1)
 }
 
 // indexPerm is a 4-round Feistel network on 24 bits (two 12-bit halves):
@@ -82,7 +122,8 @@ func (p *indexPerm) slot(idx uint32) uint32 {
 
 // keyStream hands out random bytes for STag keys. It reads them from
 // crypto/rand in batches of len(buf), so a registration costs neither an
-// allocation nor, most of the time, a system call. Guarded by stagTable.mu.
+// allocation nor, most of the time, a system call. A stream is used by one
+// goroutine at a time (keyStreams, or stagTable.rnd under stagTable.rndMu).
 type keyStream struct {
 	buf [256]byte
 	n   int // unused bytes left at the start of buf
@@ -121,10 +162,35 @@ func (s *keyStream) newKey(cur, prev uint8) uint8 {
 	return k
 }
 
+// keyStreams hold the key streams of every table (crypto/rand behind each), so that
+// the per-call Reregister of connections on different CPUs takes no common lock.
+var keyStreams = sync.Pool{New: func() any { return new(keyStream) }}
+
+// stream returns a key stream for the caller's exclusive use until putKeys.
+func (t *stagTable) stream() *keyStream {
+	if t.rnd.fill != nil { // deterministic tests: the table's own stream, in order
+		t.rndMu.Lock()
+		return &t.rnd
+	}
+	return keyStreams.Get().(*keyStream)
+}
+
+// putKeys gives back what stream returned.
+func (t *stagTable) putKeys(s *keyStream) {
+	if s == &t.rnd {
+		t.rndMu.Unlock()
+		return
+	}
+	keyStreams.Put(s)
+}
+
 // rotateKey gives slot a new key (newKey) and remembers the one it replaces.
-// Caller holds t.mu.
+// Caller holds t.mu for writing, or for reading and the lock of the region
+// registered in slot (see stagTable).
 func (t *stagTable) rotateKey(slot uint32) {
-	k := t.rnd.newKey(t.keys[slot], t.prev[slot])
+	s := t.stream()
+	k := s.newKey(t.keys[slot], t.prev[slot])
+	t.putKeys(s)
 	t.prev[slot], t.keys[slot] = t.keys[slot], k
 }
 
@@ -137,18 +203,19 @@ func (t *stagTable) add(m *memRegion) (uint32, error) {
 		t.free = t.free[:n-1]
 		t.rotateKey(slot)
 	} else {
-		if len(t.mrs) == 0 {
-			t.mrs = append(t.mrs, nil) // slot 0 reserved
+		if t.nslots == 0 {
+			t.newSlotLocked() // slot 0 reserved
 			t.keys = append(t.keys, 0)
 			t.prev = append(t.prev, 0)
 		}
 		for {
-			if len(t.mrs) > maxSTagIndex {
+			if t.nslots > maxSTagIndex {
 				return 0, fmt.Errorf("soft: RegMR: STag index space (%d regions) exhausted", maxSTagIndex)
 			}
-			slot = uint32(len(t.mrs))
-			t.mrs = append(t.mrs, nil)
-			k := t.rnd.next()
+			slot = t.newSlotLocked()
+			s := t.stream()
+			k := s.next()
+			t.putKeys(s)
 			t.keys = append(t.keys, k)
 			t.prev = append(t.prev, k)
 			if t.perm.index(slot) != 0 {
@@ -160,14 +227,15 @@ func (t *stagTable) add(m *memRegion) (uint32, error) {
 	idx := t.perm.index(slot)
 	m.slot, m.stag = slot, idx<<8|uint32(t.keys[slot])
 	m.base = uint64(idx) << 32
-	t.mrs[slot] = m // publish after m is complete
+	t.slots.Load().s[slot].Store(m) // publish after m is complete
 	return m.stag, nil
 }
 
-// rekey gives the region in slot a fresh key and returns the new STag.
+// rekey gives the region in slot a fresh key and returns the new STag. The
+// caller holds the region's lock for writing (Reregister).
 func (t *stagTable) rekey(slot uint32) uint32 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	t.rotateKey(slot)
 	return t.perm.index(slot)<<8 | uint32(t.keys[slot])
 }
@@ -175,8 +243,8 @@ func (t *stagTable) rekey(slot uint32) uint32 {
 func (t *stagTable) remove(slot uint32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if int(slot) < len(t.mrs) && t.mrs[slot] != nil {
-		t.mrs[slot] = nil
+	if int(slot) < t.nslots && t.slots.Load().s[slot].Load() != nil {
+		t.slots.Load().s[slot].Store(nil)
 		t.free = append(t.free, slot)
 	}
 }
@@ -186,11 +254,8 @@ func (t *stagTable) remove(slot uint32) {
 func (t *stagTable) lookup(stag uint32) *memRegion {
 	idx := stag >> 8
 	slot := t.perm.slot(idx)
-	t.mu.RLock()
-	var m *memRegion
-	if idx != 0 && int(slot) < len(t.mrs) {
-		m = t.mrs[slot]
+	if cur := t.slots.Load(); cur != nil && idx != 0 && int(slot) < len(cur.s) {
+		return cur.s[slot].Load()
 	}
-	t.mu.RUnlock()
-	return m
+	return nil
 }
