@@ -92,7 +92,9 @@ func (b *txBuf) ref(p []byte) {
 // msgCost bounds what a message of total bytes from an SGL of nsge entries
 // takes of a batch: slab bytes and other pieces.
 func msgCost(total, maxPay, nsge int) (slab, pieces int) {
-	fpdus := max(1, (total+maxPay-1)/maxPay)
+	// Aligning FPDUs with TCP segments (fpduPayload) adds up to one FPDU
+	// in the room a message starts in and txAlignSplits at its end.
+	fpdus := max(1, (total+maxPay-1)/maxPay) + 1 + txAlignSplits
 	// Per FPDU a slab piece and payload pieces; every FPDU boundary can
 	// split an SGE into one more piece.
 	return fpdus * txFPDUOverhead, 2*fpdus + nsge + 1
@@ -198,16 +200,18 @@ func (q *queuePair) appendMessage(h *iwarp.Header, sgl []lsge, total int) error 
 		}
 	}
 	baseTO := h.TO
+	hl := h.Opcode.HeaderLen()
 	si, so := 0, 0 // SGE index and offset within it
 	for off := 0; ; {
 		if q.failed.Load() {
 			return errTxStopped
 		}
-		n := min(maxPay, total-off)
+		n := q.nextPayload(hl, total-off, maxPay)
 		if !b.room(txFPDUOverhead, len(sgl)-si+1) || (b.bytes > 0 && b.bytes+n > txMaxBytes) {
 			if err := q.flush(); err != nil {
 				return err
 			}
+			n = q.nextPayload(hl, total-off, maxPay)
 		}
 		h.Last = off+n == total
 		if tagged {
@@ -225,7 +229,6 @@ func (q *queuePair) appendMessage(h *iwarp.Header, sgl []lsge, total int) error 
 		if q.crc {
 			crc = iwarp.UpdateCRC(0, b.slab[start:])
 		}
-		hl := len(b.slab) - start
 		b.grew(start)
 		for rem := n; rem > 0; {
 			s := &sgl[si]
@@ -626,7 +629,7 @@ func (q *queuePair) refreshMaxFPDULocked(size int) {
 		return
 	}
 	if f := fpduFromMSS(q.mss); f > 0 {
-		q.maxFPDU = f
+		q.maxFPDU, q.txSeg = f, q.mss
 	}
 }
 
