@@ -4,14 +4,15 @@ import "github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
 
 // FPDU alignment with TCP segments.
 //
-// RFC 5044 (MPA) §4 and §5 ask an "MPA-aware" TCP sender to place one or
-// more whole FPDUs in each TCP segment, so that a receiver (or a capture
-// tool) finds an FPDU header at the start of every segment; a sender that
-// cannot know the segmentation may let FPDUs straddle segments, and the
-// stream stays valid without markers. Linux siw gets alignment by sending
-// each FPDU in its own sendmsg (MSG_EOR), no larger than the MSS; Wireshark's
-// iwarp_mpa dissector (4.0) relies on it and loses the framing at the first
-// FPDU that straddles a segment boundary.
+// MPA without markers does not need FPDUs aligned with TCP segments: a
+// receiver finds them in the byte stream. RFC 5044 leaves alignment to
+// "MPA-aware" TCP senders; its Appendix A (informative, "NOT part of the
+// standard") gives guidance for implementations that want to send as much
+// traffic as possible "in an aligned and zero-copy fashion". Linux siw
+// aligns by sending each FPDU, no larger than the MSS, in a sendmsg of its
+// own (MSG_EOR). Wireshark (4.0) relies on it: when a dissector above MPA
+// fails inside an FPDU it had to reassemble from two segments, it loses the
+// MPA framing for the rest of the stream (interop finding 13).
 //
 // This provider writes a batch of FPDUs with one vectored write, which the
 // kernel, when the socket's send queue holds nothing unsent, cuts into
@@ -21,14 +22,19 @@ import "github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
 // untagged message can be cut at any length, since each carries its own TO
 // or MO. An FPDU that must be cut fills its segment exactly (FPDUs are
 // multiples of 4 bytes, as MSS values are on real links; with an MSS that
-// is not, such as loopback's, FPDUs keep the MSS-derived size); a message whose
-// last FPDU would leave a room too small for another FPDU (txMinRoom) is
+// is not, such as loopback's, FPDUs keep the MSS-derived size); a message
+// whose last FPDU would leave a room too small for another FPDU (txMinRoom) is
 // split in two so that the second ends exactly on the boundary or is cut
 // there, its rest starting the next segment. What remains unaligned: a
 // fixed-size FPDU (a Read Request, a zero-length message) that finds a room
 // smaller than itself straddles it, and so does an FPDU after one that
 // leaves such a room (or after a message too short to split); that FPDU is
-// sized to end on the following boundary, so alignment resumes there.
+// sized to end on the following boundary, so alignment resumes there. And a
+// write that finds unsent bytes in the socket (a closed window, or Linux's
+// autocorking holding back a short tail) may be appended to the last unsent
+// segment, which shifts its segmentation: siw's MSG_EOR per FPDU avoids
+// that at the cost of a system call per FPDU, which this provider does not
+// pay.
 
 // txMinRoom is the smallest room the sizing leaves at the end of a segment,
 // and the smallest FPDU it cuts: an untagged header, one word of payload and
