@@ -134,7 +134,8 @@ type queuePair struct {
 	mss     int
 	mssFn   func(uintptr)
 	// txSeg: the TCP MSS FPDUs are aligned with (fpduPayload), read with
-	// maxFPDU when it follows the MSS; 0 when it does not (Config.MaxFPDU).
+	// maxFPDU when it follows the MSS; 0 when it does not (Config.MaxFPDU)
+	// or the MSS is not one to align with (alignSeg).
 	txSeg     int
 	responder bool
 	rtrSend   RTRType // RTR frame the writer sends first (initiator, P2P)
@@ -677,7 +678,7 @@ func (q *queuePair) start(conn net.Conn, crc bool, ird, ord, maxFPDU int, respon
 	q.rawTryFn, q.rawFinishFn = q.rawTryStep, q.rawFinishStep
 	q.mssFPDU, q.mssFn = q.dev.cfg.MaxFPDU == 0, q.mssStep
 	if q.mssFPDU {
-		q.txSeg = tcpMSS(conn)
+		q.txSeg = alignSeg(tcpMSS(conn))
 	}
 	q.state = verbs.StateRTS
 	q.r.init(q)

@@ -200,18 +200,26 @@ func (q *queuePair) appendMessage(h *iwarp.Header, sgl []lsge, total int) error 
 		}
 	}
 	baseTO := h.TO
-	hl := h.Opcode.HeaderLen()
+	hl, seg := h.Opcode.HeaderLen(), q.txSeg
 	si, so := 0, 0 // SGE index and offset within it
 	for off := 0; ; {
 		if q.failed.Load() {
 			return errTxStopped
 		}
-		n := q.nextPayload(hl, total-off, maxPay)
+		// FPDUs end on TCP segment boundaries of the write (txalign.go);
+		// the test keeps a connection that does not align from paying a
+		// call per FPDU.
+		n := min(maxPay, total-off)
+		if seg != 0 && n > 0 {
+			n = fpduPayload(b.bytes, seg, hl, total-off, maxPay)
+		}
 		if !b.room(txFPDUOverhead, len(sgl)-si+1) || (b.bytes > 0 && b.bytes+n > txMaxBytes) {
 			if err := q.flush(); err != nil {
 				return err
 			}
-			n = q.nextPayload(hl, total-off, maxPay)
+			if seg != 0 && n > 0 {
+				n = fpduPayload(b.bytes, seg, hl, total-off, maxPay)
+			}
 		}
 		h.Last = off+n == total
 		if tagged {
@@ -629,7 +637,7 @@ func (q *queuePair) refreshMaxFPDULocked(size int) {
 		return
 	}
 	if f := fpduFromMSS(q.mss); f > 0 {
-		q.maxFPDU, q.txSeg = f, q.mss
+		q.maxFPDU, q.txSeg = f, alignSeg(q.mss)
 	}
 }
 

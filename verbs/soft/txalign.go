@@ -106,11 +106,12 @@ func fpduPayload(pos, seg, hl, rest, maxPay int) int {
 // the split, and the cut of its second FPDU at the boundary.
 const txAlignSplits = 2
 
-// nextPayload sizes the next FPDU of the message being added to the batch
-// (see fpduPayload): rest payload bytes left, an hl-byte header.
-func (q *queuePair) nextPayload(hl, rest, maxPay int) int {
-	if rest == 0 {
+// alignSeg returns the segment size FPDUs are aligned with on a connection
+// whose MSS is mss: mss, or 0 where fpduPayload would not align (no MSS, or
+// one that is not a multiple of 4, as loopback's).
+func alignSeg(mss int) int {
+	if mss < txMinAlignSeg || mss%4 != 0 {
 		return 0
 	}
-	return fpduPayload(q.w.buf.bytes, q.txSeg, hl, rest, maxPay)
+	return mss
 }
