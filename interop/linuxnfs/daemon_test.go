@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsd"
 )
@@ -28,56 +27,76 @@ func TestLinuxClientMountsNfsrdmad(t *testing.T) {
 	if err := os.Chown(export, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	var out bytes.Buffer
+	d := startDaemon(t, wait, nfsd.Config{
+		Export: export, ExportPath: "/export",
+		RDMA: host + ":20049", TCP: host + ":2049",
+	})
+	guest := d.waitGuest(t, wait)
+	d.stop(t)
+	if !strings.HasPrefix(string(guest), "failures 0") {
+		t.Errorf("the guest workload failed: %q", guest)
+	}
+	checkManifest(t, export, labPath("nfsrdma-manifest"))
+	ms := guestMountStats(t, "mountstats.txt")
+	x := ms.Xprt
+	t.Logf("Linux xprtrdma counters: sends %d, recvs %d, read chunks %d, write chunks %d, reply chunks %d, failed marshals %d; per-op READ %d WRITE %d READDIRPLUS %d",
+		x.Sends, x.Recvs, x.ReadChunks, x.WriteChunks, x.ReplyChunks, x.FailedMarshals, ms.Ops["READ"], ms.Ops["WRITE"], ms.Ops["READDIRPLUS"])
+	if x.ReadChunks == 0 || x.WriteChunks == 0 || x.ReplyChunks == 0 || x.Sends != x.Recvs {
+		t.Errorf("Linux's counters: want read, write and reply chunks used and every send answered")
+	}
+}
+
+// daemon is nfsd.Run in process, as cmd/nfsrdmad runs it.
+type daemon struct {
+	out    bytes.Buffer
+	cancel context.CancelFunc
+	runErr chan error
+}
+
+// startDaemon runs nfsd.Run with cfg (its Stdout and Logger set here) until stop,
+// and tells the harness once it listens.
+func startDaemon(t *testing.T, wait context.Context, cfg nfsd.Config) *daemon {
+	t.Helper()
+	d := &daemon{runErr: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
+	t.Cleanup(cancel)
+	cfg.Stdout, cfg.Logger = &d.out, testLogger("nfsrdmad")
 	ready := make(chan nfsd.Info, 1)
-	runErr := make(chan error, 1)
-	go func() {
-		runErr <- nfsd.Run(ctx, nfsd.Config{
-			Export: export, ExportPath: "/export",
-			RDMA: host + ":20049", TCP: host + ":2049",
-			Stdout: &out, Logger: testLogger("nfsrdmad"),
-		}, func(info nfsd.Info) { ready <- info })
-	}()
+	go func() { d.runErr <- nfsd.Run(ctx, cfg, func(info nfsd.Info) { ready <- info }) }()
 	select {
 	case info := <-ready:
 		t.Logf("nfsrdmad: %s", info.MountCommand)
-	case err := <-runErr:
+	case err := <-d.runErr:
 		t.Fatalf("nfsrdmad: %v", err)
 	case <-wait.Done():
 		t.Fatal("nfsrdmad did not start")
 	}
 	signalReady(t)
+	return d
+}
 
-	done := labPath("nfsrdma-done")
-	var guest []byte
-	for tick := time.NewTicker(200 * time.Millisecond); guest == nil; {
-		if b, err := os.ReadFile(done); err == nil && bytes.HasSuffix(b, []byte("\n")) {
-			guest = b
-			tick.Stop()
-			break
-		}
-		select {
-		case <-wait.Done():
-			t.Fatalf("no %s from the guest: %v", done, wait.Err())
-		case err := <-runErr:
-			t.Fatalf("nfsrdmad stopped: %v", err)
-		case <-tick.C:
-		}
-	}
-	t.Logf("guest: %s", bytes.TrimSpace(guest))
-	stop()
-	if err := <-runErr; err != nil {
+// waitGuest waits for the guest's nfsrdma-done marker ("failures N") and returns it.
+func (d *daemon) waitGuest(t *testing.T, wait context.Context) []byte {
+	t.Helper()
+	return waitGuestDone(t, wait, d.runErr)
+}
+
+// stop ends Run, which must return nil, and logs the daemon's start-up summary.
+func (d *daemon) stop(t *testing.T) {
+	t.Helper()
+	d.cancel()
+	if err := <-d.runErr; err != nil {
 		t.Errorf("nfsrdmad: %v", err)
 	}
-	t.Logf("nfsrdmad's start-up summary:\n%s", out.String())
-	if !strings.HasPrefix(string(guest), "failures 0") {
-		t.Errorf("the guest workload failed: %q", guest)
-	}
-	checkManifest(t, export, labPath("nfsrdma-manifest"))
+	t.Logf("nfsrdmad's start-up summary:\n%s", d.out.String())
+}
 
-	b, err := os.ReadFile(labPath("mountstats.txt"))
+// guestMountStats parses name, a copy of /proc/self/mountstats the guest saved in the
+// run folder, for /mnt/nfs.
+func guestMountStats(t *testing.T, name string) MountStats {
+	t.Helper()
+	b, err := os.ReadFile(labPath(name))
 	if err != nil {
 		t.Fatalf("the guest's mountstats: %v", err)
 	}
@@ -85,10 +104,5 @@ func TestLinuxClientMountsNfsrdmad(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the guest's mountstats: %v", err)
 	}
-	x := ms.Xprt
-	t.Logf("Linux xprtrdma counters: sends %d, recvs %d, read chunks %d, write chunks %d, reply chunks %d, failed marshals %d; per-op READ %d WRITE %d READDIRPLUS %d",
-		x.Sends, x.Recvs, x.ReadChunks, x.WriteChunks, x.ReplyChunks, x.FailedMarshals, ms.Ops["READ"], ms.Ops["WRITE"], ms.Ops["READDIRPLUS"])
-	if x.ReadChunks == 0 || x.WriteChunks == 0 || x.ReplyChunks == 0 || x.Sends != x.Recvs {
-		t.Errorf("Linux's counters: want read, write and reply chunks used and every send answered")
-	}
+	return ms
 }

@@ -3,6 +3,7 @@
 package linuxnfs
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -86,4 +87,30 @@ func softLogger(log hclog.Logger) hclog.Logger {
 	l := log.Named("soft")
 	l.SetLevel(hclog.Debug)
 	return l
+}
+
+// waitGuestDone waits for the guest's nfsrdma-done marker ("failures N", renamed into
+// place once written) in the run folder and returns it. A value on stopped (the host
+// server ended) or the end of ctx fails the test.
+func waitGuestDone(t *testing.T, ctx context.Context, stopped <-chan error) []byte {
+	t.Helper()
+	done := labPath("nfsrdma-done")
+	if done == "" {
+		t.Fatal("LAB_OUT not set: the guest's marker cannot be found")
+	}
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, err := os.ReadFile(done); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			t.Logf("guest: %s", bytes.TrimSpace(b))
+			return b
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no %s from the guest: %v", done, ctx.Err())
+		case err := <-stopped:
+			t.Fatalf("the host server stopped: %v", err)
+		case <-tick.C:
+		}
+	}
 }

@@ -8,7 +8,7 @@ import (
 // FuzzParse: Parse never panics, its errors are *HeaderError naming a field at an
 // offset inside the message, and what it counts stays within the message.
 func FuzzParse(f *testing.F) {
-	for _, m := range [][]byte{linuxWrite, readCall, readdirplusCall, readdirplusReply, readReply} {
+	for _, m := range [][]byte{linuxWrite, readCall, readdirplusCall, readdirplusReply, readReply, read4Call, write4Call, readdir4Call, seq4Call} {
 		f.Add(m)
 	}
 	for _, tc := range badMessages {
@@ -30,11 +30,21 @@ func FuzzParse(f *testing.F) {
 		if h.ReadPosBytes > h.ReadBytes || h.WriteChunks > h.WriteSegs+len(msg) {
 			t.Fatalf("%+v: inconsistent counts", h)
 		}
+		// A client's Tally sends the message and receives it: one forward call and
+		// one reply, except that an RPC call received by the client and an RPC
+		// reply it sends are reverse-direction traffic (RFC 8167).
 		var tl Tally
 		tl.Record(true, msg)
 		tl.Record(false, msg)
-		if c := tl.Counts(); c.ParseErrors != 0 || c.Calls != 1 || c.Replies != 1 {
-			t.Fatalf("Tally of a message Parse accepts: %+v", c)
+		c := tl.Counts()
+		want := c.Calls == 1 && c.Replies == 1 && c.BackchannelCalls == 0 && c.BackchannelReplies == 0
+		if h.HasRPC && h.IsCall {
+			want = c.Calls == 1 && c.Replies == 0 && c.BackchannelCalls == 1 && c.BackchannelReplies == 0
+		} else if h.HasRPC {
+			want = c.Calls == 0 && c.Replies == 1 && c.BackchannelCalls == 0 && c.BackchannelReplies == 1
+		}
+		if c.ParseErrors != 0 || !want {
+			t.Fatalf("Tally of a message Parse accepts (%+v): %+v", h, c)
 		}
 	})
 }

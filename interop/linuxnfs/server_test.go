@@ -4,7 +4,6 @@ package linuxnfs
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,111 +34,54 @@ import (
 func TestLinuxClientMountsServer(t *testing.T) {
 	host := envOrSkip(t, "NFSRDMA_LISTEN")
 	ctx := waitContext(t)
-	export := t.TempDir()
-	log := testLogger("nfsrdma")
-
-	nfs, err := nfsserver.New(nfsserver.Options{Root: export, ExportPath: "/export", Logger: log.Named("nfs")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nfs.Close()
-	srv := oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("oncrpc")})
-	nfs.Register(srv)
-
-	tally := NewTally(Server)
-	dev := soft.New(soft.Config{CRC: envCRC(), Logger: softLogger(log)})
-	defer dev.Close()
-	rl, err := rpcrdma.Listen(ctx, dev, net.JoinHostPort(host, "20049"), &rpcrdma.ServerOptions{
-		Trace:  tally.Record,
-		Logger: log.Named("rpcrdma"),
-	})
-	if err != nil {
-		t.Fatalf("RDMA listener: %v", err)
-	}
-	tl, err := oncrpc.ListenTCP(net.JoinHostPort(host, "2049"), nil)
-	if err != nil {
-		rl.Close()
-		t.Fatalf("TCP listener: %v", err)
-	}
-	serveErr := make(chan error, 2)
-	for _, l := range []oncrpc.Listener{rl, tl} {
-		go func() {
-			err := srv.Serve(l)
-			if errors.Is(err, oncrpc.ErrClosed) {
-				err = nil
-			}
-			serveErr <- err
-		}()
-	}
-	t.Logf("serving %s as /export: NFS over RDMA on %s, NFS and MOUNT over TCP on %s", export, rl.Addr(), tl.Addr())
-	signalReady(t)
-
-	done := labPath("nfsrdma-done")
-	if done == "" {
-		t.Fatal("LAB_OUT not set: the guest's marker cannot be found")
-	}
-	var guest []byte
-	for tick := time.NewTicker(200 * time.Millisecond); ; {
-		// The guest renames the marker into place once written; still, an empty
-		// read is not an answer.
-		if b, err := os.ReadFile(done); err == nil && bytes.HasSuffix(b, []byte("\n")) {
-			guest = b
-			tick.Stop()
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no %s from the guest: %v; counts so far: %v", done, ctx.Err(), tally.Counts())
-		case err := <-serveErr:
-			t.Fatalf("a listener stopped: %v", err)
-		case <-tick.C:
-		}
-	}
-	t.Logf("guest: %s", bytes.TrimSpace(guest))
-
-	// Stop serving before judging, so that the counts are final.
-	shctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	if err := srv.Shutdown(shctx); err != nil {
-		t.Errorf("shutdown: %v", err)
-	}
-	cancel()
-	rl.Close()
-	tl.Close()
-
-	c := tally.Counts()
-	t.Logf("wire (server side): %v", c)
+	hs := serveExport(t, ctx, host)
+	guest := hs.waitGuest(t, ctx)
+	c, st := hs.stop(t)
 	t.Logf("NFSv3 calls by procedure (inline headers): %v", c.NFSCalls)
-	st := srv.Stats()
-	t.Logf("oncrpc: %d calls, %d garbage, %d system errors, %d write errors", st.Calls, st.Garbage, st.SystemErrs, st.WriteErrors)
-	artifact(t, "nfsrdma-wire.txt", []byte(c.String()+"\n"))
 
 	if !strings.HasPrefix(string(guest), "failures 0") {
 		t.Errorf("the guest workload failed: %q", guest)
 	}
-	checkManifest(t, export, labPath("nfsrdma-manifest"))
-
-	const big = 8<<20 - 1
-	if c.WriteReadChunk == 0 || c.ReadChunkBytes < big {
-		t.Errorf("WRITE by read chunks: %d calls, %d bytes pulled; want some, at least %d bytes", c.WriteReadChunk, c.ReadChunkBytes, big)
-	}
-	if c.ReadWriteChunk == 0 || c.WriteListBytes < big {
-		t.Errorf("READ by write chunks: %d calls, %d bytes placed; want some, at least %d bytes", c.ReadWriteChunk, c.WriteListBytes, big)
-	}
-	if c.ReadReplyChunk != 0 {
-		t.Logf("the Linux client offered a reply chunk beside the write chunk in %d READs", c.ReadReplyChunk)
-	}
-	if c.DirReplyChunk == 0 || c.NoMsgReplies == 0 || c.ReplyChunkBytes == 0 {
-		t.Errorf("READDIR(PLUS) by reply chunk: %d calls offered one, %d RDMA_NOMSG replies, %d bytes; want some of each", c.DirReplyChunk, c.NoMsgReplies, c.ReplyChunkBytes)
-	}
-	if c.ErrorReplies != 0 || c.ParseErrors != 0 || c.CreditOverruns != 0 {
-		t.Errorf("%d RDMA_ERROR replies, %d unreadable messages (%s), %d credit overruns; want none", c.ErrorReplies, c.ParseErrors, c.FirstError, c.CreditOverruns)
-	}
+	checkManifest(t, hs.export, labPath("nfsrdma-manifest"))
+	checkWire(t, c, st, "READDIR(PLUS)")
 	checkLinuxCounters(t, c)
-	if c.MaxGrant == 0 {
-		t.Error("no credits granted")
-	}
+}
+
+// checkWire judges our server's side of the wire (c, st) after the guest's workload:
+// the chunk rules of checkChunks, and no garbage, system error or failed write in
+// oncrpc.
+func checkWire(t *testing.T, c Counts, st oncrpc.ServerStats, dir string) {
+	t.Helper()
+	checkChunks(t, "server trace", c, dir)
 	if st.Garbage != 0 || st.SystemErrs != 0 || st.WriteErrors != 0 {
 		t.Errorf("oncrpc: %d garbage, %d system errors, %d write errors; want none", st.Garbage, st.SystemErrs, st.WriteErrors)
+	}
+}
+
+// checkChunks judges counts of one view of the wire (what names it): WRITE data
+// pulled from read chunks and READ data placed in write chunks, 8 MiB - 1 bytes of
+// each at least, dir (the directory operation's name) replies sent through reply
+// chunks, no RDMA_ERROR, no unreadable message, the client within its credits.
+func checkChunks(t *testing.T, what string, c Counts, dir string) {
+	t.Helper()
+	const big = 8<<20 - 1
+	if c.WriteReadChunk == 0 || c.ReadChunkBytes < big {
+		t.Errorf("%s: WRITE by read chunks: %d calls, %d bytes pulled; want some, at least %d bytes", what, c.WriteReadChunk, c.ReadChunkBytes, big)
+	}
+	if c.ReadWriteChunk == 0 || c.WriteListBytes < big {
+		t.Errorf("%s: READ by write chunks: %d calls, %d bytes placed; want some, at least %d bytes", what, c.ReadWriteChunk, c.WriteListBytes, big)
+	}
+	if c.ReadReplyChunk != 0 {
+		t.Logf("%s: the Linux client offered a reply chunk beside the write chunk in %d READs", what, c.ReadReplyChunk)
+	}
+	if c.DirReplyChunk == 0 || c.NoMsgReplies == 0 || c.ReplyChunkBytes == 0 {
+		t.Errorf("%s: %s by reply chunk: %d calls offered one, %d RDMA_NOMSG replies, %d bytes; want some of each", what, dir, c.DirReplyChunk, c.NoMsgReplies, c.ReplyChunkBytes)
+	}
+	if c.ErrorReplies != 0 || c.ParseErrors != 0 || c.CreditOverruns != 0 {
+		t.Errorf("%s: %d RDMA_ERROR replies, %d unreadable messages (%s), %d credit overruns; want none", what, c.ErrorReplies, c.ParseErrors, c.FirstError, c.CreditOverruns)
+	}
+	if c.MaxGrant == 0 {
+		t.Errorf("%s: no credits granted", what)
 	}
 }
 
@@ -246,4 +188,83 @@ func checkLinuxCounters(t *testing.T, c Counts) {
 			t.Errorf("%s: Linux counted %d, our server received %d", name, linux, ours)
 		}
 	}
+}
+
+// hostServer is the server the guest mounts: nfsbind/nfsserver (NFSv3, MOUNT v3 and
+// NFSv4.1) on an oncrpc.Server with two listeners, RPC-over-RDMA over verbs/soft on
+// port 20049 (traced by a Tally) and TCP on port 2049.
+type hostServer struct {
+	export   string
+	srv      *oncrpc.Server
+	rl, tl   oncrpc.Listener
+	tally    *Tally
+	serveErr chan error
+}
+
+// serveExport serves a temporary directory as /export on host and tells the
+// harness it listens.
+func serveExport(t *testing.T, ctx context.Context, host string) *hostServer {
+	t.Helper()
+	hs := &hostServer{export: t.TempDir(), tally: NewTally(Server), serveErr: make(chan error, 2)}
+	log := testLogger("nfsrdma")
+	nfs, err := nfsserver.New(nfsserver.Options{Root: hs.export, ExportPath: "/export", Logger: log.Named("nfs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nfs.Close() })
+	hs.srv = oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("oncrpc")})
+	nfs.Register(hs.srv)
+
+	dev := soft.New(soft.Config{CRC: envCRC(), Logger: softLogger(log)})
+	t.Cleanup(func() { dev.Close() })
+	rl, err := rpcrdma.Listen(ctx, dev, net.JoinHostPort(host, "20049"), &rpcrdma.ServerOptions{
+		Trace:  hs.tally.Record,
+		Logger: log.Named("rpcrdma"),
+	})
+	if err != nil {
+		t.Fatalf("RDMA listener: %v", err)
+	}
+	tl, err := oncrpc.ListenTCP(net.JoinHostPort(host, "2049"), nil)
+	if err != nil {
+		rl.Close()
+		t.Fatalf("TCP listener: %v", err)
+	}
+	hs.rl, hs.tl = rl, tl
+	for _, l := range []oncrpc.Listener{rl, tl} {
+		go func() {
+			err := hs.srv.Serve(l)
+			if errors.Is(err, oncrpc.ErrClosed) {
+				err = nil
+			}
+			hs.serveErr <- err
+		}()
+	}
+	t.Logf("serving %s as /export: NFS over RDMA on %s, NFS and MOUNT over TCP on %s", hs.export, rl.Addr(), tl.Addr())
+	signalReady(t)
+	return hs
+}
+
+// waitGuest waits for the guest's nfsrdma-done marker ("failures N") and returns it.
+func (hs *hostServer) waitGuest(t *testing.T, ctx context.Context) []byte {
+	t.Helper()
+	return waitGuestDone(t, ctx, hs.serveErr)
+}
+
+// stop shuts the server down, so that the counts are final, and returns them with
+// the oncrpc statistics; the wire counts are saved as nfsrdma-wire.txt.
+func (hs *hostServer) stop(t *testing.T) (Counts, oncrpc.ServerStats) {
+	t.Helper()
+	shctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if err := hs.srv.Shutdown(shctx); err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+	cancel()
+	hs.rl.Close()
+	hs.tl.Close()
+	c := hs.tally.Counts()
+	t.Logf("wire (server side): %v", c)
+	st := hs.srv.Stats()
+	t.Logf("oncrpc: %d calls, %d garbage, %d system errors, %d write errors", st.Calls, st.Garbage, st.SystemErrs, st.WriteErrors)
+	artifact(t, "nfsrdma-wire.txt", []byte(c.String()+"\n"))
+	return c, st
 }

@@ -24,6 +24,10 @@ type Counts struct {
 	Calls, Replies int // RPC-over-RDMA messages each way (RDMA_DONE counts as a call)
 
 	NFSCalls [22]int // NFSv3 calls by procedure, when the call was inline (RDMA_MSG)
+	// NFSv4 COMPOUND calls sent inline (RDMA_MSG), and those by the operation that
+	// says what they do (Header.NFS4Op).
+	Compounds int
+	NFS4Ops   [NFS4MaxOp + 1]int
 
 	// Calls by the chunks they carry, whatever the procedure, and the segments of
 	// those chunks in all calls. A Linux client counts segments (registered
@@ -36,13 +40,13 @@ type Counts struct {
 	WriteChunkSegs  int // write chunk segments
 	ReplyChunkSegs  int // reply chunk segments
 
-	WriteCalls     int    // NFS WRITE calls
+	WriteCalls     int    // NFS WRITE calls (NFSv3 WRITE, NFSv4 COMPOUNDs of a WRITE)
 	WriteReadChunk int    // ... that carried their data in a read chunk (position > 0)
 	ReadChunkBytes uint64 // bytes of read chunks at positions other than 0, all calls
-	ReadCalls      int    // NFS READ calls
+	ReadCalls      int    // NFS READ calls (NFSv3 READ, NFSv4 COMPOUNDs of a READ)
 	ReadWriteChunk int    // ... that offered a write chunk
 	ReadReplyChunk int    // ... that offered a write chunk and a reply chunk too
-	DirCalls       int    // NFS READDIR and READDIRPLUS calls
+	DirCalls       int    // NFS READDIR and READDIRPLUS calls (NFSv4: READDIR)
 	DirReplyChunk  int    // ... that offered a reply chunk
 	LongCalls      int    // RDMA_NOMSG calls (position-zero read chunk)
 	DoneMsgs       int    // RDMA_DONE messages
@@ -60,6 +64,11 @@ type Counts struct {
 	// reply (1 before the first); for a Server Tally, the largest grant sent so far
 	// (1 before the first), the most the client can have seen.
 	CreditOverruns int
+
+	// Reverse-direction messages (RFC 8167): RPC calls from the server (NFSv4.1
+	// callbacks) and the client's replies to them. They have their own credits and
+	// are counted here only, not in Calls, Replies, grants or credits.
+	BackchannelCalls, BackchannelReplies int
 
 	ParseErrors int    // messages Parse refused
 	FirstError  string // the first of those errors
@@ -95,6 +104,16 @@ func (t *Tally) Record(sent bool, msg []byte) {
 		return
 	}
 	toServer := sent == (t.role == Client)
+	if h.HasRPC && h.IsCall != toServer {
+		// An RPC call going to the client or a reply going to the server: the
+		// backchannel (RFC 8167 §4).
+		if h.IsCall {
+			t.c.BackchannelCalls++
+		} else {
+			t.c.BackchannelReplies++
+		}
+		return
+	}
 	if toServer {
 		t.call(&h)
 	} else {
@@ -125,29 +144,39 @@ func (t *Tally) call(h *Header) {
 	if h.ReplyChunk {
 		c.ReplyChunkCalls++
 	}
-	if h.HasRPC && h.IsCall && h.Prog == ProgNFS && h.RPCVers == 3 {
+	var read, write, dir bool
+	switch {
+	case h.HasRPC && h.IsCall && h.Prog == ProgNFS && h.RPCVers == 3:
 		if h.RPCProc < uint32(len(c.NFSCalls)) {
 			c.NFSCalls[h.RPCProc]++
 		}
-		switch h.RPCProc {
-		case NFSProcWrite:
-			c.WriteCalls++
-			if h.ReadPosBytes > 0 {
-				c.WriteReadChunk++
-			}
-		case NFSProcRead:
-			c.ReadCalls++
-			if h.WriteChunks > 0 {
-				c.ReadWriteChunk++
-				if h.ReplyChunk {
-					c.ReadReplyChunk++
-				}
-			}
-		case NFSProcReaddir, NFSProcReaddirPlus:
-			c.DirCalls++
+		read, write = h.RPCProc == NFSProcRead, h.RPCProc == NFSProcWrite
+		dir = h.RPCProc == NFSProcReaddir || h.RPCProc == NFSProcReaddirPlus
+	case h.HasNFS4Op:
+		c.Compounds++
+		if h.NFS4Op <= NFS4MaxOp {
+			c.NFS4Ops[h.NFS4Op]++
+		}
+		read, write, dir = h.NFS4Op == NFS4OpRead, h.NFS4Op == NFS4OpWrite, h.NFS4Op == NFS4OpReaddir
+	}
+	switch {
+	case write:
+		c.WriteCalls++
+		if h.ReadPosBytes > 0 {
+			c.WriteReadChunk++
+		}
+	case read:
+		c.ReadCalls++
+		if h.WriteChunks > 0 {
+			c.ReadWriteChunk++
 			if h.ReplyChunk {
-				c.DirReplyChunk++
+				c.ReadReplyChunk++
 			}
+		}
+	case dir:
+		c.DirCalls++
+		if h.ReplyChunk {
+			c.DirReplyChunk++
 		}
 	}
 	t.inFlight++
@@ -196,10 +225,10 @@ func (t *Tally) Counts() Counts {
 // String summarises the counts on one line for logs.
 func (c Counts) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "calls %d replies %d; calls with read chunks %d (%d segments), write chunks %d (%d segments), reply chunk %d (%d segments); WRITE %d (read chunk %d, %d bytes by RDMA Read); READ %d (write chunk %d, also reply chunk %d, %d bytes placed in %d replies); READDIR(PLUS) %d (reply chunk %d); RDMA_NOMSG replies %d (%d bytes); long calls %d; RDMA_DONE %d; RDMA_ERROR %d; grants %d..%d; max in flight %d; credit overruns %d; parse errors %d",
-		c.Calls, c.Replies, c.ReadChunkCalls, c.ReadChunkSegs, c.WriteChunkCalls, c.WriteChunkSegs, c.ReplyChunkCalls, c.ReplyChunkSegs, c.WriteCalls, c.WriteReadChunk, c.ReadChunkBytes, c.ReadCalls, c.ReadWriteChunk, c.ReadReplyChunk,
+	fmt.Fprintf(&b, "calls %d replies %d (NFSv4 COMPOUNDs %d); calls with read chunks %d (%d segments), write chunks %d (%d segments), reply chunk %d (%d segments); WRITE %d (read chunk %d, %d bytes by RDMA Read); READ %d (write chunk %d, also reply chunk %d, %d bytes placed in %d replies); READDIR(PLUS) %d (reply chunk %d); RDMA_NOMSG replies %d (%d bytes); long calls %d; RDMA_DONE %d; RDMA_ERROR %d; grants %d..%d; max in flight %d; credit overruns %d; backchannel calls %d, replies %d; parse errors %d",
+		c.Calls, c.Replies, c.Compounds, c.ReadChunkCalls, c.ReadChunkSegs, c.WriteChunkCalls, c.WriteChunkSegs, c.ReplyChunkCalls, c.ReplyChunkSegs, c.WriteCalls, c.WriteReadChunk, c.ReadChunkBytes, c.ReadCalls, c.ReadWriteChunk, c.ReadReplyChunk,
 		c.WriteListBytes, c.WriteListReplys, c.DirCalls, c.DirReplyChunk, c.NoMsgReplies, c.ReplyChunkBytes,
-		c.LongCalls, c.DoneMsgs, c.ErrorReplies, c.MinGrant, c.MaxGrant, c.MaxInFlight, c.CreditOverruns, c.ParseErrors)
+		c.LongCalls, c.DoneMsgs, c.ErrorReplies, c.MinGrant, c.MaxGrant, c.MaxInFlight, c.CreditOverruns, c.BackchannelCalls, c.BackchannelReplies, c.ParseErrors)
 	if c.FirstError != "" {
 		fmt.Fprintf(&b, " (first: %s)", c.FirstError)
 	}

@@ -125,3 +125,41 @@ func TestTallyReadWithReplyChunk(t *testing.T) {
 		t.Errorf("counts: %+v", c)
 	}
 }
+
+func TestTallyNFSv4(t *testing.T) {
+	tl := NewTally(Server)
+	for _, m := range [][]byte{read4Call, write4Call, readdir4Call, seq4Call} {
+		tl.Record(false, m)
+	}
+	c := tl.Counts()
+	if c.Compounds != 4 || c.NFS4Ops[NFS4OpRead] != 1 || c.NFS4Ops[NFS4OpWrite] != 1 || c.NFS4Ops[NFS4OpReaddir] != 1 || c.NFS4Ops[NFS4OpSequence] != 1 {
+		t.Errorf("compounds by operation: %+v", c)
+	}
+	if c.ReadCalls != 1 || c.ReadWriteChunk != 1 || c.WriteCalls != 1 || c.WriteReadChunk != 1 || c.ReadChunkBytes != 131072 ||
+		c.DirCalls != 1 || c.DirReplyChunk != 1 || c.NFSCalls != [22]int{} {
+		t.Errorf("NFSv4 READ, WRITE and READDIR by chunk: %+v", c)
+	}
+	if s := c.String(); !strings.Contains(s, "NFSv4 COMPOUNDs 4") {
+		t.Errorf("String: %s", s)
+	}
+}
+
+// TestTallyBackchannel: RFC 8167 reverse-direction traffic (a CB_COMPOUND the server
+// sends, the client's reply) is counted apart, outside the forward calls, grants and
+// credits, from either side.
+func TestTallyBackchannel(t *testing.T) {
+	cbCall := cat(msg(0x30, 1, 16, ProcMsg, 0, 0, 0), msg(0x30, 0, 2, 0x40000000, 1, 1, 1, 0, 0, 0))
+	cbReply := msg(0x30, 1, 16, ProcMsg, 0, 0, 0, 0x30, 1, 0, 0, 0, 0)
+	for _, role := range []Role{Server, Client} {
+		tl := NewTally(role)
+		fromServer := role == Server // Record's sent flag for the server's messages
+		tl.Record(!fromServer, seq4Call)
+		tl.Record(fromServer, cbCall)
+		tl.Record(!fromServer, cbReply)
+		tl.Record(!fromServer, seq4Call)
+		c := tl.Counts()
+		if c.BackchannelCalls != 1 || c.BackchannelReplies != 1 || c.Calls != 2 || c.Replies != 0 || c.MaxGrant != 0 || c.CreditOverruns != 1 {
+			t.Errorf("role %d: %+v", role, c)
+		}
+	}
+}

@@ -25,6 +25,32 @@ const (
 // ProgNFS is the ONC RPC program number of NFS.
 const ProgNFS = 100003
 
+// NFS version 4 facts the verdicts use (RFC 8881 §16 and §18): the COMPOUND
+// procedure, and the operations that identify a compound's purpose.
+const (
+	NFS4ProcCompound = 1
+	NFS4OpGetFH      = 10
+	NFS4OpPutFH      = 22
+	NFS4OpPutPubFH   = 23
+	NFS4OpPutRootFH  = 24
+	NFS4OpRead       = 25
+	NFS4OpReaddir    = 26
+	NFS4OpReadlink   = 27
+	NFS4OpRestoreFH  = 31
+	NFS4OpSaveFH     = 32
+	NFS4OpWrite      = 38
+	NFS4OpSequence   = 53
+	// NFS4MaxOp bounds the operation numbers counted (NFSv4.2's last is 75).
+	NFS4MaxOp = 75
+)
+
+// nfs4FHSize is NFS4_FHSIZE, the longest file handle (RFC 8881 §2.2).
+const nfs4FHSize = 128
+
+// sequenceArgsSize is the XDR size of SEQUENCE4args: sessionid4 (16 bytes),
+// sequenceid, slotid, highest_slotid and cachethis (RFC 8881 §18.46.1).
+const sequenceArgsSize = 16 + 4*4
+
 // maxAuth is the largest opaque_auth body (RFC 5531 §8.2).
 const maxAuth = 400
 
@@ -68,6 +94,13 @@ type Header struct {
 	Prog    uint32 // calls only
 	RPCVers uint32 // calls only: program version
 	RPCProc uint32 // calls only
+	// NFS4Op is, for an NFSv4 COMPOUND call sent inline, the operation that says
+	// what the compound does: the first one after the SEQUENCE and file handle
+	// operations (SEQUENCE, PUTFH, PUTROOTFH, PUTPUBFH, GETFH, SAVEFH, RESTOREFH)
+	// that Linux puts in front, or the last of those if the compound holds nothing
+	// else. Set only when HasNFS4Op.
+	NFS4Op    uint32
+	HasNFS4Op bool
 	// InlineLen is the number of bytes after the transport header.
 	InlineLen int
 }
@@ -150,7 +183,8 @@ func (r *reader) segments(f *segNames) (n int, bytes uint64, err error) {
 
 // Parse reads the transport header of one RPC-over-RDMA version 1 message (RFC 8166
 // §4.2) and, for RDMA_MSG and RDMA_MSGP, the start of the RPC message after it (RFC
-// 5531 §9): XID and direction, and for a call its program, version and procedure.
+// 5531 §9): XID and direction, and for a call its program, version and procedure, and
+// for an NFSv4 COMPOUND its leading operations (see Header.NFS4Op).
 // RDMA_DONE and RDMA_ERROR are returned after the fixed words. Errors are
 // *HeaderError.
 func Parse(msg []byte) (Header, error) {
@@ -287,5 +321,62 @@ func Parse(msg []byte) (Header, error) {
 		}
 		r.off += int(n+3) &^ 3
 	}
+	if h.Prog == ProgNFS && h.RPCVers == 4 && h.RPCProc == NFS4ProcCompound {
+		return h, r.compound(&h)
+	}
 	return h, nil
+}
+
+// compound reads a COMPOUND4args header (tag, minorversion, operation count) and
+// the operations Linux puts in front of the one that matters (RFC 8881 §16.2.1,
+// §18.46.1 SEQUENCE4args, §18.19.1 PUTFH4args), to set h.NFS4Op.
+func (r *reader) compound(h *Header) error {
+	off := r.off
+	tag, err := r.u32("compound.tag.length")
+	if err != nil {
+		return err
+	}
+	if int64(tag+3)&^3 > int64(len(r.b)-r.off) {
+		return &HeaderError{Field: "compound.tag.length", Offset: off, Reason: fmt.Sprintf("tag of %d bytes past the %d bytes left", tag, len(r.b)-r.off)}
+	}
+	r.off += int(tag+3) &^ 3
+	if _, err := r.u32("compound.minorversion"); err != nil {
+		return err
+	}
+	off = r.off
+	n, err := r.u32("compound.numops")
+	if err != nil {
+		return err
+	}
+	if n == 0 || uint64(n)*4 > uint64(len(r.b)-r.off) {
+		return &HeaderError{Field: "compound.numops", Offset: off, Reason: fmt.Sprintf("%d operations in the %d bytes left", n, len(r.b)-r.off)}
+	}
+	for i := uint32(0); i < n; i++ {
+		op, err := r.u32("compound.argop")
+		if err != nil {
+			return err
+		}
+		h.NFS4Op, h.HasNFS4Op = op, true
+		switch op {
+		case NFS4OpSequence:
+			if len(r.b)-r.off < sequenceArgsSize {
+				return &HeaderError{Field: "compound.sequence", Offset: r.off, Reason: fmt.Sprintf("%d bytes left, need %d", len(r.b)-r.off, sequenceArgsSize)}
+			}
+			r.off += sequenceArgsSize
+		case NFS4OpPutFH:
+			off := r.off
+			l, err := r.u32("compound.putfh.length")
+			if err != nil {
+				return err
+			}
+			if l > nfs4FHSize || int(l+3)&^3 > len(r.b)-r.off {
+				return &HeaderError{Field: "compound.putfh.length", Offset: off, Reason: fmt.Sprintf("handle of %d bytes: more than %d or past the %d bytes left", l, nfs4FHSize, len(r.b)-r.off)}
+			}
+			r.off += int(l+3) &^ 3
+		case NFS4OpPutRootFH, NFS4OpPutPubFH, NFS4OpGetFH, NFS4OpSaveFH, NFS4OpRestoreFH:
+		default:
+			return nil
+		}
+	}
+	return nil
 }

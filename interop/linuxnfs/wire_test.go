@@ -54,6 +54,67 @@ var readReply = cat(msg(0x11, 1, 64, ProcMsg, 0,
 	1, 1, 0x55, 4093, 0, 0,
 	0, 0), msg(0x11, 1, 0, 0, 0, 0), make([]byte, 100))
 
+// rpcCall4 is an RPC call header for the NFSv4 COMPOUND procedure with a 24-byte
+// AUTH_SYS credential and an AUTH_NONE verifier.
+func rpcCall4(xid uint32) []byte {
+	return cat(msg(xid, 0, 2, ProgNFS, 4, NFS4ProcCompound, 1, 24), make([]byte, 24), msg(0, 0))
+}
+
+// compound4 is COMPOUND4args with an empty tag, minor version 1 and ops, each an
+// operation number followed by its arguments.
+func compound4(ops ...[]byte) []byte {
+	return cat(msg(0, 1, uint32(len(ops))), cat(ops...))
+}
+
+var (
+	seq4   = cat(msg(NFS4OpSequence), make([]byte, 16), msg(7, 0, 0, 0)) // SEQUENCE
+	putfh4 = cat(msg(NFS4OpPutFH, 20), make([]byte, 20))                 // PUTFH of a 20-byte handle
+	// READ: stateid, offset, count.
+	read4 = cat(msg(NFS4OpRead), make([]byte, 16), msg(0, 0, 131072))
+)
+
+// The Linux client's NFSv4.1 READ: SEQUENCE, PUTFH, READ, offering a write chunk.
+var read4Call = cat(msg(0x21, 1, 128, ProcMsg, 0,
+	1, 1, 0x66, 131072, 0, 0,
+	0, 0), rpcCall4(0x21), compound4(seq4, putfh4, read4))
+
+// Its NFSv4.1 WRITE: SEQUENCE, PUTFH, WRITE, GETATTR with the data in a read chunk at
+// the position of WRITE4args.data (the inline part stops before it).
+var write4Call = cat(msg(0x22, 1, 128, ProcMsg,
+	1, 200, 0x67, 131072, 0, 0, 0,
+	0, 0), rpcCall4(0x22), compound4(seq4, putfh4, cat(msg(NFS4OpWrite), make([]byte, 16), msg(0, 0, 2, 131072))))
+
+// A READDIR compound offering a reply chunk, and a compound of SEQUENCE alone (a
+// lease renewal).
+var (
+	readdir4Call = cat(msg(0x23, 1, 128, ProcMsg, 0, 0,
+		1, 1, 0x68, 32768, 0, 0), rpcCall4(0x23), compound4(seq4, putfh4, msg(NFS4OpReaddir, 0, 0, 0, 0, 8192, 32768, 0)))
+	seq4Call = cat(msg(0x24, 1, 128, ProcMsg, 0, 0, 0), rpcCall4(0x24), compound4(seq4))
+)
+
+func TestParseCompound(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		msg  []byte
+		op   uint32
+	}{
+		{"READ", read4Call, NFS4OpRead},
+		{"WRITE", write4Call, NFS4OpWrite},
+		{"READDIR", readdir4Call, NFS4OpReaddir},
+		{"SEQUENCE alone", seq4Call, NFS4OpSequence},
+		{"PUTROOTFH GETFH GETATTR", cat(msg(0x25, 1, 128, ProcMsg, 0, 0, 0), rpcCall4(0x25),
+			compound4(seq4, msg(NFS4OpPutRootFH), msg(NFS4OpGetFH), msg(9, 1, 0x10))), 9},
+	} {
+		h, err := Parse(tc.msg)
+		if err != nil || !h.HasRPC || !h.IsCall || h.RPCVers != 4 || h.RPCProc != NFS4ProcCompound || !h.HasNFS4Op || h.NFS4Op != tc.op {
+			t.Errorf("%s: %+v, %v; want operation %d", tc.name, h, err, tc.op)
+		}
+	}
+	if h, err := Parse(linuxWrite); err != nil || h.HasNFS4Op {
+		t.Errorf("an NFSv3 call has no NFSv4 operation: %+v, %v", h, err)
+	}
+}
+
 func TestParse(t *testing.T) {
 	h, err := Parse(linuxWrite)
 	if err != nil {
@@ -134,6 +195,17 @@ var badMessages = []struct {
 	{"rpc.cred.length", msg(1, 1, 1, ProcMsg, 0, 0, 0, 1, 0, 2, ProgNFS, 3, 0, 1, 8, 0)},
 	{"rpc.verf.flavor", msg(1, 1, 1, ProcMsg, 0, 0, 0, 1, 0, 2, ProgNFS, 3, 0, 0, 0)},
 	{"rpc.verf.length", msg(1, 1, 1, ProcMsg, 0, 0, 0, 1, 0, 2, ProgNFS, 3, 0, 0, 0, 0, 4)},
+	{"compound.tag.length", cat(msg(1, 1, 1, ProcMsg, 0, 0, 0), rpcCall4(1))},
+	{"compound.tag.length", cat(msg(1, 1, 1, ProcMsg, 0, 0, 0), rpcCall4(1), msg(9, 0))},
+	{"compound.minorversion", cat(msg(1, 1, 1, ProcMsg, 0, 0, 0), rpcCall4(1), msg(0))},
+	{"compound.numops", cat(msg(1, 1, 1, ProcMsg, 0, 0, 0), rpcCall4(1), msg(0, 1))},
+	{"compound.numops", cat(msg(1, 1, 1, ProcMsg, 0, 0, 0), rpcCall4(1), msg(0, 1, 0, 53))},
+	{"compound.numops", cat(msg(1, 1, 1, ProcMsg, 0, 0, 0), rpcCall4(1), msg(0, 1, 1000, 53))},
+	{"compound.argop", cat(msg(1, 1, 1, ProcMsg, 0, 0, 0), rpcCall4(1), msg(0, 1, 2, NFS4OpPutFH, 0))},
+	{"compound.sequence", cat(msg(1, 1, 1, ProcMsg, 0, 0, 0), rpcCall4(1), msg(0, 1, 1, NFS4OpSequence, 0, 0, 0))},
+	{"compound.putfh.length", cat(msg(1, 1, 1, ProcMsg, 0, 0, 0), rpcCall4(1), msg(0, 1, 1, NFS4OpPutFH))},
+	{"compound.putfh.length", cat(msg(1, 1, 1, ProcMsg, 0, 0, 0), rpcCall4(1), msg(0, 1, 1, NFS4OpPutFH, 129), make([]byte, 132))},
+	{"compound.putfh.length", cat(msg(1, 1, 1, ProcMsg, 0, 0, 0), rpcCall4(1), msg(0, 1, 1, NFS4OpPutFH, 20), make([]byte, 16))},
 }
 
 func TestParseErrors(t *testing.T) {
