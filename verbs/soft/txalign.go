@@ -35,6 +35,16 @@ import "github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
 // segment, which shifts its segmentation: siw's MSG_EOR per FPDU avoids
 // that at the cost of a system call per FPDU, which this provider does not
 // pay.
+//
+// Wireshark 4.0 has a second limit this sizing meets: its rpcordma
+// dissector fails (a malformed frame) on an RPC-over-RDMA message that
+// arrives in several DDP segments, as a short Send cut at a boundary or
+// split does. Leaving such a Send whole instead makes it straddle, and a
+// dissector failure inside a straddling FPDU costs the MPA framing of the
+// rest of the stream; a malformed Send costs that Send only, so Sends are
+// cut like any message (measured on the interop case nfs41-server: the
+// server's first connection decodes to its end, where it lost the framing
+// a third of the way through before, with 364 replies reported malformed).
 
 // txMinRoom is the smallest room the sizing leaves at the end of a segment,
 // and the smallest FPDU it cuts: an untagged header, one word of payload and
