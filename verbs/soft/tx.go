@@ -187,7 +187,10 @@ func (q *queuePair) writeVec() error {
 // advances, for untagged ones MO does), the payload gathered from sgl. A
 // message that does not fit in the rest of the batch starts a new one; one
 // larger than a batch is split at FPDU boundaries.
-func (q *queuePair) appendMessage(h *iwarp.Header, sgl []lsge, total int) error {
+//
+// need is what the next message of the batch needs of a TCP segment to
+// leave in one FPDU (fpduNeed), 0 for none.
+func (q *queuePair) appendMessage(h *iwarp.Header, sgl []lsge, total, need int) error {
 	b := q.w.buf
 	tagged := h.Opcode.Tagged()
 	maxPay := iwarp.MaxPayload(q.maxFPDU, tagged)
@@ -201,6 +204,9 @@ func (q *queuePair) appendMessage(h *iwarp.Header, sgl []lsge, total int) error 
 	}
 	baseTO := h.TO
 	hl, seg := h.Opcode.HeaderLen(), q.txSeg
+	if need > 0 && !b.room(txNeedSlab, 2*txNeedFPDUs+len(sgl)) {
+		need = 0 // no room for the FPDUs making room for the next message
+	}
 	si, so := 0, 0 // SGE index and offset within it
 	for off := 0; ; {
 		if q.failed.Load() {
@@ -211,14 +217,14 @@ func (q *queuePair) appendMessage(h *iwarp.Header, sgl []lsge, total int) error 
 		// call per FPDU.
 		n := min(maxPay, total-off)
 		if seg != 0 && n > 0 {
-			n = fpduPayload(b.bytes, seg, hl, total-off, maxPay)
+			n = fpduPayload(b.bytes, seg, hl, total-off, maxPay, need)
 		}
 		if !b.room(txFPDUOverhead, len(sgl)-si+1) || (b.bytes > 0 && b.bytes+n > txMaxBytes) {
 			if err := q.flush(); err != nil {
 				return err
 			}
 			if seg != 0 && n > 0 {
-				n = fpduPayload(b.bytes, seg, hl, total-off, maxPay)
+				n = fpduPayload(b.bytes, seg, hl, total-off, maxPay, need)
 			}
 		}
 		h.Last = off+n == total
@@ -290,7 +296,7 @@ func (q *queuePair) appendReadRequest(sinkSTag uint32, sinkTO uint64, size uint3
 }
 
 // appendWQE adds one send-queue entry to the batch.
-func (q *queuePair) appendWQE(wq *sendWQE) error {
+func (q *queuePair) appendWQE(wq *sendWQE, need int) error {
 	var h iwarp.Header
 	switch wq.op {
 	case verbs.OpWrite:
@@ -315,7 +321,7 @@ func (q *queuePair) appendWQE(wq *sendWQE) error {
 		s := wq.sgl[0]
 		return q.appendReadRequest(s.m.RKey(), s.m.base+uint64(s.off), uint32(wq.length), wq.rstag, wq.rto)
 	}
-	return q.appendMessage(&h, wq.sgl, wq.length)
+	return q.appendMessage(&h, wq.sgl, wq.length, need)
 }
 
 // claimLocked takes the send-queue entries from sqSent on for one batch:
@@ -357,7 +363,11 @@ func (q *queuePair) claimLocked(inline bool) (from uint64) {
 func (q *queuePair) transmitBatch(sq []sendWQE, from, to uint64) error {
 	n := uint64(len(sq))
 	for i := from; i < to; i++ {
-		if err := q.appendWQE(&sq[i%n]); err != nil {
+		need := 0
+		if i+1 < to {
+			need = q.fpduNeed(&sq[(i+1)%n])
+		}
+		if err := q.appendWQE(&sq[i%n], need); err != nil {
 			return err
 		}
 	}
@@ -410,7 +420,7 @@ func (q *queuePair) txFinish(err error) error {
 // RTR; receivers do not check the STag of an empty Write).
 func (q *queuePair) emptyWrite() error {
 	h := iwarp.Header{Opcode: iwarp.OpWrite, STag: 1}
-	return q.appendMessage(&h, nil, 0)
+	return q.appendMessage(&h, nil, 0, 0)
 }
 
 // sendReadResponse answers an accepted inbound Read Request. The source
@@ -422,7 +432,7 @@ func (q *queuePair) sendReadResponse(ir *inboundRead) error {
 	h := iwarp.Header{Opcode: iwarp.OpReadResponse, STag: ir.req.SinkSTag, TO: ir.req.SinkTO}
 	if ir.req.Size == 0 {
 		q.txBegin()
-		return q.txFinish(q.appendMessage(&h, nil, 0))
+		return q.txFinish(q.appendMessage(&h, nil, 0, 0))
 	}
 	m, off, code, reason := q.dev.stags.remoteCheck(q.pd, ir.req.SrcSTag, ir.req.SrcTO, int(ir.req.Size), verbs.AccessRemoteRead, false)
 	if m == nil {
@@ -433,7 +443,7 @@ func (q *queuePair) sendReadResponse(ir *inboundRead) error {
 	sgl := [1]lsge{{m: m, off: off, n: int(ir.req.Size)}}
 	w.guard, w.guardSTag = m, ir.req.SrcSTag
 	q.txBegin()
-	err := q.txFinish(q.appendMessage(&h, sgl[:], int(ir.req.Size)))
+	err := q.txFinish(q.appendMessage(&h, sgl[:], int(ir.req.Size), 0))
 	w.guard = nil
 	return err
 }

@@ -1,6 +1,9 @@
 package soft
 
-import "github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
+import (
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
+)
 
 // FPDU alignment with TCP segments.
 //
@@ -66,8 +69,10 @@ func fpduLen(hl, n int) int {
 // fpduPayload returns the payload of the next FPDU of a message: pos is where
 // the FPDU starts in the vectored write, seg the TCP segment size (0: do not
 // align), hl the FPDU header length, rest the message's payload still to send
-// (> 0) and maxPay the largest payload of an FPDU when not aligning.
-func fpduPayload(pos, seg, hl, rest, maxPay int) int {
+// (> 0), maxPay the largest payload of an FPDU when not aligning, and need
+// the room the next message in the write needs to go whole into a segment
+// (fpduNeed; 0 for none).
+func fpduPayload(pos, seg, hl, rest, maxPay, need int) int {
 	if seg < txMinAlignSeg || seg%4 != 0 {
 		// No MSS, or an odd one (Linux's loopback: 65483) that
 		// 4-byte FPDUs cannot follow.
@@ -86,24 +91,39 @@ func fpduPayload(pos, seg, hl, rest, maxPay int) int {
 		return fit
 	}
 	left := room - fpduLen(hl, rest)
-	if left == 0 || left >= txMinRoom {
+	minLeft := txMinRoom
+	if hl == iwarp.TaggedHeaderLen && need > 0 && left != need && left < need+txMinRoom &&
+		rest >= (left/(hl+4)+2)*txMinRoom {
+		// An RDMA Write (or Read Response) followed by a short Send,
+		// as an RPC reply with a write chunk: the Write's end leaves
+		// the Send the room for its FPDU and the next, so that it is
+		// not cut (Wireshark 4.0's rpcordma fails on a Send in several
+		// DDP segments), if the Write has the bytes for the FPDUs
+		// that takes.
+		minLeft = need + txMinRoom
+	}
+	if left == 0 || left >= minLeft {
 		return rest
 	}
-	// The message would end leaving a room no FPDU fits: split it. Two
-	// FPDUs take a header and a CRC more than one (hl+4 bytes), or a word
-	// more again when both need padding, so a split about in half either
-	// ends exactly on the boundary or overflows it, and then the second
-	// FPDU is cut there, the rest starting the next segment.
+	// The message would end leaving a room the next FPDU does not fit:
+	// split it. Each further FPDU moves its end on by a header and a CRC
+	// (hl+4 bytes; a word more where both need padding), so two FPDUs
+	// may end exactly on the boundary; otherwise left/(hl+4)+1 more FPDUs
+	// carry the end past it, where the last is cut and its rest starts the
+	// next segment.
 	minPay := txMinRoom - iwarp.CRCLen - hl // the payload of a txMinRoom FPDU
-	half := max((rest/2)&^3, minPay)
-	for n := half; n < half+4 && n < rest; n++ {
-		if fpduLen(hl, n)+fpduLen(hl, rest-n) == room {
-			return n
+	if left <= hl+8 {
+		half := max((rest/2)&^3, minPay)
+		for n := half; n < half+4 && n < rest; n++ {
+			if fpduLen(hl, n)+fpduLen(hl, rest-n) == room {
+				return n
+			}
 		}
 	}
-	n := half
+	k := left/(hl+4) + 1
+	n := max((rest/(k+1))&^3, minPay)
 	if room-fpduLen(hl, n) < txMinRoom {
-		// Keep room for the second FPDU to be cut.
+		// Keep room for the last FPDU to be cut.
 		n = (room - txMinRoom - iwarp.CRCLen - hl) &^ 3
 	}
 	if n < minPay || n >= rest {
@@ -112,9 +132,43 @@ func fpduPayload(pos, seg, hl, rest, maxPay int) int {
 	return n
 }
 
-// txAlignSplits bounds the FPDUs fpduPayload adds at the end of a message:
-// the split, and the cut of its second FPDU at the boundary.
-const txAlignSplits = 2
+// txAlignSplits bounds the FPDUs fpduPayload adds at the end of a message
+// to leave txMinRoom: up to two splits, and the cut of the last FPDU at the
+// boundary. Making room for the next message (need) takes up to
+// txNeedFPDUs more, which appendMessage grants only where the batch has
+// room for them (txNeedSlab).
+const txAlignSplits = 3
+
+// txNeedMax is the largest room fpduPayload makes for the next message:
+// the FPDU of a short Send (an RPC reply) or of a Read Request.
+const txNeedMax = 512
+
+// txNeedFPDUs and txNeedSlab bound the FPDUs, and their headers and
+// trailers, that making room for the next message adds to a message.
+const (
+	txNeedFPDUs = (txNeedMax+txMinRoom)/(iwarp.TaggedHeaderLen+iwarp.CRCLen) + 3
+	txNeedSlab  = txNeedFPDUs * txFPDUOverhead
+)
+
+// fpduNeed returns the room the send-queue entry wq needs of a TCP segment
+// to leave in one FPDU, for fpduPayload: a short Send's FPDU, a Read
+// Request's, or 0 (a message that is cut anyway, or no alignment).
+func (q *queuePair) fpduNeed(wq *sendWQE) int {
+	if q.txSeg == 0 {
+		return 0
+	}
+	var f int
+	switch wq.op {
+	case verbs.OpSend, verbs.OpSendInv:
+		f = fpduLen(iwarp.UntaggedHeaderLen, wq.length)
+	case verbs.OpRead:
+		f = iwarp.UntaggedHeaderLen + iwarp.ReadRequestLen + iwarp.CRCLen
+	}
+	if f > txNeedMax {
+		return 0
+	}
+	return f
+}
 
 // alignSeg returns the segment size FPDUs are aligned with on a connection
 // whose MSS is mss: mss, or 0 where fpduPayload would not align (no MSS, or

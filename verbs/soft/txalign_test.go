@@ -25,7 +25,7 @@ func packMessages(seg, maxPay int, hls, sizes []int) []packedFPDU {
 		for off := 0; ; {
 			n := 0
 			if total > 0 {
-				n = fpduPayload(pos, seg, hl, total-off, maxPay)
+				n = fpduPayload(pos, seg, hl, total-off, maxPay, needOf(m+1, hls, sizes))
 			}
 			l := fpduLen(hl, n)
 			out = append(out, packedFPDU{msg: m, start: pos, end: pos + l, off: off, n: n})
@@ -39,6 +39,17 @@ func packMessages(seg, maxPay int, hls, sizes []int) []packedFPDU {
 	return out
 }
 
+// needOf is fpduNeed for message m of a simulated write (0 past the end).
+func needOf(m int, hls, sizes []int) int {
+	if m >= len(sizes) || hls[m] != iwarp.UntaggedHeaderLen {
+		return 0
+	}
+	if f := fpduLen(iwarp.UntaggedHeaderLen, sizes[m]); f <= txNeedMax {
+		return f
+	}
+	return 0
+}
+
 // TestFPDUPayloadAligned packs random mixes of tagged and untagged messages
 // at link MSS values and checks that every FPDU ends at or before the next
 // segment boundary, that no FPDU cut at a boundary is smaller than
@@ -46,7 +57,7 @@ func packMessages(seg, maxPay int, hls, sizes []int) []packedFPDU {
 // and that msgCost's FPDU bound holds.
 func TestFPDUPayloadAligned(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	fpdus, straddles := 0, 0
+	fpdus, straddles, sendsAfterWrite, sendsCut := 0, 0, 0, 0
 	for _, seg := range []int{536, 1448, 1460, 8948, 9000} {
 		maxPay := iwarp.MaxPayload(fpduFromMSS(seg), true)
 		for round := range 400 {
@@ -96,6 +107,18 @@ func TestFPDUPayloadAligned(t *testing.T) {
 				if f.n == 0 && sizes[f.msg] != 0 {
 					t.Fatalf("seg %d round %d: empty FPDU in a %d-byte message", seg, round, sizes[f.msg])
 				}
+				if f.off == 0 && f.msg > 0 && hls[f.msg-1] == iwarp.TaggedHeaderLen && needOf(f.msg, hls, sizes) > 0 {
+					if f.n != sizes[f.msg] || (f.end-1)/seg != f.start/seg {
+						sendsCut++
+						// A Write that crosses a boundary starts its
+						// last FPDU on one, and has the bytes.
+						if seg >= 1448 && sizes[f.msg-1] >= seg {
+							t.Fatalf("seg %d round %d: FPDU %d [%d,%d): a %d-byte Send after a %d-byte RDMA Write is cut or straddles",
+								seg, round, i, f.start, f.end, sizes[f.msg], sizes[f.msg-1])
+						}
+					}
+					sendsAfterWrite++
+				}
 				next[f.msg] += f.n
 				count[f.msg]++
 			}
@@ -103,14 +126,19 @@ func TestFPDUPayloadAligned(t *testing.T) {
 				if next[m] != sizes[m] {
 					t.Fatalf("seg %d round %d: message %d: %d of %d bytes sent", seg, round, m, next[m], sizes[m])
 				}
-				if slab, _ := msgCost(sizes[m], maxPay, 1); count[m]*txFPDUOverhead > slab {
+				slab, _ := msgCost(sizes[m], maxPay, 1)
+				if needOf(m+1, hls, sizes) > 0 {
+					slab += txNeedSlab // granted by appendMessage where the batch has it
+				}
+				if count[m]*txFPDUOverhead > slab {
 					t.Fatalf("seg %d round %d: message %d (%d bytes): %d FPDUs, msgCost allows %d",
 						seg, round, m, sizes[m], count[m], slab/txFPDUOverhead)
 				}
 			}
 		}
 	}
-	t.Logf("%d FPDUs, %d straddle a boundary (after a short message)", fpdus, straddles)
+	t.Logf("%d FPDUs, %d straddle a boundary (after a short message); of %d short Sends after an RDMA Write, %d cut or straddling (after a Write too short to split, or at the 536-byte MSS)",
+		fpdus, straddles, sendsAfterWrite, sendsCut)
 }
 
 // shortBefore reports whether FPDU i follows a message too short for
