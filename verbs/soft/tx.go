@@ -204,9 +204,6 @@ func (q *queuePair) appendMessage(h *iwarp.Header, sgl []lsge, total, need int) 
 	}
 	baseTO := h.TO
 	hl, seg := h.Opcode.HeaderLen(), q.txSeg
-	if need > 0 && !b.room(txNeedSlab, 2*txNeedFPDUs+len(sgl)) {
-		need = 0 // no room for the FPDUs making room for the next message
-	}
 	si, so := 0, 0 // SGE index and offset within it
 	for off := 0; ; {
 		if q.failed.Load() {
@@ -362,10 +359,25 @@ func (q *queuePair) claimLocked(inline bool) (from uint64) {
 // ring as claimLocked saw it (the ring field itself is read under mu only).
 func (q *queuePair) transmitBatch(sq []sendWQE, from, to uint64) error {
 	n := uint64(len(sq))
+	// rest: what the entries after the current one may take of the
+	// batch buffer, so that making room for the next message (need)
+	// never crowds them out (claimLocked and canInlineLocked admitted
+	// the batch by the same costs).
+	var restSlab, restPieces int
+	if q.txSeg != 0 {
+		for i := from; i < to; i++ {
+			s, p := q.wqeCost(&sq[i%n])
+			restSlab, restPieces = restSlab+s, restPieces+p
+		}
+	}
 	for i := from; i < to; i++ {
 		need := 0
-		if i+1 < to {
-			need = q.fpduNeed(&sq[(i+1)%n])
+		if q.txSeg != 0 {
+			s, p := q.wqeCost(&sq[i%n])
+			restSlab, restPieces = restSlab-s, restPieces-p
+			if i+1 < to && q.w.buf.room(restSlab+s+txNeedSlab, restPieces+p+2*txNeedFPDUs) {
+				need = q.fpduNeed(&sq[(i+1)%n])
+			}
 		}
 		if err := q.appendWQE(&sq[i%n], need); err != nil {
 			return err

@@ -135,8 +135,8 @@ func fpduPayload(pos, seg, hl, rest, maxPay, need int) int {
 // txAlignSplits bounds the FPDUs fpduPayload adds at the end of a message
 // to leave txMinRoom: up to two splits, and the cut of the last FPDU at the
 // boundary. Making room for the next message (need) takes up to
-// txNeedFPDUs more, which appendMessage grants only where the batch has
-// room for them (txNeedSlab).
+// txNeedFPDUs more, which transmitBatch grants only where the batch buffer
+// has room for them beside what the rest of the batch may take.
 const txAlignSplits = 3
 
 // txNeedMax is the largest room fpduPayload makes for the next message:
@@ -149,6 +149,15 @@ const (
 	txNeedFPDUs = (txNeedMax+txMinRoom)/(iwarp.TaggedHeaderLen+iwarp.CRCLen) + 3
 	txNeedSlab  = txNeedFPDUs * txFPDUOverhead
 )
+
+// wqeCost is msgCost for a send-queue entry: what it may take of a batch
+// buffer, slab bytes and other pieces.
+func (q *queuePair) wqeCost(wq *sendWQE) (slab, pieces int) {
+	if wq.op == verbs.OpRead {
+		return txFPDUOverhead, 0
+	}
+	return msgCost(wq.length, iwarp.MaxPayload(q.maxFPDU, wq.op == verbs.OpWrite), len(wq.sgl))
+}
 
 // fpduNeed returns the room the send-queue entry wq needs of a TCP segment
 // to leave in one FPDU, for fpduPayload: a short Send's FPDU, a Read

@@ -52,8 +52,9 @@ func dialMSS(t *testing.T, addr string, req iwarp.MPAFrame, mss int) *rawPeer {
 // awkward sizes (the tail of a Write, short Sends, a zero-length Send) that
 // leave in one vectored write, reads the bytes of that write at a raw peer
 // and checks the layout: every FPDU ends at or before the next multiple of
-// the connection's MSS counted from the start of the write, the Writes'
-// data arrives at the right TOs and the Sends' in order.
+// the connection's MSS counted from the start of the write, a Send behind
+// a Write is not cut, the Writes' data arrives at the right TOs and the
+// Sends' in order.
 func TestFPDUsAlignedInOneWrite(t *testing.T) {
 	for _, crc := range []bool{false, true} {
 		s := newServerUnderTest(t, Config{})
@@ -82,7 +83,9 @@ func TestFPDUsAlignedInOneWrite(t *testing.T) {
 			to     uint64
 		}
 		pieces := []piece{
-			{op: verbs.OpWrite, off: 0, n: 3*seg + 438, stag: 0x100, to: 0x1000},
+			// Its last FPDU would leave 100 bytes of its segment: less
+			// than the Send behind it takes.
+			{op: verbs.OpWrite, off: 0, n: 4*(seg-iwarp.TaggedHeaderLen-iwarp.CRCLen) - 100, stag: 0x100, to: 0x1000},
 			{op: verbs.OpSend, off: 9000, n: 174},
 			{op: verbs.OpWrite, off: 10000, n: 2*seg - 40, stag: 0x200, to: 0x2000},
 			{op: verbs.OpSend, off: 20000, n: 1},
@@ -142,6 +145,11 @@ func TestFPDUsAlignedInOneWrite(t *testing.T) {
 				default:
 					if f.Header.Opcode != iwarp.OpSend || f.Header.MO != uint32(got) {
 						t.Fatalf("piece %d: FPDU %v MO %d, want a Send at MO %d", i, f.Header.Opcode, f.Header.MO, got)
+					}
+					// A short Send behind an RDMA Write, as an RPC
+					// reply's, is left room for: one FPDU.
+					if pieces[i-1].op == verbs.OpWrite && !f.Header.Last {
+						t.Fatalf("piece %d: the %d-byte Send after an RDMA Write is cut (%d bytes in its first FPDU)", i, pc.n, len(f.Payload))
 					}
 				}
 				if !bytes.Equal(f.Payload, src[pc.off+got:pc.off+got+len(f.Payload)]) {
