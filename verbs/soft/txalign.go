@@ -54,8 +54,9 @@ import (
 // 385 to 479 of 507 READ replies; now 479 of 507, 14 malformed frames
 // besides the 42 of the known pad limitation, and the framing is still
 // lost, at frames 14330 and 50220 of 50575, where a 65160-byte GSO segment
-// starts inside an FPDU: a write continued after a partial one, whose
-// segmentation sizing by position in the write cannot foresee.
+// starts inside an FPDU: presumably a write continued after a partial one
+// or appended to unsent bytes, whose segmentation sizing by position in
+// the write cannot foresee.
 
 // txMinRoom is the smallest room the sizing leaves at the end of a segment,
 // and the smallest FPDU it cuts: an untagged header, one word of payload and
