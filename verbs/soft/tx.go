@@ -213,7 +213,10 @@ func (q *queuePair) appendMessage(h *iwarp.Header, sgl []lsge, total, need int) 
 		// the test keeps a connection that does not align from paying a
 		// call per FPDU.
 		n := min(maxPay, total-off)
-		if seg != 0 && n > 0 {
+		if seg != 0 && n > 0 && (need != 0 || n < total-off || fpduLen(hl, n)+txMinRoom > seg-b.bytes%seg) {
+			// (Decided here without the call: the rest of a message
+			// that fits its segment with room to spare, the common
+			// case, is one FPDU.)
 			n = fpduPayload(b.bytes, seg, hl, total-off, maxPay, need)
 		}
 		if !b.room(txFPDUOverhead, len(sgl)-si+1) || (b.bytes > 0 && b.bytes+n > txMaxBytes) {
@@ -359,25 +362,10 @@ func (q *queuePair) claimLocked(inline bool) (from uint64) {
 // ring as claimLocked saw it (the ring field itself is read under mu only).
 func (q *queuePair) transmitBatch(sq []sendWQE, from, to uint64) error {
 	n := uint64(len(sq))
-	// rest: what the entries after the current one may take of the
-	// batch buffer, so that making room for the next message (need)
-	// never crowds them out (claimLocked and canInlineLocked admitted
-	// the batch by the same costs).
-	var restSlab, restPieces int
-	if q.txSeg != 0 {
-		for i := from; i < to; i++ {
-			s, p := q.wqeCost(&sq[i%n])
-			restSlab, restPieces = restSlab+s, restPieces+p
-		}
-	}
 	for i := from; i < to; i++ {
 		need := 0
-		if q.txSeg != 0 {
-			s, p := q.wqeCost(&sq[i%n])
-			restSlab, restPieces = restSlab-s, restPieces-p
-			if i+1 < to && q.w.buf.room(restSlab+s+txNeedSlab, restPieces+p+2*txNeedFPDUs) {
-				need = q.fpduNeed(&sq[(i+1)%n])
-			}
+		if q.txSeg != 0 && i+1 < to && sq[i%n].op == verbs.OpWrite {
+			need = q.batchNeed(sq, i, to)
 		}
 		if err := q.appendWQE(&sq[i%n], need); err != nil {
 			return err

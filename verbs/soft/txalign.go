@@ -144,8 +144,8 @@ func fpduPayload(pos, seg, hl, rest, maxPay, need int) int {
 // txAlignSplits bounds the FPDUs fpduPayload adds at the end of a message
 // to leave txMinRoom: up to two splits, and the cut of the last FPDU at the
 // boundary. Making room for the next message (need) takes up to
-// txNeedFPDUs more, which transmitBatch grants only where the batch buffer
-// has room for them beside what the rest of the batch may take.
+// txNeedFPDUs more, which batchNeed grants only where the batch buffer has
+// room for them beside what the rest of the batch may take.
 const txAlignSplits = 3
 
 // txNeedMax is the largest room fpduPayload makes for the next message:
@@ -158,6 +158,27 @@ const (
 	txNeedFPDUs = (txNeedMax+txMinRoom)/(iwarp.TaggedHeaderLen+iwarp.CRCLen) + 3
 	txNeedSlab  = txNeedFPDUs * txFPDUOverhead
 )
+
+// batchNeed returns the room the entry after i of the batch [i, to) of sq
+// needs (fpduNeed), if the batch buffer has room for the FPDUs that making
+// it takes (txNeedSlab) beside what the entries after i may take (which
+// claimLocked and canInlineLocked admitted the batch by), else 0.
+func (q *queuePair) batchNeed(sq []sendWQE, i, to uint64) int {
+	n := uint64(len(sq))
+	need := q.fpduNeed(&sq[(i+1)%n])
+	if need == 0 {
+		return 0
+	}
+	slab, pieces := q.wqeCost(&sq[i%n])
+	for j := i + 1; j < to; j++ {
+		s, p := q.wqeCost(&sq[j%n])
+		slab, pieces = slab+s, pieces+p
+	}
+	if !q.w.buf.room(slab+txNeedSlab, pieces+2*txNeedFPDUs) {
+		return 0
+	}
+	return need
+}
 
 // wqeCost is msgCost for a send-queue entry: what it may take of a batch
 // buffer, slab bytes and other pieces.
