@@ -51,12 +51,18 @@ import (
 // Measured on the interop case nfs41-server (Linux NFS client over siw,
 // our server, tshark 4.0 on the capture): before, tshark lost the framing
 // of the server's first connection at frame 12509 of 31993 and decoded
-// 385 to 479 of 507 READ replies; now 479 of 507, 14 malformed frames
-// besides the 42 of the known pad limitation, and the framing is still
-// lost, at frames 14330 and 50220 of 50575, where a 65160-byte GSO segment
-// starts inside an FPDU: presumably a write continued after a partial one
-// or appended to unsent bytes, whose segmentation sizing by position in
-// the write cannot foresee.
+// 385 to 479 of 507 READ replies. Now, in two runs, 452 and 479 of 507,
+// 7 and 14 malformed frames besides the 42-43 of the known pad limitation;
+// in one run the first connection decodes to its end (0 of 10179 captured
+// segments start inside an FPDU), and in both the framing is still lost
+// in a connection, near its end, where a 65160-byte GSO segment starts
+// inside an FPDU: presumably a write appended to unsent bytes of the
+// previous one, or continued after a partial write, whose segmentation
+// sizing by position in the write cannot foresee. Sending each batch with
+// sendmsg(MSG_EOR) instead of writev would close the first gap at no cost
+// in system calls (Linux's tcp_sendmsg marks the last buffer of a call
+// that copied all its data as a record end, and appends nothing to it);
+// that is a change to the write path, not to FPDU sizing, left undone.
 
 // txMinRoom is the smallest room the sizing leaves at the end of a segment,
 // and the smallest FPDU it cuts: an untagged header, one word of payload and
