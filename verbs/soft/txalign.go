@@ -52,11 +52,12 @@ import (
 // our server, tshark 4.0 on the capture): before, tshark lost the framing
 // of the server's first connection at frame 12509 of 31993 and decoded
 // 385 to 479 of 507 READ replies. Now, in two runs, 452 and 479 of 507,
-// 7 and 14 malformed frames besides the 42-43 of the known pad limitation;
-// in one run the first connection decodes to its end (0 of 10179 captured
-// segments start inside an FPDU), and in both the framing is still lost
-// in a connection, near its end, where a 65160-byte GSO segment starts
-// inside an FPDU: presumably a write appended to unsent bytes of the
+// 14 and 7 malformed frames besides the 42-43 of the known pad limitation;
+// but the framing is still lost where a 65160-byte GSO segment starts
+// inside an FPDU: at frames 14330 (first connection) and 50220 (second) of
+// 50575 in one run, at 46964 of 48881 (second) in the other, whose first
+// connection decodes to its end (0 of 10179 captured segments start inside
+// an FPDU). Presumably a write appended to unsent bytes of the
 // previous one, or continued after a partial write, whose segmentation
 // sizing by position in the write cannot foresee. Sending each batch with
 // sendmsg(MSG_EOR) instead of writev would close the first gap at no cost
