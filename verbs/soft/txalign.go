@@ -51,7 +51,7 @@ import (
 // Measured on the interop case nfs41-server (Linux NFS client over siw,
 // our server, tshark 4.0 on the capture): before, tshark lost the framing
 // of the server's first connection at frame 12509 of 31993 and decoded
-// 385 to 479 of 507 READ replies. Now, in two runs, 452 and 479 of 507,
+// 385 to 479 of 507 READ replies. Now, in two runs, 479 and 452 of 507,
 // 14 and 7 malformed frames besides the 42-43 of the known pad limitation;
 // but the framing is still lost where a 65160-byte GSO segment starts
 // inside an FPDU: at frames 14330 (first connection) and 50220 (second) of
