@@ -71,7 +71,8 @@ type flow struct {
 // connections to or from port, walks their MPA framing and DDP segments, and calls
 // deliver with each complete Send message (an RPC-over-RDMA message), fromServer
 // telling its direction, in capture order. A connection whose start (SYN) is not in
-// the capture is skipped. Errors name the frame and what was wrong.
+// the capture is skipped. msg is valid only during the call. Errors name the frame
+// and what was wrong.
 func ReadCapture(pcap []byte, port uint16, deliver func(fromServer bool, msg []byte)) (CaptureStats, error) {
 	var st CaptureStats
 	if len(pcap) < 24 {

@@ -132,9 +132,13 @@ type queuePair struct {
 	// writer, alone, changes it under mu before large messages
 	// (refreshMaxFPDULocked); mss is mssStep's result, mssFn mssStep as a
 	// method value (no allocation).
-	mssFPDU   bool
-	mss       int
-	mssFn     func(uintptr)
+	mssFPDU bool
+	mss     int
+	mssFn   func(uintptr)
+	// txSeg: the TCP MSS FPDUs are aligned with (fpduPayload), read with
+	// maxFPDU when it follows the MSS; 0 when it does not (Config.MaxFPDU)
+	// or the MSS is not one to align with (alignSeg).
+	txSeg     int
 	responder bool
 	rtrSend   RTRType // RTR frame the writer sends first (initiator, P2P)
 	peerSpoke bool    // first FPDU received (guarded by mu)
@@ -676,6 +680,9 @@ func (q *queuePair) start(conn net.Conn, crc bool, ird, ord, maxFPDU int, respon
 	q.rawConn, q.rawReadFn, q.rawWriteFn = rawConnOf(conn), q.rawReadStep, q.rawWriteStep
 	q.rawTryFn, q.rawFinishFn = q.rawTryStep, q.rawFinishStep
 	q.mssFPDU, q.mssFn = q.dev.cfg.MaxFPDU == 0, q.mssStep
+	if q.mssFPDU {
+		q.txSeg = alignSeg(tcpMSS(conn))
+	}
 	q.state = verbs.StateRTS
 	q.r.init(q)
 	q.live.Store(2)

@@ -92,7 +92,9 @@ func (b *txBuf) ref(p []byte) {
 // msgCost bounds what a message of total bytes from an SGL of nsge entries
 // takes of a batch: slab bytes and other pieces.
 func msgCost(total, maxPay, nsge int) (slab, pieces int) {
-	fpdus := max(1, (total+maxPay-1)/maxPay)
+	// Aligning FPDUs with TCP segments (fpduPayload) adds up to one FPDU
+	// in the room a message starts in and txAlignSplits at its end.
+	fpdus := max(1, (total+maxPay-1)/maxPay) + 1 + txAlignSplits
 	// Per FPDU a slab piece and payload pieces; every FPDU boundary can
 	// split an SGE into one more piece.
 	return fpdus * txFPDUOverhead, 2*fpdus + nsge + 1
@@ -185,7 +187,10 @@ func (q *queuePair) writeVec() error {
 // advances, for untagged ones MO does), the payload gathered from sgl. A
 // message that does not fit in the rest of the batch starts a new one; one
 // larger than a batch is split at FPDU boundaries.
-func (q *queuePair) appendMessage(h *iwarp.Header, sgl []lsge, total int) error {
+//
+// need is what the next message of the batch needs of a TCP segment to
+// leave in one FPDU (fpduNeed), 0 for none.
+func (q *queuePair) appendMessage(h *iwarp.Header, sgl []lsge, total, need int) error {
 	b := q.w.buf
 	tagged := h.Opcode.Tagged()
 	maxPay := iwarp.MaxPayload(q.maxFPDU, tagged)
@@ -198,15 +203,28 @@ func (q *queuePair) appendMessage(h *iwarp.Header, sgl []lsge, total int) error 
 		}
 	}
 	baseTO := h.TO
+	hl, seg := h.Opcode.HeaderLen(), q.txSeg
 	si, so := 0, 0 // SGE index and offset within it
 	for off := 0; ; {
 		if q.failed.Load() {
 			return errTxStopped
 		}
+		// FPDUs end on TCP segment boundaries of the write (txalign.go);
+		// the test keeps a connection that does not align from paying a
+		// call per FPDU.
 		n := min(maxPay, total-off)
+		if seg != 0 && n > 0 && (need != 0 || n < total-off || fpduLen(hl, n)+txMinRoom > seg-b.bytes%seg) {
+			// (Decided here without the call: the rest of a message
+			// that fits its segment with room to spare, the common
+			// case, is one FPDU.)
+			n = fpduPayload(b.bytes, seg, hl, total-off, maxPay, need)
+		}
 		if !b.room(txFPDUOverhead, len(sgl)-si+1) || (b.bytes > 0 && b.bytes+n > txMaxBytes) {
 			if err := q.flush(); err != nil {
 				return err
+			}
+			if seg != 0 && n > 0 {
+				n = fpduPayload(b.bytes, seg, hl, total-off, maxPay, need)
 			}
 		}
 		h.Last = off+n == total
@@ -225,7 +243,6 @@ func (q *queuePair) appendMessage(h *iwarp.Header, sgl []lsge, total int) error 
 		if q.crc {
 			crc = iwarp.UpdateCRC(0, b.slab[start:])
 		}
-		hl := len(b.slab) - start
 		b.grew(start)
 		for rem := n; rem > 0; {
 			s := &sgl[si]
@@ -279,7 +296,7 @@ func (q *queuePair) appendReadRequest(sinkSTag uint32, sinkTO uint64, size uint3
 }
 
 // appendWQE adds one send-queue entry to the batch.
-func (q *queuePair) appendWQE(wq *sendWQE) error {
+func (q *queuePair) appendWQE(wq *sendWQE, need int) error {
 	var h iwarp.Header
 	switch wq.op {
 	case verbs.OpWrite:
@@ -304,7 +321,7 @@ func (q *queuePair) appendWQE(wq *sendWQE) error {
 		s := wq.sgl[0]
 		return q.appendReadRequest(s.m.RKey(), s.m.base+uint64(s.off), uint32(wq.length), wq.rstag, wq.rto)
 	}
-	return q.appendMessage(&h, wq.sgl, wq.length)
+	return q.appendMessage(&h, wq.sgl, wq.length, need)
 }
 
 // claimLocked takes the send-queue entries from sqSent on for one batch:
@@ -346,7 +363,11 @@ func (q *queuePair) claimLocked(inline bool) (from uint64) {
 func (q *queuePair) transmitBatch(sq []sendWQE, from, to uint64) error {
 	n := uint64(len(sq))
 	for i := from; i < to; i++ {
-		if err := q.appendWQE(&sq[i%n]); err != nil {
+		need := 0
+		if q.txSeg != 0 && i+1 < to && sq[i%n].op == verbs.OpWrite {
+			need = q.batchNeed(sq, i, to)
+		}
+		if err := q.appendWQE(&sq[i%n], need); err != nil {
 			return err
 		}
 	}
@@ -399,7 +420,7 @@ func (q *queuePair) txFinish(err error) error {
 // RTR; receivers do not check the STag of an empty Write).
 func (q *queuePair) emptyWrite() error {
 	h := iwarp.Header{Opcode: iwarp.OpWrite, STag: 1}
-	return q.appendMessage(&h, nil, 0)
+	return q.appendMessage(&h, nil, 0, 0)
 }
 
 // sendReadResponse answers an accepted inbound Read Request. The source
@@ -411,7 +432,7 @@ func (q *queuePair) sendReadResponse(ir *inboundRead) error {
 	h := iwarp.Header{Opcode: iwarp.OpReadResponse, STag: ir.req.SinkSTag, TO: ir.req.SinkTO}
 	if ir.req.Size == 0 {
 		q.txBegin()
-		return q.txFinish(q.appendMessage(&h, nil, 0))
+		return q.txFinish(q.appendMessage(&h, nil, 0, 0))
 	}
 	m, off, code, reason := q.dev.stags.remoteCheck(q.pd, ir.req.SrcSTag, ir.req.SrcTO, int(ir.req.Size), verbs.AccessRemoteRead, false)
 	if m == nil {
@@ -422,7 +443,7 @@ func (q *queuePair) sendReadResponse(ir *inboundRead) error {
 	sgl := [1]lsge{{m: m, off: off, n: int(ir.req.Size)}}
 	w.guard, w.guardSTag = m, ir.req.SrcSTag
 	q.txBegin()
-	err := q.txFinish(q.appendMessage(&h, sgl[:], int(ir.req.Size)))
+	err := q.txFinish(q.appendMessage(&h, sgl[:], int(ir.req.Size), 0))
 	w.guard = nil
 	return err
 }
@@ -626,7 +647,7 @@ func (q *queuePair) refreshMaxFPDULocked(size int) {
 		return
 	}
 	if f := fpduFromMSS(q.mss); f > 0 {
-		q.maxFPDU = f
+		q.maxFPDU, q.txSeg = f, alignSeg(q.mss)
 	}
 }
 
