@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
+	"golang.org/x/sys/unix"
 )
 
 // Readiness-based socket I/O for peer accesses to registered memory.
@@ -23,6 +24,7 @@ import (
 // rawTxState is the writer's state for the raw writes.
 type rawTxState struct {
 	iov        []syscall.Iovec // what is left to write of w.buf.iovStore
+	msg        unix.Msghdr     // sendmsg's header (a field, so it does not escape per write)
 	rawRevoked bool
 	rawErr     error
 }
@@ -166,7 +168,7 @@ func (q *queuePair) rawWriteStep(fd uintptr) bool {
 			return true
 		}
 		w.writes.Add(1)
-		n, _, e := syscall.Syscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&w.iov[0])), uintptr(len(w.iov)))
+		n, e := w.sendEOR(fd)
 		m.mu.RUnlock()
 		switch {
 		case e == syscall.EAGAIN:
@@ -180,6 +182,25 @@ func (q *queuePair) rawWriteStep(fd uintptr) bool {
 		w.advance(n)
 	}
 	return true
+}
+
+// sendEOR writes w.iov with one sendmsg(2) flagged MSG_EOR (and MSG_NOSIGNAL).
+//
+// MSG_EOR is what keeps FPDUs aligned with TCP segments (txalign.go): Linux
+// marks the last buffer of a sendmsg that copied all its data as a record end
+// and never appends a later write to it, so every batch starts a new segment
+// and the kernel cuts it into MSS-sized segments from there, where the FPDU
+// sizing put the boundaries. With writev, a batch written while the previous
+// one was still queued was appended to its last buffer, and its FPDUs then
+// straddled segments (what Wireshark's iwarp_mpa dissector cannot follow).
+// It is the same one system call per batch as writev. A partial write leaves
+// its last buffer unmarked, so the rest continues it, still aligned.
+func (w *txState) sendEOR(fd uintptr) (uintptr, syscall.Errno) {
+	w.msg.Iov = (*unix.Iovec)(unsafe.Pointer(&w.iov[0])) // the same layout as syscall.Iovec
+	w.msg.SetIovlen(len(w.iov))
+	n, _, e := syscall.Syscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&w.msg)), syscall.MSG_EOR|syscall.MSG_NOSIGNAL)
+	w.msg.Iov = nil
+	return n, e
 }
 
 // advance drops the first n written bytes from w.iov.
@@ -229,7 +250,7 @@ func (w *txState) dropIOV() {
 // after EAGAIN or an error (recorded in w.rawErr) or when all is written.
 func (w *txState) writevStep(fd uintptr) (again, wouldBlock bool) {
 	w.writes.Add(1)
-	n, _, e := syscall.Syscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&w.iov[0])), uintptr(len(w.iov)))
+	n, e := w.sendEOR(fd)
 	switch {
 	case e == syscall.EAGAIN:
 		return false, true
@@ -269,6 +290,23 @@ func (q *queuePair) rawFinishStep(fd uintptr) bool {
 		}
 	}
 	return true
+}
+
+// writeRaw writes the batch with sendEOR, waiting for the socket as needed. It
+// reports false, writing nothing, when the connection has no RawConn.
+func (q *queuePair) writeRaw() (bool, error) {
+	if q.rawConn == nil {
+		return false, nil
+	}
+	w := &q.w
+	w.loadIOV()
+	w.rawErr = nil
+	err := q.rawConn.Write(q.rawFinishFn)
+	w.dropIOV() // drop references to registered memory
+	if err == nil {
+		err = w.rawErr
+	}
+	return true, err
 }
 
 // tryWriteVec writes the batch without blocking (postInline). Bytes the socket

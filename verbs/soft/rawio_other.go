@@ -32,7 +32,10 @@ func (q *queuePair) rawFinishStep(fd uintptr) bool { return true }
 func (w *txState) unsent() bool         { return false }
 func (w *txState) dropIOV()             {}
 func (q *queuePair) tryWriteVec() error { return q.writeVec() }
-func (q *queuePair) finishVec() error   { return nil }
+
+// writeRaw reports false: the batch goes out through net.Buffers.
+func (q *queuePair) writeRaw() (bool, error) { return false, nil }
+func (q *queuePair) finishVec() error        { return nil }
 
 func (q *queuePair) writeGuarded(m *memRegion, stag uint32) (revoked bool, err error) {
 	m.mu.RLock()

@@ -172,8 +172,13 @@ func (q *queuePair) flush() error {
 	return nil
 }
 
-// writeVec sends the batch as one vectored write, blocking until done.
+// writeVec sends the batch as one vectored write, blocking until done: one
+// sendmsg(MSG_EOR) where the connection is a TCP socket (writeRaw), else
+// net.Buffers' write.
 func (q *queuePair) writeVec() error {
+	if raw, err := q.writeRaw(); raw {
+		return err
+	}
 	b := q.w.buf
 	q.w.writes.Add(1)
 	b.nb = b.vec
