@@ -49,21 +49,17 @@ import (
 // Send room for its FPDU (fpduNeed), so that reply Sends are rarely cut.
 //
 // Measured on the interop case nfs41-server (Linux NFS client over siw,
-// our server, tshark 4.0 on the capture): before, tshark lost the framing
-// of the server's first connection at frame 12509 of 31993 and decoded
-// 385 to 479 of 507 READ replies. Now, in two runs, 479 and 452 of 507,
-// 14 and 7 malformed frames besides the 42-43 of the known pad limitation;
-// but the framing is still lost where a 65160-byte GSO segment starts
-// inside an FPDU: at frames 14330 (first connection) and 50220 (second) of
-// 50575 in one run, at 46964 of 48881 (second) in the other, whose first
-// connection decodes to its end (0 of 10179 captured segments start inside
-// an FPDU). Presumably a write appended to unsent bytes of the
-// previous one, or continued after a partial write, whose segmentation
-// sizing by position in the write cannot foresee. Sending each batch with
-// sendmsg(MSG_EOR) instead of writev would close the first gap at no cost
-// in system calls (Linux's tcp_sendmsg marks the last buffer of a call
-// that copied all its data as a record end, and appends nothing to it);
-// that is a change to the write path, not to FPDU sizing, left undone.
+// our server, tshark 4.0 on the capture): with writev, tshark lost the
+// framing of the server's first connection at frame 12509 of 31993 and
+// decoded 385 to 479 of 507 READ replies; with this sizing alone it still
+// lost it where a 65160-byte GSO segment started inside an FPDU (a batch
+// appended by the kernel to unsent bytes of the previous one). Since each
+// batch leaves in one sendmsg(MSG_EOR) (sendEOR in rawio_linux.go), nothing
+// is appended to a batch and every batch starts a segment: tshark follows
+// both connections to their end, all 506 of 506 READ replies decode with
+// their write chunk, and the only malformed frames are the 48 READ replies
+// whose write-chunk data is not a multiple of 4 bytes, a Wireshark 4.0
+// limitation knfsd's capture shows as well (49 frames).
 
 // txMinRoom is the smallest room the sizing leaves at the end of a segment,
 // and the smallest FPDU it cuts: an untagged header, one word of payload and
