@@ -58,6 +58,11 @@ else
 fi
 mkdir -p $M
 if [ -n "$PCAP" ]; then
+  # One captured frame per TCP segment as sent: GRO off (a gro_max_size of 0 merges
+  # nothing), and the case boots the NIC without guest TSO (LAB_NIC_OPTS), so no frame
+  # holds several segments. Wireshark 4.0's iwarp_mpa reads one frame's FPDUs only
+  # from a segment start; merged frames hid FPDUs from it (a READ reply in 1 of 507).
+  [ "$IF" = eth0 ] && { ip link set dev eth0 gro_max_size 0 || echo "gro_max_size not set"; }
   tcpdump -Z root -i $IF -s 0 -B 16384 -U -w /tmp/nfs41.pcap 'tcp port 20049' 2>/tmp/tcpdump.err &
   TCPDUMP=$!
   n=0; while ! grep -q listening /tmp/tcpdump.err && [ $n -lt 50 ]; do sleep 0.2; n=$((n+1)); done
