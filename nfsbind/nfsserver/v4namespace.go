@@ -130,7 +130,11 @@ func (c *compound) create(a *nfs4.CreateArgs, r *nfs4.CreateRes) nfs4.Status {
 	return nfs4.OK
 }
 
-func (c *compound) opRemove(op nfs4.OpNum) nfs4.Status {
+func (c *compound) opRemove(op nfs4.OpNum) nfs4.Status { return c.nameCinfoOp(op, (*compound).remove) }
+
+// nameCinfoOp runs an operation whose arguments are a component name and whose
+// result is change_info4 (REMOVE, LINK): decode, run do, add the result.
+func (c *compound) nameCinfoOp(op nfs4.OpNum, do func(*compound, []byte, *nfs4.ChangeInfo4) nfs4.Status) nfs4.Status {
 	a := &c.ops.name
 	a.OpNum = op
 	r := &c.ops.cinfoRes
@@ -138,7 +142,7 @@ func (c *compound) opRemove(op nfs4.OpNum) nfs4.Status {
 	if err := a.DecodeXDR(c.d); err != nil {
 		r.Status = decodeErr(err)
 	} else {
-		r.Status = c.remove(a.Name, &r.Cinfo)
+		r.Status = do(c, a.Name, &r.Cinfo)
 	}
 	c.w.Add(r)
 	return r.Status
@@ -248,19 +252,7 @@ func (c *compound) rename(a *nfs4.RenameArgs, r *nfs4.RenameRes) nfs4.Status {
 	return nfs4.OK
 }
 
-func (c *compound) opLink(op nfs4.OpNum) nfs4.Status {
-	a := &c.ops.name
-	a.OpNum = op
-	r := &c.ops.cinfoRes
-	*r = nfs4.CinfoRes{OpNum: op}
-	if err := a.DecodeXDR(c.d); err != nil {
-		r.Status = decodeErr(err)
-	} else {
-		r.Status = c.link(a.Name, &r.Cinfo)
-	}
-	c.w.Add(r)
-	return r.Status
-}
+func (c *compound) opLink(op nfs4.OpNum) nfs4.Status { return c.nameCinfoOp(op, (*compound).link) }
 
 // link is LINK: a new name in the current directory for the saved file handle's file.
 func (c *compound) link(nameb []byte, ci *nfs4.ChangeInfo4) nfs4.Status {
