@@ -167,7 +167,11 @@ func Dial(ctx context.Context, dev verbs.Device, addr string, opts *ClientOption
 		return nil, fmt.Errorf("rpcrdma: dial %s: %w", addr, err)
 	}
 	c := &Client{dev: dev, addr: addr, opts: o, pd: pd, regs: newRegCache(pd), window: credits.NewWindow(o.Credits), closedCh: make(chan struct{})}
-	c.reqPool.New = func() any { return &request{done: make(chan struct{}, 1)} }
+	c.reqPool.New = func() any {
+		r := &request{done: make(chan struct{}, 1)}
+		r.replied = func() bool { return len(r.done) > 0 }
+		return r
+	}
 	c.startBackchannel()
 	cc, err := c.dial(ctx)
 	if err != nil {
@@ -520,10 +524,15 @@ type request struct {
 	asm     assembler
 	rcs     []chunks.ReadChunk
 
-	done   chan struct{} // receives one token when a reply is attached or the connection is lost
-	orphan bool          // the caller gave up; the reply handler cleans up (guarded by cc.mu)
-	handed bool          // the receive handler took the reply for the caller (guarded by cc.mu)
-	lost   bool          // the connection failed while the call was pending; set with the token in done (guarded by cc.mu)
+	done chan struct{} // receives one token when a reply is attached or the connection is lost
+	// replied reports a token in done (verbs.DirectProcessor's done, made once
+	// per request so that waiting allocates nothing); sole: the call was the
+	// connection's only pending one when it was posted (guarded by cc.mu).
+	replied func() bool
+	sole    bool
+	orphan  bool // the caller gave up; the reply handler cleans up (guarded by cc.mu)
+	handed  bool // the receive handler took the reply for the caller (guarded by cc.mu)
+	lost    bool // the connection failed while the call was pending; set with the token in done (guarded by cc.mu)
 
 	// Set by the receive handler.
 	recvIdx int
@@ -584,6 +593,21 @@ func (c *Client) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *
 	}
 }
 
+// await waits for r's token in r.done without a deadline. With a provider that can
+// receive on the caller's goroutine (verbs.DirectProcessor), the connection's only
+// pending call receives its reply itself, so no goroutine has to wake it (at one call
+// in flight, the hand-off from the provider's goroutine to the caller is a thread
+// wake-up per call); a call that is not alone asks the provider's goroutine to keep
+// receiving.
+func (cc *clientConn) await(r *request) {
+	if d := cc.ep.direct; d != nil {
+		if !r.sole || !d.ProcessDirect(r.replied) {
+			d.Resume()
+		}
+	}
+	<-r.done
+}
+
 // tryTimers pools the timers of calls with a per-try Timeout, so that a Client that
 // retransmits after a timeout (as nfsrdma's does) allocates nothing per call.
 var tryTimers sync.Pool
@@ -622,7 +646,7 @@ func (cc *clientConn) roundTrip(ctx context.Context, timer <-chan time.Time, cal
 	// dead channel.
 	woken := true
 	if done := ctx.Done(); done == nil && timer == nil {
-		<-r.done
+		cc.await(r)
 	} else {
 		select {
 		case <-r.done:

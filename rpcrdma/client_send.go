@@ -171,6 +171,7 @@ func (cc *clientConn) postCall(ctx context.Context, r *request, xid uint32, idx 
 		return errConnLost
 	}
 	cc.pending.put(xid, r)
+	r.sole = cc.pending.n == 1
 	cc.mu.Unlock()
 	if err := cc.ep.postSendBuf(ctx, idx, len(msg), verbs.OpSend, 0, nil); err != nil {
 		cc.mu.Lock()

@@ -35,11 +35,13 @@ import (
 // then for those flushed completions, and only then reports the endpoint stopped, so
 // that no memory is released while the peer or the provider may still touch it.
 type endpoint struct {
-	pd   verbs.PD
-	qp   verbs.QP
-	cq   verbs.CQ
-	info *verbs.ConnInfo
-	peer ConnPrivate
+	pd verbs.PD
+	qp verbs.QP
+	cq verbs.CQ
+	// direct is qp as a verbs.DirectProcessor, nil when the provider has none.
+	direct verbs.DirectProcessor
+	info   *verbs.ConnInfo
+	peer   ConnPrivate
 
 	// Buffer i of a pool lives at recv[i] / send[i] (its slab's MR and offset), set
 	// once when its slab is registered, before index i is first used; the slots are
@@ -136,6 +138,7 @@ func newEndpoint(pd verbs.PD, dev verbs.Device, cfg endpointConfig) (*endpoint, 
 		return nil, fmt.Errorf("rpcrdma: create QP: %w", err)
 	}
 	e.pd = pd
+	e.direct, _ = e.qp.(verbs.DirectProcessor)
 	e.sq.init(cfg.sqDepth)
 	e.sendFree.init(cfg.nsend)
 	e.send = make([]*sendSlot, cfg.nsend)

@@ -10,7 +10,8 @@ package verbs
 //     goroutine), or a goroutine inside PostSend, PostRecv or Close of a QP that
 //     uses the CQ (a provider that completes work while posting, as verbs/soft
 //     does when it transmits a small message from the posting goroutine, delivers
-//     it there). It is never called with a provider lock held, so callers of
+//     it there), or the goroutine of a consumer in DirectProcessor.ProcessDirect.
+//     It is never called with a provider lock held, so callers of
 //     PostSend, PostRecv and Close must not hold a lock the handler takes.
 //   - One at a time: calls for one CQ never overlap; wc is valid only during the
 //     call (copy what you keep).
@@ -61,4 +62,43 @@ func ApplyCQOptions(opts []CQOption) CQOptions {
 		f(&o)
 	}
 	return o
+}
+
+// DirectProcessor is implemented by a QP whose provider can run its receive
+// processing on the caller's goroutine, as Linux's ib_process_cq_direct polls a
+// CQ in the caller's context. A consumer that waits for one completion, with
+// nothing else of its own outstanding, receives for the QP itself: the
+// completion reaches the handler (see CompletionHandler) on the goroutine that
+// waits for it, which saves the hand-off from the provider's goroutine to the
+// waiting one (a wake-up of a sleeping goroutine, and often of a thread, per
+// message).
+//
+// Only verbs/soft implements it; a consumer type-asserts and falls back to
+// waiting for its handler's signal when the QP does not.
+type DirectProcessor interface {
+	// ProcessDirect receives for the QP on the calling goroutine, handing
+	// completions to the CQ handlers exactly as the provider's own
+	// completion context would, until done reports true. It returns what
+	// done reports as it returns. done is called between completions, never
+	// with a provider lock held, and must become true only through a
+	// completion's delivery.
+	//
+	// When the provider's goroutine is receiving, the caller waits until
+	// that goroutine hands receiving over between two messages (one
+	// wake-up, in place of the one that would deliver the caller's
+	// completion). It returns early, with done still false, and the caller
+	// waits as it would without it, when another caller is receiving or
+	// waiting for a hand-over, when the QP fails, or when what arrives needs
+	// the provider's own goroutine (a large payload placed directly); the
+	// provider's goroutine then carries on.
+	//
+	// It blocks until done reports true or the QP fails: call it only for a
+	// wait without a deadline. While it runs, completions of other work
+	// requests on the QP are delivered by this goroutine; a consumer that
+	// waits for one while another goroutine processes directly calls Resume.
+	ProcessDirect(done func() bool) bool
+	// Resume makes sure receive processing continues once the goroutine that
+	// is processing directly (if any) returns: a consumer calls it before it
+	// waits for a completion without processing directly.
+	Resume()
 }

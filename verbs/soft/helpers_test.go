@@ -19,13 +19,13 @@ type endpoint struct {
 	info *verbs.ConnInfo
 }
 
-func newEndpoint(t testing.TB, dev *Device, depth int) *endpoint {
+func newEndpoint(t testing.TB, dev *Device, depth int, opts ...verbs.CQOption) *endpoint {
 	t.Helper()
 	pd, err := dev.AllocPD()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cq, err := dev.CreateCQ(4 * depth)
+	cq, err := dev.CreateCQ(4*depth, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +81,8 @@ type pairConfig struct {
 	// beforeAccept runs on the server endpoint before Accept (post receives).
 	beforeAccept func(*endpoint)
 	beforeDial   func(*endpoint)
+	// clientCQ: options of the client's CQ (verbs.WithHandler).
+	clientCQ []verbs.CQOption
 }
 
 // connectPair connects two endpoints over 127.0.0.1.
@@ -97,7 +99,7 @@ func connectPair(t testing.TB, pc pairConfig) (cli, srv *endpoint) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	srv, cli = newEndpoint(t, sdev, pc.depth), newEndpoint(t, cdev, pc.depth)
+	srv, cli = newEndpoint(t, sdev, pc.depth), newEndpoint(t, cdev, pc.depth, pc.clientCQ...)
 	if pc.beforeAccept != nil {
 		pc.beforeAccept(srv)
 	}

@@ -169,6 +169,20 @@ type queuePair struct {
 	rawTryFn    func(uintptr) bool
 	rawFinishFn func(uintptr) bool
 
+	// Who receives (direct.go): lead is one of leadNone..leadGone;
+	// leadWaiter: a caller waits for the reader to hand over, on leadCh;
+	// wantLead: the reader should hand over after its next delivery;
+	// wantReader: a consumer asked for the reader to take over (Resume);
+	// rxKick wakes a reader that handed over, takeBack times its wait
+	// (reader only).
+	lead       atomic.Int32
+	leadWaiter atomic.Bool
+	wantLead   atomic.Bool
+	wantReader atomic.Bool
+	leadCh     chan struct{}
+	rxKick     chan struct{}
+	takeBack   *time.Timer
+
 	w txState
 	r rxState
 }
@@ -608,6 +622,13 @@ func (q *queuePair) failLocked(cause error, term []byte) {
 	q.err = qerr
 	q.pendingTerm = term
 	close(q.done)
+	if q.lead.Load() == leadCaller {
+		// A caller receiving directly may be waiting for the socket, which
+		// stays open after a Terminate until the peer closes it: wake the
+		// caller (the reader, which takes over from it, sets its own
+		// deadline for draining).
+		q.conn.SetReadDeadline(time.Unix(1, 0))
+	}
 	// Flush the send queue: everything not yet done, in order.
 	n := uint64(len(q.sq))
 	for i := q.sqHead; i < q.sqTail; i++ {
@@ -685,6 +706,8 @@ func (q *queuePair) start(conn net.Conn, crc bool, ird, ord, maxFPDU int, respon
 	}
 	q.state = verbs.StateRTS
 	q.r.init(q)
+	q.rxKick, q.leadCh = make(chan struct{}, 1), make(chan struct{}, 1)
+	q.lead.Store(leadReader)
 	q.live.Store(2)
 	q.mu.Unlock()
 	go q.writer()

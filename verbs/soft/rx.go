@@ -73,6 +73,10 @@ type rxState struct {
 	rawErr     error
 	rawRxState
 
+	// pendErr: an error a caller receiving directly met, for the reader
+	// to handle when it takes over.
+	pendErr error
+
 	// reads counts the reader's read(2)/readv(2) calls on the socket
 	// (the Linux readiness-based path), for benchmarks.
 	reads atomic.Uint64
@@ -273,11 +277,23 @@ func (q *queuePair) reader() {
 	defer q.exitOne()
 	defer q.r.release()
 	for {
-		err := q.readFPDU()
-		q.deliver() // completions this FPDU produced, with no lock held
-		if err == nil {
-			continue
+		err := q.r.pendErr
+		if err != nil {
+			q.r.pendErr = nil
+			if q.failed.Load() {
+				err = errStop // e.g. failLocked's deadline, which woke a receiving caller
+			}
+		} else {
+			err = q.readFPDU()
+			q.deliver() // completions this FPDU produced, with no lock held
+			if err == nil {
+				if q.wantLead.Load() && q.r.r == q.r.w {
+					q.handOver() // returns when the reader receives again
+				}
+				continue
+			}
 		}
+		q.lead.Store(leadGone)
 		var pe *iwarp.ProtocolError
 		switch {
 		case errors.Is(err, errStop):

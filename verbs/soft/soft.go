@@ -80,6 +80,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs"
@@ -177,6 +178,8 @@ type Device struct {
 	cfg   Config
 	stags stagTable
 	terms termCounters // see Stats
+	// directFPDUs: see Stats.DirectFPDUs.
+	directFPDUs atomic.Uint64
 
 	mu     sync.Mutex
 	closed bool

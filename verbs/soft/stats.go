@@ -20,6 +20,10 @@ type Stats struct {
 	// TerminatesSent counts the Terminates its queue pairs sent on a protocol
 	// violation; TerminatesReceived those its queue pairs received from peers.
 	TerminatesSent, TerminatesReceived TerminateCounts
+	// DirectFPDUs counts the FPDUs its queue pairs received on the goroutine
+	// of a caller waiting for a completion (verbs.DirectProcessor) rather
+	// than on their reader goroutines.
+	DirectFPDUs uint64
 }
 
 // termCounters are the live counters behind Stats.
@@ -39,7 +43,8 @@ func (d *Device) Stats() Stats {
 	load := func(c *[layerOther + 1]atomic.Uint64) TerminateCounts {
 		return TerminateCounts{RDMAP: c[iwarp.LayerRDMAP].Load(), DDP: c[iwarp.LayerDDP].Load(), LLP: c[iwarp.LayerLLP].Load(), Other: c[layerOther].Load()}
 	}
-	return Stats{TerminatesSent: load(&d.terms.sent), TerminatesReceived: load(&d.terms.received)}
+	return Stats{TerminatesSent: load(&d.terms.sent), TerminatesReceived: load(&d.terms.received),
+		DirectFPDUs: d.directFPDUs.Load()}
 }
 
 // noteFailure counts the Terminate a queue pair failing with cause sends (term, the

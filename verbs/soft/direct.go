@@ -1,0 +1,234 @@
+package soft
+
+import (
+	"encoding/binary"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
+)
+
+// Direct receive processing (verbs.DirectProcessor).
+//
+// One goroutine at a time receives for a QP: it owns rxState, reads the
+// socket and delivers the completions. Normally that is the QP's reader
+// goroutine; a caller waiting for one completion may take over (ProcessDirect)
+// so that the completion it waits for is delivered on its own goroutine and
+// nothing has to wake it. This is the leader/follower pattern, with the
+// reader as the leader of last resort. lead says who receives; it moves
+//
+//   - from the reader to a caller only by hand-over: a caller that finds the
+//     reader receiving registers (leadWaiter, wantLead) and sleeps on leadCh;
+//     the reader, after the next FPDU it delivers, when nothing is left
+//     buffered (a caller never resumes a half-read FPDU, whose progress lives
+//     on the reader's stack), makes the caller the receiver and wakes it. That
+//     wake-up replaces the one that would have delivered the caller's
+//     completion, and from then on the reader is out of the way;
+//   - from a caller to nobody when its completion has been delivered; it
+//     kicks the reader (rxKick) when it leaves anything behind: buffered
+//     bytes, an error, a large FPDU whose payload is placed directly, or a
+//     consumer's request for the reader (wantReader, from Resume);
+//   - from nobody to a caller (ProcessDirect) or to the reader: when kicked,
+//     when the QP fails, or after rxTakeBack with nobody receiving, so bytes
+//     never wait longer than that for a receiver even when no caller comes.
+//
+// lead's atomic operations order the receivers' accesses to rxState: each
+// hand-over's Store happens before the next receiver's CompareAndSwap (or,
+// for the reader's hand-over, before the send on leadCh).
+const (
+	leadNone   = iota // nobody receives: the next ProcessDirect or the reader takes over
+	leadReader        // the reader goroutine receives
+	leadCaller        // a goroutine in ProcessDirect receives
+	leadGone          // the reader handles a failure or has ended: nobody takes over
+)
+
+// rxTakeBack is how long a reader that handed over waits for a kick before it
+// checks whether anybody receives, and receives itself if nobody does. A
+// variable for tests, which make it long so that only kicks bring the reader
+// back.
+var rxTakeBack = 2 * time.Millisecond
+
+var _ verbs.DirectProcessor = (*queuePair)(nil)
+
+// ProcessDirect implements verbs.DirectProcessor.
+func (q *queuePair) ProcessDirect(done func() bool) bool {
+	if q.rawConn == nil {
+		return false // a stream without readiness I/O: only the reader receives
+	}
+	if !q.takeLead(done) {
+		return done()
+	}
+	if q.failed.Load() { // see failLocked: it wakes only a caller it saw receiving
+		q.releaseLead(true)
+		return false
+	}
+	ok, handBack := q.leadDirect(done)
+	q.releaseLead(handBack)
+	return ok
+}
+
+// takeLead makes the caller the receiver and reports whether it did: at once
+// when nobody receives, after the reader hands over when it does. It does not
+// wait when another caller receives (it calls Resume: the reader takes over
+// after that one).
+func (q *queuePair) takeLead(done func() bool) bool {
+	for {
+		if q.lead.CompareAndSwap(leadNone, leadCaller) {
+			return true
+		}
+		switch q.lead.Load() {
+		case leadNone:
+			// The last receiver just left: try again.
+		case leadReader:
+			return q.awaitHandOver(done)
+		default:
+			q.Resume()
+			return false
+		}
+	}
+}
+
+// awaitHandOver waits for the reader, found receiving, to make the caller the
+// receiver and reports whether it did. It does not wait when another caller
+// waits for that already (it calls Resume instead: the reader delivers to both
+// and hands over to that one) or when done reports true already, and stops
+// waiting when the QP fails.
+func (q *queuePair) awaitHandOver(done func() bool) bool {
+	if !q.leadWaiter.CompareAndSwap(false, true) {
+		q.Resume()
+		return false
+	}
+	defer q.leadWaiter.Store(false)
+	// Only the reader moves lead away from leadReader: to us (it sees
+	// wantLead) or to leadGone (the QP failed, and done is closed). It looks
+	// at wantLead after each delivery, so a completion delivered after the
+	// Store below is followed by a hand-over, and one delivered before it is
+	// seen by done.
+	q.wantLead.Store(true)
+	if done() {
+		if q.wantLead.CompareAndSwap(true, false) {
+			return false // withdrawn before the reader saw it
+		}
+		<-q.leadCh // the reader is handing over: receive, and leave at once
+		return true
+	}
+	select {
+	case <-q.leadCh:
+		return true
+	case <-q.done:
+	}
+	select {
+	case <-q.leadCh: // handed over just before the failure: receive, and hand back
+		return true
+	default:
+		q.wantLead.Store(false)
+		return false
+	}
+}
+
+// leadDirect is ProcessDirect's receive loop. It reports whether done became
+// true and whether the reader must take over at once.
+func (q *queuePair) leadDirect(done func() bool) (ok, handBack bool) {
+	r := &q.r
+	for {
+		if done() {
+			return true, r.r != r.w
+		}
+		if q.failed.Load() {
+			return false, true
+		}
+		whole, large := r.nextFPDU()
+		switch {
+		case large:
+			return false, true
+		case whole:
+			err := q.readFPDU() // reads nothing from the socket: it is all buffered
+			q.dev.directFPDUs.Add(1)
+			q.deliver()
+			if err != nil {
+				r.pendErr = err
+				return done(), true
+			}
+		default:
+			r.large = false // the next FPDU is small: read ahead as far as possible
+			if err := q.fill(r.w - r.r + 1); err != nil {
+				r.pendErr = err
+				return done(), true
+			}
+		}
+	}
+}
+
+// releaseLead ends a caller's turn at receiving and kicks the reader when it
+// must take over: handBack, or a consumer asked for it (Resume). The Store
+// comes before the wantReader check, and Resume sets wantReader before it
+// kicks, so one of the two kicks after the caller has left.
+func (q *queuePair) releaseLead(handBack bool) {
+	q.lead.Store(leadNone)
+	if handBack || q.wantReader.Load() {
+		q.kickReader()
+	}
+}
+
+// Resume implements verbs.DirectProcessor.
+func (q *queuePair) Resume() {
+	if q.lead.Load() == leadReader {
+		return
+	}
+	q.wantReader.Store(true)
+	q.kickReader()
+}
+
+// kickReader wakes a reader that stepped aside.
+func (q *queuePair) kickReader() {
+	select {
+	case q.rxKick <- struct{}{}:
+	default:
+	}
+}
+
+// nextFPDU reports whether the read-ahead buffer holds the whole next FPDU,
+// so that processing it reads nothing from the socket, and whether the next
+// FPDU is large: rxDirectMin or more of ULPDU, whose payload the reader places
+// directly.
+func (r *rxState) nextFPDU() (whole, large bool) {
+	b := r.buffered()
+	if len(b) < iwarp.MPALenFieldLen {
+		return false, false
+	}
+	ulpdu := int(binary.BigEndian.Uint16(b))
+	if ulpdu >= rxDirectMin {
+		return false, true
+	}
+	return len(b) >= iwarp.FPDULen(ulpdu), false
+}
+
+// handOver makes the caller waiting in awaitHandOver the receiver and waits
+// until the reader should receive again. Called by the reader between FPDUs
+// with nothing buffered.
+func (q *queuePair) handOver() {
+	q.r.release()
+	q.wantLead.Store(false)
+	q.lead.Store(leadCaller)
+	q.leadCh <- struct{}{} // never blocks: one waiter, one hand-over
+	if q.takeBack == nil {
+		q.takeBack = time.NewTimer(rxTakeBack)
+	} else {
+		q.takeBack.Reset(rxTakeBack)
+	}
+	done := q.done
+	for {
+		select {
+		case <-q.rxKick:
+		case <-q.takeBack.C:
+		case <-done:
+			done = nil // failed: a receiving caller kicks when it leaves
+		}
+		if q.lead.CompareAndSwap(leadNone, leadReader) {
+			q.wantReader.Store(false)
+			q.takeBack.Stop()
+			return
+		}
+		q.takeBack.Reset(rxTakeBack)
+	}
+}

@@ -1,0 +1,342 @@
+package soft
+
+import (
+	"bytes"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
+)
+
+// setTakeBack makes a reader that handed over wait d before it takes over
+// unkicked, for the rest of the test.
+func setTakeBack(t *testing.T, d time.Duration) {
+	old := rxTakeBack
+	rxTakeBack = d
+	t.Cleanup(func() { rxTakeBack = old })
+}
+
+// directPair is a connected pair whose client CQ hands its completions to a
+// handler that counts successful receives and failed ones. The server sends
+// only when the test says (serverSend), so a test can wait until the client
+// waits before its message leaves.
+type directPair struct {
+	cli, srv *endpoint
+	recvs    atomic.Int64 // client receives completed successfully
+	flushed  atomic.Int64 // client receives completed with an error
+	cliBufs  [][]byte
+	reply    []byte
+	replyMR  verbs.MR
+}
+
+const directMsg = 64
+
+func newDirectPair(t *testing.T, n int) *directPair {
+	p := &directPair{}
+	handler := func(wc *verbs.Completion) {
+		if wc.Opcode != verbs.OpcodeRecv {
+			return
+		}
+		if wc.Status == verbs.StatusSuccess {
+			p.recvs.Add(1)
+		} else {
+			p.flushed.Add(1)
+		}
+	}
+	post := func(e *endpoint, bufs *[][]byte) {
+		for i := 0; i < n; i++ {
+			b := make([]byte, directMsg)
+			*bufs = append(*bufs, b)
+			mr := e.reg(t, b, verbs.AccessLocalWrite)
+			if err := e.qp.PostRecv(&verbs.RecvWR{ID: uint64(i), SGL: []verbs.SGE{{MR: mr, Length: directMsg}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var srvBufs [][]byte
+	p.cli, p.srv = connectPair(t, pairConfig{
+		depth:        n + 4,
+		clientCQ:     []verbs.CQOption{verbs.WithHandler(handler)},
+		beforeAccept: func(e *endpoint) { post(e, &srvBufs) },
+		beforeDial:   func(e *endpoint) { post(e, &p.cliBufs) },
+	})
+	p.reply = make([]byte, directMsg)
+	p.replyMR = p.srv.reg(t, p.reply, 0)
+	// The initiator speaks first (MPA); then the server may send.
+	first := p.cli.reg(t, make([]byte, directMsg), 0)
+	if err := p.cli.qp.PostSend(&verbs.SendWR{Op: verbs.OpSend, SGL: []verbs.SGE{{MR: first, Length: directMsg}}}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// serverSend sends one message, filled with seed's pattern, to the client.
+func (p *directPair) serverSend(t *testing.T, seed byte) {
+	fillPattern(p.reply, seed)
+	if err := p.srv.qp.PostSend(&verbs.SendWR{Op: verbs.OpSend, SGL: []verbs.SGE{{MR: p.replyMR, Length: directMsg}}}); err != nil {
+		t.Error(err)
+	}
+}
+
+// waitRecvs waits (without processing directly) until n receives completed.
+func (p *directPair) waitRecvs(t *testing.T, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for p.recvs.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d receives completed, want %d", p.recvs.Load(), n)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// waitRegistered waits until a caller receives for qp or waits for its reader
+// to hand over.
+func waitRegistered(t *testing.T, qp verbs.QP) {
+	t.Helper()
+	q := qp.(*queuePair)
+	deadline := time.Now().Add(10 * time.Second)
+	for q.lead.Load() != leadCaller && !q.wantLead.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("no caller receives or waits for the reader")
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// waitLead waits until qp's receiver is who.
+func waitLead(t *testing.T, qp verbs.QP, who int32) {
+	t.Helper()
+	q := qp.(*queuePair)
+	deadline := time.Now().Add(10 * time.Second)
+	for q.lead.Load() != who {
+		if time.Now().After(deadline) {
+			t.Fatalf("receiver is %d, want %d", q.lead.Load(), who)
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// roundDirect waits for the next message with ProcessDirect, sending it once
+// the caller is registered, and returns ProcessDirect's result.
+func (p *directPair) roundDirect(t *testing.T, seed byte) bool {
+	t.Helper()
+	n := p.recvs.Load() + 1
+	ret := make(chan bool, 1)
+	go func() {
+		ret <- p.cli.qp.(verbs.DirectProcessor).ProcessDirect(func() bool { return p.recvs.Load() >= n })
+	}()
+	waitRegistered(t, p.cli.qp)
+	p.serverSend(t, seed)
+	return <-ret
+}
+
+// TestProcessDirectPingPong: a caller waiting for each message in turn
+// receives it on its own goroutine. The first finds the reader receiving and
+// is handed the receiving over once the reader delivered its message; every
+// later one processes its message itself, so the reader never wakes the
+// caller. Every message arrives intact.
+func TestProcessDirectPingPong(t *testing.T) {
+	checkGoroutines(t)
+	setTakeBack(t, time.Hour) // only kicks bring the reader back
+	const rounds = 40
+	p := newDirectPair(t, rounds)
+	before := p.cli.dev.Stats().DirectFPDUs
+	for i := 1; i <= rounds; i++ {
+		if !p.roundDirect(t, byte(i)) {
+			t.Fatalf("round %d: ProcessDirect returned false", i)
+		}
+		fillPattern(p.reply, byte(i))
+		if got := p.cliBufs[i-1]; !bytes.Equal(got, p.reply) {
+			t.Fatalf("message %d = %x..., want %x...", i, got[:8], p.reply[:8])
+		}
+		if i == 1 {
+			waitLead(t, p.cli.qp, leadNone)
+		}
+	}
+	if n := p.cli.dev.Stats().DirectFPDUs - before; n != rounds-1 {
+		t.Errorf("callers processed %d FPDUs, want %d (all but the first)", n, rounds-1)
+	}
+}
+
+// TestProcessDirectLargeToReader: a caller processing directly leaves an FPDU
+// with a large payload (placed directly into registered memory) to the reader,
+// which takes over at once; the caller's completion still arrives, with the
+// data, and later waits go direct again.
+func TestProcessDirectLargeToReader(t *testing.T) {
+	checkGoroutines(t)
+	setTakeBack(t, time.Hour)
+	p := newDirectPair(t, 8)
+	d := p.cli.qp.(verbs.DirectProcessor)
+	if !p.roundDirect(t, 1) {
+		t.Fatal("ProcessDirect returned false")
+	}
+	waitLead(t, p.cli.qp, leadNone)
+	const big = 256 << 10
+	sink := make([]byte, big)
+	sinkMR := p.cli.reg(t, sink, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+	src := make([]byte, big)
+	fillPattern(src, 7)
+	srcMR := p.srv.reg(t, src, 0)
+	k := p.recvs.Load()
+	ret := make(chan bool, 1)
+	go func() { ret <- d.ProcessDirect(func() bool { return p.recvs.Load() >= k+1 }) }()
+	waitLead(t, p.cli.qp, leadCaller)
+	if err := p.srv.qp.PostSend(&verbs.SendWR{Op: verbs.OpWrite, SGL: []verbs.SGE{{MR: srcMR, Length: big}},
+		RemoteSTag: sinkMR.RKey(), RemoteTO: sinkMR.Addr(), Next: &verbs.SendWR{Op: verbs.OpSend,
+			SGL: []verbs.SGE{{MR: p.replyMR, Length: directMsg}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if <-ret {
+		t.Error("ProcessDirect returned true over a 256 KiB RDMA Write, want false (the reader places it)")
+	}
+	p.waitRecvs(t, k+1)
+	if !bytes.Equal(sink, src) {
+		t.Fatal("the RDMA Write's data differs")
+	}
+	// The reader receives again; the next wait is handed over.
+	waitLead(t, p.cli.qp, leadReader)
+	if !p.roundDirect(t, 2) {
+		t.Error("ProcessDirect returned false after the large message")
+	}
+	waitLead(t, p.cli.qp, leadNone)
+}
+
+// handOverNow makes p's client reader hand over: one round.
+func (p *directPair) handOverNow(t *testing.T) {
+	t.Helper()
+	if !p.roundDirect(t, 1) {
+		t.Fatal("ProcessDirect returned false")
+	}
+	waitLead(t, p.cli.qp, leadNone)
+}
+
+// TestProcessDirectClose: closing the QP ends a caller that is processing
+// directly and waiting for the socket; its receive is flushed, and every
+// goroutine ends.
+func TestProcessDirectClose(t *testing.T) {
+	checkGoroutines(t)
+	setTakeBack(t, time.Hour)
+	p := newDirectPair(t, 8)
+	p.handOverNow(t)
+	d := p.cli.qp.(verbs.DirectProcessor)
+	ret := make(chan bool, 1)
+	go func() { ret <- d.ProcessDirect(func() bool { return p.flushed.Load() > 0 }) }()
+	waitLead(t, p.cli.qp, leadCaller)
+	p.cli.qp.Close()
+	select {
+	case <-ret:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ProcessDirect did not return after Close")
+	}
+	if p.flushed.Load() == 0 {
+		t.Error("no receive was flushed")
+	}
+}
+
+// TestProcessDirectPeerFails: the peer closing the connection ends a caller
+// processing directly; the QP fails and flushes the receives.
+func TestProcessDirectPeerFails(t *testing.T) {
+	checkGoroutines(t)
+	setTakeBack(t, time.Hour)
+	p := newDirectPair(t, 8)
+	p.handOverNow(t)
+	d := p.cli.qp.(verbs.DirectProcessor)
+	ret := make(chan bool, 1)
+	go func() { ret <- d.ProcessDirect(func() bool { return p.flushed.Load() > 0 }) }()
+	waitLead(t, p.cli.qp, leadCaller)
+	p.srv.qp.Close()
+	select {
+	case <-ret:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ProcessDirect did not return after the peer closed")
+	}
+	select {
+	case <-p.cli.qp.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client QP did not fail")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for p.flushed.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no receive was flushed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestProcessDirectResume: a consumer that waits without processing directly
+// while another caller does calls Resume; when that caller leaves, the reader
+// takes over at once (not after rxTakeBack) and delivers the next message.
+func TestProcessDirectResume(t *testing.T) {
+	checkGoroutines(t)
+	setTakeBack(t, time.Hour)
+	p := newDirectPair(t, 8)
+	p.handOverNow(t)
+	d := p.cli.qp.(verbs.DirectProcessor)
+	k := p.recvs.Load()
+	ret := make(chan bool, 1)
+	go func() { ret <- d.ProcessDirect(func() bool { return p.recvs.Load() >= k+1 }) }()
+	waitLead(t, p.cli.qp, leadCaller)
+	d.Resume() // a second waiter
+	p.serverSend(t, 2)
+	if !<-ret {
+		t.Error("the caller processing directly did not get its completion")
+	}
+	waitLead(t, p.cli.qp, leadReader)
+	p.serverSend(t, 3)
+	p.waitRecvs(t, k+2)
+}
+
+// TestProcessDirectDoneBeforeRegistering: a caller whose completion the reader
+// delivers before the caller asks for a hand-over returns true at once rather
+// than wait for a hand-over that would come only after the next message.
+func TestProcessDirectDoneBeforeRegistering(t *testing.T) {
+	checkGoroutines(t)
+	setTakeBack(t, time.Hour)
+	p := newDirectPair(t, 8)
+	k := p.recvs.Load()
+	p.serverSend(t, 1)
+	p.waitRecvs(t, k+1)
+	if !p.cli.qp.(verbs.DirectProcessor).ProcessDirect(func() bool { return p.recvs.Load() >= k+1 }) {
+		t.Fatal("ProcessDirect returned false with its completion delivered")
+	}
+	if p.cli.qp.(*queuePair).wantLead.Load() {
+		t.Error("the request for a hand-over was left behind")
+	}
+}
+
+// TestProcessDirectTerminateSilentPeer: a QP that fails with a Terminate keeps
+// its socket open for the peer to read the Terminate and close; a caller
+// processing directly and waiting for that socket is woken at once, even when
+// the peer (here a raw one) never closes.
+func TestProcessDirectTerminateSilentPeer(t *testing.T) {
+	setTakeBack(t, time.Hour)
+	s := newServerUnderTest(t, Config{})
+	p := s.connectRaw(t, false, verbs.ConnParams{})
+	d := s.qp.(verbs.DirectProcessor)
+	failed := func() bool {
+		select {
+		case <-s.qp.Done():
+			return true
+		default:
+			return false
+		}
+	}
+	// The reader receives; a caller waits for it to hand over, which it does
+	// after the next FPDU it delivers.
+	ret := make(chan bool, 1)
+	go func() { ret <- d.ProcessDirect(failed) }()
+	waitRegistered(t, s.qp)
+	p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: s.mr.RKey(), TO: s.mr.Addr()}, []byte("data"))
+	waitLead(t, s.qp, leadCaller)
+	s.qp.(*queuePair).terminateLocal(iwarp.TermRDMAPCatastrophicStream, "test", nil)
+	select {
+	case <-ret:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ProcessDirect did not return after the QP failed")
+	}
+	p.expectTerminate(iwarp.TermRDMAPCatastrophicStream)
+}
