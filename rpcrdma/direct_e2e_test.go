@@ -1,0 +1,112 @@
+package rpcrdma
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+)
+
+// noDeadline is the context of the calls that may receive their own replies
+// (verbs.DirectProcessor): no deadline, no cancellation.
+var noDeadline = context.Background()
+
+// watchdog fails the test with every goroutine's stack if f does not return
+// within d: the calls below wait without a deadline, so a lost wake-up would
+// otherwise hang the test binary.
+func watchdog(t *testing.T, d time.Duration, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("still running after %v:\n%s", d, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// TestCallerReceivesItsReply: a caller without a deadline, alone on its
+// connection, receives its reply on its own goroutine (the soft device counts
+// FPDUs processed that way), and every reply is right.
+func TestCallerReceivesItsReply(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	before := env.dev.Stats().DirectFPDUs
+	watchdog(t, 60*time.Second, func() {
+		for i := 0; i < 300; i++ {
+			args := tpMakePayloads(16 + i%200)
+			var res tpPayloads
+			if err := env.rpc.Call(noDeadline, tpEcho, args, &res); err != nil {
+				t.Error(err)
+				return
+			}
+			if len(res) != 1 || !bytes.Equal(res[0], args[0]) {
+				t.Errorf("call %d: wrong echo", i)
+				return
+			}
+		}
+	})
+	if n := env.dev.Stats().DirectFPDUs - before; n == 0 {
+		t.Error("no FPDU was received by a waiting caller")
+	}
+}
+
+// TestDirectReceiveMixed: calls without a deadline from several goroutines at once,
+// so that callers that receive their own replies, callers waiting for the reader and
+// callers asking it back mix, with replies small and large (a 256 KiB write chunk,
+// which the reader places) and calls with deadlines among them: every call completes
+// with the right result.
+func TestDirectReceiveMixed(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	watchdog(t, 120*time.Second, func() {
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for g := 0; g < 6; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sink := make([]byte, 256<<10)
+				for i := 0; i < 60; i++ {
+					ctx := noDeadline
+					if (g+i)%7 == 0 {
+						c, cancel := context.WithTimeout(context.Background(), time.Minute)
+						defer cancel()
+						ctx = c
+					}
+					var err error
+					switch (g + i) % 3 {
+					case 0:
+						err = env.rpc.Call(ctx, tpNull, nil, nil)
+					case 1:
+						args := tpMakePayloads(1 + (g*61+i*17)%3000)
+						var res tpPayloads
+						if err = env.rpc.Call(ctx, tpEcho, args, &res); err == nil && (len(res) != 1 || !bytes.Equal(res[0], args[0])) {
+							err = fmt.Errorf("wrong echo")
+						}
+					case 2:
+						args := tpMakePayloads(len(sink))
+						var res tpPayloads
+						err = env.rpc.CallWithOptions(ctx, tpEcho, args, &res, oncrpc.CallOptions{ReplySinks: [][]byte{sink}, MaxReply: 1024})
+						if err == nil && !bytes.Equal(sink, args[0]) {
+							err = fmt.Errorf("write chunk data differs")
+						}
+					}
+					if err != nil {
+						errs <- fmt.Errorf("goroutine %d call %d: %w", g, i, err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	})
+}
