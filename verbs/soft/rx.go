@@ -285,7 +285,9 @@ func (q *queuePair) reader() {
 			}
 		} else {
 			err = q.readFPDU()
+			q.rxDelivering.Store(true)
 			q.deliver() // completions this FPDU produced, with no lock held
+			q.rxDelivering.Store(false)
 			if err == nil {
 				if q.wantLead.Load() && q.r.r == q.r.w {
 					q.handOver() // returns when the reader receives again
