@@ -648,6 +648,9 @@ func (cc *clientConn) roundTrip(ctx context.Context, timer <-chan time.Time, cal
 	if done := ctx.Done(); done == nil && timer == nil {
 		cc.await(r)
 	} else {
+		if d := cc.ep.direct; d != nil {
+			d.Resume() // this wait does not receive: someone must
+		}
 		select {
 		case <-r.done:
 		case <-done:

@@ -10,7 +10,16 @@ import (
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
+
+// newDirectEnv is newTPEnv on a device whose readers, once they handed receiving to a
+// caller, take it back only when asked (Config.TakeBack of an hour): a wait that
+// forgets to ask (verbs.DirectProcessor.Resume) hangs and the watchdog reports it,
+// where with the default it would only be 2 ms late.
+func newDirectEnv(t *testing.T, so *ServerOptions) *tpEnv {
+	return newTPEnvOn(t, soft.New(soft.Config{TakeBack: time.Hour}), so, nil)
+}
 
 // noDeadline is the context of the calls that may receive their own replies
 // (verbs.DirectProcessor): no deadline, no cancellation.
@@ -35,7 +44,7 @@ func watchdog(t *testing.T, d time.Duration, f func()) {
 // connection, receives its reply on its own goroutine (the soft device counts
 // FPDUs processed that way), and every reply is right.
 func TestCallerReceivesItsReply(t *testing.T) {
-	env := newTPEnv(t, nil, nil)
+	env := newDirectEnv(t, nil)
 	before := env.dev.Stats().DirectFPDUs
 	watchdog(t, 60*time.Second, func() {
 		for i := 0; i < 300; i++ {
@@ -62,7 +71,7 @@ func TestCallerReceivesItsReply(t *testing.T) {
 // which the reader places) and calls with deadlines among them: every call completes
 // with the right result.
 func TestDirectReceiveMixed(t *testing.T) {
-	env := newTPEnv(t, nil, nil)
+	env := newDirectEnv(t, nil)
 	watchdog(t, 120*time.Second, func() {
 		var wg sync.WaitGroup
 		errs := make(chan error, 8)
@@ -107,6 +116,30 @@ func TestDirectReceiveMixed(t *testing.T) {
 		close(errs)
 		for err := range errs {
 			t.Error(err)
+		}
+	})
+}
+
+// TestDirectReceiveReplyReadChunks: a reply the server sends in read chunks, which the
+// caller pulls by RDMA Read after it received the reply itself, completes: the wait for
+// the Read Responses asks the reader to receive again.
+func TestDirectReceiveReplyReadChunks(t *testing.T) {
+	env := newDirectEnv(t, &ServerOptions{ReplyReadChunks: true})
+	watchdog(t, 60*time.Second, func() {
+		for i := 0; i < 20; i++ {
+			var res tpOpaque
+			// MaxReply 512: no reply chunk, so the long reply comes as a read chunk.
+			err := env.rpc.CallWithOptions(noDeadline, tpBig, tpUint32(20000+i), &res, oncrpc.CallOptions{MaxReply: 512})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			want := make([]byte, 20000+i)
+			tpFill(want, byte(20000+i))
+			if !bytes.Equal(res, want) {
+				t.Errorf("call %d: wrong reply", i)
+				return
+			}
 		}
 	})
 }

@@ -571,6 +571,11 @@ func (e *endpoint) freeWaiter(w *waiter) {
 func (e *endpoint) wait(ctx context.Context, w *waiter) error {
 	var ctxErr error
 	stopped := false
+	if e.direct != nil {
+		// The completions may arrive by receive (RDMA Read Responses): make sure the
+		// provider's goroutine receives if the last caller to receive directly left.
+		e.direct.Resume()
+	}
 	w.mu.Lock()
 	for w.pending != 0 && !stopped {
 		w.mu.Unlock()

@@ -247,7 +247,13 @@ func tpCtx(t testing.TB) context.Context {
 // newTPEnv starts an oncrpc.Server over an RPC-over-RDMA listener and connects a client.
 func newTPEnv(t testing.TB, so *ServerOptions, co *ClientOptions, extra ...oncrpc.Procs) *tpEnv {
 	t.Helper()
-	env := &tpEnv{dev: soft.New(soft.Config{}), ctrace: &tpTrace{}, strace: &tpTrace{}}
+	return newTPEnvOn(t, soft.New(soft.Config{}), so, co, extra...)
+}
+
+// newTPEnvOn is newTPEnv on the device dev.
+func newTPEnvOn(t testing.TB, dev *soft.Device, so *ServerOptions, co *ClientOptions, extra ...oncrpc.Procs) *tpEnv {
+	t.Helper()
+	env := &tpEnv{dev: dev, ctrace: &tpTrace{}, strace: &tpTrace{}}
 	if so == nil {
 		so = &ServerOptions{}
 	}

@@ -29,7 +29,7 @@ import (
 //     bytes, an error, a large FPDU whose payload is placed directly, or a
 //     consumer's request for the reader (wantReader, from Resume);
 //   - from nobody to a caller (ProcessDirect) or to the reader: when kicked,
-//     when the QP fails, or after rxTakeBack with nobody receiving, so bytes
+//     when the QP fails, or after Config.TakeBack with nobody receiving, so bytes
 //     never wait longer than that for a receiver even when no caller comes.
 //
 // lead's atomic operations order the receivers' accesses to rxState: each
@@ -42,11 +42,8 @@ const (
 	leadGone          // the reader handles a failure or has ended: nobody takes over
 )
 
-// rxTakeBack is how long a reader that handed over waits for a kick before it
-// checks whether anybody receives, and receives itself if nobody does. A
-// variable for tests, which make it long so that only kicks bring the reader
-// back.
-var rxTakeBack = 2 * time.Millisecond
+// DefaultTakeBack is Config.TakeBack's default.
+const DefaultTakeBack = 2 * time.Millisecond
 
 var _ verbs.DirectProcessor = (*queuePair)(nil)
 
@@ -170,13 +167,18 @@ func (q *queuePair) releaseLead(handBack bool) {
 	}
 }
 
-// Resume implements verbs.DirectProcessor.
+// Resume implements verbs.DirectProcessor. wantReader stays set until the
+// reader takes over after a hand-over, so a caller that the reader hands over
+// to later still kicks it when it leaves: the Store comes before the Load of
+// lead, and the hand-over's Store of lead after that Load when it saw the
+// reader receiving.
 func (q *queuePair) Resume() {
-	if q.lead.Load() == leadReader {
-		return
+	if !q.wantReader.Load() {
+		q.wantReader.Store(true)
 	}
-	q.wantReader.Store(true)
-	q.kickReader()
+	if q.lead.Load() != leadReader {
+		q.kickReader()
+	}
 }
 
 // kickReader wakes a reader that stepped aside.
@@ -212,9 +214,9 @@ func (q *queuePair) handOver() {
 	q.lead.Store(leadCaller)
 	q.leadCh <- struct{}{} // never blocks: one waiter, one hand-over
 	if q.takeBack == nil {
-		q.takeBack = time.NewTimer(rxTakeBack)
+		q.takeBack = time.NewTimer(q.dev.cfg.TakeBack)
 	} else {
-		q.takeBack.Reset(rxTakeBack)
+		q.takeBack.Reset(q.dev.cfg.TakeBack)
 	}
 	done := q.done
 	for {
@@ -229,6 +231,6 @@ func (q *queuePair) handOver() {
 			q.takeBack.Stop()
 			return
 		}
-		q.takeBack.Reset(rxTakeBack)
+		q.takeBack.Reset(q.dev.cfg.TakeBack)
 	}
 }

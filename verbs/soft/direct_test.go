@@ -10,14 +10,6 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
 )
 
-// setTakeBack makes a reader that handed over wait d before it takes over
-// unkicked, for the rest of the test.
-func setTakeBack(t *testing.T, d time.Duration) {
-	old := rxTakeBack
-	rxTakeBack = d
-	t.Cleanup(func() { rxTakeBack = old })
-}
-
 // directPair is a connected pair whose client CQ hands its completions to a
 // handler that counts successful receives and failed ones. The server sends
 // only when the test says (serverSend), so a test can wait until the client
@@ -57,6 +49,8 @@ func newDirectPair(t *testing.T, n int) *directPair {
 	}
 	var srvBufs [][]byte
 	p.cli, p.srv = connectPair(t, pairConfig{
+		// Only kicks bring the reader back: a missing one hangs the test.
+		client:       Config{TakeBack: time.Hour},
 		depth:        n + 4,
 		clientCQ:     []verbs.CQOption{verbs.WithHandler(handler)},
 		beforeAccept: func(e *endpoint) { post(e, &srvBufs) },
@@ -140,7 +134,6 @@ func (p *directPair) roundDirect(t *testing.T, seed byte) bool {
 // caller. Every message arrives intact.
 func TestProcessDirectPingPong(t *testing.T) {
 	checkGoroutines(t)
-	setTakeBack(t, time.Hour) // only kicks bring the reader back
 	const rounds = 40
 	p := newDirectPair(t, rounds)
 	before := p.cli.dev.Stats().DirectFPDUs
@@ -167,7 +160,6 @@ func TestProcessDirectPingPong(t *testing.T) {
 // data, and later waits go direct again.
 func TestProcessDirectLargeToReader(t *testing.T) {
 	checkGoroutines(t)
-	setTakeBack(t, time.Hour)
 	p := newDirectPair(t, 8)
 	d := p.cli.qp.(verbs.DirectProcessor)
 	if !p.roundDirect(t, 1) {
@@ -218,7 +210,6 @@ func (p *directPair) handOverNow(t *testing.T) {
 // goroutine ends.
 func TestProcessDirectClose(t *testing.T) {
 	checkGoroutines(t)
-	setTakeBack(t, time.Hour)
 	p := newDirectPair(t, 8)
 	p.handOverNow(t)
 	d := p.cli.qp.(verbs.DirectProcessor)
@@ -240,7 +231,6 @@ func TestProcessDirectClose(t *testing.T) {
 // processing directly; the QP fails and flushes the receives.
 func TestProcessDirectPeerFails(t *testing.T) {
 	checkGoroutines(t)
-	setTakeBack(t, time.Hour)
 	p := newDirectPair(t, 8)
 	p.handOverNow(t)
 	d := p.cli.qp.(verbs.DirectProcessor)
@@ -269,10 +259,9 @@ func TestProcessDirectPeerFails(t *testing.T) {
 
 // TestProcessDirectResume: a consumer that waits without processing directly
 // while another caller does calls Resume; when that caller leaves, the reader
-// takes over at once (not after rxTakeBack) and delivers the next message.
+// takes over at once (not after Config.TakeBack) and delivers the next message.
 func TestProcessDirectResume(t *testing.T) {
 	checkGoroutines(t)
-	setTakeBack(t, time.Hour)
 	p := newDirectPair(t, 8)
 	p.handOverNow(t)
 	d := p.cli.qp.(verbs.DirectProcessor)
@@ -295,7 +284,6 @@ func TestProcessDirectResume(t *testing.T) {
 // than wait for a hand-over that would come only after the next message.
 func TestProcessDirectDoneBeforeRegistering(t *testing.T) {
 	checkGoroutines(t)
-	setTakeBack(t, time.Hour)
 	p := newDirectPair(t, 8)
 	k := p.recvs.Load()
 	p.serverSend(t, 1)
@@ -313,8 +301,7 @@ func TestProcessDirectDoneBeforeRegistering(t *testing.T) {
 // processing directly and waiting for that socket is woken at once, even when
 // the peer (here a raw one) never closes.
 func TestProcessDirectTerminateSilentPeer(t *testing.T) {
-	setTakeBack(t, time.Hour)
-	s := newServerUnderTest(t, Config{})
+	s := newServerUnderTest(t, Config{TakeBack: time.Hour})
 	p := s.connectRaw(t, false, verbs.ConnParams{})
 	d := s.qp.(verbs.DirectProcessor)
 	failed := func() bool {

@@ -63,7 +63,12 @@
 // never blocks: what the socket does not take at once is left to the
 // writer, which sends it before anything else. So PostSend never waits for
 // the socket. (An RDMA Write is left to the writer, so that the Send
-// usually posted right behind it joins it.) Work requests and completions
+// usually posted right behind it joins it.) A caller waiting for one
+// completion can receive it on its own goroutine (verbs.DirectProcessor):
+// the reader hands receiving over between FPDUs and the caller reads and
+// processes whole buffered FPDUs until its completion is delivered, so no
+// goroutine has to wake it; large payloads, errors and other waiters go
+// back to the reader (see direct.go). Work requests and completions
 // live in rings allocated when the QP and CQ are created, so the steady
 // state does not allocate (see the benchmarks); read-ahead and batch
 // buffers come from pools and are held only while in use, so an idle
@@ -165,6 +170,11 @@ type Config struct {
 	// arrival makes a stuck siw responder process the first FPDU. Zero
 	// selects DefaultSiwKick; negative disables it.
 	SiwKick time.Duration
+	// TakeBack is how long a queue pair's reader goroutine, after handing
+	// receiving over to a caller (verbs.DirectProcessor), waits before it
+	// receives again when nobody else does and nothing asked it to: the
+	// longest bytes can wait for a receiver. Zero selects DefaultTakeBack.
+	TakeBack time.Duration
 	// Dialer is used by Dial; nil means a net.Dialer with default settings.
 	Dialer *net.Dialer
 	// Logger receives control-path events (connections established and
@@ -197,6 +207,9 @@ func New(cfg Config) *Device {
 	}
 	if cfg.SiwKick == 0 {
 		cfg.SiwKick = DefaultSiwKick
+	}
+	if cfg.TakeBack <= 0 {
+		cfg.TakeBack = DefaultTakeBack
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
