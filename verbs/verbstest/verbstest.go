@@ -105,6 +105,7 @@ func Run(t *testing.T, p Provider) {
 	t.Run("HandlerPingPong", s.testHandlerPingPong)
 	t.Run("HandlerFlush", s.testHandlerFlush)
 	t.Run("SendChain", s.testSendChain)
+	t.Run("DirectProcessor", s.testDirectProcessor)
 }
 
 // testCQOverrun: more completions than a CQ holds make it fail with
