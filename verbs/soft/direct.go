@@ -101,10 +101,14 @@ func (q *queuePair) awaitHandOver(done func() bool) bool {
 	// at wantLead after each delivery, so a completion delivered after the
 	// Store below is followed by a hand-over, and one delivered before it is
 	// seen by done.
+	//
+	// The reader takes the request with a CompareAndSwap of wantLead before
+	// it hands over, and a waiter that gives up withdraws it the same way:
+	// exactly one of them clears it, so a hand-over never goes to nobody.
 	q.wantLead.Store(true)
 	if done() {
 		if q.wantLead.CompareAndSwap(true, false) {
-			return false // withdrawn before the reader saw it
+			return false // withdrawn before the reader took it
 		}
 		<-q.leadCh // the reader is handing over: receive, and leave at once
 		return true
@@ -114,13 +118,11 @@ func (q *queuePair) awaitHandOver(done func() bool) bool {
 		return true
 	case <-q.done:
 	}
-	select {
-	case <-q.leadCh: // handed over just before the failure: receive, and hand back
-		return true
-	default:
-		q.wantLead.Store(false)
+	if q.wantLead.CompareAndSwap(true, false) {
 		return false
 	}
+	<-q.leadCh // handed over as the QP failed: receive, and hand back
+	return true
 }
 
 // leadDirect is ProcessDirect's receive loop. It reports whether done became
@@ -207,10 +209,9 @@ func (r *rxState) nextFPDU() (whole, large bool) {
 
 // handOver makes the caller waiting in awaitHandOver the receiver and waits
 // until the reader should receive again. Called by the reader between FPDUs
-// with nothing buffered.
+// with nothing buffered, once it has taken the caller's request (wantLead).
 func (q *queuePair) handOver() {
 	q.r.release()
-	q.wantLead.Store(false)
 	q.lead.Store(leadCaller)
 	q.leadCh <- struct{}{} // never blocks: one waiter, one hand-over
 	if q.takeBack == nil {

@@ -327,3 +327,28 @@ func TestProcessDirectTerminateSilentPeer(t *testing.T) {
 	}
 	p.expectTerminate(iwarp.TermRDMAPCatastrophicStream)
 }
+
+// TestProcessDirectCloseWhileAwaiting: a caller waiting for the reader to hand
+// over gives up when the QP is closed, and the reader still ends (Close
+// returns): the request is withdrawn, not left for a hand-over to nobody.
+func TestProcessDirectCloseWhileAwaiting(t *testing.T) {
+	checkGoroutines(t)
+	p := newDirectPair(t, 8)
+	ret := make(chan bool, 1)
+	go func() {
+		ret <- p.cli.qp.(verbs.DirectProcessor).ProcessDirect(func() bool { return p.flushed.Load() > 0 })
+	}()
+	waitRegistered(t, p.cli.qp)
+	closed := make(chan struct{})
+	go func() { p.cli.qp.Close(); close(closed) }()
+	select {
+	case <-ret:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ProcessDirect did not return after Close")
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return")
+	}
+}

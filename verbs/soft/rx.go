@@ -289,7 +289,7 @@ func (q *queuePair) reader() {
 			q.deliver() // completions this FPDU produced, with no lock held
 			q.rxDelivering.Store(false)
 			if err == nil {
-				if q.wantLead.Load() && q.r.r == q.r.w {
+				if q.r.r == q.r.w && q.wantLead.Load() && q.wantLead.CompareAndSwap(true, false) {
 					q.handOver() // returns when the reader receives again
 				}
 				continue
