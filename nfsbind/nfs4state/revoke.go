@@ -59,16 +59,7 @@ func (m *Manager) revokeOpenLocked(s *stateid) int {
 // revokeLocked detaches a stateid from its file and owner, releasing what it held, and
 // keeps it, revoked, in the stateid table (and the client's count) until FREE_STATEID.
 func (m *Manager) revokeLocked(st *stateid) {
-	if st.owner.stateids[st.file.key] == st {
-		delete(st.owner.stateids, st.file.key)
-	}
-	if st.kind == kindOpen {
-		delete(st.file.opens, st)
-	} else {
-		delete(st.file.locks, st)
-	}
-	m.releaseFileLocked(st.file)
-	m.releaseOwnerLocked(st.owner)
+	m.detachLocked(st)
 	st.revoked = true
 	st.access, st.deny = 0, 0
 	st.open = nil

@@ -195,6 +195,12 @@ func (m *Manager) newStateidLocked(kind stateKind, o *stateOwner, f *file) *stat
 func (m *Manager) dropStateidLocked(st *stateid) {
 	delete(m.stateids, st.other)
 	st.client.nstateids--
+	m.detachLocked(st)
+}
+
+// detachLocked removes a stateid from its owner and its file and releases both (a
+// dropped stateid and a revoked one alike).
+func (m *Manager) detachLocked(st *stateid) {
 	if st.owner.stateids[st.file.key] == st {
 		delete(st.owner.stateids, st.file.key)
 	}
