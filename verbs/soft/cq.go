@@ -131,6 +131,15 @@ func (c *compQueue) deliver() {
 	c.mu.Unlock()
 }
 
+// inDelivery reports whether a goroutine is handing completions to the
+// handler: a PostSend that sees it is (almost always) made by that handler, in
+// the receive context. The caller may hold its QP's lock (the order push uses).
+func (c *compQueue) inDelivery() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.delivering
+}
+
 func (c *compQueue) signal() {
 	select {
 	case c.notify <- struct{}{}:

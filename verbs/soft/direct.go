@@ -55,10 +55,8 @@ func (q *queuePair) ProcessDirect(done func() bool) bool {
 	if !q.takeLead(done) {
 		return done()
 	}
-	if q.failed.Load() { // see failLocked: it wakes only a caller it saw receiving
-		q.releaseLead(true)
-		return false
-	}
+	// leadDirect checks failed before every wait for the socket: failLocked
+	// wakes only a caller it saw receiving.
 	ok, handBack := q.leadDirect(done)
 	q.releaseLead(handBack)
 	return ok
@@ -129,6 +127,8 @@ func (q *queuePair) awaitHandOver(done func() bool) bool {
 // true and whether the reader must take over at once.
 func (q *queuePair) leadDirect(done func() bool) (ok, handBack bool) {
 	r := &q.r
+	n := uint64(0) // FPDUs processed, counted into the device's Stats once
+	defer func() { q.dev.directFPDUs.Add(n) }()
 	for {
 		if done() {
 			return true, r.r != r.w
@@ -142,7 +142,7 @@ func (q *queuePair) leadDirect(done func() bool) (ok, handBack bool) {
 			return false, true
 		case whole:
 			err := q.readFPDU() // reads nothing from the socket: it is all buffered
-			q.dev.directFPDUs.Add(1)
+			n++
 			q.deliver()
 			if err != nil {
 				r.pendErr = err

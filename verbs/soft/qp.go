@@ -170,20 +170,18 @@ type queuePair struct {
 	rawFinishFn func(uintptr) bool
 
 	// Who receives (direct.go): lead is one of leadNone..leadGone;
-	// rxDelivering: the reader is handing an FPDU's completions over;
 	// leadWaiter: a caller waits for the reader to hand over, on leadCh;
 	// wantLead: the reader should hand over after its next delivery;
 	// wantReader: a consumer asked for the reader to take over (Resume);
 	// rxKick wakes a reader that handed over, takeBack times its wait
 	// (reader only).
-	lead         atomic.Int32
-	rxDelivering atomic.Bool
-	leadWaiter   atomic.Bool
-	wantLead     atomic.Bool
-	wantReader   atomic.Bool
-	leadCh       chan struct{}
-	rxKick       chan struct{}
-	takeBack     *time.Timer
+	lead       atomic.Int32
+	leadWaiter atomic.Bool
+	wantLead   atomic.Bool
+	wantReader atomic.Bool
+	leadCh     chan struct{}
+	rxKick     chan struct{}
+	takeBack   *time.Timer
 
 	w txState
 	r rxState

@@ -285,9 +285,7 @@ func (q *queuePair) reader() {
 			}
 		} else {
 			err = q.readFPDU()
-			q.rxDelivering.Store(true)
 			q.deliver() // completions this FPDU produced, with no lock held
-			q.rxDelivering.Store(false)
 			if err == nil {
 				if q.r.r == q.r.w && q.wantLead.Load() && q.wantLead.CompareAndSwap(true, false) {
 					q.handOver() // returns when the reader receives again
