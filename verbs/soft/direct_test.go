@@ -205,55 +205,44 @@ func (p *directPair) handOverNow(t *testing.T) {
 	waitLead(t, p.cli.qp, leadNone)
 }
 
-// TestProcessDirectClose: closing the QP ends a caller that is processing
-// directly and waiting for the socket; its receive is flushed, and every
-// goroutine ends.
-func TestProcessDirectClose(t *testing.T) {
-	checkGoroutines(t)
-	p := newDirectPair(t, 8)
-	p.handOverNow(t)
-	d := p.cli.qp.(verbs.DirectProcessor)
-	ret := make(chan bool, 1)
-	go func() { ret <- d.ProcessDirect(func() bool { return p.flushed.Load() > 0 }) }()
-	waitLead(t, p.cli.qp, leadCaller)
-	p.cli.qp.Close()
-	select {
-	case <-ret:
-	case <-time.After(10 * time.Second):
-		t.Fatal("ProcessDirect did not return after Close")
-	}
-	if p.flushed.Load() == 0 {
-		t.Error("no receive was flushed")
-	}
-}
-
-// TestProcessDirectPeerFails: the peer closing the connection ends a caller
-// processing directly; the QP fails and flushes the receives.
-func TestProcessDirectPeerFails(t *testing.T) {
-	checkGoroutines(t)
-	p := newDirectPair(t, 8)
-	p.handOverNow(t)
-	d := p.cli.qp.(verbs.DirectProcessor)
-	ret := make(chan bool, 1)
-	go func() { ret <- d.ProcessDirect(func() bool { return p.flushed.Load() > 0 }) }()
-	waitLead(t, p.cli.qp, leadCaller)
-	p.srv.qp.Close()
-	select {
-	case <-ret:
-	case <-time.After(10 * time.Second):
-		t.Fatal("ProcessDirect did not return after the peer closed")
-	}
-	select {
-	case <-p.cli.qp.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the client QP did not fail")
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for p.flushed.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no receive was flushed")
-		}
-		time.Sleep(time.Millisecond)
+// TestProcessDirectConnectionEnds: closing the QP, or the peer closing the
+// connection, ends a caller that is processing directly and waiting for the
+// socket; the QP fails, its receives are flushed, and every goroutine ends.
+func TestProcessDirectConnectionEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(p *directPair)
+	}{
+		{"Close", func(p *directPair) { p.cli.qp.Close() }},
+		{"PeerCloses", func(p *directPair) { p.srv.qp.Close() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkGoroutines(t)
+			p := newDirectPair(t, 8)
+			p.handOverNow(t)
+			d := p.cli.qp.(verbs.DirectProcessor)
+			ret := make(chan bool, 1)
+			go func() { ret <- d.ProcessDirect(func() bool { return p.flushed.Load() > 0 }) }()
+			waitLead(t, p.cli.qp, leadCaller)
+			tc.end(p)
+			select {
+			case <-ret:
+			case <-time.After(10 * time.Second):
+				t.Fatal("ProcessDirect did not return")
+			}
+			select {
+			case <-p.cli.qp.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("the client QP did not fail")
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for p.flushed.Load() == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("no receive was flushed")
+				}
+				time.Sleep(time.Millisecond)
+			}
+		})
 	}
 }
 
