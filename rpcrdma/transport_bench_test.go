@@ -89,17 +89,24 @@ func benchRDMAServer(b *testing.B) func() *oncrpc.Client {
 	}
 }
 
-func benchTCPServer(b *testing.B) func() *oncrpc.Client {
-	ln, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+// newBenchServer returns a server of the test program with the benchmark procedures,
+// NULL declared non-blocking, as newTPEnv registers it.
+func newBenchServer() *oncrpc.Server {
 	srv := oncrpc.NewServer(nil)
 	procs := tpHandler()
 	for k, v := range benchProcs() {
 		procs[k] = v
 	}
-	srv.Register(tpProg, tpVers, oncrpc.NonBlocking(procs, tpNull)) // as newTPEnv
+	srv.Register(tpProg, tpVers, oncrpc.NonBlocking(procs, tpNull))
+	return srv
+}
+
+func benchTCPServer(b *testing.B) func() *oncrpc.Client {
+	ln, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := newBenchServer()
 	go srv.Serve(ln)
 	b.Cleanup(func() { srv.Close() })
 	return func() *oncrpc.Client {

@@ -29,12 +29,7 @@ func TestTwoProcessServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := oncrpc.NewServer(nil)
-	procs := tpHandler()
-	for k, v := range benchProcs() {
-		procs[k] = v
-	}
-	srv.Register(tpProg, tpVers, oncrpc.NonBlocking(procs, tpNull)) // as the other benchmarks
+	srv := newBenchServer()
 	go srv.Serve(ln)
 	tln, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
 	if err != nil {
