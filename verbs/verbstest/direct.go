@@ -1,7 +1,6 @@
 package verbstest
 
 import (
-	"encoding/binary"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,87 +14,36 @@ import (
 // when ProcessDirect returns false the caller waits after Resume, as the contract
 // says, and the reply still comes. Skipped for providers without it.
 func (s *suite) testDirectProcessor(t *testing.T) {
-	const (
-		depth = 8
-		total = 200
-		msg   = 8
-	)
-	var srv, cli *endpoint
-	var srvRbuf, srvSbuf, cliRbuf, cliSbuf []byte
-	var srvRMR, srvSMR, cliRMR, cliSMR verbs.MR
-	sh, ch := newHandlerCheck(), newHandlerCheck()
-	srvHandler := func(wc *verbs.Completion) { // echo each message's sequence number
-		sh.enter()
-		defer sh.exit()
-		switch {
-		case wc.Status == verbs.StatusFlushed || wc.Opcode == verbs.OpcodeSend:
-		case wc.Status != verbs.StatusSuccess:
-			sh.errorf("server completion %d %v: %v %v", wc.ID, wc.Opcode, wc.Status, wc.Err)
-		default:
-			slot := int(wc.ID)
-			seq := binary.BigEndian.Uint64(srvRbuf[slot*msg:])
-			if err := srv.qp.PostRecv(&verbs.RecvWR{ID: wc.ID, SGL: []verbs.SGE{{MR: srvRMR, Offset: slot * msg, Length: msg}}}); err != nil {
-				sh.errorf("PostRecv: %v", err)
-				return
-			}
-			out := int(seq % depth)
-			binary.BigEndian.PutUint64(srvSbuf[out*msg:], seq)
-			if err := srv.qp.PostSend(&verbs.SendWR{ID: seq, Op: verbs.OpSend, Flags: verbs.Signaled,
-				SGL: []verbs.SGE{{MR: srvSMR, Offset: out * msg, Length: msg}}}); err != nil {
-				sh.errorf("PostSend: %v", err)
-			}
-		}
-	}
+	const total = 200
 	var replies atomic.Uint64 // the client handler's count of in-order replies
-	cliHandler := func(wc *verbs.Completion) {
-		ch.enter()
-		defer ch.exit()
+	cliHandler := func(p *slotPair, wc *verbs.Completion) {
+		p.ch.enter()
+		defer p.ch.exit()
 		switch {
-		case wc.Status == verbs.StatusFlushed || wc.Opcode == verbs.OpcodeSend:
+		case wc.Status == verbs.StatusFlushed || wc.Opcode == verbs.OpcodeSend && wc.Status == verbs.StatusSuccess:
 		case wc.Status != verbs.StatusSuccess:
-			ch.errorf("client completion %d %v: %v %v", wc.ID, wc.Opcode, wc.Status, wc.Err)
+			p.ch.errorf("client completion %d %v: %v %v", wc.ID, wc.Opcode, wc.Status, wc.Err)
 		default:
-			slot := int(wc.ID)
-			seq := binary.BigEndian.Uint64(cliRbuf[slot*msg:])
+			seq, err := received(p.cli, p.cliR, p.cliRMR, wc)
 			if seq != replies.Load() {
-				ch.errorf("reply seq %d, want %d", seq, replies.Load())
+				p.ch.errorf("reply seq %d, want %d", seq, replies.Load())
 				return
 			}
-			if err := cli.qp.PostRecv(&verbs.RecvWR{ID: wc.ID, SGL: []verbs.SGE{{MR: cliRMR, Offset: slot * msg, Length: msg}}}); err != nil {
-				ch.errorf("PostRecv: %v", err)
+			if err != nil {
+				p.ch.errorf("PostRecv: %v", err)
 				return
 			}
 			replies.Add(1)
 		}
 	}
-	cli, srv = s.connectPair(t, pairConfig{depth: depth,
-		clientCQ: []verbs.CQOption{verbs.WithHandler(cliHandler)},
-		serverCQ: []verbs.CQOption{verbs.WithHandler(srvHandler)},
-		beforeAccept: func(e *endpoint) {
-			srvRbuf, srvSbuf = make([]byte, depth*msg), make([]byte, depth*msg)
-			srvRMR, srvSMR = e.reg(t, srvRbuf, verbs.AccessLocalWrite), e.reg(t, srvSbuf, 0)
-			for i := 0; i < depth; i++ {
-				e.recv(t, uint64(i), verbs.SGE{MR: srvRMR, Offset: i * msg, Length: msg})
-			}
-		},
-		beforeDial: func(e *endpoint) {
-			cliRbuf, cliSbuf = make([]byte, depth*msg), make([]byte, depth*msg)
-			cliRMR, cliSMR = e.reg(t, cliRbuf, verbs.AccessLocalWrite), e.reg(t, cliSbuf, 0)
-			for i := 0; i < depth; i++ {
-				e.recv(t, uint64(i), verbs.SGE{MR: cliRMR, Offset: i * msg, Length: msg})
-			}
-		},
-	})
-	d, ok := cli.qp.(verbs.DirectProcessor)
+	p := s.newSlotPair(t, cliHandler)
+	d, ok := p.cli.qp.(verbs.DirectProcessor)
 	if !ok {
 		t.Skip("the provider's QPs do not implement verbs.DirectProcessor")
 	}
 	direct := 0
 	for seq := uint64(0); seq < total; seq++ {
-		out := int(seq % depth)
-		binary.BigEndian.PutUint64(cliSbuf[out*msg:], seq)
-		if err := cli.qp.PostSend(&verbs.SendWR{ID: seq, Op: verbs.OpSend, Flags: verbs.Signaled,
-			SGL: []verbs.SGE{{MR: cliSMR, Offset: out * msg, Length: msg}}}); err != nil {
+		if err := sendSeq(p.cli, p.cliS, p.cliSMR, seq); err != nil {
 			t.Fatalf("PostSend %d: %v", seq, err)
 		}
 		want := seq + 1
@@ -115,8 +63,8 @@ func (s *suite) testDirectProcessor(t *testing.T) {
 			time.Sleep(50 * time.Microsecond)
 		}
 	}
-	sh.check(t)
-	ch.check(t)
+	p.sh.check(t)
+	p.ch.check(t)
 	if direct == 0 {
 		t.Errorf("no wait of %d was satisfied by ProcessDirect", total)
 	}

@@ -51,6 +51,92 @@ func (h *handlerCheck) check(t testing.TB) {
 	}
 }
 
+// slotPair is a connected pair for the handler tests: slotDepth receive and
+// send slots of slotMsg bytes on each side, every receive slot posted, and
+// both CQs delivering to handlers. A message carries a sequence number; the
+// server's handler (echo) answers each with the same number.
+type slotPair struct {
+	cli, srv                       *endpoint
+	cliR, cliS, srvR, srvS         []byte
+	cliRMR, cliSMR, srvRMR, srvSMR verbs.MR
+	sh, ch                         *handlerCheck
+	srvNext                        uint64 // the echo's next expected number (its calls never overlap)
+}
+
+const (
+	slotDepth = 8
+	slotMsg   = 8
+)
+
+// newSlotPair connects a slotPair whose client handler is cliHandler and whose
+// server handler is echo.
+func (s *suite) newSlotPair(t *testing.T, cliHandler func(p *slotPair, wc *verbs.Completion)) *slotPair {
+	p := &slotPair{sh: newHandlerCheck(), ch: newHandlerCheck()}
+	slots := func(e *endpoint, r, sd *[]byte, rmr, smr *verbs.MR) {
+		*r, *sd = make([]byte, slotDepth*slotMsg), make([]byte, slotDepth*slotMsg)
+		*rmr, *smr = e.reg(t, *r, verbs.AccessLocalWrite), e.reg(t, *sd, 0)
+		for i := 0; i < slotDepth; i++ {
+			e.recv(t, uint64(i), verbs.SGE{MR: *rmr, Offset: i * slotMsg, Length: slotMsg})
+		}
+	}
+	p.cli, p.srv = s.connectPair(t, pairConfig{depth: slotDepth,
+		clientCQ:     []verbs.CQOption{verbs.WithHandler(func(wc *verbs.Completion) { cliHandler(p, wc) })},
+		serverCQ:     []verbs.CQOption{verbs.WithHandler(p.echo)},
+		beforeAccept: func(e *endpoint) { slots(e, &p.srvR, &p.srvS, &p.srvRMR, &p.srvSMR) },
+		beforeDial:   func(e *endpoint) { slots(e, &p.cliR, &p.cliS, &p.cliRMR, &p.cliSMR) },
+	})
+	return p
+}
+
+// send posts seq from its send slot on e (a side's endpoint, send buffer and MR).
+func sendSeq(e *endpoint, buf []byte, mr verbs.MR, seq uint64) error {
+	out := int(seq % slotDepth)
+	binary.BigEndian.PutUint64(buf[out*slotMsg:], seq)
+	return e.qp.PostSend(&verbs.SendWR{ID: seq, Op: verbs.OpSend, Flags: verbs.Signaled,
+		SGL: []verbs.SGE{{MR: mr, Offset: out * slotMsg, Length: slotMsg}}})
+}
+
+// received returns the number in a receive completion's slot and posts the slot
+// again.
+func received(e *endpoint, buf []byte, mr verbs.MR, wc *verbs.Completion) (uint64, error) {
+	slot := int(wc.ID)
+	seq := binary.BigEndian.Uint64(buf[slot*slotMsg:])
+	return seq, e.qp.PostRecv(&verbs.RecvWR{ID: wc.ID, SGL: []verbs.SGE{{MR: mr, Offset: slot * slotMsg, Length: slotMsg}}})
+}
+
+// echo is the server's handler: it checks each message (its QP, length and
+// number, in order), reposts the receive and sends the number back, all from
+// inside the handler.
+func (p *slotPair) echo(wc *verbs.Completion) {
+	p.sh.enter()
+	defer p.sh.exit()
+	if wc.QP != p.srv.qp {
+		p.sh.errorf("server completion names QP %v", wc.QP)
+		return
+	}
+	switch {
+	case wc.Status == verbs.StatusFlushed || wc.Opcode == verbs.OpcodeSend && wc.Status == verbs.StatusSuccess:
+	case wc.Status != verbs.StatusSuccess:
+		p.sh.errorf("server completion %d %v: %v %v", wc.ID, wc.Opcode, wc.Status, wc.Err)
+	case wc.Opcode == verbs.OpcodeRecv:
+		seq, err := received(p.srv, p.srvR, p.srvRMR, wc)
+		if wc.ByteLen != slotMsg || seq != p.srvNext {
+			p.sh.errorf("server receive in slot %d: %d bytes, seq %d, want seq %d", wc.ID, wc.ByteLen, seq, p.srvNext)
+			return
+		}
+		if err != nil {
+			p.sh.errorf("PostRecv from the handler: %v", err)
+			return
+		}
+		p.srvNext++
+		if err := sendSeq(p.srv, p.srvS, p.srvSMR, seq); err != nil {
+			p.sh.errorf("PostSend from the handler: %v", err)
+		}
+	default:
+		p.sh.errorf("server completion with opcode %v", wc.Opcode)
+	}
+}
+
 // testHandlerPingPong: with CQs created WithHandler on both sides, a
 // ping-pong runs entirely from the handlers: the server's handler reposts
 // each receive and sends the reply from inside the handler; the client's
@@ -58,64 +144,16 @@ func (h *handlerCheck) check(t testing.TB) {
 // in order, calls never overlap, Poll returns nothing.
 func (s *suite) testHandlerPingPong(t *testing.T) {
 	const (
-		depth  = 8
 		window = 4
 		total  = 300
-		msg    = 8
 	)
-	var srv, cli *endpoint
-	var srvRbuf, srvSbuf, cliRbuf, cliSbuf []byte
-	var srvRMR, srvSMR, cliRMR, cliSMR verbs.MR
-	sh, ch := newHandlerCheck(), newHandlerCheck()
 	done := make(chan struct{})
-
-	var srvNext, srvSends uint64 // server handler's state (calls never overlap)
-	srvHandler := func(wc *verbs.Completion) {
-		sh.enter()
-		defer sh.exit()
-		if wc.QP != srv.qp {
-			sh.errorf("server completion names QP %v", wc.QP)
-			return
-		}
-		switch {
-		case wc.Status == verbs.StatusFlushed:
-			return // teardown
-		case wc.Status != verbs.StatusSuccess:
-			sh.errorf("server completion %d %v: %v %v", wc.ID, wc.Opcode, wc.Status, wc.Err)
-		case wc.Opcode == verbs.OpcodeSend:
-			srvSends++
-		case wc.Opcode == verbs.OpcodeRecv:
-			slot := int(wc.ID)
-			seq := binary.BigEndian.Uint64(srvRbuf[slot*msg:])
-			if wc.ByteLen != msg || seq != srvNext {
-				sh.errorf("server receive in slot %d: %d bytes, seq %d, want seq %d", slot, wc.ByteLen, seq, srvNext)
-				return
-			}
-			srvNext++
-			if err := srv.qp.PostRecv(&verbs.RecvWR{ID: wc.ID, SGL: []verbs.SGE{{MR: srvRMR, Offset: slot * msg, Length: msg}}}); err != nil {
-				sh.errorf("PostRecv from the handler: %v", err)
-				return
-			}
-			out := int(seq % depth)
-			binary.BigEndian.PutUint64(srvSbuf[out*msg:], seq)
-			if err := srv.qp.PostSend(&verbs.SendWR{ID: seq, Op: verbs.OpSend, Flags: verbs.Signaled,
-				SGL: []verbs.SGE{{MR: srvSMR, Offset: out * msg, Length: msg}}}); err != nil {
-				sh.errorf("PostSend from the handler: %v", err)
-			}
-		default:
-			sh.errorf("server completion with opcode %v", wc.Opcode)
-		}
-	}
 	var cliNext, cliSent uint64
-	post := func(seq uint64) error {
-		out := int(seq % depth)
-		binary.BigEndian.PutUint64(cliSbuf[out*msg:], seq)
-		return cli.qp.PostSend(&verbs.SendWR{ID: seq, Op: verbs.OpSend, Flags: verbs.Signaled,
-			SGL: []verbs.SGE{{MR: cliSMR, Offset: out * msg, Length: msg}}})
-	}
-	cliHandler := func(wc *verbs.Completion) {
+	cliHandler := func(p *slotPair, wc *verbs.Completion) {
+		ch := p.ch
 		ch.enter()
 		defer ch.exit()
+		post := func(seq uint64) error { return sendSeq(p.cli, p.cliS, p.cliSMR, seq) }
 		switch {
 		case wc.Status == verbs.StatusFlushed:
 			return
@@ -132,14 +170,13 @@ func (s *suite) testHandlerPingPong(t *testing.T) {
 				cliSent++
 			}
 		case wc.Opcode == verbs.OpcodeRecv:
-			slot := int(wc.ID)
-			seq := binary.BigEndian.Uint64(cliRbuf[slot*msg:])
+			seq, err := received(p.cli, p.cliR, p.cliRMR, wc)
 			if seq != cliNext {
 				ch.errorf("client reply seq %d, want %d", seq, cliNext)
 				return
 			}
 			cliNext++
-			if err := cli.qp.PostRecv(&verbs.RecvWR{ID: wc.ID, SGL: []verbs.SGE{{MR: cliRMR, Offset: slot * msg, Length: msg}}}); err != nil {
+			if err != nil {
 				ch.errorf("PostRecv from the handler: %v", err)
 				return
 			}
@@ -156,28 +193,12 @@ func (s *suite) testHandlerPingPong(t *testing.T) {
 			}
 		}
 	}
-	cli, srv = s.connectPair(t, pairConfig{depth: depth,
-		clientCQ: []verbs.CQOption{verbs.WithHandler(cliHandler)},
-		serverCQ: []verbs.CQOption{verbs.WithHandler(srvHandler)},
-		beforeAccept: func(e *endpoint) {
-			srvRbuf, srvSbuf = make([]byte, depth*msg), make([]byte, depth*msg)
-			srvRMR, srvSMR = e.reg(t, srvRbuf, verbs.AccessLocalWrite), e.reg(t, srvSbuf, 0)
-			for i := 0; i < depth; i++ {
-				e.recv(t, uint64(i), verbs.SGE{MR: srvRMR, Offset: i * msg, Length: msg})
-			}
-		},
-		beforeDial: func(e *endpoint) {
-			cliRbuf, cliSbuf = make([]byte, depth*msg), make([]byte, depth*msg)
-			cliRMR, cliSMR = e.reg(t, cliRbuf, verbs.AccessLocalWrite), e.reg(t, cliSbuf, 0)
-			for i := 0; i < depth; i++ {
-				e.recv(t, uint64(i), verbs.SGE{MR: cliRMR, Offset: i * msg, Length: msg})
-			}
-		},
-	})
+	p := s.newSlotPair(t, cliHandler)
+	cli, srv, sh, ch := p.cli, p.srv, p.sh, p.ch
 	// The first request is posted from here, outside the handler; cliSent
 	// is the handler's once it runs, so it is counted before the post.
 	cliSent = 1
-	if err := post(0); err != nil {
+	if err := sendSeq(cli, p.cliS, p.cliSMR, 0); err != nil {
 		t.Fatalf("PostSend 0: %v", err)
 	}
 	select {
