@@ -47,7 +47,11 @@ func (s *suite) testDirectProcessor(t *testing.T) {
 			t.Fatalf("PostSend %d: %v", seq, err)
 		}
 		want := seq + 1
-		if d.ProcessDirect(func() bool { return replies.Load() >= want }) {
+		// A handler that fails ends the wait too (its reply will never count).
+		ready := func() bool { return replies.Load() >= want || p.ch.failed() || p.sh.failed() }
+		if d.ProcessDirect(ready) {
+			p.sh.check(t)
+			p.ch.check(t)
 			direct++
 			if replies.Load() < want {
 				t.Fatalf("ProcessDirect returned true before reply %d", seq)
@@ -56,7 +60,7 @@ func (s *suite) testDirectProcessor(t *testing.T) {
 		}
 		d.Resume()
 		deadline := time.Now().Add(s.p.Timeout)
-		for replies.Load() < want {
+		for !ready() {
 			if time.Now().After(deadline) {
 				t.Fatalf("reply %d never came after ProcessDirect returned false and Resume", seq)
 			}

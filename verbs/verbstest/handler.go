@@ -42,6 +42,16 @@ func (h *handlerCheck) errorf(format string, args ...any) {
 	}
 }
 
+// failed reports whether the handler has recorded a failure.
+func (h *handlerCheck) failed() bool {
+	select {
+	case <-h.fail:
+		return true
+	default:
+		return false
+	}
+}
+
 func (h *handlerCheck) check(t testing.TB) {
 	t.Helper()
 	h.mu.Lock()
