@@ -124,7 +124,20 @@ func (p *directPair) roundDirect(t *testing.T, seed byte) bool {
 	}()
 	waitRegistered(t, p.cli.qp)
 	p.serverSend(t, seed)
-	return <-ret
+	return awaitRet(t, ret)
+}
+
+// awaitRet returns ProcessDirect's result from ret, failing the test if it has
+// not returned within 10 s (a lost hand-over or wake-up).
+func awaitRet(t *testing.T, ret <-chan bool) bool {
+	t.Helper()
+	select {
+	case ok := <-ret:
+		return ok
+	case <-time.After(10 * time.Second):
+		t.Fatal("ProcessDirect did not return")
+		return false
+	}
 }
 
 // TestProcessDirectPingPong: a caller waiting for each message in turn
@@ -181,7 +194,7 @@ func TestProcessDirectLargeToReader(t *testing.T) {
 			SGL: []verbs.SGE{{MR: p.replyMR, Length: directMsg}}}}); err != nil {
 		t.Fatal(err)
 	}
-	if <-ret {
+	if awaitRet(t, ret) {
 		t.Error("ProcessDirect returned true over a 256 KiB RDMA Write, want false (the reader places it)")
 	}
 	p.waitRecvs(t, k+1)
@@ -225,11 +238,7 @@ func TestProcessDirectConnectionEnds(t *testing.T) {
 			go func() { ret <- d.ProcessDirect(func() bool { return p.flushed.Load() > 0 }) }()
 			waitLead(t, p.cli.qp, leadCaller)
 			tc.end(p)
-			select {
-			case <-ret:
-			case <-time.After(10 * time.Second):
-				t.Fatal("ProcessDirect did not return")
-			}
+			awaitRet(t, ret)
 			select {
 			case <-p.cli.qp.Done():
 			case <-time.After(10 * time.Second):
@@ -260,7 +269,7 @@ func TestProcessDirectResume(t *testing.T) {
 	waitLead(t, p.cli.qp, leadCaller)
 	d.Resume() // a second waiter
 	p.serverSend(t, 2)
-	if !<-ret {
+	if !awaitRet(t, ret) {
 		t.Error("the caller processing directly did not get its completion")
 	}
 	waitLead(t, p.cli.qp, leadReader)
@@ -309,11 +318,7 @@ func TestProcessDirectTerminateSilentPeer(t *testing.T) {
 	p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: s.mr.RKey(), TO: s.mr.Addr()}, []byte("data"))
 	waitLead(t, s.qp, leadCaller)
 	s.qp.(*queuePair).terminateLocal(iwarp.TermRDMAPCatastrophicStream, "test", nil)
-	select {
-	case <-ret:
-	case <-time.After(10 * time.Second):
-		t.Fatal("ProcessDirect did not return after the QP failed")
-	}
+	awaitRet(t, ret)
 	p.expectTerminate(iwarp.TermRDMAPCatastrophicStream)
 }
 
@@ -330,11 +335,7 @@ func TestProcessDirectCloseWhileAwaiting(t *testing.T) {
 	waitRegistered(t, p.cli.qp)
 	closed := make(chan struct{})
 	go func() { p.cli.qp.Close(); close(closed) }()
-	select {
-	case <-ret:
-	case <-time.After(10 * time.Second):
-		t.Fatal("ProcessDirect did not return after Close")
-	}
+	awaitRet(t, ret)
 	select {
 	case <-closed:
 	case <-time.After(10 * time.Second):
