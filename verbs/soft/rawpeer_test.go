@@ -28,7 +28,13 @@ type rawPeer struct {
 // returns it with the decoded reply.
 func rawDial(t testing.TB, addr string, req iwarp.MPAFrame) (*rawPeer, iwarp.MPAFrame) {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	return rawDialWith(t, &net.Dialer{}, addr, req)
+}
+
+// rawDialWith is rawDial through the dialer d (socket options set before connect).
+func rawDialWith(t testing.TB, d *net.Dialer, addr string, req iwarp.MPAFrame) (*rawPeer, iwarp.MPAFrame) {
+	t.Helper()
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"net"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
@@ -27,25 +26,8 @@ func dialMSS(t *testing.T, addr string, req iwarp.MPAFrame, mss int) *rawPeer {
 		}
 		return serr
 	}}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	b, err := req.Append(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	var buf [iwarp.MaxMPAFrameLen]byte
-	rep, err := iwarp.ReadMPAFrame(c, buf[:], iwarp.MPAReply)
-	if err != nil {
-		t.Fatalf("raw peer: reading MPA Reply: %v", err)
-	}
-	return &rawPeer{t: t, c: c, crc: rep.CRC(), msn: [3]uint32{1, 1, 1}}
+	p, _ := rawDialWith(t, &d, addr, req)
+	return p
 }
 
 // TestFPDUsAlignedInOneWrite posts a chain of RDMA Writes and Sends of
