@@ -54,6 +54,13 @@ func echoHandler() Procs {
 // startTCPServer starts a Server with h registered on 127.0.0.1 and returns its address.
 func startTCPServer(t testing.TB, opts *ServerOptions, h Handler) (*Server, string) {
 	t.Helper()
+	s, l := startTCPListener(t, opts, h)
+	return s, l.Addr().String()
+}
+
+// startTCPListener is startTCPServer that returns the listener.
+func startTCPListener(t testing.TB, opts *ServerOptions, h Handler) (*Server, *TCPListener) {
+	t.Helper()
 	s := NewServer(opts)
 	if h != nil {
 		s.Register(testProg, testVers, h)
@@ -75,7 +82,7 @@ func startTCPServer(t testing.TB, opts *ServerOptions, h Handler) (*Server, stri
 		}
 		<-done
 	})
-	return s, l.Addr().String()
+	return s, l
 }
 
 func dialTCP(t testing.TB, addr string, opts *TCPOptions) *TCPTransport {

@@ -116,7 +116,8 @@ func (r *reverseRelay) stats(t *testing.T) TCPBackchannelStats {
 // callback's result, and both sides count the reverse call.
 func TestTCPBackchannelCallback(t *testing.T) {
 	relay := &reverseRelay{}
-	l, addr := startTCPListener(t, relay.handler())
+	_, l := startTCPListener(t, nil, relay.handler())
+	addr := l.Addr().String()
 	tr := dialTCP(t, addr, &TCPOptions{Backchannel: &BackchannelOptions{Handler: callbackHandler(nil, nil)}})
 	c := NewClient(tr, testProg, testVers)
 	for i := range 3 {
@@ -323,27 +324,6 @@ func TestTCPBackchannelHostileClient(t *testing.T) {
 	if err := relay.rt.Load().(RoundTripper).RoundTrip(context.Background(), &ClientCall{XID: 9}, &ClientReply{}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("reverse call after the connection closed: %v, want ErrClosed", err)
 	}
-}
-
-// startTCPListener is startTCPServer that also returns the listener.
-func startTCPListener(t *testing.T, h Handler) (*TCPListener, string) {
-	t.Helper()
-	s := NewServer(nil)
-	s.Register(testProg, testVers, h)
-	l, err := ListenTCP("127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.Serve(l)
-	}()
-	t.Cleanup(func() {
-		s.Close()
-		<-done
-	})
-	return l, l.Addr().String()
 }
 
 // waitFor polls cond (the events it waits for happen on other goroutines and leave no
