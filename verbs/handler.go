@@ -86,11 +86,11 @@ type DirectProcessor interface {
 	// When the provider's goroutine is receiving, the caller waits until
 	// that goroutine hands receiving over between two messages (one
 	// wake-up, in place of the one that would deliver the caller's
-	// completion). It returns early, with done still false, and the caller
-	// waits as it would without it, when another caller is receiving or
+	// completion). It returns early, with done still false, when another
+	// caller is receiving or
 	// waiting for a hand-over, when the QP fails, or when what arrives needs
 	// the provider's own goroutine (a large payload placed directly); the
-	// provider's goroutine then carries on.
+	// caller then calls Resume and waits as it would without it.
 	//
 	// It blocks until done reports true or the QP fails: call it only for a
 	// wait without a deadline. While it runs, completions of other work

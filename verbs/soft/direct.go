@@ -64,8 +64,8 @@ func (q *queuePair) ProcessDirect(done func() bool) bool {
 
 // takeLead makes the caller the receiver and reports whether it did: at once
 // when nobody receives, after the reader hands over when it does. It does not
-// wait when another caller receives (it calls Resume: the reader takes over
-// after that one).
+// wait when another caller receives (the caller's Resume then has the reader
+// take over after that one).
 func (q *queuePair) takeLead(done func() bool) bool {
 	for {
 		if q.lead.CompareAndSwap(leadNone, leadCaller) {
@@ -77,7 +77,6 @@ func (q *queuePair) takeLead(done func() bool) bool {
 		case leadReader:
 			return q.awaitHandOver(done)
 		default:
-			q.Resume()
 			return false
 		}
 	}
@@ -85,12 +84,10 @@ func (q *queuePair) takeLead(done func() bool) bool {
 
 // awaitHandOver waits for the reader, found receiving, to make the caller the
 // receiver and reports whether it did. It does not wait when another caller
-// waits for that already (it calls Resume instead: the reader delivers to both
-// and hands over to that one) or when done reports true already, and stops
-// waiting when the QP fails.
+// waits for that already (the reader delivers to both and hands over to that
+// one) or when done reports true already, and stops waiting when the QP fails.
 func (q *queuePair) awaitHandOver(done func() bool) bool {
 	if !q.leadWaiter.CompareAndSwap(false, true) {
-		q.Resume()
 		return false
 	}
 	defer q.leadWaiter.Store(false)
