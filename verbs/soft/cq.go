@@ -34,7 +34,7 @@ type compQueue struct {
 
 	handler    verbs.CompletionHandler
 	staged     atomic.Int32     // mirrors n for deliver's lock-free check
-	delivering bool             // a goroutine is in deliver (guarded by mu)
+	delivering atomic.Bool      // a goroutine is in deliver (written under mu; read without it by inDelivery)
 	cur        verbs.Completion // the completion being delivered (deliverer only)
 	idle       sync.Cond        // Close waits on it for the deliverer (L = &mu)
 }
@@ -107,11 +107,11 @@ func (c *compQueue) deliver() {
 		return
 	}
 	c.mu.Lock()
-	if c.delivering {
+	if c.delivering.Load() {
 		c.mu.Unlock()
 		return
 	}
-	c.delivering = true
+	c.delivering.Store(true)
 	for c.n > 0 && !c.closed {
 		c.cur = c.ring[c.head]
 		c.ring[c.head] = verbs.Completion{}
@@ -126,19 +126,15 @@ func (c *compQueue) deliver() {
 		c.mu.Lock()
 	}
 	c.cur = verbs.Completion{}
-	c.delivering = false
+	c.delivering.Store(false)
 	c.idle.Broadcast()
 	c.mu.Unlock()
 }
 
 // inDelivery reports whether a goroutine is handing completions to the
 // handler: a PostSend that sees it is (almost always) made by that handler, in
-// the receive context. The caller may hold its QP's lock (the order push uses).
-func (c *compQueue) inDelivery() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.delivering
-}
+// the receive context.
+func (c *compQueue) inDelivery() bool { return c.delivering.Load() }
 
 func (c *compQueue) signal() {
 	select {
@@ -204,7 +200,7 @@ func (c *compQueue) Close() error {
 	}
 	c.n = 0
 	c.staged.Store(0)
-	for c.delivering {
+	for c.delivering.Load() {
 		c.idle.Wait()
 	}
 	c.mu.Unlock()
