@@ -170,6 +170,7 @@ func Dial(ctx context.Context, dev verbs.Device, addr string, opts *ClientOption
 	c.reqPool.New = func() any {
 		r := &request{done: make(chan struct{}, 1)}
 		r.replied = func() bool { return len(r.done) > 0 }
+		r.stopped = func() bool { return len(r.done) > 0 || r.ctx.Err() != nil }
 		return r
 	}
 	c.startBackchannel()
@@ -530,6 +531,10 @@ type request struct {
 	// connection's only pending one when it was posted (guarded by cc.mu).
 	replied func() bool
 	sole    bool
+	// stopped is replied for a bounded wait: it also reports ctx (the
+	// caller's, set during the wait) done.
+	stopped func() bool
+	ctx     context.Context
 	orphan  bool // the caller gave up; the reply handler cleans up (guarded by cc.mu)
 	handed  bool // the receive handler took the reply for the caller (guarded by cc.mu)
 	lost    bool // the connection failed while the call was pending; set with the token in done (guarded by cc.mu)
@@ -559,7 +564,9 @@ func (c *Client) putRequest(r *request) {
 // accounting stays exact.
 func (c *Client) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
 	var timer <-chan time.Time
+	var tryDeadline time.Time
 	if call.Timeout > 0 {
+		tryDeadline = time.Now().Add(call.Timeout)
 		t := getTimer(call.Timeout)
 		defer putTimer(t)
 		timer = t.C
@@ -575,7 +582,7 @@ func (c *Client) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *
 			}
 			return err
 		}
-		err = cc.roundTrip(ctx, timer, call, reply)
+		err = cc.roundTrip(ctx, timer, tryDeadline, call, reply)
 		if errors.Is(err, errConnLost) {
 			c.mu.Lock()
 			closed := c.closed
@@ -601,11 +608,41 @@ func (c *Client) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *
 // receiving.
 func (cc *clientConn) await(r *request) {
 	if d := cc.ep.direct; d != nil {
-		if !r.sole || !d.ProcessDirect(r.replied) {
+		if !r.sole || !d.ProcessDirect(r.replied, time.Time{}) {
 			d.Resume()
 		}
 	}
 	<-r.done
+}
+
+// receive is await's direct receive for a bounded wait: ctx's cancellation
+// (through context.AfterFunc and Interrupt) or deadline (ctx's or the try's, the
+// earlier) ends it. It returns with r's token in r.done, or after Resume, and the
+// caller then waits on r.done, ctx and its timer as without a DirectProcessor.
+func (cc *clientConn) receive(ctx context.Context, r *request, deadline time.Time) {
+	d := cc.ep.direct
+	if d == nil {
+		return
+	}
+	if r.sole {
+		if dl, ok := ctx.Deadline(); ok && (deadline.IsZero() || dl.Before(deadline)) {
+			deadline = dl
+		}
+		var stop func() bool
+		if ctx.Done() != nil {
+			stop = context.AfterFunc(ctx, cc.ep.interrupt)
+		}
+		r.ctx = ctx
+		ok := d.ProcessDirect(r.stopped, deadline)
+		r.ctx = nil
+		if stop != nil {
+			stop()
+		}
+		if ok && r.replied() {
+			return
+		}
+	}
+	d.Resume() // this wait does not receive: someone must
 }
 
 // tryTimers pools the timers of calls with a per-try Timeout, so that a Client that
@@ -629,7 +666,7 @@ func putTimer(t *time.Timer) {
 
 // roundTrip is one try on one connection. It holds one credit, released here unless the
 // request is orphaned (then the reply handler releases it).
-func (cc *clientConn) roundTrip(ctx context.Context, timer <-chan time.Time, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
+func (cc *clientConn) roundTrip(ctx context.Context, timer <-chan time.Time, tryDeadline time.Time, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
 	c := cc.c
 	r := c.getRequest()
 	r.xid = call.XID
@@ -648,9 +685,7 @@ func (cc *clientConn) roundTrip(ctx context.Context, timer <-chan time.Time, cal
 	if done := ctx.Done(); done == nil && timer == nil {
 		cc.await(r)
 	} else {
-		if d := cc.ep.direct; d != nil {
-			d.Resume() // this wait does not receive: someone must
-		}
+		cc.receive(ctx, r, tryDeadline)
 		select {
 		case <-r.done:
 		case <-done:

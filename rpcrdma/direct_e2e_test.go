@@ -3,6 +3,7 @@ package rpcrdma
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -17,12 +18,12 @@ import (
 // caller, take it back only when asked (Config.TakeBack of an hour): a wait that
 // forgets to ask (verbs.DirectProcessor.Resume) hangs and the watchdog reports it,
 // where with the default it would only be 2 ms late.
-func newDirectEnv(t *testing.T, so *ServerOptions) *tpEnv {
-	return newTPEnvOn(t, soft.New(soft.Config{TakeBack: time.Hour}), so, nil)
+func newDirectEnv(t *testing.T, so *ServerOptions, extra ...oncrpc.Procs) *tpEnv {
+	return newTPEnvOn(t, soft.New(soft.Config{TakeBack: time.Hour}), so, nil, extra...)
 }
 
-// noDeadline is the context of the calls that may receive their own replies
-// (verbs.DirectProcessor): no deadline, no cancellation.
+// noDeadline is the context of calls whose wait nothing bounds: no deadline, no
+// cancellation.
 var noDeadline = context.Background()
 
 // watchdog fails the test with every goroutine's stack if f does not return
@@ -142,4 +143,87 @@ func TestDirectReceiveReplyReadChunks(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestDirectReceiveBoundedWaits: calls whose wait is bounded (a per-try Timeout, a
+// context deadline, a context that can be cancelled) receive their own replies as
+// well, and each bound still ends a wait whose reply does not come: the try's
+// timeout with oncrpc.ErrTimeout, the deadline with context.DeadlineExceeded, the
+// cancellation with context.Canceled. Calls on the same Client go on afterwards (the
+// caller that gave up handed receiving back; with TakeBack of an hour, a caller
+// that did not would hang the next call), and on the same connection when the
+// bound was the context's (no deadline of the caller's is left for the reader).
+func TestDirectReceiveBoundedWaits(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		try  time.Duration // the Client's per-try Timeout
+		// bound returns the context of a call that must end early, and
+		// starts what ends it.
+		bound func(b *blocker) (context.Context, context.CancelFunc)
+		want  error
+	}{
+		{"timeo", 100 * time.Millisecond, func(*blocker) (context.Context, context.CancelFunc) {
+			return context.Background(), func() {}
+		}, oncrpc.ErrTimeout},
+		{"ctx-deadline", 0, func(*blocker) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 100*time.Millisecond)
+		}, context.DeadlineExceeded},
+		{"ctx-cancel", 0, func(b *blocker) (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				<-b.arrived // the call is at the server: its caller waits
+				time.Sleep(10 * time.Millisecond)
+				cancel()
+			}()
+			return ctx, cancel
+		}, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBlocker()
+			defer close(b.release)
+			env := newDirectEnv(t, nil, b.procs())
+			rpc := env.rpc
+			if tc.try > 0 {
+				rpc = oncrpc.NewClient(rpc.Transport(), tpProg, tpVers, oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: tc.try, MaxTries: 1}))
+			}
+			long, cancel := context.WithTimeout(context.Background(), time.Hour)
+			defer cancel()
+			if tc.try > 0 {
+				long = context.Background() // the try's timeout bounds the wait
+			}
+			echo := func(n int) {
+				t.Helper()
+				for i := 0; i < n; i++ {
+					args := tpMakePayloads(16 + i%300)
+					var res tpPayloads
+					if err := rpc.Call(long, tpEcho, args, &res); err != nil {
+						t.Fatal(err)
+					}
+					if len(res) != 1 || !bytes.Equal(res[0], args[0]) {
+						t.Fatalf("call %d: wrong echo", i)
+					}
+				}
+			}
+			watchdog(t, 60*time.Second, func() {
+				before := env.dev.Stats().DirectFPDUs
+				echo(200)
+				if n := env.dev.Stats().DirectFPDUs - before; n == 0 {
+					t.Error("no FPDU was received by a caller whose wait is bounded")
+				}
+				cc := rpc.Transport().(*Client).current()
+				for i := 0; i < 3; i++ {
+					ctx, cancel := tc.bound(b)
+					err := rpc.Call(ctx, tpBlock, nil, nil)
+					cancel()
+					if !errors.Is(err, tc.want) {
+						t.Fatalf("blocked call %d: %v, want %v", i, err, tc.want)
+					}
+					echo(20)
+				}
+				if tc.try == 0 && rpc.Transport().(*Client).current() != cc {
+					t.Error("the connection was replaced")
+				}
+			})
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -265,5 +266,47 @@ func BenchmarkTransportNullParallel(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkTransportNullBounded is BenchmarkTransportNull with the ways a caller
+// bounds its wait: a per-try Timeout (as nfsclient's retransmission timer), a
+// context with a deadline, and a context that can only be cancelled. A bounded wait
+// must not cost more than an unbounded one.
+func BenchmarkTransportNullBounded(b *testing.B) {
+	bounds := []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+		try  time.Duration
+	}{
+		{"none", func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }, 0},
+		{"timeo", func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }, time.Minute},
+		{"ctx-deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), time.Hour)
+		}, 0},
+		{"ctx-cancel", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }, 0},
+	}
+	for _, tc := range benchTransports {
+		for _, bd := range bounds {
+			b.Run(tc.name+"/"+bd.name, func(b *testing.B) {
+				rpc := tc.server.dial(b)
+				if bd.try > 0 {
+					rpc = oncrpc.NewClient(rpc.Transport(), tpProg, tpVers, oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: bd.try}))
+				}
+				ctx, cancel := bd.ctx()
+				defer cancel()
+				opts := oncrpc.CallOptions{MaxReply: 256}
+				if err := rpc.CallWithOptions(ctx, tpNull, nil, nil, opts); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if err := rpc.CallWithOptions(ctx, tpNull, nil, nil, opts); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -1,5 +1,7 @@
 package verbs
 
+import "time"
+
 // CompletionHandler receives the completions of a CQ created WithHandler, inline
 // from the provider: no polling goroutine stands between the provider and the
 // consumer (the kernel's ib_cq with per-request done callbacks). The contract,
@@ -78,25 +80,32 @@ func ApplyCQOptions(opts []CQOption) CQOptions {
 type DirectProcessor interface {
 	// ProcessDirect receives for the QP on the calling goroutine, handing
 	// completions to the CQ handlers exactly as the provider's own
-	// completion context would, until done reports true. It returns what
-	// done reports as it returns. done is called between completions, never
-	// with a provider lock held, and must become true only through a
-	// completion's delivery.
+	// completion context would, until done reports true or deadline (zero:
+	// none) passes. It returns what done reports as it returns. done is
+	// called between completions and after every wake-up (an Interrupt, the
+	// deadline), never with a provider lock held; it becomes true through a
+	// completion's delivery, or through an event the consumer follows with
+	// Interrupt (a cancelled context).
 	//
 	// When the provider's goroutine is receiving, the caller waits until
 	// that goroutine hands receiving over between two messages (one
 	// wake-up, in place of the one that would deliver the caller's
 	// completion). It returns early, with done still false, when another
-	// caller is receiving or
-	// waiting for a hand-over, when the QP fails, or when what arrives needs
-	// the provider's own goroutine (a large payload placed directly); the
-	// caller then calls Resume and waits as it would without it.
+	// caller is receiving or waiting for a hand-over, when the QP fails,
+	// when the deadline passes, or when what arrives needs the provider's own
+	// goroutine (a large payload placed directly); the caller then calls
+	// Resume and waits as it would without it.
 	//
-	// It blocks until done reports true or the QP fails: call it only for a
-	// wait without a deadline. While it runs, completions of other work
-	// requests on the QP are delivered by this goroutine; a consumer that
-	// waits for one while another goroutine processes directly calls Resume.
-	ProcessDirect(done func() bool) bool
+	// While it runs, completions of other work requests on the QP are
+	// delivered by this goroutine; a consumer that waits for one while
+	// another goroutine processes directly calls Resume.
+	ProcessDirect(done func() bool, deadline time.Time) bool
+	// Interrupt makes a ProcessDirect of the QP that is running, or waiting
+	// for a hand-over, call its done again soon and return if it reports
+	// true; one that finds done still false goes on. It never blocks and
+	// may be called from any goroutine, for example by context.AfterFunc
+	// when the waiting caller's context is cancelled.
+	Interrupt()
 	// Resume makes sure receive processing continues once the goroutine that
 	// is processing directly (if any) returns: a consumer calls it before it
 	// waits for a completion without processing directly.

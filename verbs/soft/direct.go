@@ -2,6 +2,8 @@ package soft
 
 import (
 	"encoding/binary"
+	"errors"
+	"os"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs"
@@ -48,16 +50,21 @@ const DefaultTakeBack = 2 * time.Millisecond
 var _ verbs.DirectProcessor = (*queuePair)(nil)
 
 // ProcessDirect implements verbs.DirectProcessor.
-func (q *queuePair) ProcessDirect(done func() bool) bool {
+//
+// A deadline, an Interrupt and failLocked all end a wait for the socket the
+// same way: through the socket's read deadline, which only the receiving
+// caller's turn may move (leadMu orders the moves against the turn's end,
+// so the reader never meets a deadline meant for a caller).
+func (q *queuePair) ProcessDirect(done func() bool, deadline time.Time) bool {
 	if q.rawConn == nil {
 		return false // a stream without readiness I/O: only the reader receives
 	}
-	if !q.takeLead(done) {
+	if !q.takeLead(done, deadline) {
 		return done()
 	}
 	// leadDirect checks failed before every wait for the socket: failLocked
 	// wakes only a caller it saw receiving.
-	ok, handBack := q.leadDirect(done)
+	ok, handBack := q.leadDirect(done, deadline)
 	q.releaseLead(handBack)
 	return ok
 }
@@ -66,7 +73,7 @@ func (q *queuePair) ProcessDirect(done func() bool) bool {
 // when nobody receives, after the reader hands over when it does. It does not
 // wait when another caller receives (the caller's Resume then has the reader
 // take over after that one).
-func (q *queuePair) takeLead(done func() bool) bool {
+func (q *queuePair) takeLead(done func() bool, deadline time.Time) bool {
 	for {
 		if q.lead.CompareAndSwap(leadNone, leadCaller) {
 			return true
@@ -75,7 +82,7 @@ func (q *queuePair) takeLead(done func() bool) bool {
 		case leadNone:
 			// The last receiver just left: try again.
 		case leadReader:
-			return q.awaitHandOver(done)
+			return q.awaitHandOver(done, deadline)
 		default:
 			return false
 		}
@@ -85,12 +92,30 @@ func (q *queuePair) takeLead(done func() bool) bool {
 // awaitHandOver waits for the reader, found receiving, to make the caller the
 // receiver and reports whether it did. It does not wait when another caller
 // waits for that already (the reader delivers to both and hands over to that
-// one) or when done reports true already, and stops waiting when the QP fails.
-func (q *queuePair) awaitHandOver(done func() bool) bool {
+// one) or when done reports true already, and stops waiting when the QP
+// fails or the deadline passes.
+func (q *queuePair) awaitHandOver(done func() bool, deadline time.Time) bool {
 	if !q.leadWaiter.CompareAndSwap(false, true) {
 		return false
 	}
 	defer q.leadWaiter.Store(false)
+	// The waiter owns leadTimer and intrCh. A token left in intrCh is an
+	// Interrupt that an earlier wait did not need: done, checked after
+	// this, sees whatever an Interrupt since then was sent for.
+	select {
+	case <-q.intrCh:
+	default:
+	}
+	var expired <-chan time.Time
+	if !deadline.IsZero() {
+		if q.leadTimer == nil {
+			q.leadTimer = time.NewTimer(time.Until(deadline))
+		} else {
+			q.leadTimer.Reset(time.Until(deadline))
+		}
+		defer q.leadTimer.Stop()
+		expired = q.leadTimer.C
+	}
 	// Only the reader moves lead away from leadReader: to us (it sees
 	// wantLead) or to leadGone (the QP failed, and done is closed). It looks
 	// at wantLead after each delivery, so a completion delivered after the
@@ -101,31 +126,37 @@ func (q *queuePair) awaitHandOver(done func() bool) bool {
 	// it hands over, and a waiter that gives up withdraws it the same way:
 	// exactly one of them clears it, so a hand-over never goes to nobody.
 	q.wantLead.Store(true)
-	if done() {
-		if q.wantLead.CompareAndSwap(true, false) {
-			return false // withdrawn before the reader took it
+wait:
+	for !done() {
+		select {
+		case <-q.leadCh:
+			return true
+		case <-q.intrCh: // done may hold now
+		case <-q.done:
+			break wait
+		case <-expired:
+			break wait
 		}
-		<-q.leadCh // the reader is handing over: receive, and leave at once
-		return true
 	}
-	select {
-	case <-q.leadCh:
-		return true
-	case <-q.done:
-	}
+	// Done, failed or out of time: withdraw the request, unless the reader
+	// has taken it already; then receive the hand-over, and leadDirect
+	// returns at once (done, failed) or on its first wait (the deadline).
 	if q.wantLead.CompareAndSwap(true, false) {
 		return false
 	}
-	<-q.leadCh // handed over as the QP failed: receive, and hand back
+	<-q.leadCh
 	return true
 }
 
 // leadDirect is ProcessDirect's receive loop. It reports whether done became
 // true and whether the reader must take over at once.
-func (q *queuePair) leadDirect(done func() bool) (ok, handBack bool) {
+func (q *queuePair) leadDirect(done func() bool, deadline time.Time) (ok, handBack bool) {
 	r := &q.r
 	n := uint64(0) // FPDUs processed, counted into the device's Stats once
 	defer func() { q.dev.directFPDUs.Add(n) }()
+	if !deadline.IsZero() && !q.setDirectDeadline(deadline) {
+		return done(), true // failed
+	}
 	for {
 		if done() {
 			return true, r.r != r.w
@@ -147,7 +178,18 @@ func (q *queuePair) leadDirect(done func() bool) (ok, handBack bool) {
 			}
 		default:
 			r.large = false // the next FPDU is small: read ahead as far as possible
-			if err := q.fill(r.w - r.r + 1); err != nil {
+			err := q.fill(r.w - r.r + 1)
+			if err != nil && errors.Is(err, os.ErrDeadlineExceeded) && !q.failed.Load() {
+				// Our deadline, or an Interrupt: for us (done holds
+				// now) or for a caller before us.
+				if done() || !deadline.IsZero() && !time.Now().Before(deadline) {
+					return done(), r.r != r.w
+				}
+				if q.setDirectDeadline(deadline) {
+					continue
+				}
+			}
+			if err != nil {
 				r.pendErr = err
 				return done(), true
 			}
@@ -160,9 +202,56 @@ func (q *queuePair) leadDirect(done func() bool) (ok, handBack bool) {
 // comes before the wantReader check, and Resume sets wantReader before it
 // kicks, so one of the two kicks after the caller has left.
 func (q *queuePair) releaseLead(handBack bool) {
+	q.leadMu.Lock()
+	if q.deadlineSet && !q.failed.Load() { // failLocked's deadline stays, for the reader
+		q.conn.SetReadDeadline(time.Time{})
+	}
+	q.deadlineSet = false
 	q.lead.Store(leadNone)
+	q.leadMu.Unlock()
 	if handBack || q.wantReader.Load() {
 		q.kickReader()
+	}
+}
+
+// setDirectDeadline sets the socket's read deadline for the receiving caller
+// to t (zero: none), unless the QP has failed (failLocked's deadline must
+// stand), and reports whether it did.
+func (q *queuePair) setDirectDeadline(t time.Time) bool {
+	q.leadMu.Lock()
+	defer q.leadMu.Unlock()
+	if q.failed.Load() {
+		return false
+	}
+	q.conn.SetReadDeadline(t)
+	q.deadlineSet = !t.IsZero()
+	return true
+}
+
+// wakeCaller wakes the caller receiving directly, if one is, from its wait
+// for the socket by moving the read deadline into the past (its turn's end
+// restores it, unless the QP failed). Called by Interrupt and by failLocked,
+// which sets failed first.
+func (q *queuePair) wakeCaller() {
+	q.leadMu.Lock()
+	if q.lead.Load() == leadCaller {
+		q.conn.SetReadDeadline(time.Unix(1, 0))
+		q.deadlineSet = true
+	}
+	q.leadMu.Unlock()
+}
+
+// Interrupt implements verbs.DirectProcessor.
+func (q *queuePair) Interrupt() {
+	if q.rawConn == nil {
+		return // ProcessDirect never runs
+	}
+	select {
+	case q.intrCh <- struct{}{}: // a caller waiting for a hand-over
+	default:
+	}
+	if !q.failed.Load() {
+		q.wakeCaller()
 	}
 }
 

@@ -120,7 +120,7 @@ func (p *directPair) roundDirect(t *testing.T, seed byte) bool {
 	n := p.recvs.Load() + 1
 	ret := make(chan bool, 1)
 	go func() {
-		ret <- p.cli.qp.(verbs.DirectProcessor).ProcessDirect(func() bool { return p.recvs.Load() >= n })
+		ret <- p.cli.qp.(verbs.DirectProcessor).ProcessDirect(func() bool { return p.recvs.Load() >= n }, time.Time{})
 	}()
 	waitRegistered(t, p.cli.qp)
 	p.serverSend(t, seed)
@@ -187,7 +187,7 @@ func TestProcessDirectLargeToReader(t *testing.T) {
 	srcMR := p.srv.reg(t, src, 0)
 	k := p.recvs.Load()
 	ret := make(chan bool, 1)
-	go func() { ret <- d.ProcessDirect(func() bool { return p.recvs.Load() >= k+1 }) }()
+	go func() { ret <- d.ProcessDirect(func() bool { return p.recvs.Load() >= k+1 }, time.Time{}) }()
 	waitLead(t, p.cli.qp, leadCaller)
 	if err := p.srv.qp.PostSend(&verbs.SendWR{Op: verbs.OpWrite, SGL: []verbs.SGE{{MR: srcMR, Length: big}},
 		RemoteSTag: sinkMR.RKey(), RemoteTO: sinkMR.Addr(), Next: &verbs.SendWR{Op: verbs.OpSend,
@@ -235,7 +235,7 @@ func TestProcessDirectConnectionEnds(t *testing.T) {
 			p.handOverNow(t)
 			d := p.cli.qp.(verbs.DirectProcessor)
 			ret := make(chan bool, 1)
-			go func() { ret <- d.ProcessDirect(func() bool { return p.flushed.Load() > 0 }) }()
+			go func() { ret <- d.ProcessDirect(func() bool { return p.flushed.Load() > 0 }, time.Time{}) }()
 			waitLead(t, p.cli.qp, leadCaller)
 			tc.end(p)
 			awaitRet(t, ret)
@@ -265,7 +265,7 @@ func TestProcessDirectResume(t *testing.T) {
 	d := p.cli.qp.(verbs.DirectProcessor)
 	k := p.recvs.Load()
 	ret := make(chan bool, 1)
-	go func() { ret <- d.ProcessDirect(func() bool { return p.recvs.Load() >= k+1 }) }()
+	go func() { ret <- d.ProcessDirect(func() bool { return p.recvs.Load() >= k+1 }, time.Time{}) }()
 	waitLead(t, p.cli.qp, leadCaller)
 	d.Resume() // a second waiter
 	p.serverSend(t, 2)
@@ -286,7 +286,7 @@ func TestProcessDirectDoneBeforeRegistering(t *testing.T) {
 	k := p.recvs.Load()
 	p.serverSend(t, 1)
 	p.waitRecvs(t, k+1)
-	if !p.cli.qp.(verbs.DirectProcessor).ProcessDirect(func() bool { return p.recvs.Load() >= k+1 }) {
+	if !p.cli.qp.(verbs.DirectProcessor).ProcessDirect(func() bool { return p.recvs.Load() >= k+1 }, time.Time{}) {
 		t.Fatal("ProcessDirect returned false with its completion delivered")
 	}
 	if p.cli.qp.(*queuePair).wantLead.Load() {
@@ -313,7 +313,7 @@ func TestProcessDirectTerminateSilentPeer(t *testing.T) {
 	// The reader receives; a caller waits for it to hand over, which it does
 	// after the next FPDU it delivers.
 	ret := make(chan bool, 1)
-	go func() { ret <- d.ProcessDirect(failed) }()
+	go func() { ret <- d.ProcessDirect(failed, time.Time{}) }()
 	waitRegistered(t, s.qp)
 	p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: s.mr.RKey(), TO: s.mr.Addr()}, []byte("data"))
 	waitLead(t, s.qp, leadCaller)
@@ -330,7 +330,7 @@ func TestProcessDirectCloseWhileAwaiting(t *testing.T) {
 	p := newDirectPair(t, 8)
 	ret := make(chan bool, 1)
 	go func() {
-		ret <- p.cli.qp.(verbs.DirectProcessor).ProcessDirect(func() bool { return p.flushed.Load() > 0 })
+		ret <- p.cli.qp.(verbs.DirectProcessor).ProcessDirect(func() bool { return p.flushed.Load() > 0 }, time.Time{})
 	}()
 	waitRegistered(t, p.cli.qp)
 	closed := make(chan struct{})

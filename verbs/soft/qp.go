@@ -174,14 +174,22 @@ type queuePair struct {
 	// wantLead: the reader should hand over after its next delivery;
 	// wantReader: a consumer asked for the reader to take over (Resume);
 	// rxKick wakes a reader that handed over, takeBack times its wait
-	// (reader only).
+	// (reader only); intrCh (Interrupt) wakes and leadTimer times a
+	// caller's wait for a hand-over (leadWaiter's holder only).
 	lead       atomic.Int32
 	leadWaiter atomic.Bool
 	wantLead   atomic.Bool
 	wantReader atomic.Bool
 	leadCh     chan struct{}
 	rxKick     chan struct{}
+	intrCh     chan struct{}
 	takeBack   *time.Timer
+	leadTimer  *time.Timer
+	// leadMu orders moves of the socket's read deadline (a receiving
+	// caller's, Interrupt's, failLocked's) against the end of a caller's
+	// turn; deadlineSet: the turn moved it (guarded by leadMu).
+	leadMu      sync.Mutex
+	deadlineSet bool
 
 	w txState
 	r rxState
@@ -622,12 +630,12 @@ func (q *queuePair) failLocked(cause error, term []byte) {
 	q.err = qerr
 	q.pendingTerm = term
 	close(q.done)
-	if q.lead.Load() == leadCaller {
+	if q.rawConn != nil {
 		// A caller receiving directly may be waiting for the socket, which
 		// stays open after a Terminate until the peer closes it: wake the
 		// caller (the reader, which takes over from it, sets its own
 		// deadline for draining).
-		q.conn.SetReadDeadline(time.Unix(1, 0))
+		q.wakeCaller()
 	}
 	// Flush the send queue: everything not yet done, in order.
 	n := uint64(len(q.sq))
@@ -706,7 +714,7 @@ func (q *queuePair) start(conn net.Conn, crc bool, ird, ord, maxFPDU int, respon
 	}
 	q.state = verbs.StateRTS
 	q.r.init(q)
-	q.rxKick, q.leadCh = make(chan struct{}, 1), make(chan struct{}, 1)
+	q.rxKick, q.leadCh, q.intrCh = make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{}, 1)
 	q.lead.Store(leadReader)
 	q.live.Store(2)
 	q.mu.Unlock()

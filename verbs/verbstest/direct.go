@@ -12,7 +12,8 @@ import (
 // that waits for each reply with ProcessDirect gets every reply, in order, with
 // the handler contract kept (calls never overlap, no completion delivered twice);
 // when ProcessDirect returns false the caller waits after Resume, as the contract
-// says, and the reply still comes. Skipped for providers without it.
+// says, and the reply still comes. Deadlines and Interrupt end waits, and neither
+// disturbs the receiving that follows. Skipped for providers without it.
 func (s *suite) testDirectProcessor(t *testing.T) {
 	const total = 200
 	var replies atomic.Uint64 // the client handler's count of in-order replies
@@ -41,35 +42,106 @@ func (s *suite) testDirectProcessor(t *testing.T) {
 	if !ok {
 		t.Skip("the provider's QPs do not implement verbs.DirectProcessor")
 	}
-	direct := 0
-	for seq := uint64(0); seq < total; seq++ {
+	// process is d.ProcessDirect, failing the test if it does not return
+	// within the provider's Timeout (a wait that nothing ends would hang the
+	// test otherwise).
+	process := func(done func() bool, deadline time.Time) bool {
+		t.Helper()
+		ret := make(chan bool, 1)
+		go func() { ret <- d.ProcessDirect(done, deadline) }()
+		select {
+		case ok := <-ret:
+			return ok
+		case <-time.After(s.p.Timeout):
+			t.Fatal("ProcessDirect did not return")
+			return false
+		}
+	}
+	// exchange sends seq and waits for its reply through ProcessDirect
+	// (bounded by deadline, zero: none), falling back to Resume and polling
+	// as the contract says; it reports whether ProcessDirect got the reply.
+	exchange := func(seq uint64, deadline time.Time) bool {
+		t.Helper()
 		if err := sendSeq(p.cli, p.cliS, p.cliSMR, seq); err != nil {
 			t.Fatalf("PostSend %d: %v", seq, err)
 		}
 		want := seq + 1
 		// A handler that fails ends the wait too (its reply will never count).
 		ready := func() bool { return replies.Load() >= want || p.ch.failed() || p.sh.failed() }
-		if d.ProcessDirect(ready) {
+		if process(ready, deadline) {
 			p.sh.check(t)
 			p.ch.check(t)
-			direct++
 			if replies.Load() < want {
 				t.Fatalf("ProcessDirect returned true before reply %d", seq)
 			}
-			continue
+			return true
 		}
 		d.Resume()
-		deadline := time.Now().Add(s.p.Timeout)
+		limit := time.Now().Add(s.p.Timeout)
 		for !ready() {
-			if time.Now().After(deadline) {
+			if time.Now().After(limit) {
 				t.Fatalf("reply %d never came after ProcessDirect returned false and Resume", seq)
 			}
 			time.Sleep(50 * time.Microsecond)
 		}
+		return false
 	}
-	p.sh.check(t)
-	p.ch.check(t)
+	direct, seq := 0, uint64(0)
+	for ; seq < total; seq++ {
+		if exchange(seq, time.Time{}) {
+			direct++
+		}
+	}
 	if direct == 0 {
 		t.Errorf("no wait of %d was satisfied by ProcessDirect", total)
 	}
+	// Bounded waits. A wait for nothing ends at its deadline, reporting
+	// false, whether the caller found the provider's goroutine receiving or
+	// took over from the caller before it; a far deadline does not stop a
+	// reply from being received directly.
+	direct = 0
+	for i := 0; i < 20; i++ {
+		if process(func() bool { return false }, time.Now().Add(time.Millisecond)) {
+			t.Fatal("ProcessDirect with done never true returned true")
+		}
+		d.Resume()
+		if exchange(seq, time.Now().Add(time.Hour)) {
+			direct++
+		}
+		seq++
+	}
+	if direct == 0 {
+		t.Error("no wait with a deadline was satisfied by ProcessDirect")
+	}
+	// Interrupt: a wait for an event that Interrupt follows ends, with done
+	// true, and one that Interrupt finds not done goes on to its reply.
+	for i := 0; i < 20; i++ {
+		var fired atomic.Bool
+		go func() {
+			time.Sleep(200 * time.Microsecond)
+			fired.Store(true)
+			d.Interrupt()
+		}()
+		if !process(fired.Load, time.Time{}) {
+			t.Fatal("ProcessDirect returned false after an Interrupt that made done true")
+		}
+		d.Resume()
+		stop := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					d.Interrupt()
+					time.Sleep(20 * time.Microsecond)
+				}
+			}
+		}()
+		exchange(seq, time.Time{})
+		close(stop)
+		seq++
+	}
+	p.sh.check(t)
+	p.ch.check(t)
 }
