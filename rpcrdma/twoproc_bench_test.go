@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
@@ -46,7 +47,8 @@ func TestTwoProcessServer(t *testing.T) {
 // benchmarks a goroutine one side readies can run on a thread the other side keeps
 // busy, which is not how they meet outside a benchmark): NULL, answered where it
 // arrives, and a 4 KiB reply (by write chunk over RDMA) from a worker goroutine, over
-// RDMA (verbs/soft) and over oncrpc's TCP transport to the same server process.
+// RDMA (verbs/soft) and over oncrpc's TCP transport to the same server process, each
+// without and with a per-try timeout.
 //
 //	go test -run '^$' -bench TwoProcess -benchtime 20000x -count 5 ./rpcrdma
 func BenchmarkTwoProcess(b *testing.B) {
@@ -84,6 +86,11 @@ func BenchmarkTwoProcess(b *testing.B) {
 		rt   oncrpc.RoundTripper
 	}{{"rdma-soft", tr}, {"oncrpc-tcp", ttr}} {
 		b.Run(c.name, func(b *testing.B) { benchTwoProcess(b, oncrpc.NewClient(c.rt, tpProg, tpVers)) })
+		// With a per-try timeout, as nfsclient's callers (the nfsrdma
+		// commands' timeo) make every call.
+		b.Run(c.name+"-timeo", func(b *testing.B) {
+			benchTwoProcess(b, oncrpc.NewClient(c.rt, tpProg, tpVers, oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: time.Minute})))
+		})
 	}
 }
 
