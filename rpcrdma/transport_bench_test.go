@@ -131,23 +131,24 @@ func (s benchServer) dial(b *testing.B) *oncrpc.Client { return s(b)() }
 
 func BenchmarkTransportNull(b *testing.B) {
 	for _, tc := range benchTransports {
-		b.Run(tc.name, func(b *testing.B) {
-			rpc := tc.server.dial(b)
-			ctx := context.Background()
-			opts := oncrpc.CallOptions{MaxReply: 256}
-			if err := rpc.CallWithOptions(ctx, tpNull, nil, nil, opts); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if err := rpc.CallWithOptions(ctx, tpNull, nil, nil, opts); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		b.Run(tc.name, func(b *testing.B) { benchNullCalls(b, tc.server.dial(b), context.Background()) })
 	}
 	b.Run("raw-tcp", func(b *testing.B) { benchRawTCP(b, 40, 24) })
+}
+
+// benchNullCalls makes one NULL call, then b.N timed ones, with ctx.
+func benchNullCalls(b *testing.B, rpc *oncrpc.Client, ctx context.Context) {
+	opts := oncrpc.CallOptions{MaxReply: 256}
+	if err := rpc.CallWithOptions(ctx, tpNull, nil, nil, opts); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := rpc.CallWithOptions(ctx, tpNull, nil, nil, opts); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // BenchmarkTransportWrite1M sends a 1 MiB payload per call (a read chunk over RDMA,
@@ -295,17 +296,7 @@ func BenchmarkTransportNullBounded(b *testing.B) {
 				}
 				ctx, cancel := bd.ctx()
 				defer cancel()
-				opts := oncrpc.CallOptions{MaxReply: 256}
-				if err := rpc.CallWithOptions(ctx, tpNull, nil, nil, opts); err != nil {
-					b.Fatal(err)
-				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					if err := rpc.CallWithOptions(ctx, tpNull, nil, nil, opts); err != nil {
-						b.Fatal(err)
-					}
-				}
+				benchNullCalls(b, rpc, ctx)
 			})
 		}
 	}
