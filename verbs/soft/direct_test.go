@@ -342,3 +342,118 @@ func TestProcessDirectCloseWhileAwaiting(t *testing.T) {
 		t.Fatal("Close did not return")
 	}
 }
+
+// TestProcessDirectBoundedStalledPeer: a peer that stops in the middle of an
+// FPDU holds up neither a caller whose wait is bounded nor the QP. With the
+// caller receiving, its wait for the rest of the FPDU ends at its deadline, or
+// at an Interrupt after which done holds; with the reader stuck in the FPDU,
+// the caller's wait for a hand-over ends the same ways. Each time the reader
+// receives again afterwards: the rest of the FPDU, once the peer sends it, is
+// placed.
+func TestProcessDirectBoundedStalledPeer(t *testing.T) {
+	s := newServerUnderTest(t, Config{TakeBack: time.Hour})
+	p := s.connectRaw(t, false, verbs.ConnParams{})
+	d := s.qp.(verbs.DirectProcessor)
+	n := 0
+	// write sends an RDMA Write of a fresh pattern to a fresh part of s.mr
+	// (the race detector does not see the socket order the writes after the
+	// checks of earlier ones), all but its last 5 bytes when stall is set, and
+	// returns the rest and the pattern.
+	write := func(stall bool) (rest, data []byte) {
+		t.Helper()
+		n++
+		data = bytes.Repeat([]byte{byte(n)}, 64)
+		h := iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: s.mr.RKey(), TO: s.mr.Addr() + uint64(64*n)}
+		b, err := iwarp.AppendFPDU(nil, &h, data, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !stall {
+			p.write(b)
+			return nil, data
+		}
+		p.write(b[:len(b)-5])
+		return b[len(b)-5:], data
+	}
+	// placed checks that data was placed: a Send behind it completes (so
+	// the Write before it has been placed, and the completion orders the
+	// placement before the check).
+	rmr := s.reg(t, make([]byte, 8), verbs.AccessLocalWrite)
+	sends := uint64(0)
+	placed := func(data []byte) {
+		t.Helper()
+		sends++
+		if err := s.qp.PostRecv(&verbs.RecvWR{ID: sends, SGL: []verbs.SGE{{MR: rmr, Length: 8}}}); err != nil {
+			t.Fatal(err)
+		}
+		p.sendMsg(iwarp.OpSend, []byte("ok"), 0)
+		s.expect(t, sends, verbs.OpcodeRecv, verbs.StatusSuccess)
+		if at := 64 * int(data[0]); !bytes.Equal(s.buf[at:at+len(data)], data) {
+			t.Fatalf("write %d was not placed", data[0])
+		}
+	}
+	// start runs ProcessDirect and returns where its result comes.
+	start := func(done func() bool, deadline time.Time) <-chan bool {
+		ret := make(chan bool, 1)
+		go func() { ret <- d.ProcessDirect(done, deadline) }()
+		return ret
+	}
+	never := func() bool { return false }
+	// lead makes a caller the receiver (the reader hands over after the next
+	// FPDU), then stalls the peer in the FPDU after that.
+	lead := func(done func() bool, deadline time.Time) (<-chan bool, []byte, []byte) {
+		t.Helper()
+		ret := start(done, deadline)
+		waitRegistered(t, s.qp)
+		_, data := write(false)
+		placed(data)
+		waitLead(t, s.qp, leadCaller)
+		rest, data := write(true)
+		return ret, rest, data
+	}
+
+	// The caller receives; its deadline passes.
+	ret, rest, data := lead(never, time.Now().Add(100*time.Millisecond))
+	if awaitRet(t, ret) {
+		t.Fatal("ProcessDirect returned true at its deadline")
+	}
+	d.Resume()
+	p.write(rest)
+	placed(data)
+
+	// The caller receives; an Interrupt follows the event it waits for.
+	var fired atomic.Bool
+	ret, rest, data = lead(fired.Load, time.Time{})
+	time.Sleep(time.Millisecond) // let it wait for the socket
+	fired.Store(true)
+	d.Interrupt()
+	if !awaitRet(t, ret) {
+		t.Fatal("ProcessDirect returned false after an Interrupt with done true")
+	}
+	d.Resume()
+	p.write(rest)
+	placed(data)
+
+	// The reader is stuck in an FPDU; a caller's wait for it to hand over
+	// ends at the deadline, and at an Interrupt with done true.
+	waitLead(t, s.qp, leadReader)
+	rest, data = write(true)
+	if awaitRet(t, start(never, time.Now().Add(50*time.Millisecond))) {
+		t.Fatal("ProcessDirect returned true at its deadline")
+	}
+	d.Resume()
+	fired.Store(false)
+	ret = start(fired.Load, time.Time{})
+	waitRegistered(t, s.qp)
+	fired.Store(true)
+	d.Interrupt()
+	if !awaitRet(t, ret) {
+		t.Fatal("ProcessDirect returned false after an Interrupt with done true")
+	}
+	d.Resume()
+	p.write(rest)
+	placed(data)
+	if q := s.qp.(*queuePair); q.wantLead.Load() || q.failed.Load() {
+		t.Errorf("after the waits: hand-over requested %v, QP failed %v", q.wantLead.Load(), q.failed.Load())
+	}
+}
