@@ -4,14 +4,18 @@
 package metricstest
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Series maps a series, written as the exposition writes it (name{l1="v1",l2="v2"}
@@ -37,30 +41,57 @@ func Scrape(ctx context.Context, url string) (Series, error) {
 	return Parse(resp.Body)
 }
 
-// Parse reads a text exposition.
+// Parse reads a text exposition with the Prometheus text parser (expfmt), which
+// rejects what a Prometheus server would not take, and flattens it into series as
+// the exposition writes them: a histogram's buckets, sum and count (and a summary's
+// quantiles, sum and count) become series of their own.
 func Parse(r io.Reader) (Series, error) {
-	s := make(Series)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			return nil, fmt.Errorf("exposition line %d: no value: %q", n, line)
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			return nil, fmt.Errorf("exposition line %d: value: %w", n, err)
-		}
-		s[line[:i]] = v
-	}
-	if err := sc.Err(); err != nil {
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
 		return nil, fmt.Errorf("exposition: %w", err)
 	}
+	s := make(Series)
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			labels := make([]string, 0, 2*len(m.GetLabel())+2)
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName(), l.GetValue())
+			}
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				s[Key(name, labels...)] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				s[Key(name, labels...)] = m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				h := m.GetHistogram()
+				for _, b := range h.GetBucket() {
+					s[Key(name+"_bucket", append(labels, "le", formatFloat(b.GetUpperBound()))...)] = float64(b.GetCumulativeCount())
+				}
+				s[Key(name+"_sum", labels...)] = h.GetSampleSum()
+				s[Key(name+"_count", labels...)] = float64(h.GetSampleCount())
+			case dto.MetricType_SUMMARY:
+				sm := m.GetSummary()
+				for _, q := range sm.GetQuantile() {
+					s[Key(name, append(labels, "quantile", formatFloat(q.GetQuantile()))...)] = q.GetValue()
+				}
+				s[Key(name+"_sum", labels...)] = sm.GetSampleSum()
+				s[Key(name+"_count", labels...)] = float64(sm.GetSampleCount())
+			default:
+				s[Key(name, labels...)] = m.GetUntyped().GetValue()
+			}
+		}
+	}
 	return s, nil
+}
+
+// formatFloat writes a label value such as a bucket's bound as the exposition
+// does.
+func formatFloat(v float64) string {
+	if math.IsInf(v, 1) {
+		return "+Inf"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 // Key writes the series of name with labels given as name, value pairs, in the

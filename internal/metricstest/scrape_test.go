@@ -26,7 +26,7 @@ func TestParseAndKey(t *testing.T) {
 	if v, ok := s.Get("go_goroutines"); !ok || v != 12 {
 		t.Errorf("go_goroutines: %v %v", v, ok)
 	}
-	for _, bad := range []string{"novalue\n", "x notanumber\n"} {
+	for _, bad := range []string{"novalue\n", "x notanumber\n", "x{a=b} 1\n"} {
 		if _, err := Parse(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "line 1") {
 			t.Errorf("Parse(%q): %v, want an error naming line 1", bad, err)
 		}
