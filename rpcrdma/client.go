@@ -170,7 +170,6 @@ func Dial(ctx context.Context, dev verbs.Device, addr string, opts *ClientOption
 	c.reqPool.New = func() any {
 		r := &request{done: make(chan struct{}, 1)}
 		r.replied = func() bool { return len(r.done) > 0 }
-		r.stopped = func() bool { return len(r.done) > 0 || r.ctx.Err() != nil }
 		return r
 	}
 	c.startBackchannel()
@@ -531,10 +530,6 @@ type request struct {
 	// connection's only pending one when it was posted (guarded by cc.mu).
 	replied func() bool
 	sole    bool
-	// stopped is replied for a bounded wait: it also reports ctx (the
-	// caller's, set during the wait) done.
-	stopped func() bool
-	ctx     context.Context
 	orphan  bool // the caller gave up; the reply handler cleans up (guarded by cc.mu)
 	handed  bool // the receive handler took the reply for the caller (guarded by cc.mu)
 	lost    bool // the connection failed while the call was pending; set with the token in done (guarded by cc.mu)
@@ -615,30 +610,32 @@ func (cc *clientConn) await(r *request) {
 	<-r.done
 }
 
-// receive is await's direct receive for a bounded wait: ctx's cancellation
-// (through context.AfterFunc and Interrupt) or deadline (ctx's or the try's, the
-// earlier) ends it. It returns with r's token in r.done, or after Resume, and the
-// caller then waits on r.done, ctx and its timer as without a DirectProcessor.
+// cancelCheck bounds how long a caller whose context can be cancelled receives
+// directly (the receiving goroutine waits for the socket, not for the context) before
+// it waits on its context too: the longest a cancellation can go unnoticed. Replies
+// mostly come far sooner; a call still waiting then waits as without a
+// DirectProcessor.
+const cancelCheck = 2 * time.Millisecond
+
+// receive is await's direct receive for a bounded wait: the try's deadline, ctx's
+// deadline, and for a ctx that can be cancelled cancelCheck from now, whichever comes
+// first, end it. It returns with r's token in r.done, or after Resume, and the caller
+// then waits on r.done, ctx and its timer as without a DirectProcessor.
 func (cc *clientConn) receive(ctx context.Context, r *request, deadline time.Time) {
 	d := cc.ep.direct
 	if d == nil {
 		return
 	}
 	if r.sole {
-		if dl, ok := ctx.Deadline(); ok && (deadline.IsZero() || dl.Before(deadline)) {
+		if ctx.Done() != nil {
+			if dl := time.Now().Add(cancelCheck); deadline.IsZero() || dl.Before(deadline) {
+				deadline = dl
+			}
+		}
+		if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
 			deadline = dl
 		}
-		var stop func() bool
-		if ctx.Done() != nil {
-			stop = context.AfterFunc(ctx, cc.ep.interrupt)
-		}
-		r.ctx = ctx
-		ok := d.ProcessDirect(r.stopped, deadline)
-		r.ctx = nil
-		if stop != nil {
-			stop()
-		}
-		if ok && r.replied() {
+		if d.ProcessDirect(r.replied, deadline) {
 			return
 		}
 	}

@@ -149,7 +149,7 @@ func TestDirectReceiveReplyReadChunks(t *testing.T) {
 // context deadline, a context that can be cancelled) receive their own replies as
 // well, and each bound still ends a wait whose reply does not come: the try's
 // timeout with oncrpc.ErrTimeout, the deadline with context.DeadlineExceeded, the
-// cancellation with context.Canceled. Calls on the same Client go on afterwards (the
+// cancellation (as the caller receives, or after cancelCheck) with context.Canceled. Calls on the same Client go on afterwards (the
 // caller that gave up handed receiving back; with TakeBack of an hour, a caller
 // that did not would hang the next call), and on the same connection when the
 // bound was the context's (no deadline of the caller's is left for the reader).
@@ -171,8 +171,9 @@ func TestDirectReceiveBoundedWaits(t *testing.T) {
 		{"ctx-cancel", 0, func(b *blocker) (context.Context, context.CancelFunc) {
 			ctx, cancel := context.WithCancel(context.Background())
 			go func() {
-				<-b.arrived // the call is at the server: its caller waits
-				time.Sleep(10 * time.Millisecond)
+				// The call is at the server; its caller receives
+				// directly (for at most cancelCheck) or waits.
+				<-b.arrived
 				cancel()
 			}()
 			return ctx, cancel

@@ -40,10 +40,8 @@ type endpoint struct {
 	cq verbs.CQ
 	// direct is qp as a verbs.DirectProcessor, nil when the provider has none.
 	direct verbs.DirectProcessor
-	// interrupt is direct.Interrupt, made once (context.AfterFunc's function).
-	interrupt func()
-	info      *verbs.ConnInfo
-	peer      ConnPrivate
+	info   *verbs.ConnInfo
+	peer   ConnPrivate
 
 	// Buffer i of a pool lives at recv[i] / send[i] (its slab's MR and offset), set
 	// once when its slab is registered, before index i is first used; the slots are
@@ -141,9 +139,6 @@ func newEndpoint(pd verbs.PD, dev verbs.Device, cfg endpointConfig) (*endpoint, 
 	}
 	e.pd = pd
 	e.direct, _ = e.qp.(verbs.DirectProcessor)
-	if e.direct != nil {
-		e.interrupt = e.direct.Interrupt
-	}
 	e.sq.init(cfg.sqDepth)
 	e.sendFree.init(cfg.nsend)
 	e.send = make([]*sendSlot, cfg.nsend)

@@ -82,10 +82,8 @@ type DirectProcessor interface {
 	// completions to the CQ handlers exactly as the provider's own
 	// completion context would, until done reports true or deadline (zero:
 	// none) passes. It returns what done reports as it returns. done is
-	// called between completions and after every wake-up (an Interrupt, the
-	// deadline), never with a provider lock held; it becomes true through a
-	// completion's delivery, or through an event the consumer follows with
-	// Interrupt (a cancelled context).
+	// called between completions, never with a provider lock held, and must
+	// become true only through a completion's delivery.
 	//
 	// When the provider's goroutine is receiving, the caller waits until
 	// that goroutine hands receiving over between two messages (one
@@ -99,13 +97,12 @@ type DirectProcessor interface {
 	// While it runs, completions of other work requests on the QP are
 	// delivered by this goroutine; a consumer that waits for one while
 	// another goroutine processes directly calls Resume.
+	//
+	// A consumer whose wait may also end by an event no completion reports
+	// (a cancelled context) bounds the call by a deadline near enough for
+	// that event to be noticed in time, and then waits as it would without
+	// it.
 	ProcessDirect(done func() bool, deadline time.Time) bool
-	// Interrupt makes a ProcessDirect of the QP that is running, or waiting
-	// for a hand-over, call its done again soon and return if it reports
-	// true; one that finds done still false goes on. It never blocks and
-	// may be called from any goroutine, for example by context.AfterFunc
-	// when the waiting caller's context is cancelled.
-	Interrupt()
 	// Resume makes sure receive processing continues once the goroutine that
 	// is processing directly (if any) returns: a consumer calls it before it
 	// waits for a completion without processing directly.

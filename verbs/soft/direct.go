@@ -51,10 +51,10 @@ var _ verbs.DirectProcessor = (*queuePair)(nil)
 
 // ProcessDirect implements verbs.DirectProcessor.
 //
-// A deadline, an Interrupt and failLocked all end a wait for the socket the
-// same way: through the socket's read deadline, which only the receiving
-// caller's turn may move (leadMu orders the moves against the turn's end,
-// so the reader never meets a deadline meant for a caller).
+// The deadline and failLocked both end a wait for the socket the same way:
+// through the socket's read deadline, which only the receiving caller's turn
+// may move (leadMu orders the moves against the turn's end, so the reader
+// never meets a deadline meant for a caller).
 func (q *queuePair) ProcessDirect(done func() bool, deadline time.Time) bool {
 	if q.rawConn == nil {
 		return false // a stream without readiness I/O: only the reader receives
@@ -99,14 +99,7 @@ func (q *queuePair) awaitHandOver(done func() bool, deadline time.Time) bool {
 		return false
 	}
 	defer q.leadWaiter.Store(false)
-	// The waiter owns leadTimer and intrCh. A token left in intrCh is an
-	// Interrupt that an earlier wait did not need: done, checked after
-	// this, sees whatever an Interrupt since then was sent for.
-	select {
-	case <-q.intrCh:
-	default:
-	}
-	var expired <-chan time.Time
+	var expired <-chan time.Time // leadTimer belongs to the waiter
 	if !deadline.IsZero() {
 		if q.leadTimer == nil {
 			q.leadTimer = time.NewTimer(time.Until(deadline))
@@ -126,16 +119,12 @@ func (q *queuePair) awaitHandOver(done func() bool, deadline time.Time) bool {
 	// it hands over, and a waiter that gives up withdraws it the same way:
 	// exactly one of them clears it, so a hand-over never goes to nobody.
 	q.wantLead.Store(true)
-wait:
-	for !done() {
+	if !done() {
 		select {
 		case <-q.leadCh:
 			return true
-		case <-q.intrCh: // done may hold now
 		case <-q.done:
-			break wait
 		case <-expired:
-			break wait
 		}
 	}
 	// Done, failed or out of time: withdraw the request, unless the reader
@@ -180,14 +169,8 @@ func (q *queuePair) leadDirect(done func() bool, deadline time.Time) (ok, handBa
 			r.large = false // the next FPDU is small: read ahead as far as possible
 			err := q.fill(r.w - r.r + 1)
 			if err != nil && errors.Is(err, os.ErrDeadlineExceeded) && !q.failed.Load() {
-				// Our deadline, or an Interrupt: for us (done holds
-				// now) or for a caller before us.
-				if done() || !deadline.IsZero() && !time.Now().Before(deadline) {
-					return done(), r.r != r.w
-				}
-				if q.setDirectDeadline(deadline) {
-					continue
-				}
+				// Our deadline passed (failLocked's comes with failed).
+				return done(), r.r != r.w
 			}
 			if err != nil {
 				r.pendErr = err
@@ -229,9 +212,9 @@ func (q *queuePair) setDirectDeadline(t time.Time) bool {
 }
 
 // wakeCaller wakes the caller receiving directly, if one is, from its wait
-// for the socket by moving the read deadline into the past (its turn's end
-// restores it, unless the QP failed). Called by Interrupt and by failLocked,
-// which sets failed first.
+// for the socket by moving the read deadline into the past. Called by
+// failLocked, which sets failed first (so the turn's end leaves the deadline
+// for the reader).
 func (q *queuePair) wakeCaller() {
 	q.leadMu.Lock()
 	if q.lead.Load() == leadCaller {
@@ -239,20 +222,6 @@ func (q *queuePair) wakeCaller() {
 		q.deadlineSet = true
 	}
 	q.leadMu.Unlock()
-}
-
-// Interrupt implements verbs.DirectProcessor.
-func (q *queuePair) Interrupt() {
-	if q.rawConn == nil {
-		return // ProcessDirect never runs
-	}
-	select {
-	case q.intrCh <- struct{}{}: // a caller waiting for a hand-over
-	default:
-	}
-	if !q.failed.Load() {
-		q.wakeCaller()
-	}
 }
 
 // Resume implements verbs.DirectProcessor. wantReader stays set until the

@@ -174,20 +174,19 @@ type queuePair struct {
 	// wantLead: the reader should hand over after its next delivery;
 	// wantReader: a consumer asked for the reader to take over (Resume);
 	// rxKick wakes a reader that handed over, takeBack times its wait
-	// (reader only); intrCh (Interrupt) wakes and leadTimer times a
-	// caller's wait for a hand-over (leadWaiter's holder only).
+	// (reader only); leadTimer times a caller's wait for a hand-over
+	// (leadWaiter's holder only).
 	lead       atomic.Int32
 	leadWaiter atomic.Bool
 	wantLead   atomic.Bool
 	wantReader atomic.Bool
 	leadCh     chan struct{}
 	rxKick     chan struct{}
-	intrCh     chan struct{}
 	takeBack   *time.Timer
 	leadTimer  *time.Timer
 	// leadMu orders moves of the socket's read deadline (a receiving
-	// caller's, Interrupt's, failLocked's) against the end of a caller's
-	// turn; deadlineSet: the turn moved it (guarded by leadMu).
+	// caller's, failLocked's) against the end of a caller's turn;
+	// deadlineSet: the turn moved it (guarded by leadMu).
 	leadMu      sync.Mutex
 	deadlineSet bool
 
@@ -714,7 +713,7 @@ func (q *queuePair) start(conn net.Conn, crc bool, ird, ord, maxFPDU int, respon
 	}
 	q.state = verbs.StateRTS
 	q.r.init(q)
-	q.rxKick, q.leadCh, q.intrCh = make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{}, 1)
+	q.rxKick, q.leadCh = make(chan struct{}, 1), make(chan struct{}, 1)
 	q.lead.Store(leadReader)
 	q.live.Store(2)
 	q.mu.Unlock()

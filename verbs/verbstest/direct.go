@@ -12,8 +12,8 @@ import (
 // that waits for each reply with ProcessDirect gets every reply, in order, with
 // the handler contract kept (calls never overlap, no completion delivered twice);
 // when ProcessDirect returns false the caller waits after Resume, as the contract
-// says, and the reply still comes. Deadlines and Interrupt end waits, and neither
-// disturbs the receiving that follows. Skipped for providers without it.
+// says, and the reply still comes. A deadline ends a wait without disturbing the
+// receiving that follows. Skipped for providers without it.
 func (s *suite) testDirectProcessor(t *testing.T) {
 	const total = 200
 	var replies atomic.Uint64 // the client handler's count of in-order replies
@@ -112,35 +112,6 @@ func (s *suite) testDirectProcessor(t *testing.T) {
 	}
 	if direct == 0 {
 		t.Error("no wait with a deadline was satisfied by ProcessDirect")
-	}
-	// Interrupt: a wait for an event that Interrupt follows ends, with done
-	// true, and one that Interrupt finds not done goes on to its reply.
-	for i := 0; i < 20; i++ {
-		var fired atomic.Bool
-		go func() {
-			time.Sleep(200 * time.Microsecond)
-			fired.Store(true)
-			d.Interrupt()
-		}()
-		if !process(fired.Load, time.Time{}) {
-			t.Fatal("ProcessDirect returned false after an Interrupt that made done true")
-		}
-		d.Resume()
-		stop := make(chan struct{})
-		go func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-					d.Interrupt()
-					time.Sleep(20 * time.Microsecond)
-				}
-			}
-		}()
-		exchange(seq, time.Time{})
-		close(stop)
-		seq++
 	}
 	p.sh.check(t)
 	p.ch.check(t)
