@@ -147,13 +147,15 @@ func (p *ProcStats) Observe(ci CallInfo) {
 	if o >= NumOutcomes {
 		o = OutcomeSystemErr
 	}
-	c.outcomes[o].Add(1)
+	// The outcome, which counts the call, moves last, and load reads the outcomes
+	// first: a snapshot that shows a call shows its latency too.
 	i := 0
 	for i < len(LatencyBuckets) && d > LatencyBuckets[i] {
 		i++
 	}
-	c.buckets[i].Add(1)
 	c.sum.Add(int64(d))
+	c.buckets[i].Add(1)
+	c.outcomes[o].Add(1)
 }
 
 // add returns k's cell, adding it (or, when the table is full, OtherProc's).
@@ -210,7 +212,7 @@ func (p *ProcStats) Get(k ProcKey) ProcCounters {
 	return s
 }
 
-// load copies the cell's counters into s.
+// load copies the cell's counters into s, the outcomes first (see Observe).
 func (c *procCell) load(s *ProcCounters) {
 	for i := range c.outcomes {
 		s.Outcomes[i] = c.outcomes[i].Load()
