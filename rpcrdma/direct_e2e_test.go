@@ -69,8 +69,8 @@ func TestCallerReceivesItsReply(t *testing.T) {
 // TestDirectReceiveMixed: calls without a deadline from several goroutines at once,
 // so that callers that receive their own replies, callers waiting for the reader and
 // callers asking it back mix, with replies small and large (a 256 KiB write chunk,
-// which the reader places) and calls with deadlines among them: every call completes
-// with the right result.
+// which the reader places) and calls with deadlines or cancellable contexts among them
+// (bounded direct receives): every call completes with the right result.
 func TestDirectReceiveMixed(t *testing.T) {
 	env := newDirectEnv(t, nil)
 	watchdog(t, 120*time.Second, func() {
@@ -83,8 +83,13 @@ func TestDirectReceiveMixed(t *testing.T) {
 				sink := make([]byte, 256<<10)
 				for i := 0; i < 60; i++ {
 					ctx := noDeadline
-					if (g+i)%7 == 0 {
+					switch {
+					case (g+i)%7 == 0:
 						c, cancel := context.WithTimeout(context.Background(), time.Minute)
+						defer cancel()
+						ctx = c
+					case (g+i)%5 == 0:
+						c, cancel := context.WithCancel(context.Background())
 						defer cancel()
 						ctx = c
 					}
