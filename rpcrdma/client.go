@@ -595,21 +595,6 @@ func (c *Client) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *
 	}
 }
 
-// await waits for r's token in r.done without a deadline. With a provider that can
-// receive on the caller's goroutine (verbs.DirectProcessor), the connection's only
-// pending call receives its reply itself, so no goroutine has to wake it (at one call
-// in flight, the hand-off from the provider's goroutine to the caller is a thread
-// wake-up per call); a call that is not alone asks the provider's goroutine to keep
-// receiving.
-func (cc *clientConn) await(r *request) {
-	if d := cc.ep.direct; d != nil {
-		if !r.sole || !d.ProcessDirect(r.replied, time.Time{}) {
-			d.Resume()
-		}
-	}
-	<-r.done
-}
-
 // cancelCheck bounds how long a caller whose context can be cancelled receives
 // directly (the receiving goroutine waits for the socket, not for the context) before
 // it waits on its context too: the longest a cancellation can go unnoticed. Replies
@@ -617,10 +602,15 @@ func (cc *clientConn) await(r *request) {
 // DirectProcessor.
 const cancelCheck = 2 * time.Millisecond
 
-// receive is await's direct receive for a bounded wait: the try's deadline, ctx's
-// deadline, and for a ctx that can be cancelled cancelCheck from now, whichever comes
-// first, end it. It returns with r's token in r.done, or after Resume, and the caller
-// then waits on r.done, ctx and its timer as without a DirectProcessor.
+// receive lets the caller receive its own reply when the provider can receive on the
+// caller's goroutine (verbs.DirectProcessor) and the call is the connection's only
+// pending one, so that no goroutine has to wake it (at one call in flight, the
+// hand-off from the provider's goroutine to the caller is a thread wake-up per call).
+// The try's deadline (zero: none), ctx's deadline, and for a ctx that can be
+// cancelled cancelCheck from now, whichever comes first, end that. It returns with
+// r's token in r.done, or after asking the provider's goroutine to keep receiving
+// (Resume); the caller then waits on r.done (and ctx and its timer) as without a
+// DirectProcessor.
 func (cc *clientConn) receive(ctx context.Context, r *request, deadline time.Time) {
 	d := cc.ep.direct
 	if d == nil {
@@ -679,10 +669,10 @@ func (cc *clientConn) roundTrip(ctx context.Context, timer <-chan time.Time, try
 	// one channel, not in a select that also queues it on the connection's shared
 	// dead channel.
 	woken := true
+	cc.receive(ctx, r, tryDeadline)
 	if done := ctx.Done(); done == nil && timer == nil {
-		cc.await(r)
+		<-r.done
 	} else {
-		cc.receive(ctx, r, tryDeadline)
 		select {
 		case <-r.done:
 		case <-done:
