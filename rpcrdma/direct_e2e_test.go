@@ -154,26 +154,36 @@ func TestDirectReceiveReplyReadChunks(t *testing.T) {
 // context deadline, a context that can be cancelled) receive their own replies as
 // well, and each bound still ends a wait whose reply does not come: the try's
 // timeout with oncrpc.ErrTimeout, the deadline with context.DeadlineExceeded, the
-// cancellation (as the caller receives, or after cancelCheck) with context.Canceled. Calls on the same Client go on afterwards (the
-// caller that gave up handed receiving back; with TakeBack of an hour, a caller
-// that did not would hang the next call), and on the same connection when the
-// bound was the context's (no deadline of the caller's is left for the reader).
+// cancellation (as the caller receives, or after cancelCheck) with context.Canceled.
+// Calls on the same Client go on afterwards (the caller that gave up handed
+// receiving back; with TakeBack of an hour, a caller that did not would hang the next
+// call), and on the same connection when the bound was the context's (no deadline of
+// the caller's is left for the reader).
 func TestDirectReceiveBoundedWaits(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		try  time.Duration // the Client's per-try Timeout
+		// wait returns the context of the calls that are answered, bounded
+		// the same way.
+		wait func() (context.Context, context.CancelFunc)
 		// bound returns the context of a call that must end early, and
 		// starts what ends it.
 		bound func(b *blocker) (context.Context, context.CancelFunc)
 		want  error
 	}{
-		{"timeo", 100 * time.Millisecond, func(*blocker) (context.Context, context.CancelFunc) {
+		{"timeo", 100 * time.Millisecond, func() (context.Context, context.CancelFunc) {
+			return context.Background(), func() {}
+		}, func(*blocker) (context.Context, context.CancelFunc) {
 			return context.Background(), func() {}
 		}, oncrpc.ErrTimeout},
-		{"ctx-deadline", 0, func(*blocker) (context.Context, context.CancelFunc) {
+		{"ctx-deadline", 0, func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), time.Hour)
+		}, func(*blocker) (context.Context, context.CancelFunc) {
 			return context.WithTimeout(context.Background(), 100*time.Millisecond)
 		}, context.DeadlineExceeded},
-		{"ctx-cancel", 0, func(b *blocker) (context.Context, context.CancelFunc) {
+		{"ctx-cancel", 0, func() (context.Context, context.CancelFunc) {
+			return context.WithCancel(context.Background())
+		}, func(b *blocker) (context.Context, context.CancelFunc) {
 			ctx, cancel := context.WithCancel(context.Background())
 			go func() {
 				// The call is at the server; its caller receives
@@ -192,11 +202,8 @@ func TestDirectReceiveBoundedWaits(t *testing.T) {
 			if tc.try > 0 {
 				rpc = oncrpc.NewClient(rpc.Transport(), tpProg, tpVers, oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: tc.try, MaxTries: 1}))
 			}
-			long, cancel := context.WithTimeout(context.Background(), time.Hour)
+			long, cancel := tc.wait()
 			defer cancel()
-			if tc.try > 0 {
-				long = context.Background() // the try's timeout bounds the wait
-			}
 			echo := func(n int) {
 				t.Helper()
 				for i := 0; i < n; i++ {
@@ -231,5 +238,46 @@ func TestDirectReceiveBoundedWaits(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestBoundedCallsDoNotAllocate: a call whose wait is bounded (a per-try Timeout, a
+// context deadline, a context that can be cancelled) and that receives its own reply
+// allocates nothing, as an unbounded one does.
+func TestBoundedCallsDoNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items")
+	}
+	noTrace := func(bool, []byte) {} // the test env's tracer keeps every message
+	env := newTPEnvOn(t, soft.New(soft.Config{TakeBack: time.Hour}), &ServerOptions{Trace: noTrace}, &ClientOptions{Trace: noTrace})
+	timeo := oncrpc.NewClient(env.rpc.Transport(), tpProg, tpVers, oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: time.Minute}))
+	deadline, cancelD := context.WithTimeout(context.Background(), time.Hour)
+	defer cancelD()
+	cancellable, cancelC := context.WithCancel(context.Background())
+	defer cancelC()
+	opts := oncrpc.CallOptions{MaxReply: 256}
+	for _, tc := range []struct {
+		name string
+		rpc  *oncrpc.Client
+		ctx  context.Context
+	}{{"none", env.rpc, context.Background()}, {"timeo", timeo, context.Background()},
+		{"ctx-deadline", env.rpc, deadline}, {"ctx-cancel", env.rpc, cancellable}} {
+		var err error
+		call := func() {
+			if e := tc.rpc.CallWithOptions(tc.ctx, tpNull, nil, nil, opts); e != nil {
+				err = e
+			}
+		}
+		call() // warm up
+		before := env.dev.Stats().DirectFPDUs
+		if n := testing.AllocsPerRun(200, call); n != 0 {
+			t.Errorf("%s: %v allocations per call, want 0", tc.name, n)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if env.dev.Stats().DirectFPDUs == before {
+			t.Errorf("%s: no reply was received by its caller", tc.name)
+		}
 	}
 }

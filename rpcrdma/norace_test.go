@@ -1,0 +1,5 @@
+//go:build !race
+
+package rpcrdma
+
+const raceEnabled = false
