@@ -167,12 +167,10 @@ func (q *queuePair) leadDirect(done func() bool, deadline time.Time) (ok, handBa
 			}
 		default:
 			r.large = false // the next FPDU is small: read ahead as far as possible
-			err := q.fill(r.w - r.r + 1)
-			if err != nil && errors.Is(err, os.ErrDeadlineExceeded) && !q.failed.Load() {
-				// Our deadline passed (failLocked's comes with failed).
-				return done(), r.r != r.w
-			}
-			if err != nil {
+			if err := q.fill(r.w - r.r + 1); err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) && !q.failed.Load() {
+					return done(), r.r != r.w // ours passed (failLocked's comes with failed)
+				}
 				r.pendErr = err
 				return done(), true
 			}
@@ -198,8 +196,8 @@ func (q *queuePair) releaseLead(handBack bool) {
 }
 
 // setDirectDeadline sets the socket's read deadline for the receiving caller
-// to t (zero: none), unless the QP has failed (failLocked's deadline must
-// stand), and reports whether it did.
+// to t, unless the QP has failed (failLocked's deadline must stand), and
+// reports whether it did.
 func (q *queuePair) setDirectDeadline(t time.Time) bool {
 	q.leadMu.Lock()
 	defer q.leadMu.Unlock()
@@ -207,7 +205,7 @@ func (q *queuePair) setDirectDeadline(t time.Time) bool {
 		return false
 	}
 	q.conn.SetReadDeadline(t)
-	q.deadlineSet = !t.IsZero()
+	q.deadlineSet = true
 	return true
 }
 
@@ -219,7 +217,6 @@ func (q *queuePair) wakeCaller() {
 	q.leadMu.Lock()
 	if q.lead.Load() == leadCaller {
 		q.conn.SetReadDeadline(time.Unix(1, 0))
-		q.deadlineSet = true
 	}
 	q.leadMu.Unlock()
 }

@@ -400,9 +400,9 @@ func TestProcessDirectBoundedStalledPeer(t *testing.T) {
 	never := func() bool { return false }
 	// lead makes a caller the receiver (the reader hands over after the next
 	// FPDU), then stalls the peer in the FPDU after that.
-	lead := func(done func() bool, deadline time.Time) (<-chan bool, []byte, []byte) {
+	lead := func(deadline time.Time) (<-chan bool, []byte, []byte) {
 		t.Helper()
-		ret := start(done, deadline)
+		ret := start(never, deadline)
 		waitRegistered(t, s.qp)
 		_, data := write(false)
 		placed(data)
@@ -412,7 +412,7 @@ func TestProcessDirectBoundedStalledPeer(t *testing.T) {
 	}
 
 	// The caller receives; its deadline passes.
-	ret, rest, data := lead(never, time.Now().Add(100*time.Millisecond))
+	ret, rest, data := lead(time.Now().Add(100 * time.Millisecond))
 	if awaitRet(t, ret) {
 		t.Fatal("ProcessDirect returned true at its deadline")
 	}

@@ -186,7 +186,7 @@ type queuePair struct {
 	leadTimer  *time.Timer
 	// leadMu orders moves of the socket's read deadline (a receiving
 	// caller's, failLocked's) against the end of a caller's turn;
-	// deadlineSet: the turn moved it (guarded by leadMu).
+	// deadlineSet: the turn set its own (guarded by leadMu).
 	leadMu      sync.Mutex
 	deadlineSet bool
 
