@@ -250,34 +250,26 @@ func TestBoundedCallsDoNotAllocate(t *testing.T) {
 	}
 	noTrace := func(bool, []byte) {} // the test env's tracer keeps every message
 	env := newTPEnvOn(t, soft.New(soft.Config{TakeBack: time.Hour}), &ServerOptions{Trace: noTrace}, &ClientOptions{Trace: noTrace})
-	timeo := oncrpc.NewClient(env.rpc.Transport(), tpProg, tpVers, oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: time.Minute}))
-	deadline, cancelD := context.WithTimeout(context.Background(), time.Hour)
-	defer cancelD()
-	cancellable, cancelC := context.WithCancel(context.Background())
-	defer cancelC()
 	opts := oncrpc.CallOptions{MaxReply: 256}
-	for _, tc := range []struct {
-		name string
-		rpc  *oncrpc.Client
-		ctx  context.Context
-	}{{"none", env.rpc, context.Background()}, {"timeo", timeo, context.Background()},
-		{"ctx-deadline", env.rpc, deadline}, {"ctx-cancel", env.rpc, cancellable}} {
+	for _, bd := range waitBounds {
+		rpc, ctx, cancel := boundClient(env.rpc, bd.try, bd.ctx)
+		defer cancel()
 		var err error
 		call := func() {
-			if e := tc.rpc.CallWithOptions(tc.ctx, tpNull, nil, nil, opts); e != nil {
+			if e := rpc.CallWithOptions(ctx, tpNull, nil, nil, opts); e != nil {
 				err = e
 			}
 		}
 		call() // warm up
 		before := env.dev.Stats().DirectFPDUs
 		if n := testing.AllocsPerRun(200, call); n != 0 {
-			t.Errorf("%s: %v allocations per call, want 0", tc.name, n)
+			t.Errorf("%s: %v allocations per call, want 0", bd.name, n)
 		}
 		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
+			t.Fatalf("%s: %v", bd.name, err)
 		}
 		if env.dev.Stats().DirectFPDUs == before {
-			t.Errorf("%s: no reply was received by its caller", tc.name)
+			t.Errorf("%s: no reply was received by its caller", bd.name)
 		}
 	}
 }

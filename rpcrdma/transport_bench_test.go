@@ -275,29 +275,38 @@ func BenchmarkTransportNullParallel(b *testing.B) {
 // context with a deadline, and a context that can only be cancelled. A bounded wait
 // must not cost more than an unbounded one.
 func BenchmarkTransportNullBounded(b *testing.B) {
-	bounds := []struct {
-		name string
-		ctx  func() (context.Context, context.CancelFunc)
-		try  time.Duration
-	}{
-		{"none", func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }, 0},
-		{"timeo", func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }, time.Minute},
-		{"ctx-deadline", func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), time.Hour)
-		}, 0},
-		{"ctx-cancel", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }, 0},
-	}
 	for _, tc := range benchTransports {
-		for _, bd := range bounds {
+		for _, bd := range waitBounds {
 			b.Run(tc.name+"/"+bd.name, func(b *testing.B) {
-				rpc := tc.server.dial(b)
-				if bd.try > 0 {
-					rpc = oncrpc.NewClient(rpc.Transport(), tpProg, tpVers, oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: bd.try}))
-				}
-				ctx, cancel := bd.ctx()
+				rpc, ctx, cancel := boundClient(tc.server.dial(b), bd.try, bd.ctx)
 				defer cancel()
 				benchNullCalls(b, rpc, ctx)
 			})
 		}
 	}
+}
+
+// waitBounds are the ways a caller bounds its wait for a reply, none among them,
+// each far enough away that it never ends a call that gets its reply.
+var waitBounds = []struct {
+	name string
+	try  time.Duration // the Client's per-try Timeout (0: none)
+	ctx  func() (context.Context, context.CancelFunc)
+}{
+	{"none", 0, func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }},
+	{"timeo", time.Minute, func() (context.Context, context.CancelFunc) { return context.Background(), func() {} }},
+	{"ctx-deadline", 0, func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), time.Hour)
+	}},
+	{"ctx-cancel", 0, func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }},
+}
+
+// boundClient returns rpc with the per-try Timeout try (a new Client over the same
+// transport when try > 0) and a context made by ctx.
+func boundClient(rpc *oncrpc.Client, try time.Duration, ctx func() (context.Context, context.CancelFunc)) (*oncrpc.Client, context.Context, context.CancelFunc) {
+	if try > 0 {
+		rpc = oncrpc.NewClient(rpc.Transport(), tpProg, tpVers, oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: try}))
+	}
+	c, cancel := ctx()
+	return rpc, c, cancel
 }
