@@ -78,8 +78,19 @@ type idleServer struct {
 type memSample struct{ heap, stack, rss int64 }
 
 func startIdleServer(b *testing.B, transport string) *idleServer {
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestIdleServerProcess$", "-test.count", "1")
-	cmd.Env = append(os.Environ(), idleServerEnv+"="+transport)
+	in, out := startChild(b, "TestIdleServerProcess", idleServerEnv+"="+transport)
+	s := &idleServer{transport: transport, in: in, out: out}
+	s.addr = s.line(b, "addr")
+	return s
+}
+
+// startChild runs test (a test function that serves when env, "NAME=value", is
+// set) in a child process of this test binary, and returns its standard input, which
+// the child reads until EOF (closed, and the child waited for, at the end of b), and
+// its standard output.
+func startChild(b *testing.B, test, env string) (io.Writer, *bufio.Scanner) {
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+test+"$", "-test.count", "1")
+	cmd.Env = append(os.Environ(), env)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -96,9 +107,7 @@ func startIdleServer(b *testing.B, transport string) *idleServer {
 		in.Close() // the child exits at EOF
 		cmd.Wait()
 	})
-	s := &idleServer{transport: transport, in: in, out: bufio.NewScanner(out)}
-	s.addr = s.line(b, "addr")
-	return s
+	return in, bufio.NewScanner(out)
 }
 
 // line returns the value of the child's next "key value" line.

@@ -1,11 +1,9 @@
 package rpcrdma
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -52,24 +50,14 @@ func TestTwoProcessServer(t *testing.T) {
 //
 //	go test -run '^$' -bench TwoProcess -benchtime 20000x -count 5 ./rpcrdma
 func BenchmarkTwoProcess(b *testing.B) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestTwoProcessServer$")
-	cmd.Env = append(os.Environ(), twoProcEnv+"=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
+	_, out := startChild(b, "TestTwoProcessServer", twoProcEnv+"=1")
+	var line string
+	if out.Scan() {
+		line = out.Text()
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	addrs := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "addr "))
-	if err != nil || len(addrs) != 2 {
-		b.Fatalf("server process: %q, %v", line, err)
+	addrs := strings.Fields(strings.TrimPrefix(line, "addr "))
+	if len(addrs) != 2 {
+		b.Fatalf("server process: %q, %v", line, out.Err())
 	}
 	tr, err := Dial(context.Background(), soft.New(soft.Config{}), addrs[0], nil)
 	if err != nil {
