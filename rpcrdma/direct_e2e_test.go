@@ -273,3 +273,30 @@ func TestBoundedCallsDoNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectReceiveFirstCalls: the first call on each of many fresh connections
+// receives its reply. On a new connection the reply often reaches the CQ while
+// another goroutine (the one posting the call, or the writer) is delivering, which
+// then delivers the reply too: a caller that took over receiving, or waited for the
+// reader to hand over, without waiting for that delivery to end missed its reply and
+// waited for the socket forever (2 runs in 12 hung before the fix, 0 in 30 after).
+func TestDirectReceiveFirstCalls(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	dev := soft.New(soft.Config{TakeBack: time.Hour})
+	opts := oncrpc.CallOptions{MaxReply: 256}
+	watchdog(t, 120*time.Second, func() {
+		for i := 0; i < 3000; i++ {
+			tr, err := Dial(context.Background(), dev, env.ln.Addr().String(), nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			err = oncrpc.NewClient(tr, tpProg, tpVers).CallWithOptions(noDeadline, tpNull, nil, nil, opts)
+			tr.Close()
+			if err != nil {
+				t.Errorf("connection %d: %v", i, err)
+				return
+			}
+		}
+	})
+}

@@ -131,6 +131,23 @@ func (c *compQueue) deliver() {
 	c.mu.Unlock()
 }
 
+// awaitIdle waits until no goroutine is handing completions to the handler
+// and reports whether it had to wait. A goroutine whose deliver found another
+// delivering left its completions to that one, which takes every staged
+// completion before it stops: after awaitIdle, whatever the caller staged has
+// reached the handler.
+func (c *compQueue) awaitIdle() bool {
+	if !c.delivering.Load() {
+		return false
+	}
+	c.mu.Lock()
+	for c.delivering.Load() {
+		c.idle.Wait()
+	}
+	c.mu.Unlock()
+	return true
+}
+
 // inDelivery reports whether a goroutine is handing completions to the
 // handler: a PostSend that sees it is (almost always) made by that handler, in
 // the receive context.

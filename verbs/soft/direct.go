@@ -119,6 +119,10 @@ func (q *queuePair) awaitHandOver(done func() bool, deadline time.Time) bool {
 	// it hands over, and a waiter that gives up withdraws it the same way:
 	// exactly one of them clears it, so a hand-over never goes to nobody.
 	q.wantLead.Store(true)
+	// A completion the reader staged before it looked at wantLead may be
+	// on its way to the handler on another goroutine (see settle): done
+	// sees it only once that delivery has ended.
+	q.settle()
 	if !done() {
 		select {
 		case <-q.leadCh:
@@ -166,6 +170,9 @@ func (q *queuePair) leadDirect(done func() bool, deadline time.Time) (ok, handBa
 				return done(), true
 			}
 		default:
+			if q.settle() {
+				continue // a delivery elsewhere may have made done true
+			}
 			r.large = false // the next FPDU is small: read ahead as far as possible
 			if err := q.fill(r.w - r.r + 1); err != nil {
 				if errors.Is(err, os.ErrDeadlineExceeded) && !q.failed.Load() {
@@ -176,6 +183,21 @@ func (q *queuePair) leadDirect(done func() bool, deadline time.Time) (ok, handBa
 			}
 		}
 	}
+}
+
+// settle waits until no other goroutine is delivering the QP's completions
+// and reports whether it had to wait. One goroutine delivers a CQ at a time;
+// a receiver whose deliver finds another one delivering (the writer, a
+// PostSend, another QP's reader on a shared CQ) leaves its completions to it,
+// so a completion it staged may reach the handler, and done turn true, only
+// after it returned. A caller must not wait for the socket, nor for a
+// hand-over, before that delivery has ended: nothing would wake it.
+func (q *queuePair) settle() bool {
+	waited := q.recvCQ.awaitIdle()
+	if q.sendCQ != q.recvCQ && q.sendCQ.awaitIdle() {
+		waited = true
+	}
+	return waited
 }
 
 // releaseLead ends a caller's turn at receiving and kicks the reader when it
