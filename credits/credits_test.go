@@ -140,15 +140,6 @@ func TestWindowSetMax(t *testing.T) {
 	}
 }
 
-func TestWindowReset(t *testing.T) {
-	w := NewWindow(8)
-	w.Update(8)
-	w.Reset()
-	if g := w.Granted(); g != 1 {
-		t.Fatalf("Granted after Reset = %d", g)
-	}
-}
-
 // TestWindowRaceNeverExceedsGrant hammers a window with acquirers, releasers and
 // changing grants and checks the invariant inUse <= granted at every acquisition.
 func TestWindowRaceNeverExceedsGrant(t *testing.T) {

@@ -9,8 +9,9 @@ import (
 // ErrClosed is returned by Window.Acquire after Close.
 var ErrClosed = errors.New("credits: window closed")
 
-// Window is a requester's credit window for one transport connection. The zero value is
-// not usable; use NewWindow.
+// Window is a requester's credit window for one transport connection. Credits are valid
+// only on the connection that granted them (RFC 8166 §3.3.3): a new connection gets a
+// new Window. The zero value is not usable; use NewWindow.
 type Window struct {
 	mu      sync.Mutex
 	max     int // cap on the window: the credits the requester asks for
@@ -155,15 +156,6 @@ func (w *Window) Update(grant uint32) {
 	}
 	w.granted = g
 	w.wakeLocked()
-	w.mu.Unlock()
-}
-
-// Reset returns the window to one credit, as on a new connection (RFC 8166 §3.3.3:
-// credits are valid only for the connection that granted them). Credits still held stay
-// held and are returned by Release as usual.
-func (w *Window) Reset() {
-	w.mu.Lock()
-	w.granted = 1
 	w.mu.Unlock()
 }
 

@@ -135,7 +135,6 @@ type Client struct {
 	opts   ClientOptions
 	pd     verbs.PD
 	regs   *regCache
-	window *credits.Window
 
 	mu       sync.Mutex
 	cc       *clientConn
@@ -166,7 +165,7 @@ func Dial(ctx context.Context, dev verbs.Device, addr string, opts *ClientOption
 	if err != nil {
 		return nil, fmt.Errorf("rpcrdma: dial %s: %w", addr, err)
 	}
-	c := &Client{dev: dev, addr: addr, opts: o, pd: pd, regs: newRegCache(pd), window: credits.NewWindow(o.Credits), closedCh: make(chan struct{})}
+	c := &Client{dev: dev, addr: addr, opts: o, pd: pd, regs: newRegCache(pd), closedCh: make(chan struct{})}
 	c.reqPool.New = func() any {
 		r := &request{done: make(chan struct{}, 1)}
 		r.replied = func() bool { return len(r.done) > 0 }
@@ -200,6 +199,12 @@ type clientConn struct {
 	// callRecvs is the number of receives registered for replies (beyond
 	// clientExtraRecvs); it grows with the calls in flight (growRecvs).
 	callRecvs atomic.Int32
+
+	// window holds this connection's credits. Credits are valid only on the
+	// connection that granted them (RFC 8166 §3.3.3): a new connection starts a new
+	// window at one credit, and a reply that arrived on a lost connection but is
+	// decoded after the reconnection changes only the lost connection's window.
+	window *credits.Window
 
 	mu      sync.Mutex
 	pending pendingCalls // calls awaiting replies, by XID
@@ -241,9 +246,9 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 		msgpAlign:  msgpOption(o),
 		pending:    newPendingCalls(),
 		dead:       make(chan struct{}),
+		window:     credits.NewWindow(o.Credits),
 	}
 	cc.callRecvs.Store(int32(callRecvs))
-	c.window.Reset()
 	ep.start(info, peer, cc.onRecv)
 	go func() {
 		select {
@@ -310,9 +315,10 @@ func (cc *clientConn) fail(err error) {
 		r.done <- struct{}{}
 	})
 	cc.mu.Unlock()
+	cc.window.Close() // callers waiting for a credit retry on the next connection
 	cc.ep.close()
 	for _, r := range orphans {
-		cc.c.window.Release()
+		cc.window.Release()
 		cc.c.putRequest(r)
 	}
 	go func() {
@@ -416,14 +422,14 @@ func (c *Client) Limits() Limits {
 	}
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	return Limits{InlineSend: cc.inlineSend, InlineRecv: cc.maxInline, Credits: c.window.Max()}
+	return Limits{InlineSend: cc.inlineSend, InlineRecv: cc.maxInline, Credits: cc.window.Max()}
 }
 
 // SetLimits changes the current connection's limits, e.g. to apply a CONF_RDMA
 // negotiation. Zero fields are left unchanged. InlineSend and InlineRecv may not exceed
 // the registered buffer sizes (ClientOptions.InlineSend and InlineRecv) nor go below
 // 1024 bytes. Credits changes the window's cap. A reconnection starts again from the
-// private-data values.
+// private-data values and ClientOptions.Credits.
 func (c *Client) SetLimits(l Limits) error {
 	o := &c.opts
 	if err := checkInlineLimit("InlineSend", l.InlineSend, o.InlineSend); err != nil {
@@ -448,7 +454,7 @@ func (c *Client) SetLimits(l Limits) error {
 	}
 	cc.mu.Unlock()
 	if l.Credits != 0 {
-		c.window.SetMax(l.Credits)
+		cc.window.SetMax(l.Credits)
 	}
 	return nil
 }
@@ -492,7 +498,6 @@ func (c *Client) Close() error {
 	c.cc = nil
 	dialing := c.dialing
 	c.mu.Unlock()
-	c.window.Close()
 	if dialing != nil {
 		<-dialing
 	}
@@ -571,9 +576,9 @@ func (c *Client) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *
 		if err != nil {
 			return err
 		}
-		if err := c.window.Acquire(ctx); err != nil {
+		if err := cc.window.Acquire(ctx); err != nil {
 			if errors.Is(err, credits.ErrClosed) {
-				return oncrpc.ErrClosed
+				continue // the connection was lost (or the Client closed: conn says so)
 			}
 			return err
 		}
@@ -660,7 +665,7 @@ func (cc *clientConn) roundTrip(ctx context.Context, timer <-chan time.Time, try
 	err := cc.send(ctx, r, call, reply)
 	if err != nil {
 		cc.release(r)
-		c.window.Release()
+		cc.window.Release()
 		c.putRequest(r)
 		return err
 	}
@@ -684,7 +689,7 @@ func (cc *clientConn) roundTrip(ctx context.Context, timer <-chan time.Time, try
 	if woken && !r.lost { // r.lost was set before the token was sent
 		err = cc.complete(ctx, r, call, reply)
 		cc.release(r)
-		c.window.Release()
+		cc.window.Release()
 		c.putRequest(r)
 		return err
 	}
@@ -713,13 +718,13 @@ func (cc *clientConn) roundTrip(ctx context.Context, timer <-chan time.Time, try
 		<-r.done
 		err = cc.complete(ctx, r, call, reply)
 		cc.release(r)
-		c.window.Release()
+		cc.window.Release()
 		c.putRequest(r)
 		return err
 	}
 	cc.pending.take(r.xid)
 	cc.mu.Unlock()
-	c.window.Release()
+	cc.window.Release()
 	c.putRequest(r)
 	if err == errConnLost {
 		return fmt.Errorf("rpcrdma: xid %#08x: %w", call.XID, errConnLost)

@@ -60,13 +60,13 @@ func (cc *clientConn) onRecv(idx, n int, wc *verbs.Completion) {
 func (cc *clientConn) finishOrphan(r *request) {
 	buf := cc.ep.recvBuf(r.recvIdx)[:r.recvLen]
 	if _, err := r.rhdr.Decode(buf); err == nil {
-		cc.c.window.Update(r.rhdr.Credits)
+		cc.window.Update(r.rhdr.Credits)
 		if len(r.rhdr.ReadList) > 0 {
 			cc.sendDone(context.Background(), r.xid)
 		}
 	}
 	cc.repost(r.recvIdx)
-	cc.c.window.Release()
+	cc.window.Release()
 	cc.c.putRequest(r)
 }
 
@@ -83,7 +83,7 @@ func (cc *clientConn) sendDone(ctx context.Context, xid uint32) error {
 	if err != nil {
 		return err
 	}
-	d := Header{XID: xid, Vers: Version1, Credits: uint32(cc.c.window.Max()), Proc: ProcDone}
+	d := Header{XID: xid, Vers: Version1, Credits: uint32(cc.window.Max()), Proc: ProcDone}
 	b, _ := d.Append(buf[:0])
 	if tr := cc.c.opts.Trace; tr != nil {
 		tr(true, b)
@@ -100,7 +100,7 @@ func (cc *clientConn) complete(ctx context.Context, r *request, call *oncrpc.Cli
 	if err != nil {
 		return fmt.Errorf("rpcrdma: xid %#08x: %w: %w", call.XID, ErrBadReply, err)
 	}
-	cc.c.window.Update(h.Credits)
+	cc.window.Update(h.Credits)
 	reply.Placed = reply.Placed[:0]
 	reply.Padding = receivedPadding(h, hl)
 	switch h.Proc {

@@ -64,7 +64,7 @@ func (cc *clientConn) send(ctx context.Context, r *request, call *oncrpc.ClientC
 	lim.msgpThresh = o.MSGPThresh
 	h := &r.hdr
 	h.Reset()
-	h.XID, h.Vers, h.Credits = call.XID, Version1, uint32(cc.c.window.Max())
+	h.XID, h.Vers, h.Credits = call.XID, Version1, uint32(cc.window.Max())
 	p, err := planCall(h, &call.Msg, call.ReplySinks, &lim)
 	if err != nil {
 		return fmt.Errorf("rpcrdma: xid %#08x: %w", call.XID, err)
@@ -72,7 +72,7 @@ func (cc *clientConn) send(ctx context.Context, r *request, call *oncrpc.ClientC
 	if err := cc.registerCall(r, &p, call, reply); err != nil {
 		return err
 	}
-	cc.growRecvs(cc.c.window.InUse())
+	cc.growRecvs(cc.window.InUse())
 
 	idx, buf, err := cc.ep.getSendBuf(ctx)
 	if err != nil {

@@ -70,7 +70,7 @@ func TestCreditExhaustionAndRecovery(t *testing.T) {
 	<-b.arrived
 	<-b.arrived
 	// The window is full: the client holds both credits and nobody else gets through.
-	if w := env.tr.window; w.InUse() != 2 || w.Granted() != 2 {
+	if w := env.tr.current().window; w.InUse() != 2 || w.Granted() != 2 {
 		t.Fatalf("client window: %d in use of %d granted, want 2 of 2", w.InUse(), w.Granted())
 	}
 	close(b.release)
@@ -95,13 +95,13 @@ func TestCreditExhaustionAndRecovery(t *testing.T) {
 // TestCreditsStartAtOne: a fresh connection has one credit until the first reply.
 func TestCreditsStartAtOne(t *testing.T) {
 	env := newTPEnv(t, nil, nil)
-	if g := env.tr.window.Granted(); g != 1 {
+	if g := env.tr.current().window.Granted(); g != 1 {
 		t.Fatalf("initial window %d, want 1", g)
 	}
 	if err := env.rpc.CallWithOptions(tpCtx(t), tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
 		t.Fatal(err)
 	}
-	if g := env.tr.window.Granted(); g != initialCallRecvs {
+	if g := env.tr.current().window.Granted(); g != initialCallRecvs {
 		t.Fatalf("window after the first reply %d, want the server's first grant, %d", g, initialCallRecvs)
 	}
 }
@@ -128,7 +128,7 @@ func TestCreditsGrowWithReceives(t *testing.T) {
 	extra := env.ln.opts.ExtraRecvs
 	want := initialCallRecvs
 	for round := 0; ; round++ {
-		g := env.tr.window.Granted()
+		g := env.tr.current().window.Granted()
 		if g != want {
 			t.Fatalf("round %d: window %d, want %d", round, g, want)
 		}
@@ -253,8 +253,8 @@ func TestManyConcurrentCalls(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
-	if env.tr.window.InUse() != 0 {
-		t.Fatalf("%d credits still held", env.tr.window.InUse())
+	if env.tr.current().window.InUse() != 0 {
+		t.Fatalf("%d credits still held", env.tr.current().window.InUse())
 	}
 	// Every RDMA Read token of the server connection is back (ORD budget intact), and
 	// no call is still counted against the client's grant.

@@ -136,7 +136,7 @@ func (h *holdProcs) procs() oncrpc.Procs {
 func (h *holdProcs) keepGrantBusy(t *testing.T, ctx context.Context, cl *Client, rpc *oncrpc.Client, rounds int) {
 	t.Helper()
 	for round := 0; round < rounds; round++ {
-		g := cl.window.Granted()
+		g := cl.current().window.Granted()
 		release := make(chan struct{})
 		h.gate.Store(&release)
 		errs := make(chan error, g)
@@ -181,7 +181,7 @@ func TestHostileCreditsIdleConnsDoNotDilute(t *testing.T) {
 			t.Fatal(err)
 		}
 		hold.keepGrantBusy(t, ctx, cl, rpc, 8)
-		if g := cl.window.Granted(); g < 16 {
+		if g := cl.current().window.Granted(); g < 16 {
 			t.Fatalf("client asking 32 granted %d with 300 idle connections open, want at least 16", g)
 		}
 		sc := env.ln.opts.Credits
@@ -324,7 +324,7 @@ func TestHostileCreditsReclaimedFromQuietConns(t *testing.T) {
 		t.Fatal(err)
 	}
 	hold.keepGrantBusy(t, ctx, cl, rpc, 8)
-	if g := cl.window.Granted(); g < 16 {
+	if g := cl.current().window.Granted(); g < 16 {
 		t.Fatalf("client asking 32 granted %d after 32 connections went quiet, want at least 16", g)
 	}
 }

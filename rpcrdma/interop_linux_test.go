@@ -48,7 +48,7 @@ func TestLinuxKnfsdNull(t *testing.T) {
 	if rep.Proc != ProcMsg || rep.Credits != 64 {
 		t.Errorf("inline NULL reply: %v granting %d", rep.Proc, rep.Credits)
 	}
-	if g := cl.window.Granted(); g != 64 {
+	if g := cl.current().window.Granted(); g != 64 {
 		t.Errorf("window %d after knfsd's grant, want 64", g)
 	}
 	if err := nfs.CallWithOptions(ctx, 0, nil, nil, oncrpc.CallOptions{}); err != nil {
@@ -73,7 +73,7 @@ func TestLinuxKnfsdNull(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("%d messages sent, %d received; knfsd granted %d credits", len(tr.sent), len(tr.recv), cl.window.Granted())
+	t.Logf("%d messages sent, %d received; knfsd granted %d credits", len(tr.sent), len(tr.recv), cl.current().window.Granted())
 }
 
 type encFunc func(*xdr.Encoder)
@@ -352,7 +352,7 @@ func TestLinuxKnfsdNFS3(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("%d messages sent, %d received; window %d", len(tr.sent), len(tr.recv), cl.window.Granted())
+	t.Logf("%d messages sent, %d received; window %d", len(tr.sent), len(tr.recv), cl.current().window.Granted())
 }
 
 // TestLinuxClientToServer: the guest's Linux NFS client (mount -o vers=4.1,proto=rdma)

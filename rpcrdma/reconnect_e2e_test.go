@@ -120,3 +120,66 @@ func TestTimeoutRetransmitsOnNewConnection(t *testing.T) {
 		t.Fatalf("server saw XIDs %x, want the same XID retransmitted", xids)
 	}
 }
+
+// TestLateReplyLeavesNewWindow: a reply that reached its caller before the connection
+// broke, but that the caller decodes only after the Client has reconnected (a caller
+// descheduled between its wake-up and complete), must not grow the new connection's
+// window: its grant was the lost connection's (RFC 8166 §3.3.3). With one window shared
+// by all connections, the late grant let the new connection send more calls than the
+// one credit it had, and the server answered the excess with ERR_CHUNK (an nfsrdma get
+// that reconnected after a stall failed that way in CI).
+func TestLateReplyLeavesNewWindow(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	ctx := tpCtx(t)
+	if err := env.rpc.CallWithOptions(ctx, tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
+		t.Fatal(err)
+	}
+	cl := env.tr
+	old := cl.current()
+	if g := old.window.Granted(); g <= 1 {
+		t.Fatalf("window %d after the first reply, want the server's first grant", g)
+	}
+
+	// One call, received but not yet decoded.
+	const xid = 0x51
+	call := &oncrpc.ClientCall{XID: xid, Msg: oncrpc.Message{Inline: rpcCall(xid, tpNull)}, MaxReply: 100}
+	var reply oncrpc.ClientReply
+	if err := old.window.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := cl.getRequest()
+	r.xid = xid
+	if err := old.send(ctx, r, call, &reply); err != nil {
+		t.Fatal(err)
+	}
+	old.receive(ctx, r, time.Time{})
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		t.Fatal("no reply")
+	}
+
+	old.fail(errConnLost)
+	cc, err := cl.conn(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc == old {
+		t.Fatal("no new connection")
+	}
+	if err := old.complete(ctx, r, call, &reply); err != nil {
+		t.Fatalf("decoding the late reply: %v", err)
+	}
+	old.release(r)
+	old.window.Release()
+	cl.putRequest(r)
+	if g := cc.window.Granted(); g != 1 {
+		t.Fatalf("new connection's window %d after a late reply from the lost one, want 1 (no grant on it yet)", g)
+	}
+	if err := env.rpc.CallWithOptions(ctx, tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if g := cc.window.Granted(); g <= 1 {
+		t.Fatalf("new connection's window %d after its first reply, want the server's grant", g)
+	}
+}
