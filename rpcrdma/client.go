@@ -130,11 +130,11 @@ var errConnLost = errors.New("rpcrdma: connection lost")
 // connection that is re-established (and outstanding calls retransmitted) when it is
 // lost.
 type Client struct {
-	dev    verbs.Device
-	addr   string
-	opts   ClientOptions
-	pd     verbs.PD
-	regs   *regCache
+	dev  verbs.Device
+	addr string
+	opts ClientOptions
+	pd   verbs.PD
+	regs *regCache
 
 	mu       sync.Mutex
 	cc       *clientConn
