@@ -125,8 +125,10 @@ func (r *rxState) release() {
 	r.r, r.w = 0, 0
 }
 
-// fill makes at least need bytes (need <= rxLargeReadAhead) available in
-// buf, reading as much as has arrived (up to the read-ahead limit).
+// fill makes at least need bytes (need < rxReadAhead-rxLargeReadAhead)
+// available in buf, reading as much as has arrived, up to the read-ahead
+// limit: rxReadAhead bytes, or need+rxLargeReadAhead within or just after a
+// large FPDU.
 func (q *queuePair) fill(need int) error {
 	r := &q.r
 	if r.w-r.r >= need {
@@ -141,7 +143,10 @@ func (q *queuePair) fill(need int) error {
 	}
 	lim := rxReadAhead
 	if r.large {
-		lim = rxLargeReadAhead
+		// Within or just after a large FPDU: read what is needed and
+		// rxLargeReadAhead more (the trailer, the next header), not the
+		// next payload, so that it too can be placed directly.
+		lim = min(rxReadAhead, need+rxLargeReadAhead)
 	}
 	for r.w < need {
 		if q.rawConn != nil {
@@ -184,8 +189,7 @@ func (q *queuePair) readInto(dst []byte) error {
 			_, err := io.ReadFull(q.conn, dst)
 			return err
 		}
-		r.large = false
-		if err := q.fill(1); err != nil {
+		if err := q.fill(len(dst)); err != nil {
 			return err
 		}
 	}
@@ -229,11 +233,12 @@ func (q *queuePair) placeGuarded(m *memRegion, stag uint32, dst []byte) (revoked
 			break
 		}
 		// A small remainder comes through the read-ahead buffer (with
-		// the trailer and what follows); the region is unlocked while
-		// the socket is waited for, and re-checked before the copy.
+		// the trailer and what follows: up to rxLargeReadAhead bytes of
+		// it after a large FPDU, so that a large payload behind it is
+		// placed directly too); the region is unlocked while the socket
+		// is waited for, and re-checked before the copy.
 		m.mu.RUnlock()
-		r.large = false
-		if err := q.fill(1); err != nil {
+		if err := q.fill(len(dst)); err != nil {
 			return false, err
 		}
 		m.mu.RLock()
