@@ -154,7 +154,7 @@ func BenchmarkRead1M(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(size)
 	b.ResetTimer()
-	r0 := reads.Load()
+	r0, st0 := reads.Load(), cli.dev.Stats()
 	for i := 0; i < b.N; i++ {
 		wr.ID = uint64(i)
 		wr.Flags = 0
@@ -169,4 +169,7 @@ func BenchmarkRead1M(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(reads.Load()-r0)/float64(b.N), "reads/op")
+	st := cli.dev.Stats()
+	b.ReportMetric(float64(st.ReadAheadPlaced-st0.ReadAheadPlaced)/float64(b.N), "ahead-placed-B/op")
+	b.ReportMetric(float64(st.ReadAheadSpliced-st0.ReadAheadSpliced)/float64(b.N), "ahead-spliced-B/op")
 }

@@ -152,7 +152,7 @@ func (q *queuePair) leadDirect(done func() bool, deadline time.Time) (ok, handBa
 	}
 	for {
 		if done() {
-			return true, r.r != r.w
+			return true, !r.empty()
 		}
 		if q.failed.Load() {
 			return false, true
@@ -176,7 +176,7 @@ func (q *queuePair) leadDirect(done func() bool, deadline time.Time) (ok, handBa
 			r.large = false // the next FPDU is small: read ahead as far as possible
 			if err := q.fill(r.w - r.r + 1); err != nil {
 				if errors.Is(err, os.ErrDeadlineExceeded) && !q.failed.Load() {
-					return done(), r.r != r.w // ours passed (failLocked's comes with failed)
+					return done(), !r.empty() // ours passed (failLocked's comes with failed)
 				}
 				r.pendErr = err
 				return done(), true

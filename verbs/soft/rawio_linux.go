@@ -32,7 +32,7 @@ type rawTxState struct {
 // rawRxState is the reader's state for the raw reads: placeGuarded's
 // readv(2) pieces (cleared after each call).
 type rawRxState struct {
-	rawIOV [2]syscall.Iovec
+	rawIOV [4]syscall.Iovec
 }
 
 // rawTxBuf is a batch buffer's iovec array.
@@ -66,6 +66,17 @@ func rawConnOf(c net.Conn) syscall.RawConn {
 // then does what a payload read and a trailer read did. Only the first
 // piece is registered memory; the region's lock and STag check cover the
 // syscall that may write it, as before.
+//
+// Within a Read Response that has more to come (r.specNext), the readv
+// takes the next FPDU too, as TCP reads take what has arrived: its trailer
+// and header (r.specGap bytes) into the buffer, its payload, as predicted
+// (the same length as this one's, the same sink, contiguous), straight into
+// the sink behind this one, and rxLargeReadAhead bytes more into the
+// buffer: one syscall per two FPDUs. The prediction is checked when the
+// next header has been parsed (placeGuarded); bytes that turn out to be
+// something else are copied into the buffer (splice), which is why the
+// speculative piece is no longer than the buffer can take. Those bytes were
+// put only in this Read's own sink, where the response will put its data.
 func (q *queuePair) rawReadStep(fd uintptr) bool {
 	r := &q.r
 	for len(r.rawDst) > 0 {
@@ -76,7 +87,18 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 		iov[0] = syscall.Iovec{Base: &r.rawDst[0]}
 		iov[0].SetLen(len(r.rawDst))
 		pieces := 1
-		if r.w < rxLargeReadAhead { // always so: the buffer is empty here
+		gap, spec := 0, []byte(nil)
+		if r.w == 0 && r.specNext != nil { // the buffer is always empty here
+			gap = r.specGap
+			spec = r.specNext[:min(len(r.specNext), rxReadAhead-gap-rxLargeReadAhead)]
+			iov[1] = syscall.Iovec{Base: &r.buf[0]}
+			iov[1].SetLen(gap)
+			iov[2] = syscall.Iovec{Base: &spec[0]}
+			iov[2].SetLen(len(spec))
+			iov[3] = syscall.Iovec{Base: &r.buf[gap]}
+			iov[3].SetLen(rxLargeReadAhead)
+			pieces = 4
+		} else if r.w < rxLargeReadAhead { // always so: the buffer is empty here
 			iov[1] = syscall.Iovec{Base: &r.buf[r.w]}
 			iov[1].SetLen(rxLargeReadAhead - r.w)
 			pieces = 2
@@ -99,7 +121,7 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 			r.crc = iwarp.UpdateCRC(r.crc, r.rawDst[:placed])
 		}
 		m.mu.RUnlock()
-		iov[0], iov[1] = syscall.Iovec{}, syscall.Iovec{} // no stale pointer into registered memory
+		*iov = [4]syscall.Iovec{} // no stale pointer into registered memory
 		switch {
 		case e == syscall.EAGAIN:
 			if r.w == 0 {
@@ -116,7 +138,15 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 			return true
 		}
 		r.rawDst = r.rawDst[placed:]
-		r.w += n - placed
+		n -= placed
+		if spec == nil || n <= gap {
+			r.w += n
+			continue
+		}
+		n -= gap
+		r.w = gap
+		r.spec, r.specMR, r.specSTag = spec[:min(n, len(spec))], m, r.rawSTag
+		r.tailN = n - len(r.spec)
 	}
 	return true
 }

@@ -65,6 +65,21 @@ type rxState struct {
 	recvSGE    int
 	recvSGEOff int
 
+	// Speculative placement of a Read Response's next payload (see
+	// rawReadStep). rxReadResponse sets specNext, where the next FPDU's
+	// payload goes if it continues the response as predicted, and specGap,
+	// the trailer and header before it. Once a read has put stream bytes
+	// there, spec holds them (the stream continues from buf[r:w] into
+	// spec, then into tailN bytes kept at buf[w:w+tailN]) until
+	// placeGuarded finds them in place (claim) or they are copied into the
+	// buffer (splice).
+	specNext []byte
+	specGap  int
+	spec     []byte
+	specMR   *memRegion
+	specSTag uint32
+	tailN    int
+
 	// placeGuarded's state for rawReadStep.
 	rawDst     []byte
 	rawMR      *memRegion
@@ -104,9 +119,50 @@ func (r *rxState) buffered() []byte {
 // consume takes n buffered bytes.
 func (r *rxState) consume(n int) {
 	r.r += n
-	if r.r == r.w {
+	if r.r == r.w && r.spec == nil {
 		r.r, r.w = 0, 0
 	}
+}
+
+// empty reports whether every byte read from the socket has been consumed.
+func (r *rxState) empty() bool { return r.r == r.w && r.spec == nil }
+
+// splice makes spec[from:], and the tail behind it, ordinary buffered
+// bytes: the tail moves up and spec[from:] is copied in before it. The
+// caller holds the lock of the region spec lies in. The buffer has room:
+// rawReadStep sized the speculative read so that it would.
+func (q *queuePair) splice(from int) {
+	r := &q.r
+	s := r.spec[from:]
+	if from > 0 {
+		q.dev.aheadPlaced.Add(uint64(from))
+	}
+	if len(s) > 0 {
+		q.dev.aheadSpliced.Add(uint64(len(s)))
+	}
+	copy(r.buf[r.w+len(s):], r.buf[r.w:r.w+r.tailN])
+	copy(r.buf[r.w:], s)
+	r.w += len(s) + r.tailN
+	r.spec, r.specMR, r.tailN = nil, nil, 0
+}
+
+// unspec splices all of spec into the buffer, for an FPDU that is not the
+// predicted continuation. A sink invalidated meanwhile (locally: the peer
+// cannot) may hold the owner's bytes by now, not the stream's: that ends
+// the stream.
+func (q *queuePair) unspec() error {
+	r := &q.r
+	m, stag := r.specMR, r.specSTag
+	m.mu.RLock()
+	revoked := m.closed || !m.valid || m.stag != stag
+	if !revoked {
+		q.splice(0)
+	}
+	m.mu.RUnlock()
+	if revoked {
+		return q.violation(iwarp.TermDDPTaggedInvalidSTag, "Read Response sink STag %#08x was invalidated locally during placement", stag)
+	}
+	return nil
 }
 
 // take gets a read-ahead buffer.
@@ -123,6 +179,7 @@ func (r *rxState) release() {
 		r.held.Store(false)
 	}
 	r.r, r.w = 0, 0
+	r.spec, r.specMR, r.tailN = nil, nil, 0
 }
 
 // fill makes at least need bytes (need < rxReadAhead-rxLargeReadAhead)
@@ -133,6 +190,14 @@ func (q *queuePair) fill(need int) error {
 	r := &q.r
 	if r.w-r.r >= need {
 		return nil
+	}
+	if r.spec != nil {
+		if err := q.unspec(); err != nil {
+			return err
+		}
+		if r.w-r.r >= need {
+			return nil
+		}
 	}
 	if r.buf == nil {
 		r.take()
@@ -216,6 +281,21 @@ func (q *queuePair) placeGuarded(m *memRegion, stag uint32, dst []byte) (revoked
 	handoff.Load()
 	r := &q.r
 	for {
+		if r.spec != nil && r.r == r.w {
+			// The stream continues in spec: the payload is in place if it
+			// starts where the read put spec. spec lies in m: it is armed
+			// only for a Read Response that has more to come, into the
+			// same sink, and readFPDU splices it for any other FPDU.
+			c := 0
+			if len(dst) > 0 && &dst[0] == &r.spec[0] {
+				c = min(len(dst), len(r.spec))
+				if q.crc {
+					r.crc = iwarp.UpdateCRC(r.crc, dst[:c])
+				}
+				dst = dst[c:]
+			}
+			q.splice(c)
+		}
 		n := copy(dst, r.buffered())
 		r.consume(n)
 		if q.crc {
@@ -292,7 +372,7 @@ func (q *queuePair) reader() {
 			err = q.readFPDU()
 			q.deliver() // completions this FPDU produced, with no lock held
 			if err == nil {
-				if q.r.r == q.r.w && q.wantLead.Load() && q.wantLead.CompareAndSwap(true, false) {
+				if q.r.empty() && q.wantLead.Load() && q.wantLead.CompareAndSwap(true, false) {
 					q.handOver() // returns when the reader receives again
 				}
 				continue
@@ -349,6 +429,11 @@ func (q *queuePair) readFPDU() error {
 	}
 	r.consume(hl)
 	r.large = pl >= rxDirectMin
+	if r.spec != nil && r.h.Opcode != iwarp.OpReadResponse {
+		if err := q.unspec(); err != nil {
+			return err
+		}
+	}
 	if !r.spoke {
 		r.spoke = true
 		q.mu.Lock()
@@ -474,7 +559,14 @@ func (q *queuePair) rxReadResponse(pl int) error {
 			m.mu.RUnlock()
 			return q.violation(iwarp.TermDDPTaggedInvalidSTag, "Read Response sink STag %#08x was invalidated locally", stag)
 		}
-		revoked, err := q.placeGuarded(m, stag, m.buf[sink.off+wq.placed:sink.off+wq.placed+pl])
+		at := sink.off + wq.placed + pl
+		if rest := wq.length - wq.placed - pl; !h.Last && rest > 0 && pl >= rxDirectMin {
+			// The response goes on: its next payload may come in the same read.
+			r.specGap = iwarp.TrailerLen(r.hdrLen-iwarp.MPALenFieldLen+pl) + r.hdrLen
+			r.specNext = m.buf[at : at+min(rest, pl)]
+		}
+		revoked, err := q.placeGuarded(m, stag, m.buf[at-pl:at])
+		r.specNext = nil
 		if err != nil {
 			return err
 		}

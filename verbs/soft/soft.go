@@ -190,6 +190,8 @@ type Device struct {
 	terms termCounters // see Stats
 	// directFPDUs: see Stats.DirectFPDUs.
 	directFPDUs atomic.Uint64
+	// aheadPlaced, aheadSpliced: see Stats.ReadAheadPlaced, ReadAheadSpliced.
+	aheadPlaced, aheadSpliced atomic.Uint64
 
 	mu     sync.Mutex
 	closed bool

@@ -24,6 +24,13 @@ type Stats struct {
 	// of a caller waiting for a completion (verbs.DirectProcessor) rather
 	// than on their reader goroutines.
 	DirectFPDUs uint64
+	// ReadAheadPlaced counts Read Response payload bytes that were read
+	// straight into the sink together with the FPDU before them and found in
+	// place when their header was parsed; ReadAheadSpliced counts bytes read
+	// that way that turned out to be something else (an FPDU cut differently
+	// than predicted, another message in between) and were copied back into
+	// the stream.
+	ReadAheadPlaced, ReadAheadSpliced uint64
 }
 
 // termCounters are the live counters behind Stats.
@@ -44,7 +51,7 @@ func (d *Device) Stats() Stats {
 		return TerminateCounts{RDMAP: c[iwarp.LayerRDMAP].Load(), DDP: c[iwarp.LayerDDP].Load(), LLP: c[iwarp.LayerLLP].Load(), Other: c[layerOther].Load()}
 	}
 	return Stats{TerminatesSent: load(&d.terms.sent), TerminatesReceived: load(&d.terms.received),
-		DirectFPDUs: d.directFPDUs.Load()}
+		DirectFPDUs: d.directFPDUs.Load(), ReadAheadPlaced: d.aheadPlaced.Load(), ReadAheadSpliced: d.aheadSpliced.Load()}
 }
 
 // noteFailure counts the Terminate a queue pair failing with cause sends (term, the

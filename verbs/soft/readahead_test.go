@@ -1,0 +1,157 @@
+package soft
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
+)
+
+// TestReadResponseReadAhead: within a large Read Response the reader reads the
+// next FPDU's payload straight into the sink in the same readv when it
+// continues the response as predicted (rawReadStep), and copies it back into the
+// stream when it does not. A raw peer cuts the response as it likes: regular
+// FPDUs, one shorter or longer than the one before, a Send between two of them,
+// sent at once or trickled, with and without CRC. Every time the Read completes
+// with the source's bytes, nothing past the Read's length is written, the Send
+// arrives intact, and the device's counters show which way the bytes went.
+func TestReadResponseReadAhead(t *testing.T) {
+	src := make([]byte, 256<<10)
+	for i := range src {
+		src[i] = byte(i*7 + i>>9)
+	}
+	// The first FPDU is longer than the read-ahead buffer, so that the
+	// reader is placing directly when the second begins.
+	for _, tc := range []struct {
+		name      string
+		cuts      []int // payload of each FPDU
+		sendAfter int   // a Send follows this FPDU; -1: none
+		trickle   int   // written in pieces of this many bytes; 0: at once
+		placed    bool  // some payload must be found in place
+		spliced   bool  // some must be copied back
+	}{
+		{"regular", []int{65000, 30000, 30000, 30000, 10000}, -1, 0, true, false},
+		{"shorter", []int{65000, 30000, 20000, 30000, 10000}, -1, 0, true, true},
+		{"longer", []int{65000, 20000, 30000, 50000}, -1, 0, true, false},
+		{"send-between", []int{65000, 30000, 30000, 40000}, 1, 0, false, true},
+		{"regular-trickled", []int{65000, 30000, 30000, 30000, 10000}, -1, 997, false, false},
+		{"send-between-trickled", []int{65000, 30000, 30000, 40000}, 1, 4099, false, false},
+	} {
+		size := 0
+		for _, c := range tc.cuts {
+			size += c
+		}
+		for _, crc := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/crc=%v", tc.name, crc), func(t *testing.T) {
+				// How the stream is cut into reads is the kernel's choice: a case
+				// that needs a read ahead to happen tries up to 20 times (its
+				// bytes are checked every time).
+				for try := 1; ; try++ {
+					placed, spliced := readAheadOnce(t, src[:size], tc.cuts, tc.sendAfter, tc.trickle, crc)
+					if (!tc.placed || placed > 0) && (!tc.spliced || spliced > 0) {
+						break
+					}
+					if try == 20 {
+						t.Fatalf("in %d tries, %d bytes found in place and %d copied back; want %v, %v", try, placed, spliced, tc.placed, tc.spliced)
+					}
+				}
+			})
+		}
+	}
+}
+
+// readAheadOnce has a raw peer answer one Read of src with FPDUs of the given
+// payloads (a Send after FPDU sendAfter), checks what arrived, and returns the
+// bytes read ahead that were found in place and that were copied back.
+func readAheadOnce(t *testing.T, src []byte, cuts []int, sendAfter, trickle int, crc bool) (placed, spliced uint64) {
+	t.Helper()
+	const guard = 4096
+	size := len(src)
+	s := newServerUnderTest(t, Config{})
+	rbuf := make([]byte, 64)
+	rmr := s.reg(t, rbuf, verbs.AccessLocalWrite)
+	for id := uint64(500); id < 502; id++ {
+		if err := s.qp.PostRecv(&verbs.RecvWR{ID: id, SGL: []verbs.SGE{{MR: rmr, Length: 64}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := s.connectRaw(t, crc, verbs.ConnParams{IRD: 4, ORD: 4})
+	p.sendMsg(iwarp.OpSend, []byte("hello"), 0) // the responder's writer waits for the peer's first FPDU
+	s.expect(t, 500, verbs.OpcodeRecv, verbs.StatusSuccess)
+
+	sinkBuf := bytes.Repeat([]byte{0xEE}, size+guard)
+	sink := s.reg(t, sinkBuf, verbs.AccessLocalWrite)
+	if err := s.qp.PostSend(&verbs.SendWR{ID: 999, Op: verbs.OpRead, Flags: verbs.Signaled,
+		SGL: []verbs.SGE{{MR: sink, Length: size}}, RemoteSTag: 0x1234, RemoteTO: 0}); err != nil {
+		t.Fatal(err)
+	}
+	f := p.next()
+	var rr iwarp.ReadRequest
+	if f == nil || f.Header.Opcode != iwarp.OpReadRequest || rr.Decode(f.Payload) != nil {
+		t.Fatalf("peer got %+v, want a Read Request", f)
+	}
+	var stream []byte
+	off := 0
+	for i, c := range cuts {
+		h := iwarp.Header{Opcode: iwarp.OpReadResponse, Last: i == len(cuts)-1, STag: rr.SinkSTag, TO: rr.SinkTO + uint64(off)}
+		var err error
+		if stream, err = iwarp.AppendFPDU(stream, &h, src[off:off+c], crc); err != nil {
+			t.Fatal(err)
+		}
+		off += c
+		if i == sendAfter {
+			qn := iwarp.OpSend.QN()
+			h := iwarp.Header{Opcode: iwarp.OpSend, Last: true, QN: qn, MSN: p.msn[qn]}
+			p.msn[qn]++
+			if stream, err = iwarp.AppendFPDU(stream, &h, []byte("between"), crc); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	before := s.dev.Stats()
+	if trickle == 0 {
+		p.write(stream)
+	} else {
+		for len(stream) > 0 {
+			n := min(trickle, len(stream))
+			p.write(stream[:n])
+			stream = stream[n:]
+			time.Sleep(50 * time.Microsecond) // pacing, so that reads end at many places
+		}
+	}
+	if sendAfter >= 0 {
+		wc := s.expect(t, 501, verbs.OpcodeRecv, verbs.StatusSuccess)
+		if got := rbuf[:wc.ByteLen]; string(got) != "between" {
+			t.Fatalf("Send between the FPDUs arrived as %q", got)
+		}
+	}
+	s.expect(t, 999, verbs.OpcodeRead, verbs.StatusSuccess)
+	if !bytes.Equal(sinkBuf[:size], src) {
+		i := 0
+		for sinkBuf[i] == src[i] {
+			i++
+		}
+		t.Fatalf("sink differs from the source from byte %d on", i)
+	}
+	if !bytes.Equal(sinkBuf[size:], bytes.Repeat([]byte{0xEE}, guard)) {
+		t.Fatal("bytes past the Read's length were written")
+	}
+	after := s.dev.Stats()
+	placed, spliced = after.ReadAheadPlaced-before.ReadAheadPlaced, after.ReadAheadSpliced-before.ReadAheadSpliced
+	// The connection still works.
+	if sendAfter >= 0 {
+		if err := s.qp.PostRecv(&verbs.RecvWR{ID: 502, SGL: []verbs.SGE{{MR: rmr, Length: 64}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.sendMsg(iwarp.OpSend, []byte("after"), 0)
+	if sendAfter < 0 {
+		s.expect(t, 501, verbs.OpcodeRecv, verbs.StatusSuccess)
+	} else {
+		s.expect(t, 502, verbs.OpcodeRecv, verbs.StatusSuccess)
+	}
+	return placed, spliced
+}
