@@ -20,7 +20,10 @@ import (
 // after such a large FPDU the read-ahead is limited to rxLargeReadAhead
 // bytes, so that the next large payload goes direct as well. On Linux the
 // direct read is a readv that takes those rxLargeReadAhead bytes (the
-// trailer, the next header) in the same syscall (see rawReadStep).
+// trailer, the next header) in the same syscall (see rawReadStep), and
+// within a large Read Response the next FPDU as well, its payload straight
+// into the sink where the response continues (checked when its header has
+// been parsed, copied back into the stream when it is something else).
 //
 // The buffer comes from rxPool while bytes are buffered and goes back when
 // the reader has consumed everything and must wait for the socket (on Linux
