@@ -155,3 +155,79 @@ func readAheadOnce(t *testing.T, src []byte, cuts []int, sendAfter, trickle int,
 	}
 	return placed, spliced
 }
+
+// TestReadResponseReadAheadHostile: a peer whose Read Response goes wrong after
+// the reader has read ahead into the sink (a TO that skips, an STag that
+// changes, a Write in the middle, a Terminate) gets the Terminate it earns, the
+// Read completes in error, and nothing past the Read's length was written.
+func TestReadResponseReadAheadHostile(t *testing.T) {
+	const size, guard = 65000 + 30000 + 30000, 4096
+	src := make([]byte, size)
+	for i := range src {
+		src[i] = byte(i*13 + 1)
+	}
+	for _, tc := range []struct {
+		name string
+		code iwarp.TermCode
+		// third returns the stream's third FPDU, after two good ones of
+		// 65000 and 30000 bytes.
+		third func(rr iwarp.ReadRequest, s *serverUnderTest) (iwarp.Header, []byte)
+	}{
+		{"to-skips", iwarp.TermDDPTaggedBaseBounds, func(rr iwarp.ReadRequest, _ *serverUnderTest) (iwarp.Header, []byte) {
+			return iwarp.Header{Opcode: iwarp.OpReadResponse, Last: true, STag: rr.SinkSTag, TO: rr.SinkTO + 95000 + 8}, src[95000:]
+		}},
+		{"stag-changes", iwarp.TermDDPTaggedInvalidSTag, func(rr iwarp.ReadRequest, _ *serverUnderTest) (iwarp.Header, []byte) {
+			return iwarp.Header{Opcode: iwarp.OpReadResponse, Last: true, STag: rr.SinkSTag + 1, TO: rr.SinkTO + 95000}, src[95000:]
+		}},
+		{"write-inside", iwarp.TermRDMAPCatastrophicStream, func(_ iwarp.ReadRequest, s *serverUnderTest) (iwarp.Header, []byte) {
+			return iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: s.mr.RKey(), TO: s.mr.Addr()}, src[:30000]
+		}},
+		{"too-long", iwarp.TermDDPTaggedBaseBounds, func(rr iwarp.ReadRequest, _ *serverUnderTest) (iwarp.Header, []byte) {
+			return iwarp.Header{Opcode: iwarp.OpReadResponse, Last: true, STag: rr.SinkSTag, TO: rr.SinkTO + 95000}, append(src[95000:size:size], make([]byte, 100)...)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServerUnderTest(t, Config{})
+			rmr := s.reg(t, make([]byte, 64), verbs.AccessLocalWrite)
+			if err := s.qp.PostRecv(&verbs.RecvWR{ID: 500, SGL: []verbs.SGE{{MR: rmr, Length: 64}}}); err != nil {
+				t.Fatal(err)
+			}
+			p := s.connectRaw(t, false, verbs.ConnParams{IRD: 4, ORD: 4})
+			p.sendMsg(iwarp.OpSend, []byte("hello"), 0)
+			s.expect(t, 500, verbs.OpcodeRecv, verbs.StatusSuccess)
+			sinkBuf := bytes.Repeat([]byte{0xEE}, size+guard)
+			sink := s.reg(t, sinkBuf, verbs.AccessLocalWrite)
+			if err := s.qp.PostSend(&verbs.SendWR{ID: 999, Op: verbs.OpRead, Flags: verbs.Signaled,
+				SGL: []verbs.SGE{{MR: sink, Length: size}}, RemoteSTag: 0x1234}); err != nil {
+				t.Fatal(err)
+			}
+			f := p.next()
+			var rr iwarp.ReadRequest
+			if f == nil || f.Header.Opcode != iwarp.OpReadRequest || rr.Decode(f.Payload) != nil {
+				t.Fatalf("peer got %+v, want a Read Request", f)
+			}
+			var stream []byte
+			var err error
+			for _, part := range []struct{ off, n int }{{0, 65000}, {65000, 30000}} {
+				h := iwarp.Header{Opcode: iwarp.OpReadResponse, STag: rr.SinkSTag, TO: rr.SinkTO + uint64(part.off)}
+				if stream, err = iwarp.AppendFPDU(stream, &h, src[part.off:part.off+part.n], false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h, payload := tc.third(rr, s)
+			if stream, err = iwarp.AppendFPDU(stream, &h, payload, false); err != nil {
+				t.Fatal(err)
+			}
+			p.write(stream)
+			p.expectTerminate(tc.code)
+			s.checkQPFailed(t, tc.code, false)
+			wc := s.wait(t)
+			if wc.ID != 999 || wc.Status == verbs.StatusSuccess {
+				t.Fatalf("Read completion %+v, want an error", wc)
+			}
+			if !bytes.Equal(sinkBuf[size:], bytes.Repeat([]byte{0xEE}, guard)) {
+				t.Fatal("bytes past the Read's length were written")
+			}
+		})
+	}
+}
