@@ -108,10 +108,15 @@ func TestPostSendInline(t *testing.T) {
 // unacceptable: the peer stops reading, so the socket fills up. PostSend must
 // still return at once for every message (the writer finishes what the
 // socket did not take), and once the peer reads again it must get every
-// message whole and in order.
+// message whole and in order. Messages of 64 KiB, and of 1 MiB, which
+// PostSend writes itself too (as much of it as the socket takes).
 func TestPostSendInlineFullSocket(t *testing.T) {
+	t.Run("64KiB", func(t *testing.T) { testPostSendInlineFullSocket(t, 128, 64<<10) })
+	t.Run("1MiB", func(t *testing.T) { testPostSendInlineFullSocket(t, 8, 1<<20) })
+}
+
+func testPostSendInlineFullSocket(t *testing.T, n, size int) {
 	checkGoroutines(t)
-	const n, size = 128, 64 << 10
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		// A small receive window, so that our socket fills quickly.
 		c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
