@@ -70,29 +70,8 @@ func readAheadOnce(t *testing.T, src []byte, cuts []int, sendAfter, trickle int,
 	t.Helper()
 	const guard = 4096
 	size := len(src)
-	s := newServerUnderTest(t, Config{})
 	rbuf := make([]byte, 64)
-	rmr := s.reg(t, rbuf, verbs.AccessLocalWrite)
-	for id := uint64(500); id < 502; id++ {
-		if err := s.qp.PostRecv(&verbs.RecvWR{ID: id, SGL: []verbs.SGE{{MR: rmr, Length: 64}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p := s.connectRaw(t, crc, verbs.ConnParams{IRD: 4, ORD: 4})
-	p.sendMsg(iwarp.OpSend, []byte("hello"), 0) // the responder's writer waits for the peer's first FPDU
-	s.expect(t, 500, verbs.OpcodeRecv, verbs.StatusSuccess)
-
-	sinkBuf := bytes.Repeat([]byte{0xEE}, size+guard)
-	sink := s.reg(t, sinkBuf, verbs.AccessLocalWrite)
-	if err := s.qp.PostSend(&verbs.SendWR{ID: 999, Op: verbs.OpRead, Flags: verbs.Signaled,
-		SGL: []verbs.SGE{{MR: sink, Length: size}}, RemoteSTag: 0x1234, RemoteTO: 0}); err != nil {
-		t.Fatal(err)
-	}
-	f := p.next()
-	var rr iwarp.ReadRequest
-	if f == nil || f.Header.Opcode != iwarp.OpReadRequest || rr.Decode(f.Payload) != nil {
-		t.Fatalf("peer got %+v, want a Read Request", f)
-	}
+	s, p, rmr, sinkBuf, rr := readAheadSetup(t, crc, rbuf, 2, size, guard)
 	var stream []byte
 	off := 0
 	for i, c := range cuts {
@@ -156,6 +135,36 @@ func readAheadOnce(t *testing.T, src []byte, cuts []int, sendAfter, trickle int,
 	return placed, spliced
 }
 
+// readAheadSetup connects a raw peer to a new endpoint that has recvs
+// receives of 64 bytes posted into rbuf (IDs 500 on; the peer's first Send
+// takes one), and has the endpoint post an RDMA Read of size bytes into a
+// sink followed by guard bytes of 0xEE. It returns the sink's buffer and the
+// Read Request the peer got.
+func readAheadSetup(t *testing.T, crc bool, rbuf []byte, recvs, size, guard int) (s *serverUnderTest, p *rawPeer, rmr verbs.MR, sinkBuf []byte, rr iwarp.ReadRequest) {
+	t.Helper()
+	s = newServerUnderTest(t, Config{})
+	rmr = s.reg(t, rbuf, verbs.AccessLocalWrite)
+	for id := uint64(500); id < 500+uint64(recvs); id++ {
+		if err := s.qp.PostRecv(&verbs.RecvWR{ID: id, SGL: []verbs.SGE{{MR: rmr, Length: len(rbuf)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p = s.connectRaw(t, crc, verbs.ConnParams{IRD: 4, ORD: 4})
+	p.sendMsg(iwarp.OpSend, []byte("hello"), 0) // the responder's writer waits for the peer's first FPDU
+	s.expect(t, 500, verbs.OpcodeRecv, verbs.StatusSuccess)
+	sinkBuf = bytes.Repeat([]byte{0xEE}, size+guard)
+	sink := s.reg(t, sinkBuf, verbs.AccessLocalWrite)
+	if err := s.qp.PostSend(&verbs.SendWR{ID: 999, Op: verbs.OpRead, Flags: verbs.Signaled,
+		SGL: []verbs.SGE{{MR: sink, Length: size}}, RemoteSTag: 0x1234}); err != nil {
+		t.Fatal(err)
+	}
+	f := p.next()
+	if f == nil || f.Header.Opcode != iwarp.OpReadRequest || rr.Decode(f.Payload) != nil {
+		t.Fatalf("peer got %+v, want a Read Request", f)
+	}
+	return s, p, rmr, sinkBuf, rr
+}
+
 // TestReadResponseReadAheadHostile: a peer whose Read Response goes wrong after
 // the reader has read ahead into the sink (a TO that skips, an STag that
 // changes, a Write in the middle, a Terminate) gets the Terminate it earns, the
@@ -187,25 +196,7 @@ func TestReadResponseReadAheadHostile(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newServerUnderTest(t, Config{})
-			rmr := s.reg(t, make([]byte, 64), verbs.AccessLocalWrite)
-			if err := s.qp.PostRecv(&verbs.RecvWR{ID: 500, SGL: []verbs.SGE{{MR: rmr, Length: 64}}}); err != nil {
-				t.Fatal(err)
-			}
-			p := s.connectRaw(t, false, verbs.ConnParams{IRD: 4, ORD: 4})
-			p.sendMsg(iwarp.OpSend, []byte("hello"), 0)
-			s.expect(t, 500, verbs.OpcodeRecv, verbs.StatusSuccess)
-			sinkBuf := bytes.Repeat([]byte{0xEE}, size+guard)
-			sink := s.reg(t, sinkBuf, verbs.AccessLocalWrite)
-			if err := s.qp.PostSend(&verbs.SendWR{ID: 999, Op: verbs.OpRead, Flags: verbs.Signaled,
-				SGL: []verbs.SGE{{MR: sink, Length: size}}, RemoteSTag: 0x1234}); err != nil {
-				t.Fatal(err)
-			}
-			f := p.next()
-			var rr iwarp.ReadRequest
-			if f == nil || f.Header.Opcode != iwarp.OpReadRequest || rr.Decode(f.Payload) != nil {
-				t.Fatalf("peer got %+v, want a Read Request", f)
-			}
+			s, p, _, sinkBuf, rr := readAheadSetup(t, false, make([]byte, 64), 1, size, guard)
 			var stream []byte
 			var err error
 			for _, part := range []struct{ off, n int }{{0, 65000}, {65000, 30000}} {
