@@ -14,7 +14,8 @@ import (
 
 // fuzzReadSize is the RDMA Read FuzzReadResponse answers: long enough for
 // several large FPDUs, so that the reader places directly and reads ahead.
-const fuzzReadSize = 200000
+// fuzzWriteSize is the region the stream's RDMA Writes target.
+const fuzzReadSize, fuzzWriteSize = 200000, 65000 + 4096
 
 // fuzzReadStream builds the peer's side of FuzzReadResponse from ops, three
 // bytes an op: a kind and a big-endian 16-bit value v.
@@ -24,15 +25,18 @@ const fuzzReadSize = 200000
 //	1: a Read Response FPDU of v%70000 bytes at a TO v bytes too far
 //	2: a Send of v%64 bytes (4 receives are posted)
 //	3: v%32 bytes of junk
+//	4: an RDMA Write of v%65000 bytes into the fuzzWriteSize-byte region
+//	   wstag/wto, at offset v%4096 (well-formed outside the response)
 //
-// It reports whether the stream is a well-formed answer: kinds 0 and 2 only,
-// at most 4 Sends, and the response complete.
-func fuzzReadStream(crc bool, stag uint32, to uint64, src, ops []byte) (stream []byte, wellFormed bool) {
+// It reports whether the stream is a well-formed answer: kinds 0, 2 and 4
+// only, at most 4 Sends, no Write inside the response, and the response
+// complete.
+func fuzzReadStream(crc bool, stag uint32, to uint64, wstag uint32, wto uint64, src, ops []byte) (stream []byte, wellFormed bool) {
 	off, sends, msn := 0, 0, uint32(1)
 	wellFormed = true
 	for i := 0; i+3 <= len(ops); i += 3 {
 		v := int(binary.BigEndian.Uint16(ops[i+1:]))
-		switch ops[i] % 4 {
+		switch ops[i] % 5 {
 		case 0:
 			if off == len(src) {
 				continue
@@ -56,6 +60,13 @@ func fuzzReadStream(crc bool, stag uint32, to uint64, src, ops []byte) (stream [
 		case 3:
 			stream = append(stream, bytes.Repeat([]byte{byte(v >> 8)}, v%32)...)
 			wellFormed = false
+		case 4:
+			n, at := v%65000, v%4096
+			h := iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: wstag, TO: wto + uint64(at)}
+			stream, _ = iwarp.AppendFPDU(stream, &h, bytes.Repeat([]byte{0x5A}, n), crc)
+			if off != 0 && off != len(src) {
+				wellFormed = false
+			}
 		}
 	}
 	return stream, wellFormed && off == len(src)
@@ -67,7 +78,8 @@ func fuzzReadStream(crc bool, stag uint32, to uint64, src, ops []byte) (stream [
 // (fuzzReadStream), written in pieces of trickle bytes (0: at once). Whatever
 // the stream, nothing past the Read's length is written and the QP ends
 // without panicking, hanging or leaking; a well-formed answer completes the
-// Read with the source's bytes.
+// Read with the source's bytes. RDMA Writes in the stream, placed directly
+// too when large, must stay inside their region.
 func FuzzReadResponse(f *testing.F) {
 	op := func(kind byte, v uint16) []byte { return []byte{kind, byte(v >> 8), byte(v)} }
 	cat := func(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
@@ -86,6 +98,8 @@ func FuzzReadResponse(f *testing.F) {
 	f.Add(true, uint16(997), cat(op(0, 65000), op(0, 30000), op(1, 8), full(65000)))
 	f.Add(false, uint16(0), cat(op(0, 65000), op(0, 30000), op(3, 7), full(65000)))
 	f.Add(false, uint16(0), cat(op(0, 65000), op(0, 30000), op(0, 30000)))
+	f.Add(false, uint16(0), cat(op(4, 40000), full(65000), op(4, 64000)))
+	f.Add(true, uint16(1500), cat(op(0, 65000), op(4, 30000), full(65000)))
 	f.Fuzz(func(t *testing.T, crc bool, trickle uint16, ops []byte) {
 		if len(ops) > 300 {
 			return // bounded stream: at most 100 ops
@@ -123,6 +137,8 @@ func FuzzReadResponse(f *testing.F) {
 		}
 		sinkBuf := bytes.Repeat([]byte{0xEE}, fuzzReadSize+guard)
 		sink, _ := pd.RegMR(sinkBuf, verbs.AccessLocalWrite)
+		wbuf := bytes.Repeat([]byte{0xEE}, fuzzWriteSize+guard)
+		wmr, _ := pd.RegMR(wbuf[:fuzzWriteSize], verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
 		q.state = verbs.StateConnecting
 		if err := q.start(conn, crc, 4, 4, DefaultMaxFPDU, false, RTRNone); err != nil {
 			t.Fatal(err)
@@ -147,7 +163,7 @@ func FuzzReadResponse(f *testing.F) {
 				}
 			}
 		}()
-		stream, wellFormed := fuzzReadStream(crc, sink.RKey(), sink.Addr(), src, ops)
+		stream, wellFormed := fuzzReadStream(crc, sink.RKey(), sink.Addr(), wmr.RKey(), wmr.Addr(), src, ops)
 		peer.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		for len(stream) > 0 {
 			n := len(stream)
@@ -186,6 +202,9 @@ func FuzzReadResponse(f *testing.F) {
 		<-drained
 		if !bytes.Equal(sinkBuf[fuzzReadSize:], bytes.Repeat([]byte{0xEE}, guard)) {
 			t.Fatal("bytes past the Read's length were written")
+		}
+		if !bytes.Equal(wbuf[fuzzWriteSize:], bytes.Repeat([]byte{0xEE}, guard)) {
+			t.Fatal("bytes past the Write region were written")
 		}
 	})
 }
