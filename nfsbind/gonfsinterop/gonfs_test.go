@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,7 +44,7 @@ func serve(t *testing.T) (*nfs.Target, string) {
 		rs.Shutdown(ctx)
 		srv.Close()
 	})
-	c, err := rpc.DialTCP("tcp", l.Addr().String(), false)
+	c, err := dialGoNFS(l.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +56,19 @@ func serve(t *testing.T) (*nfs.Target, string) {
 	}
 	t.Cleanup(func() { m.Unmount() })
 	return target, dir
+}
+
+// dialGoNFS connects go-nfs-client's RPC client to addr. It binds a local
+// port it picks at random from 49152-65535 and tries another only for
+// privileged ports, so a port in use (other tests, other connections) fails
+// the dial: try again, as it does for privileged ports.
+func dialGoNFS(addr string) (*rpc.Client, error) {
+	for try := 1; ; try++ {
+		c, err := rpc.DialTCP("tcp", addr, false)
+		if err == nil || try == 50 || !errors.Is(err, syscall.EADDRINUSE) {
+			return c, err
+		}
+	}
 }
 
 func TestGoNFSClientFiles(t *testing.T) {
