@@ -75,8 +75,10 @@ func ApplyCQOptions(opts []CQOption) CQOptions {
 // waiting one (a wake-up of a sleeping goroutine, and often of a thread, per
 // message).
 //
-// Only verbs/soft implements it; a consumer type-asserts and falls back to
-// waiting for its handler's signal when the QP does not.
+// verbs/soft implements it (the caller reads the socket), and so does
+// verbs/ibverbs (the caller polls the receive CQ for up to its polling
+// budget); a consumer type-asserts and falls back to waiting for its
+// handler's signal when the QP does not.
 type DirectProcessor interface {
 	// ProcessDirect receives for the QP on the calling goroutine, handing
 	// completions to the CQ handlers exactly as the provider's own
