@@ -72,6 +72,11 @@ type Provider struct {
 	// before it polls. Kernel providers (siw, rxe) fail the QP instead, and
 	// the Read is flushed or retried until the connection times out.
 	OverrunKeepsQP bool
+	// NoDirectWaits, when set, is why ProcessDirect of a QP that implements
+	// verbs.DirectProcessor may return without waiting for a completion
+	// (ibverbs with CQ polling off): DirectProcessor then checks the
+	// contract, not that waits end inside ProcessDirect.
+	NoDirectWaits string
 }
 
 // Run runs the whole suite as subtests of t.
