@@ -76,6 +76,8 @@ func conformance(t *testing.T, cfg Config, addr string) {
 	}
 	if cfg.CQPoll < 0 {
 		p.NoDirectWaits = "CQ polling is off (Config.CQPoll < 0): ProcessDirect reports done at once and leaves the wait to the CQ's event goroutine"
+	} else {
+		p.DirectWaitsBounded = "ProcessDirect polls the CQ for Config.CQPoll, shorter than a round trip under emulation"
 	}
 	if d.IWARP() {
 		p.NoRemoteInvalidate = "libsiw (rdma-core 44) reports no IBV_WC_WITH_INV and no invalidated rkey in work completions, so the receiver cannot learn which STag a Send with Invalidate invalidated (the host peer case ibverbs-soft-siw sends one from siw)"

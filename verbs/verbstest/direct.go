@@ -92,9 +92,11 @@ func (s *suite) testDirectProcessor(t *testing.T) {
 			direct++
 		}
 	}
-	if direct == 0 && s.p.NoDirectWaits == "" {
+	each := s.p.NoDirectWaits == "" && s.p.DirectWaitsBounded == ""
+	if direct == 0 && each {
 		t.Errorf("no wait of %d was satisfied by ProcessDirect", total)
 	}
+	unbounded := direct
 	// Bounded waits. A wait for nothing ends at its deadline, reporting
 	// false, whether the caller found the provider's goroutine receiving or
 	// took over from the caller before it; a far deadline does not stop a
@@ -110,11 +112,17 @@ func (s *suite) testDirectProcessor(t *testing.T) {
 		}
 		seq++
 	}
-	if direct == 0 && s.p.NoDirectWaits == "" {
+	if direct == 0 && each {
 		t.Error("no wait with a deadline was satisfied by ProcessDirect")
 	}
-	if s.p.NoDirectWaits != "" {
+	switch {
+	case s.p.NoDirectWaits != "":
 		t.Logf("waits ended in ProcessDirect not required: %s", s.p.NoDirectWaits)
+	case s.p.DirectWaitsBounded != "":
+		if unbounded+direct == 0 {
+			t.Errorf("no wait of %d was satisfied by ProcessDirect", total+20)
+		}
+		t.Logf("%d of %d waits without a deadline and %d of 20 with one ended in ProcessDirect (%s)", unbounded, total, direct, s.p.DirectWaitsBounded)
 	}
 	p.sh.check(t)
 	p.ch.check(t)

@@ -77,6 +77,12 @@ type Provider struct {
 	// (ibverbs with CQ polling off): DirectProcessor then checks the
 	// contract, not that waits end inside ProcessDirect.
 	NoDirectWaits string
+	// DirectWaitsBounded, when set, is why ProcessDirect waits for a
+	// completion only for a while (ibverbs polls the CQ for Config.CQPoll,
+	// shorter than a round trip under emulation): DirectProcessor then
+	// requires some wait of the whole subtest, not of each of its parts, to
+	// end inside ProcessDirect.
+	DirectWaitsBounded string
 }
 
 // Run runs the whole suite as subtests of t.
