@@ -3,7 +3,10 @@
 package ibverbs
 
 import (
+	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs"
 )
@@ -119,4 +122,110 @@ func BenchmarkSendRecv(b *testing.B) {
 		drain(b, srv.cq, wc, 1) // server send
 		drain(b, cli.cq, wc, 2) // client send + receive
 	}
+}
+
+// BenchmarkSendRecvHandler measures a 64-byte Send/Recv round trip between CQs
+// with handlers, the server echoing from its handler, as rpcrdma uses them:
+// the client waits for the handler's signal (wait), or receives its reply
+// itself with verbs.DirectProcessor and waits only when that returns without
+// it (direct).
+func BenchmarkSendRecvHandler(b *testing.B) {
+	for _, direct := range []bool{false, true} {
+		name := "wait"
+		if direct {
+			name = "direct"
+		}
+		b.Run(name, func(b *testing.B) { benchSendRecvHandler(b, direct) })
+	}
+}
+
+func benchSendRecvHandler(b *testing.B, direct bool) {
+	var cli, srv *bend
+	var crecv, srecv verbs.RecvWR
+	var reply verbs.SendWR
+	var got atomic.Uint64
+	signal := make(chan struct{}, 1)
+	var failed atomic.Value
+	fail := func(wc *verbs.Completion) {
+		failed.CompareAndSwap(nil, fmt.Sprintf("completion %d %v: %v %v", wc.ID, wc.Opcode, wc.Status, wc.Err))
+	}
+	cliH := func(wc *verbs.Completion) {
+		switch {
+		case wc.Status != verbs.StatusSuccess:
+			fail(wc)
+		case wc.Opcode == verbs.OpcodeRecv:
+			cli.qp.PostRecv(&crecv)
+			got.Add(1)
+			select {
+			case signal <- struct{}{}:
+			default:
+			}
+		}
+	}
+	srvH := func(wc *verbs.Completion) {
+		switch {
+		case wc.Status != verbs.StatusSuccess:
+			fail(wc)
+		case wc.Opcode == verbs.OpcodeRecv:
+			srv.qp.PostRecv(&srecv)
+			srv.qp.PostSend(&reply)
+		}
+	}
+	cli, srv, _ = pairOpts(b, 8, []verbs.CQOption{verbs.WithHandler(cliH)}, []verbs.CQOption{verbs.WithHandler(srvH)})
+	cbuf, sbuf := make([]byte, 64), make([]byte, 64)
+	cmr, err := cli.pd.RegMR(cbuf, verbs.AccessLocalWrite)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cmr.Close()
+	smr, err := srv.pd.RegMR(sbuf, verbs.AccessLocalWrite)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer smr.Close()
+	crecv = verbs.RecvWR{ID: 1, SGL: []verbs.SGE{{MR: cmr, Length: 64}}}
+	srecv = verbs.RecvWR{ID: 2, SGL: []verbs.SGE{{MR: smr, Length: 64}}}
+	reply = verbs.SendWR{ID: 4, Op: verbs.OpSend, SGL: []verbs.SGE{{MR: smr, Length: 64}}, Flags: verbs.Signaled}
+	ping := verbs.SendWR{ID: 3, Op: verbs.OpSend, SGL: []verbs.SGE{{MR: cmr, Length: 64}}, Flags: verbs.Signaled}
+	for i := 0; i < 4; i++ {
+		if err := srv.qp.PostRecv(&srecv); err != nil {
+			b.Fatal(err)
+		}
+		if err := cli.qp.PostRecv(&crecv); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d := cli.qp.(verbs.DirectProcessor)
+	inDirect := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		want := uint64(i + 1)
+		if err := cli.qp.PostSend(&ping); err != nil {
+			b.Fatal(err)
+		}
+		if direct && d.ProcessDirect(func() bool { return got.Load() >= want }, time.Time{}) {
+			inDirect++
+		} else {
+			if direct {
+				d.Resume()
+			}
+			for got.Load() < want {
+				select {
+				case <-signal:
+				case <-time.After(10 * time.Second):
+					b.Fatalf("no reply %d: %v", i, failed.Load())
+				}
+			}
+		}
+		select {
+		case <-signal: // the handler's signal for a reply already counted
+		default:
+		}
+	}
+	b.StopTimer()
+	if f := failed.Load(); f != nil {
+		b.Fatal(f)
+	}
+	b.ReportMetric(float64(inDirect)/float64(b.N), "direct/op")
 }

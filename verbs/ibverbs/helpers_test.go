@@ -20,12 +20,12 @@ type bend struct {
 	qp verbs.QP
 }
 
-func newBend(tb testing.TB, d *Device, depth int) *bend {
+func newBend(tb testing.TB, d *Device, depth int, opts ...verbs.CQOption) *bend {
 	pd, err := d.AllocPD()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cq, err := d.CreateCQ(2 * depth)
+	cq, err := d.CreateCQ(2*depth, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -39,6 +39,12 @@ func newBend(tb testing.TB, d *Device, depth int) *bend {
 
 // pair connects two endpoints through the device under test.
 func pair(tb testing.TB, depth int) (cli, srv *bend, d *Device) {
+	return pairOpts(tb, depth, nil, nil)
+}
+
+// pairOpts is pair with options for the client's and the server's CQ (a
+// handler, for one).
+func pairOpts(tb testing.TB, depth int, cliOpts, srvOpts []verbs.CQOption) (cli, srv *bend, d *Device) {
 	cfg, addr := testConfig(tb)
 	d = openTest(tb, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -48,7 +54,7 @@ func pair(tb testing.TB, depth int) (cli, srv *bend, d *Device) {
 		tb.Fatal(err)
 	}
 	defer ln.Close()
-	cli, srv = newBend(tb, d, depth), newBend(tb, d, depth)
+	cli, srv = newBend(tb, d, depth, cliOpts...), newBend(tb, d, depth, srvOpts...)
 	errc := make(chan error, 1)
 	go func() {
 		req, err := ln.Accept(ctx)
