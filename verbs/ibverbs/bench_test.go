@@ -197,6 +197,9 @@ func benchSendRecvHandler(b *testing.B, direct bool) {
 	}
 	d := cli.qp.(verbs.DirectProcessor)
 	inDirect := 0
+	hung := make(chan struct{}) // a hang guard for the whole run, not a timing
+	guard := time.AfterFunc(time.Minute, func() { close(hung) })
+	defer guard.Stop()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -213,7 +216,7 @@ func benchSendRecvHandler(b *testing.B, direct bool) {
 			for got.Load() < want {
 				select {
 				case <-signal:
-				case <-time.After(10 * time.Second):
+				case <-hung:
 					b.Fatalf("no reply %d: %v", i, failed.Load())
 				}
 			}
