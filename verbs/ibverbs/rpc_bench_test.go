@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // BenchmarkRPCNull measures an ONC RPC NULL call over RPC-over-RDMA (package
@@ -31,7 +32,9 @@ func BenchmarkRPCNull(b *testing.B) {
 				b.Fatal(err)
 			}
 			srv := oncrpc.NewServer(nil)
-			srv.Register(0x20000001, 1, oncrpc.Procs{})
+			srv.Register(0x20000001, 1, oncrpc.Procs{
+				0: func(context.Context, *oncrpc.Request, *xdr.Encoder) error { return nil },
+			})
 			go srv.Serve(ln)
 			defer srv.Close()
 			tr, err := rpcrdma.Dial(ctx, d, ln.Addr().String(), nil)
