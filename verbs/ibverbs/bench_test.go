@@ -85,19 +85,7 @@ func BenchmarkWrite64Single(b *testing.B) {
 // through the device, receives reposted in steady state.
 func BenchmarkSendRecv(b *testing.B) {
 	cli, srv, _ := pair(b, 8)
-	cbuf, sbuf := make([]byte, 64), make([]byte, 64)
-	cmr, err := cli.pd.RegMR(cbuf, verbs.AccessLocalWrite)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cmr.Close()
-	smr, err := srv.pd.RegMR(sbuf, verbs.AccessLocalWrite)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer smr.Close()
-	crecv := verbs.RecvWR{ID: 1, SGL: []verbs.SGE{{MR: cmr, Length: 64}}}
-	srecv := verbs.RecvWR{ID: 2, SGL: []verbs.SGE{{MR: smr, Length: 64}}}
+	cmr, smr, crecv, srecv := pingMRs(b, cli, srv)
 	csend := verbs.SendWR{ID: 3, Op: verbs.OpSend, SGL: []verbs.SGE{{MR: cmr, Length: 64}}}
 	ssend := verbs.SendWR{ID: 4, Op: verbs.OpSend, SGL: []verbs.SGE{{MR: smr, Length: 64}}}
 	wc := make([]verbs.Completion, 4)
@@ -172,19 +160,8 @@ func benchSendRecvHandler(b *testing.B, direct bool) {
 		}
 	}
 	cli, srv, _ = pairOpts(b, 8, []verbs.CQOption{verbs.WithHandler(cliH)}, []verbs.CQOption{verbs.WithHandler(srvH)})
-	cbuf, sbuf := make([]byte, 64), make([]byte, 64)
-	cmr, err := cli.pd.RegMR(cbuf, verbs.AccessLocalWrite)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cmr.Close()
-	smr, err := srv.pd.RegMR(sbuf, verbs.AccessLocalWrite)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer smr.Close()
-	crecv = verbs.RecvWR{ID: 1, SGL: []verbs.SGE{{MR: cmr, Length: 64}}}
-	srecv = verbs.RecvWR{ID: 2, SGL: []verbs.SGE{{MR: smr, Length: 64}}}
+	cmr, smr, c, s := pingMRs(b, cli, srv)
+	crecv, srecv = c, s
 	reply = verbs.SendWR{ID: 4, Op: verbs.OpSend, SGL: []verbs.SGE{{MR: smr, Length: 64}}, Flags: verbs.Signaled}
 	ping := verbs.SendWR{ID: 3, Op: verbs.OpSend, SGL: []verbs.SGE{{MR: cmr, Length: 64}}, Flags: verbs.Signaled}
 	for i := 0; i < 4; i++ {
@@ -233,4 +210,24 @@ func benchSendRecvHandler(b *testing.B, direct bool) {
 		b.Fatal(f)
 	}
 	b.ReportMetric(float64(inDirect)/float64(b.N), "direct/op")
+}
+
+// pingMRs registers a 64-byte buffer at each end (closed when b ends) and
+// returns them with a receive of 64 bytes into each (IDs 1 and 2).
+func pingMRs(b *testing.B, cli, srv *bend) (cmr, smr verbs.MR, crecv, srecv verbs.RecvWR) {
+	b.Helper()
+	for _, e := range []struct {
+		end *bend
+		mr  *verbs.MR
+	}{{cli, &cmr}, {srv, &smr}} {
+		mr, err := e.end.pd.RegMR(make([]byte, 64), verbs.AccessLocalWrite)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { mr.Close() })
+		*e.mr = mr
+	}
+	crecv = verbs.RecvWR{ID: 1, SGL: []verbs.SGE{{MR: cmr, Length: 64}}}
+	srecv = verbs.RecvWR{ID: 2, SGL: []verbs.SGE{{MR: smr, Length: 64}}}
+	return cmr, smr, crecv, srecv
 }
