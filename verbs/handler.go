@@ -92,8 +92,10 @@ type DirectProcessor interface {
 	// wake-up, in place of the one that would deliver the caller's
 	// completion). It returns early, with done still false, when another
 	// caller is receiving or waiting for a hand-over, when the QP fails,
-	// when the deadline passes, or when what arrives needs the provider's own
-	// goroutine (a large payload placed directly); the caller then calls
+	// when the deadline passes, when what arrives needs the provider's own
+	// goroutine (a large payload placed directly), or when the provider's
+	// own budget for a direct wait runs out (ibverbs polls the CQ for
+	// Config.CQPoll, and not at all with polling off); the caller then calls
 	// Resume and waits as it would without it.
 	//
 	// While it runs, completions of other work requests on the QP are
