@@ -133,16 +133,19 @@ func benchSendRecvHandler(b *testing.B, direct bool) {
 	var reply verbs.SendWR
 	var got atomic.Uint64
 	signal := make(chan struct{}, 1)
-	var failed atomic.Value
-	fail := func(wc *verbs.Completion) {
-		failed.CompareAndSwap(nil, fmt.Sprintf("completion %d %v: %v %v", wc.ID, wc.Opcode, wc.Status, wc.Err))
+	var failed atomic.Value // the first failure a handler met, for the hang guard's message
+	fail := func(format string, args ...any) { failed.CompareAndSwap(nil, fmt.Sprintf(format, args...)) }
+	post := func(err error) {
+		if err != nil {
+			fail("post from the handler: %v", err)
+		}
 	}
 	cliH := func(wc *verbs.Completion) {
 		switch {
 		case wc.Status != verbs.StatusSuccess:
-			fail(wc)
+			fail("client completion %d %v: %v %v", wc.ID, wc.Opcode, wc.Status, wc.Err)
 		case wc.Opcode == verbs.OpcodeRecv:
-			cli.qp.PostRecv(&crecv)
+			post(cli.qp.PostRecv(&crecv))
 			got.Add(1)
 			select {
 			case signal <- struct{}{}:
@@ -153,15 +156,15 @@ func benchSendRecvHandler(b *testing.B, direct bool) {
 	srvH := func(wc *verbs.Completion) {
 		switch {
 		case wc.Status != verbs.StatusSuccess:
-			fail(wc)
+			fail("server completion %d %v: %v %v", wc.ID, wc.Opcode, wc.Status, wc.Err)
 		case wc.Opcode == verbs.OpcodeRecv:
-			srv.qp.PostRecv(&srecv)
-			srv.qp.PostSend(&reply)
+			post(srv.qp.PostRecv(&srecv))
+			post(srv.qp.PostSend(&reply))
 		}
 	}
 	cli, srv, _ = pairOpts(b, 8, []verbs.CQOption{verbs.WithHandler(cliH)}, []verbs.CQOption{verbs.WithHandler(srvH)})
-	cmr, smr, c, s := pingMRs(b, cli, srv)
-	crecv, srecv = c, s
+	var cmr, smr verbs.MR
+	cmr, smr, crecv, srecv = pingMRs(b, cli, srv)
 	reply = verbs.SendWR{ID: 4, Op: verbs.OpSend, SGL: []verbs.SGE{{MR: smr, Length: 64}}, Flags: verbs.Signaled}
 	ping := verbs.SendWR{ID: 3, Op: verbs.OpSend, SGL: []verbs.SGE{{MR: cmr, Length: 64}}, Flags: verbs.Signaled}
 	for i := 0; i < 4; i++ {
@@ -174,9 +177,8 @@ func benchSendRecvHandler(b *testing.B, direct bool) {
 	}
 	d := cli.qp.(verbs.DirectProcessor)
 	inDirect := 0
-	hung := make(chan struct{}) // a hang guard for the whole run, not a timing
-	guard := time.AfterFunc(time.Minute, func() { close(hung) })
-	defer guard.Stop()
+	guard := time.NewTimer(time.Hour) // a hang guard for each wait, not a timing
+	guard.Stop()
 	var want uint64
 	replied := func() bool { return got.Load() >= want }
 	b.ReportAllocs()
@@ -193,11 +195,13 @@ func benchSendRecvHandler(b *testing.B, direct bool) {
 				d.Resume()
 			}
 			for got.Load() < want {
+				guard.Reset(10 * time.Second)
 				select {
 				case <-signal:
-				case <-hung:
+				case <-guard.C:
 					b.Fatalf("no reply %d: %v", i, failed.Load())
 				}
+				guard.Stop()
 			}
 		}
 		select {
