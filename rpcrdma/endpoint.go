@@ -94,14 +94,26 @@ type endpoint struct {
 // block or close the queue pair itself; it may post.
 type recvHandler func(idx, n int, wc *verbs.Completion)
 
-// Work request ID layout: kind in the top 8 bits, then a 24-bit index and a 32-bit index.
+// Work request ID layout: kind in the top 8 bits, then a 24-bit index a; in the low 32
+// bits, how many unsignalled requests before this one its completion retires (8 bits,
+// chainID) and a 24-bit index b.
 const (
-	kindRecv   = 1
-	kindSend   = 2 // a send buffer: a = buffer index, b = waiter index + 1 (0: none)
-	kindWaiter = 3 // b = waiter index + 1
+	kindRecv       = 1
+	kindSend       = 2 // a send buffer: a = buffer index, b = waiter index + 1 (0: none)
+	kindWaiter     = 3 // b = waiter index + 1
+	kindUnsignaled = 4 // b = waiter index + 1; completes only when it fails or is flushed
 )
 
 func wrID(kind, a, b int) uint64 { return uint64(kind)<<56 | uint64(a)<<32 | uint64(uint32(b)) }
+
+// chainID marks id as the signalled end of a chain whose n requests before it are
+// unsignalled: its completion retires them too (a send queue completes in order).
+func chainID(id uint64, n int) uint64 { return id | uint64(n)<<24 }
+
+// splitID returns the parts of a work request ID.
+func splitID(id uint64) (kind, a, b, retired int) {
+	return int(id >> 56), int(id >> 32 & 0xffffff), int(id & 0xffffff), int(id >> 24 & 0xff)
+}
 
 // endpointConfig sizes an endpoint. nrecv and nsend are the pools' maximums; initRecv
 // receive buffers (at least 1, at most nrecv) are registered and posted at creation,
@@ -251,7 +263,8 @@ func (e *endpoint) start(info *verbs.ConnInfo, peer ConnPrivate, onRecv recvHand
 	e.startMu.Unlock()
 	for i := range early {
 		wc := &early[i]
-		onRecv(int(wc.ID>>32&0xffffff), wc.ByteLen, wc)
+		_, idx, _, _ := splitID(wc.ID)
+		onRecv(idx, wc.ByteLen, wc)
 	}
 	e.watchOnce.Do(func() { go e.watch() })
 }
@@ -382,8 +395,12 @@ func (e *endpoint) postWR(ctx context.Context, wr *verbs.SendWR, w *waiter) erro
 // postChain posts wrs (RDMA Writes or Reads) and then, when idx >= 0, n bytes of send
 // buffer idx with op (OpSend or OpSendInv invalidating inv), as one chain: one PostSend,
 // so the provider can put them on the wire together, the Send behind the data it
-// announces. Every request completes w (counted here); a lone Send may have no waiter
-// (w nil: nobody waits for it, its buffer returns to the pool on completion). The
+// announces. Only the chain's last request is signalled, as Linux svcrdma signals only
+// the last of a chunk's Writes or Reads: a send queue completes in order, so its
+// completion retires the others (their send-queue slots, their share of w), and one that
+// fails or is flushed completes anyway, recording its error on w first. The chain
+// completes w once (counted here); a lone Send may have no waiter (w nil: nobody waits
+// for it, its buffer returns to the pool on completion). The
 // caller already holds held of the send-queue slots the chain needs (a reservation),
 // and postChain takes the rest; with all of them held it never blocks. On failure
 // nothing was posted, the send buffer is back in the pool and the held slots are given
@@ -409,8 +426,8 @@ func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op v
 	}
 	for i := range wrs {
 		wr := &wrs[i].wr
-		wr.ID = wrID(kindWaiter, 0, w.idx+1)
-		wr.Flags |= verbs.Signaled
+		wr.ID = wrID(kindUnsignaled, 0, w.idx+1)
+		wr.Flags &^= verbs.Signaled
 		wr.SGL = wrs[i].sge[:]
 		if i+1 < len(wrs) {
 			wr.Next = &wrs[i+1].wr
@@ -418,24 +435,30 @@ func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op v
 			wr.Next = send
 		}
 	}
-	first := send
+	first, last := send, send
 	if len(wrs) > 0 {
 		first = &wrs[0].wr
+		if send == nil {
+			last = &wrs[len(wrs)-1].wr
+			last.ID = wrID(kindWaiter, 0, w.idx+1)
+			last.Flags |= verbs.Signaled
+		}
 	}
+	last.ID = chainID(last.ID, k-1)
 	if h := e.chainHook; h != nil {
 		h(k, idx >= 0)
 	}
 	if w != nil {
-		w.add(k)
+		w.add(1)
 	}
-	e.posted.Add(int64(k))
+	e.posted.Add(1)
 	e.sqOut.Add(int64(k))
 	if err := e.qp.PostSend(first); err != nil {
-		e.posted.Add(-int64(k))
+		e.posted.Add(-1)
 		e.sqOut.Add(-int64(k))
 		e.sq.give(k)
 		if w != nil {
-			w.add(-k)
+			w.add(-1)
 		}
 		if idx >= 0 {
 			e.putSendBuf(idx)
@@ -497,6 +520,16 @@ type waiter struct {
 func (w *waiter) add(n int) {
 	w.mu.Lock()
 	w.pending += n
+	w.mu.Unlock()
+}
+
+// fail records the failure of an unsignalled request, which the completion of its
+// chain's signalled end (still to come) counts.
+func (w *waiter) fail(wc *verbs.Completion) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = completionError(wc)
+	}
 	w.mu.Unlock()
 }
 
@@ -657,9 +690,7 @@ func (e *endpoint) setErr(err error) { e.lastErr.Store(&err) }
 
 // dispatch routes one completion (the CQ's verbs.CompletionHandler).
 func (e *endpoint) dispatch(wc *verbs.Completion) {
-	kind := int(wc.ID >> 56)
-	a := int(wc.ID >> 32 & 0xffffff)
-	b := int(uint32(wc.ID))
+	kind, a, b, retired := splitID(wc.ID)
 	switch kind {
 	case kindRecv:
 		if h := e.onRecv.Load(); h != nil {
@@ -668,28 +699,33 @@ func (e *endpoint) dispatch(wc *verbs.Completion) {
 			e.earlyRecv(wc)
 		}
 	case kindSend:
-		e.sqCompleted(wc)
-		e.sq.give(1)
+		e.sqCompleted(wc, 1+retired)
 		e.sendFree.put(a)
 		if b > 0 {
 			e.waiterAt(b - 1).complete(wc)
 		}
 	case kindWaiter:
-		e.sqCompleted(wc)
-		e.sq.give(1)
+		e.sqCompleted(wc, 1+retired)
 		e.waiterAt(b - 1).complete(wc)
+	case kindUnsignaled:
+		// Failed or flushed: the chain's signalled end completes (and is counted)
+		// after it, and reports this error.
+		e.waiterAt(b - 1).fail(wc)
+		return
 	}
 	if e.posted.Add(-1) <= 0 && e.flushing.Load() {
 		e.stop()
 	}
 }
 
-// sqCompleted counts a send-queue completion for the stall watch.
-func (e *endpoint) sqCompleted(wc *verbs.Completion) {
-	e.sqOut.Add(-1)
-	e.sqDone.Add(1)
+// sqCompleted counts n send-queue requests retired by one completion: their slots
+// return, and the stall watch sees progress.
+func (e *endpoint) sqCompleted(wc *verbs.Completion, n int) {
+	e.sq.give(n)
+	e.sqOut.Add(-int64(n))
+	e.sqDone.Add(uint64(n))
 	if wc.Opcode == verbs.OpcodeRead {
-		e.readDone.Add(1)
+		e.readDone.Add(uint64(n))
 	}
 }
 
@@ -698,7 +734,8 @@ func (e *endpoint) earlyRecv(wc *verbs.Completion) {
 	e.startMu.Lock()
 	if h := e.onRecv.Load(); h != nil {
 		e.startMu.Unlock()
-		(*h)(int(wc.ID>>32&0xffffff), wc.ByteLen, wc)
+		_, idx, _, _ := splitID(wc.ID)
+		(*h)(idx, wc.ByteLen, wc)
 		return
 	}
 	e.early = append(e.early, *wc)
