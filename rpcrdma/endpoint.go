@@ -107,7 +107,7 @@ const (
 func wrID(kind, a, b int) uint64 { return uint64(kind)<<56 | uint64(a)<<32 | uint64(uint32(b)) }
 
 // chainID marks id as the signalled end of a chain whose n requests before it are
-// unsignalled: its completion retires them too (a send queue completes in order).
+// unsignalled: its completion retires them too (see postChain).
 func chainID(id uint64, n int) uint64 { return id | uint64(n)<<24 }
 
 // splitID returns the parts of a work request ID.
@@ -395,16 +395,21 @@ func (e *endpoint) postWR(ctx context.Context, wr *verbs.SendWR, w *waiter) erro
 // postChain posts wrs (RDMA Writes or Reads) and then, when idx >= 0, n bytes of send
 // buffer idx with op (OpSend or OpSendInv invalidating inv), as one chain: one PostSend,
 // so the provider can put them on the wire together, the Send behind the data it
-// announces. Only the chain's last request is signalled, as Linux svcrdma signals only
-// the last of a chunk's Writes or Reads: a send queue completes in order, so its
-// completion retires the others (their send-queue slots, their share of w), and one that
-// fails or is flushed completes anyway, recording its error on w first. The chain
-// completes w once (counted here); a lone Send may have no waiter (w nil: nobody waits
-// for it, its buffer returns to the pool on completion). The
-// caller already holds held of the send-queue slots the chain needs (a reservation),
-// and postChain takes the rest; with all of them held it never blocks. On failure
-// nothing was posted, the send buffer is back in the pool and the held slots are given
-// back. The chain must not be longer than maxChain().
+// announces.
+//
+// Only the chain's last request is signalled, as Linux svcrdma signals only the last of
+// a chunk's Writes or Reads. A chain is Writes (and the Send behind them) or Reads alone
+// (never a Send behind a Read, which may overtake it on iWARP), and those complete in
+// posting order on every provider: Writes and Sends as they are transmitted, Reads as
+// their responses return. So the last completion retires the others (their send-queue
+// slots, their share of w); one that fails or is flushed completes anyway, recording its
+// error on w first. The chain completes w once (counted here); a lone Send may have no
+// waiter (w nil: nobody waits for it, its buffer returns to the pool on completion).
+//
+// The caller already holds held of the send-queue slots the chain needs (a
+// reservation), and postChain takes the rest; with all of them held it never blocks. On
+// failure nothing was posted, the send buffer is back in the pool and the held slots are
+// given back. The chain must not be longer than maxChain().
 func (e *endpoint) postChain(ctx context.Context, wrs []rdmaWR, idx, n int, op verbs.SendOp, inv uint32, held int, w *waiter) error {
 	k := len(wrs)
 	var send *verbs.SendWR
