@@ -208,7 +208,7 @@ func TestHostileConnLimitTCP(t *testing.T) {
 				t.Fatalf("connection %d past the limit: read %v, want it closed", 4+i, err)
 			}
 		}
-		if n := h.l.Refused(); n != 4 {
+		if n := h.l.Stats().Refused; n != 4 {
 			t.Fatalf("Refused = %d, want 4", n)
 		}
 		for _, c := range clients {

@@ -54,7 +54,7 @@ type TCPOptions struct {
 	IdleTimeout time.Duration
 	// MaxConns (listener only) is the most connections open at once: past it new
 	// connections are closed as soon as they are accepted, counted
-	// (TCPListener.Refused) and logged at Warn at most every 10 seconds. Default
+	// (TCPListener.Stats().Refused) and logged at Warn at most every 10 seconds. Default
 	// DefaultMaxConns; negative: no limit.
 	MaxConns int
 	// Backchannel (client only) makes the transport serve the calls the server sends
@@ -429,10 +429,6 @@ func (l *TCPListener) Accept(ctx context.Context) (ServerConn, error) {
 		return sc, nil
 	}
 }
-
-// Refused returns the number of connections closed at once because MaxConns
-// connections were open.
-func (l *TCPListener) Refused() uint64 { return l.guard.Stats().Refused }
 
 // accept waits for the next TCP connection.
 func (l *TCPListener) accept(ctx context.Context) (*net.TCPConn, error) {

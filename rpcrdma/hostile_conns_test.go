@@ -271,7 +271,7 @@ func TestHostileConnLimitRejects(t *testing.T) {
 				t.Fatalf("connection %d past the limit: %v, want a *verbs.RejectedError", 4+i, err)
 			}
 		}
-		if n := env.ln.Refused(); n != 5 {
+		if n := env.ln.Stats().Conns.Refused; n != 5 {
 			t.Fatalf("Refused = %d, want 5", n)
 		}
 		for i := 0; i < 3; i++ {

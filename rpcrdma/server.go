@@ -123,7 +123,7 @@ type ServerOptions struct {
 	// minutes, as knfsd); negative: never.
 	IdleTimeout time.Duration
 	// MaxConns is the most connections open at once: past it connection requests are
-	// refused (an MPA Reject), counted (Listener.Refused) and logged at Warn at most
+	// refused (an MPA Reject), counted (Stats().Conns.Refused) and logged at Warn at most
 	// every 10 seconds. Default DefaultMaxConns (1024); negative: no limit.
 	MaxConns int
 	// BackchannelCredits is the most reverse-direction calls a connection has in
@@ -266,10 +266,6 @@ func (l *Listener) Close() error {
 	l.pd.Close()
 	return err
 }
-
-// Refused returns the number of connection requests refused because MaxConns
-// connections were open.
-func (l *Listener) Refused() uint64 { return l.guard.Stats().Refused }
 
 // Accept waits for a connection request, accepts it with this server's RFC 8797 private
 // data and returns the connection. A request it cannot serve (past
