@@ -96,7 +96,8 @@ type recvHandler func(idx, n int, wc *verbs.Completion)
 
 // Work request ID layout: kind in the top 8 bits, then a 24-bit index a; in the low 32
 // bits, how many unsignalled requests before this one its completion retires (8 bits,
-// chainID) and a 24-bit index b.
+// chainID; a chain is at most verbs.MaxChain long) and a 24-bit index b (buffer and
+// waiter indexes stay far below 2^24: there are at most a send queue's worth of each).
 const (
 	kindRecv       = 1
 	kindSend       = 2 // a send buffer: a = buffer index, b = waiter index + 1 (0: none)
