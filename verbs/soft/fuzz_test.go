@@ -110,49 +110,87 @@ func FuzzRx(f *testing.F) {
 	for _, s := range fuzzSeeds() {
 		f.Add(s.crc, s.data)
 	}
-	f.Fuzz(func(t *testing.T, crc bool, data []byte) {
-		dev := New(Config{})
-		// The seeds name fuzzSTag: index 1 (identity permutation), key 38.
-		dev.stags.rnd, dev.stags.perm = keyStream{fill: fuzzKeys}, indexPerm{}
-		pd, _ := dev.AllocPD()
-		cq, _ := dev.CreateCQ(64)
-		qpi, _ := pd.CreateQP(verbs.QPConfig{SendCQ: cq, RecvCQ: cq, MaxSendWR: 4, MaxRecvWR: 4})
-		q := qpi.(*queuePair)
-		mr, _ := pd.RegMR(make([]byte, 4096), verbs.AccessLocalWrite|verbs.AccessRemoteRead|verbs.AccessRemoteWrite)
-		if mr.RKey() != fuzzSTag || mr.Addr() != fuzzTO {
-			t.Fatalf("harness: STag %#x TO %#x", mr.RKey(), mr.Addr())
-		}
-		rmr, _ := pd.RegMR(make([]byte, 128), verbs.AccessLocalWrite)
-		for i := 0; i < 2; i++ {
-			q.PostRecv(&verbs.RecvWR{ID: uint64(i), SGL: []verbs.SGE{{MR: rmr, Offset: 64 * i, Length: 64}}})
-		}
-		a, b := net.Pipe()
-		q.state = verbs.StateConnecting
-		if err := q.start(a, crc, 4, 4, 256, false, RTRNone); err != nil {
+	f.Fuzz(func(t *testing.T, crc bool, data []byte) { fuzzRxStream(t, crc, data, false) })
+}
+
+// FuzzRxSocket is FuzzRx over a loopback TCP connection, where the reader
+// processes whole FPDUs inside its socket callback and waits as soon as
+// TCP_INQ says the socket is empty (receive); the peer's FIN comes right
+// behind the stream. Its corpus is FuzzRx's.
+func FuzzRxSocket(f *testing.F) {
+	for _, s := range fuzzSeeds() {
+		f.Add(s.crc, s.data)
+	}
+	f.Fuzz(func(t *testing.T, crc bool, data []byte) { fuzzRxStream(t, crc, data, true) })
+}
+
+// fuzzRxStream is FuzzRx's and FuzzRxSocket's body: data is written to a
+// started QP, over a pipe or a TCP connection, and the peer closes.
+func fuzzRxStream(t *testing.T, crc bool, data []byte, socket bool) {
+	dev := New(Config{})
+	// The seeds name fuzzSTag: index 1 (identity permutation), key 38.
+	dev.stags.rnd, dev.stags.perm = keyStream{fill: fuzzKeys}, indexPerm{}
+	pd, _ := dev.AllocPD()
+	cq, _ := dev.CreateCQ(64)
+	qpi, _ := pd.CreateQP(verbs.QPConfig{SendCQ: cq, RecvCQ: cq, MaxSendWR: 4, MaxRecvWR: 4})
+	q := qpi.(*queuePair)
+	mr, _ := pd.RegMR(make([]byte, 4096), verbs.AccessLocalWrite|verbs.AccessRemoteRead|verbs.AccessRemoteWrite)
+	if mr.RKey() != fuzzSTag || mr.Addr() != fuzzTO {
+		t.Fatalf("harness: STag %#x TO %#x", mr.RKey(), mr.Addr())
+	}
+	rmr, _ := pd.RegMR(make([]byte, 128), verbs.AccessLocalWrite)
+	for i := 0; i < 2; i++ {
+		q.PostRecv(&verbs.RecvWR{ID: uint64(i), SGL: []verbs.SGE{{MR: rmr, Offset: 64 * i, Length: 64}}})
+	}
+	var a, b net.Conn
+	if socket {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
 			t.Fatal(err)
 		}
-		drained := make(chan struct{})
-		go func() {
-			defer close(drained)
-			buf := make([]byte, 4096)
-			for {
-				if _, err := b.Read(buf); err != nil {
-					return
-				}
-			}
-		}()
-		b.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		b.Write(data)
-		b.Close()
-		select {
-		case <-q.Done():
-		case <-time.After(10 * time.Second):
-			t.Fatal("QP still running after the stream ended")
+		defer ln.Close()
+		if b, err = net.Dial("tcp", ln.Addr().String()); err != nil {
+			t.Fatal(err)
 		}
-		q.Close()
-		<-drained
-		cq.Close()
-	})
+		if a, err = ln.Accept(); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		a, b = net.Pipe()
+	}
+	q.state = verbs.StateConnecting
+	if err := q.start(a, crc, 4, 4, 256, false, RTRNone); err != nil {
+		t.Fatal(err)
+	}
+	if socket && !q.r.inq {
+		t.Skip("this kernel does not support TCP_INQ")
+	}
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		buf := make([]byte, 4096)
+		for {
+			if _, err := b.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	b.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	b.Write(data)
+	if tc, ok := b.(*net.TCPConn); ok {
+		tc.CloseWrite() // the FIN right behind the data; the Terminate, if any, still comes back
+	} else {
+		b.Close()
+	}
+	select {
+	case <-q.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("QP still running after the stream ended")
+	}
+	q.Close()
+	b.Close()
+	<-drained
+	cq.Close()
 }
 
 // TestWriteFuzzCorpus regenerates testdata/fuzz/FuzzRx from fuzzSeeds when
