@@ -1,6 +1,7 @@
 package soft
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -186,6 +187,9 @@ func fuzzRxStream(t *testing.T, crc bool, data []byte, socket bool) {
 	case <-q.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("QP still running after the stream ended")
+	}
+	if err := q.Err(); errors.Is(err, errNestedRead) {
+		t.Fatalf("QP failed with %v", err)
 	}
 	q.Close()
 	b.Close()
