@@ -167,7 +167,6 @@ type queuePair struct {
 	rawReadFn   func(uintptr) bool
 	rawWriteFn  func(uintptr) bool
 	rawTryFn    func(uintptr) bool
-	rawRecvFn   func(uintptr) bool
 	rawFinishFn func(uintptr) bool
 
 	// Who receives (direct.go): lead is one of leadNone..leadGone;
@@ -707,14 +706,13 @@ func (q *queuePair) start(conn net.Conn, crc bool, ird, ord, maxFPDU int, respon
 	q.irq = make([]inboundRead, max(ird, 1))
 	q.exited = make(chan struct{})
 	q.rawConn, q.rawReadFn, q.rawWriteFn = rawConnOf(conn), q.rawReadStep, q.rawWriteStep
-	q.rawTryFn, q.rawFinishFn, q.rawRecvFn = q.rawTryStep, q.rawFinishStep, q.rawRecvStep
+	q.rawTryFn, q.rawFinishFn = q.rawTryStep, q.rawFinishStep
 	q.mssFPDU, q.mssFn = q.dev.cfg.MaxFPDU == 0, q.mssStep
 	if q.mssFPDU {
 		q.txSeg = alignSeg(tcpMSS(conn))
 	}
 	q.state = verbs.StateRTS
 	q.r.init(q)
-	q.r.inq = q.rawConn != nil && enableINQ(q.rawConn)
 	q.rxKick, q.leadCh = make(chan struct{}, 1), make(chan struct{}, 1)
 	q.lead.Store(leadReader)
 	q.live.Store(2)

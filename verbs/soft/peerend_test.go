@@ -1,0 +1,80 @@
+package soft
+
+import (
+	"errors"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs"
+	"github.com/go-rpcrdma/rpcrdma/verbs/iwarp"
+)
+
+// TestReaderSeesFINBehindData: a peer that sends its last message and closes
+// at once puts its FIN right behind the message, often into the same read,
+// which then consumes the FIN while the socket's readiness for it is already
+// spent. The reader must still see the end of the stream rather than wait for
+// the socket forever (it does: it reads until a read returns nothing, EAGAIN
+// or EOF, before it waits).
+func TestReaderSeesFINBehindData(t *testing.T) {
+	for try := range 20 {
+		s := newServerUnderTest(t, Config{})
+		rmr := s.reg(t, make([]byte, 64), verbs.AccessLocalWrite)
+		for i := range 2 {
+			if err := s.qp.PostRecv(&verbs.RecvWR{ID: uint64(i + 1), SGL: []verbs.SGE{{MR: rmr, Length: 64}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := s.connectRaw(t, try%2 == 1, verbs.ConnParams{})
+		// A first message, received, so that the reader is waiting for
+		// the socket when the last one and the FIN arrive.
+		p.sendMsg(iwarp.OpSend, []byte("first"), 0)
+		s.expect(t, 1, verbs.OpcodeRecv, verbs.StatusSuccess)
+		p.sendMsg(iwarp.OpSend, []byte("last"), 0)
+		p.c.Close()
+		select {
+		case <-s.qp.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("try %d: the queue pair did not see the peer close the stream", try)
+		}
+		if err := s.qp.Err(); !errors.Is(err, verbs.ErrConnectionLost) || !errors.Is(err, io.EOF) {
+			t.Fatalf("try %d: QP error %v, want a lost connection (EOF)", try, err)
+		}
+		s.expect(t, 2, verbs.OpcodeRecv, verbs.StatusSuccess)
+	}
+}
+
+// TestReaderSeesResetBehindData: a peer that sends its last message and then
+// aborts (a close with SO_LINGER 0, or with our bytes unread: an RST) puts
+// the reset right behind the message, and the read that returns the message
+// does not report it (nor does TCP_INQ, which counts a pending FIN but not a
+// reset: the reason the reader still reads until EAGAIN before it waits). The
+// reader must see the reset.
+func TestReaderSeesResetBehindData(t *testing.T) {
+	for try := range 20 {
+		s := newServerUnderTest(t, Config{})
+		rmr := s.reg(t, make([]byte, 64), verbs.AccessLocalWrite)
+		for i := range 2 {
+			if err := s.qp.PostRecv(&verbs.RecvWR{ID: uint64(i + 1), SGL: []verbs.SGE{{MR: rmr, Length: 64}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := s.connectRaw(t, try%2 == 1, verbs.ConnParams{})
+		p.sendMsg(iwarp.OpSend, []byte("first"), 0)
+		s.expect(t, 1, verbs.OpcodeRecv, verbs.StatusSuccess)
+		p.sendMsg(iwarp.OpSend, []byte("last"), 0)
+		p.c.(*net.TCPConn).SetLinger(0)
+		p.c.Close()
+		select {
+		case <-s.qp.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("try %d: the queue pair did not see the peer reset the connection", try)
+		}
+		if err := s.qp.Err(); !errors.Is(err, verbs.ErrConnectionLost) || !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("try %d: QP error %v, want a lost connection (ECONNRESET)", try, err)
+		}
+		s.expect(t, 2, verbs.OpcodeRecv, verbs.StatusSuccess)
+	}
+}
