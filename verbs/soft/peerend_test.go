@@ -18,33 +18,7 @@ import (
 // spent. The reader must still see the end of the stream rather than wait for
 // the socket forever (it does: it reads until a read returns nothing, EAGAIN
 // or EOF, before it waits).
-func TestReaderSeesFINBehindData(t *testing.T) {
-	for try := range 20 {
-		s := newServerUnderTest(t, Config{})
-		rmr := s.reg(t, make([]byte, 64), verbs.AccessLocalWrite)
-		for i := range 2 {
-			if err := s.qp.PostRecv(&verbs.RecvWR{ID: uint64(i + 1), SGL: []verbs.SGE{{MR: rmr, Length: 64}}}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		p := s.connectRaw(t, try%2 == 1, verbs.ConnParams{})
-		// A first message, received, so that the reader is waiting for
-		// the socket when the last one and the FIN arrive.
-		p.sendMsg(iwarp.OpSend, []byte("first"), 0)
-		s.expect(t, 1, verbs.OpcodeRecv, verbs.StatusSuccess)
-		p.sendMsg(iwarp.OpSend, []byte("last"), 0)
-		p.c.Close()
-		select {
-		case <-s.qp.Done():
-		case <-time.After(10 * time.Second):
-			t.Fatalf("try %d: the queue pair did not see the peer close the stream", try)
-		}
-		if err := s.qp.Err(); !errors.Is(err, verbs.ErrConnectionLost) || !errors.Is(err, io.EOF) {
-			t.Fatalf("try %d: QP error %v, want a lost connection (EOF)", try, err)
-		}
-		s.expect(t, 2, verbs.OpcodeRecv, verbs.StatusSuccess)
-	}
-}
+func TestReaderSeesFINBehindData(t *testing.T) { readerSeesPeerEnd(t, false) }
 
 // TestReaderSeesResetBehindData: a peer that sends its last message and then
 // aborts (a close with SO_LINGER 0, or with our bytes unread: an RST) puts
@@ -52,7 +26,17 @@ func TestReaderSeesFINBehindData(t *testing.T) {
 // does not report it (nor does TCP_INQ, which counts a pending FIN but not a
 // reset: the reason the reader still reads until EAGAIN before it waits). The
 // reader must see the reset.
-func TestReaderSeesResetBehindData(t *testing.T) {
+func TestReaderSeesResetBehindData(t *testing.T) { readerSeesPeerEnd(t, true) }
+
+// readerSeesPeerEnd has a raw peer send a message, which the reader receives
+// (so that it is waiting for the socket), then a last one and, right behind it,
+// a FIN or (abort) a reset; the QP must receive the message and fail with EOF
+// or ECONNRESET. Twenty tries, with and without CRC.
+func readerSeesPeerEnd(t *testing.T, abort bool) {
+	want, what := error(io.EOF), "close the stream"
+	if abort {
+		want, what = syscall.ECONNRESET, "reset the connection"
+	}
 	for try := range 20 {
 		s := newServerUnderTest(t, Config{})
 		rmr := s.reg(t, make([]byte, 64), verbs.AccessLocalWrite)
@@ -65,15 +49,17 @@ func TestReaderSeesResetBehindData(t *testing.T) {
 		p.sendMsg(iwarp.OpSend, []byte("first"), 0)
 		s.expect(t, 1, verbs.OpcodeRecv, verbs.StatusSuccess)
 		p.sendMsg(iwarp.OpSend, []byte("last"), 0)
-		p.c.(*net.TCPConn).SetLinger(0)
+		if abort {
+			p.c.(*net.TCPConn).SetLinger(0)
+		}
 		p.c.Close()
 		select {
 		case <-s.qp.Done():
 		case <-time.After(10 * time.Second):
-			t.Fatalf("try %d: the queue pair did not see the peer reset the connection", try)
+			t.Fatalf("try %d: the queue pair did not see the peer %s", try, what)
 		}
-		if err := s.qp.Err(); !errors.Is(err, verbs.ErrConnectionLost) || !errors.Is(err, syscall.ECONNRESET) {
-			t.Fatalf("try %d: QP error %v, want a lost connection (ECONNRESET)", try, err)
+		if err := s.qp.Err(); !errors.Is(err, verbs.ErrConnectionLost) || !errors.Is(err, want) {
+			t.Fatalf("try %d: QP error %v, want a lost connection (%v)", try, err, want)
 		}
 		s.expect(t, 2, verbs.OpcodeRecv, verbs.StatusSuccess)
 	}
