@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/benchio"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 )
 
@@ -58,22 +58,13 @@ func BenchmarkTransportConns4K(b *testing.B) {
 				run(int64(2 * conns)) // every connection warmed up
 				b.SetBytes(4096)
 				b.ReportAllocs()
-				cpu0 := processCPU()
+				cpu0 := benchio.ProcessCPU()
 				b.ResetTimer()
 				run(int64(b.N))
 				b.StopTimer()
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
-				b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/call")
+				b.ReportMetric(float64((benchio.ProcessCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/call")
 			})
 		}
 	}
-}
-
-// processCPU returns the CPU time the process has used (user + system), in ns.
-func processCPU() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -1,0 +1,8 @@
+//go:build !unix
+
+package benchio
+
+import "time"
+
+// ProcessCPU returns 0: without getrusage(2) the process's CPU time is not known.
+func ProcessCPU() time.Duration { return 0 }
