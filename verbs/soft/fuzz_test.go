@@ -189,20 +189,22 @@ func fuzzRxStream(t *testing.T, crc bool, data []byte, socket bool) {
 	cq.Close()
 }
 
-// TestWriteFuzzCorpus regenerates testdata/fuzz/FuzzRx from fuzzSeeds when
-// SOFT_WRITE_CORPUS=1.
+// TestWriteFuzzCorpus regenerates testdata/fuzz/FuzzRx and testdata/fuzz/FuzzRxSocket
+// from fuzzSeeds when SOFT_WRITE_CORPUS=1.
 func TestWriteFuzzCorpus(t *testing.T) {
 	if os.Getenv("SOFT_WRITE_CORPUS") != "1" {
 		t.Skip("set SOFT_WRITE_CORPUS=1 to regenerate the corpus")
 	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzRx")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range fuzzSeeds() {
-		body := fmt.Sprintf("go test fuzz v1\nbool(%v)\n[]byte(%s)\n", s.crc, strconv.Quote(string(s.data)))
-		if err := os.WriteFile(filepath.Join(dir, s.name), []byte(body), 0o644); err != nil {
+	for _, target := range []string{"FuzzRx", "FuzzRxSocket"} { // one corpus, both targets
+		dir := filepath.Join("testdata", "fuzz", target)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
+		}
+		for _, s := range fuzzSeeds() {
+			body := fmt.Sprintf("go test fuzz v1\nbool(%v)\n[]byte(%s)\n", s.crc, strconv.Quote(string(s.data)))
+			if err := os.WriteFile(filepath.Join(dir, s.name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }
