@@ -31,8 +31,9 @@ import (
 //     bytes, an error, a large FPDU whose payload is placed directly, or a
 //     consumer's request for the reader (wantReader, from Resume);
 //   - from nobody to a caller (ProcessDirect) or to the reader: when kicked,
-//     when the QP fails, or after Config.TakeBack with nobody receiving, so bytes
-//     never wait longer than that for a receiver even when no caller comes.
+//     when the QP fails, or when the device's take-back sweep finds nobody
+//     receiving for a while (takeback.go), so bytes never wait longer than
+//     Config.TakeBack for a receiver even when no caller comes.
 //
 // lead's atomic operations order the receivers' accesses to rxState: each
 // hand-over's Store happens before the next receiver's CompareAndSwap (or,
@@ -76,6 +77,9 @@ func (q *queuePair) ProcessDirect(done func() bool, deadline time.Time) bool {
 func (q *queuePair) takeLead(done func() bool, deadline time.Time) bool {
 	for {
 		if q.lead.CompareAndSwap(leadNone, leadCaller) {
+			if q.unreceived.Load() {
+				q.unreceived.Store(false) // the take-back sweep must look again
+			}
 			return true
 		}
 		switch q.lead.Load() {
@@ -282,30 +286,26 @@ func (r *rxState) nextFPDU() (whole, large bool) {
 }
 
 // handOver makes the caller waiting in awaitHandOver the receiver and waits
-// until the reader should receive again. Called by the reader between FPDUs
-// with nothing buffered, once it has taken the caller's request (wantLead).
+// until the reader should receive again: until it is kicked (by a caller that
+// leaves, Resume, or the device's take-back sweep) and nobody receives.
+// Called by the reader between FPDUs with nothing buffered, once it has taken
+// the caller's request (wantLead).
 func (q *queuePair) handOver() {
 	q.r.release()
 	q.lead.Store(leadCaller)
 	q.leadCh <- struct{}{} // never blocks: one waiter, one hand-over
-	if q.takeBack == nil {
-		q.takeBack = time.NewTimer(q.dev.cfg.TakeBack)
-	} else {
-		q.takeBack.Reset(q.dev.cfg.TakeBack)
-	}
+	q.dev.sweep.add(q)
+	defer q.dev.sweep.remove(q)
 	done := q.done
 	for {
 		select {
 		case <-q.rxKick:
-		case <-q.takeBack.C:
 		case <-done:
 			done = nil // failed: a receiving caller kicks when it leaves
 		}
 		if q.lead.CompareAndSwap(leadNone, leadReader) {
 			q.wantReader.Store(false)
-			q.takeBack.Stop()
 			return
 		}
-		q.takeBack.Reset(q.dev.cfg.TakeBack)
 	}
 }

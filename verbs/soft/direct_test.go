@@ -26,6 +26,13 @@ type directPair struct {
 const directMsg = 64
 
 func newDirectPair(t *testing.T, n int) *directPair {
+	// Only kicks bring the reader back: a missing one hangs the test.
+	return newDirectPairTakeBack(t, n, time.Hour)
+}
+
+// newDirectPairTakeBack is newDirectPair with the client device's
+// Config.TakeBack.
+func newDirectPairTakeBack(t *testing.T, n int, takeBack time.Duration) *directPair {
 	p := &directPair{}
 	handler := func(wc *verbs.Completion) {
 		if wc.Opcode != verbs.OpcodeRecv {
@@ -49,8 +56,7 @@ func newDirectPair(t *testing.T, n int) *directPair {
 	}
 	var srvBufs [][]byte
 	p.cli, p.srv = connectPair(t, pairConfig{
-		// Only kicks bring the reader back: a missing one hangs the test.
-		client:       Config{TakeBack: time.Hour},
+		client:       Config{TakeBack: takeBack},
 		depth:        n + 4,
 		clientCQ:     []verbs.CQOption{verbs.WithHandler(handler)},
 		beforeAccept: func(e *endpoint) { post(e, &srvBufs) },
@@ -164,6 +170,37 @@ func TestProcessDirectPingPong(t *testing.T) {
 	}
 	if n := p.cli.dev.Stats().DirectFPDUs - before; n != rounds-1 {
 		t.Errorf("callers processed %d FPDUs, want %d (all but the first)", n, rounds-1)
+	}
+}
+
+// TestTakeBackSweep: once a caller has received directly and left, nobody
+// receives for the QP; the device's take-back sweep finds that and kicks the
+// reader, which takes receiving back unasked, so a message that then arrives
+// with no caller waiting is received. (With the hour-long TakeBack of the
+// other tests here the reader would never come back.) Callers still receive
+// directly after that, and once no reader is aside the sweep is unscheduled.
+func TestTakeBackSweep(t *testing.T) {
+	checkGoroutines(t)
+	p := newDirectPairTakeBack(t, 8, time.Millisecond)
+	for i := 1; i <= 3; i++ {
+		if !p.roundDirect(t, byte(i)) {
+			t.Fatalf("round %d: ProcessDirect returned false", i)
+		}
+		waitLead(t, p.cli.qp, leadReader) // taken back: nobody asked
+	}
+	k := p.recvs.Load()
+	p.serverSend(t, 9)
+	p.waitRecvs(t, k+1)
+	fillPattern(p.reply, 9)
+	if got := p.cliBufs[k]; !bytes.Equal(got, p.reply) {
+		t.Fatalf("message %d = %x..., want %x...", k+1, got[:8], p.reply[:8])
+	}
+	s := &p.cli.dev.sweep
+	s.mu.Lock()
+	armed, aside := s.armed, len(s.aside)
+	s.mu.Unlock()
+	if armed || aside != 0 {
+		t.Errorf("sweep armed %v with %d readers aside, want unscheduled with none", armed, aside)
 	}
 }
 

@@ -173,16 +173,16 @@ type queuePair struct {
 	// leadWaiter: a caller waits for the reader to hand over, on leadCh;
 	// wantLead: the reader should hand over after its next delivery;
 	// wantReader: a consumer asked for the reader to take over (Resume);
-	// rxKick wakes a reader that handed over, takeBack times its wait
-	// (reader only); leadTimer times a caller's wait for a hand-over
-	// (leadWaiter's holder only).
+	// rxKick wakes a reader that handed over; unreceived: the device's
+	// take-back sweep found nobody receiving (takeback.go); leadTimer
+	// times a caller's wait for a hand-over (leadWaiter's holder only).
 	lead       atomic.Int32
 	leadWaiter atomic.Bool
 	wantLead   atomic.Bool
 	wantReader atomic.Bool
 	leadCh     chan struct{}
 	rxKick     chan struct{}
-	takeBack   *time.Timer
+	unreceived atomic.Bool
 	leadTimer  *time.Timer
 	// leadMu orders moves of the socket's read deadline (a receiving
 	// caller's, failLocked's) against the end of a caller's turn;

@@ -170,10 +170,12 @@ type Config struct {
 	// arrival makes a stuck siw responder process the first FPDU. Zero
 	// selects DefaultSiwKick; negative disables it.
 	SiwKick time.Duration
-	// TakeBack is how long a queue pair's reader goroutine, after handing
-	// receiving over to a caller (verbs.DirectProcessor), waits before it
-	// receives again when nobody else does and nothing asked it to: the
-	// longest bytes can wait for a receiver. Zero selects DefaultTakeBack.
+	// TakeBack bounds how long bytes can wait for a receiver: a queue
+	// pair's reader goroutine that handed receiving over to a caller
+	// (verbs.DirectProcessor) receives again, when nothing asked it to,
+	// once nobody has received for the queue pair for between TakeBack/2
+	// and TakeBack (one sweep per device every TakeBack/2 looks; see
+	// takeback.go). Zero selects DefaultTakeBack.
 	TakeBack time.Duration
 	// Dialer is used by Dial; nil means a net.Dialer with default settings.
 	Dialer *net.Dialer
@@ -192,6 +194,9 @@ type Device struct {
 	directFPDUs atomic.Uint64
 	// aheadPlaced, aheadSpliced: see Stats.ReadAheadPlaced, ReadAheadSpliced.
 	aheadPlaced, aheadSpliced atomic.Uint64
+	// sweep takes receiving back for readers that handed it over
+	// (takeback.go).
+	sweep takeBackSweep
 
 	mu     sync.Mutex
 	closed bool
@@ -220,6 +225,7 @@ func New(cfg Config) *Device {
 		cfg.MaxFPDU = 64
 	}
 	d := &Device{cfg: cfg}
+	d.sweep.period = max(cfg.TakeBack/2, time.Microsecond)
 	d.stags.perm.key(&d.stags.rnd)
 	return d
 }
