@@ -75,8 +75,9 @@ func (s *benchSink) DecodeXDR(d *xdr.Decoder) error {
 type benchServer func(b *testing.B) (dial func() *oncrpc.Client)
 
 // benchTakeBack is the soft.Config.TakeBack of the RDMA benchmarks' device. Under
-// valgrind (README, the cache simulation) the default 2 ms timer fires on every client
-// QP hundreds of times per call and buries the count; 1s keeps it out of the way.
+// valgrind (PERFORMANCE.md, the cache simulation) calls are so slow that the default
+// 2 ms take-back sweep finds every client QP unreceived between its calls and brings
+// its reader back each time, which buries the count; 100ms or 1s keeps it out of the way.
 var benchTakeBack = flag.Duration("bench.takeback", 0, "soft.Config.TakeBack of the RDMA transport benchmarks' device (0: soft.DefaultTakeBack)")
 
 func benchRDMAServer(b *testing.B) func() *oncrpc.Client {

@@ -664,8 +664,8 @@ func (q *queuePair) refreshMaxFPDULocked(size int) {
 // Write. Large messages too: the caller copies into the socket what it
 // takes, as a TCP server's worker writes its reply, and the writer is woken
 // only for the rest; handing every large reply to the writer cost a
-// goroutine wake-up per reply (README, "Measured ratios", large replies
-// written by the worker). Caller holds mu.
+// goroutine wake-up per reply (PERFORMANCE.md, "large replies written by
+// the worker"). Caller holds mu.
 func (q *queuePair) canInlineLocked(op verbs.SendOp, total int) bool {
 	if !q.writerIdle || q.txBusy || q.w.resume || q.kickDue || q.rawConn == nil || q.irqHead != q.irqTail {
 		return false
