@@ -204,6 +204,39 @@ func TestTakeBackSweep(t *testing.T) {
 	}
 }
 
+// TestTakeBackSweepQPCloses: a QP closed while its reader stands aside (the
+// hour-long TakeBack keeps it there) leaves the device's sweep with no reader
+// and no timer scheduled.
+func TestTakeBackSweepQPCloses(t *testing.T) {
+	checkGoroutines(t)
+	p := newDirectPair(t, 8)
+	if !p.roundDirect(t, 1) {
+		t.Fatal("ProcessDirect returned false")
+	}
+	waitLead(t, p.cli.qp, leadNone)
+	s := &p.cli.dev.sweep
+	state := func() (bool, int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.armed, len(s.aside)
+	}
+	if armed, aside := state(); !armed || aside != 1 {
+		t.Fatalf("reader aside: sweep armed %v with %d readers, want armed with 1", armed, aside)
+	}
+	p.cli.qp.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		armed, aside := state()
+		if !armed && aside == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("QP closed: sweep armed %v with %d readers, want unscheduled with none", armed, aside)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestProcessDirectLargeToReader: a caller processing directly leaves an FPDU
 // with a large payload (placed directly into registered memory) to the reader,
 // which takes over at once; the caller's completion still arrives, with the
