@@ -294,8 +294,8 @@ func (q *queuePair) handOver() {
 	q.r.release()
 	q.lead.Store(leadCaller)
 	q.leadCh <- struct{}{} // never blocks: one waiter, one hand-over
-	q.dev.sweep.add(q)
-	defer q.dev.sweep.remove(q)
+	q.stepAside()
+	defer q.dev.takeBack.remove(q)
 	done := q.done
 	for {
 		select {

@@ -195,11 +195,7 @@ func TestTakeBackSweep(t *testing.T) {
 	if got := p.cliBufs[k]; !bytes.Equal(got, p.reply) {
 		t.Fatalf("message %d = %x..., want %x...", k+1, got[:8], p.reply[:8])
 	}
-	s := &p.cli.dev.sweep
-	s.mu.Lock()
-	armed, aside := s.armed, len(s.aside)
-	s.mu.Unlock()
-	if armed || aside != 0 {
+	if armed, aside := p.cli.dev.takeBack.state(); armed || aside != 0 {
 		t.Errorf("sweep armed %v with %d readers aside, want unscheduled with none", armed, aside)
 	}
 }
@@ -214,12 +210,7 @@ func TestTakeBackSweepQPCloses(t *testing.T) {
 		t.Fatal("ProcessDirect returned false")
 	}
 	waitLead(t, p.cli.qp, leadNone)
-	s := &p.cli.dev.sweep
-	state := func() (bool, int) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.armed, len(s.aside)
-	}
+	state := p.cli.dev.takeBack.state
 	if armed, aside := state(); !armed || aside != 1 {
 		t.Fatalf("reader aside: sweep armed %v with %d readers, want armed with 1", armed, aside)
 	}

@@ -1,6 +1,7 @@
 package soft
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -113,9 +114,10 @@ func FuzzRx(f *testing.F) {
 	f.Fuzz(func(t *testing.T, crc bool, data []byte) { fuzzRxStream(t, crc, data, false) })
 }
 
-// FuzzRxSocket is FuzzRx over a loopback TCP connection: the reader's
-// readiness-based path (rawio_linux.go), with the peer's FIN right behind the
-// stream. Its corpus is FuzzRx's.
+// FuzzRxSocket is FuzzRx over a loopback TCP connection, where the reader
+// processes whole FPDUs inside its socket callback and waits as soon as
+// TCP_INQ says the socket is empty (receive); the peer's FIN comes right
+// behind the stream. Its corpus is FuzzRx's.
 func FuzzRxSocket(f *testing.F) {
 	for _, s := range fuzzSeeds() {
 		f.Add(s.crc, s.data)
@@ -161,6 +163,9 @@ func fuzzRxStream(t *testing.T, crc bool, data []byte, socket bool) {
 	if err := q.start(a, crc, 4, 4, 256, false, RTRNone); err != nil {
 		t.Fatal(err)
 	}
+	if socket && !q.r.inq {
+		t.Skip("this kernel does not support TCP_INQ")
+	}
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
@@ -182,6 +187,9 @@ func fuzzRxStream(t *testing.T, crc bool, data []byte, socket bool) {
 	case <-q.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("QP still running after the stream ended")
+	}
+	if err := q.Err(); errors.Is(err, errNestedRead) {
+		t.Fatalf("QP failed with %v", err)
 	}
 	q.Close()
 	b.Close()

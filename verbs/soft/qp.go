@@ -167,6 +167,7 @@ type queuePair struct {
 	rawReadFn   func(uintptr) bool
 	rawWriteFn  func(uintptr) bool
 	rawTryFn    func(uintptr) bool
+	rawRecvFn   func(uintptr) bool
 	rawFinishFn func(uintptr) bool
 
 	// Who receives (direct.go): lead is one of leadNone..leadGone;
@@ -189,6 +190,14 @@ type queuePair struct {
 	// deadlineSet: the turn set its own (guarded by leadMu).
 	leadMu      sync.Mutex
 	deadlineSet bool
+	// inqWait: the reader waits for the socket after a read that the kernel
+	// said emptied it, unconfirmed (nonzero, a token; inqwait.go); inqSeen:
+	// the token the confirm sweep saw last (guarded by the sweep's mu);
+	// poked: the sweep set the read deadline to wake the reader (written
+	// under leadMu).
+	inqWait atomic.Uint64
+	inqSeen uint64
+	poked   atomic.Bool
 
 	w txState
 	r rxState
@@ -706,13 +715,14 @@ func (q *queuePair) start(conn net.Conn, crc bool, ird, ord, maxFPDU int, respon
 	q.irq = make([]inboundRead, max(ird, 1))
 	q.exited = make(chan struct{})
 	q.rawConn, q.rawReadFn, q.rawWriteFn = rawConnOf(conn), q.rawReadStep, q.rawWriteStep
-	q.rawTryFn, q.rawFinishFn = q.rawTryStep, q.rawFinishStep
+	q.rawTryFn, q.rawFinishFn, q.rawRecvFn = q.rawTryStep, q.rawFinishStep, q.rawRecvStep
 	q.mssFPDU, q.mssFn = q.dev.cfg.MaxFPDU == 0, q.mssStep
 	if q.mssFPDU {
 		q.txSeg = alignSeg(tcpMSS(conn))
 	}
 	q.state = verbs.StateRTS
 	q.r.init(q)
+	q.r.inq = q.rawConn != nil && enableINQ(q.rawConn)
 	q.rxKick, q.leadCh = make(chan struct{}, 1), make(chan struct{}, 1)
 	q.lead.Store(leadReader)
 	q.live.Store(2)

@@ -30,9 +30,13 @@ type rawTxState struct {
 }
 
 // rawRxState is the reader's state for the raw reads: placeGuarded's
-// readv(2) pieces (cleared after each call).
+// readv(2) pieces (cleared after each call), and receive's recvmsg(2) header,
+// piece and control buffer (fields, so that they do not escape per read).
 type rawRxState struct {
 	rawIOV [4]syscall.Iovec
+	inqMsg unix.Msghdr
+	inqIOV unix.Iovec
+	inqCtl [4]uint64 // room for one TCP_CM_INQ message, aligned for its header
 }
 
 // rawTxBuf is a batch buffer's iovec array.
@@ -184,6 +188,140 @@ func (q *queuePair) rawFillStep(fd uintptr) bool {
 		}
 		return true
 	}
+}
+
+// Receiving without the read that finds the socket empty.
+//
+// A goroutine that has processed everything it read must wait for the socket,
+// and the runtime forgets readiness at the start of each RawConn.Read: so
+// fill's wait begins with a read(2), which finds the socket empty (EAGAIN)
+// whenever the peer has sent nothing more, which for a request/response
+// protocol is almost always. receive avoids that read: it stays in one
+// RawConn.Read, processing the whole FPDUs each read brought inside the
+// callback, and waits (returns false) straight after the read that emptied
+// the socket. Readiness that comes after that read is kept for the wait,
+// since the runtime resets it only when RawConn.Read begins.
+//
+// Whether a read emptied the socket is not whether it came back short: when
+// the peer's FIN arrives behind its last bytes, tcp_recvmsg returns the bytes
+// and consumes the FIN in the same call, and the FIN's readiness came before
+// the read; waiting then would never end. TCP_INQ (Linux 4.18) answers
+// exactly this: with it set, each recvmsg(2) reports the bytes still queued,
+// and a nonzero count when a FIN is pending behind none, "to tell the
+// user-space to continue reading" (tcp_inq_hint). Without TCP_INQ (an older
+// kernel) the reader keeps reading until EAGAIN (fill).
+
+// enableINQ sets TCP_INQ on the socket and reports whether it could.
+func enableINQ(rc syscall.RawConn) bool {
+	var err error
+	if cerr := rc.Control(func(fd uintptr) {
+		err = unix.SetsockoptInt(int(fd), unix.SOL_TCP, unix.TCP_INQ, 1)
+	}); cerr != nil {
+		return false
+	}
+	return err == nil
+}
+
+// receive reads the socket and processes every whole FPDU it brings, waiting
+// for the socket as needed, until an FPDU is only partly buffered or is large
+// (readFPDU reads the rest, placing a large payload directly), a caller wants
+// to receive (wantLead), or an FPDU or the socket fails. It is called with
+// nothing buffered, and only when the socket has TCP_INQ set (r.inq).
+//
+// The completions are delivered inside the RawConn.Read callback, so a
+// handler must not close the connection synchronously: no handler can (Close
+// waits for the reader to end).
+func (q *queuePair) receive() error {
+	r := &q.r
+	for {
+		r.recvErr = nil
+		r.inRecv = true
+		err := q.rawConn.Read(q.rawRecvFn)
+		r.inRecv = false
+		if q.leaveReceive(err) {
+			continue // woken by the confirm sweep (inqwait.go): read once more
+		}
+		if err == nil {
+			err = r.recvErr
+		}
+		return err
+	}
+}
+
+// rawRecvStep is receive's RawConn.Read callback. Every read is into an
+// empty buffer.
+func (q *queuePair) rawRecvStep(fd uintptr) bool {
+	r := &q.r
+	if q.inqWait.Load() != 0 {
+		q.inqWait.Store(0) // this read confirms the wait, whatever it finds
+	}
+	for {
+		if r.buf == nil {
+			r.take()
+		}
+		n, more, e := r.recvINQ(fd)
+		switch {
+		case e == syscall.EINTR:
+			continue
+		case e == syscall.EAGAIN:
+			r.release() // wait without a buffer
+			return false
+		case e != 0:
+			r.recvErr = e
+			return true
+		case n == 0:
+			r.recvErr = io.EOF
+			return true
+		}
+		r.w = n
+		for !r.empty() {
+			if whole, large := r.nextFPDU(); !whole || large {
+				return true
+			}
+			err := q.readFPDU() // reads nothing from the socket: it is all buffered
+			q.deliver()
+			if err != nil {
+				r.recvErr = err
+				return true
+			}
+		}
+		if q.wantLead.Load() {
+			return true // the reader hands over
+		}
+		if !more {
+			// The socket is empty: wait for it without another read. The
+			// wait is unconfirmed (a reset is not counted) until the
+			// confirm sweep has looked twice (inqwait.go).
+			r.release()
+			r.inqToken++
+			q.inqWait.Store(r.inqToken)
+			return false
+		}
+	}
+}
+
+// recvINQ is one recvmsg(2) into the (empty) read-ahead buffer. more is false
+// only when the kernel reported that nothing, not even a FIN, is left to read.
+func (r *rxState) recvINQ(fd uintptr) (n int, more bool, e syscall.Errno) {
+	r.inqIOV = unix.Iovec{Base: &r.buf[0]}
+	r.inqIOV.SetLen(rxReadAhead)
+	m := &r.inqMsg
+	m.Iov = &r.inqIOV
+	m.SetIovlen(1)
+	m.Control = (*byte)(unsafe.Pointer(&r.inqCtl[0]))
+	m.SetControllen(len(r.inqCtl) * 8)
+	r.reads.Add(1)
+	nn, _, e := syscall.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(m)), 0)
+	more = true
+	if e == 0 && int(m.Controllen) >= unix.CmsgLen(4) {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&r.inqCtl[0]))
+		if h.Level == unix.SOL_TCP && h.Type == unix.TCP_CM_INQ {
+			more = *(*int32)(unsafe.Add(unsafe.Pointer(&r.inqCtl[0]), unix.CmsgLen(0))) != 0
+		}
+	}
+	m.Iov, m.Control = nil, nil
+	r.inqIOV = unix.Iovec{} // no pointer into a pooled buffer
+	return int(nn), more, e
 }
 
 // rawWriteStep is the RawConn.Write callback of writeGuarded.

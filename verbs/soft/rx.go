@@ -40,6 +40,11 @@ var rxPool = sync.Pool{New: func() any { return new([rxReadAhead]byte) }}
 // errStop ends the reader after a violation or a received Terminate.
 var errStop = errors.New("soft: reader stopped")
 
+// errNestedRead is an internal error: an FPDU processed inside receive's
+// callback, where only whole buffered FPDUs are, needed the socket (waiting
+// there would deadlock on the socket's read lock).
+var errNestedRead = errors.New("soft: internal error: socket read while processing a buffered FPDU")
+
 // rxState is the reader goroutine's private state.
 type rxState struct {
 	buf   *[rxReadAhead]byte // nil when nothing is buffered (r == w == 0)
@@ -94,6 +99,16 @@ type rxState struct {
 	// pendErr: an error a caller receiving directly met, for the reader
 	// to handle when it takes over.
 	pendErr error
+
+	// inq: the socket reports what is left to read (TCP_INQ), so the
+	// reader receives through receive. inRecv: receive's callback is
+	// running, inside which nothing may wait for the socket; recvErr is
+	// its result.
+	inq     bool
+	inRecv  bool
+	recvErr error
+	// inqToken numbers the reader's unconfirmed waits (q.inqWait).
+	inqToken uint64
 
 	// reads counts the reader's read(2)/readv(2) calls on the socket
 	// (the Linux readiness-based path), for benchmarks.
@@ -216,6 +231,9 @@ func (q *queuePair) fill(need int) error {
 		// next payload, so that it too can be placed directly.
 		lim = min(rxReadAhead, need+rxLargeReadAhead)
 	}
+	if r.inRecv {
+		return errNestedRead
+	}
 	for r.w < need {
 		if q.rawConn != nil {
 			// Wait for the socket without holding the buffer.
@@ -331,6 +349,9 @@ func (q *queuePair) placeGuarded(m *memRegion, stag uint32, dst []byte) (revoked
 		}
 	}
 	m.mu.RUnlock()
+	if r.inRecv {
+		return false, errNestedRead
+	}
 	r.release() // empty: a direct read needs no buffer
 	r.rawDst, r.rawMR, r.rawSTag, r.rawRevoked, r.rawErr = dst, m, stag, false, nil
 	err = q.rawConn.Read(q.rawReadFn)
@@ -364,6 +385,10 @@ func (q *queuePair) violation(code iwarp.TermCode, format string, args ...any) e
 func (q *queuePair) reader() {
 	defer q.exitOne()
 	defer q.r.release()
+	if q.r.inq {
+		q.dev.inqConfirm.add(q)
+		defer q.dev.inqConfirm.remove(q)
+	}
 	for {
 		err := q.r.pendErr
 		if err != nil {
@@ -372,8 +397,12 @@ func (q *queuePair) reader() {
 				err = errStop // e.g. failLocked's deadline, which woke a receiving caller
 			}
 		} else {
-			err = q.readFPDU()
-			q.deliver() // completions this FPDU produced, with no lock held
+			if q.r.inq && q.r.empty() && !q.r.large {
+				err = q.receive() // delivers as it goes
+			} else {
+				err = q.readFPDU()
+				q.deliver() // completions this FPDU produced, with no lock held
+			}
 			if err == nil {
 				if q.r.empty() && q.wantLead.Load() && q.wantLead.CompareAndSwap(true, false) {
 					q.handOver() // returns when the reader receives again

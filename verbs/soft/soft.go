@@ -194,9 +194,10 @@ type Device struct {
 	directFPDUs atomic.Uint64
 	// aheadPlaced, aheadSpliced: see Stats.ReadAheadPlaced, ReadAheadSpliced.
 	aheadPlaced, aheadSpliced atomic.Uint64
-	// sweep takes receiving back for readers that handed it over
-	// (takeback.go).
-	sweep takeBackSweep
+	// takeBack takes receiving back for readers that handed it over
+	// (takeback.go); inqConfirm confirms the waits of readers that stopped
+	// reading on the kernel's word (rawio_linux.go).
+	takeBack, inqConfirm qpSweep
 
 	mu     sync.Mutex
 	closed bool
@@ -225,7 +226,8 @@ func New(cfg Config) *Device {
 		cfg.MaxFPDU = 64
 	}
 	d := &Device{cfg: cfg}
-	d.sweep.period = max(cfg.TakeBack/2, time.Microsecond)
+	d.takeBack = qpSweep{period: max(cfg.TakeBack/2, time.Microsecond), look: (*queuePair).sweepAside}
+	d.inqConfirm = qpSweep{period: inqConfirmPeriod, look: (*queuePair).confirmINQWait}
 	d.stags.perm.key(&d.stags.rnd)
 	return d
 }
