@@ -15,15 +15,8 @@ import (
 // the message and one that found the socket empty before waiting.
 func TestReaderReadsOncePerMessage(t *testing.T) {
 	const n = 200
-	cli, srv := connectPair(t, pairConfig{depth: 4})
-	q := srv.qp.(*queuePair)
-	if !q.r.inq {
-		t.Skip("this kernel does not support TCP_INQ")
-	}
-	rbuf := make([]byte, 64)
-	rmr := srv.reg(t, rbuf, verbs.AccessLocalWrite)
 	sbuf := []byte("one message, then wait for it")
-	smr := cli.reg(t, sbuf, 0)
+	cli, srv, q, rbuf, rmr, smr := inqPair(t, Config{}, sbuf)
 	reads0 := q.r.reads.Load()
 	for i := range n {
 		if err := srv.qp.PostRecv(&verbs.RecvWR{ID: uint64(i), SGL: []verbs.SGE{{MR: rmr, Length: len(rbuf)}}}); err != nil {
@@ -54,15 +47,8 @@ func TestReaderReadsOncePerMessage(t *testing.T) {
 // inqConfirmPeriod.)
 func TestConfirmSweepReadsOnceWhenIdle(t *testing.T) {
 	// No SiwKick: its empty Write would arrive while the test watches.
-	cli, srv := connectPair(t, pairConfig{depth: 4, client: Config{SiwKick: -1}})
-	q := srv.qp.(*queuePair)
-	if !q.r.inq {
-		t.Skip("this kernel does not support TCP_INQ")
-	}
-	rbuf := make([]byte, 64)
-	rmr := srv.reg(t, rbuf, verbs.AccessLocalWrite)
 	sbuf := []byte("the last message for a while")
-	smr := cli.reg(t, sbuf, 0)
+	cli, srv, q, rbuf, rmr, smr := inqPair(t, Config{SiwKick: -1}, sbuf)
 	if err := srv.qp.PostRecv(&verbs.RecvWR{ID: 1, SGL: []verbs.SGE{{MR: rmr, Length: len(rbuf)}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -96,4 +82,20 @@ func TestConfirmSweepReadsOnceWhenIdle(t *testing.T) {
 	if q.poked.Load() {
 		t.Error("the confirm sweep's read deadline is still marked as set")
 	}
+}
+
+// inqPair connects a pair (client is the client's Config) whose server QP's
+// reader receives with TCP_INQ, skipping the test on a kernel without it, and
+// registers a 64-byte receive buffer on the server and sbuf on the client.
+func inqPair(t *testing.T, client Config, sbuf []byte) (cli, srv *endpoint, q *queuePair, rbuf []byte, rmr, smr verbs.MR) {
+	t.Helper()
+	cli, srv = connectPair(t, pairConfig{depth: 4, client: client})
+	q = srv.qp.(*queuePair)
+	if !q.r.inq {
+		t.Skip("this kernel does not support TCP_INQ")
+	}
+	rbuf = make([]byte, 64)
+	rmr = srv.reg(t, rbuf, verbs.AccessLocalWrite)
+	smr = cli.reg(t, sbuf, 0)
+	return cli, srv, q, rbuf, rmr, smr
 }
