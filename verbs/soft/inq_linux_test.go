@@ -79,7 +79,10 @@ func TestConfirmSweepReadsOnceWhenIdle(t *testing.T) {
 	if n := q.r.reads.Load() - confirmed; n != 0 {
 		t.Errorf("an idle reader made %d more reads in %v after its wait was confirmed, want none", n, 6*inqConfirmPeriod)
 	}
-	if q.poked.Load() {
+	q.leadMu.Lock()
+	poked := q.poked
+	q.leadMu.Unlock()
+	if poked {
 		t.Error("the confirm sweep's read deadline is still marked as set")
 	}
 }

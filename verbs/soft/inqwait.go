@@ -1,10 +1,6 @@
 package soft
 
-import (
-	"errors"
-	"os"
-	"time"
-)
+import "time"
 
 // Confirming the reader's waits that a read did not confirm.
 //
@@ -41,8 +37,8 @@ func (q *queuePair) confirmINQWait() {
 		return
 	}
 	q.leadMu.Lock()
-	if q.inqWait.Load() == v && q.lead.Load() == leadReader && !q.failed.Load() && !q.poked.Load() {
-		q.poked.Store(true)
+	if q.inqWait.Load() == v && q.lead.Load() == leadReader && !q.failed.Load() && !q.poked {
+		q.poked = true
 		q.conn.SetReadDeadline(time.Unix(1, 0))
 	}
 	q.leadMu.Unlock()
@@ -50,18 +46,17 @@ func (q *queuePair) confirmINQWait() {
 
 // leaveReceive ends a turn of receive: the reader is no longer in an
 // unconfirmed wait, and a read deadline the confirm sweep set is cleared (on
-// a failed QP it stays: failLocked may have set it). It reports whether err,
-// receive's RawConn.Read's result, is only that deadline, after which the
-// reader reads again.
-func (q *queuePair) leaveReceive(err error) (poked bool) {
+// a failed QP it stays: failLocked may have set it). It reports whether the
+// sweep had set one.
+func (q *queuePair) leaveReceive() (poked bool) {
 	q.leadMu.Lock()
 	q.inqWait.Store(0)
-	if poked = q.poked.Load(); poked {
-		q.poked.Store(false)
+	if poked = q.poked; poked {
+		q.poked = false
 		if !q.failed.Load() {
 			q.conn.SetReadDeadline(time.Time{})
 		}
 	}
 	q.leadMu.Unlock()
-	return poked && errors.Is(err, os.ErrDeadlineExceeded) && !q.failed.Load()
+	return poked
 }

@@ -193,11 +193,11 @@ type queuePair struct {
 	// inqWait: the reader waits for the socket after a read that the kernel
 	// said emptied it, unconfirmed (nonzero, a token; inqwait.go); inqSeen:
 	// the token the confirm sweep saw last (guarded by the sweep's mu);
-	// poked: the sweep set the read deadline to wake the reader (written
-	// under leadMu).
+	// poked: the sweep set the read deadline to wake the reader (guarded
+	// by leadMu).
 	inqWait atomic.Uint64
 	inqSeen uint64
-	poked   atomic.Bool
+	poked   bool
 
 	w txState
 	r rxState

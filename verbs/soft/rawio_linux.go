@@ -3,8 +3,10 @@
 package soft
 
 import (
+	"errors"
 	"io"
 	"net"
+	"os"
 	"syscall"
 	"unsafe"
 
@@ -238,7 +240,10 @@ func (q *queuePair) receive() error {
 		r.inRecv = true
 		err := q.rawConn.Read(q.rawRecvFn)
 		r.inRecv = false
-		if q.leaveReceive(err) {
+		if q.leaveReceive() && errors.Is(err, os.ErrDeadlineExceeded) {
+			if q.failed.Load() {
+				return errStop // failed meanwhile: the reader drains, as after any failure
+			}
 			continue // woken by the confirm sweep (inqwait.go): read once more
 		}
 		if err == nil {
