@@ -173,3 +173,11 @@ func fillPattern(b []byte, seed byte) {
 		b[i] = byte(i*7) + seed
 	}
 }
+
+// state reports whether the sweep is scheduled and how many QPs it looks at
+//.
+func (s *qpSweep) state() (armed bool, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.armed, len(s.qps)
+}

@@ -61,11 +61,3 @@ func (s *qpSweep) tick() {
 	}
 	s.timer.Reset(s.period)
 }
-
-// state reports whether the sweep is scheduled and how many QPs it looks at
-// (for tests).
-func (s *qpSweep) state() (armed bool, n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.armed, len(s.qps)
-}
