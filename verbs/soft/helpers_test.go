@@ -174,8 +174,7 @@ func fillPattern(b []byte, seed byte) {
 	}
 }
 
-// state reports whether the sweep is scheduled and how many QPs it looks at
-//.
+// state reports whether the sweep is scheduled and how many QPs it looks at.
 func (s *qpSweep) state() (armed bool, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
