@@ -612,6 +612,13 @@ func (q *queuePair) rxReadResponse(pl int) error {
 	}
 	q.tagEnd(pl)
 	if h.Last {
+		// Retiring the Read frees its send-queue slot for reuse. The writer
+		// read the slot without mu before it sent the Read Request, and may
+		// not have taken mu since: its count of socket writes, bumped before
+		// each write, orders that read before the reuse. (The socket's own
+		// lock did, when every read went through a RawConn.Read of its own;
+		// receive stays in one.)
+		q.w.writes.Load()
 		q.mu.Lock()
 		if q.state == verbs.StateRTS {
 			q.orqHead++
