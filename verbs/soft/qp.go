@@ -151,10 +151,16 @@ type queuePair struct {
 	// it left to the writer (for tests). All guarded by mu.
 	writerIdle, txBusy bool
 	inlined, resumed   uint64
+	// spinWakes counts the writer wake-ups postInline made only to keep a
+	// thread spinning (for tests; guarded by mu).
+	spinWakes uint64
 	// undelivered: a completion was pushed under mu to a CQ with a
 	// handler; the writer delivers it at the top of its loop (guarded by
 	// mu). See deliver.
 	undelivered bool
+	// crowdEpoch: the last epoch the device's crowd counted this QP in
+	// (guarded by mu).
+	crowdEpoch int64
 
 	pendingTerm []byte      // Terminate frame the writer sends before closing
 	failed      atomic.Bool // set with StateError; polled by the writer per FPDU

@@ -198,6 +198,8 @@ type Device struct {
 	// (takeback.go); inqConfirm confirms the waits of readers that stopped
 	// reading on the kernel's word (rawio_linux.go).
 	takeBack, inqConfirm qpSweep
+	// crowd counts the QPs that post (crowd.go).
+	crowd crowd
 
 	mu     sync.Mutex
 	closed bool
