@@ -119,8 +119,11 @@ func testPostSendInlineFullSocket(t *testing.T, n, size int) {
 	checkGoroutines(t)
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		// A small receive window, so that our socket fills quickly.
-		c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-		return nil
+		var serr error
+		if err := c.Control(func(fd uintptr) { serr = setRcvBuf(fd, 4096) }); err != nil {
+			return err
+		}
+		return serr
 	}}
 	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {

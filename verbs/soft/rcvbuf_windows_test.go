@@ -1,0 +1,8 @@
+package soft
+
+import "syscall"
+
+// setRcvBuf sets the socket's SO_RCVBUF.
+func setRcvBuf(fd uintptr, n int) error {
+	return syscall.SetsockoptInt(syscall.Handle(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, n)
+}
