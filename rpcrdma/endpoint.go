@@ -517,7 +517,12 @@ type waiter struct {
 	mu      sync.Mutex
 	pending int
 	err     error
-	done    chan struct{} // receives one token when pending drops to 0
+	// waiting: wait is blocked on done, or was (guarded by mu). Only then does
+	// complete send the token: a waiter whose requests all completed before wait
+	// looked (a chain PostSend wrote and completed itself) costs no channel
+	// operation.
+	waiting bool
+	done    chan struct{} // receives one token when pending drops to 0 while waiting
 	// fn, when set (newWaiterFunc), is called instead, in the completion context,
 	// with the first failure when pending drops to 0; the waiter is recycled first.
 	fn func(err error)
@@ -555,7 +560,7 @@ func (w *waiter) complete(wc *verbs.Completion) {
 		fn(err)
 		return
 	}
-	if w.pending == 0 {
+	if w.pending == 0 && w.waiting {
 		select {
 		case w.done <- struct{}{}:
 		default: // a token is already there; wait re-checks pending anyway
@@ -617,6 +622,7 @@ func (e *endpoint) wait(ctx context.Context, w *waiter) error {
 	}
 	w.mu.Lock()
 	for w.pending != 0 && !stopped {
+		w.waiting = true
 		w.mu.Unlock()
 		select {
 		case <-w.done:
@@ -632,9 +638,12 @@ func (e *endpoint) wait(ctx context.Context, w *waiter) error {
 		}
 		w.mu.Lock()
 	}
-	select {
-	case <-w.done: // drop a stale token
-	default:
+	if w.waiting {
+		w.waiting = false
+		select {
+		case <-w.done: // drop a stale token
+		default:
+		}
 	}
 	err := w.err
 	if w.pending != 0 && err == nil {
