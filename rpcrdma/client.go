@@ -168,7 +168,7 @@ func Dial(ctx context.Context, dev verbs.Device, addr string, opts *ClientOption
 	c := &Client{dev: dev, addr: addr, opts: o, pd: pd, regs: newRegCache(pd), closedCh: make(chan struct{})}
 	c.reqPool.New = func() any {
 		r := &request{done: make(chan struct{}, 1)}
-		r.replied = func() bool { return len(r.done) > 0 }
+		r.replied = func() bool { return r.state.Load() == reqDelivered }
 		return r
 	}
 	c.startBackchannel()
@@ -309,10 +309,8 @@ func (cc *clientConn) fail(err error) {
 			orphans = append(orphans, r)
 			return
 		}
-		// Wake the caller (roundTrip waits on r.done alone): a pending request has
-		// no token in r.done, so this never blocks.
 		r.lost = true
-		r.done <- struct{}{}
+		r.deliver()
 	})
 	cc.mu.Unlock()
 	cc.window.Close() // callers waiting for a credit retry on the next connection
@@ -529,9 +527,15 @@ type request struct {
 	asm     assembler
 	rcs     []chunks.ReadChunk
 
-	done chan struct{} // receives one token when a reply is attached or the connection is lost
-	// replied reports a token in done (verbs.DirectProcessor's done, made once
-	// per request so that waiting allocates nothing); sole: the call was the
+	// state says how the caller learns that a reply is attached or the connection is
+	// lost (deliver): reqIdle until either the caller blocks on done (reqBlocked: the
+	// deliverer sends it a token) or the deliverer comes first (reqDelivered: no
+	// token). A caller that received its reply itself (ProcessDirect) thus costs no
+	// channel operation.
+	state atomic.Uint32
+	done  chan struct{} // receives one token for a caller in reqBlocked
+	// replied reports reqDelivered (verbs.DirectProcessor's done, made once per
+	// request so that waiting allocates nothing); sole: the call was the
 	// connection's only pending one when it was posted (guarded by cc.mu).
 	replied func() bool
 	sole    bool
@@ -546,6 +550,27 @@ type request struct {
 	inv     bool
 }
 
+// The states of request.state.
+const (
+	reqIdle      = iota // neither the caller nor the deliverer has come yet
+	reqBlocked          // the caller waits on done
+	reqDelivered        // delivered with the caller not blocked: no token
+)
+
+// deliver tells the caller that its reply is attached or (r.lost) that the connection
+// failed: by the state alone, or by a token in done if the caller already blocks on it.
+// It never blocks: done holds one token, and only one delivery happens per request.
+func (r *request) deliver() {
+	if r.state.CompareAndSwap(reqIdle, reqDelivered) {
+		return
+	}
+	r.done <- struct{}{}
+}
+
+// block marks the caller as waiting on done and reports whether it must: false when
+// the delivery came first.
+func (r *request) block() bool { return r.state.CompareAndSwap(reqIdle, reqBlocked) }
+
 func (c *Client) getRequest() *request { return c.reqPool.Get().(*request) }
 
 func (c *Client) putRequest(r *request) {
@@ -554,6 +579,7 @@ func (c *Client) putRequest(r *request) {
 	case <-r.done:
 	default:
 	}
+	r.state.Store(reqIdle)
 	c.reqPool.Put(r)
 }
 
@@ -613,8 +639,8 @@ const cancelCheck = 2 * time.Millisecond
 // hand-off from the provider's goroutine to the caller is a thread wake-up per call).
 // The try's deadline (zero: none), ctx's deadline, and for a ctx that can be
 // cancelled cancelCheck from now, whichever comes first, end that. It returns with
-// r's token in r.done, or after asking the provider's goroutine to keep receiving
-// (Resume); the caller then waits on r.done (and ctx and its timer) as without a
+// r delivered, or after asking the provider's goroutine to keep receiving (Resume);
+// the caller then waits on r.done (and ctx and its timer) as without a
 // DirectProcessor.
 func (cc *clientConn) receive(ctx context.Context, r *request, deadline time.Time) {
 	d := cc.ep.direct
@@ -669,13 +695,15 @@ func (cc *clientConn) roundTrip(ctx context.Context, timer <-chan time.Time, try
 		c.putRequest(r)
 		return err
 	}
-	// One token in r.done says a reply is attached, or (r.lost) that the connection
-	// failed with the call pending (fail): a caller without a deadline waits on the
-	// one channel, not in a select that also queues it on the connection's shared
-	// dead channel.
+	// A delivery (r.deliver) says a reply is attached, or (r.lost) that the connection
+	// failed with the call pending (fail). A caller that must wait for it, and has no
+	// deadline, waits on the one channel, not in a select that also queues it on the
+	// connection's shared dead channel.
 	woken := true
 	cc.receive(ctx, r, tryDeadline)
-	if done := ctx.Done(); done == nil && timer == nil {
+	if !r.block() {
+		// Delivered already (received directly, as a sole call usually is).
+	} else if done := ctx.Done(); done == nil && timer == nil {
 		<-r.done
 	} else {
 		select {
@@ -686,7 +714,7 @@ func (cc *clientConn) roundTrip(ctx context.Context, timer <-chan time.Time, try
 			err, woken = fmt.Errorf("rpcrdma: xid %#08x: %w", call.XID, oncrpc.ErrTimeout), false
 		}
 	}
-	if woken && !r.lost { // r.lost was set before the token was sent
+	if woken && !r.lost { // r.lost was set before the delivery
 		err = cc.complete(ctx, r, call, reply)
 		cc.release(r)
 		cc.window.Release()

@@ -52,7 +52,7 @@ func (cc *clientConn) onRecv(idx, n int, wc *verbs.Completion) {
 		go cc.finishOrphan(r)
 		return
 	}
-	r.done <- struct{}{}
+	r.deliver()
 }
 
 // finishOrphan completes a call whose caller gave up: it acknowledges reply read chunks
