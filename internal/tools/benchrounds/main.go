@@ -249,6 +249,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			if len(rd) == 0 {
 				return fmt.Errorf("round %d, %s: no benchmark matched %q", r, b.name, *bench)
 			}
+			if r == 1 {
+				// A ratio naming a benchmark the run does not have fails now, not
+				// after every round.
+				for _, q := range ratios {
+					if _, err := q.value(rd); err != nil {
+						return fmt.Errorf("%s: %w", b.name, err)
+					}
+				}
+			}
 			all[i] = append(all[i], rd)
 			fmt.Fprintf(stderr, "round %d/%d: %s done\n", r, *rounds, b.name)
 		}

@@ -147,14 +147,32 @@ func TestRunInterleaves(t *testing.T) {
 	}
 }
 
-// TestRunFails checks that a binary that fails, or runs no benchmark, ends the command
-// with an error naming it.
+// TestRunFails checks that a binary that fails, a ratio that names a benchmark the
+// binaries do not run, and bad arguments end the command with an error naming them.
 func TestRunFails(t *testing.T) {
 	dir := t.TempDir()
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"-dir", dir, "x=" + filepath.Join(dir, "missing")}, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "round 1, x") {
 		t.Errorf("missing binary: err %v, want one naming round 1 and x", err)
+	}
+	// A ratio naming a benchmark the binaries do not run: the first round says so.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(self, filepath.Join(dir, "old")); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	log := filepath.Join(dir, "log")
+	t.Setenv(fakeEnv, log)
+	err = run(context.Background(), []string{"-rounds", "5", "-dir", dir, "-ratio", "x=Conns/rdma/conns=1/Conns/nope@ns/op",
+		"old=" + filepath.Join(dir, "old")}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "ratio x") {
+		t.Errorf("unknown benchmark in a ratio: err %v, want one naming the ratio", err)
+	}
+	if runs, _ := os.ReadFile(log); strings.Count(string(runs), "old") != 1 {
+		t.Errorf("the binary ran %d times, want once before the bad ratio stops the command", strings.Count(string(runs), "old"))
 	}
 	if err := run(context.Background(), []string{"-dir", dir}, &out, &errOut); err == nil {
 		t.Error("no binaries: no error")
