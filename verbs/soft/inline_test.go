@@ -22,6 +22,14 @@ func inlineCounts(qp verbs.QP) (inlined, resumed uint64) {
 	return q.inlined, q.resumed
 }
 
+// fusedCount returns how many messages qp posted the fused way.
+func fusedCount(qp verbs.QP) uint64 {
+	q := qp.(*queuePair)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.fused
+}
+
 // waitWriterIdle waits until qp's writer is parked with nothing to do.
 func waitWriterIdle(t *testing.T, qp verbs.QP) {
 	t.Helper()
@@ -109,10 +117,12 @@ func TestPostSendInline(t *testing.T) {
 // still return at once for every message (the writer finishes what the
 // socket did not take), and once the peer reads again it must get every
 // message whole and in order. Messages of 64 KiB, and of 1 MiB, which
-// PostSend writes itself too (as much of it as the socket takes).
+// PostSend writes itself too (as much of it as the socket takes), and of
+// 8000 bytes, one FPDU each, which it writes as fused posts (postFusedLocked).
 func TestPostSendInlineFullSocket(t *testing.T) {
 	t.Run("64KiB", func(t *testing.T) { testPostSendInlineFullSocket(t, 128, 64<<10) })
 	t.Run("1MiB", func(t *testing.T) { testPostSendInlineFullSocket(t, 8, 1<<20) })
+	t.Run("fused", func(t *testing.T) { testPostSendInlineFullSocket(t, 1024, 8000) })
 }
 
 func testPostSendInlineFullSocket(t *testing.T, n, size int) {
@@ -197,6 +207,9 @@ func testPostSendInlineFullSocket(t *testing.T, n, size int) {
 	}
 	if inlined, resumed := inlineCounts(cli.qp); inlined == 0 || resumed == 0 {
 		t.Fatalf("PostSend wrote %d messages itself, the writer finished %d: the full-socket path was not taken", inlined, resumed)
+	}
+	if fused, one := fusedCount(cli.qp), size <= iwarp.MaxPayload(16<<10, false); one != (fused > 0) {
+		t.Fatalf("%d of the %d-byte Sends were fused posts", fused, size)
 	}
 
 	p := &rawPeer{t: t, c: c, msn: [3]uint32{1, 1, 1}}

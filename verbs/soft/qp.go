@@ -148,9 +148,10 @@ type queuePair struct {
 	// writerIdle: the writer is parked with nothing to do; txBusy: a
 	// PostSend caller owns the transmit side (postInline). inlined and
 	// resumed count messages PostSend wrote itself and those whose rest
-	// it left to the writer (for tests). All guarded by mu.
-	writerIdle, txBusy bool
-	inlined, resumed   uint64
+	// it left to the writer, fused those of inlined that were fused posts
+	// (postFusedLocked), for tests. All guarded by mu.
+	writerIdle, txBusy      bool
+	inlined, resumed, fused uint64
 	// spinWakes counts the writer wake-ups postInline made only to keep a
 	// thread spinning (for tests; guarded by mu).
 	spinWakes uint64
@@ -449,6 +450,9 @@ func (q *queuePair) postSendLocked(wr *verbs.SendWR, n int) error {
 	queued := int(q.sqTail-q.sqHead) + len(q.sqOver)
 	if n > q.sqDepth-queued {
 		return fmt.Errorf("soft: PostSend: %w (%d outstanding, %d requests posted)", verbs.ErrQueueFull, queued, n)
+	}
+	if fused, err := q.postFusedLocked(wr, n); fused {
+		return err
 	}
 	over := len(q.sqOver) > 0 || int(q.sqTail-q.sqLowLocked())+n > len(q.sq)
 	if over && len(q.sqOver) == 0 && q.sqHead == q.sqSent {

@@ -29,6 +29,7 @@ type rawTxState struct {
 	msg        unix.Msghdr     // sendmsg's header (a field, so it does not escape per write)
 	rawRevoked bool
 	rawErr     error
+	fused      fusedTx // postFusedLocked's scratch
 }
 
 // rawRxState is the reader's state for the raw reads: placeGuarded's
@@ -413,6 +414,7 @@ func (w *txState) unsent() bool { return len(w.iov) > 0 }
 // to registered memory.
 func (w *txState) dropIOV() {
 	w.iov = nil
+	clear(w.fused.iov[:])
 	if w.buf != nil {
 		clear(w.buf.iovStore)
 		w.buf.iovStore = w.buf.iovStore[:0]

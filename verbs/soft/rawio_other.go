@@ -5,6 +5,8 @@ package soft
 import (
 	"net"
 	"syscall"
+
+	"github.com/go-rpcrdma/rpcrdma/verbs"
 )
 
 // Without Linux readiness-based I/O, peer accesses hold the region's lock
@@ -37,6 +39,9 @@ func (q *queuePair) receive() error  { return q.readFPDU() }
 func (w *txState) unsent() bool         { return false }
 func (w *txState) dropIOV()             {}
 func (q *queuePair) tryWriteVec() error { return q.writeVec() }
+
+// Nor is a post ever fused (postFusedLocked writes inline too).
+func (q *queuePair) postFusedLocked(*verbs.SendWR, int) (bool, error) { return false, nil }
 
 // writeRaw reports false: the batch goes out through net.Buffers.
 func (q *queuePair) writeRaw() (bool, error) { return false, nil }

@@ -140,6 +140,9 @@ func (q *queuePair) txBegin() {
 func (q *queuePair) txEnd() {
 	w := &q.w
 	w.dropIOV()
+	if w.buf == nil {
+		return // a fused post's rest (postFusedLocked) took none
+	}
 	w.buf.reset()
 	txPool.Put(w.buf)
 	w.buf = nil
@@ -217,13 +220,7 @@ func (q *queuePair) appendMessage(h *iwarp.Header, sgl []lsge, total, need int) 
 		// FPDUs end on TCP segment boundaries of the write (txalign.go);
 		// the test keeps a connection that does not align from paying a
 		// call per FPDU.
-		n := min(maxPay, total-off)
-		if seg != 0 && n > 0 && (need != 0 || n < total-off || fpduLen(hl, n)+txMinRoom > seg-b.bytes%seg) {
-			// (Decided here without the call: the rest of a message
-			// that fits its segment with room to spare, the common
-			// case, is one FPDU.)
-			n = fpduPayload(b.bytes, seg, hl, total-off, maxPay, need)
-		}
+		n := q.nextPayload(b.bytes, hl, total-off, maxPay, need)
 		if !b.room(txFPDUOverhead, len(sgl)-si+1) || (b.bytes > 0 && b.bytes+n > txMaxBytes) {
 			if err := q.flush(); err != nil {
 				return err
@@ -276,6 +273,20 @@ func (q *queuePair) appendMessage(h *iwarp.Header, sgl []lsge, total, need int) 
 	}
 }
 
+// nextPayload returns the payload of the next FPDU of a message that starts at
+// pos in the vectored write, with rest bytes of payload still to send (see
+// fpduPayload for hl, maxPay and need).
+func (q *queuePair) nextPayload(pos, hl, rest, maxPay, need int) int {
+	n := min(maxPay, rest)
+	if seg := q.txSeg; seg != 0 && n > 0 && (need != 0 || n < rest || fpduLen(hl, n)+txMinRoom > seg-pos%seg) {
+		// (Decided here without the call: the rest of a message that
+		// fits its segment with room to spare, the common case, is one
+		// FPDU.)
+		n = fpduPayload(pos, seg, hl, rest, maxPay, need)
+	}
+	return n
+}
+
 // appendReadRequest adds the Read Request for an RDMA Read (or the RTR
 // read) to the batch.
 func (q *queuePair) appendReadRequest(sinkSTag uint32, sinkTO uint64, size uint32, srcSTag uint32, srcTO uint64) error {
@@ -307,26 +318,33 @@ func (q *queuePair) appendWQE(wq *sendWQE, need int) error {
 	case verbs.OpWrite:
 		h = iwarp.Header{Opcode: iwarp.OpWrite, STag: wq.rstag, TO: wq.rto}
 	case verbs.OpSend, verbs.OpSendInv:
-		op := iwarp.OpSend
-		se := wq.flags&verbs.Solicited != 0
-		switch {
-		case wq.op == verbs.OpSendInv && se:
-			op = iwarp.OpSendSEInvalidate
-		case wq.op == verbs.OpSendInv:
-			op = iwarp.OpSendInvalidate
-		case se:
-			op = iwarp.OpSendSE
-		}
-		q.w.msn[iwarp.QNSend]++
-		h = iwarp.Header{Opcode: op, QN: iwarp.QNSend, MSN: q.w.msn[iwarp.QNSend]}
-		if op.Invalidates() {
-			h.InvalidateSTag = wq.inv
-		}
+		h = q.sendHeader(wq.op, wq.flags, wq.inv)
 	case verbs.OpRead:
 		s := wq.sgl[0]
 		return q.appendReadRequest(s.m.RKey(), s.m.base+uint64(s.off), uint32(wq.length), wq.rstag, wq.rto)
 	}
 	return q.appendMessage(&h, wq.sgl, wq.length, need)
+}
+
+// sendHeader returns the header template of a Send (op OpSend or OpSendInv)
+// and takes its MSN.
+func (q *queuePair) sendHeader(op verbs.SendOp, flags verbs.SendFlags, inv uint32) iwarp.Header {
+	rop := iwarp.OpSend
+	se := flags&verbs.Solicited != 0
+	switch {
+	case op == verbs.OpSendInv && se:
+		rop = iwarp.OpSendSEInvalidate
+	case op == verbs.OpSendInv:
+		rop = iwarp.OpSendInvalidate
+	case se:
+		rop = iwarp.OpSendSE
+	}
+	q.w.msn[iwarp.QNSend]++
+	h := iwarp.Header{Opcode: rop, QN: iwarp.QNSend, MSN: q.w.msn[iwarp.QNSend]}
+	if rop.Invalidates() {
+		h.InvalidateSTag = inv
+	}
+	return h
 }
 
 // claimLocked takes the send-queue entries from sqSent on for one batch:
@@ -716,23 +734,28 @@ func (q *queuePair) postInline(wq *sendWQE) {
 		q.txEnd()
 		q.finishBatchLocked(from, to, err)
 	}
-	// Wake the writer when it has something to do (the rest of the batch,
-	// work queued meanwhile, a state change) or is not parked idle (it waits
-	// for txBusy to clear); otherwise only when this post does not come from
-	// the QP's receive context. The wake-up is a goroutine and often a
-	// thread wake-up per message, which on its own costs (1.7 futex calls per
-	// NULL RPC), but the thread it wakes spins and catches the next
-	// readiness (the reply's, a worker's hand-off) before a sleeping one
-	// would: on this 2-vCPU VM a 4 KiB READ at one call in flight, answered
-	// by a worker goroutine, took 23 us with it and 27-47 us without.
-	// Where the receive context posts (the reader answering a call inline,
-	// or a caller that receives its own reply, ProcessDirect), nothing is
-	// handed between goroutines and the wake-up is pure cost: NULL RPC 16.6
-	// us without it, 21 us with it. And where the device's busy QPs
-	// outnumber the processors (crowd), no processor idles for the woken
-	// thread to spin on: at 2 to 64 connections of one call in flight each
-	// on this VM, a build without the wake-up was no slower and in most
-	// rounds spent 0.2-1.9 us less CPU per call.
+	q.wakeAfterInlineLocked()
+}
+
+// wakeAfterInlineLocked ends a post that PostSend wrote itself (postInline,
+// postFusedLocked): it wakes the writer when it has something to do (the rest of the batch,
+// work queued meanwhile, a state change) or is not parked idle (it waits
+// for txBusy to clear); otherwise only when this post does not come from
+// the QP's receive context. The wake-up is a goroutine and often a
+// thread wake-up per message, which on its own costs (1.7 futex calls per
+// NULL RPC), but the thread it wakes spins and catches the next
+// readiness (the reply's, a worker's hand-off) before a sleeping one
+// would: on this 2-vCPU VM a 4 KiB READ at one call in flight, answered
+// by a worker goroutine, took 23 us with it and 27-47 us without.
+// Where the receive context posts (the reader answering a call inline,
+// or a caller that receives its own reply, ProcessDirect), nothing is
+// handed between goroutines and the wake-up is pure cost: NULL RPC 16.6
+// us without it, 21 us with it. And where the device's busy QPs
+// outnumber the processors (crowd), no processor idles for the woken
+// thread to spin on: at 2 to 64 connections of one call in flight each
+// on this VM, a build without the wake-up was no slower and in most
+// rounds spent 0.2-1.9 us less CPU per call.
+func (q *queuePair) wakeAfterInlineLocked() {
 	crowded := q.dev.crowd.note(&q.crowdEpoch)
 	switch {
 	case !q.writerIdle || q.w.resume || q.sqSent < q.sqTail || q.irqHead < q.irqTail || q.kickDue || q.state != verbs.StateRTS:
