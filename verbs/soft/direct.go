@@ -292,10 +292,13 @@ func (r *rxState) nextFPDU() (whole, large bool) {
 // the caller's request (wantLead).
 func (q *queuePair) handOver() {
 	q.r.release()
-	q.lead.Store(leadCaller)
-	q.leadCh <- struct{}{} // never blocks: one waiter, one hand-over
+	// With the sweep before the caller can leave: a caller that has received
+	// and left finds the reader registered (the sweep's look at a QP whose
+	// lead is still the reader's only clears its mark).
 	q.stepAside()
 	defer q.dev.takeBack.remove(q)
+	q.lead.Store(leadCaller)
+	q.leadCh <- struct{}{} // never blocks: one waiter, one hand-over
 	done := q.done
 	for {
 		select {
