@@ -134,14 +134,17 @@ func TestHostileSTagStale(t *testing.T) {
 	}
 	reregistered := func(t *testing.T, s *serverUnderTest) (uint32, uint64) {
 		stag, to := invalidated(t, s)
-		for i := 0; i < 3; i++ { // several generations: none revives stag
+		// Two generations: a new key is never either of the two before it
+		// (newKey), so neither revives stag. (A third may, one time in 254:
+		// the key is 8 bits, as in every iWARP STag.)
+		for i := 0; i < 2; i++ {
 			if err := s.mr.Reregister(verbs.AccessLocalWrite | verbs.AccessRemoteRead | verbs.AccessRemoteWrite); err != nil {
 				t.Fatal(err)
 			}
 			if s.mr.RKey() == stag {
 				t.Fatalf("Reregister gave back STag %#x", stag)
 			}
-			if i < 2 {
+			if i < 1 {
 				s.mr.Invalidate()
 			}
 		}
