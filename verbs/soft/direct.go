@@ -156,7 +156,9 @@ func (q *queuePair) leadDirect(done func() bool, deadline time.Time) (ok, handBa
 	}
 	for {
 		if done() {
-			return true, !r.empty()
+			// A failed QP's reader, woken by done before we left, waits
+			// for our kick (handOver): hand back then too.
+			return true, !r.empty() || q.failed.Load()
 		}
 		if q.failed.Load() {
 			return false, true
