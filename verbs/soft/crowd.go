@@ -12,7 +12,10 @@ import (
 // (see there): that pays only while the busy QPs do not outnumber the
 // processors. With more of them the processors rarely go idle, the wake-up
 // finds no idle processor to spin on, and it is pure cost: the writer
-// goroutine runs, finds nothing to do and parks again.
+// goroutine runs, finds nothing to do and parks again. ProcessDirect asks
+// it too (see there): a caller that receives its own reply saves a
+// goroutine wake-up, which costs little while no processor is idle, and
+// pays a read(2) that finds the socket empty.
 //
 // Counting costs one monotonic clock read per inline post and, once per
 // epoch per QP, one shared atomic add. The count is a heuristic for a
@@ -60,5 +63,11 @@ func (c *crowd) note(last *int64) bool {
 		*last = e
 		c.n.Add(1)
 	}
+	return c.crowded()
+}
+
+// crowded reports whether more QPs posted in the current or the previous
+// epoch, as note last counted them, than there are processors.
+func (c *crowd) crowded() bool {
 	return max(c.n.Load(), c.prev.Load()) > c.procs.Load()
 }

@@ -495,3 +495,46 @@ func TestProcessDirectBoundedStalledPeer(t *testing.T) {
 		t.Errorf("after the waits: hand-over requested %v, QP failed %v", q.wantLead.Load(), q.failed.Load())
 	}
 }
+
+// TestProcessDirectCrowded: while the device's busy QPs outnumber the
+// processors (crowd) and the reader receives, a caller does not take receiving
+// over: ProcessDirect returns false at once and the reader delivers the
+// message. Once the device is not crowded, the next caller receives directly
+// again.
+func TestProcessDirectCrowded(t *testing.T) {
+	checkGoroutines(t)
+	p := newDirectPair(t, 8)
+	c := &p.cli.dev.crowd // the client posts nothing more: the counts stay as set
+	c.procs.Store(1)
+	c.n.Store(2)
+	d := p.cli.qp.(verbs.DirectProcessor)
+	before := p.cli.dev.Stats().DirectFPDUs
+	waitLead(t, p.cli.qp, leadReader)
+	ret := make(chan bool, 1)
+	go func() { ret <- d.ProcessDirect(func() bool { return p.recvs.Load() >= 1 }, time.Time{}) }()
+	p.serverSend(t, 1)
+	if awaitRet(t, ret) {
+		t.Fatal("ProcessDirect received on a crowded device")
+	}
+	p.waitRecvs(t, 1)
+	fillPattern(p.reply, 1)
+	if !bytes.Equal(p.cliBufs[0], p.reply) {
+		t.Fatalf("message 1 = %x..., want %x...", p.cliBufs[0][:8], p.reply[:8])
+	}
+	if n := p.cli.dev.Stats().DirectFPDUs - before; n != 0 {
+		t.Errorf("callers processed %d FPDUs on a crowded device, want 0", n)
+	}
+	c.n.Store(1)
+	if !p.roundDirect(t, 2) {
+		t.Fatal("ProcessDirect returned false once the device was not crowded")
+	}
+	if n := p.cli.dev.Stats().DirectFPDUs - before; n != 0 {
+		t.Errorf("the first caller after the crowd processed %d FPDUs, want 0 (the reader hands over after delivering)", n)
+	}
+	if !p.roundDirect(t, 3) {
+		t.Fatal("ProcessDirect returned false")
+	}
+	if n := p.cli.dev.Stats().DirectFPDUs - before; n != 1 {
+		t.Errorf("callers processed %d FPDUs, want 1", n)
+	}
+}
