@@ -163,11 +163,16 @@ type queuePair struct {
 	// (guarded by mu).
 	crowdEpoch int64
 
-	pendingTerm []byte      // Terminate frame the writer sends before closing
-	failed      atomic.Bool // set with StateError; polled by the writer per FPDU
-	live        atomic.Int32
-	exited      chan struct{}
-	closeOnce   sync.Once
+	pendingTerm []byte // Terminate frame the writer sends before closing
+	// termSent is closed once the writer has written pendingTerm (or
+	// failed to): Close waits for it, so that a consumer closing a QP as
+	// soon as it failed does not cut its Terminate off (set with
+	// pendingTerm, under mu; nil when there is none).
+	termSent  chan struct{}
+	failed    atomic.Bool // set with StateError; polled by the writer per FPDU
+	live      atomic.Int32
+	exited    chan struct{}
+	closeOnce sync.Once
 
 	// Readiness-based I/O for peer accesses (nil RawConn: not available).
 	rawConn     syscall.RawConn
@@ -647,6 +652,9 @@ func (q *queuePair) failLocked(cause error, term []byte) {
 	}
 	q.err = qerr
 	q.pendingTerm = term
+	if term != nil {
+		q.termSent = make(chan struct{})
+	}
 	close(q.done)
 	if q.rawConn != nil {
 		// A caller receiving directly may be waiting for the socket, which
@@ -692,8 +700,19 @@ func (q *queuePair) Close() error {
 	q.closeOnce.Do(func() {
 		q.mu.Lock()
 		q.failLocked(verbs.ErrClosed, nil)
-		conn, exited := q.conn, q.exited
+		conn, exited, termSent := q.conn, q.exited, q.termSent
 		q.unlockDeliver()
+		if termSent != nil && exited != nil {
+			// A Terminate is on its way (the QP failed on a protocol
+			// violation): let the writer put it on the wire first. Its
+			// write deadline bounds the wait.
+			t := time.NewTimer(termWriteTimeout + time.Second)
+			select {
+			case <-termSent:
+			case <-t.C:
+			}
+			t.Stop()
+		}
 		if conn != nil {
 			conn.Close()
 		}

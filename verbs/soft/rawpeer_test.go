@@ -382,6 +382,25 @@ func TestTerminatePaths(t *testing.T) {
 	}
 }
 
+// TestTerminateSurvivesClose: a consumer that closes a QP as soon as it
+// failed on the peer's violation does not cut its Terminate off: the peer
+// still gets it (Close waits for the writer to put it on the wire). Linux's
+// NFS client in the lab (linux-client-terminate) once saw only the close.
+func TestTerminateSurvivesClose(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		s := newServerUnderTest(t, Config{})
+		p := s.connectRaw(t, false, verbs.ConnParams{})
+		p.sendMsg(iwarp.OpSend, []byte("hello"), 0) // no receive posted
+		select {
+		case <-s.qp.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("QP did not fail")
+		}
+		s.qp.Close()
+		p.expectTerminate(iwarp.TermDDPUntaggedMSNNoBuffer)
+	}
+}
+
 // TestReceivedTerminate: a Terminate from the peer puts the QP in error,
 // reports the peer's code, and flushes.
 func TestReceivedTerminate(t *testing.T) {

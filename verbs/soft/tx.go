@@ -514,6 +514,10 @@ func (q *queuePair) noteSentNLocked(k int) {
 	})
 }
 
+// termWriteTimeout bounds the writing of a Terminate: a peer that does not
+// read does not keep the connection (or Close) waiting.
+const termWriteTimeout = 2 * time.Second
+
 // writer is the connection's transmit goroutine. It sends the RTR frame (P2P
 // initiator), then Read Responses and send-queue work in order, and on error
 // the pending Terminate.
@@ -566,17 +570,18 @@ func (q *queuePair) writer() {
 				q.w.resume = false
 				q.txEnd() // flushed: its rest is never sent
 			}
-			term := q.pendingTerm
+			term, sent := q.pendingTerm, q.termSent
 			q.pendingTerm = nil
 			if q.kickTimer != nil {
 				q.kickTimer.Stop()
 			}
 			q.mu.Unlock()
 			if term != nil {
-				q.conn.SetWriteDeadline(time.Now().Add(2 * time.Second))
+				q.conn.SetWriteDeadline(time.Now().Add(termWriteTimeout))
 				q.txBegin()
 				q.w.buf.ref(term)
 				q.txFinish(nil)
+				close(sent)
 				if tc, ok := q.conn.(*net.TCPConn); ok {
 					tc.CloseWrite()
 					return // the reader drains, then the socket closes
