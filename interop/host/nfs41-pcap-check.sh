@@ -17,6 +17,9 @@
 #   3. The RFC 8267 binding on the wire, calls and replies matched by XID:
 #      - READ: every READ call offers a write chunk, and every READ reply that answers one
 #        returns its data through it (a non-empty write list), 8 MiB - 1 bytes at least;
+#        a reply whose Send is one of the cut Sends of exception 2 cannot be read (the
+#        dissector fails on it), so up to that many READ replies may go uncounted, and
+#        the check says how many did;
 #      - WRITE: WRITE calls carry their data in read chunks, 8 MiB - 1 bytes at least (small
 #        WRITEs may go inline);
 #      - READDIR: every READDIR call offers a reply chunk and at least one reply comes back
@@ -35,7 +38,7 @@ PORT=${2:-20049}
 command -v tshark >/dev/null || { echo "tshark not installed (apt-get install tshark)"; exit 2; }
 [[ -s "$PCAP" ]] || { echo "no capture: $PCAP"; exit 1; }
 TS=(tshark -2 -n -r "$PCAP" --enable-heuristic iwarp_mpa_tcp)
-ERR=$(mktemp); trap 'rm -f "$ERR"' EXIT
+ERR=$(mktemp); NSEG=$(mktemp); trap 'rm -f "$ERR" "$NSEG"' EXIT
 "${TS[@]}" -c 1 > /dev/null 2> "$ERR" || { cat "$ERR"; exit 2; }
 bad=0
 fail() { echo "FAIL: $*"; bad=1; }
@@ -46,7 +49,7 @@ echo "$(tshark --version 2>/dev/null | head -1); $(capinfos -M -c "$PCAP" 2>/dev
 "${TS[@]}" -Y '_ws.malformed || _ws.expert.severity >= error' -T fields -E occurrence=a \
   -e frame.number -e tcp.srcport -e rpcordma.writes_count -e rpcordma.rdma_length -e nfs.read.data_length -e _ws.expert.message \
   -e iwarp_ddp.tagged_flag -e iwarp_ddp.last_flag -e iwarp_ddp.mo 2> "$ERR" |
-awk -F'\t' -v port="$PORT" '
+awk -F'\t' -v port="$PORT" -v nsegfile="$NSEG" '
   function last(s) { sub(/.*,/, "", s); return s }
   { total++; wl = $3; sub(/,.*/, "", wl); d = $5; sub(/,.*/, "", d)
     # a READ reply (from the server) with one write chunk whose data length is not a multiple of 4
@@ -58,6 +61,7 @@ awk -F'\t' -v port="$PORT" '
     if (bad < 20) printf "FAIL: frame %s: %s (write list %s, rdma lengths %s, read data %s)\n", $1, ($6 == "" ? "malformed" : $6), $3, $4, $5
     bad++ }
   END { printf "malformed or error frames: %d; of them READ replies with unaligned write-chunk data (the Wireshark 4.0 pad limitation): %d; Sends in several DDP segments (Wireshark 4.0 rpcordma dissector bug): %d\n", total, known, nseg
+        print nseg + 0 > nsegfile
         if (bad > 20) printf "FAIL: ... and %d more\n", bad - 20
         exit bad > 0 }' || bad=1
 # Where tshark loses the MPA framing, it reads payload bytes as FPDU headers: DDP or RDMAP
@@ -75,10 +79,11 @@ for op in 53:SEQUENCE 42:EXCHANGE_ID 43:CREATE_SESSION 18:OPEN 4:CLOSE 25:READ 3
 done
 
 # 3. chunks, calls and replies joined by XID; one line per RPC-over-RDMA message or RPC
+nseg=$(cat "$NSEG" 2>/dev/null); nseg=${nseg:-0}
 "${TS[@]}" -Y 'rpcordma || rpc' -T fields -E occurrence=a -E separator=/t \
   -e tcp.srcport -e rpcordma.xid -e rpcordma.msg_type -e rpcordma.reads_count -e rpcordma.writes_count \
   -e rpcordma.reply_count -e rpcordma.rdma_length -e rpc.xid -e rpc.msgtyp -e nfs.main_opcode 2>/dev/null |
-awk -F'\t' -v port="$PORT" '
+awk -F'\t' -v port="$PORT" -v nseg="$nseg" '
   function first(s) { sub(/,.*/, "", s); return s }
   function sum(s,   n, a, i, t) { n = split(s, a, ","); t = 0; for (i = 1; i <= n; i++) t += a[i]; return t }
   {
@@ -113,7 +118,12 @@ awk -F'\t' -v port="$PORT" '
     printf "READDIR: %d calls, %d offered a reply chunk, %d replies RDMA_NOMSG\n", dirs, drc, dnomsg
     printf "RDMA_ERROR: %d\n", errors
     big = 8388607; f = 0
-    if (reads == 0 || rwc != reads || rused != rwc || rbytes < big) { print "FAIL: READ data not all placed by write chunks (want every READ to offer one, every reply to use it, >= " big " bytes)"; f = 1 }
+    # READ replies the dissector could not read (a cut Send, exception 2 above): neither
+    # answered inline nor seen using the chunk; at most one per cut Send.
+    hidden = rwc - rused - rinline
+    if (hidden > 0 && hidden <= nseg) printf "READ replies not readable by tshark (their Send was cut, the rpcordma dissector bug): %d\n", hidden
+    else hidden = 0
+    if (reads == 0 || rwc != reads || rused + hidden != rwc || rbytes < big) { print "FAIL: READ data not all placed by write chunks (want every READ to offer one, every reply to use it, >= " big " bytes)"; f = 1 }
     if (wrc == 0 || wbytes < big) { print "FAIL: WRITE data not carried by read chunks (want >= " big " bytes)"; f = 1 }
     if (dirs == 0 || drc != dirs || dnomsg == 0) { print "FAIL: READDIR replies not sent by reply chunk (want every call to offer one, some RDMA_NOMSG replies)"; f = 1 }
     if (errors > 0) { print "FAIL: RDMA_ERROR on the wire"; f = 1 }
