@@ -212,6 +212,14 @@ func (q *queuePair) appendMessage(h *iwarp.Header, sgl []lsge, total, need int) 
 	}
 	baseTO := h.TO
 	hl, seg := h.Opcode.HeaderLen(), q.txSeg
+	if !tagged && seg != 0 && b.bytes > 0 && !q.w.inline && fpduLen(hl, total) <= txNeedMax &&
+		q.nextPayload(b.bytes, hl, total, maxPay, need) < total {
+		// A short Send the rest of its segment would cut starts a write of
+		// its own, which starts a segment (txalign.go).
+		if err := q.flush(); err != nil {
+			return err
+		}
+	}
 	si, so := 0, 0 // SGE index and offset within it
 	for off := 0; ; {
 		if q.failed.Load() {

@@ -47,6 +47,14 @@ import (
 // rest of the stream, so Sends are cut like any message; but an RDMA Write
 // followed by a short Send (an RPC reply with a write chunk) leaves the
 // Send room for its FPDU (fpduNeed), so that reply Sends are rarely cut.
+// And a short Send (an FPDU of at most txNeedMax bytes) that the rest of its
+// segment would cut after other messages of the writer's batch (several
+// replies queued while the writer was busy) ends that batch instead: it
+// starts the next write, and with it a segment, at the cost of one more
+// sendmsg. (PostSend's own batch, written only if the socket takes it at
+// once, cannot be split that way; there such a Send is still cut.) The
+// interop case nfs41-server met one or two such cut Sends per run (one in a
+// batch of six replies), each a reply Wireshark 4.0 could not read.
 //
 // Measured on the interop case nfs41-server (Linux NFS client over siw,
 // our server, tshark 4.0 on the capture): with writev, tshark lost the

@@ -149,3 +149,80 @@ func TestFPDUsAlignedInOneWrite(t *testing.T) {
 		t.Logf("crc %v: MSS %d, one write of %d bytes: %d FPDUs, %d ending on a segment boundary", crc, seg, pos, fpdus, cut)
 	}
 }
+
+// TestShortSendStartsWrite: in a batch of the writer's, a short Send that the
+// rest of its TCP segment would cut starts the next write instead, whole in
+// one FPDU at a segment boundary; a Send too long for any segment is still
+// cut. (Wireshark 4.0's rpcordma cannot read a Send in several DDP segments.)
+func TestShortSendStartsWrite(t *testing.T) {
+	s := newServerUnderTest(t, Config{SiwKick: -1})
+	ch := s.accept(t, verbs.ConnParams{})
+	p := dialMSS(t, s.ln.Addr().String(), enhancedRequest(false, 8, 8, nil), 1448)
+	if err := <-ch; err != nil {
+		t.Fatalf("Accept: %v", err)
+	}
+	p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: 1}, nil)
+	q := s.qp.(*queuePair)
+	q.mu.Lock()
+	seg := q.txSeg
+	q.mu.Unlock()
+	if seg < txMinAlignSeg || seg > 1448 {
+		t.Fatalf("MSS clamped to 1448 reads as %d", seg)
+	}
+	src := make([]byte, 8192)
+	fillPattern(src, 7)
+	smr := s.reg(t, src, verbs.AccessLocalWrite)
+	// The first Send leaves 100 bytes of its segment; the second needs more
+	// (an FPDU of 24 + 300 bytes); the third is longer than any segment.
+	sizes := []int{seg - iwarp.UntaggedHeaderLen - iwarp.CRCLen - 100, 300, 2 * seg}
+	wrs := make([]verbs.SendWR, len(sizes))
+	off := 0
+	for i, n := range sizes {
+		wrs[i] = verbs.SendWR{ID: uint64(i), Op: verbs.OpSend, Flags: verbs.Signaled, SGL: []verbs.SGE{{MR: smr, Offset: off, Length: n}}}
+		off += n
+		if i > 0 {
+			wrs[i-1].Next = &wrs[i]
+		}
+	}
+	waitWriterIdle(t, s.qp)
+	writes := q.w.writes.Load()
+	release := holdTx(s.qp) // the writer's batch, not PostSend's own
+	if err := s.qp.PostSend(&wrs[0]); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	for i := range sizes {
+		s.expect(t, uint64(i), verbs.OpcodeSend, verbs.StatusSuccess)
+	}
+	if n := q.w.writes.Load() - writes; n != 2 {
+		t.Errorf("the three Sends left in %d writes, want 2 (the short Send starting the second)", n)
+	}
+	off = 0
+	for i, n := range sizes {
+		var fpdus int
+		for got := 0; ; {
+			f := p.next()
+			if f == nil {
+				t.Fatal("raw peer: connection closed")
+			}
+			fpdus++
+			if !bytes.Equal(f.Payload, src[off+got:off+got+len(f.Payload)]) {
+				t.Fatalf("Send %d: payload at %d differs", i, got)
+			}
+			got += len(f.Payload)
+			if f.Header.Last {
+				if got != n {
+					t.Fatalf("Send %d: %d of %d bytes", i, got, n)
+				}
+				break
+			}
+		}
+		if i < 2 && fpdus != 1 {
+			t.Errorf("Send %d of %d bytes came in %d FPDUs, want 1", i, n, fpdus)
+		}
+		if i == 2 && fpdus < 3 {
+			t.Errorf("Send %d of %d bytes came in %d FPDUs, want it cut at the segment boundaries", i, n, fpdus)
+		}
+		off += n
+	}
+}
