@@ -30,6 +30,28 @@ func dialMSS(t *testing.T, addr string, req iwarp.MPAFrame, mss int) *rawPeer {
 	return p
 }
 
+// connectMSS connects a raw initiator (CRC as crc) to s over a socket whose
+// MSS is clamped to mss, sends the first FPDU (a responder sends nothing
+// before it) and returns the peer and the segment size s's QP aligns FPDUs
+// with, which it checks is the clamped MSS.
+func (s *serverUnderTest) connectMSS(t *testing.T, crc bool, mss int) (*rawPeer, int) {
+	t.Helper()
+	ch := s.accept(t, verbs.ConnParams{})
+	p := dialMSS(t, s.ln.Addr().String(), enhancedRequest(crc, 8, 8, nil), mss)
+	if err := <-ch; err != nil {
+		t.Fatalf("Accept: %v", err)
+	}
+	p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: 1}, nil)
+	q := s.qp.(*queuePair)
+	q.mu.Lock()
+	seg := q.txSeg
+	q.mu.Unlock()
+	if seg < txMinAlignSeg || seg > mss || seg%4 != 0 {
+		t.Fatalf("MSS clamped to %d reads as %d", mss, seg)
+	}
+	return p, seg
+}
+
 // TestFPDUsAlignedInOneWrite posts a chain of RDMA Writes and Sends of
 // awkward sizes (the tail of a Write, short Sends, a zero-length Send) that
 // leave in one vectored write, reads the bytes of that write at a raw peer
@@ -40,20 +62,8 @@ func dialMSS(t *testing.T, addr string, req iwarp.MPAFrame, mss int) *rawPeer {
 func TestFPDUsAlignedInOneWrite(t *testing.T) {
 	for _, crc := range []bool{false, true} {
 		s := newServerUnderTest(t, Config{})
-		ch := s.accept(t, verbs.ConnParams{})
-		p := dialMSS(t, s.ln.Addr().String(), enhancedRequest(crc, 8, 8, nil), 1448)
-		if err := <-ch; err != nil {
-			t.Fatalf("Accept: %v", err)
-		}
-		// A responder sends nothing before the initiator's first FPDU.
-		p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: 1}, nil)
+		p, seg := s.connectMSS(t, crc, 1448)
 		q := s.qp.(*queuePair)
-		q.mu.Lock()
-		seg := q.txSeg
-		q.mu.Unlock()
-		if seg < txMinAlignSeg || seg > 1448 || seg%4 != 0 {
-			t.Fatalf("MSS clamped to 1448 reads as %d", seg)
-		}
 
 		src := make([]byte, 64<<10)
 		fillPattern(src, 3)
@@ -156,19 +166,8 @@ func TestFPDUsAlignedInOneWrite(t *testing.T) {
 // cut. (Wireshark 4.0's rpcordma cannot read a Send in several DDP segments.)
 func TestShortSendStartsWrite(t *testing.T) {
 	s := newServerUnderTest(t, Config{SiwKick: -1})
-	ch := s.accept(t, verbs.ConnParams{})
-	p := dialMSS(t, s.ln.Addr().String(), enhancedRequest(false, 8, 8, nil), 1448)
-	if err := <-ch; err != nil {
-		t.Fatalf("Accept: %v", err)
-	}
-	p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: 1}, nil)
+	p, seg := s.connectMSS(t, false, 1448)
 	q := s.qp.(*queuePair)
-	q.mu.Lock()
-	seg := q.txSeg
-	q.mu.Unlock()
-	if seg < txMinAlignSeg || seg > 1448 {
-		t.Fatalf("MSS clamped to 1448 reads as %d", seg)
-	}
 	src := make([]byte, 8192)
 	fillPattern(src, 7)
 	smr := s.reg(t, src, verbs.AccessLocalWrite)

@@ -151,15 +151,11 @@ func fusedWire(t *testing.T, crc bool, mss int, fuse bool, posts []fusedPost) (w
 	var p *rawPeer
 	if mss == 0 {
 		p = s.connectRaw(t, crc, verbs.ConnParams{})
+		// A responder sends nothing before the initiator's first FPDU.
+		p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: 1}, nil)
 	} else {
-		ch := s.accept(t, verbs.ConnParams{})
-		p = dialMSS(t, s.ln.Addr().String(), enhancedRequest(crc, 8, 8, nil), mss)
-		if err := <-ch; err != nil {
-			t.Fatalf("Accept: %v", err)
-		}
+		p, _ = s.connectMSS(t, crc, mss)
 	}
-	// A responder sends nothing before the initiator's first FPDU.
-	p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: 1}, nil)
 	src := make([]byte, 80<<10)
 	fillPattern(src, 5)
 	smr := s.reg(t, src, verbs.AccessLocalWrite)
