@@ -67,13 +67,15 @@ func (q *queuePair) postFusedLocked(wr *verbs.SendWR, n int) (bool, error) {
 	}
 	f := &q.w.fused
 	var totals [2]int
-	pos := 0
 	for i, w := range reqs[:n] {
-		_, total, err := q.resolveSGL(f.sgl[i][:0], w.SGL, 0, "PostSend")
-		if err != nil {
+		var err error
+		if _, totals[i], err = q.resolveSGL(f.sgl[i][:0], w.SGL, 0, "PostSend"); err != nil {
 			clear(f.sgl[:])
 			return true, fmt.Errorf("request %d: %w", i, err)
 		}
+	}
+	pos := 0
+	for i, w := range reqs[:n] {
 		tagged := w.Op == verbs.OpWrite
 		hl, need := iwarp.UntaggedHeaderLen, 0
 		if tagged {
@@ -81,17 +83,16 @@ func (q *queuePair) postFusedLocked(wr *verbs.SendWR, n int) (bool, error) {
 			if q.txSeg != 0 {
 				// The Send behind the Write, as batchNeed grants it (a
 				// two-message batch always has the room).
-				if s := fpduLen(iwarp.UntaggedHeaderLen, sglLen(reqs[1].SGL)); s <= txNeedMax {
+				if s := fpduLen(iwarp.UntaggedHeaderLen, totals[1]); s <= txNeedMax {
 					need = s
 				}
 			}
 		}
-		maxPay := iwarp.MaxPayload(q.maxFPDU, tagged)
+		maxPay, total := iwarp.MaxPayload(q.maxFPDU, tagged), totals[i]
 		if maxPay <= 0 || total > maxPay || (total > 0 && q.txSeg != 0 && q.nextPayload(pos, hl, total, maxPay, need) != total) {
 			clear(f.sgl[:])
 			return false, nil // more than one FPDU: the general path
 		}
-		totals[i] = total
 		pos += fpduLen(hl, total)
 	}
 
@@ -195,13 +196,4 @@ func iovecOf(p []byte) syscall.Iovec {
 	v := syscall.Iovec{Base: &p[0]}
 	v.SetLen(len(p))
 	return v
-}
-
-// sglLen returns the bytes an SGL names.
-func sglLen(sgl []verbs.SGE) int {
-	n := 0
-	for _, s := range sgl {
-		n += s.Length
-	}
-	return n
 }
