@@ -313,6 +313,45 @@ func TestNewKeyAvoidsLastTwo(t *testing.T) {
 	}
 }
 
+// TestSTagReuseAfterRekey: a region re-keys under its own lock (the slot's last
+// two keys are the region's while it holds it); closing it hands them back to the
+// table, so a region that reuses the slot never gets either of the closed one's
+// last two STags, whatever the re-keys in between. (A table that kept the keys of
+// registration time would let the last STag come back about once in 254.)
+func TestSTagReuseAfterRekey(t *testing.T) {
+	dev := New(Config{})
+	pd, err := dev.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pd.Close()
+	buf := make([]byte, 16)
+	for i := 0; i < 2000; i++ {
+		m1, err := pd.RegMR(buf, verbs.AccessRemoteWrite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := [2]uint32{m1.RKey()}
+		for j := 0; j <= i%3; j++ {
+			if err := m1.Reregister(verbs.AccessRemoteWrite); err != nil {
+				t.Fatal(err)
+			}
+			last[0], last[1] = m1.RKey(), last[0]
+		}
+		m1.Close()
+		m2, err := pd.RegMR(buf, verbs.AccessRemoteWrite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := m2.RKey(); s>>8 != last[0]>>8 {
+			t.Fatalf("round %d: STag %#x does not reuse the closed region's index (%#x)", i, s, last[0])
+		} else if s == last[0] || s == last[1] {
+			t.Fatalf("round %d: the reused index got back STag %#x (the closed region's last two: %#x, %#x)", i, s, last[0], last[1])
+		}
+		m2.Close()
+	}
+}
+
 // TestSTagLookupDuringGrowth: lookups take no lock, so the table's slots are
 // replaced by a longer copy as regions are added. A region stays found by its
 // STag while others are registered, re-keyed and closed around it, through

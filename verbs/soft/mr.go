@@ -28,11 +28,14 @@ type memRegion struct {
 	base uint64
 	slot uint32 // in the device's stagTable
 
-	mu     sync.RWMutex
-	stag   uint32
-	access verbs.Access
-	valid  bool
-	closed bool
+	mu   sync.RWMutex
+	stag uint32
+	// key and prevKey are the last two keys of the slot while m holds it
+	// (see stagTable).
+	key, prevKey uint8
+	access       verbs.Access
+	valid        bool
+	closed       bool
 
 	// local mirrors stag, access and "valid and not closed" for the local
 	// checks of every post (resolveSGL, RKey), which need a snapshot, not
@@ -148,8 +151,8 @@ func (m *memRegion) Reregister(access verbs.Access) error {
 	if m.closed {
 		return fmt.Errorf("soft: Reregister: %w", verbs.ErrClosed)
 	}
-	m.stag = m.pd.dev.stags.rekey(m.slot)
-	handoff.Add(1)
+	m.stag = m.pd.dev.stags.rekey(m)
+	handOff()
 	m.access = access
 	m.valid = true
 	m.publishLocked()
@@ -165,8 +168,9 @@ func (m *memRegion) Close() error {
 	m.closed = true
 	m.valid = false
 	m.publishLocked()
+	key, prev := m.key, m.prevKey
 	m.mu.Unlock()
-	m.pd.dev.stags.remove(m.slot)
+	m.pd.dev.stags.remove(m.slot, key, prev)
 	m.pd.mu.Lock()
 	m.pd.nmr--
 	m.pd.mu.Unlock()

@@ -59,17 +59,6 @@ type inboundRead struct {
 	msn uint32
 }
 
-// handoff orders application memory accesses before a PostSend (or a
-// Reregister) with the provider's later accesses to that memory on behalf of
-// the peer. Posting a send is when an application hands memory to RDMA (it
-// writes the buffer, then advertises it); the connection goroutines load
-// handoff before touching registered memory, so the Go memory model (and the
-// race detector) sees the hand-over even when the peer's access arrives
-// through the network rather than through this QP's locks. A posted receive
-// needs none: its buffer is placed into only after the reader takes the
-// entry under the QP's lock.
-var handoff atomic.Uint64
-
 // rtrORQ marks the ORQ slot of an RTR zero-length Read (no work request).
 const rtrORQ = ^uint64(0)
 
@@ -495,7 +484,7 @@ func (q *queuePair) postSendLocked(wr *verbs.SendWR, n int) error {
 		*last = sendWQE{id: w.ID, op: w.Op, flags: w.Flags, sgl: sgl, length: total,
 			rstag: w.RemoteSTag, rto: w.RemoteTO, inv: w.InvalidateSTag}
 	}
-	handoff.Add(1)
+	handOff()
 	if over {
 		return nil // the writer gets them when the ring has grown
 	}
@@ -555,7 +544,7 @@ func (q *queuePair) postRecvLocked(wr *verbs.RecvWR) error {
 	}
 	r.id, r.sgl, r.length = wr.ID, sgl, total
 	q.rqTail++
-	// No handoff here: the reader takes this entry under mu, which orders
+	// No handOff here: the reader takes this entry under mu, which orders
 	// the application's writes before PostRecv with its placement, and a
 	// global counter bumped by every receive of every connection costs
 	// them all a shared cache line.

@@ -283,7 +283,7 @@ func (q *queuePair) readInto(dst []byte) error {
 
 // readPayload reads payload into dst, adding it to the running CRC.
 func (q *queuePair) readPayload(dst []byte) error {
-	handoff.Load()
+	takeOver()
 	if err := q.readInto(dst); err != nil {
 		return err
 	}
@@ -299,7 +299,7 @@ func (q *queuePair) readPayload(dst []byte) error {
 // re-checking the STag each time (see rawio_linux.go). The lock is released
 // on return. revoked reports that the STag was invalidated meanwhile.
 func (q *queuePair) placeGuarded(m *memRegion, stag uint32, dst []byte) (revoked bool, err error) {
-	handoff.Load()
+	takeOver()
 	r := &q.r
 	for {
 		if r.spec != nil && r.r == r.w {

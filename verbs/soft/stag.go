@@ -29,17 +29,19 @@ const maxSTagIndex = 1<<24 - 1
 // (defence in depth; perm is a cheap mixing network, not a cipher).
 //
 // Locks: lookups (per FPDU) take none: they read slots, published
-// atomically. mu guards nslots, free and the slices' headers; it is held for
-// writing only to add or remove a region. An entry of keys and prev belongs
-// to its slot's region while it is registered: rekey (the per-call
-// Reregister) changes it under the region's lock and mu's read lock; add (a
-// free slot) under mu's write lock. Keys come from keyStreams (per P, no lock),
-// or from rnd under rndMu when rnd.fill is set (deterministic tests).
+// atomically. mu guards nslots, free, keys and prev; it is held only to add
+// or remove a region. While a region holds a slot, the slot's last two keys
+// are the region's own (memRegion.key, prevKey): rekey (the per-call
+// Reregister) changes them under the region's lock alone, so that
+// connections re-keying their regions on different processors write no
+// common cache line; remove hands them back to keys and prev, where the
+// slot's next region starts from them. Keys come from keyStreams (per P, no
+// lock), or from rnd under rndMu when rnd.fill is set (deterministic tests).
 type stagTable struct {
 	mu     sync.RWMutex
 	slots  atomic.Pointer[stagSlots] // by slot; nil when none was ever added
 	nslots int                       // slots in use (free or not) of slots
-	keys   []uint8                   // last key used per slot
+	keys   []uint8                   // last key used per free slot (a registered one's is its region's)
 	prev   []uint8                   // the key before it
 	free   []uint32                  // free slots (LIFO)
 	rndMu  sync.Mutex
@@ -184,14 +186,13 @@ func (t *stagTable) putKeys(s *keyStream) {
 	keyStreams.Put(s)
 }
 
-// rotateKey gives slot a new key (newKey) and remembers the one it replaces.
-// Caller holds t.mu for writing, or for reading and the lock of the region
-// registered in slot (see stagTable).
-func (t *stagTable) rotateKey(slot uint32) {
+// nextKey returns a new key for a slot whose last two keys are cur and prev
+// (newKey).
+func (t *stagTable) nextKey(cur, prev uint8) uint8 {
 	s := t.stream()
-	k := s.newKey(t.keys[slot], t.prev[slot])
+	k := s.newKey(cur, prev)
 	t.putKeys(s)
-	t.prev[slot], t.keys[slot] = t.keys[slot], k
+	return k
 }
 
 func (t *stagTable) add(m *memRegion) (uint32, error) {
@@ -201,7 +202,7 @@ func (t *stagTable) add(m *memRegion) (uint32, error) {
 	if n := len(t.free); n > 0 {
 		slot = t.free[n-1]
 		t.free = t.free[:n-1]
-		t.rotateKey(slot)
+		t.prev[slot], t.keys[slot] = t.keys[slot], t.nextKey(t.keys[slot], t.prev[slot])
 	} else {
 		if t.nslots == 0 {
 			t.newSlotLocked() // slot 0 reserved
@@ -226,25 +227,27 @@ func (t *stagTable) add(m *memRegion) (uint32, error) {
 	}
 	idx := t.perm.index(slot)
 	m.slot, m.stag = slot, idx<<8|uint32(t.keys[slot])
+	m.key, m.prevKey = t.keys[slot], t.prev[slot]
 	m.base = uint64(idx) << 32
 	t.slots.Load().s[slot].Store(m) // publish after m is complete
 	return m.stag, nil
 }
 
-// rekey gives the region in slot a fresh key and returns the new STag. The
-// caller holds the region's lock for writing (Reregister).
-func (t *stagTable) rekey(slot uint32) uint32 {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	t.rotateKey(slot)
-	return t.perm.index(slot)<<8 | uint32(t.keys[slot])
+// rekey gives region m a fresh key and returns its new STag. The caller
+// holds m's lock for writing (Reregister), and m holds its slot.
+func (t *stagTable) rekey(m *memRegion) uint32 {
+	m.prevKey, m.key = m.key, t.nextKey(m.key, m.prevKey)
+	return t.perm.index(m.slot)<<8 | uint32(m.key)
 }
 
-func (t *stagTable) remove(slot uint32) {
+// remove frees slot, whose region (closed) last had keys key and, before it,
+// prev.
+func (t *stagTable) remove(slot uint32, key, prev uint8) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if int(slot) < t.nslots && t.slots.Load().s[slot].Load() != nil {
 		t.slots.Load().s[slot].Store(nil)
+		t.keys[slot], t.prev[slot] = key, prev
 		t.free = append(t.free, slot)
 	}
 }

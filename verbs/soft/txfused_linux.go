@@ -107,7 +107,7 @@ func (q *queuePair) postFusedLocked(wr *verbs.SendWR, n int) (bool, error) {
 	q.sqSent = q.sqTail
 	to := q.sqTail
 	q.txBusy = true
-	handoff.Add(1)
+	handOff()
 	q.mu.Unlock()
 
 	err := q.writeFused(reqs[:n], totals[:n])
