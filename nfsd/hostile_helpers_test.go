@@ -92,7 +92,8 @@ func startHostileServer(t testing.TB, cfg Config) *hostileServer {
 // it) with MOUNT over TCP to the server.
 type nfsClient struct {
 	*nfsclient.Client
-	fh nfs3.FH
+	fh   nfs3.FH
+	rdma *rpcrdma.Client // the RDMA transport; nil over TCP
 }
 
 func (s *hostileServer) dialRDMA(t testing.TB, addr string) *nfsClient {
@@ -106,7 +107,9 @@ func (s *hostileServer) dialRDMA(t testing.TB, addr string) *nfsClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close() })
-	return s.mount(t, rt)
+	c := s.mount(t, rt)
+	c.rdma = rt
+	return c
 }
 
 func (s *hostileServer) dialTCP(t testing.TB, addr string) *nfsClient {
@@ -148,6 +151,12 @@ type hostile struct {
 	wg     sync.WaitGroup
 }
 
+// hostileCredits is the credit window a hostile RDMA client warms up to: its READs
+// of 1 MiB in flight must outrun what the server's socket (tcp_wmem, 4 MiB at most)
+// and the proxy's (stallproxy keeps it small) buffer of their replies, by more than
+// the memory the tests wait for the server to hold.
+const hostileCredits = 16
+
 // startHostile connects through a proxy (over RDMA, or TCP when tcp is set), lets
 // the client's credits grow with qd concurrent small READs, freezes the proxy and
 // sends qd READs of 1 MiB. Their write chunks all name one sink: no data reaches it
@@ -165,17 +174,30 @@ func (s *hostileServer) startHostile(t testing.TB, qd int, tcp bool) *hostile {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	t.Cleanup(h.stop)
-	// Warm up: qd calls at once, so that the server grows the client's credits.
-	var wg sync.WaitGroup
-	for i := 0; i < qd; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var b [4096]byte
-			h.c.Read(ctx, h.c.fh, 0, b[:])
-		}()
+	// Warm up: qd calls at once, so that the server grows the client's credits;
+	// over RDMA, rounds of them until the window holds hostileCredits (a busy
+	// machine runs the calls of one round with little overlap, and then the
+	// server, which grows a connection's credits only while it keeps most of them
+	// outstanding, does not).
+	warm := func() {
+		var wg sync.WaitGroup
+		for i := 0; i < qd; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var b [4096]byte
+				h.c.Read(ctx, h.c.fh, 0, b[:])
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
+	warm()
+	for deadline := time.Now().Add(time.Minute); h.c.rdma != nil && h.c.rdma.Stats().Credits < min(qd, hostileCredits); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the hostile client's credits stayed at %d after warming up, want %d", h.c.rdma.Stats().Credits, min(qd, hostileCredits))
+		}
+		warm()
+	}
 	h.p.Freeze()
 	sink := make([]byte, 1<<20)
 	for i := 0; i < qd; i++ {

@@ -10,11 +10,17 @@ import (
 	"time"
 )
 
-// waitFor polls cond until it holds; the test's own deadline bounds the wait (no
-// timing is asserted).
+// waitFor polls cond until it holds, for at most a minute (or until shortly before
+// the test's deadline): far longer than any of these waits takes, and short enough
+// that a failure does not take all of CI's time. No timing is asserted.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
+	const most = time.Minute // far beyond what any of them takes, well within CI's time
+	start := time.Now()
 	for !cond() {
+		if time.Since(start) > most {
+			t.Fatalf("gave up waiting for %s after %v", what, most)
+		}
 		if d, ok := t.(*testing.T); ok {
 			if dl, ok := d.Deadline(); ok && time.Until(dl) < 5*time.Second {
 				t.Fatalf("gave up waiting for %s", what)

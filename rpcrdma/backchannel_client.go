@@ -16,29 +16,6 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
-// ClientStats are a Client's reverse-direction counters.
-type ClientStats struct {
-	// ReverseCalls counts the reverse-direction calls handed to the
-	// ClientOptions.Backchannel handler; ReverseDropped those dropped (no handler, or
-	// BackchannelOptions.MaxRequests in progress: the server exceeded our grant).
-	ReverseCalls, ReverseDropped uint64
-	// ReverseTooLarge counts the reverse replies that did not fit the inline
-	// threshold and were replaced by SYSTEM_ERR.
-	ReverseTooLarge uint64
-}
-
-// Stats returns the Client's counters.
-func (c *Client) Stats() ClientStats {
-	st := ClientStats{ReverseDropped: c.reverseDropped.Load(), ReverseTooLarge: c.reverseTooLarge.Load()}
-	if c.bcs != nil {
-		// Counted by the callback service as it takes a call, before the call can be
-		// answered.
-		bs := c.bcs.Stats()
-		st.ReverseCalls, st.ReverseDropped = bs.Calls, st.ReverseDropped+bs.Dropped
-	}
-	return st
-}
-
 // clientReverseCall is a reverse call received by a client connection: the receive
 // buffer holding it stays taken until its reply has been copied into a send buffer.
 type clientReverseCall struct {

@@ -92,16 +92,17 @@ func TestCreditExhaustionAndRecovery(t *testing.T) {
 	}
 }
 
-// TestCreditsStartAtOne: a fresh connection has one credit until the first reply.
+// TestCreditsStartAtOne: a fresh connection has one credit until the first reply
+// (as ClientStats reports it).
 func TestCreditsStartAtOne(t *testing.T) {
 	env := newTPEnv(t, nil, nil)
-	if g := env.tr.current().window.Granted(); g != 1 {
+	if g := env.tr.Stats().Credits; g != 1 {
 		t.Fatalf("initial window %d, want 1", g)
 	}
 	if err := env.rpc.CallWithOptions(tpCtx(t), tpNull, nil, nil, oncrpc.CallOptions{MaxReply: 100}); err != nil {
 		t.Fatal(err)
 	}
-	if g := env.tr.current().window.Granted(); g != initialCallRecvs {
+	if g := env.tr.Stats().Credits; g != initialCallRecvs {
 		t.Fatalf("window after the first reply %d, want the server's first grant, %d", g, initialCallRecvs)
 	}
 }

@@ -1,6 +1,7 @@
-// Server statistics: what a Listener's connections received and sent, by kind (the
-// xprt counters of Linux's /proc/self/mountstats, server side), kept in atomic
-// counters that the per-call path updates without allocating or locking.
+// Statistics: what a Listener's connections received and sent, by kind (the xprt
+// counters of Linux's /proc/self/mountstats, server side), kept in atomic counters
+// that the per-call path updates without allocating or locking; and a Client's
+// counters and credit grant.
 
 package rpcrdma
 
@@ -157,4 +158,34 @@ func (c *serverCounters) replySent(p *replyPlan, in *Header, reply *oncrpc.Messa
 	if wrote > 0 {
 		c.writeBytes.Add(wrote)
 	}
+}
+
+// ClientStats are a Client's counters and its current credit grant.
+type ClientStats struct {
+	// Credits is the credit window the server granted last (its rdma_credit, at most
+	// ClientOptions.Credits) on the current connection: how many calls the Client
+	// may have outstanding. 0 while it has no connection.
+	Credits int
+	// ReverseCalls counts the reverse-direction calls handed to the
+	// ClientOptions.Backchannel handler; ReverseDropped those dropped (no handler, or
+	// BackchannelOptions.MaxRequests in progress: the server exceeded our grant).
+	ReverseCalls, ReverseDropped uint64
+	// ReverseTooLarge counts the reverse replies that did not fit the inline
+	// threshold and were replaced by SYSTEM_ERR.
+	ReverseTooLarge uint64
+}
+
+// Stats returns the Client's counters.
+func (c *Client) Stats() ClientStats {
+	st := ClientStats{ReverseDropped: c.reverseDropped.Load(), ReverseTooLarge: c.reverseTooLarge.Load()}
+	if cc := c.current(); cc != nil {
+		st.Credits = cc.window.Granted()
+	}
+	if c.bcs != nil {
+		// Counted by the callback service as it takes a call, before the call can be
+		// answered.
+		bs := c.bcs.Stats()
+		st.ReverseCalls, st.ReverseDropped = bs.Calls, st.ReverseDropped+bs.Dropped
+	}
+	return st
 }

@@ -10,6 +10,9 @@ import (
 	"sync"
 )
 
+// serverReadBuffer is the receive buffer of a proxy's connection to the server.
+const serverReadBuffer = 64 << 10
+
 // A Proxy forwards the connections it accepts to a target address until frozen.
 type Proxy struct {
 	ln     net.Listener
@@ -55,6 +58,13 @@ func (p *Proxy) accept() {
 		if err != nil {
 			c.Close()
 			continue
+		}
+		// A small receive buffer towards the server: once frozen, the server's
+		// replies stop after what its own send buffer holds, not after megabytes
+		// more that a large, autotuned receive window would take in, so a test
+		// needs few calls in flight to stall the server.
+		if tc, ok := s.(*net.TCPConn); ok {
+			tc.SetReadBuffer(serverReadBuffer)
 		}
 		p.mu.Lock()
 		p.conns = append(p.conns, c, s)
