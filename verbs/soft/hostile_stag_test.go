@@ -313,18 +313,26 @@ func TestNewKeyAvoidsLastTwo(t *testing.T) {
 	}
 }
 
+// newDevPD returns a new device and a protection domain of it, closed with the
+// test.
+func newDevPD(t testing.TB) (*Device, verbs.PD) {
+	t.Helper()
+	dev := New(Config{})
+	pd, err := dev.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pd.Close() })
+	return dev, pd
+}
+
 // TestSTagReuseAfterRekey: a region re-keys under its own lock (the slot's last
 // two keys are the region's while it holds it); closing it hands them back to the
 // table, so a region that reuses the slot never gets either of the closed one's
 // last two STags, whatever the re-keys in between. (A table that kept the keys of
 // registration time would let the last STag come back about once in 254.)
 func TestSTagReuseAfterRekey(t *testing.T) {
-	dev := New(Config{})
-	pd, err := dev.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pd.Close()
+	_, pd := newDevPD(t)
 	buf := make([]byte, 16)
 	for i := 0; i < 2000; i++ {
 		m1, err := pd.RegMR(buf, verbs.AccessRemoteWrite)
@@ -358,12 +366,7 @@ func TestSTagReuseAfterRekey(t *testing.T) {
 // several of those copies (minSTagSlots, then doubling), and a closed one is
 // not found once Close has returned.
 func TestSTagLookupDuringGrowth(t *testing.T) {
-	dev := New(Config{})
-	pd, err := dev.AllocPD()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pd.Close()
+	dev, pd := newDevPD(t)
 	const keep = 8
 	var stags [keep]uint32
 	for i := range stags {
