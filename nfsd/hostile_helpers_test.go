@@ -152,9 +152,9 @@ type hostile struct {
 }
 
 // hostileCredits is the credit window a hostile RDMA client warms up to: its READs
-// of 1 MiB in flight must outrun what the server's socket (tcp_wmem, 4 MiB at most)
-// and the proxy's (stallproxy keeps it small) buffer of their replies, by more than
-// the memory the tests wait for the server to hold.
+// of 1 MiB in flight must outrun what the server's socket (tcp_wmem's maximum, 4 MiB
+// by default) and the proxy's (stallproxy keeps it small) buffer of their replies, by
+// more than the memory the tests wait for the server to hold.
 const hostileCredits = 16
 
 // startHostile connects through a proxy (over RDMA, or TCP when tcp is set), lets
@@ -192,11 +192,11 @@ func (s *hostileServer) startHostile(t testing.TB, qd int, tcp bool) *hostile {
 		wg.Wait()
 	}
 	warm()
-	for deadline := time.Now().Add(time.Minute); h.c.rdma != nil && h.c.rdma.Stats().Credits < min(qd, hostileCredits); {
+	want := min(qd, hostileCredits)
+	for deadline := time.Now().Add(time.Minute); h.c.rdma != nil && h.c.rdma.Stats().Credits < want; warm() {
 		if time.Now().After(deadline) {
-			t.Fatalf("the hostile client's credits stayed at %d after warming up, want %d", h.c.rdma.Stats().Credits, min(qd, hostileCredits))
+			t.Fatalf("the hostile client's credits stayed at %d after warming up, want %d", h.c.rdma.Stats().Credits, want)
 		}
-		warm()
 	}
 	h.p.Freeze()
 	sink := make([]byte, 1<<20)

@@ -15,7 +15,7 @@ import (
 // that a failure does not take all of CI's time. No timing is asserted.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	const most = time.Minute // far beyond what any of them takes, well within CI's time
+	const most = time.Minute
 	start := time.Now()
 	for !cond() {
 		if time.Since(start) > most {
