@@ -29,13 +29,13 @@ type memRegion struct {
 	slot uint32 // in the device's stagTable
 
 	mu   sync.RWMutex
-	stag uint32
-	// key and prevKey are the last two keys of the slot while m holds it
-	// (see stagTable).
-	key, prevKey uint8
-	access       verbs.Access
-	valid        bool
-	closed       bool
+	stag uint32 // its low byte is the slot's last key
+	// prevKey is the slot's key before stag's while m holds the slot (see
+	// stagTable).
+	prevKey uint8
+	access  verbs.Access
+	valid   bool
+	closed  bool
 
 	// local mirrors stag, access and "valid and not closed" for the local
 	// checks of every post (resolveSGL, RKey), which need a snapshot, not
@@ -168,7 +168,7 @@ func (m *memRegion) Close() error {
 	m.closed = true
 	m.valid = false
 	m.publishLocked()
-	key, prev := m.key, m.prevKey
+	key, prev := uint8(m.stag), m.prevKey
 	m.mu.Unlock()
 	m.pd.dev.stags.remove(m.slot, key, prev)
 	m.pd.mu.Lock()

@@ -31,7 +31,7 @@ const maxSTagIndex = 1<<24 - 1
 // Locks: lookups (per FPDU) take none: they read slots, published
 // atomically. mu guards nslots, free, keys and prev; it is held only to add
 // or remove a region. While a region holds a slot, the slot's last two keys
-// are the region's own (memRegion.key, prevKey): rekey (the per-call
+// are the region's own (its STag's and memRegion.prevKey): rekey (the per-call
 // Reregister) changes them under the region's lock alone, so that
 // connections re-keying their regions on different processors write no
 // common cache line; remove hands them back to keys and prev, where the
@@ -227,7 +227,7 @@ func (t *stagTable) add(m *memRegion) (uint32, error) {
 	}
 	idx := t.perm.index(slot)
 	m.slot, m.stag = slot, idx<<8|uint32(t.keys[slot])
-	m.key, m.prevKey = t.keys[slot], t.prev[slot]
+	m.prevKey = t.prev[slot]
 	m.base = uint64(idx) << 32
 	t.slots.Load().s[slot].Store(m) // publish after m is complete
 	return m.stag, nil
@@ -236,8 +236,10 @@ func (t *stagTable) add(m *memRegion) (uint32, error) {
 // rekey gives region m a fresh key and returns its new STag. The caller
 // holds m's lock for writing (Reregister), and m holds its slot.
 func (t *stagTable) rekey(m *memRegion) uint32 {
-	m.prevKey, m.key = m.key, t.nextKey(m.key, m.prevKey)
-	return t.perm.index(m.slot)<<8 | uint32(m.key)
+	cur := uint8(m.stag)
+	k := t.nextKey(cur, m.prevKey)
+	m.prevKey = cur
+	return t.perm.index(m.slot)<<8 | uint32(k)
 }
 
 // remove frees slot, whose region (closed) last had keys key and, before it,
