@@ -16,16 +16,14 @@ import (
 // at once puts its FIN right behind the message, often into the same read,
 // which then consumes the FIN while the socket's readiness for it is already
 // spent. The reader must still see the end of the stream rather than wait for
-// the socket forever (it does: it reads until a read returns nothing, EAGAIN
-// or EOF, before it waits).
+// the socket forever (it does: the confirm sweep wakes a reader still in the
+// wait that followed such a read, confirmwait.go).
 func TestReaderSeesFINBehindData(t *testing.T) { readerSeesPeerEnd(t, false) }
 
 // TestReaderSeesResetBehindData: a peer that sends its last message and then
 // aborts (a close with SO_LINGER 0, or with our bytes unread: an RST) puts
 // the reset right behind the message, and the read that returns the message
-// does not report it (nor does TCP_INQ, which counts a pending FIN but not a
-// reset: the reason the reader still reads until EAGAIN before it waits). The
-// reader must see the reset.
+// does not report it. The reader must see the reset.
 func TestReaderSeesResetBehindData(t *testing.T) { readerSeesPeerEnd(t, true) }
 
 // readerSeesPeerEnd has a raw peer send a message, which the reader receives

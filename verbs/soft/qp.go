@@ -191,14 +191,14 @@ type queuePair struct {
 	// deadlineSet: the turn set its own (guarded by leadMu).
 	leadMu      sync.Mutex
 	deadlineSet bool
-	// inqWait: the reader waits for the socket after a read that the kernel
-	// said emptied it, unconfirmed (nonzero, a token; inqwait.go); inqSeen:
-	// the token the confirm sweep saw last (guarded by the sweep's mu);
-	// poked: the sweep set the read deadline to wake the reader (guarded
-	// by leadMu).
-	inqWait atomic.Uint64
-	inqSeen uint64
-	poked   bool
+	// unconfirmed: the reader waits for the socket after a read that
+	// came back short, unconfirmed (nonzero, a token; confirmwait.go);
+	// unconfirmedSeen: the token the confirm sweep saw last (guarded by
+	// the sweep's mu); poked: the sweep set the read deadline to wake the
+	// reader (guarded by leadMu).
+	unconfirmed     atomic.Uint64
+	unconfirmedSeen uint64
+	poked           bool
 
 	w txState
 	r rxState
@@ -740,7 +740,7 @@ func (q *queuePair) start(conn net.Conn, crc bool, ird, ord, maxFPDU int, respon
 	}
 	q.state = verbs.StateRTS
 	q.r.init(q)
-	q.r.inq = q.rawConn != nil && enableINQ(q.rawConn)
+	q.r.shortWait = q.rawConn != nil
 	q.rxKick, q.leadCh = make(chan struct{}, 1), make(chan struct{}, 1)
 	q.lead.Store(leadReader)
 	q.live.Store(2)

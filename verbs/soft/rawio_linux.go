@@ -33,13 +33,10 @@ type rawTxState struct {
 }
 
 // rawRxState is the reader's state for the raw reads: placeGuarded's
-// readv(2) pieces (cleared after each call), and receive's recvmsg(2) header,
-// piece and control buffer (fields, so that they do not escape per read).
+// readv(2) pieces (a field, so that they do not escape per read; cleared
+// after each call).
 type rawRxState struct {
 	rawIOV [4]syscall.Iovec
-	inqMsg unix.Msghdr
-	inqIOV unix.Iovec
-	inqCtl [4]uint64 // room for one TCP_CM_INQ message, aligned for its header
 }
 
 // rawTxBuf is a batch buffer's iovec array.
@@ -201,35 +198,26 @@ func (q *queuePair) rawFillStep(fd uintptr) bool {
 // whenever the peer has sent nothing more, which for a request/response
 // protocol is almost always. receive avoids that read: it stays in one
 // RawConn.Read, processing the whole FPDUs each read brought inside the
-// callback, and waits (returns false) straight after the read that emptied
-// the socket. Readiness that comes after that read is kept for the wait,
-// since the runtime resets it only when RawConn.Read begins.
+// callback, and waits (returns false) straight after a read that came back
+// short of the buffer. Readiness that comes after that read is kept for the
+// wait, since the runtime resets it only when RawConn.Read begins.
 //
-// Whether a read emptied the socket is not whether it came back short: when
-// the peer's FIN arrives behind its last bytes, tcp_recvmsg returns the bytes
-// and consumes the FIN in the same call, and the FIN's readiness came before
-// the read; waiting then would never end. TCP_INQ (Linux 4.18) answers
-// exactly this: with it set, each recvmsg(2) reports the bytes still queued,
-// and a nonzero count when a FIN is pending behind none, "to tell the
-// user-space to continue reading" (tcp_inq_hint). Without TCP_INQ (an older
-// kernel) the reader keeps reading until EAGAIN (fill).
-
-// enableINQ sets TCP_INQ on the socket and reports whether it could.
-func enableINQ(rc syscall.RawConn) bool {
-	var err error
-	if cerr := rc.Control(func(fd uintptr) {
-		err = unix.SetsockoptInt(int(fd), unix.SOL_TCP, unix.TCP_INQ, 1)
-	}); cerr != nil {
-		return false
-	}
-	return err == nil
-}
+// A short read has emptied the socket of data, but not always of the
+// stream's end: when the peer's FIN or reset comes right behind its last
+// bytes, the read that returns the bytes may consume the FIN too (or return
+// before the reset), and their readiness came before the read, so the wait
+// would not end. The device's confirm sweep (confirmwait.go) wakes a reader
+// still in such a wait at its second look, and it reads once more: the end
+// is seen within two periods. (TCP_INQ, which reports the bytes left with
+// each recvmsg(2), counts a pending FIN but not a reset, so the sweep is
+// needed either way; and recvmsg's header and control message cost more
+// than the read(2) that replaces it, about 0.15 µs per message here.)
 
 // receive reads the socket and processes every whole FPDU it brings, waiting
 // for the socket as needed, until an FPDU is only partly buffered or is large
 // (readFPDU reads the rest, placing a large payload directly), a caller wants
 // to receive (wantLead), or an FPDU or the socket fails. It is called with
-// nothing buffered, and only when the socket has TCP_INQ set (r.inq).
+// nothing buffered, and only on a socket with a RawConn (r.shortWait).
 //
 // The completions are delivered inside the RawConn.Read callback, so a
 // handler must not close the connection synchronously: no handler can (Close
@@ -245,7 +233,7 @@ func (q *queuePair) receive() error {
 			if q.failed.Load() {
 				return errStop // failed meanwhile: the reader drains, as after any failure
 			}
-			continue // woken by the confirm sweep (inqwait.go): read once more
+			continue // woken by the confirm sweep (confirmwait.go): read once more
 		}
 		if err == nil {
 			err = r.recvErr
@@ -258,14 +246,14 @@ func (q *queuePair) receive() error {
 // empty buffer.
 func (q *queuePair) rawRecvStep(fd uintptr) bool {
 	r := &q.r
-	if q.inqWait.Load() != 0 {
-		q.inqWait.Store(0) // this read confirms the wait, whatever it finds
+	if q.unconfirmed.Load() != 0 {
+		q.unconfirmed.Store(0) // this read confirms the wait, whatever it finds
 	}
 	for {
 		if r.buf == nil {
 			r.take()
 		}
-		n, more, e := r.recvINQ(fd)
+		n, full, e := r.readAhead(fd)
 		switch {
 		case e == syscall.EINTR:
 			continue
@@ -294,40 +282,25 @@ func (q *queuePair) rawRecvStep(fd uintptr) bool {
 		if q.wantLead.Load() {
 			return true // the reader hands over
 		}
-		if !more {
+		if !full {
 			// The socket is empty: wait for it without another read. The
-			// wait is unconfirmed (a reset is not counted) until the
-			// confirm sweep has looked twice (inqwait.go).
+			// wait is unconfirmed (the stream's end may have come in with
+			// the last bytes) until the confirm sweep has looked twice
+			// (confirmwait.go).
 			r.release()
-			r.inqToken++
-			q.inqWait.Store(r.inqToken)
+			r.waitToken++
+			q.unconfirmed.Store(r.waitToken)
 			return false
 		}
 	}
 }
 
-// recvINQ is one recvmsg(2) into the (empty) read-ahead buffer. more is false
-// only when the kernel reported that nothing, not even a FIN, is left to read.
-func (r *rxState) recvINQ(fd uintptr) (n int, more bool, e syscall.Errno) {
-	r.inqIOV = unix.Iovec{Base: &r.buf[0]}
-	r.inqIOV.SetLen(rxReadAhead)
-	m := &r.inqMsg
-	m.Iov = &r.inqIOV
-	m.SetIovlen(1)
-	m.Control = (*byte)(unsafe.Pointer(&r.inqCtl[0]))
-	m.SetControllen(len(r.inqCtl) * 8)
+// readAhead is one read(2) into the (empty) read-ahead buffer. full reports
+// that it filled the buffer: more may be waiting.
+func (r *rxState) readAhead(fd uintptr) (n int, full bool, e syscall.Errno) {
 	r.reads.Add(1)
-	nn, _, e := syscall.Syscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(m)), 0)
-	more = true
-	if e == 0 && int(m.Controllen) >= unix.CmsgLen(4) {
-		h := (*unix.Cmsghdr)(unsafe.Pointer(&r.inqCtl[0]))
-		if h.Level == unix.SOL_TCP && h.Type == unix.TCP_CM_INQ {
-			more = *(*int32)(unsafe.Add(unsafe.Pointer(&r.inqCtl[0]), unix.CmsgLen(0))) != 0
-		}
-	}
-	m.Iov, m.Control = nil, nil
-	r.inqIOV = unix.Iovec{} // no pointer into a pooled buffer
-	return int(nn), more, e
+	nn, _, e := syscall.Syscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&r.buf[0])), rxReadAhead)
+	return int(nn), int(nn) == rxReadAhead, e
 }
 
 // rawWriteStep is the RawConn.Write callback of writeGuarded.

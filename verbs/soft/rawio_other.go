@@ -30,9 +30,9 @@ func (q *queuePair) rawTryStep(fd uintptr) bool    { return true }
 func (q *queuePair) rawFinishStep(fd uintptr) bool { return true }
 func (q *queuePair) rawRecvStep(fd uintptr) bool   { return true }
 
-// Without TCP_INQ the reader reads until EAGAIN (fill); receive is never called.
-func enableINQ(syscall.RawConn) bool { return false }
-func (q *queuePair) receive() error  { return q.readFPDU() }
+// Without a RawConn the reader reads until EAGAIN (fill); receive is never
+// called.
+func (q *queuePair) receive() error { return q.readFPDU() }
 
 // Without a RawConn PostSend never writes inline (canInlineLocked), so
 // nothing is ever left unsent.

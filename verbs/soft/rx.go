@@ -100,15 +100,15 @@ type rxState struct {
 	// to handle when it takes over.
 	pendErr error
 
-	// inq: the socket reports what is left to read (TCP_INQ), so the
-	// reader receives through receive. inRecv: receive's callback is
-	// running, inside which nothing may wait for the socket; recvErr is
-	// its result.
-	inq     bool
-	inRecv  bool
-	recvErr error
-	// inqToken numbers the reader's unconfirmed waits (q.inqWait).
-	inqToken uint64
+	// shortWait: the reader receives through receive, which waits for
+	// the socket straight after a short read (a RawConn's, on Linux).
+	// inRecv: receive's callback is running, inside which nothing may
+	// wait for the socket; recvErr is its result.
+	shortWait bool
+	inRecv    bool
+	recvErr   error
+	// waitToken numbers the reader's unconfirmed waits (q.unconfirmed).
+	waitToken uint64
 
 	// reads counts the reader's read(2)/readv(2) calls on the socket
 	// (the Linux readiness-based path), for benchmarks.
@@ -385,9 +385,9 @@ func (q *queuePair) violation(code iwarp.TermCode, format string, args ...any) e
 func (q *queuePair) reader() {
 	defer q.exitOne()
 	defer q.r.release()
-	if q.r.inq {
-		q.dev.inqConfirm.add(q)
-		defer q.dev.inqConfirm.remove(q)
+	if q.r.shortWait {
+		q.dev.confirmSweep.add(q)
+		defer q.dev.confirmSweep.remove(q)
 	}
 	for {
 		err := q.r.pendErr
@@ -397,7 +397,7 @@ func (q *queuePair) reader() {
 				err = errStop // e.g. failLocked's deadline, which woke a receiving caller
 			}
 		} else {
-			if q.r.inq && q.r.empty() && !q.r.large {
+			if q.r.shortWait && q.r.empty() && !q.r.large {
 				err = q.receive() // delivers as it goes
 			} else {
 				err = q.readFPDU()

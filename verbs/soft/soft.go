@@ -195,9 +195,9 @@ type Device struct {
 	// aheadPlaced, aheadSpliced: see Stats.ReadAheadPlaced, ReadAheadSpliced.
 	aheadPlaced, aheadSpliced atomic.Uint64
 	// takeBack takes receiving back for readers that handed it over
-	// (takeback.go); inqConfirm confirms the waits of readers that stopped
-	// reading on the kernel's word (rawio_linux.go).
-	takeBack, inqConfirm qpSweep
+	// (takeback.go); confirmSweep confirms the waits of readers that stopped
+	// reading after a short read (confirmwait.go).
+	takeBack, confirmSweep qpSweep
 	// crowd counts the QPs that post (crowd.go).
 	crowd crowd
 
@@ -229,7 +229,7 @@ func New(cfg Config) *Device {
 	}
 	d := &Device{cfg: cfg}
 	d.takeBack = qpSweep{period: max(cfg.TakeBack/2, time.Microsecond), look: (*queuePair).sweepAside}
-	d.inqConfirm = qpSweep{period: inqConfirmPeriod, look: (*queuePair).confirmINQWait}
+	d.confirmSweep = qpSweep{period: confirmPeriod, look: (*queuePair).confirmWait}
 	d.stags.perm.key(&d.stags.rnd)
 	return d
 }

@@ -9,7 +9,7 @@ import (
 // function that is scheduled only while some QP is registered: an idle device
 // has nothing scheduled and no goroutine for it. A Device has two: the
 // take-back sweep (takeback.go) and the sweep that confirms the waits of
-// readers that stopped reading on the kernel's word (rawio_linux.go).
+// readers that stopped reading after a short read (confirmwait.go).
 type qpSweep struct {
 	mu     sync.Mutex
 	qps    map[*queuePair]struct{}
