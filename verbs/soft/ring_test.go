@@ -27,18 +27,21 @@ func TestCQRingGrowsOnDemand(t *testing.T) {
 	if len(c.ring) != cqInitRing {
 		t.Fatalf("new CQ of depth %d holds a ring of %d entries, want %d", depth, len(c.ring), cqInitRing)
 	}
-	// Wrap the ring once so that growth has to unwrap it.
+	// Leave one completion in the middle of the ring (an emptied ring starts
+	// again at its first entry), so that the ring wraps and growth has to
+	// unwrap it.
 	var wc [depth]verbs.Completion
+	const left = 1000 + cqInitRing/2 - 1
 	for i := 0; i < cqInitRing/2; i++ {
 		c.push(&verbs.Completion{ID: uint64(1000 + i)})
 	}
-	if n, err := c.Poll(wc[:]); n != cqInitRing/2 || err != nil {
+	if n, err := c.Poll(wc[:cqInitRing/2-1]); n != cqInitRing/2-1 || err != nil {
 		t.Fatalf("Poll = %d, %v", n, err)
 	}
-	for i := 0; i < depth; i++ {
+	for i := 0; i < depth-1; i++ {
 		c.push(&verbs.Completion{ID: uint64(i)})
-		if want := min(max(cqInitRing, 1<<bits.Len(uint(i))), depth); len(c.ring) > want {
-			t.Fatalf("after %d completions the ring holds %d entries, want at most %d", i+1, len(c.ring), want)
+		if want := min(max(cqInitRing, 1<<bits.Len(uint(i+1))), depth); len(c.ring) > want {
+			t.Fatalf("holding %d completions the ring has %d entries, want at most %d", i+2, len(c.ring), want)
 		}
 	}
 	if len(c.ring) != depth {
@@ -52,14 +55,52 @@ func TestCQRingGrowsOnDemand(t *testing.T) {
 	if n != depth || err != nil {
 		t.Fatalf("Poll = %d, %v; want %d completions", n, err, depth)
 	}
-	for i := 0; i < n; i++ {
-		if wc[i].ID != uint64(i) {
+	if wc[0].ID != left {
+		t.Fatalf("first completion has ID %d, want %d: order lost across growth", wc[0].ID, left)
+	}
+	for i := 1; i < n; i++ {
+		if wc[i].ID != uint64(i-1) {
 			t.Fatalf("completion %d has ID %d: order lost across growth", i, wc[i].ID)
 		}
 	}
 	var oe *verbs.CQOverrunError
 	if _, err := c.Poll(wc[:]); !errors.As(err, &oe) || oe.Depth != depth {
 		t.Fatalf("Poll after overrun = %v, want CQOverrunError{Depth: %d}", err, depth)
+	}
+}
+
+// TestCQReusesFirstEntry: a CQ that holds one completion at a time, polled or
+// delivered to a handler, keeps it in the ring's first entry every time: a
+// ring that went round would touch a different line of memory for each
+// completion, a cache miss each at many connections.
+func TestCQReusesFirstEntry(t *testing.T) {
+	var got []uint64
+	for _, handler := range []bool{false, true} {
+		var opts []verbs.CQOption
+		if handler {
+			opts = append(opts, verbs.WithHandler(func(wc *verbs.Completion) { got = append(got, wc.ID) }))
+		}
+		cq, err := New(Config{}).CreateCQ(64, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := cq.(*compQueue)
+		var wc [1]verbs.Completion
+		for i := range 3 * cqInitRing {
+			c.push(&verbs.Completion{ID: uint64(i)})
+			if c.ring[0].ID != uint64(i) {
+				t.Fatalf("handler %v: completion %d was not put in the ring's first entry", handler, i)
+			}
+			if handler {
+				c.deliver()
+			} else if n, err := c.Poll(wc[:]); n != 1 || err != nil || wc[0].ID != uint64(i) {
+				t.Fatalf("Poll = %d, %v, ID %d; want completion %d", n, err, wc[0].ID, i)
+			}
+		}
+		if handler && len(got) != 3*cqInitRing {
+			t.Fatalf("the handler got %d completions, want %d", len(got), 3*cqInitRing)
+		}
+		cq.Close()
 	}
 }
 
