@@ -96,6 +96,7 @@ func (q *queuePair) postFusedLocked(wr *verbs.SendWR, n int) (bool, error) {
 		pos += fpduLen(hl, total)
 	}
 
+	q.rewindSQLocked()
 	// Reserve the entries (for the bookkeeping; the SGEs stay in f.sgl).
 	from := q.sqTail
 	m := uint64(len(q.sq))
@@ -132,6 +133,20 @@ func (q *queuePair) postFusedLocked(wr *verbs.SendWR, n int) (bool, error) {
 	}
 	q.wakeAfterInlineLocked()
 	return true, nil
+}
+
+// rewindSQLocked starts the send queue's counters again at 0, so that a post
+// to an empty queue goes into the ring's first entry every time rather than
+// the next one round the ring, a line of memory that is cold at many
+// connections. Caller holds mu and has checked postFusedLocked's conditions,
+// under which no entry is referenced outside mu: the queue is empty (so no
+// RDMA Read is pending for the reader), the writer is parked with nothing to
+// do (so it is not looking at entry sqSent-1, see queuePair.sq) and nothing
+// is being written inline or waiting to be resumed.
+func (q *queuePair) rewindSQLocked() {
+	if q.sqHead == q.sqSent && q.sqSent == q.sqTail {
+		q.sqHead, q.sqSent, q.sqTail = 0, 0, 0
+	}
 }
 
 // writeFused builds the FPDUs of the fused post reqs (payload lengths totals,

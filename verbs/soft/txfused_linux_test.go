@@ -262,3 +262,36 @@ func TestFusedPostResolveError(t *testing.T) {
 		t.Fatalf("peer got %v MSN %d with %d bytes, want the Send, MSN 1, 200 bytes", f.Header.Opcode, f.Header.MSN, len(f.Payload))
 	}
 }
+
+// TestFusedPostReusesFirstSQEntry: fused posts to an empty send queue, each
+// completed before the next, all go into the ring's first entry (a ring that
+// went round would touch a different line of memory for each, a cache miss
+// each at many connections).
+func TestFusedPostReusesFirstSQEntry(t *testing.T) {
+	s := newServerUnderTest(t, Config{SiwKick: -1})
+	p := s.connectRaw(t, false, verbs.ConnParams{})
+	p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: 1}, nil)
+	src := make([]byte, 64)
+	smr := s.reg(t, src, 0)
+	q := s.qp.(*queuePair)
+	const n = 3 * sqInitRing
+	for i := range n {
+		waitWriterIdle(t, s.qp)
+		if err := s.qp.PostSend(&verbs.SendWR{ID: uint64(i), Op: verbs.OpSend, Flags: verbs.Signaled, SGL: []verbs.SGE{{MR: smr, Length: len(src)}}}); err != nil {
+			t.Fatal(err)
+		}
+		s.expect(t, uint64(i), verbs.OpcodeSend, verbs.StatusSuccess)
+		q.mu.Lock()
+		tail := q.sqTail
+		q.mu.Unlock()
+		if tail != 1 {
+			t.Fatalf("Send %d went into send-queue entry %d, want 0", i, tail-1)
+		}
+		if f := p.next(); f.Header.Opcode != iwarp.OpSend || f.Header.MSN != uint32(i+1) {
+			t.Fatalf("peer got %v MSN %d, want a Send with MSN %d", f.Header.Opcode, f.Header.MSN, i+1)
+		}
+	}
+	if got := fusedCount(s.qp); got != n {
+		t.Errorf("%d of the %d Sends were fused posts", got, n)
+	}
+}
