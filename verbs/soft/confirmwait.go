@@ -12,24 +12,24 @@ import "time"
 // Linux sockets do) puts its reset right behind them; either's readiness is
 // spent with the bytes', so that wait would never end.
 //
-// The device's confirm sweep (Device.confirmSweep, a qpSweep) bounds it. Every
-// confirmPeriod it looks at the QPs whose reader receives that way; one
+// The device's confirm sweep (Device.confirmSweep, a qpSweep) bounds it.
+// Every confirmPeriod it looks at the QPs whose reader receives that way; one
 // that has been in the same unconfirmed wait since the previous look is woken
 // through the socket's read deadline and reads once more: EAGAIN (the wait
 // that follows is an ordinary one, which any later readiness ends), data, or
-// the stream's end. Under load a wait lasts far less than a period and no reader is
-// ever woken; an idle connection is woken once, between one and two periods
-// after its last message.
+// the stream's end. Under load a wait lasts far less than a period and no
+// reader is ever woken; an idle connection is woken once, between one and two
+// periods after its last message.
 
 // confirmPeriod is the confirm sweep's period: a FIN or reset right behind
 // the peer's last bytes is seen within two of them.
 const confirmPeriod = 50 * time.Millisecond
 
 // confirmWait is the confirm sweep's look at q: it wakes q's reader when it
-// has been in the same unconfirmed wait since the previous look (q.unconfirmedSeen,
-// the sweep's own). The wake-up is a read deadline in the past, set under
-// leadMu while the reader still waits there and receives for q; the reader
-// clears it as it leaves receive (leaveReceive).
+// has been in the same unconfirmed wait since the previous look
+// (q.unconfirmedSeen, the sweep's own). The wake-up is a read deadline in the
+// past, set under leadMu while the reader still waits there and receives for
+// q; the reader clears it as it leaves receive (leaveReceive).
 func (q *queuePair) confirmWait() {
 	v := q.unconfirmed.Load()
 	if v == 0 || v != q.unconfirmedSeen {
