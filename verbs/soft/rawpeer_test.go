@@ -207,6 +207,16 @@ func (s *serverUnderTest) connectRaw(t *testing.T, crc bool, p verbs.ConnParams)
 	return peer
 }
 
+// connectRawFirst is connectRaw followed by the initiator's first FPDU, a
+// zero-length RDMA Write as siw's RTR: a responder sends nothing before it, so
+// a test of what s's QP sends starts here.
+func (s *serverUnderTest) connectRawFirst(t *testing.T, crc bool) *rawPeer {
+	t.Helper()
+	p := s.connectRaw(t, crc, verbs.ConnParams{})
+	p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: 1}, nil)
+	return p
+}
+
 // checkQPFailed checks the QP is in the error state because of a Terminate
 // with code, and that outstanding receives were flushed.
 func (s *serverUnderTest) checkQPFailed(t *testing.T, code iwarp.TermCode, received bool) {
@@ -652,10 +662,7 @@ func TestReadSourceInvalidatedWhileQueued(t *testing.T) {
 // long transfer sees it change; where it does not change the test skips.
 func TestFPDUSizeFollowsMSS(t *testing.T) {
 	s := newServerUnderTest(t, Config{})
-	p := s.connectRaw(t, false, verbs.ConnParams{})
-	// A responder sends nothing before the initiator's first FPDU: a
-	// zero-length RDMA Write, as siw's RTR.
-	p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: 1}, nil)
+	p := s.connectRawFirst(t, false)
 	q := s.qp.(*queuePair)
 	const size = 1 << 20
 	src := make([]byte, size)

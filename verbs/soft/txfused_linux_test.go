@@ -150,9 +150,7 @@ func fusedWire(t *testing.T, crc bool, mss int, fuse bool, posts []fusedPost) (w
 	s := newServerUnderTest(t, cfg)
 	var p *rawPeer
 	if mss == 0 {
-		p = s.connectRaw(t, crc, verbs.ConnParams{})
-		// A responder sends nothing before the initiator's first FPDU.
-		p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: 1}, nil)
+		p = s.connectRawFirst(t, crc)
 	} else {
 		p, _ = s.connectMSS(t, crc, mss)
 	}
@@ -238,8 +236,7 @@ func rawMessages(t *testing.T, p *rawPeer, n int) []byte {
 // comes, and the next post goes out as usual.
 func TestFusedPostResolveError(t *testing.T) {
 	s := newServerUnderTest(t, Config{SiwKick: -1})
-	p := s.connectRaw(t, false, verbs.ConnParams{})
-	p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: 1}, nil)
+	p := s.connectRawFirst(t, false)
 	src := make([]byte, 4096)
 	smr := s.reg(t, src, verbs.AccessLocalWrite)
 	waitWriterIdle(t, s.qp)
@@ -269,8 +266,7 @@ func TestFusedPostResolveError(t *testing.T) {
 // each at many connections).
 func TestFusedPostReusesFirstSQEntry(t *testing.T) {
 	s := newServerUnderTest(t, Config{SiwKick: -1})
-	p := s.connectRaw(t, false, verbs.ConnParams{})
-	p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: 1}, nil)
+	p := s.connectRawFirst(t, false)
 	src := make([]byte, 64)
 	smr := s.reg(t, src, 0)
 	q := s.qp.(*queuePair)
