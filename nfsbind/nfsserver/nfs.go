@@ -334,16 +334,7 @@ func (s *Server) read(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder
 			}
 			rb := s.getReadBuf(size)
 			buf := rb.b[:count]
-			n := 0
-			var err error
-			for n < count && a.Offset <= math.MaxInt64-uint64(count) {
-				var m int
-				m, err = unix.Pread(f.fd, buf[n:], int64(a.Offset)+int64(n))
-				if m <= 0 || err != nil {
-					break
-				}
-				n += m
-			}
+			n, err := preadFull(f.fd, buf, a.Offset)
 			if err != nil {
 				r.Status = statusOf(err)
 				rb.release()

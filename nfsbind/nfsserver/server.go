@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -163,6 +164,25 @@ func (s *Server) getReadBuf(size int) *readBuf {
 		}
 	}
 	return rb
+}
+
+// preadFull reads into buf from offset off of fd until buf is full, the file ends or a
+// read fails (Linux may return less than asked of a regular file, e.g. when
+// interrupted), and returns the bytes read. An off beyond what buf's last byte could
+// be read at without overflowing reads nothing (READ answers it as at end of file).
+func preadFull(fd int, buf []byte, off uint64) (int, error) {
+	n := 0
+	for n < len(buf) && off <= math.MaxInt64-uint64(len(buf)) {
+		m, err := unix.Pread(fd, buf[n:], int64(off)+int64(n))
+		if err != nil {
+			return n, err
+		}
+		if m <= 0 {
+			break
+		}
+		n += m
+	}
+	return n, nil
 }
 
 // defaultExportID is the export id of an export of the absolute path root without

@@ -113,16 +113,7 @@ func (c *compound) read(a *nfs4.ReadArgs, r *nfs4.ReadRes) nfs4.Status {
 	}
 	rb := srv.getReadBuf(size)
 	buf := rb.b[:count]
-	n := 0
-	var err error
-	for n < count && a.Offset <= math.MaxInt64-uint64(count) {
-		var m int
-		m, err = unix.Pread(f.fd, buf[n:], int64(a.Offset)+int64(n))
-		if m <= 0 || err != nil {
-			break
-		}
-		n += m
-	}
+	n, err := preadFull(f.fd, buf, a.Offset)
 	if err != nil {
 		rb.release()
 		return errStatus4(err)
