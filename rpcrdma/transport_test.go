@@ -114,22 +114,7 @@ func tpHandler() oncrpc.Procs {
 			return nil
 		},
 		tpSum: func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
-			var p tpPayloads
-			if err := p.DecodeXDR(req.Args); err != nil {
-				return err
-			}
-			total := 0
-			for i, b := range p {
-				want := make([]byte, len(b))
-				tpFill(want, byte(i+1))
-				if !bytes.Equal(b, want) {
-					return fmt.Errorf("payload %d corrupted", i)
-				}
-				total += len(b)
-			}
-			res.Uint32(uint32(len(p)))
-			res.Uint32(uint32(total))
-			return nil
+			return tpSumPayloads(req, res)
 		},
 		tpMixed: func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 			b, err := req.Args.Opaque(-1)
@@ -141,22 +126,7 @@ func tpHandler() oncrpc.Procs {
 			if !bytes.Equal(b, want) {
 				return errors.New("inline blob corrupted")
 			}
-			var p tpPayloads
-			if err := p.DecodeXDR(req.Args); err != nil {
-				return err
-			}
-			total := 0
-			for i, b := range p {
-				want := make([]byte, len(b))
-				tpFill(want, byte(i+1))
-				if !bytes.Equal(b, want) {
-					return fmt.Errorf("payload %d corrupted", i)
-				}
-				total += len(b)
-			}
-			res.Uint32(uint32(len(p)))
-			res.Uint32(uint32(total))
-			return nil
+			return tpSumPayloads(req, res)
 		},
 		tpBigInline: func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 			b, err := req.Args.Opaque(-1)
@@ -172,6 +142,27 @@ func tpHandler() oncrpc.Procs {
 			return nil
 		},
 	}
+}
+
+// tpSumPayloads decodes tpPayloads from req, checks each against tpFill's pattern
+// (payload i filled with i+1) and answers their count and total length.
+func tpSumPayloads(req *oncrpc.Request, res *xdr.Encoder) error {
+	var p tpPayloads
+	if err := p.DecodeXDR(req.Args); err != nil {
+		return err
+	}
+	total := 0
+	for i, b := range p {
+		want := make([]byte, len(b))
+		tpFill(want, byte(i+1))
+		if !bytes.Equal(b, want) {
+			return fmt.Errorf("payload %d corrupted", i)
+		}
+		total += len(b)
+	}
+	res.Uint32(uint32(len(p)))
+	res.Uint32(uint32(total))
+	return nil
 }
 
 func tpFill(b []byte, seed byte) {
