@@ -59,8 +59,11 @@ const (
 	// DefaultCredits is the credit grant per RDMA connection (Linux svcrdma's
 	// max_requests).
 	DefaultCredits = 64
-	// DefaultInline is the inline threshold both ways (Linux's RPCRDMA_DEF_INLINE).
+	// DefaultInline is the inline threshold for calls (Linux's RPCRDMA_DEF_INLINE).
 	DefaultInline = rpcrdma.DefaultInline
+	// DefaultReplyInline is the inline threshold for replies
+	// (rpcrdma.DefaultReplyInline: a 4 KiB READ's reply fits).
+	DefaultReplyInline = rpcrdma.DefaultReplyInline
 	// DefaultMaxOpenFiles is the default size of the NFS server's open-file cache.
 	DefaultMaxOpenFiles = nfsserver.DefaultMaxOpenFiles
 	// DefaultShutdownTimeout bounds how long Run waits for calls in progress when
@@ -134,10 +137,15 @@ type Config struct {
 	Device string
 	// Credits is the most credits one RDMA connection is granted. Default 64.
 	Credits int
-	// Inline is the inline threshold, both ways: the receive buffers posted and the
-	// largest message sent without chunks, announced in the connection's private
-	// data and by CONF_RDMA. Default 4096, between 1024 and 262144.
+	// Inline is the inline threshold for calls: the receive buffers posted, announced
+	// in the connection's private data and by CONF_RDMA (maxcall_sendsize). Default
+	// 4096, between 1024 and 262144.
 	Inline int
+	// ReplyInline is the inline threshold for replies: the largest reply sent without
+	// chunks, announced the same way (maxreply_sendsize); each client's announced
+	// receive size limits it further (Linux clients announce 4096). Default 8192,
+	// between 1024 and 262144.
+	ReplyInline int
 	// IdleTimeout closes a connection (RDMA or TCP) that has had no call for that
 	// long and has none in progress. Default DefaultIdleTimeout (6 minutes); negative:
 	// never.
@@ -290,6 +298,9 @@ func (c *Config) Validate() error {
 	if c.Inline != 0 && (c.Inline < rpcrdma.MinInlineSize || c.Inline > rpcrdma.MaxInlineSize) {
 		return badInt("Inline", c.Inline, fmt.Sprintf("want %d to %d bytes (0 for the default %d)", rpcrdma.MinInlineSize, rpcrdma.MaxInlineSize, DefaultInline))
 	}
+	if c.ReplyInline != 0 && (c.ReplyInline < rpcrdma.MinInlineSize || c.ReplyInline > rpcrdma.MaxInlineSize) {
+		return badInt("ReplyInline", c.ReplyInline, fmt.Sprintf("want %d to %d bytes (0 for the default %d)", rpcrdma.MinInlineSize, rpcrdma.MaxInlineSize, DefaultReplyInline))
+	}
 	if c.MaxIO < 0 || c.MaxIO > nfs3.MaxData || (c.MaxIO != 0 && c.MaxIO < 4096) {
 		return badInt("MaxIO", c.MaxIO, fmt.Sprintf("want 4096 to %d bytes (0 for 1 MiB)", nfs3.MaxData))
 	}
@@ -338,6 +349,9 @@ func (c *Config) fill() {
 	}
 	if c.Inline == 0 {
 		c.Inline = DefaultInline
+	}
+	if c.ReplyInline == 0 {
+		c.ReplyInline = DefaultReplyInline
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
@@ -432,7 +446,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	rl := &reloader{cfg: &cfg, x: nfs, log: log}
 
 	limits := confproto.DefaultLimits()
-	limits.MaxCallSendSize, limits.MaxReplySendSize = uint32(cfg.Inline), uint32(cfg.Inline)
+	limits.MaxCallSendSize, limits.MaxReplySendSize = uint32(cfg.Inline), uint32(cfg.ReplyInline)
 	conf, err := confproto.NewService(&confproto.ServiceOptions{
 		Limits: &limits,
 		Logger: log.Named("conf_rdma"),
@@ -443,7 +457,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 		},
 	})
 	if err != nil {
-		return &ConfigError{Field: "Inline", Value: strconv.Itoa(cfg.Inline), Reason: "CONF_RDMA refuses it", Err: err}
+		return &ConfigError{Field: "Inline", Value: fmt.Sprintf("%d (replies %d)", cfg.Inline, cfg.ReplyInline), Reason: "CONF_RDMA refuses it", Err: err}
 	}
 
 	ms := newMetricsState(&cfg)
@@ -467,7 +481,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	info.Reload = rl.reload
 	if dev != nil {
 		l, err := rpcrdma.Listen(ctx, dev, cfg.RDMA, &rpcrdma.ServerOptions{
-			InlineSend: cfg.Inline,
+			InlineSend: cfg.ReplyInline,
 			InlineRecv: cfg.Inline,
 			Credits:    credits.NewServer(credits.Config{PerConn: cfg.Credits, Total: max(256, 4*cfg.Credits)}),
 			Logger:     log.Named("rpcrdma"),
@@ -537,7 +551,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	info.MountCommand4 = MountCommand4(info, hostForMount(info))
 	kv := []any{"exports", strings.Join(describeExports(table), "; ")}
 	if info.RDMA != nil {
-		kv = append(kv, "rdma", info.RDMA.String(), "provider", provider, "credits", cfg.Credits, "inline", cfg.Inline)
+		kv = append(kv, "rdma", info.RDMA.String(), "provider", provider, "credits", cfg.Credits, "inline", cfg.Inline, "reply_inline", cfg.ReplyInline)
 	}
 	if info.TCP != nil {
 		kv = append(kv, "tcp", info.TCP.String())
@@ -720,7 +734,7 @@ func printSummary(w io.Writer, cfg *Config, t *exports.Table, info Info, provide
 		fmt.Fprintf(w, "nfsrdmad: exporting %s\n", d)
 	}
 	if info.RDMA != nil {
-		fmt.Fprintf(w, "  NFSv3, NFSv4.1 + CONF_RDMA over RDMA  %-22s %s, %d credits, %d-byte inline\n", info.RDMA, provider, cfg.Credits, cfg.Inline)
+		fmt.Fprintf(w, "  NFSv3, NFSv4.1 + CONF_RDMA over RDMA  %-22s %s, %d credits, %d/%d-byte inline calls/replies\n", info.RDMA, provider, cfg.Credits, cfg.Inline, cfg.ReplyInline)
 	}
 	if info.TCP != nil {
 		fmt.Fprintf(w, "  NFSv3, NFSv4.1 + MOUNT over TCP       %s\n", info.TCP)

@@ -43,6 +43,7 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.Provider = "x" }, "Provider", "unknown RDMA provider"},
 		{func(c *Config) { c.Credits = -1 }, "Credits", "want 1 to 4096"},
 		{func(c *Config) { c.Inline = 100 }, "Inline", "want 1024 to 262144"},
+		{func(c *Config) { c.ReplyInline = 300000 }, "ReplyInline", "want 1024 to 262144"},
 		{func(c *Config) { c.MaxIO = 10 }, "MaxIO", "want 4096"},
 		{func(c *Config) { c.RPCBindTimeout = -1 }, "RPCBindTimeout", "negative"},
 		{func(c *Config) { c.NFS4LeaseTime = time.Millisecond }, "NFS4LeaseTime", "at least 1s"},

@@ -96,7 +96,9 @@ func TestSeveralWriteChunks(t *testing.T) {
 // TestWriteChunkUnused: a sink the reply does not use is echoed with length 0 and the
 // payload goes inline.
 func TestWriteChunkTooSmallGoesInline(t *testing.T) {
-	env := newTPEnv(t, nil, nil)
+	// Replies inline only up to 1 KiB: the 1024-byte MaxReply does not bound the
+	// reply within it, so the sink is offered as a write chunk (planCall).
+	env := newTPEnv(t, nil, &ClientOptions{InlineRecv: MinInlineSize})
 	ctx := tpCtx(t)
 	args := tpMakePayloads(300)
 	sinks := [][]byte{make([]byte, 100)}
@@ -116,7 +118,7 @@ func TestWriteChunkTooSmallGoesInline(t *testing.T) {
 // TestReplyChunk: a reply that may exceed the inline size gets a reply chunk; the server
 // writes the reply there and answers RDMA_NOMSG.
 func TestReplyChunk(t *testing.T) {
-	env := newTPEnv(t, nil, nil)
+	env := newTPEnv(t, nil, &ClientOptions{InlineRecv: DefaultInline}) // 4 KiB receives: 5000 bytes do not fit
 	ctx := tpCtx(t)
 	for _, n := range []int{10, 5000, 100003} {
 		var res tpOpaque
@@ -194,7 +196,7 @@ func TestLongCallWithReadChunks(t *testing.T) {
 // TestEmptySinkEndsWriteList: results map to write chunks by index, so an empty reply
 // sink ends the write list and later results come inline.
 func TestEmptySinkEndsWriteList(t *testing.T) {
-	env := newTPEnv(t, nil, nil)
+	env := newTPEnv(t, nil, &ClientOptions{InlineRecv: MinInlineSize}) // as TestWriteChunkTooSmallGoesInline
 	args := tpMakePayloads(50, 60, 70)
 	sinks := [][]byte{make([]byte, 100), nil, make([]byte, 100)}
 	var res tpPayloads
@@ -269,7 +271,8 @@ func TestReplyWritesChainedWithSend(t *testing.T) {
 		}
 		return nil
 	}}
-	env := newTPEnv(t, nil, nil, benchProcs(), reflect)
+	// 4 KiB receives, so that the 5000-byte reply below needs the reply chunk.
+	env := newTPEnv(t, nil, &ClientOptions{InlineRecv: DefaultInline}, benchProcs(), reflect)
 	ctx := tpCtx(t)
 	sc := onlyConn(t, env.ln)
 	type chain struct {
@@ -324,5 +327,72 @@ func TestReplyWritesChainedWithSend(t *testing.T) {
 	}
 	if got := take(); len(got) != 2 || got[0] != (chain{3, false}) || got[1] != (chain{1, true}) {
 		t.Fatalf("reflected reply posted as %v, want the three Writes, then the Send", got)
+	}
+}
+
+// tpSunk decodes tpSource's results: a copy of the payload, and where the decoder
+// found it (in the reply sink when placed, in the receive buffer when inline).
+type tpSunk struct {
+	data []byte
+	at   *byte
+}
+
+func (s *tpSunk) DecodeXDR(d *xdr.Decoder) error {
+	if _, err := d.Uint32(); err != nil {
+		return err
+	}
+	b, err := d.Payload(-1)
+	s.data, s.at = bytes.Clone(b), nil
+	if len(b) > 0 {
+		s.at = &b[0]
+	}
+	return err
+}
+
+// TestResultsInline: a call whose MaxReply bounds its whole reply, results included,
+// within what the server sends inline offers no write chunk, and the results come in
+// the reply's Send (a 4 KiB NFS READ with the default thresholds; Linux
+// rpcrdma_results_inline). Against a server that sends at most 4 KiB inline (Linux
+// svcrdma announces that) the same call offers its sink as a write chunk and finds
+// the data placed there; so does a call without a MaxReply.
+func TestResultsInline(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		so       *ServerOptions
+		maxReply int
+		inline   bool
+	}{
+		{"defaults", nil, 4096 + 256, true},
+		{"server sends 4KiB", &ServerOptions{InlineSend: DefaultInline}, 4096 + 256, false},
+		{"no MaxReply", nil, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newTPEnv(t, tc.so, nil, benchProcs())
+			sink := make([]byte, 4096)
+			var res tpSunk
+			opts := oncrpc.CallOptions{ReplySinks: [][]byte{sink}, MaxReply: tc.maxReply}
+			if err := env.rpc.CallWithOptions(tpCtx(t), tpSource, tpUint32(4096), &res, opts); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(res.data, benchSource[:4096]) {
+				t.Fatal("payload corrupted")
+			}
+			call, rep := env.strace.last(t, false), env.ctrace.last(t, false)
+			if tc.inline {
+				if len(call.WriteList) != 0 || len(call.ReplyChunk) != 0 || len(rep.WriteList) != 0 || rep.Proc != ProcMsg {
+					t.Fatalf("call write list %v reply chunk %v; reply %v write list %v: want no chunks", call.WriteList, call.ReplyChunk, rep.Proc, rep.WriteList)
+				}
+				if res.at == &sink[0] {
+					t.Fatal("inline results reported as placed in the sink")
+				}
+				return
+			}
+			if len(call.WriteList) != 1 || call.WriteList[0].Length() != 4096 || len(rep.WriteList) != 1 || rep.WriteList[0].Length() != 4096 {
+				t.Fatalf("call write list %v, reply write list %v: want the 4096-byte sink", call.WriteList, rep.WriteList)
+			}
+			if res.at != &sink[0] {
+				t.Fatal("results not placed in the sink")
+			}
+		})
 	}
 }

@@ -20,9 +20,17 @@ import (
 
 // Client transport defaults.
 const (
-	// DefaultInline is the inline send and receive size this package offers: Linux's
-	// RPCRDMA_DEF_INLINE, 4096.
+	// DefaultInline is the inline threshold for calls this package offers: a client's
+	// send size and a server's receive size, Linux's RPCRDMA_DEF_INLINE, 4096.
 	DefaultInline = 4096
+	// DefaultReplyInline is the inline threshold for replies this package offers: a
+	// client's receive size and a server's send size, 8 KiB, so that a reply with 4 KiB
+	// of results and its RPC and transport headers (a 4 KiB NFS READ's) fits a Send
+	// and needs no write chunk, no registration of the caller's buffer and no RDMA
+	// Write (see planCall). Linux keeps 4096 both ways; the RFC 8797 private data
+	// makes each side use the smaller of what the two announce, so a Linux peer's
+	// replies stay within its own receive size.
+	DefaultReplyInline = 8192
 	// DefaultClientCredits is the number of credits a client asks for (Linux: 128).
 	DefaultClientCredits = 128
 	// DefaultMaxReply is the reply chunk size offered when ClientCall.MaxReply is 0:
@@ -35,9 +43,12 @@ const (
 // ClientOptions configure a Client. The zero value selects the defaults.
 type ClientOptions struct {
 	// InlineSend and InlineRecv are this side's inline thresholds: the largest message
-	// it sends and the size of its receive buffers. Default DefaultInline. The send
-	// size actually used is the smaller of InlineSend and the server's announced
-	// receive size (1024 when it announced none).
+	// it sends and the size of its receive buffers. Default DefaultInline and
+	// DefaultReplyInline. The send size actually used is the smaller of InlineSend and
+	// the server's announced receive size (1024 when it announced none); replies come
+	// inline up to the smaller of InlineRecv and the server's announced send size,
+	// and a call whose reply fits that whole (its MaxReply, results included) offers
+	// no write chunks.
 	InlineSend, InlineRecv int
 	// Credits is the number of credits requested (the window's cap). Default 128.
 	Credits int
@@ -80,7 +91,7 @@ type ClientOptions struct {
 }
 
 func (o *ClientOptions) fill() {
-	o.InlineSend, o.InlineRecv = inlineOption(o.InlineSend), inlineOption(o.InlineRecv)
+	o.InlineSend, o.InlineRecv = inlineOption(o.InlineSend, DefaultInline), inlineOption(o.InlineRecv, DefaultReplyInline)
 	if o.Credits <= 0 {
 		o.Credits = DefaultClientCredits
 	}

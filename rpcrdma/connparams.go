@@ -69,11 +69,11 @@ func encodeSize(n int) byte {
 func clampInline(n, limit int) int { return max(MinInlineSize, min(n, limit)) }
 
 // inlineOption is the value of a ClientOptions or ServerOptions inline threshold: n,
-// or DefaultInline when not set (zero or negative), clamped to the sizes the private
-// data can announce.
-func inlineOption(n int) int {
+// or def when not set (zero or negative), clamped to the sizes the private data can
+// announce.
+func inlineOption(n, def int) int {
 	if n <= 0 {
-		n = DefaultInline
+		n = def
 	}
 	return clampInline(n, MaxInlineSize)
 }

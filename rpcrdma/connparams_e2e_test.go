@@ -64,7 +64,7 @@ func TestNoPrivateDataMeans1024(t *testing.T) {
 	if err := priv.Decode(srv.info.PrivateData); err != nil {
 		t.Fatal(err)
 	}
-	if priv != (ConnPrivate{SendInvOK: true, SendSize: 4096, RecvSize: 4096}) {
+	if priv != (ConnPrivate{SendInvOK: true, SendSize: DefaultInline, RecvSize: DefaultReplyInline}) {
 		t.Fatalf("client announced %+v", priv)
 	}
 	if l := cl.Limits(); l.InlineSend != 1024 || l.InlineRecv != 1024 {
@@ -121,7 +121,7 @@ func TestConfigurable(t *testing.T) {
 	env := newTPEnv(t, nil, nil)
 	sc := onlyConn(t, env.ln)
 	confproto.Settings{InlineSend: 2048, InlineRecv: 100000, MaxRDMARead: 3}.Apply(env.tr)
-	if l := env.tr.Limits(); l.InlineSend != 2048 || l.InlineRecv != 4096 {
+	if l := env.tr.Limits(); l.InlineSend != 2048 || l.InlineRecv != DefaultReplyInline {
 		t.Fatalf("client limits after Apply: %+v", l)
 	}
 	confproto.Settings{InlineSend: 500, InlineRecv: 2048, MaxRDMARead: 2}.Apply(sc)

@@ -31,7 +31,9 @@
 //   - A call goes inline (RDMA_MSG) when it fits; otherwise its DDP-eligible payloads
 //     travel as read chunks at their XDR positions (roundup elided), and a call still
 //     too long goes as RDMA_NOMSG with a position-zero read chunk. Reply sinks become
-//     write chunks; a reply chunk is offered whenever the reply may not fit inline.
+//     write chunks, unless the call's MaxReply bounds the whole reply within the reply
+//     inline size (8 KiB by default, DefaultReplyInline: a 4 KiB READ's results come
+//     inline); a reply chunk is offered whenever the reply may not fit inline.
 //   - The server validates every header (ERR_VERS, ERR_CHUNK on the same connection,
 //     which stays up), pulls read chunks by RDMA Read straight into place (at most ORD in
 //     flight), writes results into write chunks and long replies into the reply chunk,

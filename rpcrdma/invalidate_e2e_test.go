@@ -103,7 +103,7 @@ func TestClientHandlesSendWithInvalidate(t *testing.T) {
 	done := make(chan error, 1)
 	var reply oncrpc.ClientReply
 	go func() {
-		done <- cl.RoundTrip(ctx, &oncrpc.ClientCall{XID: 6, Msg: oncrpc.Message{Inline: rpcCall(6, 0)}, ReplySinks: [][]byte{sink}, MaxReply: 200}, &reply)
+		done <- cl.RoundTrip(ctx, &oncrpc.ClientCall{XID: 6, Msg: oncrpc.Message{Inline: rpcCall(6, 0)}, ReplySinks: [][]byte{sink}}, &reply) // no MaxReply: the sink is a write chunk
 	}()
 	h, _ := srv.recvHeader(t)
 	seg := h.WriteList[0][0]

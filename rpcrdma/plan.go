@@ -47,7 +47,9 @@ type callPlan struct {
 }
 
 // planCall decides how msg travels with sinks as its reply sinks (Linux
-// rpcrdma_marshal_req): write chunks for the leading non-empty sinks; a reply chunk
+// rpcrdma_marshal_req): no chunks for the reply when the call's MaxReply bounds it
+// within the inline size (resultsInline); else write chunks for the leading non-empty
+// sinks; a reply chunk
 // whenever the reply may not fit inline; the message inline when it fits, else its
 // non-empty payloads as read chunks at their XDR positions, else RDMA_NOMSG with the
 // inline stream as a position-zero read chunk (neither when we announced maxrdmaread 0:
@@ -58,6 +60,9 @@ func planCall(h *Header, msg *oncrpc.Message, sinks [][]byte, lim *callLimits) (
 	var p callPlan
 	h.Proc = ProcMsg
 
+	if resultsInline(lim, sinks) {
+		sinks = nil
+	}
 	// Write list: one chunk per reply sink. The server puts the i-th DDP-eligible result
 	// in the i-th chunk, so an empty sink (which cannot be registered) ends the list:
 	// later results travel inline.
@@ -135,6 +140,25 @@ func planCall(h *Header, msg *oncrpc.Message, sinks [][]byte, lim *callLimits) (
 		}
 	}
 	return p, nil
+}
+
+// resultsInline reports whether a call's whole reply, results included, is bounded
+// within the reply inline size (Linux rpcrdma_results_inline): its MaxReply fits
+// beside a reply header with empty chunk lists. Such a call offers no write chunks:
+// the server sends the results inline, and the client copies them out of its receive
+// buffer into the sinks (as over TCP), which for a few KiB costs less than registering
+// the sinks, the RDMA Write, and the invalidation. Without a MaxReply nothing bounds
+// the reply, and the sinks become write chunks; so too when the MaxReply is smaller
+// than the sinks together, as it then evidently does not count the results.
+func resultsInline(lim *callLimits, sinks [][]byte) bool {
+	if lim.callMaxReply <= 0 || lim.callMaxReply > lim.maxInline-(FixedSize+4+4+4) {
+		return false
+	}
+	n := 0
+	for _, s := range sinks {
+		n += len(s)
+	}
+	return n <= lim.callMaxReply
 }
 
 // replyPath is where a reply's stream (its inline part with the payloads not placed in

@@ -46,7 +46,8 @@ func (b *fuzzInput) message() *oncrpc.Message {
 // FuzzPlanCall holds planCall to its invariants for any message, sinks and thresholds:
 // what goes inline never exceeds the inline send size; read chunks are XDR-aligned, in
 // order, valid by package chunks' rules, and together with the inline part carry
-// exactly the message; write chunks mirror the leading non-empty sinks; the reply chunk
+// exactly the message; write chunks mirror the leading non-empty sinks unless the
+// call's MaxReply bounds its whole reply within the inline size; the reply chunk
 // is offered when the reply may not fit inline; the planned header encodes and decodes
 // back.
 func FuzzPlanCall(f *testing.F) {
@@ -143,10 +144,21 @@ func FuzzPlanCall(f *testing.F) {
 			t.Fatalf("inline call sends %d of %d bytes", p.inline, total)
 		}
 
-		// Write chunks mirror the leading non-empty sinks.
+		// Write chunks mirror the leading non-empty sinks, unless the call's MaxReply
+		// bounds the whole reply, at least the sinks' size, within what the server
+		// sends inline: then there are none, and no reply chunk either.
+		var sinkBytes int
+		for _, s := range sinks {
+			sinkBytes += len(s)
+		}
+		inlineResults := lim.callMaxReply > 0 && sinkBytes <= lim.callMaxReply &&
+			FixedSize+4+4+4+lim.callMaxReply <= lim.maxInline
 		want := 0
-		for want < len(sinks) && len(sinks[want]) > 0 {
+		for !inlineResults && want < len(sinks) && len(sinks[want]) > 0 {
 			want++
+		}
+		if inlineResults && len(h.ReplyChunk) != 0 {
+			t.Fatalf("reply chunk %v for a reply of at most %d, inline %d", h.ReplyChunk, lim.callMaxReply, lim.maxInline)
 		}
 		if len(h.WriteList) != want {
 			t.Fatalf("%d write chunks for sinks %d..., want %d", len(h.WriteList), len(sinks), want)

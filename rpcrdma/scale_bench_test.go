@@ -40,7 +40,7 @@ func BenchmarkTransportConns4K(b *testing.B) {
 							defer wg.Done()
 							sink := make([]byte, 4096)
 							var res benchSink
-							opts := oncrpc.CallOptions{ReplySinks: [][]byte{sink}, MaxReply: 1024}
+							opts := oncrpc.CallOptions{ReplySinks: [][]byte{sink}, MaxReply: 4096 + 256}
 							for left.Add(-1) >= 0 {
 								if err := rpc.CallWithOptions(ctx, tpSource, tpUint32(4096), &res, opts); err != nil {
 									b.Error(err)

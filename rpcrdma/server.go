@@ -55,9 +55,9 @@ const (
 type ServerOptions struct {
 	// InlineSend and InlineRecv are this side's inline thresholds: the largest message
 	// it sends and the size of its receive buffers (announced in the RFC 8797 private
-	// data). Default DefaultInline (4096, as Linux svcrdma). Replies sent inline are
-	// further limited by the client's announced receive size (1024 when it announced
-	// none).
+	// data). Default DefaultReplyInline (8192) and DefaultInline (4096, as Linux
+	// svcrdma). Replies sent inline are further limited by the client's announced
+	// receive size (1024 when it announced none; Linux clients announce 4096).
 	InlineSend, InlineRecv int
 	// Credits shares credits between connections. Default: credits.NewServer with
 	// credits.Config{} (FairShare of 256 among the connections that are calling, at
@@ -134,7 +134,7 @@ type ServerOptions struct {
 }
 
 func (o *ServerOptions) fill() {
-	o.InlineSend, o.InlineRecv = inlineOption(o.InlineSend), inlineOption(o.InlineRecv)
+	o.InlineSend, o.InlineRecv = inlineOption(o.InlineSend, DefaultReplyInline), inlineOption(o.InlineRecv, DefaultInline)
 	if o.Credits == nil {
 		o.Credits = credits.NewServer(credits.Config{})
 	}

@@ -39,7 +39,8 @@
 //	-provider NAME     soft (default) or ibverbs (binaries built with -tags ibverbs)
 //	-device NAME       ibverbs device (default: the one owning the -rdma address)
 //	-credits N         credits granted per RDMA connection (default 64)
-//	-inline N          inline threshold in bytes, both ways (default 4096)
+//	-inline N          inline threshold for calls in bytes (default 4096)
+//	-reply-inline N    inline threshold for replies in bytes (default 8192)
 //	-nfs4-lease D      NFSv4.1 lease (default 90s)
 //	-nfs4-grace D      NFSv4.1 grace period after a restart with -state (default: the lease)
 //	-rpcbind           register NFS v3, v4 (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma)
@@ -130,7 +131,8 @@ func parseFlags(args []string, stderr io.Writer) (nfsd.Config, error) {
 	fs.StringVar(&cfg.Provider, "provider", "soft", "RDMA provider: "+strings.Join(verbs.ProviderNames(), " or ")+" (ibverbs only in binaries built with -tags ibverbs)")
 	fs.StringVar(&cfg.Device, "device", "", "ibverbs device `NAME` (default: the one owning the -rdma address)")
 	fs.IntVar(&cfg.Credits, "credits", nfsd.DefaultCredits, "credits granted per RDMA connection")
-	fs.IntVar(&cfg.Inline, "inline", nfsd.DefaultInline, "RDMA inline threshold in `bytes`, both ways (1024..262144)")
+	fs.IntVar(&cfg.Inline, "inline", nfsd.DefaultInline, "RDMA inline threshold for calls in `bytes` (1024..262144)")
+	fs.IntVar(&cfg.ReplyInline, "reply-inline", nfsd.DefaultReplyInline, "RDMA inline threshold for replies in `bytes` (1024..262144)")
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", nfsd.DefaultIdleTimeout, "close a connection with no call for this `duration` (0: never)")
 	fs.IntVar(&cfg.MaxConns, "max-conns", nfsd.DefaultMaxConns(), "connections each listener keeps open; more are refused (0: no limit)")
 	fs.BoolVar(&cfg.RPCBind, "rpcbind", false, "register NFS (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma) with the local rpcbind; unregister on exit")
@@ -207,7 +209,7 @@ func parseFlags(args []string, stderr io.Writer) (nfsd.Config, error) {
 // flagNames maps nfsd.Config fields to the flags that set them.
 var flagNames = map[string]string{
 	"Export": "-export", "ExportsFile": "-exports", "ExportPath": "-export-path", "RDMA": "-rdma", "TCP": "-tcp",
-	"Mountd": "-mountd", "Provider": "-provider", "Credits": "-credits", "Inline": "-inline",
+	"Mountd": "-mountd", "Provider": "-provider", "Credits": "-credits", "Inline": "-inline", "ReplyInline": "-reply-inline",
 	"Metrics": "-metrics", "MaxIO": "-max-io", "MaxOpenFiles": "-max-open-files", "RPCBindTimeout": "-rpcbind-timeout",
 	"NFS4LeaseTime": "-nfs4-lease", "NFS4GraceTime": "-nfs4-grace",
 }

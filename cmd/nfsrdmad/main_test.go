@@ -30,18 +30,18 @@ import (
 
 func TestParseFlags(t *testing.T) {
 	dir := t.TempDir()
-	cfg, err := parseFlags([]string{"-export", dir, "-rdma", "127.0.0.1:0", "-tcp", "", "-mountd", "127.0.0.1:0", "-credits", "16", "-inline", "8192", "-rpcbind", "-state", ""}, io.Discard)
+	cfg, err := parseFlags([]string{"-export", dir, "-rdma", "127.0.0.1:0", "-tcp", "", "-mountd", "127.0.0.1:0", "-credits", "16", "-inline", "8192", "-reply-inline", "16384", "-rpcbind", "-state", ""}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Export != dir || cfg.RDMA != "127.0.0.1:0" || cfg.TCP != "" || cfg.Mountd != "127.0.0.1:0" || cfg.Credits != 16 || cfg.Inline != 8192 || !cfg.RPCBind || cfg.RPCBindAddr != rpcbind.DefaultAddr || cfg.StateDir != "" {
+	if cfg.Export != dir || cfg.RDMA != "127.0.0.1:0" || cfg.TCP != "" || cfg.Mountd != "127.0.0.1:0" || cfg.Credits != 16 || cfg.Inline != 8192 || cfg.ReplyInline != 16384 || !cfg.RPCBind || cfg.RPCBindAddr != rpcbind.DefaultAddr || cfg.StateDir != "" {
 		t.Errorf("config %+v", cfg)
 	}
 	cfg, err = parseFlags([]string{"-export", dir}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.RDMA != ":20049" || cfg.TCP != ":2049" || cfg.Provider != "soft" || cfg.Credits != 64 || cfg.Inline != 4096 ||
+	if cfg.RDMA != ":20049" || cfg.TCP != ":2049" || cfg.Provider != "soft" || cfg.Credits != 64 || cfg.Inline != 4096 || cfg.ReplyInline != 8192 ||
 		cfg.MaxOpenFiles != nfsd.DefaultMaxOpenFiles {
 		t.Errorf("defaults %+v", cfg)
 	}
@@ -207,7 +207,7 @@ func TestServeRDMAAndTCP(t *testing.T) {
 		t.Errorf("mount command %q, want %q", s.info.MountCommand, wantMount)
 	}
 	out := s.stdout.String()
-	for _, w := range []string{"exporting " + s.export + " as /export", "over RDMA  " + s.info.RDMA.String(), "verbs/soft", "8 credits, 2048-byte inline", "over TCP       " + s.info.TCP.String(), wantMount, "rdma link add siw0"} {
+	for _, w := range []string{"exporting " + s.export + " as /export", "over RDMA  " + s.info.RDMA.String(), "verbs/soft", "8 credits, 2048/8192-byte inline calls/replies", "over TCP       " + s.info.TCP.String(), wantMount, "rdma link add siw0"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("start-up output lacks %q:\n%s", w, out)
 		}

@@ -5,7 +5,8 @@
 // Program 0x20000002, version 1: procedure 0 is NULL, procedure 1 (ECHO) returns its
 // argument. The argument and result are DDP-eligible payloads, so a large echo goes
 // out in a read chunk (the server pulls it by RDMA Read) and comes back in the
-// caller's write chunk (the server pushes it by RDMA Write).
+// caller's write chunk (the server pushes it by RDMA Write); a small one, whose whole
+// reply the call's MaxReply bounds within the inline size, travels inline both ways.
 //
 //	go run ./examples/oncrpc-rdma-echo -size 262144
 package main
@@ -76,8 +77,10 @@ func run(ctx context.Context, size int) (rpcrdma.ServerStats, error) {
 	}
 	in := bytes.Repeat([]byte("RDMA"), size/4)
 	var out blob
-	sink := make([]byte, len(in)) // the write chunk the reply's data lands in
-	if err := c.CallWithOptions(ctx, procEcho, blob(in), &out, oncrpc.CallOptions{ReplySinks: [][]byte{sink}, MaxReply: 1024}); err != nil {
+	sink := make([]byte, len(in)) // the write chunk the reply's data lands in, if large
+	// The reply: the RPC reply header (24 bytes with AUTH_NONE), the length word, the data.
+	maxReply := 24 + 4 + len(in) + 3
+	if err := c.CallWithOptions(ctx, procEcho, blob(in), &out, oncrpc.CallOptions{ReplySinks: [][]byte{sink}, MaxReply: maxReply}); err != nil {
 		return rpcrdma.ServerStats{}, fmt.Errorf("ECHO: %w", err)
 	}
 	if !bytes.Equal(out, in) {

@@ -7,7 +7,7 @@ import (
 )
 
 // The example echoes a payload over RDMA: a large one by read and write chunk, a
-// small one inline.
+// small one inline both ways.
 func TestEchoOverRDMA(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -24,7 +24,7 @@ func TestEchoOverRDMA(t *testing.T) {
 	if st, err = run(ctx, 100); err != nil {
 		t.Fatal(err)
 	}
-	if st.CallsReadChunks != 0 || st.CallsInline != 2 || st.WriteChunks != 1 {
-		t.Errorf("100-byte echo: %+v; want both calls inline and the data in the write chunk", st)
+	if st.CallsReadChunks != 0 || st.CallsInline != 2 || st.WriteChunks != 0 || st.RepliesInline != 2 {
+		t.Errorf("100-byte echo: %+v; want both calls and both replies inline, no write chunk", st)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	gonfshelpers "github.com/willscott/go-nfs/helpers"
 
 	"github.com/go-rpcrdma/rpcrdma/internal/benchio"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsserver"
@@ -182,8 +183,9 @@ func mountPeer(tb testing.TB, p peer, nfs string) *peerMount {
 
 // checkTransports fails tb unless every NFS call, and at least reads READs and
 // writes WRITEs, went over the transport m was mounted with, READ data was placed
-// by RDMA exactly when that is RDMA, and MOUNT went over TCP.
-func (m *peerMount) checkTransports(tb testing.TB, reads, writes int64) {
+// by RDMA exactly when that is RDMA and its reply does not fit inline, and MOUNT
+// went over TCP.
+func (m *peerMount) checkTransports(tb testing.TB, reads, writes int64, size int) {
 	tb.Helper()
 	carrier, other := m.tcp, m.rdma
 	if m.nfs == "rdma" {
@@ -195,14 +197,31 @@ func (m *peerMount) checkTransports(tb testing.TB, reads, writes int64) {
 	if r, w := carrier.nfs[nfs3.ProcRead].Load(), carrier.nfs[nfs3.ProcWrite].Load(); r < reads || w < writes {
 		tb.Fatalf("NFS over %s: %d READ and %d WRITE calls over it, want at least %d and %d", m.nfs, r, w, reads, writes)
 	}
-	// Over RDMA every READ's data lands by RDMA Write in the caller's buffer (a write
-	// chunk); over TCP none can.
-	if placed, want := carrier.placed.Load(), carrier.nfs[nfs3.ProcRead].Load(); (m.nfs == "rdma" && placed != want) || (m.nfs == "tcp" && placed != 0) {
-		tb.Fatalf("NFS over %s: %d of %d READ replies placed their data", m.nfs, placed, want)
+	// Over RDMA a READ's data lands by RDMA Write in the caller's buffer (a write
+	// chunk) unless its whole reply fits the reply inline size, both sides' default
+	// rpcrdma.DefaultReplyInline (then the client offers no write chunk); over TCP none
+	// can.
+	var want int64
+	if m.nfs == "rdma" && !readReplyInline(tb, size) {
+		want = carrier.nfs[nfs3.ProcRead].Load()
+	}
+	if placed := carrier.placed.Load(); placed != want {
+		tb.Fatalf("NFS over %s: %d of %d %d-byte READ replies placed their data, want %d", m.nfs, placed, carrier.nfs[nfs3.ProcRead].Load(), size, want)
 	}
 	if m.tcp.other.Load() == 0 || (m.rdma != nil && m.rdma.other.Load() != 0) {
 		tb.Fatalf("MOUNT calls: %d over TCP, want some; %v over RDMA, want none", m.tcp.other.Load(), m.rdma)
 	}
+}
+
+// readReplyInline reports whether the reply to a READ of size bytes fits the default
+// reply inline size beside an RPC-over-RDMA header without chunks (rpcrdma's planCall
+// then offers no write chunk).
+func readReplyInline(tb testing.TB, size int) bool {
+	maxReply, err := nfsbind.MaxReply(nfs3.ProcRead, &nfs3.ReadArgs{Count: uint32(size)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rpcrdma.FixedSize+4+4+4+maxReply <= rpcrdma.DefaultReplyInline
 }
 
 func benchPeer(b *testing.B, start func(testing.TB, string) peer, nfs string, op string, size, qd int) {
@@ -236,7 +255,7 @@ func benchPeer(b *testing.B, start func(testing.TB, string) peer, nfs string, op
 	} else {
 		writes = int64(b.N)
 	}
-	m.checkTransports(b, reads, writes)
+	m.checkTransports(b, reads, writes, size)
 }
 
 // Each BenchmarkPeers row's NFS calls, READ and WRITE included, travel over the
@@ -264,7 +283,7 @@ func TestPeerRowsUseTheirTransport(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			m.checkTransports(t, 3, 3)
+			m.checkTransports(t, 3, 3, len(buf))
 			if row.nfs == "rdma" && m.tcp.nfsCalls() != 0 {
 				t.Fatalf("%d NFS calls over TCP", m.tcp.nfsCalls())
 			}
