@@ -49,13 +49,12 @@ type callPlan struct {
 // planCall decides how msg travels with sinks as its reply sinks (Linux
 // rpcrdma_marshal_req): no chunks for the reply when the call's MaxReply bounds it
 // within the inline size (resultsInline); else write chunks for the leading non-empty
-// sinks; a reply chunk
-// whenever the reply may not fit inline; the message inline when it fits, else its
-// non-empty payloads as read chunks at their XDR positions, else RDMA_NOMSG with the
-// inline stream as a position-zero read chunk (neither when we announced maxrdmaread 0:
-// an error wrapping ErrNoReadChunks); RDMA_MSGP padding of the payloads (msgpPadded)
-// when negotiated and the padded message still fits. h must have been Reset with XID,
-// version and credits set.
+// sinks, and a reply chunk whenever the reply may not fit inline; the message inline
+// when it fits, else its non-empty payloads as read chunks at their XDR positions, else
+// RDMA_NOMSG with the inline stream as a position-zero read chunk (neither when we
+// announced maxrdmaread 0: an error wrapping ErrNoReadChunks); RDMA_MSGP padding of
+// the payloads (msgpPadded) when negotiated and the padded message still fits. h must
+// have been Reset with XID, version and credits set.
 func planCall(h *Header, msg *oncrpc.Message, sinks [][]byte, lim *callLimits) (callPlan, error) {
 	var p callPlan
 	h.Proc = ProcMsg
