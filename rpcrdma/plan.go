@@ -80,7 +80,7 @@ func planCall(h *Header, msg *oncrpc.Message, sinks [][]byte, lim *callLimits) (
 
 	// Reply chunk whenever the reply may not fit inline.
 	maxReply := lim.maxReply
-	budget := lim.maxInline - (FixedSize + 4 + 4 + 4) // reply header with empty lists
+	budget := lim.maxInline - MinSize // reply header with empty lists
 	for i, c := range h.WriteList {
 		budget -= 4 + WriteChunkSize(len(c))
 		// Data placed in a write chunk travels neither inline nor in the reply
@@ -150,7 +150,7 @@ func planCall(h *Header, msg *oncrpc.Message, sinks [][]byte, lim *callLimits) (
 // the reply, and the sinks become write chunks; so too when the MaxReply is smaller
 // than the sinks together, as it then evidently does not count the results.
 func resultsInline(lim *callLimits, sinks [][]byte) bool {
-	if lim.callMaxReply <= 0 || lim.callMaxReply > lim.maxInline-(FixedSize+4+4+4) {
+	if lim.callMaxReply <= 0 || lim.callMaxReply > lim.maxInline-MinSize {
 		return false
 	}
 	n := 0

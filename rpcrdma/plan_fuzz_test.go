@@ -152,7 +152,7 @@ func FuzzPlanCall(f *testing.F) {
 			sinkBytes += len(s)
 		}
 		inlineResults := lim.callMaxReply > 0 && sinkBytes <= lim.callMaxReply &&
-			FixedSize+4+4+4+lim.callMaxReply <= lim.maxInline
+			MinSize+lim.callMaxReply <= lim.maxInline
 		want := 0
 		for !inlineResults && want < len(sinks) && len(sinks[want]) > 0 {
 			want++

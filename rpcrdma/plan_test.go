@@ -13,7 +13,7 @@ import (
 // chunk.
 func TestPlanCallResultsInline(t *testing.T) {
 	const maxInline = DefaultReplyInline
-	budget := maxInline - (FixedSize + 4 + 4 + 4)
+	budget := maxInline - MinSize
 	sink := make([]byte, 4096)
 	for _, tc := range []struct {
 		name     string

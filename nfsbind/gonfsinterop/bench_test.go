@@ -221,7 +221,7 @@ func readReplyInline(tb testing.TB, size int) bool {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return rpcrdma.FixedSize+4+4+4+maxReply <= rpcrdma.DefaultReplyInline
+	return rpcrdma.MinSize+maxReply <= rpcrdma.DefaultReplyInline
 }
 
 func benchPeer(b *testing.B, start func(testing.TB, string) peer, nfs string, op string, size, qd int) {
