@@ -703,6 +703,12 @@ func (q *queuePair) Close() error {
 			t.Stop()
 		}
 		if conn != nil {
+			if cr, ok := conn.(interface{ CloseRead() error }); ok {
+				// Wakes a reader blocked in read(2) on a socket in
+				// blocking mode (served through conn, see rawConnOf),
+				// which closing the descriptor does not.
+				cr.CloseRead()
+			}
 			conn.Close()
 		}
 		if exited != nil {

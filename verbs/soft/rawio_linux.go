@@ -22,6 +22,22 @@ import (
 // forever; instead the goroutines wait for the socket to become ready
 // without the lock (syscall.RawConn) and hold it only for the non-blocking
 // read(2)/writev(2) itself, re-checking the STag each time.
+//
+// Those reads and writes are syscall.RawSyscall, not syscall.Syscall: the
+// socket is non-blocking (rawConnOf insists), so the call copies what it can
+// and returns, and waiting is the RawConn's job. syscall.Syscall tells the Go
+// scheduler that the thread may block: its monitor (sysmon) then takes the
+// processor (P) from a call it finds running on two looks in a row (20 µs
+// apart while it is busy) when other goroutines wait for a P, and hands the
+// P to another thread; when the call returns, its thread has no P and parks.
+// The copies of large messages (an RDMA Write or Read Response of up to
+// 1 MiB: 100-400 µs on the 2-vCPU VM of PERFORMANCE.md) run that long, and a
+// monitor that has taken a P keeps looking every 20 µs and takes more: a run
+// of 1 MiB NFS WRITEs at 32 in flight then switched threads 6.3-7 times per
+// WRITE and took 580-620 µs per WRITE, against 1.3-1.6 switches and 415-430
+// µs with RawSyscall, which keeps the thread on its P through the copy, CPU
+// work either way ("The processor kept through socket copies" in
+// PERFORMANCE.md).
 
 // rawTxState is the writer's state for the raw writes.
 type rawTxState struct {
@@ -46,7 +62,9 @@ type rawTxBuf struct {
 
 func newRawTxBuf() rawTxBuf { return rawTxBuf{iovStore: make([]syscall.Iovec, 0, txMaxIOV)} }
 
-// rawConnOf returns c's RawConn, or nil when c is not a TCP socket.
+// rawConnOf returns c's RawConn, or nil when c is not a TCP socket in
+// non-blocking mode (the raw reads and writes must never block, see above; a
+// descriptor put in blocking mode, say through File, is served through c).
 func rawConnOf(c net.Conn) syscall.RawConn {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
@@ -54,6 +72,13 @@ func rawConnOf(c net.Conn) syscall.RawConn {
 	}
 	rc, err := tc.SyscallConn()
 	if err != nil {
+		return nil
+	}
+	nonblock := false
+	if err := rc.Control(func(fd uintptr) {
+		fl, err := unix.FcntlInt(fd, unix.F_GETFL, 0)
+		nonblock = err == nil && fl&unix.O_NONBLOCK != 0
+	}); err != nil || !nonblock {
 		return nil
 	}
 	return rc
@@ -115,7 +140,7 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 			return true
 		}
 		r.reads.Add(1)
-		nn, _, e := syscall.Syscall(syscall.SYS_READV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(pieces))
+		nn, _, e := syscall.RawSyscall(syscall.SYS_READV, fd, uintptr(unsafe.Pointer(&iov[0])), uintptr(pieces))
 		n := int(nn)
 		if e != 0 {
 			n = 0
@@ -170,7 +195,7 @@ func (q *queuePair) rawFillStep(fd uintptr) bool {
 		// number, not as an error interface (two interface comparisons per
 		// read on the hot path), and converted to an error only when it is one.
 		p := r.buf[r.w:r.fillLim]
-		n, _, e := syscall.Syscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
+		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
 		switch {
 		case e == syscall.EINTR:
 			continue
@@ -299,7 +324,7 @@ func (q *queuePair) rawRecvStep(fd uintptr) bool {
 // that it filled the buffer: more may be waiting.
 func (r *rxState) readAhead(fd uintptr) (n int, full bool, e syscall.Errno) {
 	r.reads.Add(1)
-	nn, _, e := syscall.Syscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&r.buf[0])), rxReadAhead)
+	nn, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&r.buf[0])), rxReadAhead)
 	return int(nn), int(nn) == rxReadAhead, e
 }
 
@@ -345,7 +370,7 @@ func (q *queuePair) rawWriteStep(fd uintptr) bool {
 func (w *txState) sendEOR(fd uintptr) (uintptr, syscall.Errno) {
 	w.msg.Iov = (*unix.Iovec)(unsafe.Pointer(&w.iov[0])) // the same layout as syscall.Iovec
 	w.msg.SetIovlen(len(w.iov))
-	n, _, e := syscall.Syscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&w.msg)), syscall.MSG_EOR|syscall.MSG_NOSIGNAL)
+	n, _, e := syscall.RawSyscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&w.msg)), syscall.MSG_EOR|syscall.MSG_NOSIGNAL)
 	w.msg.Iov = nil
 	return n, e
 }
