@@ -138,62 +138,70 @@ func TestDirectPlacementThenMessages(t *testing.T) {
 			checkGoroutines(t)
 			cfg := Config{CRC: crc}
 			cli, srv := connectPair(t, pairConfig{client: cfg, server: cfg})
-			max := sizes[len(sizes)-1]
-			src := make([]byte, max)
-			fillPattern(src, 5)
-			srcMR := cli.reg(t, src, 0)
-			dst := make([]byte, max)
-			dstMR := srv.reg(t, dst, verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
-			back := make([]byte, max)
-			backMR := cli.reg(t, back, verbs.AccessLocalWrite)
-			note := make([]byte, 64)
-			noteMR := srv.reg(t, note, verbs.AccessLocalWrite)
-			cnote := make([]byte, 64)
-			cnoteMR := cli.reg(t, cnote, verbs.AccessLocalWrite)
-			for i, n := range sizes {
-				clear(dst)
-				clear(back)
-				if err := srv.qp.PostRecv(&verbs.RecvWR{ID: uint64(i), SGL: []verbs.SGE{{MR: noteMR, Length: len(note)}}}); err != nil {
-					t.Fatal(err)
-				}
-				if err := cli.qp.PostSend(&verbs.SendWR{ID: 100, Op: verbs.OpWrite, SGL: []verbs.SGE{{MR: srcMR, Length: n}},
-					RemoteSTag: dstMR.RKey(), RemoteTO: dstMR.Addr()}); err != nil {
-					t.Fatal(err)
-				}
-				if err := cli.qp.PostSend(&verbs.SendWR{ID: 101, Op: verbs.OpSend, SGL: []verbs.SGE{{MR: srcMR, Offset: 7, Length: 33}}}); err != nil {
-					t.Fatal(err)
-				}
-				wc := srv.expect(t, uint64(i), verbs.OpcodeRecv, verbs.StatusSuccess)
-				if wc.ByteLen != 33 || !bytes.Equal(note[:33], src[7:40]) {
-					t.Fatalf("Send behind a %d-byte Write: got %d bytes, mismatch=%v", n, wc.ByteLen, !bytes.Equal(note[:33], src[7:40]))
-				}
-				if !bytes.Equal(dst[:n], src[:n]) {
-					t.Fatalf("Write %d bytes: target mismatch", n)
-				}
-				// The server reads it back and sends right behind the
-				// Read Response (the Read is ordered before the Send).
-				if err := cli.qp.PostRecv(&verbs.RecvWR{ID: 300, SGL: []verbs.SGE{{MR: cnoteMR, Length: len(cnote)}}}); err != nil {
-					t.Fatal(err)
-				}
-				if err := cli.qp.PostSend(&verbs.SendWR{ID: 200, Op: verbs.OpRead, Flags: verbs.Signaled,
-					SGL: []verbs.SGE{{MR: backMR, Length: n}}, RemoteSTag: dstMR.RKey(), RemoteTO: dstMR.Addr()}); err != nil {
-					t.Fatal(err)
-				}
-				if err := srv.qp.PostSend(&verbs.SendWR{ID: 301, Op: verbs.OpSend, SGL: []verbs.SGE{{MR: dstMR, Offset: 1, Length: 20}}}); err != nil {
-					t.Fatal(err)
-				}
-				got := map[verbs.Opcode]verbs.Completion{}
-				for len(got) < 2 {
-					wc := cli.wait(t)
-					got[wc.Opcode] = wc
-				}
-				if wc := got[verbs.OpcodeRead]; wc.ID != 200 || wc.Status != verbs.StatusSuccess || !bytes.Equal(back[:n], src[:n]) {
-					t.Fatalf("Read %d bytes: %+v, mismatch=%v", n, wc, !bytes.Equal(back[:n], src[:n]))
-				}
-				if wc := got[verbs.OpcodeRecv]; wc.ID != 300 || wc.Status != verbs.StatusSuccess || wc.ByteLen != 20 || !bytes.Equal(cnote[:20], src[1:21]) {
-					t.Fatalf("Send behind a %d-byte Read Response: %+v", n, wc)
-				}
-			}
+			checkWritesAndReads(t, cli, srv, sizes)
 		})
+	}
+}
+
+// checkWritesAndReads has cli RDMA Write each of sizes bytes into srv's memory with a
+// Send right behind, then RDMA Read it back while srv sends right behind the Read
+// Response, and checks that every payload and message arrives intact.
+func checkWritesAndReads(t *testing.T, cli, srv *endpoint, sizes []int) {
+	t.Helper()
+	max := sizes[len(sizes)-1]
+	src := make([]byte, max)
+	fillPattern(src, 5)
+	srcMR := cli.reg(t, src, 0)
+	dst := make([]byte, max)
+	dstMR := srv.reg(t, dst, verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
+	back := make([]byte, max)
+	backMR := cli.reg(t, back, verbs.AccessLocalWrite)
+	note := make([]byte, 64)
+	noteMR := srv.reg(t, note, verbs.AccessLocalWrite)
+	cnote := make([]byte, 64)
+	cnoteMR := cli.reg(t, cnote, verbs.AccessLocalWrite)
+	for i, n := range sizes {
+		clear(dst)
+		clear(back)
+		if err := srv.qp.PostRecv(&verbs.RecvWR{ID: uint64(i), SGL: []verbs.SGE{{MR: noteMR, Length: len(note)}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cli.qp.PostSend(&verbs.SendWR{ID: 100, Op: verbs.OpWrite, SGL: []verbs.SGE{{MR: srcMR, Length: n}},
+			RemoteSTag: dstMR.RKey(), RemoteTO: dstMR.Addr()}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cli.qp.PostSend(&verbs.SendWR{ID: 101, Op: verbs.OpSend, SGL: []verbs.SGE{{MR: srcMR, Offset: 7, Length: 33}}}); err != nil {
+			t.Fatal(err)
+		}
+		wc := srv.expect(t, uint64(i), verbs.OpcodeRecv, verbs.StatusSuccess)
+		if wc.ByteLen != 33 || !bytes.Equal(note[:33], src[7:40]) {
+			t.Fatalf("Send behind a %d-byte Write: got %d bytes, mismatch=%v", n, wc.ByteLen, !bytes.Equal(note[:33], src[7:40]))
+		}
+		if !bytes.Equal(dst[:n], src[:n]) {
+			t.Fatalf("Write %d bytes: target mismatch", n)
+		}
+		// The server reads it back and sends right behind the
+		// Read Response (the Read is ordered before the Send).
+		if err := cli.qp.PostRecv(&verbs.RecvWR{ID: 300, SGL: []verbs.SGE{{MR: cnoteMR, Length: len(cnote)}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cli.qp.PostSend(&verbs.SendWR{ID: 200, Op: verbs.OpRead, Flags: verbs.Signaled,
+			SGL: []verbs.SGE{{MR: backMR, Length: n}}, RemoteSTag: dstMR.RKey(), RemoteTO: dstMR.Addr()}); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.qp.PostSend(&verbs.SendWR{ID: 301, Op: verbs.OpSend, SGL: []verbs.SGE{{MR: dstMR, Offset: 1, Length: 20}}}); err != nil {
+			t.Fatal(err)
+		}
+		got := map[verbs.Opcode]verbs.Completion{}
+		for len(got) < 2 {
+			wc := cli.wait(t)
+			got[wc.Opcode] = wc
+		}
+		if wc := got[verbs.OpcodeRead]; wc.ID != 200 || wc.Status != verbs.StatusSuccess || !bytes.Equal(back[:n], src[:n]) {
+			t.Fatalf("Read %d bytes: %+v, mismatch=%v", n, wc, !bytes.Equal(back[:n], src[:n]))
+		}
+		if wc := got[verbs.OpcodeRecv]; wc.ID != 300 || wc.Status != verbs.StatusSuccess || wc.ByteLen != 20 || !bytes.Equal(cnote[:20], src[1:21]) {
+			t.Fatalf("Send behind a %d-byte Read Response: %+v", n, wc)
+		}
 	}
 }

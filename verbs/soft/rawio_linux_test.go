@@ -3,13 +3,11 @@
 package soft
 
 import (
-	"bytes"
 	"net"
 	"syscall"
 	"testing"
 	"unsafe"
 
-	"github.com/go-rpcrdma/rpcrdma/verbs"
 	"golang.org/x/sys/unix"
 )
 
@@ -75,38 +73,5 @@ func TestBlockingSocketServedThroughConn(t *testing.T) {
 	if rc := srv.qp.(*queuePair).rawConn; rc == nil {
 		t.Fatal("server QP over a non-blocking socket did not take the raw path")
 	}
-	const n = 200000
-	src := make([]byte, n)
-	fillPattern(src, 9)
-	srcMR := cli.reg(t, src, 0)
-	dst := make([]byte, n)
-	dstMR := srv.reg(t, dst, verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
-	back := make([]byte, n)
-	backMR := cli.reg(t, back, verbs.AccessLocalWrite)
-	note := make([]byte, 64)
-	noteMR := srv.reg(t, note, verbs.AccessLocalWrite)
-	if err := srv.qp.PostRecv(&verbs.RecvWR{ID: 1, SGL: []verbs.SGE{{MR: noteMR, Length: len(note)}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := cli.qp.PostSend(&verbs.SendWR{ID: 2, Op: verbs.OpWrite, SGL: []verbs.SGE{{MR: srcMR, Length: n}},
-		RemoteSTag: dstMR.RKey(), RemoteTO: dstMR.Addr()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := cli.qp.PostSend(&verbs.SendWR{ID: 3, Op: verbs.OpSend, SGL: []verbs.SGE{{MR: srcMR, Offset: 5, Length: 40}}}); err != nil {
-		t.Fatal(err)
-	}
-	if wc := srv.expect(t, 1, verbs.OpcodeRecv, verbs.StatusSuccess); wc.ByteLen != 40 || !bytes.Equal(note[:40], src[5:45]) {
-		t.Fatalf("Send behind the Write: %+v", wc)
-	}
-	if !bytes.Equal(dst, src) {
-		t.Fatal("RDMA Write over the blocking socket: target mismatch")
-	}
-	if err := cli.qp.PostSend(&verbs.SendWR{ID: 4, Op: verbs.OpRead, Flags: verbs.Signaled,
-		SGL: []verbs.SGE{{MR: backMR, Length: n}}, RemoteSTag: dstMR.RKey(), RemoteTO: dstMR.Addr()}); err != nil {
-		t.Fatal(err)
-	}
-	cli.expect(t, 4, verbs.OpcodeRead, verbs.StatusSuccess)
-	if !bytes.Equal(back, src) {
-		t.Fatal("RDMA Read over the blocking socket: data mismatch")
-	}
+	checkWritesAndReads(t, cli, srv, []int{100, rxDirectMin, 200000})
 }
