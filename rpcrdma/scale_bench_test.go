@@ -13,11 +13,12 @@ import (
 
 // BenchmarkTransportConns4K measures how 4 KiB reads scale with connections: conns
 // clients of one server, each with one call outstanding (qd1), each call returning a
-// 4 KiB payload into a reply sink (an RDMA Write into a write chunk over RDMA, inline
-// over TCP), as an NFS READ does. calls/s is the aggregate rate; cpu-ns/call the
-// process's CPU time (user + system, client and server together) per call, which
-// contention from other processes on the machine disturbs less than the rate. Compare
-// the transports row by row, in the same run:
+// 4 KiB payload for a reply sink, as an NFS READ does (inline over both transports:
+// the call's MaxReply fits DefaultReplyInline, so planCall offers no write chunk).
+// calls/s is the aggregate rate; cpu-ns/call the process's CPU time (user + system,
+// client and server together) per call, which contention from other processes on the
+// machine disturbs less than the rate; switches/call its threads' context switches per
+// call. Compare the transports row by row, in the same run:
 //
 //	go test -run '^$' -bench 'TransportConns4K' -benchtime 20000x -count 5 ./rpcrdma
 func BenchmarkTransportConns4K(b *testing.B) {
@@ -58,12 +59,13 @@ func BenchmarkTransportConns4K(b *testing.B) {
 				run(int64(2 * conns)) // every connection warmed up
 				b.SetBytes(4096)
 				b.ReportAllocs()
-				cpu0 := benchio.ProcessCPU()
+				cpu0, sw0 := benchio.ProcessCPU(), benchio.ProcessSwitches()
 				b.ResetTimer()
 				run(int64(b.N))
 				b.StopTimer()
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 				b.ReportMetric(float64((benchio.ProcessCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/call")
+				b.ReportMetric(float64(benchio.ProcessSwitches()-sw0)/float64(b.N), "switches/call")
 			})
 		}
 	}

@@ -63,21 +63,23 @@ func Loop(ctx context.Context, qd, size int, n int64, d time.Duration, op Op) (d
 }
 
 // Run calls op b.N times (i from 0 to b.N-1) through Loop, reports size bytes per
-// operation, allocations and the process's CPU time per operation (cpu-ns/op, see
-// ProcessCPU), and fails b with the first error.
+// operation, allocations, the process's CPU time per operation (cpu-ns/op, see
+// ProcessCPU) and its threads' context switches per operation (switches/op, see
+// ProcessSwitches), and fails b with the first error.
 func Run(b *testing.B, qd, size int, op Op) {
 	b.Helper()
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := ProcessCPU()
+	cpu0, sw0 := ProcessCPU(), ProcessSwitches()
 	_, _, err := Loop(context.Background(), qd, size, int64(b.N), 0, op)
-	cpu := ProcessCPU() - cpu0
+	cpu, sw := ProcessCPU()-cpu0, ProcessSwitches()-sw0
 	b.StopTimer()
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(sw)/float64(b.N), "switches/op")
 }
 
 // Median returns the median of s (the upper one of an even count), sorting s; 0 for

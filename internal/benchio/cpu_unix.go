@@ -19,3 +19,16 @@ func ProcessCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// ProcessSwitches returns how many times the process's threads have left a CPU so
+// far, to wait (voluntary) or preempted (involuntary), every thread included. A
+// benchmark that switches far more per operation in some runs than in others is
+// handing work between threads differently (PERFORMANCE.md, "The processor kept
+// through socket copies"). It returns 0 if the kernel does not say.
+func ProcessSwitches() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return int64(ru.Nvcsw + ru.Nivcsw)
+}
