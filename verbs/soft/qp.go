@@ -703,13 +703,7 @@ func (q *queuePair) Close() error {
 			t.Stop()
 		}
 		if conn != nil {
-			if cr, ok := conn.(interface{ CloseRead() error }); ok {
-				// Wakes a reader blocked in read(2) on a socket in
-				// blocking mode (served through conn, see rawConnOf),
-				// which closing the descriptor does not.
-				cr.CloseRead()
-			}
-			conn.Close()
+			closeConn(conn)
 		}
 		if exited != nil {
 			<-exited
@@ -754,6 +748,19 @@ func (q *queuePair) start(conn net.Conn, crc bool, ird, ord, maxFPDU int, respon
 	go q.writer()
 	go q.reader()
 	return nil
+}
+
+// closeConn closes the QP's socket, its read side first. Shutting the read
+// side down wakes a reader blocked in read(2) on a socket in blocking mode
+// (served through the net.Conn, see rawConnOf), which closing the descriptor
+// does not; and once one goroutine has begun to close the socket (Close, or
+// the writer when the QP leaves RTS), the other can no longer shut it down,
+// so each does so before it closes.
+func closeConn(c net.Conn) {
+	if cr, ok := c.(interface{ CloseRead() error }); ok {
+		cr.CloseRead()
+	}
+	c.Close()
 }
 
 // exitOne is called by each connection goroutine as it ends; the last one

@@ -595,7 +595,7 @@ func (q *queuePair) writer() {
 					return // the reader drains, then the socket closes
 				}
 			}
-			q.conn.Close()
+			closeConn(q.conn)
 			return
 		}
 		if q.responder && !q.peerSpoke {
