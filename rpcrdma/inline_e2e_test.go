@@ -62,6 +62,14 @@ func TestInlineCallsRunWhereTheyArrive(t *testing.T) {
 	ctx := tpCtx(t)
 	opts := oncrpc.CallOptions{MaxReply: 128}
 	sc := onlyConn(t, env.ln)
+	// Calls that arrive before the server's ServeCalls has begun are delivered by it
+	// once it does, from its own goroutine: wait for it, so the first call below is
+	// delivered from the completion context like the others.
+	waitFor(t, "the server to serve the connection", func() bool {
+		sc.pushMu.Lock()
+		defer sc.pushMu.Unlock()
+		return sc.push != nil
+	})
 	for i := 0; i < 5; i++ {
 		// A call runs inline only if its reply's send buffer and send-queue slot
 		// can be reserved on arrival; the client may have the previous reply
