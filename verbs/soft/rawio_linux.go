@@ -64,7 +64,8 @@ func newRawTxBuf() rawTxBuf { return rawTxBuf{iovStore: make([]syscall.Iovec, 0,
 
 // rawConnOf returns c's RawConn, or nil when c is not a TCP socket in
 // non-blocking mode (the raw reads and writes must never block, see above; a
-// descriptor put in blocking mode, say through File, is served through c).
+// descriptor put in blocking mode, say by a Config.Dialer's Control, is
+// served through c).
 func rawConnOf(c net.Conn) syscall.RawConn {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
