@@ -75,13 +75,17 @@ func startGoNFS(b testing.TB, dir string) peer {
 	return peer{tcp: l.Addr().String(), export: "/"}
 }
 
+// peerServers start the servers BenchmarkPeers measures, by name: nfsserver with
+// its TCP and RDMA listeners, and go-nfs.
+var peerServers = map[string]func(testing.TB, string) peer{"nfsserver": startOurs, "go-nfs": startGoNFS}
+
 // peerRows are BenchmarkPeers' servers: each row's name says which server answers
 // and which transport carries its NFS calls (MOUNT always goes over TCP).
 var peerRows = []struct {
-	name  string
-	nfs   string // "rdma" or "tcp": what carries the NFS calls
-	start func(testing.TB, string) peer
-}{{"nfsserver-rdma", "rdma", startOurs}, {"nfsserver-tcp", "tcp", startOurs}, {"go-nfs-tcp", "tcp", startGoNFS}}
+	name   string
+	nfs    string // "rdma" or "tcp": what carries the NFS calls
+	server string // a key of peerServers
+}{{"nfsserver-rdma", "rdma", "nfsserver"}, {"nfsserver-tcp", "tcp", "nfsserver"}, {"go-nfs-tcp", "tcp", "go-nfs"}}
 
 // BenchmarkPeers measures READ and WRITE at 4 KiB and 1 MiB with 1 and 32 calls in
 // flight, through nfsclient on 127.0.0.1, against nfsserver with NFS over RDMA
@@ -90,13 +94,31 @@ var peerRows = []struct {
 // of one case run one after the other, so that load from other processes tends to
 // hit them alike, and benchstat -col /peer puts them side by side. Every row checks
 // at its end that its NFS calls travelled over the transport its name says.
-func BenchmarkPeers(b *testing.B) {
+func BenchmarkPeers(b *testing.B) { benchPeers(b, false) }
+
+// BenchmarkPeersTwoProcess is BenchmarkPeers with each server in a process of its
+// own (this test binary again, TestPeerServerProcess), as nfsrdma bench meets
+// nfsrdmad: client and server then do not share a Go scheduler (in BenchmarkPeers a
+// goroutine one side readies waits for a processor the other side keeps busy), and
+// each has GOMAXPROCS processors. Its cpu-ns/op and switches/op count the client's
+// process only.
+//
+//	go test -run '^$' -bench 'PeersTwoProcess/op=READ/size=4KiB/qd=32' -count 5 .
+func BenchmarkPeersTwoProcess(b *testing.B) { benchPeers(b, true) }
+
+// benchPeers runs BenchmarkPeers' rows, with the servers in child processes when
+// child is set.
+func benchPeers(b *testing.B, child bool) {
 	for _, op := range []string{"READ", "WRITE"} {
 		for _, size := range []int{4 << 10, 1 << 20} {
 			for _, qd := range []int{1, 32} {
 				for _, row := range peerRows {
+					start := peerServers[row.server]
+					if child {
+						start = childServer(row.server)
+					}
 					b.Run(fmt.Sprintf("op=%s/size=%s/qd=%d/peer=%s", op, sizeName(size), qd, row.name), func(b *testing.B) {
-						benchPeer(b, row.start, row.nfs, op, size, qd)
+						benchPeer(b, start, row.nfs, op, size, qd)
 					})
 				}
 			}
@@ -258,35 +280,46 @@ func benchPeer(b *testing.B, start func(testing.TB, string) peer, nfs string, op
 	m.checkTransports(b, reads, writes, size)
 }
 
-// Each BenchmarkPeers row's NFS calls, READ and WRITE included, travel over the
-// transport its name says, and MOUNT over TCP: a row named rdma that sent NFS over
-// TCP (as it once did, with Mount's transports swapped) fails here.
+// Each BenchmarkPeers and BenchmarkPeersTwoProcess row's NFS calls, READ and WRITE
+// included, travel over the transport its name says, and MOUNT over TCP: a row named
+// rdma that sent NFS over TCP (as it once did, with Mount's transports swapped) fails
+// here.
 func TestPeerRowsUseTheirTransport(t *testing.T) {
 	for _, row := range peerRows {
-		t.Run(row.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, "bench"), make([]byte, 1<<20), 0o644); err != nil {
-				t.Fatal(err)
+		for _, child := range []bool{false, true} {
+			name, start := row.name, peerServers[row.server]
+			if child {
+				name, start = row.name+"/two-process", childServer(row.server)
 			}
-			m := mountPeer(t, row.start(t, dir), row.nfs)
-			ctx := context.Background()
-			fh, _, err := m.c.Lookup(ctx, m.c.Root(), "bench")
-			if err != nil {
-				t.Fatal(err)
-			}
-			buf := make([]byte, 64<<10)
-			for i := range 3 {
-				if _, _, err := m.c.Read(ctx, fh, uint64(i*len(buf)), buf); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := m.c.Write(ctx, fh, uint64(i*len(buf)), buf, nfs3.Unstable); err != nil {
-					t.Fatal(err)
-				}
-			}
-			m.checkTransports(t, 3, 3, len(buf))
-			if row.nfs == "rdma" && m.tcp.nfsCalls() != 0 {
-				t.Fatalf("%d NFS calls over TCP", m.tcp.nfsCalls())
-			}
-		})
+			t.Run(name, func(t *testing.T) { checkPeerRow(t, start, row.nfs) })
+		}
+	}
+}
+
+// checkPeerRow mounts a server start starts with NFS over nfs, reads and writes, and
+// checks that every call took the transport it should.
+func checkPeerRow(t *testing.T, start func(testing.TB, string) peer, nfs string) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bench"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := mountPeer(t, start(t, dir), nfs)
+	ctx := context.Background()
+	fh, _, err := m.c.Lookup(ctx, m.c.Root(), "bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64<<10)
+	for i := range 3 {
+		if _, _, err := m.c.Read(ctx, fh, uint64(i*len(buf)), buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.c.Write(ctx, fh, uint64(i*len(buf)), buf, nfs3.Unstable); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.checkTransports(t, 3, 3, len(buf))
+	if nfs == "rdma" && m.tcp.nfsCalls() != 0 {
+		t.Fatalf("%d NFS calls over TCP", m.tcp.nfsCalls())
 	}
 }
