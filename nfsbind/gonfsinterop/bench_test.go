@@ -28,9 +28,11 @@ import (
 const benchFileSize = 64 << 20
 
 // peer is a running NFS server: MOUNT and NFS over TCP at tcp, NFS over RDMA at rdma
-// (empty when the server has no RDMA listener).
+// (empty when the server has no RDMA listener). cpu, when set, returns the CPU time
+// the server's process has used (a server in a process of its own, childServer).
 type peer struct {
 	tcp, rdma, export string
+	cpu               func(testing.TB) time.Duration
 }
 
 // startOurs serves dir with nfsserver over TCP, and over RDMA (verbs/soft) on 127.0.0.1.
@@ -251,7 +253,8 @@ func benchPeer(b *testing.B, start func(testing.TB, string) peer, nfs string, op
 	if err := os.WriteFile(filepath.Join(dir, "bench"), make([]byte, benchFileSize), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	m := mountPeer(b, start(b, dir), nfs)
+	p := start(b, dir)
+	m := mountPeer(b, p, nfs)
 	c := m.c
 	ctx := context.Background()
 	fh, _, err := c.Lookup(ctx, c.Root(), "bench")
@@ -262,6 +265,10 @@ func benchPeer(b *testing.B, start func(testing.TB, string) peer, nfs string, op
 		b.Skipf("server's rtmax %d / wtmax %d below %d", c.MaxRead(), c.MaxWrite(), size)
 	}
 	slots := benchFileSize / size
+	var serverCPU time.Duration
+	if p.cpu != nil {
+		serverCPU = p.cpu(b)
+	}
 	benchio.Run(b, qd, size, func(ctx context.Context, i int, buf []byte) error {
 		off := uint64((i % slots) * size)
 		if op == "READ" {
@@ -271,6 +278,9 @@ func benchPeer(b *testing.B, start func(testing.TB, string) peer, nfs string, op
 		_, err := c.Write(ctx, fh, off, buf, nfs3.Unstable)
 		return err
 	})
+	if p.cpu != nil {
+		b.ReportMetric(float64(p.cpu(b)-serverCPU)/float64(b.N), "server-cpu-ns/op")
+	}
 	var reads, writes int64
 	if op == "READ" {
 		reads = int64(b.N)

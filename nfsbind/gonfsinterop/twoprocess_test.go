@@ -6,8 +6,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/internal/benchio"
 )
 
 // serverProcessEnv names the environment variable that makes TestPeerServerProcess
@@ -18,7 +22,8 @@ const serverProcessEnv = "GONFSINTEROP_SERVER_PROCESS"
 // BenchmarkPeersTwoProcess, run by childServer in a child process (this test binary
 // again). It serves DIR with the server serverProcessEnv names, prints a line
 // "peer TCP RDMA EXPORT" (RDMA "-" when the server has no RDMA listener) and serves
-// until its standard input closes.
+// until its standard input closes, answering each line "cpu" read from it with
+// "cpu NS", the CPU time its process has used (benchio.ProcessCPU).
 func TestPeerServerProcess(t *testing.T) {
 	spec := os.Getenv(serverProcessEnv)
 	if spec == "" {
@@ -35,7 +40,12 @@ func TestPeerServerProcess(t *testing.T) {
 		rdma = "-"
 	}
 	fmt.Printf("peer %s %s %s\n", p.tcp, rdma, p.export)
-	io.Copy(io.Discard, os.Stdin)
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		if in.Text() == "cpu" {
+			fmt.Printf("cpu %d\n", benchio.ProcessCPU())
+		}
+	}
 }
 
 // childServer returns a peer start function that serves its directory with the
@@ -65,19 +75,43 @@ func childServer(name string) func(testing.TB, string) peer {
 			}
 		})
 		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			if len(f) != 4 || f[0] != "peer" {
-				continue
-			}
-			go io.Copy(io.Discard, out) // the child's "PASS" at its end
-			p := peer{tcp: f[1], rdma: f[2], export: f[3]}
-			if p.rdma == "-" {
-				p.rdma = ""
-			}
-			return p
+		f, err := childLine(sc, "peer")
+		if err != nil || len(f) != 3 {
+			tb.Fatalf("the %s process: peer line %q: %v", name, f, err)
 		}
-		tb.Fatalf("the %s process printed no peer line: %v", name, sc.Err())
-		return peer{}
+		p := peer{tcp: f[0], rdma: f[1], export: f[2]}
+		if p.rdma == "-" {
+			p.rdma = ""
+		}
+		p.cpu = func(tb testing.TB) time.Duration {
+			tb.Helper()
+			if _, err := io.WriteString(in, "cpu\n"); err != nil {
+				tb.Fatalf("the %s process: asking for its CPU time: %v", name, err)
+			}
+			f, err := childLine(sc, "cpu")
+			var ns int64
+			if err == nil && len(f) == 1 {
+				ns, err = strconv.ParseInt(f[0], 10, 64)
+			}
+			if err != nil {
+				tb.Fatalf("the %s process: cpu line %q: %v", name, f, err)
+			}
+			return time.Duration(ns)
+		}
+		return p
 	}
+}
+
+// childLine returns the fields after key of the next line sc reads that begins with
+// key, skipping others (what the test framework prints).
+func childLine(sc *bufio.Scanner, key string) ([]string, error) {
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) > 0 && f[0] == key {
+			return f[1:], nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return nil, io.ErrUnexpectedEOF
 }
