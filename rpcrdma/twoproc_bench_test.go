@@ -1,13 +1,17 @@
 package rpcrdma
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/benchio"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
@@ -15,10 +19,12 @@ import (
 // twoProcEnv names the environment variable that makes TestTwoProcessServer serve.
 const twoProcEnv = "RPCRDMA_TWO_PROCESS_SERVER"
 
-// TestTwoProcessServer is not a test: it is the server half of BenchmarkTwoProcess,
-// run by it in a child process (this test binary again). It serves the benchmark
-// program over RDMA on a loopback port, prints the address, and serves until its
-// standard input closes.
+// TestTwoProcessServer is not a test: it is the server half of BenchmarkTwoProcess
+// and BenchmarkTwoProcessConns4K, run by startTwoProcessServer in a child process
+// (this test binary again). It serves the benchmark program over RDMA and over TCP on
+// loopback ports, prints "addr RDMA TCP", and serves until its standard input closes,
+// answering each line "cpu" read from it with "cpu NS", the CPU time its process has
+// used (benchio.ProcessCPU).
 func TestTwoProcessServer(t *testing.T) {
 	if os.Getenv(twoProcEnv) == "" {
 		t.Skip("the server half of BenchmarkTwoProcess, run by it")
@@ -36,8 +42,72 @@ func TestTwoProcessServer(t *testing.T) {
 	}
 	go srv.Serve(tln)
 	os.Stdout.WriteString("addr " + ln.Addr().String() + " " + tln.Addr().String() + "\n")
-	io.Copy(io.Discard, os.Stdin)
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		if in.Text() == "cpu" {
+			fmt.Printf("cpu %d\n", benchio.ProcessCPU())
+		}
+	}
 	srv.Close()
+	dev.Close()
+}
+
+// twoProcessServer is a TestTwoProcessServer process: its listeners' addresses, and
+// cpu, which asks it for the CPU time it has used.
+type twoProcessServer struct {
+	rdma, tcp string
+	cpu       func() time.Duration
+}
+
+// startTwoProcessServer starts a TestTwoProcessServer process that ends with b.
+func startTwoProcessServer(b *testing.B) *twoProcessServer {
+	in, out := startChild(b, "TestTwoProcessServer", twoProcEnv+"=1")
+	next := func(key string) []string {
+		for out.Scan() {
+			if f := strings.Fields(out.Text()); len(f) > 0 && f[0] == key {
+				return f[1:]
+			}
+		}
+		b.Fatalf("server process: no %q line: %v", key, out.Err())
+		return nil
+	}
+	addrs := next("addr")
+	if len(addrs) != 2 {
+		b.Fatalf("server process: addr line %q", addrs)
+	}
+	return &twoProcessServer{rdma: addrs[0], tcp: addrs[1], cpu: func() time.Duration {
+		if _, err := io.WriteString(in, "cpu\n"); err != nil {
+			b.Fatalf("server process: asking for its CPU time: %v", err)
+		}
+		f := next("cpu")
+		ns, err := strconv.ParseInt(strings.Join(f, ""), 10, 64)
+		if err != nil || len(f) != 1 {
+			b.Fatalf("server process: cpu line %q", f)
+		}
+		return time.Duration(ns)
+	}}
+}
+
+// dial connects a client of the benchmark program to s over RDMA (a soft device of
+// its own, dev) or, when dev is nil, over TCP; the connection ends with b.
+func (s *twoProcessServer) dial(b *testing.B, dev *soft.Device) *oncrpc.Client {
+	var rt oncrpc.RoundTripper
+	if dev != nil {
+		tr, err := Dial(context.Background(), dev, s.rdma, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { tr.Close() })
+		rt = tr
+	} else {
+		tr, err := oncrpc.DialTCP(context.Background(), s.tcp, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { tr.Close() })
+		rt = tr
+	}
+	return oncrpc.NewClient(rt, tpProg, tpVers)
 }
 
 // BenchmarkTwoProcess measures calls at one call in flight with the server in another
@@ -50,35 +120,46 @@ func TestTwoProcessServer(t *testing.T) {
 //
 //	go test -run '^$' -bench TwoProcess -benchtime 20000x -count 5 ./rpcrdma
 func BenchmarkTwoProcess(b *testing.B) {
-	_, out := startChild(b, "TestTwoProcessServer", twoProcEnv+"=1")
-	var line string
-	if out.Scan() {
-		line = out.Text()
-	}
-	addrs := strings.Fields(strings.TrimPrefix(line, "addr "))
-	if len(addrs) != 2 {
-		b.Fatalf("server process: %q, %v", line, out.Err())
-	}
-	tr, err := Dial(context.Background(), soft.New(soft.Config{}), addrs[0], nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { tr.Close() })
-	ttr, err := oncrpc.DialTCP(context.Background(), addrs[1], nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ttr.Close() })
+	srv := startTwoProcessServer(b)
+	dev := soft.New(soft.Config{})
+	b.Cleanup(func() { dev.Close() })
+	rdma, tcp := srv.dial(b, dev), srv.dial(b, nil)
 	for _, c := range []struct {
 		name string
-		rt   oncrpc.RoundTripper
-	}{{"rdma-soft", tr}, {"oncrpc-tcp", ttr}} {
-		b.Run(c.name, func(b *testing.B) { benchTwoProcess(b, oncrpc.NewClient(c.rt, tpProg, tpVers)) })
+		rpc  *oncrpc.Client
+	}{{"rdma-soft", rdma}, {"oncrpc-tcp", tcp}} {
+		b.Run(c.name, func(b *testing.B) { benchTwoProcess(b, c.rpc) })
 		// With a per-try timeout, as nfsclient's callers (the nfsrdma
 		// commands' timeo) make every call.
 		b.Run(c.name+"-timeo", func(b *testing.B) {
-			benchTwoProcess(b, oncrpc.NewClient(c.rt, tpProg, tpVers, oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: time.Minute})))
+			benchTwoProcess(b, oncrpc.NewClient(c.rpc.Transport(), tpProg, tpVers, oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: time.Minute})))
 		})
+	}
+}
+
+// BenchmarkTwoProcessConns4K is BenchmarkTransportConns4K with the server in another
+// process (TestTwoProcessServer, a new one for every row), as BenchmarkTwoProcess
+// runs it: cpu-ns/call and switches/call then count the clients' process only, and
+// server-cpu-ns/call the server's.
+//
+//	go test -run '^$' -bench 'TwoProcessConns4K' -benchtime 20000x -count 5 ./rpcrdma
+func BenchmarkTwoProcessConns4K(b *testing.B) {
+	for _, rdma := range []bool{true, false} {
+		name := "oncrpc-tcp"
+		if rdma {
+			name = "rdma-soft"
+		}
+		for _, conns := range scaleConns {
+			b.Run(fmt.Sprintf("%s/conns=%d", name, conns), func(b *testing.B) {
+				srv := startTwoProcessServer(b)
+				var dev *soft.Device
+				if rdma {
+					dev = soft.New(soft.Config{})
+					b.Cleanup(func() { dev.Close() })
+				}
+				benchConns4K(b, func() *oncrpc.Client { return srv.dial(b, dev) }, conns, srv.cpu)
+			})
+		}
 	}
 }
 
