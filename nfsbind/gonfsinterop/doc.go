@@ -3,7 +3,8 @@
 // drives the nfsserver TCP side, and BenchmarkPeers compares nfsserver with
 // github.com/willscott/go-nfs (the peer baseline) through nfsclient. It is a separate
 // module so that these test-only dependencies (and theirs: rasky/go-xdr, go-billy,
-// x/net, ...) stay out of the main module's go.mod.
+// x/net, ...) stay out of the main module's go.mod. BenchmarkPeersTwoProcess runs the
+// same rows with each server in a process of its own, as nfsrdma bench meets nfsrdmad.
 //
 //	cd nfsbind/gonfsinterop && go test -race . && go test -run '^$' -bench Peers -count 5 . | tee peers.txt
 //	benchstat -col /peer peers.txt
