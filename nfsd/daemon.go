@@ -59,7 +59,8 @@ const (
 	// DefaultCredits is the credit grant per RDMA connection (Linux svcrdma's
 	// max_requests).
 	DefaultCredits = 64
-	// DefaultInline is the inline threshold for calls (Linux's RPCRDMA_DEF_INLINE).
+	// DefaultInline is the inline threshold for calls (rpcrdma.DefaultInline: a 4 KiB
+	// WRITE's call fits; Linux's RPCRDMA_DEF_INLINE is 4096).
 	DefaultInline = rpcrdma.DefaultInline
 	// DefaultReplyInline is the inline threshold for replies
 	// (rpcrdma.DefaultReplyInline: a 4 KiB READ's reply fits).
@@ -139,7 +140,8 @@ type Config struct {
 	Credits int
 	// Inline is the inline threshold for calls: the receive buffers posted, announced
 	// in the connection's private data and by CONF_RDMA (maxcall_sendsize). Default
-	// 4096, between 1024 and 262144.
+	// 5120, between 1024 and 262144; Linux clients send at most 4096 inline whatever
+	// is announced.
 	Inline int
 	// ReplyInline is the inline threshold for replies: the largest reply sent without
 	// chunks, announced the same way (maxreply_sendsize); each client's announced

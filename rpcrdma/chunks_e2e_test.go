@@ -118,7 +118,7 @@ func TestWriteChunkTooSmallGoesInline(t *testing.T) {
 // TestReplyChunk: a reply that may exceed the inline size gets a reply chunk; the server
 // writes the reply there and answers RDMA_NOMSG.
 func TestReplyChunk(t *testing.T) {
-	env := newTPEnv(t, nil, &ClientOptions{InlineRecv: DefaultInline}) // 4 KiB receives: 5000 bytes do not fit
+	env := newTPEnv(t, nil, &ClientOptions{InlineRecv: 4096}) // 4 KiB receives: 5000 bytes do not fit
 	ctx := tpCtx(t)
 	for _, n := range []int{10, 5000, 100003} {
 		var res tpOpaque
@@ -272,7 +272,7 @@ func TestReplyWritesChainedWithSend(t *testing.T) {
 		return nil
 	}}
 	// 4 KiB receives, so that the 5000-byte reply below needs the reply chunk.
-	env := newTPEnv(t, nil, &ClientOptions{InlineRecv: DefaultInline}, benchProcs(), reflect)
+	env := newTPEnv(t, nil, &ClientOptions{InlineRecv: 4096}, benchProcs(), reflect)
 	ctx := tpCtx(t)
 	sc := onlyConn(t, env.ln)
 	type chain struct {
@@ -363,7 +363,7 @@ func TestResultsInline(t *testing.T) {
 		inline   bool
 	}{
 		{"defaults", nil, 4096 + 256, true},
-		{"server sends 4KiB", &ServerOptions{InlineSend: DefaultInline}, 4096 + 256, false},
+		{"server sends 4KiB", &ServerOptions{InlineSend: 4096}, 4096 + 256, false},
 		{"no MaxReply", nil, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

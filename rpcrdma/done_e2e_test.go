@@ -39,7 +39,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // missing reply chunk is returned as a position-zero read chunk; the client pulls it by
 // RDMA Read and acknowledges with RDMA_DONE, which releases it at the server.
 func TestLongReplyByReadChunks(t *testing.T) {
-	env := newTPEnv(t, &ServerOptions{ReplyReadChunks: true}, &ClientOptions{InlineRecv: DefaultInline}) // 4 KiB receives
+	env := newTPEnv(t, &ServerOptions{ReplyReadChunks: true}, &ClientOptions{InlineRecv: 4096}) // 4 KiB receives
 	ctx := tpCtx(t)
 	for _, n := range []int{50000, 4093} {
 		var res tpOpaque

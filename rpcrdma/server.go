@@ -55,8 +55,8 @@ const (
 type ServerOptions struct {
 	// InlineSend and InlineRecv are this side's inline thresholds: the largest message
 	// it sends and the size of its receive buffers (announced in the RFC 8797 private
-	// data). Default DefaultReplyInline (8192) and DefaultInline (4096, as Linux
-	// svcrdma). Replies sent inline are further limited by the client's announced
+	// data). Default DefaultReplyInline (8192) and DefaultInline (5120; Linux svcrdma
+	// receives 4096). Replies sent inline are further limited by the client's announced
 	// receive size (1024 when it announced none; Linux clients announce 4096).
 	InlineSend, InlineRecv int
 	// Credits shares credits between connections. Default: credits.NewServer with

@@ -55,7 +55,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println(res, ln.Addr().Network(), tr.Limits().InlineSend)
-	// Output: 144 rdma 4096
+	// Output: 144 rdma 5120
 }
 
 // Bulk data marked DDP-eligible with xdr.Encoder.Payload travels as a read chunk when

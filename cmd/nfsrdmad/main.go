@@ -39,7 +39,7 @@
 //	-provider NAME     soft (default) or ibverbs (binaries built with -tags ibverbs)
 //	-device NAME       ibverbs device (default: the one owning the -rdma address)
 //	-credits N         credits granted per RDMA connection (default 64)
-//	-inline N          inline threshold for calls in bytes (default 4096)
+//	-inline N          inline threshold for calls in bytes (default 5120)
 //	-reply-inline N    inline threshold for replies in bytes (default 8192)
 //	-nfs4-lease D      NFSv4.1 lease (default 90s)
 //	-nfs4-grace D      NFSv4.1 grace period after a restart with -state (default: the lease)

@@ -41,7 +41,7 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.RDMA != ":20049" || cfg.TCP != ":2049" || cfg.Provider != "soft" || cfg.Credits != 64 || cfg.Inline != 4096 || cfg.ReplyInline != 8192 ||
+	if cfg.RDMA != ":20049" || cfg.TCP != ":2049" || cfg.Provider != "soft" || cfg.Credits != 64 || cfg.Inline != 5120 || cfg.ReplyInline != 8192 ||
 		cfg.MaxOpenFiles != nfsd.DefaultMaxOpenFiles {
 		t.Errorf("defaults %+v", cfg)
 	}
