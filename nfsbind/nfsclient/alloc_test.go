@@ -107,18 +107,7 @@ func TestReadWriteDoNotAllocate(t *testing.T) {
 				}
 				tr = tt
 			} else {
-				sdev, cdev := soft.New(soft.Config{}), soft.New(soft.Config{})
-				t.Cleanup(func() { sdev.Close(); cdev.Close() })
-				l, err := rpcrdma.Listen(ctx, sdev, "127.0.0.1:0", nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				go rs.Serve(l)
-				rt, err := rpcrdma.Dial(ctx, cdev, l.Addr().String(), nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				tr = rt
+				_, tr = serveOverRDMA(t, rs, nil, nil)
 			}
 			t.Cleanup(func() { tr.Close() })
 			c, err := New(ctx, tr, nfs3.FH{1, 2, 3, 4}, tc.opts...)
@@ -132,4 +121,24 @@ func TestReadWriteDoNotAllocate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serveOverRDMA serves rs over RDMA on a soft device of its own and dials it from
+// another, with the options given (nil: the defaults); everything ends with t.
+func serveOverRDMA(t *testing.T, rs *oncrpc.Server, sopts *rpcrdma.ServerOptions, copts *rpcrdma.ClientOptions) (*rpcrdma.Listener, *rpcrdma.Client) {
+	t.Helper()
+	ctx := context.Background()
+	sdev, cdev := soft.New(soft.Config{}), soft.New(soft.Config{})
+	t.Cleanup(func() { sdev.Close(); cdev.Close() })
+	l, err := rpcrdma.Listen(ctx, sdev, "127.0.0.1:0", sopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go rs.Serve(l)
+	rt, err := rpcrdma.Dial(ctx, cdev, l.Addr().String(), copts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return l, rt
 }

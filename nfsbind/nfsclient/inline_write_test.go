@@ -8,7 +8,6 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
-	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
 
 // A 4 KiB WRITE over RDMA between this module's client and server, at their default
@@ -28,18 +27,7 @@ func TestWrite4KiBInline(t *testing.T) {
 			rs := oncrpc.NewServer(nil)
 			rs.Register(nfs3.Program, nfs3.Version, file)
 			t.Cleanup(func() { rs.Close() })
-			sdev, cdev := soft.New(soft.Config{}), soft.New(soft.Config{})
-			t.Cleanup(func() { sdev.Close(); cdev.Close() })
-			l, err := rpcrdma.Listen(ctx, sdev, "127.0.0.1:0", &rpcrdma.ServerOptions{InlineRecv: tc.serverRecv})
-			if err != nil {
-				t.Fatal(err)
-			}
-			go rs.Serve(l)
-			rt, err := rpcrdma.Dial(ctx, cdev, l.Addr().String(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { rt.Close() })
+			l, rt := serveOverRDMA(t, rs, &rpcrdma.ServerOptions{InlineRecv: tc.serverRecv}, nil)
 			auth, err := oncrpc.NewAuthSys(&oncrpc.AuthSysParams{MachineName: bytes.Repeat([]byte("h"), 32),
 				UID: 1000, GID: 1000, GIDs: []uint32{4, 24, 27, 30, 46, 100, 118, 1000}})
 			if err != nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
-	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
 
 // TestWriteOverMSGP: with RDMA_MSGP negotiated (rdma_align 512), an NFSv3 WRITE small
@@ -23,20 +22,13 @@ func TestWriteOverMSGP(t *testing.T) {
 	rs := oncrpc.NewServer(nil)
 	rs.Register(nfs3.Program, nfs3.Version, file)
 	t.Cleanup(func() { rs.Close() })
-	sdev, cdev := soft.New(soft.Config{}), soft.New(soft.Config{})
-	t.Cleanup(func() { sdev.Close(); cdev.Close() })
-	l, err := rpcrdma.Listen(ctx, sdev, "127.0.0.1:0", &rpcrdma.ServerOptions{MSGP: true, InlineRecv: 16384, InlineSend: 16384})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go rs.Serve(l)
 	var (
 		tracing atomic.Bool
 		mu      sync.Mutex
 		sent    []byte
 	)
 	tracing.Store(true)
-	rt, err := rpcrdma.Dial(ctx, cdev, l.Addr().String(), &rpcrdma.ClientOptions{
+	_, rt := serveOverRDMA(t, rs, &rpcrdma.ServerOptions{MSGP: true, InlineRecv: 16384, InlineSend: 16384}, &rpcrdma.ClientOptions{
 		InlineSend: 16384, InlineRecv: 16384, MSGPAlign: 512, MSGPThresh: 1024,
 		Trace: func(out bool, msg []byte) {
 			if out && tracing.Load() {
@@ -46,10 +38,6 @@ func TestWriteOverMSGP(t *testing.T) {
 			}
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close() })
 	c, err := New(ctx, rt, nfs3.FH{1, 2, 3, 4})
 	if err != nil {
 		t.Fatal(err)
