@@ -88,7 +88,7 @@ func startIdleServer(b *testing.B, transport string) *idleServer {
 // set) in a child process of this test binary, and returns its standard input, which
 // the child reads until EOF (closed, and the child waited for, at the end of b), and
 // its standard output.
-func startChild(b *testing.B, test, env string) (io.Writer, *bufio.Scanner) {
+func startChild(b testing.TB, test, env string) (io.Writer, *bufio.Scanner) {
 	cmd := exec.Command(os.Args[0], "-test.run", "^"+test+"$", "-test.count", "1")
 	cmd.Env = append(os.Environ(), env)
 	cmd.Stderr = os.Stderr

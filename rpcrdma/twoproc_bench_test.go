@@ -60,7 +60,7 @@ type twoProcessServer struct {
 }
 
 // startTwoProcessServer starts a TestTwoProcessServer process that ends with b.
-func startTwoProcessServer(b *testing.B) *twoProcessServer {
+func startTwoProcessServer(b testing.TB) *twoProcessServer {
 	in, out := startChild(b, "TestTwoProcessServer", twoProcEnv+"=1")
 	next := func(key string) []string {
 		for out.Scan() {
@@ -90,7 +90,7 @@ func startTwoProcessServer(b *testing.B) *twoProcessServer {
 
 // dial connects a client of the benchmark program to s over RDMA (a soft device of
 // its own, dev) or, when dev is nil, over TCP; the connection ends with b.
-func (s *twoProcessServer) dial(b *testing.B, dev *soft.Device) *oncrpc.Client {
+func (s *twoProcessServer) dial(b testing.TB, dev *soft.Device) *oncrpc.Client {
 	var rt oncrpc.RoundTripper
 	if dev != nil {
 		tr, err := Dial(context.Background(), dev, s.rdma, nil)
@@ -108,6 +108,28 @@ func (s *twoProcessServer) dial(b *testing.B, dev *soft.Device) *oncrpc.Client {
 		rt = tr
 	}
 	return oncrpc.NewClient(rt, tpProg, tpVers)
+}
+
+// The two-process benchmarks' server process answers over both transports and tells
+// its CPU time, which grows as it serves.
+func TestTwoProcessServerServes(t *testing.T) {
+	if os.Getenv(twoProcEnv) != "" {
+		t.Skip("in the server process")
+	}
+	srv := startTwoProcessServer(t)
+	dev := soft.New(soft.Config{})
+	t.Cleanup(func() { dev.Close() })
+	cpu0 := srv.cpu()
+	for _, rpc := range []*oncrpc.Client{srv.dial(t, dev), srv.dial(t, nil)} {
+		for range 200 {
+			if err := rpc.Call(context.Background(), tpNull, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if cpu1 := srv.cpu(); cpu1 <= cpu0 {
+		t.Fatalf("server process CPU time %v, then %v after 400 calls", cpu0, cpu1)
+	}
 }
 
 // BenchmarkTwoProcess measures calls at one call in flight with the server in another

@@ -307,13 +307,19 @@ func TestPeerRowsUseTheirTransport(t *testing.T) {
 }
 
 // checkPeerRow mounts a server start starts with NFS over nfs, reads and writes, and
-// checks that every call took the transport it should.
+// checks that every call took the transport it should and, for a server in a process
+// of its own, that the CPU time it reports grew.
 func checkPeerRow(t *testing.T, start func(testing.TB, string) peer, nfs string) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "bench"), make([]byte, 1<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m := mountPeer(t, start(t, dir), nfs)
+	p := start(t, dir)
+	var cpu0 time.Duration
+	if p.cpu != nil {
+		cpu0 = p.cpu(t)
+	}
+	m := mountPeer(t, p, nfs)
 	ctx := context.Background()
 	fh, _, err := m.c.Lookup(ctx, m.c.Root(), "bench")
 	if err != nil {
@@ -331,5 +337,10 @@ func checkPeerRow(t *testing.T, start func(testing.TB, string) peer, nfs string)
 	m.checkTransports(t, 3, 3, len(buf))
 	if nfs == "rdma" && m.tcp.nfsCalls() != 0 {
 		t.Fatalf("%d NFS calls over TCP", m.tcp.nfsCalls())
+	}
+	if p.cpu != nil {
+		if cpu := p.cpu(t); cpu <= cpu0 {
+			t.Fatalf("server process CPU time %v, then %v after serving", cpu0, cpu)
+		}
 	}
 }
