@@ -1,18 +1,17 @@
 package rpcrdma
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/benchproc"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
@@ -71,62 +70,26 @@ func BenchmarkServerIdleConnMemory(b *testing.B) {
 type idleServer struct {
 	transport string
 	addr      string
-	in        io.Writer
-	out       *bufio.Scanner
+	child     *benchproc.Child
 }
 
 type memSample struct{ heap, stack, rss int64 }
 
 func startIdleServer(b *testing.B, transport string) *idleServer {
-	in, out := startChild(b, "TestIdleServerProcess", idleServerEnv+"="+transport)
-	s := &idleServer{transport: transport, in: in, out: out}
-	s.addr = s.line(b, "addr")
+	s := &idleServer{transport: transport, child: benchproc.Start(b, "TestIdleServerProcess", idleServerEnv+"="+transport)}
+	if f := s.child.Line("addr"); len(f) == 1 {
+		s.addr = f[0]
+	} else {
+		b.Fatalf("idle server: addr line %q", f)
+	}
 	return s
 }
 
-// startChild runs test (a test function that serves when env, "NAME=value", is
-// set) in a child process of this test binary, and returns its standard input, which
-// the child reads until EOF (closed, and the child waited for, at the end of b), and
-// its standard output.
-func startChild(b testing.TB, test, env string) (io.Writer, *bufio.Scanner) {
-	cmd := exec.Command(os.Args[0], "-test.run", "^"+test+"$", "-test.count", "1")
-	cmd.Env = append(os.Environ(), env)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		in.Close() // the child exits at EOF
-		cmd.Wait()
-	})
-	return in, bufio.NewScanner(out)
-}
-
-// line returns the value of the child's next "key value" line.
-func (s *idleServer) line(b *testing.B, key string) string {
-	for s.out.Scan() {
-		k, v, ok := strings.Cut(s.out.Text(), " ")
-		if ok && k == key {
-			return v
-		}
-	}
-	b.Fatalf("idle server: no %q line: %v", key, s.out.Err())
-	return ""
-}
-
 func (s *idleServer) measure(b *testing.B) memSample {
-	if _, err := io.WriteString(s.in, "measure\n"); err != nil {
-		b.Fatal(err)
+	f := s.child.Ask("measure", "mem")
+	if len(f) != 3 {
+		b.Fatalf("idle server: mem line %q", f)
 	}
-	f := strings.Fields(s.line(b, "mem"))
 	var m memSample
 	for i, p := range []*int64{&m.heap, &m.stack, &m.rss} {
 		v, err := strconv.ParseInt(f[i], 10, 64)
@@ -205,10 +168,9 @@ func TestIdleServerProcess(t *testing.T) {
 	go srv.Serve(ln)
 	defer srv.Close()
 	fmt.Printf("addr %s\n", ln.Addr())
-	sc := bufio.NewScanner(os.Stdin)
-	for sc.Scan() {
-		if sc.Text() != "measure" {
-			continue
+	benchproc.Serve(os.Stdin, os.Stdout, func(req string, w io.Writer) {
+		if req != "measure" {
+			return
 		}
 		var ms runtime.MemStats
 		runtime.GC()
@@ -220,8 +182,8 @@ func TestIdleServerProcess(t *testing.T) {
 				f.Close()
 			}
 		}
-		fmt.Printf("mem %d %d %d\n", ms.HeapInuse, ms.StackInuse, vmRSS())
-	}
+		fmt.Fprintf(w, "mem %d %d %d\n", ms.HeapInuse, ms.StackInuse, vmRSS())
+	})
 }
 
 // vmRSS returns the process's resident set size in bytes (0 where /proc is missing).

@@ -1,17 +1,13 @@
 package rpcrdma
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-rpcrdma/rpcrdma/internal/benchio"
+	"github.com/go-rpcrdma/rpcrdma/internal/benchproc"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
@@ -23,8 +19,7 @@ const twoProcEnv = "RPCRDMA_TWO_PROCESS_SERVER"
 // and BenchmarkTwoProcessConns4K, run by startTwoProcessServer in a child process
 // (this test binary again). It serves the benchmark program over RDMA and over TCP on
 // loopback ports, prints "addr RDMA TCP", and serves until its standard input closes,
-// answering each line "cpu" read from it with "cpu NS", the CPU time its process has
-// used (benchio.ProcessCPU).
+// answering "cpu" (benchproc.Serve).
 func TestTwoProcessServer(t *testing.T) {
 	if os.Getenv(twoProcEnv) == "" {
 		t.Skip("the server half of BenchmarkTwoProcess, run by it")
@@ -42,50 +37,26 @@ func TestTwoProcessServer(t *testing.T) {
 	}
 	go srv.Serve(tln)
 	os.Stdout.WriteString("addr " + ln.Addr().String() + " " + tln.Addr().String() + "\n")
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		if in.Text() == "cpu" {
-			fmt.Printf("cpu %d\n", benchio.ProcessCPU())
-		}
-	}
+	benchproc.Serve(os.Stdin, os.Stdout, nil)
 	srv.Close()
 	dev.Close()
 }
 
 // twoProcessServer is a TestTwoProcessServer process: its listeners' addresses, and
-// cpu, which asks it for the CPU time it has used.
+// the process itself (Child.CPU).
 type twoProcessServer struct {
 	rdma, tcp string
-	cpu       func() time.Duration
+	*benchproc.Child
 }
 
 // startTwoProcessServer starts a TestTwoProcessServer process that ends with b.
 func startTwoProcessServer(b testing.TB) *twoProcessServer {
-	in, out := startChild(b, "TestTwoProcessServer", twoProcEnv+"=1")
-	next := func(key string) []string {
-		for out.Scan() {
-			if f := strings.Fields(out.Text()); len(f) > 0 && f[0] == key {
-				return f[1:]
-			}
-		}
-		b.Fatalf("server process: no %q line: %v", key, out.Err())
-		return nil
-	}
-	addrs := next("addr")
+	c := benchproc.Start(b, "TestTwoProcessServer", twoProcEnv+"=1")
+	addrs := c.Line("addr")
 	if len(addrs) != 2 {
 		b.Fatalf("server process: addr line %q", addrs)
 	}
-	return &twoProcessServer{rdma: addrs[0], tcp: addrs[1], cpu: func() time.Duration {
-		if _, err := io.WriteString(in, "cpu\n"); err != nil {
-			b.Fatalf("server process: asking for its CPU time: %v", err)
-		}
-		f := next("cpu")
-		ns, err := strconv.ParseInt(strings.Join(f, ""), 10, 64)
-		if err != nil || len(f) != 1 {
-			b.Fatalf("server process: cpu line %q", f)
-		}
-		return time.Duration(ns)
-	}}
+	return &twoProcessServer{rdma: addrs[0], tcp: addrs[1], Child: c}
 }
 
 // dial connects a client of the benchmark program to s over RDMA (a soft device of
@@ -119,7 +90,7 @@ func TestTwoProcessServerServes(t *testing.T) {
 	srv := startTwoProcessServer(t)
 	dev := soft.New(soft.Config{})
 	t.Cleanup(func() { dev.Close() })
-	cpu0 := srv.cpu()
+	cpu0 := srv.CPU()
 	for _, rpc := range []*oncrpc.Client{srv.dial(t, dev), srv.dial(t, nil)} {
 		for range 200 {
 			if err := rpc.Call(context.Background(), tpNull, nil, nil); err != nil {
@@ -127,7 +98,7 @@ func TestTwoProcessServerServes(t *testing.T) {
 			}
 		}
 	}
-	if cpu1 := srv.cpu(); cpu1 <= cpu0 {
+	if cpu1 := srv.CPU(); cpu1 <= cpu0 {
 		t.Fatalf("server process CPU time %v, then %v after 400 calls", cpu0, cpu1)
 	}
 }
@@ -179,7 +150,7 @@ func BenchmarkTwoProcessConns4K(b *testing.B) {
 					dev = soft.New(soft.Config{})
 					b.Cleanup(func() { dev.Close() })
 				}
-				benchConns4K(b, func() *oncrpc.Client { return srv.dial(b, dev) }, conns, srv.cpu)
+				benchConns4K(b, func() *oncrpc.Client { return srv.dial(b, dev) }, conns, srv.CPU)
 			})
 		}
 	}

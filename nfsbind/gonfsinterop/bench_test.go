@@ -32,7 +32,7 @@ const benchFileSize = 64 << 20
 // the server's process has used (a server in a process of its own, childServer).
 type peer struct {
 	tcp, rdma, export string
-	cpu               func(testing.TB) time.Duration
+	cpu               func() time.Duration
 }
 
 // startOurs serves dir with nfsserver over TCP, and over RDMA (verbs/soft) on 127.0.0.1.
@@ -267,7 +267,7 @@ func benchPeer(b *testing.B, start func(testing.TB, string) peer, nfs string, op
 	slots := benchFileSize / size
 	var serverCPU time.Duration
 	if p.cpu != nil {
-		serverCPU = p.cpu(b)
+		serverCPU = p.cpu()
 	}
 	benchio.Run(b, qd, size, func(ctx context.Context, i int, buf []byte) error {
 		off := uint64((i % slots) * size)
@@ -279,7 +279,7 @@ func benchPeer(b *testing.B, start func(testing.TB, string) peer, nfs string, op
 		return err
 	})
 	if p.cpu != nil {
-		b.ReportMetric(float64(p.cpu(b)-serverCPU)/float64(b.N), "server-cpu-ns/op")
+		b.ReportMetric(float64(p.cpu()-serverCPU)/float64(b.N), "server-cpu-ns/op")
 	}
 	var reads, writes int64
 	if op == "READ" {
@@ -317,7 +317,7 @@ func checkPeerRow(t *testing.T, start func(testing.TB, string) peer, nfs string)
 	p := start(t, dir)
 	var cpu0 time.Duration
 	if p.cpu != nil {
-		cpu0 = p.cpu(t)
+		cpu0 = p.cpu()
 	}
 	m := mountPeer(t, p, nfs)
 	ctx := context.Background()
@@ -339,7 +339,7 @@ func checkPeerRow(t *testing.T, start func(testing.TB, string) peer, nfs string)
 		t.Fatalf("%d NFS calls over TCP", m.tcp.nfsCalls())
 	}
 	if p.cpu != nil {
-		if cpu := p.cpu(t); cpu <= cpu0 {
+		if cpu := p.cpu(); cpu <= cpu0 {
 			t.Fatalf("server process CPU time %v, then %v after serving", cpu0, cpu)
 		}
 	}
