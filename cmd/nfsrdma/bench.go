@@ -35,10 +35,22 @@ func (c benchCase) String() string {
 type benchResult struct {
 	benchCase
 	rounds []float64 // calls per second of each round, sorted
+	cpu    []float64 // the client's CPU seconds per call, each round's
+	srvCPU []float64 // the server's (-server-metrics), each round's; nil without
+}
+
+// roundStat is what one round measured.
+type roundStat struct {
+	iops   float64 // calls per second
+	cpu    float64 // the client process's CPU seconds per call
+	srvCPU float64 // the server's CPU seconds per call (with a serverProbe)
 }
 
 // iops is the median round's calls per second.
 func (r benchResult) iops() float64 { return benchio.Median(r.rounds) }
+
+// cpuMicros returns the median of the rounds' CPU time per call in µs.
+func cpuMicros(rounds []float64) float64 { return benchio.Median(rounds) * 1e6 }
 
 func (r benchResult) mbps() float64 { return r.iops() * float64(r.size) / 1e6 }
 
@@ -203,9 +215,19 @@ func benchFile(ctx context.Context, c *nfsclient.Client, dir nfs3.FH, size int64
 }
 
 // measureRound runs one round of a case against fh, for its share of the duration or
-// until the op count runs out, and returns its calls per second.
-func measureRound(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, bc benchCase, o *benchOptions) (float64, error) {
+// until the op count runs out, and returns its calls per second and the CPU time per
+// call of this process and, with a probe, of the server, whose count of the calls
+// answered over the case's transport it also checks.
+func measureRound(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, bc benchCase, o *benchOptions, probe *serverProbe) (roundStat, error) {
 	slots := o.fileSize / int64(bc.size)
+	var before serverSample
+	if probe != nil {
+		var err error
+		if before, err = probe.sample(ctx); err != nil {
+			return roundStat{}, err
+		}
+	}
+	cpu0 := benchio.ProcessCPU()
 	done, el, err := benchio.Loop(ctx, bc.qd, bc.size, o.maxOps, o.duration/time.Duration(o.rounds), func(ctx context.Context, i int, buf []byte) error {
 		off := uint64((int64(i) % slots) * int64(bc.size))
 		if bc.op == "READ" {
@@ -215,20 +237,32 @@ func measureRound(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, bc bench
 		_, err := c.Write(ctx, fh, off, buf, nfs3.Unstable)
 		return err
 	})
+	cpu := benchio.ProcessCPU() - cpu0
 	if err != nil {
-		return 0, fmt.Errorf("%v: %w", bc, err)
+		return roundStat{}, fmt.Errorf("%v: %w", bc, err)
 	}
-	if el <= 0 {
-		return 0, nil
+	if el <= 0 || done == 0 {
+		return roundStat{}, nil
 	}
-	return float64(done) / el.Seconds(), nil
+	st := roundStat{iops: float64(done) / el.Seconds(), cpu: cpu.Seconds() / float64(done)}
+	if probe != nil {
+		after, err := probe.sample(ctx)
+		if err != nil {
+			return roundStat{}, err
+		}
+		if err := checkTransport(before, after, bc.proto, done, bc.qd); err != nil {
+			return roundStat{}, fmt.Errorf("%v: %w", bc, err)
+		}
+		st.srvCPU = (after.cpu - before.cpu) / float64(done)
+	}
+	return st, nil
 }
 
 // runBenchCases measures every case in -rounds rounds, alternating between the
 // transports round by round so that other load on the machine affects each alike,
 // printing a line per case with the median round as it finishes, then the summary
 // table of medians.
-func runBenchCases(ctx context.Context, w io.Writer, clients map[string]*nfsclient.Client, files map[string]nfs3.FH, o *benchOptions) ([]benchResult, error) {
+func runBenchCases(ctx context.Context, w io.Writer, clients map[string]*nfsclient.Client, files map[string]nfs3.FH, o *benchOptions, probe *serverProbe) ([]benchResult, error) {
 	var results []benchResult
 	n, total := 0, len(o.ops)*len(o.sizes)*len(o.qds)*len(o.protos)
 	for _, op := range o.ops {
@@ -240,30 +274,39 @@ func runBenchCases(ctx context.Context, w io.Writer, clients map[string]*nfsclie
 				}
 				for range o.rounds {
 					for i := range group {
-						v, err := measureRound(ctx, clients[group[i].proto], files[group[i].proto], group[i].benchCase, o)
+						st, err := measureRound(ctx, clients[group[i].proto], files[group[i].proto], group[i].benchCase, o, probe)
 						if err != nil {
 							return results, err
 						}
-						group[i].rounds = append(group[i].rounds, v)
+						group[i].rounds = append(group[i].rounds, st.iops)
+						group[i].cpu = append(group[i].cpu, st.cpu)
+						if probe != nil {
+							group[i].srvCPU = append(group[i].srvCPU, st.srvCPU)
+						}
 					}
 				}
 				for _, r := range group {
 					n++
 					med := r.iops() // sorts the rounds
-					fmt.Fprintf(w, "[%2d/%d] %-30v  median of %d rounds %9.1f MB/s %9.0f IOPS  (rounds %.0f to %.0f IOPS)\n",
-						n, total, r.benchCase, len(r.rounds), r.mbps(), med, r.rounds[0], r.rounds[len(r.rounds)-1])
+					srv := ""
+					if r.srvCPU != nil {
+						srv = fmt.Sprintf(", server %.1f", cpuMicros(r.srvCPU))
+					}
+					fmt.Fprintf(w, "[%2d/%d] %-30v  median of %d rounds %9.1f MB/s %9.0f IOPS  (rounds %.0f to %.0f IOPS; CPU µs per call: client %.1f%s)\n",
+						n, total, r.benchCase, len(r.rounds), r.mbps(), med, r.rounds[0], r.rounds[len(r.rounds)-1], cpuMicros(r.cpu), srv)
 				}
 				results = append(results, group...)
 			}
 		}
 	}
-	printBenchTable(w, results, o.protos)
+	printBenchTable(w, results, o.protos, probe != nil)
 	return results, nil
 }
 
-// printBenchTable prints one row per (op, size, qd) with the median MB/s and IOPS per
-// transport and, when both ran, RDMA's throughput as a multiple of TCP's.
-func printBenchTable(w io.Writer, results []benchResult, protos []string) {
+// printBenchTable prints one row per (op, size, qd) with the median MB/s, IOPS and
+// client CPU µs per call per transport (and the server's, with srv), and, when both
+// ran, RDMA's throughput as a multiple of TCP's.
+func printBenchTable(w io.Writer, results []benchResult, protos []string, srv bool) {
 	type key struct {
 		op       string
 		size, qd int
@@ -283,7 +326,10 @@ func printBenchTable(w io.Writer, results []benchResult, protos []string) {
 	fmt.Fprintln(w)
 	hdr := "op\tsize\tqd\t"
 	for _, p := range protos {
-		hdr += p + " MB/s\t" + p + " IOPS\t"
+		hdr += p + " MB/s\t" + p + " IOPS\t" + p + " cpu µs\t"
+		if srv {
+			hdr += p + " srv µs\t"
+		}
 	}
 	if both {
 		hdr += "rdma/tcp\t"
@@ -292,10 +338,19 @@ func printBenchTable(w io.Writer, results []benchResult, protos []string) {
 	for _, k := range order {
 		row := fmt.Sprintf("%s\t%s\t%d\t", k.op, sizeName(k.size), k.qd)
 		for _, p := range protos {
-			if r, ok := byKey[k][p]; ok {
-				row += fmt.Sprintf("%.1f\t%.0f\t", r.mbps(), r.iops())
-			} else {
-				row += "-\t-\t"
+			r, ok := byKey[k][p]
+			switch {
+			case ok:
+				row += fmt.Sprintf("%.1f\t%.0f\t%.1f\t", r.mbps(), r.iops(), cpuMicros(r.cpu))
+			default:
+				row += "-\t-\t-\t"
+			}
+			if srv {
+				if ok && r.srvCPU != nil {
+					row += fmt.Sprintf("%.1f\t", cpuMicros(r.srvCPU))
+				} else {
+					row += "-\t"
+				}
 			}
 		}
 		if both {
@@ -318,7 +373,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		rounds                        int
 		maxOps                        int64
 		fileSize, ops, sizes, qdsFlag string
-		plot                          string
+		plot, serverMetrics           string
 	)
 	ctx, cancel, f, pos, err := startCommand(ctx, "bench", args, 1, stderr, func(fs *flagSet) {
 		fs.DurationVar(&duration, "duration", 2*time.Second, "time per measurement, split over -rounds (at most 1m)")
@@ -329,6 +384,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.StringVar(&sizes, "sizes", "4KiB,1MiB", "call sizes")
 		fs.StringVar(&qdsFlag, "qd", "1,32", "queue depths (calls in flight)")
 		fs.StringVar(&plot, "plot", "", "also draw IOPS and MB/s against queue depth per transport into `FILE.svg`")
+		fs.StringVar(&serverMetrics, "server-metrics", "", "the server's Prometheus `URL` (nfsrdmad -metrics, e.g. http://HOST:9100/metrics): also report its CPU time per call (its counter counts in 10 ms steps: rounds should last far longer), and check that each round's calls arrived over the transport measured")
 	})
 	if err != nil {
 		return err
@@ -349,6 +405,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if plot != "" {
 		if err := checkPlotPath(plot); err != nil {
+			return err
+		}
+	}
+	var probe *serverProbe
+	if serverMetrics != "" {
+		if probe, err = newServerProbe(serverMetrics); err != nil {
 			return err
 		}
 	}
@@ -395,7 +457,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, p := range protos {
 		files[p] = fh
 	}
-	results, err := runBenchCases(ctx, stdout, clients, files, &o)
+	if probe != nil {
+		if _, err := probe.sample(ctx); err != nil {
+			return err
+		}
+	}
+	results, err := runBenchCases(ctx, stdout, clients, files, &o, probe)
 	if errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w (raise -timeout)", err)
 	}

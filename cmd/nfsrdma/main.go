@@ -9,8 +9,10 @@
 //	nfsrdma mkdir [flags] SERVER:/path          make a directory
 //	nfsrdma rm    [flags] SERVER:/path          remove a file or an empty directory
 //	nfsrdma bench [flags] SERVER:/dir           READ/WRITE throughput, RDMA vs TCP,
-//	                                            medians of -rounds rounds; -plot FILE.svg
-//	                                            also draws them against queue depth
+//	                                            medians of -rounds rounds, CPU per call;
+//	                                            -plot FILE.svg also draws them against
+//	                                            queue depth; -server-metrics URL adds the
+//	                                            server's CPU and checks the transports
 //	nfsrdma demo  [flags]                       serve a temporary directory in process
 //	                                            and exercise it end to end
 //

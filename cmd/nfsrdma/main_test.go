@@ -325,8 +325,13 @@ func TestBench(t *testing.T) {
 	rows := lines[len(lines)-8:]
 	for _, r := range rows {
 		f := strings.Fields(r)
-		if len(f) != 9 || !strings.HasSuffix(f[8], "x") {
-			t.Errorf("summary row %q: want op, size (2 fields), qd, 4 numbers and a ratio", r)
+		if len(f) != 11 || !strings.HasSuffix(f[10], "x") {
+			t.Errorf("summary row %q: want op, size (2 fields), qd, 6 numbers and a ratio", r)
+		}
+		for _, cpu := range []string{f[6], f[9]} {
+			if v, err := strconv.ParseFloat(cpu, 64); err != nil || v <= 0 {
+				t.Errorf("summary row %q: CPU µs per call %q, want a positive number", r, cpu)
+			}
 		}
 	}
 	// One transport: no ratio column; the bench file is removed afterwards.
