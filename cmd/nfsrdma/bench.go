@@ -218,7 +218,7 @@ func benchFile(ctx context.Context, c *nfsclient.Client, dir nfs3.FH, size int64
 // until the op count runs out, and returns its calls per second and the CPU time per
 // call of this process and, with a probe, of the server, whose count of the calls
 // answered over the case's transport it also checks.
-func measureRound(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, bc benchCase, o *benchOptions, probe *serverProbe) (roundStat, error) {
+func measureRound(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, bc benchCase, o *benchOptions, bufs [][]byte, probe *serverProbe) (roundStat, error) {
 	slots := o.fileSize / int64(bc.size)
 	var before serverSample
 	if probe != nil {
@@ -228,7 +228,7 @@ func measureRound(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, bc bench
 		}
 	}
 	cpu0 := benchio.ProcessCPU()
-	done, el, err := benchio.Loop(ctx, bc.qd, bc.size, o.maxOps, o.duration/time.Duration(o.rounds), func(ctx context.Context, i int, buf []byte) error {
+	done, el, err := benchio.Loop(ctx, bufs, o.maxOps, o.duration/time.Duration(o.rounds), func(ctx context.Context, i int, buf []byte) error {
 		off := uint64((int64(i) % slots) * int64(bc.size))
 		if bc.op == "READ" {
 			_, _, err := c.Read(ctx, fh, off, buf)
@@ -268,13 +268,14 @@ func runBenchCases(ctx context.Context, w io.Writer, clients map[string]*nfsclie
 	for _, op := range o.ops {
 		for _, size := range o.sizes {
 			for _, qd := range o.qds {
+				bufs := benchio.Buffers(qd, size) // the case's rounds share them
 				group := make([]benchResult, len(o.protos))
 				for i, p := range o.protos {
 					group[i].benchCase = benchCase{op, size, qd, p}
 				}
 				for range o.rounds {
 					for i := range group {
-						st, err := measureRound(ctx, clients[group[i].proto], files[group[i].proto], group[i].benchCase, o, probe)
+						st, err := measureRound(ctx, clients[group[i].proto], files[group[i].proto], group[i].benchCase, o, bufs, probe)
 						if err != nil {
 							return results, err
 						}

@@ -40,17 +40,37 @@ func TestRunCoversEveryIndexOnce(t *testing.T) {
 	}
 }
 
+// Run allocates the workers' buffers before its timer and CPU count start: 4 MiB of
+// them are not in the bytes allocated while it measures.
+func TestRunBuffersOutsideMeasurement(t *testing.T) {
+	res := testing.Benchmark(func(b *testing.B) {
+		Run(b, 4, 1<<20, func(_ context.Context, i int, buf []byte) error {
+			if len(buf) != 1<<20 {
+				return errors.New("short buffer")
+			}
+			return nil
+		})
+	})
+	if res.N == 0 || res.MemBytes >= 1<<20 {
+		t.Fatalf("N %d, %d bytes allocated while measuring: the buffers were counted", res.N, res.MemBytes)
+	}
+	bufs := Buffers(3, 5000)
+	if len(bufs) != 3 || len(bufs[0]) != 5000 || &bufs[0][0] == &bufs[1][0] {
+		t.Fatalf("Buffers(3, 5000) = %d buffers of %d bytes", len(bufs), len(bufs[0]))
+	}
+}
+
 // Loop stops starting calls when the duration has passed, reports the first error,
 // and reports a done context.
 func TestLoopStops(t *testing.T) {
 	// Only the duration can end this loop. (Under load the deadline may pass before
 	// any worker runs, so no count of calls is asserted.)
-	done, el, err := Loop(context.Background(), 2, 8, 1<<62, time.Millisecond, func(context.Context, int, []byte) error { return nil })
+	done, el, err := Loop(context.Background(), Buffers(2, 8), 1<<62, time.Millisecond, func(context.Context, int, []byte) error { return nil })
 	if err != nil || el < time.Millisecond {
 		t.Fatalf("Loop with a duration: %d done in %v, %v", done, el, err)
 	}
 	boom := errors.New("boom")
-	done, _, err = Loop(context.Background(), 4, 8, 100, 0, func(_ context.Context, i int, _ []byte) error {
+	done, _, err = Loop(context.Background(), Buffers(4, 8), 100, 0, func(_ context.Context, i int, _ []byte) error {
 		if i == 10 {
 			return boom
 		}
@@ -61,7 +81,7 @@ func TestLoopStops(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if done, _, err = Loop(ctx, 1, 8, 100, 0, func(context.Context, int, []byte) error { return nil }); !errors.Is(err, context.Canceled) || done != 0 {
+	if done, _, err = Loop(ctx, Buffers(1, 8), 100, 0, func(context.Context, int, []byte) error { return nil }); !errors.Is(err, context.Canceled) || done != 0 {
 		t.Fatalf("Loop with a done context: %d done, %v", done, err)
 	}
 }

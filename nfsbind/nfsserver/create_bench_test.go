@@ -84,7 +84,7 @@ func benchCreate(b *testing.B, async bool, transport string, qd int) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	n, elapsed, err := benchio.Loop(ctx, qd, 0, int64(b.N), 0, func(ctx context.Context, i int, _ []byte) error {
+	n, elapsed, err := benchio.Loop(ctx, benchio.Buffers(qd, 0), int64(b.N), 0, func(ctx context.Context, i int, _ []byte) error {
 		_, _, err := c.Create(ctx, c.Root(), "f"+strconv.Itoa(i), 0o644, false)
 		return err
 	})
