@@ -65,8 +65,8 @@ func TestNfsrdmaBenchGoNFS(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	for _, row := range lines[len(lines)-8:] {
 		f := strings.Fields(row)
-		if len(f) != 6 || f[4] == "0.0" || f[5] == "0" {
-			t.Errorf("summary row %q: want op, size (2 fields), qd and nonzero MB/s and IOPS", row)
+		if len(f) != 7 || f[4] == "0.0" || f[5] == "0" || f[6] == "0.0" {
+			t.Errorf("summary row %q: want op, size (2 fields), qd and nonzero MB/s, IOPS and client CPU µs per call", row)
 		}
 	}
 	ents, err := os.ReadDir(dir)
