@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -27,6 +28,8 @@ const (
 	metricCalls     = "rpcrdma_rpc_calls_total"
 	// maxExposition bounds what a sample reads of the endpoint's answer.
 	maxExposition = 16 << 20
+	// probeTimeout bounds one sample, whatever the bench's context allows.
+	probeTimeout = 10 * time.Second
 )
 
 // serverProbe samples a server's metrics endpoint.
@@ -47,7 +50,7 @@ func newServerProbe(raw string) (*serverProbe, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("-server-metrics %q: want an http:// or https:// URL, e.g. http://server:9100/metrics", raw)
 	}
-	return &serverProbe{url: raw, hc: &http.Client{}}, nil
+	return &serverProbe{url: raw, hc: &http.Client{Timeout: probeTimeout}}, nil
 }
 
 // sample reads the endpoint once.

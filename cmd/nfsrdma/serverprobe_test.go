@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +28,16 @@ func TestBenchServerMetrics(t *testing.T) {
 		if !strings.Contains(out, w) {
 			t.Errorf("bench output lacks %q:\n%s", w, out)
 		}
+	}
+	// The endpoint exports what the bench reads: without the calls metric the
+	// transport check would pass unread.
+	probe, err := newServerProbe(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	smp, err := probe.sample(context.Background())
+	if err != nil || smp.cpu <= 0 || smp.calls["rdma"] < 1 || smp.calls["tcp"] < 1 {
+		t.Fatalf("nfsrdmad's endpoint: %+v, %v; want CPU time and NFS READ/WRITE calls counted over rdma and tcp", smp, err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	for _, r := range lines[len(lines)-2:] {
