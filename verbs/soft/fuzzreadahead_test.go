@@ -100,6 +100,11 @@ func FuzzReadResponse(f *testing.F) {
 	f.Add(false, uint16(0), cat(op(0, 65000), op(0, 30000), op(0, 30000)))
 	f.Add(false, uint16(0), cat(op(4, 40000), full(65000), op(4, 64000)))
 	f.Add(true, uint16(1500), cat(op(0, 65000), op(4, 30000), full(65000)))
+	// Runs of one size, read ahead several FPDUs at a time, and a change of
+	// size in the middle of one.
+	f.Add(false, uint16(0), full(20000))
+	f.Add(true, uint16(0), cat(op(0, 20000), op(0, 20000), op(0, 20000), op(0, 20000), op(0, 9000), full(20000)))
+	f.Add(false, uint16(0), cat(op(0, 20000), op(0, 20000), op(0, 20000), op(0, 20000), op(0, 31000), full(20000)))
 	f.Fuzz(func(t *testing.T, crc bool, trickle uint16, ops []byte) {
 		if len(ops) > 300 {
 			return // bounded stream: at most 100 ops

@@ -52,7 +52,7 @@ type rawTxState struct {
 // readv(2) pieces (a field, so that they do not escape per read; cleared
 // after each call).
 type rawRxState struct {
-	rawIOV [4]syscall.Iovec
+	rawIOV [2*rxMaxSpec + 2]syscall.Iovec
 }
 
 // rawTxBuf is a batch buffer's iovec array.
@@ -98,15 +98,16 @@ func rawConnOf(c net.Conn) syscall.RawConn {
 // syscall that may write it, as before.
 //
 // Within a Read Response that has more to come (r.specNext), the readv
-// takes the next FPDU too, as TCP reads take what has arrived: its trailer
-// and header (r.specGap bytes) into the buffer, its payload, as predicted
-// (the same length as this one's, the same sink, contiguous), straight into
-// the sink behind this one, and rxLargeReadAhead bytes more into the
-// buffer: one syscall per two FPDUs. The prediction is checked when the
-// next header has been parsed (placeGuarded); bytes that turn out to be
-// something else are copied into the buffer (splice), which is why the
-// speculative piece is no longer than the buffer can take. Those bytes were
-// put only in this Read's own sink, where the response will put its data.
+// takes the next FPDUs too, up to rxMaxSpec of them, as TCP reads take what
+// has arrived: the trailer and header before each (r.specGap bytes) into the
+// buffer (the first) or beside it (r.side), each payload, as predicted (the
+// same length as this one's, the same sink, contiguous), straight into the
+// sink behind the one before, and rxLargeReadAhead bytes more into the
+// buffer: one syscall for up to nine FPDUs, where a MiB takes sixteen. The
+// prediction is checked as each header is parsed (placeGuarded); once one
+// fails, the bytes read ahead are copied back into the stream, in order
+// (relinearize). Those bytes were put only in this Read's own sink, in the
+// part the response has yet to fill.
 func (q *queuePair) rawReadStep(fd uintptr) bool {
 	r := &q.r
 	for len(r.rawDst) > 0 {
@@ -117,17 +118,28 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 		iov[0] = syscall.Iovec{Base: &r.rawDst[0]}
 		iov[0].SetLen(len(r.rawDst))
 		pieces := 1
-		gap, spec := 0, []byte(nil)
-		if r.w == 0 && r.specNext != nil { // the buffer is always empty here
+		gap, chunks := 0, 0
+		if r.w == 0 && r.specNext != nil && r.specGap <= rxMaxGap { // the buffer is always empty here
 			gap = r.specGap
-			spec = r.specNext[:min(len(r.specNext), rxReadAhead-gap-rxLargeReadAhead)]
 			iov[1] = syscall.Iovec{Base: &r.buf[0]}
 			iov[1].SetLen(gap)
-			iov[2] = syscall.Iovec{Base: &spec[0]}
-			iov[2].SetLen(len(spec))
-			iov[3] = syscall.Iovec{Base: &r.buf[gap]}
-			iov[3].SetLen(rxLargeReadAhead)
-			pieces = 4
+			pieces = 2
+			for at := 0; at < len(r.specNext) && chunks < rxMaxSpec; chunks++ {
+				if chunks > 0 {
+					iov[pieces] = syscall.Iovec{Base: &r.side[(chunks-1)*rxMaxGap]}
+					iov[pieces].SetLen(gap)
+					pieces++
+				}
+				c := r.specNext[at:min(at+r.specPL, len(r.specNext))]
+				r.specs[chunks] = c
+				iov[pieces] = syscall.Iovec{Base: &c[0]}
+				iov[pieces].SetLen(len(c))
+				pieces++
+				at += len(c)
+			}
+			iov[pieces] = syscall.Iovec{Base: &r.buf[gap]}
+			iov[pieces].SetLen(rxLargeReadAhead)
+			pieces++
 		} else if r.w < rxLargeReadAhead { // always so: the buffer is empty here
 			iov[1] = syscall.Iovec{Base: &r.buf[r.w]}
 			iov[1].SetLen(rxLargeReadAhead - r.w)
@@ -151,7 +163,10 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 			r.crc = iwarp.UpdateCRC(r.crc, r.rawDst[:placed])
 		}
 		m.mu.RUnlock()
-		*iov = [4]syscall.Iovec{} // no stale pointer into registered memory
+		clear(iov[:pieces]) // no stale pointer into registered memory
+		if e != 0 || n == 0 {
+			clear(r.specs[:chunks])
+		}
 		switch {
 		case e == syscall.EAGAIN:
 			if r.w == 0 {
@@ -169,14 +184,41 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 		}
 		r.rawDst = r.rawDst[placed:]
 		n -= placed
-		if spec == nil || n <= gap {
+		if chunks == 0 || n <= gap {
+			clear(r.specs[:chunks])
 			r.w += n
 			continue
 		}
+		// The stream went on past the first gap: into the chunks, the gaps
+		// between them (the last one read, if the read ended in it,
+		// becomes the tail) and the tail behind the last chunk.
 		n -= gap
 		r.w = gap
-		r.spec, r.specMR, r.specSTag = spec[:min(n, len(spec))], m, r.rawSTag
-		r.tailN = n - len(r.spec)
+		r.specMR, r.specSTag = m, r.rawSTag
+		k := 0
+		for ; k < chunks && n > 0; k++ {
+			c := min(n, len(r.specs[k]))
+			r.specs[k] = r.specs[k][:c]
+			n -= c
+			if k+1 < chunks && n > 0 {
+				g := min(n, gap)
+				if g == n {
+					// The read ended in this gap: its bytes are the tail.
+					copy(r.buf[r.w:], r.side[k*rxMaxGap:k*rxMaxGap+g])
+					r.tailN = g
+					n = 0
+					k++
+					break
+				}
+				r.gapN[k] = g
+				n -= g
+			}
+		}
+		clear(r.specs[k:chunks])
+		r.nspec = k
+		if n > 0 {
+			r.tailN = n // behind the last chunk, in buf[gap:]
+		}
 	}
 	return true
 }

@@ -11,15 +11,16 @@ import (
 )
 
 // TestReadResponseReadAhead: within a large Read Response the reader reads the
-// next FPDU's payload straight into the sink in the same readv when it
-// continues the response as predicted (rawReadStep), and copies it back into the
-// stream when it does not. A raw peer cuts the response as it likes: regular
+// next FPDUs' payloads straight into the sink in the same readv when they
+// continue the response as predicted (rawReadStep), and copies them back into
+// the stream when they do not, through a larger buffer when they do not fit
+// the read-ahead buffer. A raw peer cuts the response as it likes: regular
 // FPDUs, one shorter or longer than the one before, a Send between two of them,
 // sent at once or trickled, with and without CRC. Every time the Read completes
 // with the source's bytes, nothing past the Read's length is written, the Send
 // arrives intact, and the device's counters show which way the bytes went.
 func TestReadResponseReadAhead(t *testing.T) {
-	src := make([]byte, 256<<10)
+	src := make([]byte, 1<<20)
 	for i := range src {
 		src[i] = byte(i*7 + i>>9)
 	}
@@ -32,13 +33,25 @@ func TestReadResponseReadAhead(t *testing.T) {
 		trickle   int   // written in pieces of this many bytes; 0: at once
 		placed    bool  // some payload must be found in place
 		spliced   bool  // some must be copied back
+		// spliceMin: in one try at least this many bytes must be copied
+		// back (more than the read-ahead buffer: through rxBigPool).
+		spliceMin uint64
 	}{
-		{"regular", []int{65000, 30000, 30000, 30000, 10000}, -1, 0, true, false},
-		{"shorter", []int{65000, 30000, 20000, 30000, 10000}, -1, 0, true, true},
-		{"longer", []int{65000, 20000, 30000, 50000}, -1, 0, true, false},
-		{"send-between", []int{65000, 30000, 30000, 40000}, 1, 0, false, true},
-		{"regular-trickled", []int{65000, 30000, 30000, 30000, 10000}, -1, 997, false, false},
-		{"send-between-trickled", []int{65000, 30000, 30000, 40000}, 1, 4099, false, false},
+		{"regular", []int{65000, 30000, 30000, 30000, 10000}, -1, 0, true, false, 0},
+		{"shorter", []int{65000, 30000, 20000, 30000, 10000}, -1, 0, true, true, 0},
+		{"longer", []int{65000, 20000, 30000, 50000}, -1, 0, true, false, 0},
+		{"send-between", []int{65000, 30000, 30000, 40000}, 1, 0, false, true, 0},
+		{"regular-trickled", []int{65000, 30000, 30000, 30000, 10000}, -1, 997, false, false, 0},
+		{"send-between-trickled", []int{65000, 30000, 30000, 40000}, 1, 4099, false, false, 0},
+		// From the third FPDU on the size has repeated: the reader reads
+		// the rest ahead in runs of up to rxMaxSpec payloads.
+		{"many-regular", []int{40000, 40000, 40000, 40000, 40000, 40000, 40000, 40000, 40000, 40000, 40000, 40000, 5000}, -1, 0, true, false, 0},
+		{"many-shorter", []int{40000, 40000, 40000, 40000, 40000, 40000, 20000, 40000, 40000, 40000, 5000}, -1, 0, true, true, rxReadAhead + 1},
+		{"many-longer", []int{40000, 40000, 40000, 40000, 40000, 40000, 60000, 40000, 40000, 5000}, -1, 0, true, true, rxReadAhead + 1},
+		{"many-send-between", []int{40000, 40000, 40000, 40000, 40000, 40000, 40000}, 3, 0, true, true, 0},
+		{"many-first-differs", []int{39996, 40000, 40000, 40000, 40000, 40000, 40000, 40000, 40000, 17}, -1, 0, true, false, 0},
+		{"many-regular-trickled", []int{40000, 40000, 40000, 40000, 40000, 40000, 40000, 5000}, -1, 8191, false, false, 0},
+		{"many-shorter-trickled", []int{40000, 40000, 40000, 40000, 20000, 40000, 40000, 5000}, -1, 12007, false, false, 0},
 	} {
 		size := 0
 		for _, c := range tc.cuts {
@@ -51,11 +64,11 @@ func TestReadResponseReadAhead(t *testing.T) {
 				// bytes are checked every time).
 				for try := 1; ; try++ {
 					placed, spliced := readAheadOnce(t, src[:size], tc.cuts, tc.sendAfter, tc.trickle, crc)
-					if (!tc.placed || placed > 0) && (!tc.spliced || spliced > 0) {
+					if (!tc.placed || placed > 0) && (!tc.spliced || spliced > 0) && spliced >= tc.spliceMin {
 						break
 					}
 					if try == 20 {
-						t.Fatalf("in %d tries, %d bytes found in place and %d copied back; want %v, %v", try, placed, spliced, tc.placed, tc.spliced)
+						t.Fatalf("in %d tries, %d bytes found in place and %d copied back; want %v, %v (at least %d copied back)", try, placed, spliced, tc.placed, tc.spliced, tc.spliceMin)
 					}
 				}
 			})
@@ -170,55 +183,66 @@ func readAheadSetup(t *testing.T, crc bool, rbuf []byte, recvs, size, guard int)
 // changes, a Write in the middle, a Terminate) gets the Terminate it earns, the
 // Read completes in error, and nothing past the Read's length was written.
 func TestReadResponseReadAheadHostile(t *testing.T) {
-	const size, guard = 65000 + 30000 + 30000, 4096
-	src := make([]byte, size)
+	const guard = 4096
+	src := make([]byte, 5*30000+30000)
 	for i := range src {
 		src[i] = byte(i*13 + 1)
 	}
 	for _, tc := range []struct {
 		name string
 		code iwarp.TermCode
-		// third returns the stream's third FPDU, after two good ones of
-		// 65000 and 30000 bytes.
-		third func(rr iwarp.ReadRequest, s *serverUnderTest) (iwarp.Header, []byte)
+		// bad returns the FPDU that goes wrong, after good ones of off
+		// bytes in all; the Read is of off+30000 bytes.
+		bad func(rr iwarp.ReadRequest, s *serverUnderTest, off int) (iwarp.Header, []byte)
 	}{
-		{"to-skips", iwarp.TermDDPTaggedBaseBounds, func(rr iwarp.ReadRequest, _ *serverUnderTest) (iwarp.Header, []byte) {
-			return iwarp.Header{Opcode: iwarp.OpReadResponse, Last: true, STag: rr.SinkSTag, TO: rr.SinkTO + 95000 + 8}, src[95000:]
+		{"to-skips", iwarp.TermDDPTaggedBaseBounds, func(rr iwarp.ReadRequest, _ *serverUnderTest, off int) (iwarp.Header, []byte) {
+			return iwarp.Header{Opcode: iwarp.OpReadResponse, Last: true, STag: rr.SinkSTag, TO: rr.SinkTO + uint64(off) + 8}, src[off : off+30000]
 		}},
-		{"stag-changes", iwarp.TermDDPTaggedInvalidSTag, func(rr iwarp.ReadRequest, _ *serverUnderTest) (iwarp.Header, []byte) {
-			return iwarp.Header{Opcode: iwarp.OpReadResponse, Last: true, STag: rr.SinkSTag + 1, TO: rr.SinkTO + 95000}, src[95000:]
+		{"stag-changes", iwarp.TermDDPTaggedInvalidSTag, func(rr iwarp.ReadRequest, _ *serverUnderTest, off int) (iwarp.Header, []byte) {
+			return iwarp.Header{Opcode: iwarp.OpReadResponse, Last: true, STag: rr.SinkSTag + 1, TO: rr.SinkTO + uint64(off)}, src[off : off+30000]
 		}},
-		{"write-inside", iwarp.TermRDMAPCatastrophicStream, func(_ iwarp.ReadRequest, s *serverUnderTest) (iwarp.Header, []byte) {
+		{"write-inside", iwarp.TermRDMAPCatastrophicStream, func(_ iwarp.ReadRequest, s *serverUnderTest, _ int) (iwarp.Header, []byte) {
 			return iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: s.mr.RKey(), TO: s.mr.Addr()}, src[:30000]
 		}},
-		{"too-long", iwarp.TermDDPTaggedBaseBounds, func(rr iwarp.ReadRequest, _ *serverUnderTest) (iwarp.Header, []byte) {
-			return iwarp.Header{Opcode: iwarp.OpReadResponse, Last: true, STag: rr.SinkSTag, TO: rr.SinkTO + 95000}, append(src[95000:size:size], make([]byte, 100)...)
+		{"too-long", iwarp.TermDDPTaggedBaseBounds, func(rr iwarp.ReadRequest, _ *serverUnderTest, off int) (iwarp.Header, []byte) {
+			return iwarp.Header{Opcode: iwarp.OpReadResponse, Last: true, STag: rr.SinkSTag, TO: rr.SinkTO + uint64(off)}, append(src[off:off+30000:off+30000], make([]byte, 100)...)
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s, p, _, sinkBuf, rr := readAheadSetup(t, false, make([]byte, 64), 1, size, guard)
-			var stream []byte
-			var err error
-			for _, part := range []struct{ off, n int }{{0, 65000}, {65000, 30000}} {
-				h := iwarp.Header{Opcode: iwarp.OpReadResponse, STag: rr.SinkSTag, TO: rr.SinkTO + uint64(part.off)}
-				if stream, err = iwarp.AppendFPDU(stream, &h, src[part.off:part.off+part.n], false); err != nil {
+		// After two good FPDUs the reader has read at most one ahead; after
+		// five of one size, several (rxMaxSpec).
+		for _, good := range [][]int{{65000, 30000}, {30000, 30000, 30000, 30000, 30000}} {
+			t.Run(fmt.Sprintf("%s/after-%d", tc.name, len(good)), func(t *testing.T) {
+				off := 0
+				for _, n := range good {
+					off += n
+				}
+				size := off + 30000
+				s, p, _, sinkBuf, rr := readAheadSetup(t, false, make([]byte, 64), 1, size, guard)
+				var stream []byte
+				var err error
+				at := 0
+				for _, n := range good {
+					h := iwarp.Header{Opcode: iwarp.OpReadResponse, STag: rr.SinkSTag, TO: rr.SinkTO + uint64(at)}
+					if stream, err = iwarp.AppendFPDU(stream, &h, src[at:at+n], false); err != nil {
+						t.Fatal(err)
+					}
+					at += n
+				}
+				h, payload := tc.bad(rr, s, off)
+				if stream, err = iwarp.AppendFPDU(stream, &h, payload, false); err != nil {
 					t.Fatal(err)
 				}
-			}
-			h, payload := tc.third(rr, s)
-			if stream, err = iwarp.AppendFPDU(stream, &h, payload, false); err != nil {
-				t.Fatal(err)
-			}
-			p.write(stream)
-			p.expectTerminate(tc.code)
-			s.checkQPFailed(t, tc.code, false)
-			wc := s.wait(t)
-			if wc.ID != 999 || wc.Status == verbs.StatusSuccess {
-				t.Fatalf("Read completion %+v, want an error", wc)
-			}
-			if !bytes.Equal(sinkBuf[size:], bytes.Repeat([]byte{0xEE}, guard)) {
-				t.Fatal("bytes past the Read's length were written")
-			}
-		})
+				p.write(stream)
+				p.expectTerminate(tc.code)
+				s.checkQPFailed(t, tc.code, false)
+				wc := s.wait(t)
+				if wc.ID != 999 || wc.Status == verbs.StatusSuccess {
+					t.Fatalf("Read completion %+v, want an error", wc)
+				}
+				if !bytes.Equal(sinkBuf[size:], bytes.Repeat([]byte{0xEE}, guard)) {
+					t.Fatal("bytes past the Read's length were written")
+				}
+			})
+		}
 	}
 }

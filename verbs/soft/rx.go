@@ -21,21 +21,36 @@ import (
 // bytes, so that the next large payload goes direct as well. On Linux the
 // direct read is a readv that takes those rxLargeReadAhead bytes (the
 // trailer, the next header) in the same syscall (see rawReadStep), and
-// within a large Read Response the next FPDU as well, its payload straight
-// into the sink where the response continues (checked when its header has
-// been parsed, copied back into the stream when it is something else).
+// within a large Read Response the next FPDUs as well, up to rxMaxSpec of
+// them once two in a row were of one size, their payloads straight into the
+// sink where the response continues (each checked when its header has been
+// parsed; copied back into the stream, in order, once one is something else).
 //
 // The buffer comes from rxPool while bytes are buffered and goes back when
 // the reader has consumed everything and must wait for the socket (on Linux
 // the wait needs no buffer, see rawFillStep): an idle connection holds none.
+// Stream bytes read ahead into a sink that turn out not to be the payload
+// predicted are copied back into the stream through a buffer of rxBigPool
+// when they do not fit the read-ahead buffer (relinearize).
 const (
 	rxReadAhead      = 64 << 10
 	rxDirectMin      = 16 << 10
 	rxLargeReadAhead = 1 << 10
+	// rxMaxSpec bounds the payloads one read places ahead in a Read
+	// Response's sink, and rxMaxGap the trailer and header between two.
+	rxMaxSpec = 8
+	rxMaxGap  = 32
+	// rxBig is the size of rxBigPool's buffers: what rxMaxSpec payloads
+	// of the largest FPDU, their gaps and the read-ahead behind them take.
+	rxBig = rxMaxSpec*(1<<16+rxMaxGap) + rxLargeReadAhead
 )
 
 // rxPool holds the read-ahead buffers.
 var rxPool = sync.Pool{New: func() any { return new([rxReadAhead]byte) }}
+
+// rxBigPool holds the buffers that take stream bytes copied back out of a
+// sink when they do not fit a read-ahead buffer.
+var rxBigPool = sync.Pool{New: func() any { b := make([]byte, rxBig); return &b }}
 
 // errStop ends the reader after a violation or a received Terminate.
 var errStop = errors.New("soft: reader stopped")
@@ -47,10 +62,12 @@ var errNestedRead = errors.New("soft: internal error: socket read while processi
 
 // rxState is the reader goroutine's private state.
 type rxState struct {
-	buf   *[rxReadAhead]byte // nil when nothing is buffered (r == w == 0)
-	held  atomic.Bool        // buf != nil, for tests
-	r, w  int
-	large bool // the FPDU being read has rxDirectMin or more payload
+	buf    []byte             // nil when nothing is buffered (r == w == 0)
+	pooled *[rxReadAhead]byte // buf's array when it came from rxPool
+	big    *[]byte            // buf's array when it came from rxBigPool
+	held   atomic.Bool        // buf != nil, for tests
+	r, w   int
+	large  bool // the FPDU being read has rxDirectMin or more payload
 	// rawFillStep (as a method value, so calling it does not allocate),
 	// its argument and result.
 	fillFn  func(uintptr) bool
@@ -73,17 +90,23 @@ type rxState struct {
 	recvSGE    int
 	recvSGEOff int
 
-	// Speculative placement of a Read Response's next payload (see
-	// rawReadStep). rxReadResponse sets specNext, where the next FPDU's
-	// payload goes if it continues the response as predicted, and specGap,
-	// the trailer and header before it. Once a read has put stream bytes
-	// there, spec holds them (the stream continues from buf[r:w] into
-	// spec, then into tailN bytes kept at buf[w:w+tailN]) until
-	// placeGuarded finds them in place (claim) or they are copied into the
-	// buffer (splice).
+	// Speculative placement of a Read Response's next payloads (see
+	// rawReadStep). rxReadResponse sets specNext, where the rest of the
+	// response goes, specPL, the payload of each FPDU as predicted (this
+	// one's), and specGap, the trailer and header between two. Once a read
+	// has put stream bytes there, specs[:nspec] hold them: the stream
+	// continues from buf[r:w] into specs[0], then gapN[0] bytes kept at
+	// side[0:], specs[1], and so on, and after the last spec into tailN
+	// bytes kept at buf[w:w+tailN], until placeGuarded finds each in place
+	// (claim) or they are copied back into the buffer (relinearize).
 	specNext []byte
+	specPL   int
 	specGap  int
-	spec     []byte
+	rrPL     int // the payload of the Read Response FPDU before this one
+	specs    [rxMaxSpec][]byte
+	gapN     [rxMaxSpec]int // gapN[k]: bytes of the gap after specs[k] (not the last)
+	side     [rxMaxSpec * rxMaxGap]byte
+	nspec    int
 	specMR   *memRegion
 	specSTag uint32
 	tailN    int
@@ -137,44 +160,92 @@ func (r *rxState) buffered() []byte {
 // consume takes n buffered bytes.
 func (r *rxState) consume(n int) {
 	r.r += n
-	if r.r == r.w && r.spec == nil {
+	if r.r == r.w && r.nspec == 0 {
 		r.r, r.w = 0, 0
 	}
 }
 
 // empty reports whether every byte read from the socket has been consumed.
-func (r *rxState) empty() bool { return r.r == r.w && r.spec == nil }
+func (r *rxState) empty() bool { return r.r == r.w && r.nspec == 0 }
 
-// splice makes spec[from:], and the tail behind it, ordinary buffered
-// bytes: the tail moves up and spec[from:] is copied in before it. The
-// caller holds the lock of the region spec lies in. The buffer has room:
-// rawReadStep sized the speculative read so that it would.
-func (q *queuePair) splice(from int) {
+// claimed moves the stream on past specs[0], all of which the caller found
+// in place: the gap behind it becomes buffered bytes (the tail moves up to
+// make room), or, for the last spec, the tail does. The caller holds the lock
+// of the region the specs lie in.
+func (q *queuePair) claimed() {
 	r := &q.r
-	s := r.spec[from:]
+	q.dev.aheadPlaced.Add(uint64(len(r.specs[0])))
+	if r.nspec == 1 {
+		r.w += r.tailN
+		r.specs[0], r.nspec, r.specMR, r.tailN = nil, 0, nil, 0
+		return
+	}
+	g := r.gapN[0]
+	copy(r.buf[r.w+g:], r.buf[r.w:r.w+r.tailN])
+	copy(r.buf[r.w:], r.side[:g])
+	r.w += g
+	copy(r.side[:], r.side[rxMaxGap:])
+	copy(r.specs[:], r.specs[1:r.nspec])
+	copy(r.gapN[:], r.gapN[1:r.nspec])
+	r.nspec--
+	r.specs[r.nspec] = nil
+}
+
+// relinearize makes the stream from specs[0][from:] on ordinary buffered
+// bytes: the specs, the gaps between them and the tail are copied, in stream
+// order, into the buffer behind what it holds, or into a buffer of rxBigPool
+// when they do not fit. The caller holds the lock of the region the specs
+// lie in.
+func (q *queuePair) relinearize(from int) {
+	r := &q.r
 	if from > 0 {
 		q.dev.aheadPlaced.Add(uint64(from))
 	}
-	if len(s) > 0 {
-		q.dev.aheadSpliced.Add(uint64(len(s)))
+	n := len(r.specs[0]) - from + r.tailN
+	for k := 1; k < r.nspec; k++ {
+		n += r.gapN[k-1] + len(r.specs[k])
 	}
-	copy(r.buf[r.w+len(s):], r.buf[r.w:r.w+r.tailN])
-	copy(r.buf[r.w:], s)
-	r.w += len(s) + r.tailN
-	r.spec, r.specMR, r.tailN = nil, nil, 0
+	q.dev.aheadSpliced.Add(uint64(n - r.tailN))
+	held := r.w - r.r
+	dst := r.buf
+	var big *[]byte
+	if held+n > len(r.buf) {
+		big = rxBigPool.Get().(*[]byte)
+		dst = *big
+	}
+	// What is buffered moves to the start, then the tail to the end (both
+	// are in buf, which dst may be: the buffered bytes lie before the tail,
+	// and their new place before its new one), then the specs and gaps go
+	// between them.
+	end := held + n
+	copy(dst, r.buf[r.r:r.w])
+	copy(dst[end-r.tailN:end], r.buf[r.w:r.w+r.tailN])
+	at := held
+	at += copy(dst[at:], r.specs[0][from:])
+	for k := 1; k < r.nspec; k++ {
+		at += copy(dst[at:], r.side[(k-1)*rxMaxGap:(k-1)*rxMaxGap+r.gapN[k-1]])
+		at += copy(dst[at:], r.specs[k])
+	}
+	if big != nil {
+		r.release()
+		r.buf, r.big = dst, big
+		r.held.Store(true)
+	}
+	r.r, r.w = 0, end
+	clear(r.specs[:r.nspec])
+	r.nspec, r.specMR, r.tailN = 0, nil, 0
 }
 
-// unspec splices all of spec into the buffer, for an FPDU that is not the
-// predicted continuation. A sink invalidated meanwhile (locally: the peer
-// cannot) may hold the owner's bytes by now, not the stream's: that ends
-// the stream.
+// unspec relinearizes all the specs, for an FPDU that is not the predicted
+// continuation. A sink invalidated meanwhile (locally: the peer cannot) may
+// hold the owner's bytes by now, not the stream's: that ends the stream.
 func (q *queuePair) unspec() error {
 	r := &q.r
 	m, stag := r.specMR, r.specSTag
 	m.mu.RLock()
 	revoked := m.closed || !m.valid || m.stag != stag
 	if !revoked {
-		q.splice(0)
+		q.relinearize(0)
 	}
 	m.mu.RUnlock()
 	if revoked {
@@ -185,19 +256,25 @@ func (q *queuePair) unspec() error {
 
 // take gets a read-ahead buffer.
 func (r *rxState) take() {
-	r.buf = rxPool.Get().(*[rxReadAhead]byte)
+	r.pooled = rxPool.Get().(*[rxReadAhead]byte)
+	r.buf = r.pooled[:]
 	r.held.Store(true)
 }
 
-// release returns the read-ahead buffer, which holds nothing unconsumed.
+// release returns the buffer, which holds nothing unconsumed.
 func (r *rxState) release() {
 	if r.buf != nil {
-		rxPool.Put(r.buf)
-		r.buf = nil
+		if r.big != nil {
+			rxBigPool.Put(r.big)
+		} else {
+			rxPool.Put(r.pooled)
+		}
+		r.buf, r.pooled, r.big = nil, nil, nil
 		r.held.Store(false)
 	}
 	r.r, r.w = 0, 0
-	r.spec, r.specMR, r.tailN = nil, nil, 0
+	clear(r.specs[:r.nspec])
+	r.nspec, r.specMR, r.tailN = 0, nil, 0
 }
 
 // fill makes at least need bytes (need < rxReadAhead-rxLargeReadAhead)
@@ -209,7 +286,7 @@ func (q *queuePair) fill(need int) error {
 	if r.w-r.r >= need {
 		return nil
 	}
-	if r.spec != nil {
+	if r.nspec > 0 {
 		if err := q.unspec(); err != nil {
 			return err
 		}
@@ -221,7 +298,7 @@ func (q *queuePair) fill(need int) error {
 		r.take()
 	}
 	if r.r > 0 {
-		r.w = copy(r.buf[:], r.buf[r.r:r.w])
+		r.w = copy(r.buf, r.buf[r.r:r.w])
 		r.r = 0
 	}
 	lim := rxReadAhead
@@ -302,20 +379,27 @@ func (q *queuePair) placeGuarded(m *memRegion, stag uint32, dst []byte) (revoked
 	takeOver()
 	r := &q.r
 	for {
-		if r.spec != nil && r.r == r.w {
-			// The stream continues in spec: the payload is in place if it
-			// starts where the read put spec. spec lies in m: it is armed
-			// only for a Read Response that has more to come, into the
-			// same sink, and readFPDU splices it for any other FPDU.
+		if r.nspec > 0 && r.r == r.w {
+			// The stream continues in specs[0]: the payload is in place if
+			// it starts where the read put that spec. The specs lie in m:
+			// they are armed only for a Read Response that has more to
+			// come, into the same sink, and readFPDU relinearizes them for
+			// any other FPDU. A spec taken whole moves the stream on to
+			// the next; anything else copies all of them back.
 			c := 0
-			if len(dst) > 0 && &dst[0] == &r.spec[0] {
-				c = min(len(dst), len(r.spec))
+			head := r.specs[0]
+			if len(dst) > 0 && &dst[0] == &head[0] {
+				c = min(len(dst), len(head))
 				if q.crc {
 					r.crc = iwarp.UpdateCRC(r.crc, dst[:c])
 				}
 				dst = dst[c:]
 			}
-			q.splice(c)
+			if c == len(head) && (len(dst) == 0 || r.nspec == 1) {
+				q.claimed()
+			} else {
+				q.relinearize(c)
+			}
 		}
 		n := copy(dst, r.buffered())
 		r.consume(n)
@@ -461,7 +545,7 @@ func (q *queuePair) readFPDU() error {
 	}
 	r.consume(hl)
 	r.large = pl >= rxDirectMin
-	if r.spec != nil && r.h.Opcode != iwarp.OpReadResponse {
+	if r.nspec > 0 && r.h.Opcode != iwarp.OpReadResponse {
 		if err := q.unspec(); err != nil {
 			return err
 		}
@@ -592,10 +676,22 @@ func (q *queuePair) rxReadResponse(pl int) error {
 			return q.violation(iwarp.TermDDPTaggedInvalidSTag, "Read Response sink STag %#08x was invalidated locally", stag)
 		}
 		at := sink.off + wq.placed + pl
+		// A peer cuts a response into FPDUs of one size, but the first
+		// may differ (our own writer aligns FPDUs to TCP segments, siw
+		// follows its GSO size): the rest is predicted to come in FPDUs
+		// of this one's size once two in a row had it, else only the
+		// next FPDU, no longer than the buffer takes back.
+		stable := wq.placed > 0 && r.rrPL == pl
+		r.rrPL = pl
 		if rest := wq.length - wq.placed - pl; !h.Last && rest > 0 && pl >= rxDirectMin {
-			// The response goes on: its next payload may come in the same read.
+			// The response goes on: its next payloads may come in the same read.
 			r.specGap = iwarp.TrailerLen(r.hdrLen-iwarp.MPALenFieldLen+pl) + r.hdrLen
-			r.specNext = m.buf[at : at+min(rest, pl)]
+			if stable {
+				r.specPL, r.specNext = pl, m.buf[at:at+rest]
+			} else {
+				r.specPL = min(rest, pl, rxReadAhead-r.specGap-rxLargeReadAhead)
+				r.specNext = m.buf[at : at+r.specPL]
+			}
 		}
 		revoked, err := q.placeGuarded(m, stag, m.buf[at-pl:at])
 		r.specNext = nil
