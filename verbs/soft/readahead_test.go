@@ -46,8 +46,8 @@ func TestReadResponseReadAhead(t *testing.T) {
 		// From the third FPDU on the size has repeated: the reader reads
 		// the rest ahead in runs of up to rxMaxSpec payloads.
 		{"many-regular", []int{40000, 40000, 40000, 40000, 40000, 40000, 40000, 40000, 40000, 40000, 40000, 40000, 5000}, -1, 0, true, false, 0},
-		{"many-shorter", []int{40000, 40000, 40000, 40000, 40000, 40000, 20000, 40000, 40000, 40000, 5000}, -1, 0, true, true, rxReadAhead + 1},
-		{"many-longer", []int{40000, 40000, 40000, 40000, 40000, 40000, 60000, 40000, 40000, 5000}, -1, 0, true, true, rxReadAhead + 1},
+		{"many-shorter", runs(40000, 20000, 4), -1, 0, true, true, rxReadAhead + 1},
+		{"many-longer", runs(40000, 60000, 3), -1, 0, true, true, rxReadAhead + 1},
 		{"many-send-between", []int{40000, 40000, 40000, 40000, 40000, 40000, 40000}, 3, 0, true, true, 0},
 		{"many-first-differs", []int{39996, 40000, 40000, 40000, 40000, 40000, 40000, 40000, 40000, 17}, -1, 0, true, false, 0},
 		{"many-regular-trickled", []int{40000, 40000, 40000, 40000, 40000, 40000, 40000, 5000}, -1, 8191, false, false, 0},
@@ -74,6 +74,17 @@ func TestReadResponseReadAhead(t *testing.T) {
 			})
 		}
 	}
+}
+
+// runs returns FPDU payloads in runs of one size, n times a run of three of
+// size followed by one of odd, behind a first run of three, and a short last
+// one: a change of size, n times, where the reader may have read ahead.
+func runs(size, odd, n int) []int {
+	c := []int{size, size, size}
+	for range n {
+		c = append(c, odd, size, size, size)
+	}
+	return append(c, 5000)
 }
 
 // readAheadOnce has a raw peer answer one Read of src with FPDUs of the given
