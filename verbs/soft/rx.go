@@ -41,8 +41,9 @@ const (
 	rxMaxSpec = 8
 	rxMaxGap  = 32
 	// rxBig is the size of rxBigPool's buffers: what rxMaxSpec payloads
-	// of the largest FPDU, their gaps and the read-ahead behind them take.
-	rxBig = rxMaxSpec*(1<<16+rxMaxGap) + rxLargeReadAhead
+	// of the largest FPDU and their gaps take, with room for the
+	// read-ahead behind them and what was buffered before them (a gap).
+	rxBig = rxMaxSpec*(1<<16+rxMaxGap) + rxReadAhead
 )
 
 // rxPool holds the read-ahead buffers.
