@@ -52,7 +52,14 @@ type rawTxState struct {
 // readv(2) pieces (a field, so that they do not escape per read; cleared
 // after each call).
 type rawRxState struct {
-	rawIOV [2*rxMaxSpec + 2]syscall.Iovec
+	rawIOV [4]syscall.Iovec
+}
+
+// rawAhead is the iovecs of a read that reads ahead into a Read Response's
+// sink (part of rxAhead): the payload, then up to rxMaxSpec gaps and
+// payloads, and the read-ahead behind them.
+type rawAhead struct {
+	iov [2*rxMaxSpec + 2]syscall.Iovec
 }
 
 // rawTxBuf is a batch buffer's iovec array.
@@ -100,7 +107,7 @@ func rawConnOf(c net.Conn) syscall.RawConn {
 // Within a Read Response that has more to come (r.specNext), the readv
 // takes the next FPDUs too, up to rxMaxSpec of them, as TCP reads take what
 // has arrived: the trailer and header before each (r.specGap bytes) into the
-// buffer (the first) or beside it (r.side), each payload, as predicted (the
+// buffer (the first) or beside it (rxAhead.side), each payload, as predicted (the
 // same length as this one's, the same sink, contiguous), straight into the
 // sink behind the one before, and rxLargeReadAhead bytes more into the
 // buffer: one syscall for up to nine FPDUs, where a MiB takes sixteen. The
@@ -114,24 +121,28 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 		if r.buf == nil {
 			r.take()
 		}
-		iov := &r.rawIOV
-		iov[0] = syscall.Iovec{Base: &r.rawDst[0]}
-		iov[0].SetLen(len(r.rawDst))
+		iov := r.rawIOV[:]
 		pieces := 1
 		gap, chunks := 0, 0
+		var a *rxAhead
 		if r.w == 0 && r.specNext != nil && r.specGap <= rxMaxGap { // the buffer is always empty here
+			if r.ahead == nil {
+				r.ahead = rxAheadPool.Get().(*rxAhead)
+			}
+			a = r.ahead
+			iov = a.iov[:]
 			gap = r.specGap
 			iov[1] = syscall.Iovec{Base: &r.buf[0]}
 			iov[1].SetLen(gap)
 			pieces = 2
 			for at := 0; at < len(r.specNext) && chunks < rxMaxSpec; chunks++ {
 				if chunks > 0 {
-					iov[pieces] = syscall.Iovec{Base: &r.side[(chunks-1)*rxMaxGap]}
+					iov[pieces] = syscall.Iovec{Base: &a.side[(chunks-1)*rxMaxGap]}
 					iov[pieces].SetLen(gap)
 					pieces++
 				}
 				c := r.specNext[at:min(at+r.specPL, len(r.specNext))]
-				r.specs[chunks] = c
+				a.specs[chunks] = c
 				iov[pieces] = syscall.Iovec{Base: &c[0]}
 				iov[pieces].SetLen(len(c))
 				pieces++
@@ -145,6 +156,8 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 			iov[1].SetLen(rxLargeReadAhead - r.w)
 			pieces = 2
 		}
+		iov[0] = syscall.Iovec{Base: &r.rawDst[0]}
+		iov[0].SetLen(len(r.rawDst))
 		m := r.rawMR
 		m.mu.RLock()
 		if m.closed || !m.valid || m.stag != r.rawSTag {
@@ -164,8 +177,8 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 		}
 		m.mu.RUnlock()
 		clear(iov[:pieces]) // no stale pointer into registered memory
-		if e != 0 || n == 0 {
-			clear(r.specs[:chunks])
+		if a != nil && (e != 0 || n == 0) {
+			r.dropAhead()
 		}
 		switch {
 		case e == syscall.EAGAIN:
@@ -185,7 +198,9 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 		r.rawDst = r.rawDst[placed:]
 		n -= placed
 		if chunks == 0 || n <= gap {
-			clear(r.specs[:chunks])
+			if a != nil {
+				r.dropAhead()
+			}
 			r.w += n
 			continue
 		}
@@ -197,24 +212,24 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 		r.specMR, r.specSTag = m, r.rawSTag
 		k := 0
 		for ; k < chunks && n > 0; k++ {
-			c := min(n, len(r.specs[k]))
-			r.specs[k] = r.specs[k][:c]
+			c := min(n, len(a.specs[k]))
+			a.specs[k] = a.specs[k][:c]
 			n -= c
 			if k+1 < chunks && n > 0 {
 				g := min(n, gap)
 				if g == n {
 					// The read ended in this gap: its bytes are the tail.
-					copy(r.buf[r.w:], r.side[k*rxMaxGap:k*rxMaxGap+g])
+					copy(r.buf[r.w:], a.side[k*rxMaxGap:k*rxMaxGap+g])
 					r.tailN = g
 					n = 0
 					k++
 					break
 				}
-				r.gapN[k] = g
+				a.gapN[k] = g
 				n -= g
 			}
 		}
-		clear(r.specs[k:chunks])
+		clear(a.specs[k:chunks])
 		r.nspec = k
 		if n > 0 {
 			r.tailN = n // behind the last chunk, in buf[gap:]

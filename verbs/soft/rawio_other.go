@@ -12,9 +12,10 @@ import (
 // Without Linux readiness-based I/O, peer accesses hold the region's lock
 // across the whole socket read or write.
 
-// rawRxState, rawTxState and rawTxBuf are unused without readiness-based I/O.
+// rawRxState, rawAhead, rawTxState and rawTxBuf are unused without readiness-based I/O.
 type (
 	rawRxState struct{}
+	rawAhead   struct{}
 	rawTxState struct{}
 	rawTxBuf   struct{}
 )

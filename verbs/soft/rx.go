@@ -53,6 +53,21 @@ var rxPool = sync.Pool{New: func() any { return new([rxReadAhead]byte) }}
 // sink when they do not fit a read-ahead buffer.
 var rxBigPool = sync.Pool{New: func() any { b := make([]byte, rxBig); return &b }}
 
+// rxAhead is what a read ahead into a Read Response's sink leaves pending
+// (rxState.nspec): the payloads read ahead (specs), the gaps between them
+// (gapN[k] bytes after specs[k], kept at side[k*rxMaxGap:]) and the read's
+// iovecs. A read that arms it takes it from rxAheadPool; it goes back once
+// nothing is pending, so that an idle connection does not carry it.
+type rxAhead struct {
+	specs [rxMaxSpec][]byte
+	gapN  [rxMaxSpec]int
+	side  [rxMaxSpec * rxMaxGap]byte
+	rawAhead
+}
+
+// rxAheadPool holds the rxAhead of connections with nothing read ahead.
+var rxAheadPool = sync.Pool{New: func() any { return new(rxAhead) }}
+
 // errStop ends the reader after a violation or a received Terminate.
 var errStop = errors.New("soft: reader stopped")
 
@@ -95,7 +110,7 @@ type rxState struct {
 	// rawReadStep). rxReadResponse sets specNext, where the rest of the
 	// response goes, specPL, the payload of each FPDU as predicted (this
 	// one's), and specGap, the trailer and header between two. Once a read
-	// has put stream bytes there, specs[:nspec] hold them: the stream
+	// has put stream bytes there, ahead.specs[:nspec] hold them: the stream
 	// continues from buf[r:w] into specs[0], then gapN[0] bytes kept at
 	// side[0:], specs[1], and so on, and after the last spec into tailN
 	// bytes kept at buf[w:w+tailN], until placeGuarded finds each in place
@@ -103,10 +118,8 @@ type rxState struct {
 	specNext []byte
 	specPL   int
 	specGap  int
-	rrPL     int // the payload of the Read Response FPDU before this one
-	specs    [rxMaxSpec][]byte
-	gapN     [rxMaxSpec]int // gapN[k]: bytes of the gap after specs[k] (not the last)
-	side     [rxMaxSpec * rxMaxGap]byte
+	rrPL     int      // the payload of the Read Response FPDU before this one
+	ahead    *rxAhead // nil while nothing is read ahead (nspec == 0)
 	nspec    int
 	specMR   *memRegion
 	specSTag uint32
@@ -174,22 +187,34 @@ func (r *rxState) empty() bool { return r.r == r.w && r.nspec == 0 }
 // make room), or, for the last spec, the tail does. The caller holds the lock
 // of the region the specs lie in.
 func (q *queuePair) claimed() {
-	r := &q.r
-	q.dev.aheadPlaced.Add(uint64(len(r.specs[0])))
+	r, a := &q.r, q.r.ahead
+	q.dev.aheadPlaced.Add(uint64(len(a.specs[0])))
 	if r.nspec == 1 {
 		r.w += r.tailN
-		r.specs[0], r.nspec, r.specMR, r.tailN = nil, 0, nil, 0
+		r.tailN = 0
+		r.dropAhead()
 		return
 	}
-	g := r.gapN[0]
+	g := a.gapN[0]
 	copy(r.buf[r.w+g:], r.buf[r.w:r.w+r.tailN])
-	copy(r.buf[r.w:], r.side[:g])
+	copy(r.buf[r.w:], a.side[:g])
 	r.w += g
-	copy(r.side[:], r.side[rxMaxGap:])
-	copy(r.specs[:], r.specs[1:r.nspec])
-	copy(r.gapN[:], r.gapN[1:r.nspec])
+	copy(a.side[:], a.side[rxMaxGap:])
+	copy(a.specs[:], a.specs[1:r.nspec])
+	copy(a.gapN[:], a.gapN[1:r.nspec])
 	r.nspec--
-	r.specs[r.nspec] = nil
+	a.specs[r.nspec] = nil
+}
+
+// dropAhead ends what was read ahead (nothing of it is pending any more):
+// the rxAhead goes back to its pool, without pointers into the sink.
+func (r *rxState) dropAhead() {
+	if a := r.ahead; a != nil {
+		clear(a.specs[:])
+		rxAheadPool.Put(a)
+		r.ahead = nil
+	}
+	r.nspec, r.specMR = 0, nil
 }
 
 // relinearize makes the stream from specs[0][from:] on ordinary buffered
@@ -198,13 +223,13 @@ func (q *queuePair) claimed() {
 // when they do not fit. The caller holds the lock of the region the specs
 // lie in.
 func (q *queuePair) relinearize(from int) {
-	r := &q.r
+	r, a := &q.r, q.r.ahead
 	if from > 0 {
 		q.dev.aheadPlaced.Add(uint64(from))
 	}
-	n := len(r.specs[0]) - from + r.tailN
+	n := len(a.specs[0]) - from + r.tailN
 	for k := 1; k < r.nspec; k++ {
-		n += r.gapN[k-1] + len(r.specs[k])
+		n += a.gapN[k-1] + len(a.specs[k])
 	}
 	q.dev.aheadSpliced.Add(uint64(n - r.tailN))
 	held := r.w - r.r
@@ -222,19 +247,19 @@ func (q *queuePair) relinearize(from int) {
 	copy(dst, r.buf[r.r:r.w])
 	copy(dst[end-r.tailN:end], r.buf[r.w:r.w+r.tailN])
 	at := held
-	at += copy(dst[at:], r.specs[0][from:])
+	at += copy(dst[at:], a.specs[0][from:])
 	for k := 1; k < r.nspec; k++ {
-		at += copy(dst[at:], r.side[(k-1)*rxMaxGap:(k-1)*rxMaxGap+r.gapN[k-1]])
-		at += copy(dst[at:], r.specs[k])
+		at += copy(dst[at:], a.side[(k-1)*rxMaxGap:(k-1)*rxMaxGap+a.gapN[k-1]])
+		at += copy(dst[at:], a.specs[k])
 	}
 	if big != nil {
-		r.release()
+		r.release() // drops the rxAhead too
 		r.buf, r.big = dst, big
 		r.held.Store(true)
 	}
 	r.r, r.w = 0, end
-	clear(r.specs[:r.nspec])
-	r.nspec, r.specMR, r.tailN = 0, nil, 0
+	r.tailN = 0
+	r.dropAhead()
 }
 
 // unspec relinearizes all the specs, for an FPDU that is not the predicted
@@ -274,8 +299,8 @@ func (r *rxState) release() {
 		r.held.Store(false)
 	}
 	r.r, r.w = 0, 0
-	clear(r.specs[:r.nspec])
-	r.nspec, r.specMR, r.tailN = 0, nil, 0
+	r.tailN = 0
+	r.dropAhead()
 }
 
 // fill makes at least need bytes (need < rxReadAhead-rxLargeReadAhead)
@@ -388,7 +413,7 @@ func (q *queuePair) placeGuarded(m *memRegion, stag uint32, dst []byte) (revoked
 			// any other FPDU. A spec taken whole moves the stream on to
 			// the next; anything else copies all of them back.
 			c := 0
-			head := r.specs[0]
+			head := r.ahead.specs[0]
 			if len(dst) > 0 && &dst[0] == &head[0] {
 				c = min(len(dst), len(head))
 				if q.crc {
