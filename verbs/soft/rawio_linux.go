@@ -125,7 +125,7 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 		pieces := 1
 		gap, chunks := 0, 0
 		var a *rxAhead
-		if r.w == 0 && r.specNext != nil && r.specGap <= rxMaxGap { // the buffer is always empty here
+		if r.w == 0 && r.nspec == 0 && r.specNext != nil && r.specGap <= rxMaxGap { // the buffer is always empty here
 			if r.ahead == nil {
 				r.ahead = rxAheadPool.Get().(*rxAhead)
 			}
@@ -162,6 +162,10 @@ func (q *queuePair) rawReadStep(fd uintptr) bool {
 		m.mu.RLock()
 		if m.closed || !m.valid || m.stag != r.rawSTag {
 			m.mu.RUnlock()
+			clear(iov[:pieces])
+			if a != nil {
+				r.dropAhead()
+			}
 			r.rawRevoked = true
 			return true
 		}
