@@ -155,3 +155,35 @@ func TestServerGoneCallFailsWithContext(t *testing.T) {
 		t.Fatal("call to a closed server succeeded")
 	}
 }
+
+// TestShutdownAnswersCallsInFlight: closing the Listener, as a graceful
+// oncrpc.Server.Shutdown does first, stops accepting but leaves the accepted connection
+// open, so the call its handler is executing is still answered; Shutdown then returns
+// with the reply counted.
+func TestShutdownAnswersCallsInFlight(t *testing.T) {
+	b := newBlocker()
+	env := newTPEnv(t, nil, nil, b.procs())
+	ctx := tpCtx(t)
+	errs := make(chan error, 1)
+	go func() { errs <- env.rpc.CallWithOptions(ctx, tpBlock, nil, nil, oncrpc.CallOptions{MaxReply: 100}) }()
+	<-b.arrived
+	if err := env.ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if tr, err := Dial(ctx, env.dev, env.ln.Addr().String(), nil); err == nil {
+		tr.Close()
+		t.Fatal("Dial succeeded after the Listener was closed")
+	}
+	shut := make(chan error, 1)
+	go func() { shut <- env.srv.Shutdown(ctx) }()
+	close(b.release)
+	if err := <-errs; err != nil {
+		t.Fatalf("call in flight when the Listener closed: %v, want its reply", err)
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if st := env.ln.Stats(); st.RepliesInline != 1 || st.Conns.Closed != 1 {
+		t.Fatalf("after Shutdown: %d replies counted, %d connections closed; want 1 and 1", st.RepliesInline, st.Conns.Closed)
+	}
+}

@@ -199,17 +199,19 @@ func (a Addr) AddrPort() netip.AddrPort {
 
 // Listener is the RPC-over-RDMA server transport's listener: an oncrpc.Listener.
 type Listener struct {
-	dev   verbs.Device
-	ln    verbs.Listener
-	pd    verbs.PD
-	opts  ServerOptions
-	bufs  bufPool
-	guard *connguard.Set // connection limit and idle sweeper
-	stats serverCounters // the counters of closed connections (Close adds them); see Stats
-	mu    sync.Mutex
-	conns map[*ServerConn]struct{}
-	done  bool
+	dev     verbs.Device
+	ln      verbs.Listener
+	pd      verbs.PD
+	opts    ServerOptions
+	bufs    bufPool
+	guard   *connguard.Set // connection limit and idle sweeper
+	stats   serverCounters // the counters of closed connections (Close adds them); see Stats
+	mu      sync.Mutex
+	conns   map[*ServerConn]struct{}
+	pending int  // connections being set up (Listener.setup), not yet in conns
+	done    bool // Close has run: no more connections are accepted
 
+	release sync.Once     // frees bufs and pd, once closed with no connection left
 	stalled atomic.Uint64 // connections closed by the stall watch
 }
 
@@ -244,7 +246,12 @@ func Listen(ctx context.Context, dev verbs.Device, addr string, opts *ServerOpti
 // Addr returns the listening address (netid "rdma").
 func (l *Listener) Addr() net.Addr { return Addr{l.ln.Addr()} }
 
-// Close stops accepting and closes every connection accepted from l.
+// Close stops accepting: Accept then returns an error wrapping oncrpc.ErrClosed. As
+// with a net.Listener, the connections already accepted stay open until they are
+// closed themselves, so that a graceful oncrpc.Server.Shutdown, which closes its
+// listeners first, can still answer the calls it is executing and close each
+// connection after. The protection domain and the receive buffer pool the connections
+// share are freed when the last of them closes.
 func (l *Listener) Close() error {
 	l.mu.Lock()
 	if l.done {
@@ -252,19 +259,26 @@ func (l *Listener) Close() error {
 		return nil
 	}
 	l.done = true
-	conns := make([]*ServerConn, 0, len(l.conns))
-	for c := range l.conns {
-		conns = append(conns, c)
-	}
+	idle := l.unusedLocked()
 	l.mu.Unlock()
 	err := l.ln.Close()
 	l.guard.Close()
-	for _, c := range conns {
-		c.Close()
+	if idle {
+		l.free()
 	}
-	l.bufs.close()
-	l.pd.Close()
 	return err
+}
+
+// unusedLocked reports whether no connection uses l's shared resources, nor is being
+// set up with them (l.mu held).
+func (l *Listener) unusedLocked() bool { return len(l.conns) == 0 && l.pending == 0 }
+
+// free releases what the connections share, once l is closed and has none left.
+func (l *Listener) free() {
+	l.release.Do(func() {
+		l.bufs.close()
+		l.pd.Close()
+	})
 }
 
 // Accept waits for a connection request, accepts it with this server's RFC 8797 private
@@ -322,11 +336,6 @@ func (l *Listener) accept(ctx context.Context) (*ServerConn, error) {
 		return nil, err
 	}
 	l.guard.Track((*idleView)(sc))
-	select {
-	case <-sc.closed: // closed (by Listener.Close) before it was tracked
-		l.guard.Leave((*idleView)(sc))
-	default:
-	}
 	sc.mu.Lock() // the conn is listed: CONF_RDMA (SetInlineThresholds) may already change it
 	inlineSend := sc.inlineSend
 	sc.mu.Unlock()
@@ -352,6 +361,11 @@ func (l *Listener) setup(ctx context.Context, cr verbs.ConnRequest) (*ServerConn
 	if perr != nil {
 		o.Logger.Debug("client sent no RFC 8797 private data; using 1024-byte inline sizes", "remote", cr.RemoteAddr(), "err", perr)
 	}
+	if !l.beginSetup() {
+		cr.Reject(nil)
+		return nil, nil, fmt.Errorf("rpcrdma: accept: %w", oncrpc.ErrClosed)
+	}
+	defer l.endSetup()
 	perConn := o.Credits.Config().PerConn
 	nrecv := perConn + o.ExtraRecvs + o.BackchannelCredits // the last only once a back channel is used
 	callRecvs := min(initialCallRecvs, perConn)
@@ -406,6 +420,29 @@ func (l *Listener) setup(ctx context.Context, cr verbs.ConnRequest) (*ServerConn
 	l.conns[sc] = struct{}{}
 	l.mu.Unlock()
 	return sc, info, nil
+}
+
+// beginSetup counts a connection being set up, so that Close leaves the shared
+// resources to the setup, and reports false once l is closed.
+func (l *Listener) beginSetup() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return false
+	}
+	l.pending++
+	return true
+}
+
+// endSetup ends what beginSetup began; the connection, if set up, is in l.conns by now.
+func (l *Listener) endSetup() {
+	l.mu.Lock()
+	l.pending--
+	last := l.done && l.unusedLocked()
+	l.mu.Unlock()
+	if last {
+		l.free()
+	}
 }
 
 // ServerConn is one accepted RPC-over-RDMA connection: an oncrpc.ServerConn.
@@ -547,9 +584,13 @@ func (sc *ServerConn) Close() error {
 		sc.l.mu.Lock()
 		delete(sc.l.conns, sc)
 		sc.stats.fold(&sc.l.stats)
+		last := sc.l.done && sc.l.unusedLocked()
 		sc.l.mu.Unlock()
 		sc.l.guard.Leave((*idleView)(sc))
 		sc.closeBackchannel()
+		if last {
+			sc.l.free()
+		}
 	})
 	return nil
 }
