@@ -259,26 +259,25 @@ func (l *Listener) Close() error {
 		return nil
 	}
 	l.done = true
-	idle := l.unusedLocked()
 	l.mu.Unlock()
 	err := l.ln.Close()
 	l.guard.Close()
-	if idle {
-		l.free()
-	}
+	l.freeIfDone()
 	return err
 }
 
-// unusedLocked reports whether no connection uses l's shared resources, nor is being
-// set up with them (l.mu held).
-func (l *Listener) unusedLocked() bool { return len(l.conns) == 0 && l.pending == 0 }
-
-// free releases what the connections share, once l is closed and has none left.
-func (l *Listener) free() {
-	l.release.Do(func() {
-		l.bufs.close()
-		l.pd.Close()
-	})
+// freeIfDone frees what the connections share (the buffer pool, the protection
+// domain) once l is closed and no connection uses it or is being set up with it.
+func (l *Listener) freeIfDone() {
+	l.mu.Lock()
+	unused := l.done && len(l.conns) == 0 && l.pending == 0
+	l.mu.Unlock()
+	if unused {
+		l.release.Do(func() {
+			l.bufs.close()
+			l.pd.Close()
+		})
+	}
 }
 
 // Accept waits for a connection request, accepts it with this server's RFC 8797 private
@@ -438,11 +437,8 @@ func (l *Listener) beginSetup() bool {
 func (l *Listener) endSetup() {
 	l.mu.Lock()
 	l.pending--
-	last := l.done && l.unusedLocked()
 	l.mu.Unlock()
-	if last {
-		l.free()
-	}
+	l.freeIfDone()
 }
 
 // ServerConn is one accepted RPC-over-RDMA connection: an oncrpc.ServerConn.
@@ -584,13 +580,10 @@ func (sc *ServerConn) Close() error {
 		sc.l.mu.Lock()
 		delete(sc.l.conns, sc)
 		sc.stats.fold(&sc.l.stats)
-		last := sc.l.done && sc.l.unusedLocked()
 		sc.l.mu.Unlock()
 		sc.l.guard.Leave((*idleView)(sc))
 		sc.closeBackchannel()
-		if last {
-			sc.l.free()
-		}
+		sc.l.freeIfDone()
 	})
 	return nil
 }
