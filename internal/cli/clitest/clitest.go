@@ -16,9 +16,9 @@ import (
 // separated arguments (see RunMain and Command).
 const argsEnv = "RPCRDMA_CLITEST_MAIN_ARGS"
 
-// RunMain, called first in TestMain, runs main as the command name with the
-// arguments given to Command, then exits 0 (main normally exits itself; reaching
-// that is a bug the status shows). It returns at once in the test binary itself.
+// RunMain runs main as the command name with the arguments given to Command,
+// then exits 0 (main normally exits itself; reaching that is a bug the status
+// shows). It returns at once in the test binary itself. Call it first in TestMain.
 func RunMain(name string, main func()) {
 	args, ok := os.LookupEnv(argsEnv)
 	if !ok {
