@@ -82,7 +82,8 @@ type Request struct {
 	AuthSys *AuthSysParams
 	// Args reads the procedure's arguments.
 	Args *xdr.Decoder
-	// RemoteAddr is the caller's address; Netid is RemoteAddr.Network() ("tcp", "rdma").
+	// RemoteAddr is the caller's address; Netid is its netid, Netid(RemoteAddr)
+	// ("tcp", "tcp6", "rdma", "rdma6").
 	RemoteAddr net.Addr
 	Netid      string
 	// Conn is the connection the call arrived on. A handler may look for what the
@@ -304,7 +305,7 @@ func (s *Server) Serve(l Listener) error {
 		s.connMu.Unlock()
 		l.Close()
 	}()
-	s.log.Info("serving", "addr", l.Addr().String(), "netid", l.Addr().Network())
+	s.log.Info("serving", "addr", l.Addr().String(), "netid", Netid(l.Addr()))
 	delay := 5 * time.Millisecond
 	for {
 		c, err := l.Accept(s.readCtx)
@@ -384,7 +385,7 @@ func (s *Server) serveConn(c ServerConn) {
 	s.conns[c] = struct{}{}
 	s.connMu.Unlock()
 	remote := c.RemoteAddr()
-	s.log.Debug("connection accepted", "remote", remote.String(), "netid", remote.Network())
+	s.log.Debug("connection accepted", "remote", remote.String(), "netid", Netid(remote))
 
 	// Handlers get a context that ends when the connection fails or the server is
 	// closed, but not when a graceful Shutdown merely stops reading.
@@ -672,7 +673,7 @@ func (s *Server) handle(ctx context.Context, c ServerConn, call *ServerCall, rem
 		start = time.Now()
 	}
 	req := &st.req
-	req.RemoteAddr, req.Netid, req.Conn, req.acct = remote, remote.Network(), c, acct
+	req.RemoteAddr, req.Netid, req.Conn, req.acct = remote, Netid(remote), c, acct
 	st.dec.Reset(call.Msg.Inline)
 	st.dec.SetPadding(call.Msg.Padding)
 	req.Args = &st.dec
