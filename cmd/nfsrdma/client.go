@@ -145,14 +145,19 @@ type remote struct {
 }
 
 func (r remote) String() string {
-	h := r.host
-	if strings.Contains(h, ":") {
-		h = "[" + h + "]"
-	}
+	h := r.hostString()
 	if r.dir && r.path != "/" {
 		return h + ":" + r.path + "/"
 	}
 	return h + ":" + r.path
+}
+
+// hostString is the host as written in SERVER:/path: an IPv6 address in brackets.
+func (r remote) hostString() string {
+	if strings.Contains(r.host, ":") {
+		return "[" + r.host + "]"
+	}
+	return r.host
 }
 
 // parseRemote parses SERVER:/path, where SERVER is a host name, an IPv4 address or a
@@ -405,7 +410,7 @@ func mount(ctx context.Context, f *connFlags, proto string, r remote) (*session,
 	default:
 		var found bool
 		if exp, rel, found = exportFor(exps, r.path); !found {
-			return nil, fmt.Errorf("%s: no export of %s contains %s (exports: %s)", r, r.host, r.path, strings.Join(exps, ", "))
+			return nil, fmt.Errorf("%s: no export of %s contains %s (exports: %s)", r, r.hostString(), r.path, strings.Join(exps, ", "))
 		}
 	}
 	s.export, s.rel = exp, rel
@@ -431,10 +436,10 @@ func mount(ctx context.Context, f *connFlags, proto string, r remote) (*session,
 		}
 	}
 	if err != nil && s.unlisted != "" {
-		return nil, fmt.Errorf("mount %s:%s over %s (MOUNT at %s: %s; then MNT of the path): %w", r.host, exp, proto, maddr, s.unlisted, err)
+		return nil, fmt.Errorf("mount %v over %s (MOUNT at %s: %s; then MNT of the path): %w", remote{host: r.host, path: exp}, proto, maddr, s.unlisted, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("mount %s:%s over %s: %w", r.host, exp, proto, err)
+		return nil, fmt.Errorf("mount %v over %s: %w", remote{host: r.host, path: exp}, proto, err)
 	}
 	s.c = c
 	ok = true

@@ -426,6 +426,19 @@ func TestIPv6(t *testing.T) {
 			t.Errorf("get over %s printed %q", proto, out)
 		}
 	}
+	// Reports and errors write the server back as it was given, in brackets.
+	squashedOwner(t, export)
+	src := filepath.Join(t.TempDir(), "seven")
+	os.WriteFile(src, []byte("from IPv6"), 0o644)
+	if out := s.mustCLI(t, "put", src, "[::1]:/export/"); !strings.Contains(out, "-> [::1]:/export/seven:") {
+		t.Errorf("put printed %q", out)
+	}
+	if _, err := s.cli(t, "put", src, "[::1]:/export/six/"); err == nil || !strings.Contains(err.Error(), "[::1]:/export/six/: not a directory") {
+		t.Errorf("put into a file as a directory: %v", err)
+	}
+	if _, err := s.cli(t, "ls", "[::1]:/elsewhere"); err == nil || !strings.Contains(err.Error(), "no export of [::1] contains /elsewhere") {
+		t.Errorf("ls outside the export: %v", err)
+	}
 	cancel()
 	if err := <-errc; err != nil {
 		t.Error(err)

@@ -72,12 +72,12 @@ func runPut(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	prog := startProgress(stderr, "put "+path.Base(local), fi.Size(), 500*time.Millisecond, false)
 	err = putFile(ctx, s.c, t.dir, t.name, uint32(mode), file, fi.Size(), qd, prog.add)
 	prog.end()
-	full := path.Join(s.export, t.dirRel, t.name)
+	full := remote{host: r.host, path: path.Join(s.export, t.dirRel, t.name)}
 	if err != nil {
-		return fmt.Errorf("%s:%s: %w", r.host, full, err)
+		return fmt.Errorf("%v: %w", full, err)
 	}
 	el := time.Since(start)
-	fmt.Fprintf(stdout, "put %s -> %s:%s: %d bytes in %v (%s over %s)\n", local, r.host, full, fi.Size(), el.Round(time.Microsecond), rate(fi.Size(), el), s.proto)
+	fmt.Fprintf(stdout, "put %s -> %v: %d bytes in %v (%s over %s)\n", local, full, fi.Size(), el.Round(time.Microsecond), rate(fi.Size(), el), s.proto)
 	return nil
 }
 
@@ -115,7 +115,7 @@ func (s *session) putTarget(ctx context.Context, r remote, localName string) (pu
 		return putTarget{}, err
 	}
 	if dattr.Type != nfs3.TypeDir {
-		return putTarget{}, fmt.Errorf("%s:%s: not a directory", r.host, path.Join(s.export, dirRel))
+		return putTarget{}, fmt.Errorf("%v: not a directory", remote{host: r.host, path: path.Join(s.export, dirRel)})
 	}
 	return s.entryIn(ctx, dfh, dirRel, path.Base(s.rel))
 }
