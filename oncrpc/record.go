@@ -39,10 +39,20 @@ const (
 type RecordTooLargeError struct {
 	Claimed int64 // bytes of the record so far, including the offending fragment
 	Limit   int
+	// Header is the offending fragment header as it arrived. When it is text, the
+	// peer most likely speaks another protocol ("MPA " from an iWARP port, "HTTP",
+	// "SSH-"), and Error says so.
+	Header [4]byte
 }
 
 func (e *RecordTooLargeError) Error() string {
-	return fmt.Sprintf("oncrpc: record marking: record of at least %d bytes exceeds limit %d", e.Claimed, e.Limit)
+	msg := fmt.Sprintf("oncrpc: record marking: record of at least %d bytes exceeds limit %d", e.Claimed, e.Limit)
+	for _, c := range e.Header {
+		if c < ' ' || c > '~' {
+			return msg
+		}
+	}
+	return fmt.Sprintf("%s (fragment header %q: is the peer speaking ONC RPC?)", msg, e.Header[:])
 }
 
 // ErrRecordTruncated means the stream ended inside a record.
@@ -82,7 +92,7 @@ func (rr *RecordReader) ReadRecord(dst []byte) ([]byte, error) {
 		h := binary.BigEndian.Uint32(rr.hdr[:])
 		n := int(h &^ lastFragment)
 		if total := int64(len(dst)-start) + int64(n); total > int64(rr.max) {
-			return dst, &RecordTooLargeError{Claimed: total, Limit: rr.max}
+			return dst, &RecordTooLargeError{Claimed: total, Limit: rr.max, Header: rr.hdr}
 		}
 		for n > 0 {
 			if cap(dst)-len(dst) == 0 {

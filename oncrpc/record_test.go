@@ -3,9 +3,11 @@ package oncrpc
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -105,7 +107,14 @@ func TestRecordReaderErrors(t *testing.T) {
 	}{
 		{"oversized single fragment", `ffffffff 00`, 1024, func(err error) bool {
 			var e *RecordTooLargeError
-			return errors.As(err, &e) && e.Claimed == 0x7fffffff && e.Limit == 1024
+			return errors.As(err, &e) && e.Claimed == 0x7fffffff && e.Limit == 1024 &&
+				!strings.Contains(err.Error(), "fragment header")
+		}},
+		// An iWARP peer's MPA frame ("MPA ID Rep Frame"): the error names the text.
+		{"another protocol", hex.EncodeToString([]byte("MPA ID Rep Frame")), 0, func(err error) bool {
+			var e *RecordTooLargeError
+			return errors.As(err, &e) && e.Header == [4]byte{'M', 'P', 'A', ' '} &&
+				strings.HasSuffix(err.Error(), `(fragment header "MPA ": is the peer speaking ONC RPC?)`)
 		}},
 		{"oversized over fragments", `00000200` + string(bytes.Repeat([]byte("00"), 0x200)) + `80000201`, 1024, func(err error) bool {
 			var e *RecordTooLargeError
