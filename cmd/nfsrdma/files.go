@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
@@ -49,13 +50,49 @@ func modeString(a *nfs3.Fattr) string {
 	return string(b[:])
 }
 
-// lsLine formats one entry like `ls -l`.
+// lsLine formats one entry like `ls -l`. The name and the link target come from
+// the server: they are shown by shownName.
 func lsLine(w io.Writer, name string, a *nfs3.Fattr, target string) {
 	mt := time.Unix(int64(a.Mtime.Seconds), int64(a.Mtime.Nseconds)).UTC().Format("2006-01-02 15:04")
+	name = shownName(name)
 	if target != "" {
-		name += " -> " + target
+		name += " -> " + shownName(target)
 	}
 	fmt.Fprintf(w, "%s %3d %6d %6d %12d %s %s\n", modeString(a), a.Nlink, a.UID, a.GID, a.Size, mt, name)
+}
+
+// shownName returns a name from the server as it is safe to print: unchanged when
+// it is valid UTF-8 of printable characters (spaces included), else quoted with Go's
+// escapes ("nl\nname", "\x1b[2J"), so that a name can neither split a line nor send
+// control sequences to the terminal.
+func shownName(s string) string {
+	for _, r := range s {
+		if r == utf8.RuneError || (r != ' ' && !strconv.IsPrint(r)) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// typeName names a file type in prose ("a symbolic link").
+func typeName(t nfs3.FileType) string {
+	switch t {
+	case nfs3.TypeReg:
+		return "a regular file"
+	case nfs3.TypeDir:
+		return "a directory"
+	case nfs3.TypeBlk:
+		return "a block device"
+	case nfs3.TypeChr:
+		return "a character device"
+	case nfs3.TypeLnk:
+		return "a symbolic link"
+	case nfs3.TypeSock:
+		return "a socket"
+	case nfs3.TypeFifo:
+		return "a named pipe"
+	}
+	return fmt.Sprintf("a file of type %v", t)
 }
 
 func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -91,13 +128,13 @@ func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		e := &ents[i]
 		if e.FH == nil { // the server sent no attributes: ask
 			if e.FH, e.Attr, err = s.c.Lookup(ctx, fh, e.Name); err != nil {
-				return fmt.Errorf("%s/%s: %w", r, e.Name, err)
+				return fmt.Errorf("%s/%s: %w", r, shownName(e.Name), err)
 			}
 		}
 		target := ""
 		if e.Attr.Type == nfs3.TypeLnk {
 			if target, err = s.c.Readlink(ctx, e.FH); err != nil {
-				return fmt.Errorf("%s/%s: %w", r, e.Name, err)
+				return fmt.Errorf("%s/%s: %w", r, shownName(e.Name), err)
 			}
 		}
 		lsLine(stdout, e.Name, &e.Attr, target)
@@ -138,7 +175,7 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	if attr.Type != nfs3.TypeReg {
-		return fmt.Errorf("%s: a %v, not a regular file", r, attr.Type)
+		return fmt.Errorf("%s: %s (%v), not a regular file", r, typeName(attr.Type), attr.Type)
 	}
 	var out io.Writer = stdout
 	var file *os.File
