@@ -30,7 +30,8 @@
 //	                   SIGHUP re-reads it
 //	-export-path PATH  path clients mount (default: DIR made absolute)
 //	-state DIR         keeps the file-handle key so handles survive restarts
-//	                   (default $XDG_STATE_HOME/nfsrdmad or ~/.local/state/nfsrdmad;
+//	                   (default $STATE_DIRECTORY under systemd, else
+//	                   $XDG_STATE_HOME/nfsrdmad or ~/.local/state/nfsrdmad;
 //	                   "" for a random key per run)
 //	-ro                refuse every modification (NFS3ERR_ROFS)
 //	-rdma ADDR         NFS over RDMA listener (default :20049; "" disables)
@@ -59,8 +60,11 @@
 // SIGHUP re-reads the -exports file: new client lists apply to the calls that
 // follow; a file that does not parse is logged and the table in force kept.
 // SIGINT and SIGTERM stop it cleanly: calls in progress finish (at most
-// -shutdown-timeout), listeners close, registrations are removed. The server itself
-// is package nfsd, which other programs can run in process.
+// -shutdown-timeout), listeners close, registrations are removed. Under systemd
+// (systemd/nfsrdmad.service beside this file, Type=notify) it reports READY=1 once it
+// listens, RELOADING=1 and READY=1 around each SIGHUP (with a STATUS saying whether
+// the exports were re-read) and STOPPING=1 when it stops. The server itself is
+// package nfsd, which other programs can run in process.
 package main
 
 import (
@@ -75,6 +79,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/go-rpcrdma/rpcrdma/internal/cli"
 	"github.com/go-rpcrdma/rpcrdma/nfsd"
@@ -95,8 +102,13 @@ func main() {
 // errVersion is parseFlags' answer to -version.
 var errVersion = errors.New("-version")
 
-// defaultStateDir is where the handle key lives unless -state says otherwise.
+// defaultStateDir is where the handle key lives unless -state says otherwise: the
+// directory systemd made for the service (StateDirectory=, $STATE_DIRECTORY), else
+// the user's state directory.
 func defaultStateDir() string {
+	if d, _, _ := strings.Cut(os.Getenv("STATE_DIRECTORY"), ":"); d != "" {
+		return d
+	}
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
 		return filepath.Join(d, "nfsrdmad")
 	}
@@ -252,12 +264,75 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	cfg.Reload = hup
+	quit, done := make(chan struct{}), make(chan struct{})
+	started := false
 	start := time.Now()
-	err = nfsd.Run(ctx, cfg, ready)
+	err = nfsd.Run(ctx, cfg, func(info nfsd.Info) {
+		started = true
+		notify(cfg.Logger, "READY=1\nSTATUS="+status(info))
+		go func() {
+			defer close(done)
+			serveSignals(ctx, quit, hup, &cfg, info)
+		}()
+		if ready != nil {
+			ready(info)
+		}
+	})
+	if started {
+		close(quit)
+		<-done // STOPPING=1 is sent
+	}
 	if err != nil {
 		return flagErr(err)
 	}
 	cfg.Logger.Debug("exited", "uptime", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// serveSignals re-reads the exports at each SIGHUP on hup, telling systemd
+// (RELOADING=1, then READY=1 with the outcome as STATUS), until ctx ends or quit
+// closes, when it tells systemd STOPPING=1.
+func serveSignals(ctx context.Context, quit <-chan struct{}, hup <-chan os.Signal, cfg *nfsd.Config, info nfsd.Info) {
+	for {
+		select {
+		case <-ctx.Done():
+			notify(cfg.Logger, "STOPPING=1")
+			return
+		case <-quit:
+			notify(cfg.Logger, "STOPPING=1")
+			return
+		case <-hup:
+			var ts unix.Timespec
+			unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+			notify(cfg.Logger, fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", ts.Nano()/1e3))
+			st := status(info)
+			if err := info.Reload(); err != nil {
+				if cfg.ExportsFile == "" { // the reload did not log it
+					cfg.Logger.Warn("SIGHUP: nothing to re-read: serving -export, not an exports file")
+				}
+				st = "exports not reloaded (" + err.Error() + "); " + st
+			}
+			notify(cfg.Logger, "READY=1\nSTATUS="+st)
+		}
+	}
+}
+
+// status is the one line systemctl status shows for a running server.
+func status(info nfsd.Info) string {
+	var on []string
+	if info.RDMA != nil {
+		on = append(on, "RDMA "+info.RDMA.String())
+	}
+	if info.TCP != nil {
+		on = append(on, "TCP "+info.TCP.String())
+	}
+	return "serving NFS on " + strings.Join(on, " and ")
+}
+
+// notify reports state to systemd (cli.Notify), logging a failure: the service
+// manager then times the start-up out, which the log explains.
+func notify(log hclog.Logger, state string) {
+	if err := cli.Notify(state); err != nil {
+		log.Warn("cannot notify systemd", "error", err)
+	}
 }
