@@ -80,7 +80,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"golang.org/x/sys/unix"
 
 	"github.com/go-rpcrdma/rpcrdma/internal/cli"
@@ -269,7 +268,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	start := time.Now()
 	err = nfsd.Run(ctx, cfg, func(info nfsd.Info) {
 		started = true
-		notify(cfg.Logger, "READY=1\nSTATUS="+status(info))
+		cli.NotifyOrLog(cfg.Logger, "READY=1\nSTATUS="+status(info))
 		go func() {
 			defer close(done)
 			serveSignals(ctx, quit, hup, &cfg, info)
@@ -296,15 +295,15 @@ func serveSignals(ctx context.Context, quit <-chan struct{}, hup <-chan os.Signa
 	for {
 		select {
 		case <-ctx.Done():
-			notify(cfg.Logger, "STOPPING=1")
+			cli.NotifyOrLog(cfg.Logger, "STOPPING=1")
 			return
 		case <-quit:
-			notify(cfg.Logger, "STOPPING=1")
+			cli.NotifyOrLog(cfg.Logger, "STOPPING=1")
 			return
 		case <-hup:
 			var ts unix.Timespec
 			unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-			notify(cfg.Logger, fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", ts.Nano()/1e3))
+			cli.NotifyOrLog(cfg.Logger, fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", ts.Nano()/1e3))
 			st := status(info)
 			if err := info.Reload(); err != nil {
 				if cfg.ExportsFile == "" { // the reload did not log it
@@ -312,7 +311,7 @@ func serveSignals(ctx context.Context, quit <-chan struct{}, hup <-chan os.Signa
 				}
 				st = "exports not reloaded (" + err.Error() + "); " + st
 			}
-			notify(cfg.Logger, "READY=1\nSTATUS="+st)
+			cli.NotifyOrLog(cfg.Logger, "READY=1\nSTATUS="+st)
 		}
 	}
 }
@@ -327,12 +326,4 @@ func status(info nfsd.Info) string {
 		on = append(on, "TCP "+info.TCP.String())
 	}
 	return "serving NFS on " + strings.Join(on, " and ")
-}
-
-// notify reports state to systemd (cli.Notify), logging a failure: the service
-// manager then times the start-up out, which the log explains.
-func notify(log hclog.Logger, state string) {
-	if err := cli.Notify(state); err != nil {
-		log.Warn("cannot notify systemd", "error", err)
-	}
 }

@@ -332,6 +332,7 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 		startup = append(startup, "rpcbind", strings.Join(names, ","))
 	}
 	log.Info("serving CONF_RDMA", startup...)
+	cli.NotifyOrLog(log, "READY=1\nSTATUS=serving CONF_RDMA")
 	if ready != nil {
 		ready(rdmaAddr, tcpAddr)
 	}
@@ -350,6 +351,7 @@ func serve(ctx context.Context, cfg *config, log hclog.Logger, ready func(rdma, 
 	case <-ctx.Done():
 	case serveErr = <-errc:
 	}
+	cli.NotifyOrLog(log, "STOPPING=1")
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(sctx)

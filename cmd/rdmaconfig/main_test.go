@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -288,5 +289,29 @@ func TestServeRegisterLocal(t *testing.T) {
 	}
 	if _, err := c.Lookup(ctx, confproto.Program, confproto.Version, rpcbind.NetIDTCP); !errors.Is(err, rpcbind.ErrNotRegistered) {
 		t.Errorf("Lookup after stop: %v, want ErrNotRegistered", err)
+	}
+}
+
+// Under systemd (Type=notify) the server reports READY=1 once it listens and
+// STOPPING=1 when it stops.
+func TestServeNotifiesSystemd(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notify")
+	sock, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	t.Setenv("NOTIFY_SOCKET", path)
+	_, _, stop, _ := startServe(t, []string{"-listen", "127.0.0.1:0"})
+	buf := make([]byte, 512)
+	sock.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if n, err := sock.Read(buf); err != nil || string(buf[:n]) != "READY=1\nSTATUS=serving CONF_RDMA" {
+		t.Errorf("after start-up: %q, %v", buf[:n], err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := sock.Read(buf); err != nil || string(buf[:n]) != "STOPPING=1" {
+		t.Errorf("after stop: %q, %v", buf[:n], err)
 	}
 }

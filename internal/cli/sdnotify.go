@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"strings"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // Notify tells the service manager that started the process about its state, by the
@@ -32,4 +34,12 @@ func Notify(state string) error {
 		return fmt.Errorf("sd_notify %s: %w", name, err)
 	}
 	return nil
+}
+
+// NotifyOrLog is Notify for a daemon, which logs a failure to log rather than stop:
+// systemd then times the start-up out, and the log says why.
+func NotifyOrLog(log hclog.Logger, state string) {
+	if err := Notify(state); err != nil {
+		log.Warn("cannot notify systemd", "error", err)
+	}
 }
