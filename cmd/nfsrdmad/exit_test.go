@@ -3,8 +3,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"net"
 	"strings"
@@ -45,23 +43,7 @@ func TestExitStatus(t *testing.T) {
 // it logs is one JSON object.
 func TestLogFormatJSON(t *testing.T) {
 	cmd := clitest.Command("-export", t.TempDir(), "-state", "", "-rdma", "127.0.0.1:0", "-tcp", "127.0.0.1:0", "-log-format", "json", "-log-level", "debug")
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	sc := bufio.NewScanner(out)
-	for sc.Scan() && !strings.HasPrefix(sc.Text(), "Mount it from Linux") {
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	errOut := startDaemon(t, cmd)
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit: %v; stderr:\n%s", err, errOut.String())

@@ -3,8 +3,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -34,37 +32,13 @@ func TestSignalShutdown(t *testing.T) {
 				args = append(args, "-rpcbind")
 			}
 			cmd := clitest.Command(args...)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			sc := bufio.NewScanner(out)
-			started := false
-			for sc.Scan() {
-				if strings.HasPrefix(sc.Text(), "Mount it from Linux") {
-					started = true
-					break
-				}
-			}
-			if !started {
-				cmd.Wait()
-				t.Fatalf("no start-up line; stderr:\n%s", stderr.String())
-			}
-			go func() {
-				for sc.Scan() {
-				}
-			}()
+			stderr := startDaemon(t, cmd)
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
+			var err error
 			select {
 			case err = <-done:
 			case <-time.After(60 * time.Second):

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"net"
 	"os"
 	"path/filepath"
@@ -43,21 +42,7 @@ func TestSystemdNotify(t *testing.T) {
 
 	cmd := clitest.Command("-exports", exportsFile, "-rdma", "127.0.0.1:0", "-tcp", "127.0.0.1:0")
 	cmd.Env = append(cmd.Env, "NOTIFY_SOCKET="+filepath.Join(dir, "notify"), "STATE_DIRECTORY="+state)
-	var stderr clitest.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	go func() { // the start-up summary
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-		}
-	}()
+	stderr := startDaemon(t, cmd)
 	next := func(what string) string {
 		t.Helper()
 		sock.SetReadDeadline(time.Now().Add(60 * time.Second))
