@@ -55,6 +55,8 @@
 //	-read-timeout D    close an RDMA connection whose RDMA Reads stay unanswered (default 30s)
 //	-log-level L       trace, debug, info (default), warn, error
 //	-log-format F      text (default) or json (one object per line)
+//	-check             check the exports as a start or SIGHUP would, list them and
+//	                   exit (0: they can be served; 1: the error says why)
 //	-version           print the version and exit
 //
 // SIGHUP re-reads the -exports file: new client lists apply to the calls that
@@ -98,8 +100,8 @@ func main() {
 	os.Exit(code)
 }
 
-// errVersion is parseFlags' answer to -version.
-var errVersion = errors.New("-version")
+// errVersion and errCheck are parseFlags' answers to -version and -check.
+var errVersion, errCheck = errors.New("-version"), errors.New("-check")
 
 // defaultStateDir is where the handle key lives unless -state says otherwise: the
 // directory systemd made for the service (StateDirectory=, $STATE_DIRECTORY), else
@@ -159,6 +161,7 @@ func parseFlags(args []string, stderr io.Writer) (nfsd.Config, error) {
 	level := fs.String("log-level", "info", "log `level`: trace, debug, info, warn, error")
 	logFormat := fs.String("log-format", "text", "log `format`: text, or json (one object per line)")
 	version := fs.Bool("version", false, "print the version and exit")
+	check := fs.Bool("check", false, "check the exports (-export or -exports) as a start or SIGHUP would, list them and exit: status 0 when they can be served, 1 when not")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -171,6 +174,9 @@ func parseFlags(args []string, stderr io.Writer) (nfsd.Config, error) {
 	var err error
 	if cfg.Logger, err = (&cli.LogFlags{Level: *level, Format: *logFormat}).Logger("nfsrdmad", stderr); err != nil {
 		return cfg, err
+	}
+	if *check {
+		return cfg, errCheck
 	}
 	if cfg.Credits <= 0 {
 		return cfg, fmt.Errorf("-credits %d: must be at least 1", cfg.Credits)
@@ -253,6 +259,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	switch {
 	case err == errVersion:
 		fmt.Fprintln(stdout, cli.VersionLine("nfsrdmad"))
+		return nil
+	case err == errCheck:
+		lines, err := nfsd.CheckExports(cfg)
+		if err != nil {
+			return flagErr(err)
+		}
+		for _, l := range lines {
+			fmt.Fprintln(stdout, "nfsrdmad: can serve "+l)
+		}
 		return nil
 	case errors.Is(err, flag.ErrHelp):
 		return err

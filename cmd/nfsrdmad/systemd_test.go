@@ -98,3 +98,25 @@ func TestSystemdNotify(t *testing.T) {
 		t.Errorf("a notification failed:\n%s", stderr.String())
 	}
 }
+
+// -check checks the exports as a reload would (the unit's first ExecReload): status
+// 0 and the exports listed when they can be served, 1 and the reason when not, and
+// nothing served either way.
+func TestCheckFlag(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(t.TempDir(), "exports")
+	os.WriteFile(file, []byte(dir+" 127.0.0.1(rw)\n"), 0o644)
+	code, stdout, stderr := clitest.Run(t, "-check", "-exports", file)
+	if code != 0 || stdout != "nfsrdmad: can serve "+dir+" as "+dir+" to 127.0.0.1(rw,root_squash,anonuid=65534,anongid=65534,sync,secure)\n" {
+		t.Errorf("good file: status %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	os.WriteFile(file, []byte(dir+" 127.0.0.1(rw)\n"+filepath.Join(dir, "absent")+" *(ro)\n"), 0o644)
+	code, stdout, stderr = clitest.Run(t, "-check", "-exports", file)
+	if code != 1 || stdout != "" || !strings.Contains(stderr, "line 2: export "+filepath.Join(dir, "absent")+" cannot be served") {
+		t.Errorf("missing directory: status %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	code, _, stderr = clitest.Run(t, "-check", "-export", dir, "-ro")
+	if code != 0 {
+		t.Errorf("-export: status %d, stderr %q", code, stderr)
+	}
+}
