@@ -310,11 +310,7 @@ func serveSignals(ctx context.Context, quit <-chan struct{}, hup <-chan os.Signa
 	for {
 		select {
 		case <-ctx.Done():
-			cli.NotifyOrLog(cfg.Logger, "STOPPING=1")
-			return
 		case <-quit:
-			cli.NotifyOrLog(cfg.Logger, "STOPPING=1")
-			return
 		case <-hup:
 			var ts unix.Timespec
 			unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
@@ -324,10 +320,14 @@ func serveSignals(ctx context.Context, quit <-chan struct{}, hup <-chan os.Signa
 				if cfg.ExportsFile == "" { // the reload did not log it
 					cfg.Logger.Warn("SIGHUP: nothing to re-read: serving -export, not an exports file")
 				}
-				st = "exports not reloaded (" + err.Error() + "); " + st
+				// STATUS is one line.
+				st = "exports not reloaded (" + strings.ReplaceAll(err.Error(), "\n", " ") + "); " + st
 			}
 			cli.NotifyOrLog(cfg.Logger, "READY=1\nSTATUS="+st)
+			continue
 		}
+		cli.NotifyOrLog(cfg.Logger, "STOPPING=1")
+		return
 	}
 }
 
