@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -255,11 +256,11 @@ func readFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, w io.Writer)
 	}
 }
 
-// writeFile writes the size bytes of src to fh with UNSTABLE WRITEs of MaxWrite bytes,
-// qd of them in flight, then COMMITs; if the server's write verifier changed meanwhile
-// (it restarted and may have lost the data) it writes everything again, as RFC 1813
-// §3.3.21 requires.
-func writeFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, src io.ReaderAt, size int64, qd int, moved func(int)) error {
+// writeFile writes the size bytes of src to fh from file offset base on, with
+// UNSTABLE WRITEs of MaxWrite bytes, qd of them in flight, then COMMITs; if the
+// server's write verifier changed meanwhile (it restarted and may have lost the data)
+// it writes everything again, as RFC 1813 §3.3.21 requires.
+func writeFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, src io.ReaderAt, base, size int64, qd int, moved func(int)) error {
 	chunk := int64(c.MaxWrite())
 	for attempt := 0; attempt < 3; attempt++ {
 		var (
@@ -274,12 +275,12 @@ func writeFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, src io.Read
 				return err
 			}
 			for done := int64(0); done < n; {
-				r, err := c.Write(ctx, fh, uint64(off+done), buf[done:], nfs3.Unstable)
+				r, err := c.Write(ctx, fh, uint64(base+off+done), buf[done:], nfs3.Unstable)
 				if err != nil {
 					return err
 				}
 				if r.Count == 0 {
-					return fmt.Errorf("WRITE at %d made no progress", off+done)
+					return fmt.Errorf("WRITE at %d made no progress", base+off+done)
 				}
 				mu.Lock()
 				if !haveV {
@@ -305,6 +306,37 @@ func writeFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, src io.Read
 		}
 	}
 	return errors.New("the server's write verifier kept changing (is it restarting?)")
+}
+
+// streamWindow is how much of a stream writeStream holds: the data written since the
+// last COMMIT, kept to be written again should the server's verifier change.
+const streamWindow = 32 << 20
+
+// writeStream writes all of r to fh, one window at a time (writeFile from memory,
+// COMMIT included), so that memory stays bounded while data a restarted server may
+// have lost can still be written again. Windows start at 1 MiB and double up to
+// streamWindow, so a short stream costs little memory. It returns the bytes written.
+func writeStream(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, r io.Reader, qd int, moved func(int)) (int64, error) {
+	buf := make([]byte, 1<<20)
+	var base int64
+	for {
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			if werr := writeFile(ctx, c, fh, bytes.NewReader(buf[:n]), base, int64(n), qd, moved); werr != nil {
+				return base, werr
+			}
+			base += int64(n)
+		}
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			return base, nil
+		case err != nil:
+			return base, fmt.Errorf("reading: %w", err)
+		}
+		if len(buf) < streamWindow {
+			buf = make([]byte, min(2*len(buf), streamWindow))
+		}
+	}
 }
 
 // readFileAt copies the size bytes of the file fh to w at the same offsets, MaxRead

@@ -96,7 +96,7 @@ func init() {
 	commands = map[string]command{
 		"ls":    {"[flags] SERVER:/path", "list a directory, or show one file", runLs},
 		"get":   {"[flags] SERVER:/path LOCAL", "copy a file from the server to LOCAL (a file, a directory, DIR/ which must exist, or - for stdout)", runGet},
-		"put":   {"[flags] LOCAL SERVER:/path", "copy the file LOCAL to the server (into /path when it is a directory, or /path/ which must be one), through a temporary file renamed over the target", runPut},
+		"put":   {"[flags] LOCAL SERVER:/path", "copy the file LOCAL (- for standard input, to /path naming the file) to the server (into /path when it is a directory, or /path/ which must be one), through a temporary file renamed over the target", runPut},
 		"mkdir": {"[flags] SERVER:/path", "make a directory", runMkdir},
 		"rm":    {"[flags] SERVER:/path", "remove a file or an empty directory", runRm},
 		"bench": {"[flags] SERVER:/dir", "measure READ and WRITE at 4 KiB and 1 MiB, queue depth 1 and 32, over RDMA and TCP", runBench},

@@ -59,9 +59,12 @@ func startProgress(w io.Writer, what string, total int64, interval time.Duration
 	return p
 }
 
-// line formats the current state.
+// line formats the current state; a negative total is unknown (a stream).
 func (p *progress) line() string {
 	n := p.done.Load()
+	if p.total < 0 {
+		return fmt.Sprintf("%s: %.1f MiB %s", p.what, float64(n)/(1<<20), rate(n, time.Since(p.start)))
+	}
 	pct := 100.0
 	if p.total > 0 {
 		pct = float64(n) * 100 / float64(p.total)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
@@ -39,17 +40,23 @@ func runPut(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	file, err := os.Open(local)
-	if err != nil {
-		return err
-	}
-	defer file.Close()
-	fi, err := file.Stat()
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: not a regular file", local)
+	// A file is written from its offsets, qd WRITEs at a time; standard input ("-")
+	// as a stream (writeStream), to a path that must name the file.
+	var file *os.File
+	size, perm, name := int64(-1), os.FileMode(0o644), ""
+	if local != "-" {
+		if file, err = os.Open(local); err != nil {
+			return err
+		}
+		defer file.Close()
+		fi, err := file.Stat()
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", local)
+		}
+		size, perm, name = fi.Size(), fi.Mode().Perm(), path.Base(local)
 	}
 	s, err := mount(ctx, f, f.proto, r)
 	if err != nil {
@@ -57,7 +64,7 @@ func runPut(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer s.Close()
 
-	t, err := s.putTarget(ctx, r, path.Base(local))
+	t, err := s.putTarget(ctx, r, name)
 	if err != nil {
 		return err
 	}
@@ -66,20 +73,29 @@ func runPut(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	case t.exists:
 		mode = octal(t.attr.Mode & 0o7777)
 	default:
-		mode = octal(fi.Mode().Perm())
+		mode = octal(perm)
 	}
 	start := time.Now()
-	prog := startProgress(stderr, "put "+path.Base(local), fi.Size(), 500*time.Millisecond, false)
-	err = putFile(ctx, s.c, t.dir, t.name, uint32(mode), file, fi.Size(), qd, prog.add)
+	prog := startProgress(stderr, "put "+path.Base(t.name), size, 500*time.Millisecond, false)
+	err = putFile(ctx, s.c, t.dir, t.name, uint32(mode), func(ctx context.Context, fh nfs3.FH) error {
+		if file != nil {
+			return writeFile(ctx, s.c, fh, file, 0, size, qd, prog.add)
+		}
+		size, err = writeStream(ctx, s.c, fh, stdin, qd, prog.add)
+		return err
+	})
 	prog.end()
 	full := remote{host: r.host, path: path.Join(s.export, t.dirRel, t.name)}
 	if err != nil {
 		return fmt.Errorf("%v: %w", full, err)
 	}
 	el := time.Since(start)
-	fmt.Fprintf(stdout, "put %s -> %v: %d bytes in %v (%s over %s)\n", local, full, fi.Size(), el.Round(time.Microsecond), rate(fi.Size(), el), s.proto)
+	fmt.Fprintf(stdout, "put %s -> %v: %d bytes in %v (%s over %s)\n", local, full, size, el.Round(time.Microsecond), rate(size, el), s.proto)
 	return nil
 }
+
+// stdin is what put - reads (tests give their own).
+var stdin io.Reader = os.Stdin
 
 // putTarget is where put writes: name in the directory dir.
 type putTarget struct {
@@ -92,10 +108,13 @@ type putTarget struct {
 
 // putTarget resolves put's destination as cp does: a path ending in "/" must be an
 // existing directory, which receives localName; an existing directory receives
-// localName too; anything else names the file, in a directory that must exist.
+// localName too; anything else names the file, in a directory that must exist. With
+// no localName (standard input) the path must name the file.
 func (s *session) putTarget(ctx context.Context, r remote, localName string) (putTarget, error) {
 	fh, attr, err := s.lookup(ctx, s.rel)
 	switch {
+	case localName == "" && (r.dir || err == nil && attr.Type == nfs3.TypeDir):
+		return putTarget{}, fmt.Errorf("%s: a directory; name the file that standard input goes to (%s/NAME)", r, strings.TrimSuffix(r.String(), "/"))
 	case err == nil && attr.Type == nfs3.TypeDir:
 		return s.entryIn(ctx, fh, s.rel, localName)
 	case r.dir && err == nil:
@@ -127,7 +146,7 @@ func (s *session) entryIn(ctx context.Context, dir nfs3.FH, dirRel, name string)
 	_, attr, err := s.c.Lookup(ctx, dir, name)
 	switch {
 	case err == nil && attr.Type != nfs3.TypeReg:
-		return t, fmt.Errorf("%s: exists and is a %v, not a regular file", path.Join(s.export, dirRel, name), attr.Type)
+		return t, fmt.Errorf("%s: exists and is %s (%v), not a regular file", path.Join(s.export, dirRel, name), typeName(attr.Type), attr.Type)
 	case err == nil:
 		t.exists, t.attr = true, attr
 	case !isNotExist(err):
@@ -151,12 +170,13 @@ func tempName(name string) string {
 	return "." + name + ".nfsrdma-" + string(b[:])
 }
 
-// putFile writes the size bytes of src to name in dir without ever exposing a partial
+// putFile makes name in dir the file write writes, without ever exposing a partial
 // file under name: it creates a temporary file beside it (EXCLUSIVE, so a
-// retransmitted CREATE is harmless; GUARDED where EXCLUSIVE is not supported), writes and commits the data there, and renames
-// it over name. On any failure, an interrupt included, it removes the temporary file
-// (with a fresh context, since ctx may be the one that ended) and name is untouched.
-func putFile(ctx context.Context, c *nfsclient.Client, dir nfs3.FH, name string, mode uint32, src io.ReaderAt, size int64, qd int, moved func(int)) (err error) {
+// retransmitted CREATE is harmless; GUARDED where EXCLUSIVE is not supported), has
+// write write and commit the data there (writeFile, writeStream), and renames it over
+// name. On any failure, an interrupt included, it removes the temporary file (with a
+// fresh context, since ctx may be the one that ended) and name is untouched.
+func putFile(ctx context.Context, c *nfsclient.Client, dir nfs3.FH, name string, mode uint32, write func(ctx context.Context, fh nfs3.FH) error) (err error) {
 	var tmp string
 	var fh nfs3.FH
 	for try := 0; ; try++ {
@@ -183,7 +203,7 @@ func putFile(ctx context.Context, c *nfsclient.Client, dir nfs3.FH, name string,
 			err = fmt.Errorf("%w (and the temporary file %s remains: %v)", err, tmp, rerr)
 		}
 	}()
-	if err := writeFile(ctx, c, fh, src, size, qd, moved); err != nil {
+	if err := write(ctx, fh); err != nil {
 		return err
 	}
 	if err := c.Rename(ctx, dir, tmp, dir, name); err != nil {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -122,5 +123,62 @@ func TestTrailingSlash(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ldir, "missing")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("get into missing/ created something: %v", err)
+	}
+}
+
+// errAfter reads from r, then fails with err.
+type errAfter struct {
+	r   io.Reader
+	err error
+}
+
+func (e *errAfter) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err == io.EOF {
+		return n, e.err
+	}
+	return n, err
+}
+
+// put - writes standard input as a stream, in windows each committed before the next
+// is read (the data here fills every window size up to streamWindow), to a path
+// that must name the file; a stream that fails leaves the target as it was and no
+// temporary file.
+func TestPutStdin(t *testing.T) {
+	s := startServer(t)
+	data := randomBytes(2*streamWindow+123457, 9)
+	defer func(r io.Reader) { stdin = r }(stdin)
+	for _, proto := range []string{"rdma", "tcp"} {
+		stdin = bytes.NewReader(data)
+		out := s.mustCLI(t, "put", "-proto", proto, "-", "127.0.0.1:/export/streamed-"+proto)
+		if want := fmt.Sprintf("put - -> 127.0.0.1:/export/streamed-%s: %d bytes", proto, len(data)); !strings.HasPrefix(out, want) {
+			t.Errorf("over %s: %q, want it to begin %q", proto, out, want)
+		}
+		got, err := os.ReadFile(filepath.Join(s.export, "streamed-"+proto))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("over %s: the file has %d bytes (%v), want the %d streamed", proto, len(got), err, len(data))
+		}
+	}
+
+	stdin = strings.NewReader("x")
+	if _, err := s.cli(t, "put", "-", "127.0.0.1:/export/"); err == nil || !strings.Contains(err.Error(), "a directory; name the file that standard input goes to (127.0.0.1:/export/NAME)") {
+		t.Errorf("stdin to a directory: %v", err)
+	}
+
+	target := filepath.Join(s.export, "kept")
+	os.WriteFile(target, []byte("old"), 0o644)
+	broken := errors.New("the pipe broke")
+	stdin = &errAfter{r: bytes.NewReader(data[:5<<20]), err: broken}
+	if _, err := s.cli(t, "put", "-", "127.0.0.1:/export/kept"); !errors.Is(err, broken) {
+		t.Errorf("a failing stream: %v, want %v", err, broken)
+	}
+	if got, _ := os.ReadFile(target); string(got) != "old" {
+		t.Errorf("the target holds %q after a failed stream", got)
+	}
+	ents, _ := os.ReadDir(s.export)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".nfsrdma-") {
+			t.Errorf("temporary file %s left behind", e.Name())
+		}
 	}
 }
