@@ -321,6 +321,11 @@ func writeStream(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, r io.Read
 	var base int64
 	for {
 		n, err := io.ReadFull(r, buf)
+		if ctx.Err() != nil {
+			// Interrupted: the end of the stream may be the producer's death by
+			// the same Ctrl-C, not the end of its data.
+			return base, context.Cause(ctx)
+		}
 		if n > 0 {
 			if werr := writeFile(ctx, c, fh, bytes.NewReader(buf[:n]), base, int64(n), qd, moved); werr != nil {
 				return base, werr

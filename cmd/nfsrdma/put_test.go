@@ -182,3 +182,36 @@ func TestPutStdin(t *testing.T) {
 		}
 	}
 }
+
+// cancelAtEOF cancels a context as its reader ends, as a Ctrl-C that kills the
+// producer of a pipe and interrupts put at once.
+type cancelAtEOF struct {
+	r      io.Reader
+	cancel context.CancelFunc
+}
+
+func (c *cancelAtEOF) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if err == io.EOF {
+		c.cancel()
+	}
+	return n, err
+}
+
+// An interrupt that ends the stream too is not taken for its end: nothing is renamed
+// over the target.
+func TestPutStdinInterrupted(t *testing.T) {
+	s := startServer(t)
+	defer func(r io.Reader) { stdin = r }(stdin)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stdin = &cancelAtEOF{r: bytes.NewReader(randomBytes(3<<20, 10)), cancel: cancel}
+	args := append(append([]string{"put"}, s.conn...), "-", "127.0.0.1:/export/cut")
+	if err := run(ctx, args, io.Discard, io.Discard); !errors.Is(err, context.Canceled) {
+		t.Errorf("interrupted stream: %v, want context.Canceled", err)
+	}
+	ents, _ := os.ReadDir(s.export)
+	for _, e := range ents {
+		t.Errorf("%s left in the export", e.Name())
+	}
+}
