@@ -4,9 +4,11 @@ package nfsd_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
+	"strings"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
 	"github.com/go-rpcrdma/rpcrdma/nfsd"
@@ -65,4 +67,23 @@ func ExampleRun() {
 	// Output:
 	// hello over RDMA
 	// stopped: <nil>
+}
+
+// Check an exports file before serving or reloading it, as nfsrdmad -check does.
+func ExampleCheckExports() {
+	dir, _ := os.MkdirTemp("", "export")
+	defer os.RemoveAll(dir)
+	file := dir + "/exports"
+	os.WriteFile(file, []byte(dir+" 192.0.2.0/24(rw) *(ro)\n"+dir+"/missing *(ro)\n"), 0o644)
+
+	_, err := nfsd.CheckExports(nfsd.Config{ExportsFile: file})
+	var ce *nfsd.ConfigError
+	fmt.Println(errors.As(err, &ce), ce.Field, strings.Contains(ce.Reason, "line 2"))
+
+	os.WriteFile(file, []byte(dir+" 192.0.2.0/24(rw) *(ro)\n"), 0o644)
+	lines, err := nfsd.CheckExports(nfsd.Config{ExportsFile: file})
+	fmt.Println(len(lines), err)
+	// Output:
+	// true ExportsFile true
+	// 1 <nil>
 }
