@@ -99,6 +99,7 @@ func init() {
 		"put":   {"[flags] LOCAL SERVER:/path", "copy the file LOCAL (- for standard input, to /path naming the file) to the server (into /path when it is a directory, or /path/ which must be one), through a temporary file renamed over the target", runPut},
 		"mkdir": {"[flags] SERVER:/path", "make a directory", runMkdir},
 		"rm":    {"[flags] SERVER:/path", "remove a file or an empty directory", runRm},
+		"df":    {"[flags] SERVER:/path", "show the space and files of the export's file system, as df -h and df -i", runDf},
 		"bench": {"[flags] SERVER:/dir", "measure READ and WRITE at 4 KiB and 1 MiB, queue depth 1 and 32, over RDMA and TCP", runBench},
 		"demo":  {"[flags]", "serve a temporary directory in process and exercise it end to end over RDMA", runDemo},
 	}
