@@ -5,9 +5,10 @@
 //
 //	nfsrdma ls    [flags] SERVER:/path          list a directory (or show a file)
 //	nfsrdma get   [flags] SERVER:/path LOCAL    copy a file from the server ("-": stdout)
-//	nfsrdma put   [flags] LOCAL SERVER:/path    copy a file to the server
+//	nfsrdma put   [flags] LOCAL SERVER:/path    copy a file to the server ("-": stdin)
 //	nfsrdma mkdir [flags] SERVER:/path          make a directory
 //	nfsrdma rm    [flags] SERVER:/path          remove a file or an empty directory
+//	nfsrdma df    [flags] SERVER:/path          the export's space and files (FSSTAT)
 //	nfsrdma bench [flags] SERVER:/dir           READ/WRITE throughput, RDMA vs TCP,
 //	                                            medians of -rounds rounds, CPU per call;
 //	                                            -plot FILE.svg also draws them against
