@@ -25,7 +25,7 @@ func runPut(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	mode := octal(0)
 	qd := 4
 	ctx, cancel, f, pos, err := startCommand(ctx, "put", args, 2, stderr, func(fs *flagSet) {
-		fs.Var(&mode, "mode", "permission `bits` of the file, octal (0: an existing target's, else the local file's)")
+		fs.Var(&mode, "mode", "permission `bits` of the file, octal (0: an existing target's, else the local file's; 0644 for standard input)")
 		fs.IntVar(&qd, "qd", qd, "WRITEs in flight")
 	})
 	if err != nil {
