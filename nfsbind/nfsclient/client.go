@@ -472,9 +472,12 @@ type Entry struct {
 
 // ReaddirPlus lists directory dir with READDIRPLUS, "." and ".." left out, following
 // cookies until the server reports the end. Each reply is bounded by the server's
-// preferred size (dtpref) for directory information and 8 times that in total.
+// preferred size (dtpref) for directory information and 8 times that in total. A
+// server that never ends the directory (a cookie it returns again, or more than
+// 4,194,304 entries) gets an error.
 func (c *Client) ReaddirPlus(ctx context.Context, dir nfs3.FH) ([]Entry, error) {
 	var out []Entry
+	var walk dirWalk
 	args := nfs3.ReaddirplusArgs{Dir: dir, DirCount: c.dtpref, MaxCount: 8 * c.dtpref}
 	maxReply, _ := nfsbind.MaxReply(nfs3.ProcReaddirplus, &args)
 	var r nfs3.ReaddirplusRes
@@ -512,13 +515,45 @@ func (c *Client) ReaddirPlus(ctx context.Context, dir nfs3.FH) ([]Entry, error) 
 			return nil, fmt.Errorf("nfsclient: READDIRPLUS: no entries and no end of directory")
 		}
 		args.Cookie, args.CookieVerf = r.Entries[len(r.Entries)-1].Cookie, r.CookieVerf
+		if err := walk.next("READDIRPLUS", len(out), args.Cookie); err != nil {
+			return nil, err
+		}
 	}
 }
 
+// maxDirEntries bounds the entries of one listing (Readdir, ReaddirPlus), so that a
+// server that never ends a directory cannot grow the client without bound.
+var maxDirEntries = 1 << 22
+
+// dirWalk guards a listing against a server that never ends the directory: asked
+// for a cookie it has already been asked from (a cookie loop), or past maxDirEntries
+// entries, the listing ends with an error, where Linux's client warns of a readdir
+// loop.
+type dirWalk struct {
+	asked map[uint64]struct{}
+}
+
+// next records that the listing goes on from cookie with n entries so far.
+func (w *dirWalk) next(proc string, n int, cookie uint64) error {
+	if n > maxDirEntries {
+		return fmt.Errorf("nfsclient: %s: more than %d entries without the end of the directory", proc, maxDirEntries)
+	}
+	if w.asked == nil {
+		w.asked = make(map[uint64]struct{})
+	}
+	if _, again := w.asked[cookie]; again {
+		return fmt.Errorf("nfsclient: %s: the server returned cookie %d again: a directory that never ends (cookie loop)", proc, cookie)
+	}
+	w.asked[cookie] = struct{}{}
+	return nil
+}
+
 // Readdir lists directory dir with READDIR (names and file ids only, "." and ".."
-// left out), each reply bounded by the server's preferred size (dtpref).
+// left out), each reply bounded by the server's preferred size (dtpref), with
+// ReaddirPlus's guard against a directory that never ends.
 func (c *Client) Readdir(ctx context.Context, dir nfs3.FH) ([]Entry, error) {
 	var out []Entry
+	var walk dirWalk
 	args := nfs3.ReaddirArgs{Dir: dir, Count: c.dtpref}
 	maxReply, _ := nfsbind.MaxReply(nfs3.ProcReaddir, &args)
 	var r nfs3.ReaddirRes
@@ -548,6 +583,9 @@ func (c *Client) Readdir(ctx context.Context, dir nfs3.FH) ([]Entry, error) {
 			return nil, fmt.Errorf("nfsclient: READDIR: no entries and no end of directory")
 		}
 		args.Cookie, args.CookieVerf = r.Entries[len(r.Entries)-1].Cookie, r.CookieVerf
+		if err := walk.next("READDIR", len(out), args.Cookie); err != nil {
+			return nil, err
+		}
 	}
 }
 
