@@ -210,7 +210,8 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		n, err = readFileAt(ctx, s.c, fh, file, int64(attr.Size), qd, prog.add)
 		prog.end()
 	} else {
-		n, err = readFile(ctx, s.c, fh, out)
+		// One READ past the size the file had is enough to see it end, or grow.
+		n, err = readFile(ctx, s.c, fh, out, int64(attr.Size)+int64(s.c.MaxRead()))
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", r, err)
@@ -235,12 +236,14 @@ func runGet(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 // readFile copies the file fh to w, MaxRead bytes per READ into one reused buffer
-// (over RDMA the server places each READ's data straight into it).
-func readFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, w io.Writer) (int64, error) {
+// (over RDMA the server places each READ's data straight into it), up to its end or
+// to limit bytes, whichever comes first: a server that never reports the end does
+// not make the copy endless.
+func readFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, w io.Writer, limit int64) (int64, error) {
 	buf := make([]byte, c.MaxRead())
 	var off int64
-	for {
-		n, eof, err := c.Read(ctx, fh, uint64(off), buf)
+	for off < limit {
+		n, eof, err := c.Read(ctx, fh, uint64(off), buf[:min(int64(len(buf)), limit-off)])
 		if err != nil {
 			return off, err
 		}
@@ -254,6 +257,7 @@ func readFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, w io.Writer)
 			return off, nil
 		}
 	}
+	return off, nil
 }
 
 // writeFile writes the size bytes of src to fh from file offset base on, with
