@@ -261,7 +261,9 @@ func (c *Client) Read(ctx context.Context, fh nfs3.FH, off uint64, p []byte) (in
 	return len(r.Data), r.EOF, opErr(nfs3.ProcRead, "", r.Status)
 }
 
-// ReadAll reads the whole file fh into a new buffer, MaxRead bytes per READ.
+// ReadAll reads the whole file fh into a new buffer, MaxRead bytes per READ. It reads
+// at most one READ past the size the file had when it began: a file that grows
+// meanwhile, or a server that never reports the end, gets an error.
 func (c *Client) ReadAll(ctx context.Context, fh nfs3.FH) ([]byte, error) {
 	attr, err := c.Getattr(ctx, fh)
 	if err != nil {
@@ -270,6 +272,9 @@ func (c *Client) ReadAll(ctx context.Context, fh nfs3.FH) ([]byte, error) {
 	// The size is a hint; do not let a server's claim allocate without bound.
 	buf := make([]byte, 0, min(attr.Size, 64<<20))
 	for {
+		if uint64(len(buf)) > attr.Size {
+			return nil, fmt.Errorf("nfsclient: READ: more than the file's %d bytes without its end (did it grow?)", attr.Size)
+		}
 		if cap(buf)-len(buf) < int(c.rtmax) {
 			buf = append(buf, make([]byte, c.rtmax)...)[:len(buf)]
 		}
