@@ -87,3 +87,60 @@ func TestGetStdoutFromEndlessFile(t *testing.T) {
 		t.Errorf("from the real server: %d bytes, %v", n, err)
 	}
 }
+
+// changingVerifier stands for a server that restarted between a WRITE and the COMMIT
+// that follows: the reply to WRITE number flip (counting from 1) carries another
+// verifier than the rest.
+type changingVerifier struct {
+	oncrpc.RoundTripper
+	flip, writes int
+}
+
+func (v *changingVerifier) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
+	if err := v.RoundTripper.RoundTrip(ctx, call, reply); err != nil {
+		return err
+	}
+	if nfs3.Proc(binary.BigEndian.Uint32(call.Msg.Inline[20:])) != nfs3.ProcWrite {
+		return nil
+	}
+	if v.writes++; v.writes == v.flip {
+		reply.Inline[len(reply.Inline)-1] ^= 0xff // WRITE3resok ends with the verifier
+	}
+	return nil
+}
+
+// A window whose WRITEs and COMMIT disagree on the verifier is written again, from
+// the window put - still holds: 3 MiB in windows of 1 and 2 MiB take 5 WRITEs of
+// 1 MiB when the third WRITE's reply carries another verifier, and the file is whole.
+func TestWriteStreamWritesAWindowAgain(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	tr, err := oncrpc.DialTCP(ctx, s.info.TCP.String(), &oncrpc.TCPOptions{MaxRecord: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	v := &changingVerifier{RoundTripper: tr, flip: 3}
+	c, err := nfsclient.Mount(ctx, nfsclient.Transports{NFS: v, Mount: tr}, "/export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxWrite() != 1<<20 {
+		t.Fatalf("MaxWrite %d: the WRITE count below assumes 1 MiB", c.MaxWrite())
+	}
+	fh, _, err := c.Create(ctx, c.Root(), "s", 0o644, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := randomBytes(3<<20, 12)
+	n, err := writeStream(ctx, c, fh, bytes.NewReader(data), 1, func(int) {})
+	if err != nil || n != int64(len(data)) {
+		t.Fatalf("writeStream: %d, %v", n, err)
+	}
+	if v.writes != 5 {
+		t.Errorf("%d WRITEs, want 5 (the second window twice)", v.writes)
+	}
+	if got, _ := os.ReadFile(filepath.Join(s.export, "s")); !bytes.Equal(got, data) {
+		t.Errorf("the file has %d bytes, not the %d streamed", len(got), len(data))
+	}
+}
