@@ -62,7 +62,10 @@ func lsLine(w io.Writer, name string, a *nfs3.Fattr, target string) {
 }
 
 func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	ctx, cancel, f, pos, err := startCommand(ctx, "ls", args, 1, stderr, nil)
+	unsorted := false
+	ctx, cancel, f, pos, err := startCommand(ctx, "ls", args, 1, stderr, func(fs *flagSet) {
+		fs.BoolVar(&unsorted, "U", false, "list entries in directory order as the server returns them, holding one reply at a time (for directories too large to sort)")
+	})
 	if err != nil {
 		return err
 	}
@@ -84,14 +87,9 @@ func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		lsLine(stdout, path.Base(r.path), &attr, target)
 		return nil
 	}
-	ents, err := s.c.ReaddirPlus(ctx, fh)
-	if err != nil {
-		return fmt.Errorf("%s: %w", r, err)
-	}
-	sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
-	var total uint64
-	for i := range ents {
-		e := &ents[i]
+	var n, total uint64
+	show := func(e *nfsclient.Entry) error {
+		var err error
 		if e.FH == nil { // the server sent no attributes: ask
 			if e.FH, e.Attr, err = s.c.Lookup(ctx, fh, e.Name); err != nil {
 				return fmt.Errorf("%s/%s: %w", r, shownName(e.Name), err)
@@ -104,9 +102,31 @@ func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		lsLine(stdout, e.Name, &e.Attr, target)
-		total += e.Attr.Size
+		n, total = n+1, total+e.Attr.Size
+		return nil
 	}
-	fmt.Fprintf(stdout, "%d entries, %d bytes (%s over %s)\n", len(ents), total, r, s.proto)
+	if unsorted {
+		for e, err := range s.c.ReaddirPlusSeq(ctx, fh) {
+			if err != nil {
+				return fmt.Errorf("%s: %w", r, err)
+			}
+			if err := show(&e); err != nil {
+				return err
+			}
+		}
+	} else {
+		ents, err := s.c.ReaddirPlus(ctx, fh)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r, err)
+		}
+		sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
+		for i := range ents {
+			if err := show(&ents[i]); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Fprintf(stdout, "%d entries, %d bytes (%s over %s)\n", n, total, r, s.proto)
 	return nil
 }
 

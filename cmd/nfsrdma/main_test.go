@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -164,6 +165,13 @@ func TestPutGetLsRmOverRDMAAndTCP(t *testing.T) {
 			}
 			if want := fmt.Sprintf("%d entries", 2*len(sizes)+1); !strings.HasPrefix(lines[len(lines)-1], want) {
 				t.Errorf("ls summary %q, want %q", lines[len(lines)-1], want)
+			}
+			// -U prints the same lines in directory order, and the same summary.
+			outU := s.mustCLI(t, "ls", "-U", "-proto", proto, "127.0.0.1:/export"+dir)
+			linesU, sorted := strings.Split(strings.TrimSpace(outU), "\n"), slices.Clone(lines)
+			slices.Sort(linesU)
+			if slices.Sort(sorted); !slices.Equal(linesU, sorted) {
+				t.Errorf("ls -U printed\n%s\nwant the lines of ls's\n%s", outU, out)
 			}
 			out = s.mustCLI(t, "ls", "-proto", proto, "127.0.0.1:/export"+dir+"/f4097")
 			if !strings.Contains(out, " 4097 ") || !strings.HasSuffix(strings.TrimSpace(out), "f4097") {

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -232,6 +233,29 @@ func TestReaddirPlusLarge(t *testing.T) {
 	for _, e := range names {
 		if !seen[e.Name] {
 			t.Fatalf("Readdir returned %q, which READDIRPLUS did not", e.Name)
+		}
+	}
+	// The sequences yield what the slices hold, in the same order.
+	for name, seq := range map[string]func() iter.Seq2[Entry, error]{
+		"ReaddirSeq":     func() iter.Seq2[Entry, error] { return c.ReaddirSeq(ctx, dir) },
+		"ReaddirPlusSeq": func() iter.Seq2[Entry, error] { return c.ReaddirPlusSeq(ctx, dir) },
+	} {
+		want := names
+		if name == "ReaddirPlusSeq" {
+			want = ents
+		}
+		i := 0
+		for e, err := range seq() {
+			if err != nil {
+				t.Fatalf("%s: %v after %d entries", name, err, i)
+			}
+			if i >= len(want) || e.Name != want[i].Name || e.FileID != want[i].FileID || !bytes.Equal(e.FH, want[i].FH) {
+				t.Fatalf("%s: entry %d is %+v, want %+v", name, i, e, want[min(i, len(want)-1)])
+			}
+			i++
+		}
+		if i != n {
+			t.Fatalf("%s: %d entries, want %d", name, i, n)
 		}
 	}
 }

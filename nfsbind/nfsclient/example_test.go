@@ -94,3 +94,42 @@ func ExampleMount() {
 	// Output:
 	// hello over RDMA
 }
+
+// List a directory of any size in the memory of one reply, stopping when the loop
+// does: ReaddirPlusSeq yields each entry as its READDIRPLUS reply arrives.
+func ExampleClient_ReaddirPlusSeq() {
+	dir, _ := os.MkdirTemp("", "export")
+	defer os.RemoveAll(dir)
+	for _, name := range []string{"a", "b", "c"} {
+		os.WriteFile(filepath.Join(dir, name), []byte(name), 0o644)
+	}
+	srv, err := nfsserver.New(nfsserver.Options{Root: dir})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	rs := oncrpc.NewServer(nil)
+	srv.Register(rs)
+	l, _ := oncrpc.ListenTCP("127.0.0.1:0", nil)
+	go rs.Serve(l)
+	defer rs.Close()
+	ctx := context.Background()
+	tr, _ := oncrpc.DialTCP(ctx, l.Addr().String(), nil)
+	defer tr.Close()
+	auth, _ := oncrpc.NewAuthSys(&oncrpc.AuthSysParams{MachineName: []byte("example"), UID: uint32(os.Getuid()), GID: uint32(os.Getgid())})
+	c, err := nfsclient.Mount(ctx, nfsclient.Transports{NFS: tr}, srv.ExportPath(), oncrpc.WithAuth(auth))
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	var bytes uint64
+	for e, err := range c.ReaddirPlusSeq(ctx, c.Root()) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		bytes += e.Attr.Size
+	}
+	fmt.Println(bytes, "bytes")
+	// Output:
+	// 3 bytes
+}

@@ -5,6 +5,7 @@ package nfsclient
 import (
 	"bytes"
 	"context"
+	"iter"
 	"strings"
 	"testing"
 
@@ -47,6 +48,51 @@ func TestDirectoryThatNeverEnds(t *testing.T) {
 		}
 		if _, err := c.Readdir(ctx, c.Root()); err != nil {
 			t.Errorf("%s: a well-behaved listing afterwards: %v", name, err)
+		}
+	}
+}
+
+// ReaddirSeq and ReaddirPlusSeq list a directory that never ends for as long as
+// their caller asks, one reply at a time, stop when the caller stops, and end a cookie
+// loop with an error.
+func TestDirectorySequenceThatNeverEnds(t *testing.T) {
+	addr, export := startServer(t)
+	c, p := dial(t, addr, export)
+	ctx := context.Background()
+	for _, name := range []string{"a", "b", "c"} {
+		if _, _, err := c.Create(ctx, c.Root(), name, 0o644, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func(n int) { maxDirEntries = n }(maxDirEntries)
+	maxDirEntries = 300 // the sequences do not stop at the collecting methods' bound
+	const want = 3000
+	for name, seq := range map[string]func() iter.Seq2[Entry, error]{
+		"READDIR":     func() iter.Seq2[Entry, error] { return c.ReaddirSeq(ctx, c.Root()) },
+		"READDIRPLUS": func() iter.Seq2[Entry, error] { return c.ReaddirPlusSeq(ctx, c.Root()) },
+	} {
+		for _, loop := range []bool{false, true} {
+			e := &nfsclienttest.EndlessDir{RoundTripper: p.RoundTripper, Loop: loop}
+			p.RoundTripper = e
+			n, errs := 0, []error(nil)
+			for _, err := range seq() {
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				if n++; n == want {
+					break
+				}
+			}
+			p.RoundTripper = e.RoundTripper
+			switch {
+			case loop && (len(errs) != 1 || !strings.Contains(errs[0].Error(), name+": the server returned cookie 7 again")):
+				t.Errorf("%s loop: %d entries, errors %v, want one naming the cookie loop", name, n, errs)
+			case loop && (n != 6 || e.Replies != 2):
+				t.Errorf("%s loop: %d entries from %d replies, want 6 from 2", name, n, e.Replies)
+			case !loop && (len(errs) != 0 || n != want || e.Replies != want/3):
+				t.Errorf("%s: %d entries from %d replies, errors %v; want %d from %d and no error", name, n, e.Replies, errs, want, want/3)
+			}
 		}
 	}
 }
