@@ -15,16 +15,8 @@ import (
 // A server that never ends a directory gets an error, not a client that lists
 // forever: a cookie loop at once, unique cookies past maxDirEntries.
 func TestDirectoryThatNeverEnds(t *testing.T) {
-	addr, export := startServer(t)
-	c, p := dial(t, addr, export)
+	c, p := threeFiles(t)
 	ctx := context.Background()
-	for _, name := range []string{"a", "b", "c"} {
-		if _, _, err := c.Create(ctx, c.Root(), name, 0o644, false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	defer func(n int) { maxDirEntries = n }(maxDirEntries)
-	maxDirEntries = 300
 	list := map[string]func() error{
 		"READDIR":     func() error { _, err := c.Readdir(ctx, c.Root()); return err },
 		"READDIRPLUS": func() error { _, err := c.ReaddirPlus(ctx, c.Root()); return err },
@@ -56,16 +48,8 @@ func TestDirectoryThatNeverEnds(t *testing.T) {
 // their caller asks, one reply at a time, stop when the caller stops, and end a cookie
 // loop with an error.
 func TestDirectorySequenceThatNeverEnds(t *testing.T) {
-	addr, export := startServer(t)
-	c, p := dial(t, addr, export)
+	c, p := threeFiles(t) // the sequences go past its maxDirEntries
 	ctx := context.Background()
-	for _, name := range []string{"a", "b", "c"} {
-		if _, _, err := c.Create(ctx, c.Root(), name, 0o644, false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	defer func(n int) { maxDirEntries = n }(maxDirEntries)
-	maxDirEntries = 300 // the sequences do not stop at the collecting methods' bound
 	const want = 3000
 	for name, seq := range map[string]func() iter.Seq2[Entry, error]{
 		"READDIR":     func() iter.Seq2[Entry, error] { return c.ReaddirSeq(ctx, c.Root()) },
@@ -95,6 +79,22 @@ func TestDirectorySequenceThatNeverEnds(t *testing.T) {
 			}
 		}
 	}
+}
+
+// threeFiles serves a root directory holding files a, b and c, with maxDirEntries
+// 300 until the test ends.
+func threeFiles(t *testing.T) (*Client, *placing) {
+	addr, export := startServer(t)
+	c, p := dial(t, addr, export)
+	for _, name := range []string{"a", "b", "c"} {
+		if _, _, err := c.Create(context.Background(), c.Root(), name, 0o644, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := maxDirEntries
+	maxDirEntries = 300
+	t.Cleanup(func() { maxDirEntries = n })
+	return c, p
 }
 
 // ReadAll stops one READ past the size the file had, with an error, when the server
