@@ -5,7 +5,9 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/go-rpcrdma/rpcrdma/chunks"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/verbs"
 )
 
 func be32(v ...uint32) []byte {
@@ -49,6 +51,7 @@ func TestServerHeaderErrors(t *testing.T) {
 		{"read chunk beyond MaxCall", append(append(append(hdr(x+16, 0), rs(40, 1, 1<<20)...), be32(0, 0, 0)...), rpcCall(x+16, 0)...), ErrCodeChunk},
 		{"trailing bytes after RDMA_DONE", append(hdr(x+17, 3), 0, 0, 0, 0), ErrCodeChunk},
 		{"segment offset overflow", append(append(hdr(x+18, 0), be32(1, 0, 1, 16, 0xffffffff, 0xfffffff8)...), be32(0, 0, 0)...), ErrCodeChunk},
+		{"RPC XID other than rdma_xid", append(append(hdr(x+19, 0), be32(0, 0, 0)...), rpcCall(x+0x99, 0)...), ErrCodeChunk},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -75,6 +78,35 @@ func TestServerHeaderErrors(t *testing.T) {
 	p.send(t, msgCall(t, x+32, 8))
 	if r, _ := p.recvHeader(t); r.XID != x+32 || r.Proc != ProcMsg {
 		t.Fatalf("after DONE/ERROR: got %+v, want the reply to xid %#x", r, x+32)
+	}
+}
+
+// An RDMA_NOMSG call whose RPC message, pulled from its position-zero read chunk,
+// carries another XID than rdma_xid is answered with ERR_CHUNK (RFC 8166 §4.5.2) once
+// it has been read, and the connection goes on serving.
+func TestPulledXIDMismatchIsErrChunk(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	p := dialRaw(t, env.ln.Addr().String(), linuxClientPrivate)
+	const x = 0x2000
+	msg := rpcCall(x+1, 0)
+	mr, err := p.pd.RegMR(append([]byte(nil), msg...), verbs.AccessRemoteRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Close()
+	h := Header{XID: x, Vers: 1, Credits: 8, Proc: ProcNoMsg,
+		ReadList: []chunks.ReadSegment{{Position: 0, Segment: chunks.Segment{Handle: mr.RKey(), Length: uint32(len(msg)), Offset: mr.Addr()}}}}
+	b, err := h.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.send(t, b)
+	if r, _ := p.recvHeader(t); r.Proc != ProcError || r.ErrCode != ErrCodeChunk || r.XID != x {
+		t.Fatalf("answer %+v, want ERR_CHUNK for xid %#x", r, x)
+	}
+	p.send(t, msgCall(t, x+2, 8))
+	if r, body := p.recvHeader(t); r.Proc != ProcMsg || r.XID != x+2 || binary.BigEndian.Uint32(body) != x+2 {
+		t.Fatalf("good call after the error: %+v", r)
 	}
 }
 

@@ -265,11 +265,24 @@ func (sc *ServerConn) pull(c *srvCall, body []byte, total int) {
 		sc.Close()
 		return
 	}
+	if err := c.h.CheckXID(c.big.mr.Buf()[:total]); err != nil {
+		sc.rejectPulled(c, err)
+		return
+	}
 	// The inline part has been copied: the receive buffer can go back now.
 	sc.repost(c.recvIdx)
 	c.recvIdx = -1
 	c.call.Msg = oncrpc.Message{Inline: c.big.mr.Buf()[:total]}
 	sc.ready <- c
+}
+
+// rejectPulled answers c, a call whose RPC message turned out malformed once its read
+// chunks were pulled (an XID other than rdma_xid), with ERR_CHUNK, and releases it.
+func (sc *ServerConn) rejectPulled(c *srvCall, err error) {
+	sc.l.opts.Logger.Debug("bad call", "remote", sc.remote, "xid", c.h.XID, "err", err)
+	sc.sendError(sc.ctx, ErrCodeChunk, c.h.XID)
+	sc.cred.Done()
+	sc.putCall(c)
 }
 
 // getCall returns an idle srvCall.
@@ -549,6 +562,10 @@ func (sc *ServerConn) pulled(c *srvCall, err error) {
 		go sc.pullFailed(c, err)
 		return
 	}
+	if err := c.h.CheckXID(c.big.mr.Buf()[:c.asm.total]); err != nil {
+		go sc.rejectPulled(c, err)
+		return
+	}
 	// The inline part was copied before the Reads were posted.
 	sc.repost(c.recvIdx)
 	c.recvIdx = -1
@@ -625,7 +642,8 @@ func (sc *ServerConn) puller() {
 // RDMA_NOMSG or RDMA_MSGP; body follows the hl-byte header): RDMA_MSGP only when
 // allowed, and without read chunks; the read list grouped into read chunks (into rcs)
 // in position order without overlap; an RDMA_NOMSG call carrying its message in a
-// position-zero read chunk. It returns the inline body (RDMA_MSGP: padded, see
+// position-zero read chunk; an RPC message that starts inline starting with rdma_xid
+// (RFC 8166 §4.5.2; one that starts in a read chunk is checked when pulled, checkPulled). It returns the inline body (RDMA_MSGP: padded, see
 // receivedPadding) and the read chunks. Any error is answered with ERR_CHUNK.
 func checkCall(h *Header, body []byte, allowMSGP bool, rcs []chunks.ReadChunk) ([]byte, []chunks.ReadChunk, error) {
 	switch h.Proc {
@@ -644,8 +662,14 @@ func checkCall(h *Header, body []byte, allowMSGP bool, rcs []chunks.ReadChunk) (
 	if err != nil {
 		return nil, grouped, err
 	}
-	if h.Proc == ProcNoMsg && (len(grouped) == 0 || grouped[0].Position != 0) {
+	inlineStart := len(grouped) == 0 || grouped[0].Position != 0
+	if h.Proc == ProcNoMsg && inlineStart {
 		return nil, grouped, errors.New("RDMA_NOMSG call without a position-zero read chunk")
+	}
+	if h.Proc != ProcNoMsg && inlineStart {
+		if err := h.CheckXID(body); err != nil {
+			return nil, grouped, err
+		}
 	}
 	return body, grouped, nil
 }
