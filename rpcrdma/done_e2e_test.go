@@ -3,6 +3,7 @@ package rpcrdma
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -111,3 +112,43 @@ func TestDoneTimeout(t *testing.T) {
 
 // ReadSegmentLike is the segment of a read list entry.
 type ReadSegmentLike = chunksSegment
+
+// A reply sent as a read chunk lies in a pooled buffer registered for remote read as
+// a whole, beyond the segment it advertises. What the buffer held before, here another
+// connection's call data, is not there for a client that reads past the segment.
+func TestReplyReadChunkHoldsNoStaleData(t *testing.T) {
+	env := newTPEnv(t, &ServerOptions{ReplyReadChunks: true}, nil)
+	ctx := tpCtx(t)
+	// Another connection's call: 40,000 bytes by read chunk, reassembled in a pooled
+	// 64 KiB buffer, given back when the call ends.
+	secret := tpMakePayloads(40000)
+	var sum tpPair
+	if err := env.rpc.Call(ctx, tpSum, secret, &sum); err != nil || sum[1] != 40000 {
+		t.Fatalf("sum %v, %v", sum, err)
+	}
+	p := dialRaw(t, env.ln.Addr().String(), linuxClientPrivate)
+	h := Header{XID: 0x55, Vers: 1, Credits: 4, Proc: ProcMsg}
+	b, _ := h.Append(nil)
+	e := append(rpcCall(0x55, tpBig), 0, 0, 0x1f, 0x40) // a reply of n = 8000 bytes
+	p.send(t, append(b, e...))
+	rep, _ := p.recvHeader(t)
+	if rep.Proc != ProcNoMsg || len(rep.ReadList) != 1 {
+		t.Fatalf("reply %v read list %v", rep.Proc, rep.ReadList)
+	}
+	seg := rep.ReadList[0].Segment
+	const n = 48 << 10
+	err := p.qp.PostSend(&verbs.SendWR{ID: 9, Op: verbs.OpRead, Flags: verbs.Signaled,
+		SGL: []verbs.SGE{{MR: p.sendMR, Length: n}}, RemoteSTag: seg.Handle, RemoteTO: seg.Offset + uint64(seg.Length)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wc := p.waitSend(t, 9); wc.Status == verbs.StatusSuccess {
+		got := p.sendMR.Buf()[:n]
+		if bytes.Contains(got, secret[0][20000:20064]) {
+			t.Fatal("a read past the reply's segment returned another connection's call data")
+		}
+		if i := slices.IndexFunc(got, func(b byte) bool { return b != 0 }); i >= 0 {
+			t.Fatalf("a read past the reply's segment returned stale byte %#x at %d", got[i], i)
+		}
+	}
+}

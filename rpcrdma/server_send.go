@@ -191,6 +191,10 @@ func (sc *ServerConn) execReply(c *srvCall, reply *oncrpc.Message, p *replyPlan,
 			}
 			break
 		}
+		// The client may read the whole region, not only the segment: what the
+		// pooled buffer held before (another call's data, perhaps another
+		// connection's) must not be there to read.
+		clear(big.mr.Buf()[p.stream:])
 		if err := big.mr.Reregister(verbs.AccessRemoteRead); err != nil {
 			return fmt.Errorf("rpcrdma: xid %#08x: register reply read chunk: %w", in.XID, err)
 		}
