@@ -2,6 +2,7 @@ package credits
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -191,8 +192,10 @@ func FuzzServerGrants(f *testing.F) {
 // modelConn is a requester as the property test sees it.
 type modelConn struct {
 	c        *Conn
-	grant    uint32 // latest grant received (1 before any)
-	inFlight int    // Accepted calls not answered
+	grant    uint32   // latest grant received (1 before any)
+	inFlight int      // Accepted calls not answered
+	unsent   []uint32 // grants of messages built and not yet posted, in the order taken
+	posted   []uint32 // grants of messages posted (maybe received) whose completions have not run, in posting order
 }
 
 func checkGrantProperties(t *testing.T, r *rand.Rand, steps int) {
@@ -241,30 +244,46 @@ func checkGrantProperties(t *testing.T, r *rand.Rand, steps int) {
 				if compliant {
 					t.Fatalf("step %d: call %d within grant %d refused", step, m.inFlight+1, m.grant)
 				}
-				m.grant = c.Grant() // the ERR_CHUNK answer carries a grant
-				checkGrant(t, c, m.grant, perConn)
+				g := c.Grant() // the ERR_CHUNK answer carries a grant
+				checkGrant(t, c, g, perConn)
+				m.unsent = append(m.unsent, g)
 			default:
 				t.Fatalf("step %d: Arrive %v", step, v)
 			}
-		case op < 75: // a reply: grant, then Done, as the transport does
+		case op < 62: // a reply is built: grant, then Done, as the transport does
 			if m.inFlight == 0 {
 				continue
 			}
 			g := c.Grant()
 			checkGrant(t, c, g, perConn)
 			c.Done()
-			m.grant, m.inFlight = g, m.inFlight-1
-		case op < 80: // two replies whose Sends are posted in the other order
-			if m.inFlight < 2 {
+			m.inFlight--
+			m.unsent = append(m.unsent, g)
+		case op < 70: // a built message is posted, not necessarily the oldest, and the requester receives it and follows its grant
+			if len(m.unsent) == 0 {
 				continue
 			}
-			g1 := c.Grant()
-			c.Done()
-			g2 := c.Grant()
-			c.Done()
-			checkGrant(t, c, g1, perConn)
-			checkGrant(t, c, g2, perConn)
-			m.grant, m.inFlight = g1, m.inFlight-2 // g2 arrived first
+			i := r.IntN(len(m.unsent))
+			if r.IntN(2) == 0 {
+				i = 0 // mostly in order
+			}
+			g := m.unsent[i]
+			m.unsent = slices.Delete(m.unsent, i, i+1)
+			m.posted = append(m.posted, g)
+			m.grant = g
+		case op < 78: // the Send's completion reaches the transport, in posting order
+			if len(m.posted) == 0 {
+				continue
+			}
+			c.Sent(m.posted[0])
+			m.posted = m.posted[1:]
+		case op < 80: // a built message is dropped (the transport failed to post it)
+			if len(m.unsent) == 0 {
+				continue
+			}
+			i := r.IntN(len(m.unsent))
+			c.Dropped(m.unsent[i])
+			m.unsent = slices.Delete(m.unsent, i, i+1)
 		case op < 85: // the transport grows receives when asked
 			if n := c.Grow(); n > 0 {
 				if n <= c.receives || n > perConn {

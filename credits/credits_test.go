@@ -281,7 +281,7 @@ func TestServerShrinkingGrantIsNotOverrun(t *testing.T) {
 	s := NewServer(Config{Total: 8, PerConn: 8})
 	a := s.Open()
 	a.Arrive(8)
-	a.Grant() // 8
+	a.Sent(a.Grant()) // 8
 	for i := 0; i < 7; i++ {
 		if v := a.Arrive(8); v != Accept {
 			t.Fatalf("call %d: %v", i, v)
@@ -290,9 +290,11 @@ func TestServerShrinkingGrantIsNotOverrun(t *testing.T) {
 	b := s.Open()
 	b.Arrive(8) // b is active: a's share drops to 4
 	a.Done()
-	if g := a.Grant(); g != 4 {
+	g := a.Grant()
+	if g != 4 {
 		t.Fatalf("grant after second conn = %d, want 4", g)
 	}
+	a.Sent(g)
 	// a still has 7 outstanding from the old grant: one more is within it.
 	if v := a.Arrive(8); v != Accept {
 		t.Fatalf("call within the old grant: %v", v)
@@ -300,7 +302,7 @@ func TestServerShrinkingGrantIsNotOverrun(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		a.Done()
 	}
-	a.Grant()
+	a.Sent(a.Grant())
 	for i := 0; i < 4; i++ {
 		if v := a.Arrive(8); v != Accept {
 			t.Fatalf("call %d after drain: %v", i, v)
@@ -308,6 +310,78 @@ func TestServerShrinkingGrantIsNotOverrun(t *testing.T) {
 	}
 	if v := a.Arrive(8); v != Overrun {
 		t.Fatalf("fifth call with grant 4: %v", v)
+	}
+}
+
+// A reply's Send can be posted after later replies' (it waits for its RDMA Writes):
+// the requester then follows the older, higher grant, which reached it last, and none
+// of the calls within it is refused.
+func TestServerGrantOvertakenByTwoLaterReplies(t *testing.T) {
+	g := 16
+	s := NewServer(Config{PerConn: 64, Total: 64, Policy: PolicyFunc(func(State) int { return g })})
+	c := s.OpenWithReceives(64)
+	c.Sent(c.Grant())
+	for i := 0; i < 3; i++ { // calls A, B and C
+		if v := c.Arrive(64); v != Accept {
+			t.Fatalf("call %d: %v", i, v)
+		}
+	}
+	gA := c.Grant() // A's Send waits for its Writes
+	g = 4           // more connections became active
+	gB := c.Grant()
+	c.Done()
+	gC := c.Grant()
+	c.Done()
+	c.Done()
+	c.Sent(gB)
+	c.Sent(gC)
+	// A is posted now: the requester has received 4, 4, then 16, and sends calls
+	// before A's completion reaches the transport.
+	if gA != 16 || gB != 4 || gC != 4 {
+		t.Fatalf("grants %d, %d, %d", gA, gB, gC)
+	}
+	for i := range gA {
+		if v := c.Arrive(64); v != Accept {
+			t.Fatalf("call %d of the %d the last grant allows: %v", i+1, gA, v)
+		}
+	}
+	c.Sent(gA)
+	// Once the lower grant is the one sent last and the calls have drained to it, it
+	// holds.
+	for range gA {
+		c.Done()
+	}
+	c.Sent(c.Grant())
+	for i := range 4 {
+		if v := c.Arrive(64); v != Accept {
+			t.Fatalf("call %d within grant 4: %v", i+1, v)
+		}
+	}
+	if v := c.Arrive(64); v != Overrun {
+		t.Fatalf("fifth call with grant 4: %v", v)
+	}
+}
+
+// A message dropped before it was sent leaves its grant out of account.
+func TestServerDroppedGrant(t *testing.T) {
+	g := 16
+	s := NewServer(Config{PerConn: 64, Total: 64, Policy: PolicyFunc(func(State) int { return g })})
+	c := s.OpenWithReceives(64)
+	c.Sent(c.Grant())
+	g = 4
+	high := c.Grant() // 4 now; 16 was sent
+	c.Sent(high)
+	g = 16
+	c.Dropped(c.Grant()) // a 16 that never left
+	g = 4
+	c.Sent(c.Grant())
+	for i := range 4 {
+		if v := c.Arrive(64); v != Accept {
+			t.Fatalf("call %d within grant 4: %v", i+1, v)
+		}
+	}
+	if v := c.Arrive(64); v != Overrun {
+		t.Fatalf("fifth call with grant 4, the dropped 16 never sent: %v", v)
 	}
 }
 

@@ -191,8 +191,9 @@ func (s *Server) Open() *Conn { return s.OpenWithReceives(s.cfg.PerConn) }
 // (see Conn.SetReceives; values below 1 mean 1).
 func (s *Server) OpenWithReceives(n int) *Conn {
 	s.conns.Add(1)
-	c := &Conn{s: s, requested: 1, receives: max(n, 1)}
+	c := &Conn{s: s, requested: 1, receives: max(n, 1), pending: make([]int32, s.cfg.PerConn+1)}
 	c.limit = c.grantLocked()
+	c.lastSent = c.limit
 	s.mu.Lock()
 	s.list[c] = struct{}{}
 	s.mu.Unlock()
@@ -236,9 +237,11 @@ type Conn struct {
 	mu          sync.Mutex
 	requested   uint32
 	outstanding int
-	limit       int // calls allowed outstanding: the grants still in force
-	lastGrant   int // the grant the last Grant returned (0: none yet)
-	receives    int // receives posted for calls: the most any grant may be
+	limit       int     // calls allowed outstanding: the grants still in force
+	lastSent    int     // the grant of the message Sent last (the open's limit before any)
+	pending     []int32 // pending[g]: messages carrying grant g taken and not yet Sent or Dropped
+	maxPending  int     // the largest g with pending[g] > 0, or 0
+	receives    int     // receives posted for calls: the most any grant may be
 	overruns    int
 	calls       uint64 // Accepted calls, ever
 	active      bool   // in the Server's active set
@@ -316,24 +319,67 @@ func (c *Conn) Outstanding() int {
 }
 
 // Grant returns the rdma_credit value to put in the next message sent on the
-// connection. A lower grant than before takes effect once the next Grant has returned
-// it (or less) too and the requester's outstanding calls have drained to it; until then
-// its calls within the older grants are not counted as overruns. (Two replies' Sends
-// can be posted in the other order than their grants were taken: a requester that
-// follows the grant that reached it last is never refused.)
+// connection, and counts the message as in flight until Sent or Dropped says what
+// became of it: every Grant must be followed by exactly one of them with the value it
+// returned. The requester follows the grant that reached it last, and messages can be
+// sent in another order than their grants were taken (a reply waits for its RDMA
+// Writes, another overtakes it). So the credit limit stays at or above every grant
+// still in flight and the grant of the message sent last; a lower grant takes effect
+// once it is both, and the requester's outstanding calls have drained to it. Until
+// then its calls within the older grants are not counted as overruns: a requester
+// that follows the grant that reached it last is never refused.
 func (c *Conn) Grant() uint32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.grantLocked()
-	// Replies whose grants were taken at nearly the same time may be posted, and so
-	// reach the requester, in either order; it follows whichever arrives last. So the
-	// credits in force stay at or above the previous grant as well as this one.
-	floor := max(g, c.lastGrant)
+	c.pending[g]++
+	c.maxPending = max(c.maxPending, g)
+	c.settleLocked()
+	return uint32(g)
+}
+
+// Sent reports that the message carrying grant g (from Grant) has been sent, in the
+// order the requester receives the connection's messages: a transport calls it from
+// the Send's completion.
+func (c *Conn) Sent(g uint32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unpendLocked(g) {
+		c.lastSent = int(g)
+		c.settleLocked()
+	}
+}
+
+// Dropped reports that the message carrying grant g (from Grant) will not be sent.
+func (c *Conn) Dropped(g uint32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unpendLocked(g) {
+		c.settleLocked()
+	}
+}
+
+// unpendLocked takes one message carrying grant g out of flight, and reports whether
+// there was one.
+func (c *Conn) unpendLocked(g uint32) bool {
+	if int(g) >= len(c.pending) || c.pending[g] == 0 {
+		return false
+	}
+	c.pending[g]--
+	for c.maxPending > 0 && c.pending[c.maxPending] == 0 {
+		c.maxPending--
+	}
+	return true
+}
+
+// settleLocked sets the credit limit from the grants in force: at least the grant of
+// the message sent last and every grant in flight; lower than before only once the
+// outstanding calls fit.
+func (c *Conn) settleLocked() {
+	floor := max(c.lastSent, c.maxPending)
 	if floor >= c.limit || c.outstanding <= floor {
 		c.limit = floor
 	}
-	c.lastGrant = g
-	return uint32(g)
 }
 
 // SetReceives tells the connection how many receives its transport has posted for

@@ -4,9 +4,10 @@ package credits
 type Stats struct {
 	Conns  int // open connections
 	Active int // connections in the active set
-	// Granted is the sum over the open connections of the last grant each was
-	// given (its rdma_credit); Outstanding the calls Accepted and not yet Done.
-	Granted, Outstanding int
+	// Granted is the sum over the open connections of the grant each was sent last
+	// (its rdma_credit); Outstanding the calls Accepted and not yet Done; Unsent the
+	// messages whose grants were taken (Conn.Grant) and are not yet Sent or Dropped.
+	Granted, Outstanding, Unsent int
 }
 
 // Stats returns a snapshot of the Server's shares. It visits every connection (each
@@ -23,8 +24,11 @@ func (s *Server) Stats() Stats {
 	for _, c := range conns { // lock order: never a Conn's mu under s.mu
 		c.mu.Lock()
 		if !c.closed {
-			st.Granted += c.lastGrant
+			st.Granted += c.lastSent
 			st.Outstanding += c.outstanding
+			for _, n := range c.pending[:c.maxPending+1] {
+				st.Unsent += int(n)
+			}
 		}
 		c.mu.Unlock()
 	}

@@ -2,7 +2,8 @@ package credits
 
 import "testing"
 
-// Stats sums the grants given and the calls outstanding over the open connections.
+// Stats sums the grants sent, the calls outstanding and the grants not yet sent over
+// the open connections.
 func TestServerStats(t *testing.T) {
 	s := NewServer(Config{Total: 64, PerConn: 16})
 	a, b := s.Open(), s.Open()
@@ -10,6 +11,11 @@ func TestServerStats(t *testing.T) {
 		t.Fatal("first calls refused")
 	}
 	ga, gb := a.Grant(), b.Grant()
+	if st := s.Stats(); st.Unsent != 2 {
+		t.Fatalf("stats %+v, want 2 unsent", st)
+	}
+	a.Sent(ga)
+	b.Sent(gb)
 	for range 2 {
 		if v := a.Arrive(16); v != Accept {
 			t.Fatalf("arrive within grant %d: %v", ga, v)
@@ -17,7 +23,7 @@ func TestServerStats(t *testing.T) {
 	}
 	a.Done()
 	st := s.Stats()
-	if st.Conns != 2 || st.Outstanding != 3 || st.Granted != int(ga+gb) || st.Granted == 0 {
+	if st.Conns != 2 || st.Outstanding != 3 || st.Granted != int(ga+gb) || st.Granted == 0 || st.Unsent != 0 {
 		t.Fatalf("stats %+v, want 2 conns, 3 outstanding, granted %d", st, ga+gb)
 	}
 	b.Close()

@@ -231,6 +231,8 @@ func TestOverrunningClientBesideWellBehaved(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The ERR_CHUNK answers' grants were reported sent too.
+	waitFor(t, "every grant taken to be reported sent", func() bool { return cs.Stats().Unsent == 0 })
 }
 
 // TestManyConcurrentCalls runs hundreds of concurrent calls of every chunk type.
@@ -266,6 +268,9 @@ func TestManyConcurrentCalls(t *testing.T) {
 	if n := sc.cred.Outstanding(); n != 0 {
 		t.Fatalf("%d calls still outstanding at the server", n)
 	}
+	// Every reply's grant was reported sent, from its Send's completion, so that the
+	// credit limit can follow the grant the client received last.
+	waitFor(t, "every grant taken to be reported sent", func() bool { return env.ln.Stats().Credits.Unsent == 0 })
 }
 
 // tpMixedCall makes call number i, cycling through the chunk types, and checks it.

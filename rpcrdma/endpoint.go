@@ -40,6 +40,9 @@ type endpoint struct {
 	cq verbs.CQ
 	// direct is qp as a verbs.DirectProcessor, nil when the provider has none.
 	direct verbs.DirectProcessor
+	// grants, on a server connection, takes the credit grants its replies carry and
+	// learns when they are sent (takeGrant); nil on a client.
+	grants grantTracker
 	info   *verbs.ConnInfo
 	peer   ConnPrivate
 
@@ -247,10 +250,11 @@ type recvSlot struct {
 
 // sendSlot is one send buffer and the work request that sends it.
 type sendSlot struct {
-	base verbs.SGE    // the buffer: its slab's MR and offset
-	sge  [1]verbs.SGE // base with the length being sent
-	wr   verbs.SendWR
-	buf  []byte // the buffer, sliced from the slab once (not through MR.Buf per use)
+	base  verbs.SGE    // the buffer: its slab's MR and offset
+	sge   [1]verbs.SGE // base with the length being sent
+	wr    verbs.SendWR
+	buf   []byte // the buffer, sliced from the slab once (not through MR.Buf per use)
+	grant uint32 // the credit grant the message carries (takeGrant), 0: none
 }
 
 // start hands receives to onRecv from now on (first those that completed before) and
@@ -328,8 +332,32 @@ func (e *endpoint) getSendBuf(ctx context.Context) (int, []byte, error) {
 	return i, e.sendBuf(i), nil
 }
 
-// putSendBuf returns an unused send buffer.
-func (e *endpoint) putSendBuf(i int) { e.sendFree.put(i) }
+// putSendBuf returns an unused send buffer. A grant taken for it (takeGrant) was
+// never sent.
+func (e *endpoint) putSendBuf(i int) {
+	if sl := e.send[i]; sl.grant != 0 {
+		e.grants.Dropped(sl.grant)
+		sl.grant = 0
+	}
+	e.sendFree.put(i)
+}
+
+// grantTracker learns what became of the credit grants the messages in send buffers
+// carry (credits.Conn on a server connection): Sent from the Send's completion, in the
+// order the peer receives them, or Dropped when the buffer returns unsent.
+type grantTracker interface {
+	Grant() uint32
+	Sent(g uint32)
+	Dropped(g uint32)
+}
+
+// takeGrant takes a credit grant from e.grants for the message being built in send
+// buffer i and returns it; the buffer reports it Sent or Dropped.
+func (e *endpoint) takeGrant(i int) uint32 {
+	g := e.grants.Grant()
+	e.send[i].grant = g
+	return g
+}
 
 // acquireSQ takes one send-queue slot.
 func (e *endpoint) acquireSQ(ctx context.Context) error {
@@ -715,6 +743,10 @@ func (e *endpoint) dispatch(wc *verbs.Completion) {
 		}
 	case kindSend:
 		e.sqCompleted(wc, 1+retired)
+		if sl := e.send[a]; sl.grant != 0 {
+			e.grants.Sent(sl.grant)
+			sl.grant = 0
+		}
 		e.sendFree.put(a)
 		if b > 0 {
 			e.waiterAt(b - 1).complete(wc)

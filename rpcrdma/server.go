@@ -402,6 +402,7 @@ func (l *Listener) setup(ctx context.Context, cr verbs.ConnRequest) (*ServerConn
 		pullq:      make(chan pullJob, nrecv),
 		acct:       o.Budget.Account(o.ConnBudget),
 	}
+	ep.grants = sc.cred
 	sc.regs.pd = l.pd
 	if o.ConnBudget > 0 {
 		sc.regs.maxBytes = int(min(o.ConnBudget, maxCachedBytes))

@@ -86,12 +86,11 @@ func (sc *ServerConn) receiveInline(idx, n int, deliver func(*oncrpc.ServerCall,
 }
 
 // answerOverrun answers c, a call beyond its credits, with ERR_CHUNK without blocking,
-// and releases it. The grant is taken now, in arrival order (it moves the credit
-// limit), as the receive loop would; only when no send buffer or send-queue slot is
-// free is the Send left to a goroutine.
+// and releases it; only when no send buffer or send-queue slot is free is the Send
+// left to a goroutine.
 func (sc *ServerConn) answerOverrun(c *srvCall) {
 	sc.stats.errorSent(ErrCodeChunk)
-	xid, grant := c.h.XID, sc.cred.Grant()
+	xid := c.h.XID
 	if !sc.reserve(c) {
 		go func() {
 			defer sc.putCall(c)
@@ -99,13 +98,13 @@ func (sc *ServerConn) answerOverrun(c *srvCall) {
 			if err != nil {
 				return
 			}
-			sc.postError(sc.ctx, idx, AppendErrChunk(buf[:0], xid, Version1, grant))
+			sc.postError(sc.ctx, idx, AppendErrChunk(buf[:0], xid, Version1, sc.ep.takeGrant(idx)))
 		}()
 		return
 	}
 	idx := c.sendIdx
 	c.sendIdx, c.sqHeld = -1, false
-	b := AppendErrChunk(sc.ep.sendBuf(idx)[:0], xid, Version1, grant)
+	b := AppendErrChunk(sc.ep.sendBuf(idx)[:0], xid, Version1, sc.ep.takeGrant(idx))
 	if tr := sc.l.opts.Trace; tr != nil {
 		tr(true, b)
 	}

@@ -24,9 +24,9 @@ func (sc *ServerConn) sendError(ctx context.Context, code ErrCode, xid uint32) {
 	sc.stats.errorSent(code)
 	var b []byte
 	if code == ErrCodeVers {
-		b = AppendErrVers(buf[:0], xid, Version1, sc.cred.Grant())
+		b = AppendErrVers(buf[:0], xid, Version1, sc.ep.takeGrant(idx))
 	} else {
-		b = AppendErrChunk(buf[:0], xid, Version1, sc.cred.Grant())
+		b = AppendErrChunk(buf[:0], xid, Version1, sc.ep.takeGrant(idx))
 	}
 	if tr := sc.l.opts.Trace; tr != nil {
 		tr(true, b)
@@ -112,7 +112,7 @@ func (sc *ServerConn) releaseBuffers(c *srvCall) {
 func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
 	in, out := &c.h, &c.out
 	out.Reset()
-	out.XID, out.Vers, out.Credits = in.XID, Version1, sc.cred.Grant()
+	out.XID, out.Vers = in.XID, Version1 // out.Credits: with the send buffer (execReply)
 	sc.mu.Lock()
 	lim := replyLimits{inline: min(sc.inlineSend, sc.ep.sendSize), msgp: c.msgp, readChunks: sc.l.opts.ReplyReadChunks, noReadChunks: sc.noReadTarget.Load()}
 	sc.mu.Unlock()
@@ -209,6 +209,7 @@ func (sc *ServerConn) execReply(c *srvCall, reply *oncrpc.Message, p *replyPlan,
 		return err
 	}
 	x.idx = idx
+	out.Credits = sc.ep.takeGrant(idx)
 	b, err := out.Append(buf[:0])
 	if err != nil {
 		return fmt.Errorf("rpcrdma: xid %#08x: encode reply header: %w", in.XID, err)
