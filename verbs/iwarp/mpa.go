@@ -40,9 +40,17 @@ const (
 	// MaxMPAFrameLen is the largest MPA frame this package reads or writes.
 	MaxMPAFrameLen = MPAHeaderLen + MaxPrivateData
 
-	// MaxIRDORD is the largest IRD or ORD value (14 bits). RFC 6581 §9.1
-	// gives 0x3fff the meaning "no change wanted".
+	// MaxIRDORD is the largest value the 14-bit IRD and ORD fields hold,
+	// 0x3FFF, which the negotiation reads as IRDORDNotNegotiated.
 	MaxIRDORD = 0x3fff
+	// IRDORDNotNegotiated is the all-ones IRD or ORD value (0x3FFF), which
+	// RFC 6581 §9.1 says "indicates that automatic negotiation of the IRD
+	// or ORD is not desired, and that the ULP will be responsible for it".
+	// A responder answers an initiator ORD of 0x3FFF with an IRD of 0x3FFF
+	// and keeps its IRD, and an initiator IRD of 0x3FFF with an ORD of
+	// 0x3FFF and keeps its ORD; an initiator keeps its ORD on a responder
+	// IRD of 0x3FFF and its IRD on a responder ORD of 0x3FFF.
+	IRDORDNotNegotiated = 0x3fff
 
 	// MPARevision1 and MPARevision2 are the MPA revisions of RFC 5044 and
 	// RFC 6581.

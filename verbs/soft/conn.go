@@ -173,14 +173,23 @@ func (d *Device) dial(ctx context.Context, addr string, q *queuePair, p verbs.Co
 	}
 	rtr := RTRNone
 	if rep.Enhanced() {
-		// RFC 6581 §9.1: the reply's ORD is what the responder will send
-		// us; relaxed like siw, raise our IRD to it within our maximum.
-		if int(rep.ORD) > MaxIRDORD {
-			d.sendMPATerminate(conn, iwarp.TermLLPInsufficientIRD, rep.CRC())
-			return nil, fmt.Errorf("soft: Dial %s: peer ORD %d exceeds our maximum IRD %d", addr, rep.ORD, MaxIRDORD)
+		// RFC 6581 §9.1: the initiator MUST set its IRD at least to the
+		// responder ORD (the Read Requests the responder will send us:
+		// relaxed like siw, our IRD is raised to it within our maximum,
+		// beyond which we refuse with "insufficient IRD") and its ORD at
+		// most to the responder IRD. A responder ORD or IRD of 0x3FFF
+		// means "not negotiated": the initiator MUST leave its IRD,
+		// respectively its ORD, unchanged.
+		if rep.ORD != iwarp.IRDORDNotNegotiated {
+			if int(rep.ORD) > MaxIRDORD {
+				d.sendMPATerminate(conn, iwarp.TermLLPInsufficientIRD, rep.CRC())
+				return nil, fmt.Errorf("soft: Dial %s: peer ORD %d exceeds our maximum IRD %d", addr, rep.ORD, MaxIRDORD)
+			}
+			ird = max(ird, int(rep.ORD))
 		}
-		ird = max(ird, int(rep.ORD))
-		ord = min(ord, int(rep.IRD))
+		if rep.IRD != iwarp.IRDORDNotNegotiated {
+			ord = min(ord, int(rep.IRD))
+		}
 		if req.PeerToPeer {
 			switch {
 			case !rep.PeerToPeer:

@@ -492,6 +492,69 @@ func TestSiwMPARequest(t *testing.T) {
 	}
 }
 
+// TestMPAInitiatorNotNegotiated: an IRD or ORD of 0x3FFF in the MPA Reply
+// means "not negotiated" (RFC 6581 §9.1): the initiator leaves its IRD
+// unchanged on a responder ORD of 0x3FFF and its ORD on a responder IRD of
+// 0x3FFF, and connects; the value not 0x3FFF is negotiated as usual. Before,
+// a responder ORD of 0x3FFF was taken for a Read Request depth beyond our
+// maximum IRD and refused with an "insufficient IRD" Terminate.
+func TestMPAInitiatorNotNegotiated(t *testing.T) {
+	for _, c := range []struct {
+		name, reply string
+		ird, ord    int // the initiator's, after the Reply; it offered IRD 4, ORD 8
+	}{
+		{"ORD", "REP | 10 02 | 0004 | 0002 3fff", 4, 2},
+		{"IRD", "REP | 10 02 | 0004 | 3fff 0006", 6, 8},
+		{"Both", "REP | 10 02 | 0004 | 3fff 3fff", 4, 8},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkGoroutines(t)
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			got := make(chan []byte, 1)
+			go func() {
+				defer close(got)
+				s, err := l.Accept()
+				if err != nil {
+					return
+				}
+				defer s.Close()
+				s.SetDeadline(time.Now().Add(10 * time.Second))
+				var buf [iwarp.MaxMPAFrameLen]byte
+				if _, err := iwarp.ReadMPAFrame(s, buf[:], iwarp.MPARequest); err != nil {
+					return
+				}
+				s.Write(mpaHex(t, c.reply))
+				// Nothing may follow: no Terminate (nor, client-server
+				// model with SiwKick off, any FPDU).
+				s.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+				var b [256]byte
+				n, _ := s.Read(b[:])
+				got <- b[:n]
+			}()
+			dev := New(Config{SiwKick: -1})
+			e := newEndpoint(t, dev, 2)
+			defer e.close(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			info, err := dev.Dial(ctx, l.Addr().String(), e.qp, verbs.ConnParams{IRD: 4, ORD: 8})
+			rest := <-got
+			if err != nil {
+				t.Fatalf("Dial: %v (initiator sent %x)", err, rest)
+			}
+			if len(rest) > 0 {
+				t.Errorf("initiator sent %x after the Reply", rest)
+			}
+			if info.IRD != c.ird || info.ORD != c.ord {
+				t.Errorf("initiator IRD %d ORD %d, want %d %d", info.IRD, info.ORD, c.ird, c.ord)
+			}
+		})
+	}
+}
+
 // TestInvalidateDuringPeerStall: a peer that stalls in the middle of an
 // RDMA Write, or stops reading in the middle of a Read Response, must not
 // block Invalidate; once invalidated, the rest of the access is refused with

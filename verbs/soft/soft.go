@@ -8,7 +8,8 @@
 // # Protocol
 //
 //   - Connection setup: MPA Request/Reply revision 1 and 2, RFC 6581 IRD/ORD
-//     negotiation, the peer-to-peer model with a ready-to-receive (RTR) frame
+//     negotiation (an IRD or ORD of 0x3FFF, "not negotiated", leaves the
+//     local value it would adjust unchanged), the peer-to-peer model with a ready-to-receive (RTR) frame
 //     (a zero-length RDMA Write or Read, as siw offers), CRC32c as negotiated
 //     by the C bit, markers refused, Reject with private data. A request
 //     the provider cannot accept (key, revision above 2, markers, private
