@@ -510,10 +510,20 @@ func (cr *connRequest) accept(ctx context.Context, q *queuePair, p verbs.ConnPar
 	}
 	if req.Enhanced() {
 		rep.Flags |= iwarp.FlagEnhanced
-		// RFC 6581 §9.1: our ORD may not exceed the initiator's IRD; raise
-		// our IRD to the initiator's ORD (relaxed, like siw) within bounds.
-		ord = min(ord, int(req.IRD))
-		ird = max(ird, min(int(req.ORD), MaxIRDORD))
+		// RFC 6581 §9.1: the responder MUST set its ORD at most to the
+		// initiator IRD; its IRD is raised to the initiator ORD (relaxed,
+		// like siw) within our maximum. An initiator ORD of 0x3FFF ("not
+		// negotiated") leaves our IRD unchanged and is answered with an
+		// IRD of 0x3FFF, an initiator IRD of 0x3FFF leaves our ORD
+		// unchanged and is answered with an ORD of 0x3FFF.
+		ordNegotiated := req.IRD != iwarp.IRDORDNotNegotiated
+		irdNegotiated := req.ORD != iwarp.IRDORDNotNegotiated
+		if ordNegotiated {
+			ord = min(ord, int(req.IRD))
+		}
+		if irdNegotiated {
+			ird = max(ird, min(int(req.ORD), MaxIRDORD))
+		}
 		if req.PeerToPeer {
 			rep.PeerToPeer = true
 			switch {
@@ -535,6 +545,12 @@ func (cr *connRequest) accept(ctx context.Context, q *queuePair, p verbs.ConnPar
 			}
 		}
 		rep.IRD, rep.ORD = uint16(ird), uint16(ord)
+		if !irdNegotiated {
+			rep.IRD = iwarp.IRDORDNotNegotiated
+		}
+		if !ordNegotiated {
+			rep.ORD = iwarp.IRDORDNotNegotiated
+		}
 	}
 	stop := watchCtx(ctx, cr.conn)
 	b, err := rep.Append(nil)

@@ -555,6 +555,62 @@ func TestMPAInitiatorNotNegotiated(t *testing.T) {
 	}
 }
 
+// TestMPAResponderNotNegotiated: the responder answers an initiator ORD of
+// 0x3FFF ("not negotiated", RFC 6581 §9.1) by keeping its IRD and replying
+// IRD = 0x3FFF, and an initiator IRD of 0x3FFF by keeping its ORD and
+// replying ORD = 0x3FFF; the other value is negotiated as usual. Before, the
+// responder raised its IRD to its maximum and replied with its own values.
+func TestMPAResponderNotNegotiated(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		reqIRD, reqORD uint16
+		repIRD, repORD uint16
+		ird, ord       int // the responder's; it accepts with IRD 4, ORD 4
+	}{
+		{"Both", 0x3fff, 0x3fff, 0x3fff, 0x3fff, 4, 4},
+		{"ORD", 8, 0x3fff, 0x3fff, 4, 4, 4},
+		{"IRD", 0x3fff, 8, 8, 0x3fff, 8, 4},
+		{"Neither", 2, 2, 4, 2, 4, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkGoroutines(t)
+			s := newServerUnderTest(t, Config{})
+			ch := make(chan *verbs.ConnInfo, 1)
+			go func() {
+				defer close(ch)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				cr, err := s.ln.Accept(ctx)
+				if err != nil {
+					t.Errorf("Accept: %v", err)
+					return
+				}
+				if cr.IRD() != int(c.reqIRD) || cr.ORD() != int(c.reqORD) {
+					t.Errorf("request IRD %#x ORD %#x, want the initiator's %#x %#x", cr.IRD(), cr.ORD(), c.reqIRD, c.reqORD)
+				}
+				info, err := cr.Accept(ctx, s.qp, verbs.ConnParams{IRD: 4, ORD: 4})
+				if err != nil {
+					t.Errorf("Accept: %v", err)
+					return
+				}
+				ch <- info
+			}()
+			p, rep := rawDial(t, s.ln.Addr().String(), enhancedRequest(false, c.reqIRD, c.reqORD, nil))
+			defer p.c.Close()
+			info := <-ch
+			if info == nil {
+				t.FailNow()
+			}
+			if rep.IRD != c.repIRD || rep.ORD != c.repORD {
+				t.Errorf("reply IRD %#x ORD %#x, want %#x %#x", rep.IRD, rep.ORD, c.repIRD, c.repORD)
+			}
+			if info.IRD != c.ird || info.ORD != c.ord {
+				t.Errorf("responder IRD %d ORD %d, want %d %d", info.IRD, info.ORD, c.ird, c.ord)
+			}
+		})
+	}
+}
+
 // TestInvalidateDuringPeerStall: a peer that stalls in the middle of an
 // RDMA Write, or stops reading in the middle of a Read Response, must not
 // block Invalidate; once invalidated, the rest of the access is refused with
