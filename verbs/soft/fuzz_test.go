@@ -66,6 +66,8 @@ func fuzzSeeds() []fuzzSeed {
 		{"send-two-messages", false, cat(send(false, 1, 0, true, "a"), send(false, 2, 0, true, "b"))},
 		{"send-no-receive", false, cat(send(false, 1, 0, true, "a"), send(false, 2, 0, true, "b"), send(false, 3, 0, true, "c"))},
 		{"send-too-long", false, send(false, 1, 0, true, string(make([]byte, 65)))},
+		{"send-opcode-change", false, cat(send(false, 1, 0, false, "abcd"),
+			fuzzFPDU(false, iwarp.Header{Opcode: iwarp.OpSendInvalidate, Last: true, MSN: 1, MO: 4, InvalidateSTag: fuzzSTag}, []byte("efg")))},
 		{"send-msn", false, send(false, 7, 0, true, "x")},
 		{"send-mo", false, send(false, 1, 3, true, "x")},
 		{"send-inv-bad", false, fuzzFPDU(false, iwarp.Header{Opcode: iwarp.OpSendInvalidate, Last: true, MSN: 1, InvalidateSTag: 0x999}, []byte("x"))},

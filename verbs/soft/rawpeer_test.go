@@ -392,6 +392,71 @@ func TestTerminatePaths(t *testing.T) {
 	}
 }
 
+// TestHostileSendOpcodeChange: every DDP segment of an untagged message
+// carries the message's RDMAP header (RFC 5040 §4), so its opcode may not
+// change from one segment to the next. A peer that starts a Send and ends it
+// as a Send with Invalidate (or the other way round, or as a Send with SE)
+// gets the Terminate a change of opcode within a tagged message gets
+// (RDMAP catastrophic error localized to the stream, 0/2/0x07), the receive
+// is flushed, and the STag named by any segment stays valid. Before, the
+// last segment's opcode decided: a message begun as a plain Send could
+// invalidate an STag.
+func TestHostileSendOpcodeChange(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		first, last iwarp.Opcode
+	}{
+		{"SendThenSendInvalidate", iwarp.OpSend, iwarp.OpSendInvalidate},
+		{"SendInvalidateThenSend", iwarp.OpSendInvalidate, iwarp.OpSend},
+		{"SendThenSendSE", iwarp.OpSend, iwarp.OpSendSE},
+		{"SendSEInvalidateThenSendInvalidate", iwarp.OpSendSEInvalidate, iwarp.OpSendInvalidate},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkGoroutines(t)
+			s := newServerUnderTest(t, Config{})
+			rmr := s.reg(t, make([]byte, 64), verbs.AccessLocalWrite)
+			if err := s.qp.PostRecv(&verbs.RecvWR{ID: 1, SGL: []verbs.SGE{{MR: rmr, Length: 64}}}); err != nil {
+				t.Fatal(err)
+			}
+			victim := s.reg(t, make([]byte, 64), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+			p := s.connectRaw(t, false, verbs.ConnParams{})
+			p.send(iwarp.Header{Opcode: c.first, QN: 0, MSN: 1, MO: 0, InvalidateSTag: victim.RKey()}, []byte("abcd"))
+			p.send(iwarp.Header{Opcode: c.last, Last: true, QN: 0, MSN: 1, MO: 4, InvalidateSTag: victim.RKey()}, []byte("efgh"))
+			s.expect(t, 1, verbs.OpcodeRecv, verbs.StatusFlushed)
+			if !victim.Valid() {
+				t.Errorf("STag %#x invalidated by a message whose opcode changed", victim.RKey())
+			}
+			p.expectTerminate(iwarp.TermRDMAPCatastrophicStream)
+			s.checkQPFailed(t, iwarp.TermRDMAPCatastrophicStream, false)
+		})
+	}
+}
+
+// TestSendInvalidateSTagFromFirstSegment: the STag a Send with Invalidate
+// invalidates is the one its first segment names, as siw takes it (the
+// receive context keeps it from the first segment); a different STag in a
+// later segment is neither invalidated nor reported.
+func TestSendInvalidateSTagFromFirstSegment(t *testing.T) {
+	checkGoroutines(t)
+	s := newServerUnderTest(t, Config{})
+	rmr := s.reg(t, make([]byte, 64), verbs.AccessLocalWrite)
+	if err := s.qp.PostRecv(&verbs.RecvWR{ID: 1, SGL: []verbs.SGE{{MR: rmr, Length: 64}}}); err != nil {
+		t.Fatal(err)
+	}
+	named := s.reg(t, make([]byte, 64), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+	other := s.reg(t, make([]byte, 64), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+	p := s.connectRaw(t, false, verbs.ConnParams{})
+	p.send(iwarp.Header{Opcode: iwarp.OpSendInvalidate, QN: 0, MSN: 1, MO: 0, InvalidateSTag: named.RKey()}, []byte("abcd"))
+	p.send(iwarp.Header{Opcode: iwarp.OpSendInvalidate, Last: true, QN: 0, MSN: 1, MO: 4, InvalidateSTag: other.RKey()}, []byte("efgh"))
+	wc := s.expect(t, 1, verbs.OpcodeRecv, verbs.StatusSuccess)
+	if wc.Flags&verbs.WithInvalidate == 0 || wc.InvalidatedSTag != named.RKey() || wc.ByteLen != 8 {
+		t.Errorf("completion flags %v STag %#x length %d, want WithInvalidate of %#x, 8 bytes", wc.Flags, wc.InvalidatedSTag, wc.ByteLen, named.RKey())
+	}
+	if named.Valid() || !other.Valid() {
+		t.Errorf("first segment's STag valid=%v, last segment's valid=%v; want only the first invalidated", named.Valid(), other.Valid())
+	}
+}
+
 // TestTerminateSurvivesClose: a consumer that closes a QP as soon as it
 // failed on the peer's violation does not cut its Terminate off: the peer
 // still gets it (Close waits for the writer to put it on the wire). Linux's

@@ -99,8 +99,13 @@ type rxState struct {
 
 	msn [3]uint32 // next expected MSN per untagged QN
 
-	// Untagged Send in progress.
+	// Untagged Send in progress. recvOp and recvInv are the RDMAP opcode
+	// and Invalidate STag of its first segment: every segment must carry
+	// that opcode, and the STag a Send with Invalidate invalidates is the
+	// first segment's (as siw takes it).
 	recvActive bool
+	recvOp     iwarp.Opcode
+	recvInv    uint32
 	recv       *recvWQE
 	recvPos    int
 	recvSGE    int
@@ -604,8 +609,9 @@ func (q *queuePair) readFPDU() error {
 	return q.violation(iwarp.TermRDMAPUnexpectedOpcode, "opcode %v", h.Opcode)
 }
 
-// tagStart checks tagged-message continuity (one tagged message at a time,
-// STag constant, TO contiguous).
+// tagStart checks tagged-message continuity (one tagged message at a time:
+// opcode and STag constant, TO contiguous). rxSend checks the same of
+// untagged Sends (opcode constant, MO contiguous).
 func (q *queuePair) tagStart() error {
 	r := &q.r
 	h := &r.h
@@ -772,7 +778,15 @@ func (q *queuePair) rxSend(pl int) error {
 		}
 		r.recv = &q.rq[q.rqHead%uint64(len(q.rq))]
 		q.mu.Unlock()
-		r.recvActive, r.recvPos, r.recvSGE, r.recvSGEOff = true, 0, 0, 0
+		r.recvActive, r.recvOp, r.recvInv = true, h.Opcode, h.InvalidateSTag
+		r.recvPos, r.recvSGE, r.recvSGEOff = 0, 0, 0
+	} else if h.Opcode != r.recvOp {
+		// Every DDP segment of an RDMAP message carries the message's
+		// RDMAP header (RFC 5040 §4): a Send may not end as a Send with
+		// Invalidate (or SE). Answered as a change within a tagged
+		// message is (tagStart); siw ends the stream too ("packet
+		// intersection").
+		return q.violation(iwarp.TermRDMAPCatastrophicStream, "%v segment inside an unfinished %v", h.Opcode, r.recvOp)
 	} else if int(h.MO) != r.recvPos {
 		return q.violation(iwarp.TermDDPUntaggedInvalidMO, "Send MO %d, expected %d", h.MO, r.recvPos)
 	}
@@ -806,11 +820,11 @@ func (q *queuePair) rxSend(pl int) error {
 	}
 	r.msn[iwarp.QNSend]++
 	var flags verbs.CompletionFlags
-	if h.Opcode == iwarp.OpSendSE || h.Opcode == iwarp.OpSendSEInvalidate {
+	if r.recvOp == iwarp.OpSendSE || r.recvOp == iwarp.OpSendSEInvalidate {
 		flags |= verbs.SolicitedEvent
 	}
-	if h.Opcode.Invalidates() {
-		inv := h.InvalidateSTag
+	if r.recvOp.Invalidates() {
+		inv := r.recvInv
 		m := q.dev.stags.lookup(inv)
 		if m == nil || !m.invalidateRemote(q.pd, inv) {
 			q.completeRecv(verbs.StatusRemoteInvalidate, r.recvPos, 0, &verbs.TerminateError{Layer: 0, EType: iwarp.ETypeRDMAPRemoteOperation,
@@ -828,7 +842,7 @@ func (q *queuePair) completeRecv(st verbs.Status, n int, flags verbs.CompletionF
 	r := &q.r
 	wc := verbs.Completion{ID: r.recv.id, QP: q, Opcode: verbs.OpcodeRecv, Status: st, ByteLen: n, Flags: flags, Err: err}
 	if flags&verbs.WithInvalidate != 0 {
-		wc.InvalidatedSTag = r.h.InvalidateSTag
+		wc.InvalidatedSTag = r.recvInv
 	}
 	r.recvActive, r.recv = false, nil
 	q.mu.Lock()

@@ -22,7 +22,8 @@
 //     the initiator's first FPDU arrives (RFC 5044 §7.1.2, siw's strictness).
 //   - Data transfer: FPDUs segmented to Config.MaxFPDU (default: the TCP MSS, as it changes)
 //     and reassembled at any legal length; DDP tagged and untagged segments
-//     (QN 0 Send, 1 Read Request, 2 Terminate; MSN from 1; MO); RDMAP Send,
+//     (QN 0 Send, 1 Read Request, 2 Terminate; MSN from 1; MO), each message's
+//     opcode the same in all its segments; RDMAP Send,
 //     Send with Invalidate, Send with SE (and SE+Invalidate), RDMA Write, Read
 //     Request/Response, Terminate. IRD is enforced on inbound Read Requests;
 //     outbound Read Requests beyond ORD wait in the send queue.
