@@ -201,9 +201,15 @@ func (t *Terminate) Decode(b []byte) error { return t.DecodeAs(b, TermOrderRFC) 
 // the RFC reading is returned.
 //
 // A body shorter than 4 bytes, or with D set but a truncated DDP header
-// copy, is an error (ErrTerminateShort); nothing else is.
+// copy, is an error (ErrTerminateShort); nothing else is. With a truncated
+// header copy the Terminate Control has been read: Code, Order, Ambiguous,
+// AltCode, the M/D/R flags and Headers (the bytes present) are set, so that
+// a receiver can still report the peer's error (a received Terminate is
+// never answered, however malformed). A body shorter than 4 bytes leaves t
+// zeroed.
 func (t *Terminate) DecodeAs(b []byte, prefer TermOrder) error {
 	if len(b) < terminateControlLen {
+		*t = Terminate{}
 		return protoErr(TermRDMAPCatastrophicStream, ErrTerminateShort, "Terminate length", uint64(len(b)))
 	}
 	w := binary.BigEndian.Uint32(b)

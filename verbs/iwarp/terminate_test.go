@@ -178,15 +178,29 @@ func TestTerminateAmbiguous(t *testing.T) {
 
 func TestTerminateErrors(t *testing.T) {
 	var term Terminate
-	if err := term.Decode(unhex(t, "1201c0")); !errors.Is(err, ErrTerminateShort) {
-		t.Errorf("3 bytes: %v", err)
-	}
-	// D set but the DDP header copy is cut short.
+	// D set but the DDP header copy is cut short: an error, but the
+	// Terminate Control is read (a receiver reports the peer's code).
 	if err := term.Decode(unhex(t, "12 01 c0 00 0016 41 43 000000")); !errors.Is(err, ErrTerminateShort) {
 		t.Errorf("short copy: %v", err)
 	}
+	if term.Code != TermDDPUntaggedInvalidQN || term.Order != TermOrderRFC || !term.SegLenValid || !term.HasDDPHeader ||
+		len(term.Headers) != 7 || term.DDPHeader() != nil {
+		t.Errorf("short copy decoded as %v", &term)
+	}
 	if err := term.Decode(unhex(t, "12 01 c0 00 00")); !errors.Is(err, ErrTerminateShort) {
 		t.Errorf("1-byte copy: %v", err)
+	}
+	if err := term.Decode(unhex(t, "21 01 03 00 00")); !errors.Is(err, ErrTerminateShort) || term.Code != TermDDPUntaggedInvalidQN ||
+		term.Order != TermOrderSiw || !term.HasDDPHeader {
+		t.Errorf("1-byte copy, siw order: %v, decoded as %v", err, &term)
+	}
+	// Without a whole control word nothing is read, and nothing is kept
+	// from the Terminate decoded before.
+	if err := term.Decode(unhex(t, "1201c0")); !errors.Is(err, ErrTerminateShort) {
+		t.Errorf("3 bytes: %v", err)
+	}
+	if term.Code != 0 || term.HasDDPHeader || term.Headers != nil {
+		t.Errorf("3 bytes decoded as %v", &term)
 	}
 	bad := Terminate{Code: TermDDPUntaggedInvalidQN, HasDDPHeader: true, Headers: []byte{0, 1}}
 	if _, err := bad.Append(nil); !errors.Is(err, ErrTerminateShort) {

@@ -36,7 +36,8 @@ type fuzzSeed struct {
 }
 
 // fuzzSeeds has one stream per receive-path rule: valid traffic of each
-// opcode, and each violation that must produce a Terminate.
+// opcode, each violation that must produce a Terminate, and malformed
+// Terminates, which must not.
 func fuzzSeeds() []fuzzSeed {
 	send := func(crc bool, msn, mo uint32, last bool, p string) []byte {
 		return fuzzFPDU(crc, iwarp.Header{Opcode: iwarp.OpSend, Last: last, MSN: msn, MO: mo}, []byte(p))
@@ -90,6 +91,8 @@ func fuzzSeeds() []fuzzSeed {
 		{"read-request-ird", false, cat(rreq(1, goodRR, ""), rreq(2, goodRR, ""), rreq(3, goodRR, ""), rreq(4, goodRR, ""), rreq(5, goodRR, ""))},
 		{"read-response-unexpected", false, fuzzFPDU(false, iwarp.Header{Opcode: iwarp.OpReadResponse, Last: true, STag: fuzzSTag, TO: fuzzTO}, []byte("x"))},
 		{"terminate", false, termB},
+		{"terminate-truncated-copy", false, fuzzFPDU(false, iwarp.Header{Opcode: iwarp.OpTerminate, Last: true, QN: 2, MSN: 1}, []byte{0x11, 0x01, 0xc0, 0, 0, 0x10})},
+		{"terminate-no-control", false, fuzzFPDU(false, iwarp.Header{Opcode: iwarp.OpTerminate, Last: true, QN: 2, MSN: 1}, []byte{0x11, 0x01})},
 		{"bad-opcode", false, []byte{0, 18, 0x41, 0x4f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}},
 		{"bad-ddp-version", false, []byte{0, 18, 0x42, 0x43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}},
 		{"bad-qn", false, []byte{0, 18, 0x41, 0x43, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}},

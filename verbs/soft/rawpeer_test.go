@@ -508,6 +508,75 @@ func TestReceivedTerminate(t *testing.T) {
 	}
 }
 
+// TestReceivedTerminateMalformed: a malformed Terminate from the peer ends
+// the stream like a well-formed one (TestReceivedTerminate) and is not
+// answered either. One whose header copy is truncated (D set, too few
+// bytes) reports the layer, error type and code of its Terminate Control,
+// in either order; one whose Terminate Control cannot be read (body under 4
+// bytes, or L clear) reports termUnread. Before, all of them were answered
+// with a Terminate of our own and the QP error said "Terminate sent". (A
+// segment whose DDP header is malformed is still answered, whatever its
+// opcode: TestHostileFPDUShortULPDU.)
+func TestReceivedTerminateMalformed(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		last   bool
+		body   []byte
+		code   iwarp.TermCode
+		unread bool // the Terminate Control is not read: termUnread
+	}{
+		// DDP tagged base or bounds (1/1/0x01), M and D, 2 of 16 header bytes.
+		{"TruncatedHeaderCopy", true, []byte{0x11, 0x01, 0xc0, 0x00, 0x00, 0x10}, iwarp.TermDDPTaggedBaseBounds, false},
+		// DDP untagged invalid QN (1/2/0x01) in siw's order, M and D, 2 bytes.
+		{"TruncatedHeaderCopySiwOrder", true, []byte{0x21, 0x01, 0x03, 0x00, 0x00, 0x16}, iwarp.TermDDPUntaggedInvalidQN, false},
+		{"NoTerminateControl", true, []byte{0x11, 0x01}, 0, true},
+		{"NotLast", false, []byte{0x20, 0x06, 0x00, 0x00}, 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkGoroutines(t)
+			s := newServerUnderTest(t, Config{})
+			rmr := s.reg(t, make([]byte, 16), verbs.AccessLocalWrite)
+			if err := s.qp.PostRecv(&verbs.RecvWR{ID: 1, SGL: []verbs.SGE{{MR: rmr, Length: 16}}}); err != nil {
+				t.Fatal(err)
+			}
+			p := s.connectRaw(t, false, verbs.ConnParams{})
+			p.send(iwarp.Header{Opcode: iwarp.OpTerminate, Last: c.last, QN: iwarp.QNTerminate, MSN: 1}, c.body)
+			p.c.(*net.TCPConn).CloseWrite() // the provider's drain ends at once
+			select {
+			case <-s.qp.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("QP did not fail")
+			}
+			var te *verbs.TerminateError
+			if !errors.As(s.qp.Err(), &te) || !te.Received {
+				t.Fatalf("QP error %v, want a received Terminate", s.qp.Err())
+			}
+			want := [3]uint8{uint8(c.code.Layer()), c.code.EType(), c.code.ECode()}
+			if c.unread {
+				want = [3]uint8{termUnread, termUnread, termUnread}
+			}
+			if got := [3]uint8{te.Layer, te.EType, te.ECode}; got != want {
+				t.Errorf("QP error %v: layer/etype/ecode %v, want %v", te, got, want)
+			}
+			s.expect(t, 1, verbs.OpcodeRecv, verbs.StatusFlushed)
+			if f := p.next(); f != nil {
+				t.Fatalf("provider answered a malformed Terminate with %v", f.Header.Opcode)
+			}
+			st := s.dev.Stats()
+			if st.TerminatesSent != (TerminateCounts{}) {
+				t.Errorf("Terminates sent %+v, want none", st.TerminatesSent)
+			}
+			wantRecv := TerminateCounts{DDP: 1}
+			if c.unread {
+				wantRecv = TerminateCounts{Other: 1}
+			}
+			if st.TerminatesReceived != wantRecv {
+				t.Errorf("Terminates received %+v, want %+v", st.TerminatesReceived, wantRecv)
+			}
+		})
+	}
+}
+
 // TestSiwMPARequest feeds the exact MPA Request Linux xprtrdma over siw
 // sends (lab sample) and checks the reply is what Linux svcrdma would send,
 // given our IRD default.

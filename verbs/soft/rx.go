@@ -567,6 +567,9 @@ func (q *queuePair) readFPDU() error {
 		hl, pl, err = iwarp.ParseFPDUHeader(r.buf[r.r:r.w], &r.h)
 	}
 	if err != nil {
+		if terminateRejected(r.buf[r.r:r.w], err) {
+			return q.peerTerminated(unreadTerminate(err))
+		}
 		return err
 	}
 	r.hdrLen = copy(r.hdr[:], r.buf[r.r:r.r+hl])
@@ -898,6 +901,54 @@ func (q *queuePair) rxReadRequest(pl int) error {
 	return nil
 }
 
+// Received Terminates. A Terminate from the peer ends the stream: the queue
+// pair fails with a *verbs.TerminateError with Received set, and nothing is
+// sent back, not even for a malformed Terminate: a Terminate (RFC 5040 §7)
+// is the last message on a failed stream, and answering one could only
+// start an exchange of Terminates. siw answers none either
+// (siw_proc_terminate).
+//
+// A Terminate whose header copy is truncated still reports the layer, error
+// type and code of its Terminate Control. One that DDP delivers whole on the
+// Terminate queue but whose Terminate Control cannot be read (a body under 4
+// bytes, or L clear: a Terminate is a single-segment message) reports
+// termUnread as all three. A segment whose DDP header is itself malformed
+// (ULPDU_Length shorter than the header, QN not 2, sent tagged) is a DDP or
+// RDMAP violation like any other and is answered, whatever its opcode.
+
+// termUnread is the Layer, EType and ECode of the TerminateError for a
+// received Terminate whose Terminate Control could not be read. No 4-bit
+// Layer field holds it; the device counts it under TerminateCounts.Other.
+const termUnread = 0xff
+
+// terminateRejected reports whether err, ParseFPDUHeader's rejection of the
+// header at b, rejects a Terminate that DDP delivered on the Terminate queue:
+// a valid untagged header on QN 2 with opcode Terminate (ParseFPDUHeader
+// checks those first), refused for a body too short for the Terminate
+// Control or for L clear.
+func terminateRejected(b []byte, err error) bool {
+	return len(b) >= 4 && iwarp.Opcode(b[3]&0x0f) == iwarp.OpTerminate &&
+		(errors.Is(err, iwarp.ErrMessageLength) || errors.Is(err, iwarp.ErrNotLast))
+}
+
+// unreadTerminate is the error of a received Terminate whose Terminate
+// Control could not be read; cause says why.
+func unreadTerminate(cause error) *verbs.TerminateError {
+	return &verbs.TerminateError{Received: true, Layer: termUnread, EType: termUnread, ECode: termUnread,
+		Reason: fmt.Sprintf("malformed Terminate, Terminate Control not read: %v", cause)}
+}
+
+// peerTerminated fails the queue pair with te, a received Terminate, sending
+// nothing, and stops the reader.
+func (q *queuePair) peerTerminated(te *verbs.TerminateError) error {
+	q.mu.Lock()
+	q.failLocked(te, nil)
+	q.mu.Unlock()
+	return errStop
+}
+
+// rxTerminate reads a Terminate's body and fails the queue pair with the
+// peer's error (see Received Terminates above).
 func (q *queuePair) rxTerminate(pl int) error {
 	r := &q.r
 	var body [iwarp.UntaggedHeaderLen + iwarp.ReadRequestLen + 8]byte
@@ -916,11 +967,19 @@ func (q *queuePair) rxTerminate(pl int) error {
 		return err
 	}
 	var t iwarp.Terminate
-	if err := t.Decode(body[:keep]); err != nil {
-		return err
+	var te *verbs.TerminateError
+	switch err := t.Decode(body[:keep]); {
+	case err == nil:
+		te = &verbs.TerminateError{Received: true, Layer: uint8(t.Code.Layer()), EType: t.Code.EType(), ECode: t.Code.ECode(),
+			Reason: fmt.Sprintf("%v (%v order)", t.Code, t.Order)}
+	case keep >= 4:
+		// The header copy is truncated, but the Terminate Control was
+		// read (iwarp.Terminate.DecodeAs); t.DDPHeader() is nil.
+		te = &verbs.TerminateError{Received: true, Layer: uint8(t.Code.Layer()), EType: t.Code.EType(), ECode: t.Code.ECode(),
+			Reason: fmt.Sprintf("malformed Terminate %v (%v order): %v", t.Code, t.Order, err)}
+	default: // not reached: ParseFPDUHeader refuses a Terminate body under 4 bytes
+		te = unreadTerminate(err)
 	}
-	te := &verbs.TerminateError{Received: true, Layer: uint8(t.Code.Layer()), EType: t.Code.EType(), ECode: t.Code.ECode(),
-		Reason: fmt.Sprintf("%v (%v order)", t.Code, t.Order)}
 	q.mu.Lock()
 	// A Terminate that answers one of our Read Requests (its header copy is
 	// a Read Request) fails the oldest outstanding read with

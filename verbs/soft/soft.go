@@ -31,7 +31,10 @@
 //     type and code; the queue pair then enters the error state and every
 //     outstanding work request completes with verbs.StatusFlushed. A received
 //     Terminate moves the queue pair to the error state and is reported as a
-//     *verbs.TerminateError in verbs.QPError and in the flushed completions.
+//     *verbs.TerminateError in verbs.QPError and in the flushed completions;
+//     it is never answered, not even when malformed (the code of a Terminate
+//     with a truncated header copy is still reported; one whose Terminate
+//     Control cannot be read is reported with layer, type and code 0xff).
 //   - Memory protection (RFC 5042): STag = index<<8 | 8-bit key, the key
 //     drawn from crypto/rand (in batches) on every registration and
 //     re-registration, never equal to the index's previous key, and the

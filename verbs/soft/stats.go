@@ -10,7 +10,8 @@ import (
 
 // TerminateCounts counts iWARP Terminate messages by the layer their error code
 // names (RFC 5040 §7.2): RDMAP, DDP, or LLP (MPA). Other counts Terminates received
-// with a layer no RFC defines.
+// with a layer no RFC defines, or too malformed for their Terminate Control to be
+// read.
 type TerminateCounts struct {
 	RDMAP, DDP, LLP, Other uint64
 }
