@@ -77,26 +77,21 @@ func (s *Server) stableObject(o *object) error {
 	return s.stableFD(o.fd, o.path)
 }
 
-// stableAt makes the object name in the directory dir stable, unless it is a
-// symbolic link or special file (made stable by the directory's fsync, see above).
-func (s *Server) stableAt(dir *object, name string, st *unix.Statx_t) error {
+// stableNew makes the new object fd refers to (with attributes st, reached by the
+// path p) stable, unless it is a symbolic link or special file (made stable by the
+// directory's fsync, see above).
+func (s *Server) stableNew(fd int, p string, st *unix.Statx_t) error {
 	if !s.metaSync() || (!isReg(st) && !isDir(st)) {
 		return nil
 	}
-	fd, err := unix.Openat(dir.fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	err = s.stableFD(fd, joinPath(dir.path, name))
-	unix.Close(fd)
-	return err
+	return s.stableFD(fd, p)
 }
 
-// stableFD fsyncs the object the O_PATH descriptor fd refers to, reached by the path
-// p. It opens the object for reading (a regular file the server may only write, for
-// writing), after checking through fd that it is a regular file or a directory, so
-// that no device is ever opened; an object it cannot open is made stable with its
-// file system (stableFS).
+// stableFD fsyncs the object the descriptor fd (O_PATH, or open) refers to, reached
+// by the path p. It opens the object for reading (a regular file the server may only
+// write, for writing), after checking through fd that it is a regular file or a
+// directory, so that no device is ever opened; an object it cannot open is made
+// stable with its file system (stableFS).
 func (s *Server) stableFD(fd int, p string) error {
 	var st unix.Statx_t
 	if err := statFD(fd, &st); err != nil {

@@ -505,8 +505,23 @@ func (e *newEntry) reply(res *xdr.Encoder) error {
 	return nil
 }
 
-// created gives a new object its owner, then fills the CREATE-style result.
+// created gives the object name just made in dir its owner and attr, then fills the
+// CREATE-style result (see createdFD).
 func (s *Server) created(dir *object, name string, c *cred, attr *nfs3.Sattr, fresh bool, r *nfs3.CreateRes, fhbuf []byte) nfs3.Status {
+	fd, err := unix.Openat(dir.fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return statusOf(err)
+	}
+	defer unix.Close(fd)
+	return s.createdFD(dir, name, fd, c, attr, fresh, r, fhbuf)
+}
+
+// createdFD gives a new (fresh) object its owner and attr, makes it stable, then
+// fills the CREATE-style result. The object is the one fd refers to (O_PATH, or
+// open), found or made under name in dir: every change is made through fd, never by
+// name again, so that an object another process puts under name meanwhile is never
+// changed, nor opened (opening a FIFO can block).
+func (s *Server) createdFD(dir *object, name string, fd int, c *cred, attr *nfs3.Sattr, fresh bool, r *nfs3.CreateRes, fhbuf []byte) nfs3.Status {
 	if fresh && s.asRoot {
 		uid, gid := int(c.uid), int(c.gid)
 		if dir.st.Mode&unix.S_ISGID != 0 {
@@ -518,12 +533,12 @@ func (s *Server) created(dir *object, name string, c *cred, attr *nfs3.Sattr, fr
 		if attr != nil && attr.SetGID && (c.uid == 0 || c.inGroup(attr.GID)) {
 			gid = int(attr.GID)
 		}
-		if err := unix.Fchownat(dir.fd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := unix.Fchownat(fd, "", uid, gid, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return statusOf(err)
 		}
 	}
 	var st unix.Statx_t
-	if err := statAt(dir.fd, name, &st); err != nil {
+	if err := statFD(fd, &st); err != nil {
 		return statusOf(err)
 	}
 	if fresh && attr != nil && attr.SetMode && !isLnk(&st) {
@@ -531,42 +546,34 @@ func (s *Server) created(dir *object, name string, c *cred, attr *nfs3.Sattr, fr
 		if isDir(&st) && dir.st.Mode&unix.S_ISGID != 0 {
 			mode |= unix.S_ISGID // a new directory inherits its parent's setgid bit
 		}
-		if err := s.chmodAt(dir.fd, name, mode); err != nil {
+		if err := chmodFD(fd, mode); err != nil {
 			return statusOf(err)
 		}
-		_ = statAt(dir.fd, name, &st)
+		_ = statFD(fd, &st)
 	}
-	if err := s.stableAt(dir, name, &st); err != nil {
+	p := joinPath(dir.path, name)
+	if err := s.stableNew(fd, p, &st); err != nil {
 		return statusOf(err)
 	}
 	if err := s.stableDir(dir); err != nil {
 		return statusOf(err)
 	}
-	s.idx.put(keyOf(&st), joinPath(dir.path, name))
+	s.idx.put(keyOf(&st), p)
 	r.Obj = nfs3.PostOpFH{Present: true, FH: s.handles.encode(fhbuf[:0], idOf(&st))}
 	r.ObjAttr = s.postOp(&st)
 	return nfs3.StatusOK
 }
 
-// truncateAt sets the size of the regular file name in dirfd without following a link;
-// sizes beyond what Linux can hold are clamped to math.MaxInt64.
-func truncateAt(dirfd int, name string, size uint64) error {
-	fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	err = unix.Ftruncate(fd, int64(min(size, math.MaxInt64)))
-	unix.Close(fd)
-	return err
+// truncateFD sets the size of the regular file fd (O_PATH, or open) refers to; sizes
+// beyond what Linux can hold are clamped to math.MaxInt64. truncate(2) through
+// /proc/self/fd reaches that very inode without opening it.
+func truncateFD(fd int, size uint64) error {
+	return unix.Truncate(procPath(fd), int64(min(size, math.MaxInt64)))
 }
 
-// chmodAt sets the exact mode (no umask) of name in dirfd without following a link.
-func (s *Server) chmodAt(dirfd int, name string, mode uint32) error {
-	fd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
+// chmodFD sets the exact mode (no umask) of the object fd (O_PATH, or open) refers
+// to, through /proc/self/fd (fchmod refuses an O_PATH descriptor).
+func chmodFD(fd int, mode uint32) error {
 	return unix.Chmod(procPath(fd), mode&0o7777)
 }
 
@@ -593,11 +600,15 @@ func (s *Server) doCreate(dir *object, a *nfs3.CreateArgs, c *cred, r *nfs3.Crea
 	// O_NONBLOCK so that opening an existing FIFO cannot block.
 	fd, err := unix.Openat(dir.fd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, mode)
 	fresh := err == nil
-	if err == nil {
-		unix.Close(fd)
-	} else if err != unix.EEXIST {
+	if err == unix.EEXIST {
+		// What name holds is judged and changed through this one descriptor, never
+		// by name again (see createdFD); O_PATH opens nothing, not even a FIFO.
+		fd, err = unix.Openat(dir.fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
 		return statusOf(err)
 	}
+	defer unix.Close(fd)
 	switch a.Mode {
 	case nfs3.Guarded:
 		if !fresh {
@@ -608,24 +619,24 @@ func (s *Server) doCreate(dir *object, a *nfs3.CreateArgs, c *cred, r *nfs3.Crea
 		v1 := int64(uint32(a.Verf[4])<<24 | uint32(a.Verf[5])<<16 | uint32(a.Verf[6])<<8 | uint32(a.Verf[7]))
 		if fresh {
 			ts := []unix.Timespec{{Sec: v1}, {Sec: v0}} // atime, mtime
-			if err := unix.UtimesNanoAt(dir.fd, name, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if err := unix.UtimesNanoAt(unix.AT_FDCWD, procPath(fd), ts, 0); err != nil {
 				return statusOf(err)
 			}
 		} else {
 			// A retransmitted EXCLUSIVE create finds the verifier it stored.
 			var st unix.Statx_t
-			if err := statAt(dir.fd, name, &st); err != nil {
+			if err := statFD(fd, &st); err != nil {
 				return statusOf(err)
 			}
 			if !isReg(&st) || st.Mtime.Sec != v0 || st.Atime.Sec != v1 {
 				return nfs3.StatusExist
 			}
 		}
-		return s.created(dir, name, c, nil, fresh, r, fhbuf)
+		return s.createdFD(dir, name, fd, c, nil, fresh, r, fhbuf)
 	default: // UNCHECKED
 		if !fresh {
 			var st unix.Statx_t
-			if err := statAt(dir.fd, name, &st); err != nil {
+			if err := statFD(fd, &st); err != nil {
 				return statusOf(err)
 			}
 			if !isReg(&st) {
@@ -635,18 +646,18 @@ func (s *Server) doCreate(dir *object, a *nfs3.CreateArgs, c *cred, r *nfs3.Crea
 				if !allowed(c, &st, permW) && !isOwner(c, &st) {
 					return nfs3.StatusAcces
 				}
-				if err := truncateAt(dir.fd, name, a.Attr.Size); err != nil {
+				if err := truncateFD(fd, a.Attr.Size); err != nil {
 					return statusOf(err)
 				}
 			}
 		}
 	}
 	if fresh && a.Attr.SetSize && a.Attr.Size != 0 {
-		if err := truncateAt(dir.fd, name, a.Attr.Size); err != nil {
+		if err := truncateFD(fd, a.Attr.Size); err != nil {
 			return statusOf(err)
 		}
 	}
-	return s.created(dir, name, c, &a.Attr, fresh, r, fhbuf)
+	return s.createdFD(dir, name, fd, c, &a.Attr, fresh, r, fhbuf)
 }
 
 func (s *Server) mkdir(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 )
@@ -447,6 +449,62 @@ func TestCreateModes(t *testing.T) {
 	wantStatus(t, "CREATE over fifo", r3.Status, nfs3.StatusExist)
 	rd := c.read(fifo, 0, 10)
 	wantStatus(t, "READ fifo", rd.Status, nfs3.StatusInval)
+}
+
+// TestCreateUncheckedRacingFIFO: CREATE UNCHECKED of an existing name with a size
+// judges and truncates the object it found through one descriptor. It used to check
+// by name that the object was a regular file and then open the name again for writing
+// without O_NONBLOCK, so a FIFO put in its place between the two (here by a local
+// RENAME_EXCHANGE loop; a client can do it with RENAME) made the open block forever:
+// the call never answered and held its goroutine and descriptors.
+func TestCreateUncheckedRacingFIFO(t *testing.T) {
+	e := newEnv(t, Options{})
+	x, y := filepath.Join(e.dir, "x"), filepath.Join(e.dir, "y")
+	if err := os.WriteFile(x, []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(y, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			unix.Renameat2(unix.AT_FDCWD, x, unix.AT_FDCWD, y, unix.RENAME_EXCHANGE)
+		}
+	}()
+	defer func() {
+		close(stop)
+		wg.Wait()
+		// Unblock an open stuck on the FIFO, if any, so that the server can stop.
+		for _, p := range []string{x, y} {
+			if fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK, 0); err == nil {
+				unix.Close(fd)
+			}
+		}
+	}()
+	args := &nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: e.root, Name: []byte("x")}, Mode: nfs3.Unchecked,
+		Attr: nfs3.Sattr{SetSize: true, Size: 0}}
+	deadline := time.Now().Add(3 * time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		var r nfs3.CreateRes
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := e.c.nfs.Call(ctx, uint32(nfs3.ProcCreate), args, owned{&r})
+		cancel()
+		if err != nil {
+			t.Fatalf("CREATE UNCHECKED size 0 #%d got no answer: %v", i, err)
+		}
+		if r.Status != nfs3.StatusOK && r.Status != nfs3.StatusExist {
+			t.Fatalf("CREATE UNCHECKED size 0 #%d: %v, want NFS3_OK (a file) or NFS3ERR_EXIST (the FIFO)", i, r.Status)
+		}
+	}
 }
 
 func TestUnstableCommitAndRestart(t *testing.T) {
