@@ -96,8 +96,12 @@
 // file's group cannot set its setgid bit (it is dropped, as chmod(2) does), and LINK
 // follows Linux's protected_hardlinks rule for the caller (only the owner may link a
 // setuid or setgid-executable file, or one it may not read and write); so a squashed
-// root cannot leave a root-owned setuid file, a new name for one, or a device behind. The server
-// process's own rights still apply underneath. No ACLs are consulted.
+// root cannot leave a root-owned setuid file, a new name for one, or a device behind. A
+// WRITE or a change of size (SETATTR, CREATE, OPEN) by a caller other than root clears
+// the file's setuid bit, and its setgid bit when the file is group-executable or the
+// caller outside its group, as the kernel does for a local writer without CAP_FSETID
+// (knfsd drops CAP_FSETID for such callers); the server, writing as root, clears them
+// itself. The server process's own rights still apply underneath. No ACLs are consulted.
 //
 // # NFSv4.1
 //

@@ -4,6 +4,7 @@ package nfsserver
 
 import (
 	"context"
+	"fmt"
 	"math"
 
 	"golang.org/x/sys/unix"
@@ -114,6 +115,9 @@ func (s *Server) doSetattr(o *object, a *nfs3.SetattrArgs, c *cred) nfs3.Status 
 			return nfs3.StatusAcces
 		case at.Size > math.MaxInt64:
 			return nfs3.StatusFBig
+		}
+		if err := s.dropSUID(o.fd, c, &o.st); err != nil {
+			return statusOf(err)
 		}
 		if err := unix.Truncate(procPath(o.fd), int64(at.Size)); err != nil {
 			return statusOf(err)
@@ -395,6 +399,11 @@ func (s *Server) doWrite(f *openFile, st *unix.Statx_t, a *nfs3.WriteArgs, c *cr
 	if !mayIO(c, st, permW) {
 		return nfs3.StatusAcces
 	}
+	if len(a.Data) > 0 { // a write of nothing changes nothing, as write(2)'s
+		if err := s.dropSUID(f.fd, c, st); err != nil {
+			return statusOf(err)
+		}
+	}
 	n := 0
 	for n < len(a.Data) {
 		m, err := unix.Pwrite(f.fd, a.Data[n:], int64(a.Offset)+int64(n))
@@ -564,6 +573,22 @@ func (s *Server) createdFD(dir *object, name string, fd int, c *cred, attr *nfs3
 	return nfs3.StatusOK
 }
 
+// dropSUID clears what a write or truncate by c must clear of the setuid and setgid
+// bits (killSUID) of the regular file fd (O_PATH, or open) refers to, with attributes
+// st, before the server writes or truncates it. The kernel does so itself when the
+// server does not run as root, and it removes the file's capabilities
+// (security.capability) on every write and truncate, by root too.
+func (s *Server) dropSUID(fd int, c *cred, st *unix.Statx_t) error {
+	kill := killSUID(c, st)
+	if kill == 0 || !s.asRoot {
+		return nil
+	}
+	if err := chmodFD(fd, uint32(st.Mode)&^kill); err != nil {
+		return fmt.Errorf("nfsserver: clearing setuid and setgid for uid %d: %w", c.uid, err)
+	}
+	return nil
+}
+
 // truncateFD sets the size of the regular file fd (O_PATH, or open) refers to; sizes
 // beyond what Linux can hold are clamped to math.MaxInt64. truncate(2) through
 // /proc/self/fd reaches that very inode without opening it.
@@ -645,6 +670,9 @@ func (s *Server) doCreate(dir *object, a *nfs3.CreateArgs, c *cred, r *nfs3.Crea
 			if a.Attr.SetSize {
 				if !allowed(c, &st, permW) && !isOwner(c, &st) {
 					return nfs3.StatusAcces
+				}
+				if err := s.dropSUID(fd, c, &st); err != nil {
+					return statusOf(err)
 				}
 				if err := truncateFD(fd, a.Attr.Size); err != nil {
 					return statusOf(err)

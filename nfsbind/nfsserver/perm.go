@@ -119,6 +119,25 @@ func (c *cred) keepSGID(mode, gid uint32) uint32 {
 	return mode
 }
 
+// killSUID returns the bits of st's mode that a write or truncate by c must clear, as
+// Linux clears them for a caller without CAP_FSETID (setattr_should_drop_suidgid):
+// S_ISUID, and S_ISGID when the file is group-executable or c is outside its group
+// (the rule of current kernels; older ones cleared S_ISGID only from a
+// group-executable file). Root keeps both. knfsd drops CAP_FSETID for every caller but root, so the kernel
+// clears these bits for them; this server writes as root, with CAP_FSETID, so it
+// clears them itself (Server.dropSUID).
+func killSUID(c *cred, st *unix.Statx_t) uint32 {
+	mode := uint32(st.Mode)
+	if c.uid == 0 || mode&(unix.S_ISUID|unix.S_ISGID) == 0 {
+		return 0
+	}
+	kill := mode & unix.S_ISUID
+	if mode&unix.S_ISGID != 0 && (mode&unix.S_IXGRP != 0 || !c.inGroup(st.Gid)) {
+		kill |= unix.S_ISGID
+	}
+	return kill
+}
+
 // mayHardlink applies Linux's protected_hardlinks rule (the default on current
 // distributions), which the kernel would apply to the caller itself: a caller may
 // link a file it owns, or a regular file that is neither setuid nor setgid-executable

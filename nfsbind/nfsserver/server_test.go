@@ -796,6 +796,86 @@ func TestPermissions(t *testing.T) {
 	wantStatus(t, "anonymous WRITE", w.Status, nfs3.StatusAcces)
 }
 
+// TestWriteClearsSetuid: a WRITE, a SETATTR of the size or a CREATE UNCHECKED with a
+// size by a caller other than root clears the file's setuid bit, and its setgid bit
+// when the file is group-executable or the caller is outside its group, as write(2)
+// and truncate(2) by that user do locally (Linux clears them for a caller without
+// CAP_FSETID; knfsd drops CAP_FSETID for every caller but root). The server writes as
+// root, so the kernel kept them, and a user allowed to write a root-owned setuid
+// program could replace its code and keep it setuid root. Root's WRITE keeps them,
+// and so does a member of the group writing a file that is setgid but not
+// group-executable. The file's capabilities (security.capability) go on every write
+// and truncate: the kernel removes them for root too.
+func TestWriteClearsSetuid(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make files owned by others")
+	}
+	e := newEnv(t, Options{})
+	if err := os.Chmod(e.dir, 0o777); err != nil { // CREATE needs to write the directory
+		t.Fatal(err)
+	}
+	// A VFS_CAP_REVISION_2 security.capability granting cap_net_raw.
+	fcap := []byte{1, 0, 0, 2, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	writeOne := func(c *client, fh nfs3.FH) nfs3.Status {
+		return c.write(fh, 0, []byte("#"), nfs3.FileSync).Status
+	}
+	setSize0 := func(c *client, fh nfs3.FH) nfs3.Status {
+		var r nfs3.WccRes
+		c.must(nfs3.ProcSetattr, &nfs3.SetattrArgs{Object: fh, Attr: nfs3.Sattr{SetSize: true, Size: 0}}, &r)
+		return r.Status
+	}
+	createSize0 := func(c *client, _ nfs3.FH) nfs3.Status {
+		var r nfs3.CreateRes
+		c.must(nfs3.ProcCreate, &nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: e.root, Name: []byte("prog")}, Mode: nfs3.Unchecked,
+			Attr: nfs3.Sattr{SetSize: true, Size: 0}}, &r)
+		return r.Status
+	}
+	for _, tc := range []struct {
+		name string
+		mode uint32 // of the file, owned by 0:1000
+		cred *oncrpc.AuthSysParams
+		want uint32 // mode afterwards
+		op   func(c *client, fh nfs3.FH) nfs3.Status
+	}{
+		{"WRITE", 0o6775, userCred(1001, 1000), 0o775, writeOne},
+		{"SETATTR size", 0o6775, userCred(1001, 1000), 0o775, setSize0},
+		{"CREATE UNCHECKED size", 0o6775, userCred(1001, 1000), 0o775, createSize0},
+		{"WRITE of a setuid-only file", 0o4777, userCred(1002, 1002), 0o777, writeOne},
+		{"WRITE by root", 0o6775, rootCred(), 0o6775, writeOne},
+		{"WRITE by a group member, not group-executable", 0o2664, userCred(1001, 1000), 0o2664, writeOne},
+		{"WRITE by another user, not group-executable", 0o2666, userCred(1002, 1002), 0o666, writeOne},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(e.dir, "prog")
+			os.Remove(p)
+			if err := os.WriteFile(p, []byte("#!/bin/sh\necho hi\n"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(p, 0, 1000); err != nil {
+				t.Fatal(err)
+			}
+			if err := unix.Chmod(p, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			hasCap := unix.Setxattr(p, "security.capability", fcap, 0) == nil
+			c := e.dial(tc.cred)
+			fh, st := c.lookup(e.root, "prog")
+			wantStatus(t, "LOOKUP", st, nfs3.StatusOK)
+			wantStatus(t, tc.name, tc.op(c, fh), nfs3.StatusOK)
+			var after unix.Stat_t
+			if err := unix.Lstat(p, &after); err != nil {
+				t.Fatal(err)
+			}
+			if got := after.Mode & 0o7777; got != tc.want {
+				t.Errorf("by %d:%d of a %o file: mode %o, want %o", tc.cred.UID, tc.cred.GID, tc.mode, got, tc.want)
+			}
+			if _, err := unix.Getxattr(p, "security.capability", nil); hasCap && err != unix.ENODATA {
+				t.Errorf("%s: security.capability still there (%v)", tc.name, err)
+			}
+		})
+	}
+}
+
 func TestErrorsAndAttributes(t *testing.T) {
 	e := newEnv(t, Options{})
 	c := e.c
