@@ -96,10 +96,13 @@ func (s *Server) doSetattr(o *object, a *nfs3.SetattrArgs, c *cred) nfs3.Status 
 	if (at.SetMode || at.Atime.How == nfs3.SetToClientTime || at.Mtime.How == nfs3.SetToClientTime) && !isOwner(c, &o.st) {
 		return nfs3.StatusPerm
 	}
-	if at.SetUID && at.UID != o.st.Uid && c.uid != 0 {
+	// As chown(2) (chown_ok, chgrp_ok): root may give any owner and group; the owner
+	// may set the owner it has and a group it is in, and nobody else may set either,
+	// not even to the value it has (a chown clears the setuid bit).
+	if at.SetUID && c.uid != 0 && (c.uid != o.st.Uid || at.UID != o.st.Uid) {
 		return nfs3.StatusPerm
 	}
-	if at.SetGID && at.GID != o.st.Gid && c.uid != 0 && !(c.uid == o.st.Uid && c.inGroup(at.GID)) {
+	if at.SetGID && c.uid != 0 && (c.uid != o.st.Uid || (at.GID != o.st.Gid && !c.inGroup(at.GID))) {
 		return nfs3.StatusPerm
 	}
 	if (at.Atime.How == nfs3.SetToServerTime || at.Mtime.How == nfs3.SetToServerTime) && !isOwner(c, &o.st) && !allowed(c, &o.st, permW) {

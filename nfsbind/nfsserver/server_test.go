@@ -876,6 +876,68 @@ func TestWriteClearsSetuid(t *testing.T) {
 	}
 }
 
+// TestSetattrOwnerByNonOwner: only root and the owner may set a file's uid or gid, as
+// chown(2) allows (chown_ok, chgrp_ok), even to the value it already has: the server
+// chowns as root, which clears the setuid bit, so another user could strip the setuid
+// bit of anyone's program. The owner may set its own uid and its file's group or one
+// it is in, and no other.
+func TestSetattrOwnerByNonOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make files owned by others")
+	}
+	e := newEnv(t, Options{})
+	p := filepath.Join(e.dir, "prog")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	setattr := func(c *client, fh nfs3.FH, attr nfs3.Sattr) nfs3.Status {
+		var r nfs3.WccRes
+		c.must(nfs3.ProcSetattr, &nfs3.SetattrArgs{Object: fh, Attr: attr}, &r)
+		return r.Status
+	}
+	other := e.dial(userCred(1001, 1001))
+	fh, _ := other.lookup(e.root, "prog")
+	for _, tc := range []struct {
+		what string
+		attr nfs3.Sattr
+	}{
+		{"uid 0", nfs3.Sattr{SetUID: true, UID: 0}},
+		{"gid 0", nfs3.Sattr{SetGID: true, GID: 0}},
+	} {
+		if err := unix.Chmod(p, 0o4755); err != nil { // root's setuid program
+			t.Fatal(err)
+		}
+		st := setattr(other, fh, tc.attr)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st != nfs3.StatusPerm || fi.Mode()&os.ModeSetuid == 0 {
+			t.Errorf("SETATTR %s of root's setuid file by uid 1001: %v, mode now %v (want NFS3ERR_PERM, setuid kept)", tc.what, st, fi.Mode())
+		}
+	}
+
+	if err := os.Chown(p, 1001, 1001); err != nil {
+		t.Fatal(err)
+	}
+	owner := e.dial(&oncrpc.AuthSysParams{MachineName: []byte("u"), UID: 1001, GID: 1001, GIDs: []uint32{1002}})
+	for _, tc := range []struct {
+		what string
+		attr nfs3.Sattr
+		want nfs3.Status
+	}{
+		{"its own uid", nfs3.Sattr{SetUID: true, UID: 1001}, nfs3.StatusOK},
+		{"the file's gid", nfs3.Sattr{SetGID: true, GID: 1001}, nfs3.StatusOK},
+		{"a gid it has", nfs3.Sattr{SetGID: true, GID: 1002}, nfs3.StatusOK},
+		{"another uid", nfs3.Sattr{SetUID: true, UID: 1002}, nfs3.StatusPerm},
+		{"a gid it has not", nfs3.Sattr{SetGID: true, GID: 1003}, nfs3.StatusPerm},
+	} {
+		if st := setattr(owner, fh, tc.attr); st != tc.want {
+			t.Errorf("SETATTR of %s by the owner: %v, want %v", tc.what, st, tc.want)
+		}
+	}
+}
+
 func TestErrorsAndAttributes(t *testing.T) {
 	e := newEnv(t, Options{})
 	c := e.c
