@@ -28,10 +28,11 @@
 // descriptor is dropped. At most once a second a call resolves the handle inside the
 // export again, so a file moved out of the export by a local process stops being
 // served within a second. Access is checked on every call for the caller's
-// credentials; a file is held open read-only until a WRITE needs it writable, so files
-// clients only read never make a local exec fail with ETXTBSY. REMOVE and RENAME
-// close the descriptor of the inode they unlink; a sweep every 5 s closes files
-// removed by local processes and files no call used for 30 s.
+// credentials; a file is held open read-only until a WRITE its caller may make needs
+// it writable, so files clients only read (or may not write) never make a local exec
+// fail with ETXTBSY. REMOVE and RENAME close the descriptor of the inode they unlink;
+// a sweep every 5 s closes files removed by local processes and files no call used
+// for 30 s.
 //
 // # File handles
 //

@@ -30,9 +30,10 @@ import (
 // Access is checked on every call against the fresh attributes and the caller's
 // credentials, exactly as without the cache; the descriptor's own open mode only
 // reflects the server process's rights. A file is opened read-only for READ and
-// COMMIT and read-write for WRITE (write-only where the server may not read it): a
-// file that clients only read is never held open for writing, which would make
-// executing it on the server fail with ETXTBSY.
+// COMMIT and read-write for WRITE (write-only where the server may not read it), and
+// for WRITE only when the caller may write it (a refused WRITE opens it read-only): a
+// file that clients only read, or that no caller may write, is never held open for
+// writing, which would make executing it on the server fail with ETXTBSY.
 //
 // The cache holds at most Options.MaxOpenFiles entries, least recently used first out.
 // An evicted descriptor is closed when the last call using it finishes, so the
@@ -306,8 +307,26 @@ func (c *fileCache) len() int {
 // than a regular file, the status says so (NFS3ERR_ISDIR or NFS3ERR_INVAL) and st
 // holds its attributes; st.Mask is 0 when there are none.
 func (s *Server) openIO(fh nfs3.FH, need uint8, st *unix.Statx_t) (*openFile, nfs3.Status) {
+	return s.openIOFor(fh, need, nil, st)
+}
+
+// openWrite is openIO for a WRITE by c: the file is opened for writing only when c
+// may write it (mayWrite), and otherwise only looked at, as with need 0, for the
+// caller to refuse the WRITE (doWrite) with the file's attributes. A descriptor
+// opened for writing on behalf of a caller that may not write would stay in the
+// cache, and a file held open for writing cannot be executed on the server
+// (ETXTBSY).
+func (s *Server) openWrite(fh nfs3.FH, c *cred, st *unix.Statx_t) (*openFile, nfs3.Status) {
+	return s.openIOFor(fh, accWrite, c, st)
+}
+
+// openIOFor is openIO, and with a caller c openWrite.
+func (s *Server) openIOFor(fh nfs3.FH, need uint8, c *cred, st *unix.Statx_t) (*openFile, nfs3.Status) {
 	if f := s.files.get(fh); f != nil {
 		status := s.revalidate(f, st)
+		if status == nfs3.StatusOK && c != nil && !mayWrite(c, st) {
+			need = 0
+		}
 		if status == nfs3.StatusOK && f.acc&need == need {
 			return f, nfs3.StatusOK
 		}
@@ -345,6 +364,9 @@ func (s *Server) openIO(fh nfs3.FH, need uint8, st *unix.Statx_t) (*openFile, nf
 		return nil, nfs3.StatusIsDir
 	case !isReg(&o.st):
 		return nil, nfs3.StatusInval
+	}
+	if c != nil && !mayWrite(c, &o.st) {
+		need = 0
 	}
 	want := need
 	if want == 0 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 )
 
@@ -266,6 +268,59 @@ func TestOpenFileCacheAccessUpgrade(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(e.dir, "f")); string(b) != "aXY" {
 		t.Fatalf("file holds %q", b)
+	}
+}
+
+// TestOpenFileCacheRefusedWriteOpensNoWriter: a WRITE the caller may not make, over
+// NFSv3 or NFSv4.1, is refused (NFS3ERR_ACCES, NFS4ERR_ACCESS) without the file ever
+// being opened for writing, whether the cache held it or not. It used to be refused
+// only after openIO had opened the file read-write and cached that descriptor, and
+// while it was cached, executing the file on the server failed with ETXTBSY: any
+// client of a rw export could stop any program in it from being run.
+func TestOpenFileCacheRefusedWriteOpensNoWriter(t *testing.T) {
+	prog, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	e := newEnv(t, Options{})
+	other := uint32(os.Geteuid() + 1001) // neither the server nor the files' owner
+	v3 := e.dial(userCred(other, other))
+	v4 := e.v4(userCred(other, other))
+	v4.mount()
+	for _, tc := range []struct {
+		name  string
+		write func(fh nfs3.FH) string // the WRITE's status
+		want  string
+	}{
+		{"NFSv3", func(fh nfs3.FH) string { return v3.write(fh, 0, []byte("x"), nfs3.Unstable).Status.String() },
+			nfs3.StatusAcces.String()},
+		{"NFSv4.1", func(fh nfs3.FH) string {
+			res := v4.call(&nfs4.PutfhArgs{Object: nfs4.FH(fh)}, &nfs4.WriteArgs{Stateid: nfs4.Stateid4{}, Stable: nfs4.Unstable4, Data: []byte("x")})
+			return res.Status.String()
+		}, nfs4.ErrAccess.String()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(e.dir, "tool-"+tc.name)
+			if err := os.WriteFile(p, prog, 0o755); err != nil { // the server's: other may not write it
+				t.Fatal(err)
+			}
+			fh, _ := e.c.lookup(e.root, filepath.Base(p))
+			for _, when := range []string{"uncached", "cached"} {
+				if st := tc.write(fh); st != tc.want {
+					t.Fatalf("WRITE by uid %d (%s): %v, want %v", other, when, st, tc.want)
+				}
+				if f := e.srv.files.get(fh); f != nil {
+					acc := f.acc
+					e.srv.files.release(f)
+					if acc&accWrite != 0 {
+						t.Fatalf("after a refused WRITE (%s) the cache holds the file open for writing", when)
+					}
+				}
+				if err := exec.Command(p).Run(); err != nil {
+					t.Fatalf("running the file on the server after a refused WRITE (%s): %v", when, err)
+				}
+			}
+		})
 	}
 }
 

@@ -302,6 +302,10 @@ func (s *Server) readlink(_ context.Context, req *oncrpc.Request, res *xdr.Encod
 	return nil
 }
 
+// mayWrite reports whether c may WRITE the regular file st: the export is not
+// read-only for it and mayIO allows it.
+func mayWrite(c *cred, st *unix.Statx_t) bool { return !c.ro && mayIO(c, st, permW) }
+
 // mayIO reports whether c may read (want permR) or write (permW) the regular file st:
 // the owner always may, as for a file it has open, and reading is also allowed by an
 // execute bit.
@@ -371,12 +375,8 @@ func (s *Server) write(ctx context.Context, req *oncrpc.Request, res *xdr.Encode
 		return garbage(err)
 	}
 	c := s.credOf(ctx, req)
-	need := accWrite
-	if c.ro {
-		need = 0 // refused below; the file is only looked at
-	}
 	var st unix.Statx_t
-	f, status := s.openIO(a.File, need, &st)
+	f, status := s.openWrite(a.File, &c, &st) // writable only if c may write it
 	r := nfs3.WriteRes{Status: status}
 	if f != nil {
 		defer s.files.release(f)

@@ -146,12 +146,8 @@ func (c *compound) write(a *nfs4.WriteArgs, r *nfs4.WriteRes) nfs4.Status {
 		return st
 	}
 	cr := c.credFor(srv)
-	need := accWrite
-	if cr.ro {
-		need = 0 // refused below; the file is only looked at
-	}
 	var stx unix.Statx_t
-	f, st3 := srv.openIO(c.cur.fh(), need, &stx)
+	f, st3 := srv.openWrite(c.cur.fh(), cr, &stx) // writable only if cr may write it
 	if f == nil {
 		return st4(st3)
 	}
