@@ -407,14 +407,19 @@ func (s *Server) doWrite(f *openFile, st *unix.Statx_t, a *nfs3.WriteArgs, c *cr
 			return statusOf(err)
 		}
 	}
+	// The verifier from before the write: should writing back this data fail before a
+	// COMMIT, the failure changes the verifier (resetVerifier) after this reply
+	// carries it, and the client writes the data again.
+	verf := s.writeVerf()
 	n := 0
 	for n < len(a.Data) {
 		m, err := unix.Pwrite(f.fd, a.Data[n:], int64(a.Offset)+int64(n))
-		if err != nil {
-			return statusOf(err)
+		if err == nil && m == 0 {
+			err = unix.EIO
 		}
-		if m == 0 {
-			return nfs3.StatusIO
+		if err != nil {
+			s.resetVerifier(err)
+			return statusOf(err)
 		}
 		n += m
 	}
@@ -426,9 +431,10 @@ func (s *Server) doWrite(f *openFile, st *unix.Statx_t, a *nfs3.WriteArgs, c *cr
 		err = s.sys.fdatasync(f.fd)
 	}
 	if err != nil {
+		s.resetVerifier(err)
 		return statusOf(err)
 	}
-	r.Count, r.Committed, r.Verf = uint32(n), a.Stable, s.verf
+	r.Count, r.Committed, r.Verf = uint32(n), a.Stable, verf
 	return nfs3.StatusOK
 }
 
@@ -443,13 +449,19 @@ func (s *Server) commit(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	if f != nil {
 		defer s.files.release(f)
 		// fsync writes back the inode's dirty pages whichever descriptor wrote them.
-		r.Status = statusOf(s.sys.fsync(f.fd))
+		if err := s.sys.fsync(f.fd); err != nil {
+			s.resetVerifier(err)
+			r.Status = statusOf(err)
+		}
 		r.Wcc = s.wccOf(f.fd, &st)
 	} else if st.Mask != 0 {
 		r.Wcc = nfs3.WccData{Before: preOp(&st), After: s.postOp(&st)}
 	}
 	if st.Mask != 0 {
-		r.Verf = s.verf
+		// The verifier from after the fsync, so that a failure another call met
+		// meanwhile (Linux reports a writeback error to one of the descriptions
+		// syncing the file) is seen by the client.
+		r.Verf = s.writeVerf()
 	}
 	r.EncodeXDR(res)
 	return nil

@@ -5,6 +5,8 @@ package nfsserver
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -98,7 +100,7 @@ type Server struct {
 	dirs       dirCache
 	files      fileCache
 	drc        drc
-	verf       [nfs3.WriteVerfSize]byte
+	verf       atomic.Uint64 // the write verifier, big-endian (writeVerf, resetVerifier)
 	asRoot     bool
 	bufs       chan *readBuf // idle READ buffers of MaxIO bytes, at most maxIdleReadBufs
 	smallBufs  chan *readBuf // idle READ buffers of smallReadBuf bytes
@@ -255,9 +257,7 @@ func New(opts Options) (*Server, error) {
 		}
 		s.log.Warn("no StateDir: file handles will not survive a restart")
 	}
-	if _, err := rand.Read(s.verf[:]); err != nil {
-		return nil, fmt.Errorf("nfsserver: write verifier: %w", err)
-	}
+	s.verf.Store(newVerifier(0))
 	s.handles = newHandleCodec(key, opts.ExportID)
 	s.drc.entries = make(map[drcKey]*drcEntry, drcSize)
 	s.idx.paths = make(map[fileKey]string)
@@ -300,9 +300,44 @@ func (s *Server) Close() error {
 	return unix.Close(s.rootFD)
 }
 
-// WriteVerifier returns the verifier WRITE and COMMIT report; it differs on every
-// Server, so a restart tells clients to resend uncommitted writes.
-func (s *Server) WriteVerifier() [nfs3.WriteVerfSize]byte { return s.verf }
+// WriteVerifier returns the verifier WRITE and COMMIT report now. It differs on every
+// Server, so a restart tells clients to resend uncommitted writes, and it changes
+// whenever writing or syncing a file's data fails (see resetVerifier).
+func (s *Server) WriteVerifier() [nfs3.WriteVerfSize]byte { return s.writeVerf() }
+
+// writeVerf returns the current write verifier.
+func (s *Server) writeVerf() [nfs3.WriteVerfSize]byte {
+	var v [nfs3.WriteVerfSize]byte
+	binary.BigEndian.PutUint64(v[:], s.verf.Load())
+	return v
+}
+
+// resetVerifier gives the Server a new write verifier after err, an error from
+// writing or syncing a file's data in WRITE or COMMIT. Data a client wrote UNSTABLE
+// may have been lost with it: Linux reports a writeback error to fsync once per open
+// file and then counts the pages clean, so a COMMIT retried after NFS3ERR_IO would
+// succeed though the data is gone. RFC 1813 (§3.3.7, §3.3.21) and RFC 8881 (§18.32.3,
+// §18.3.3) have the verifier change whenever uncommitted data may have been lost, so
+// that clients compare it, find it changed and write their uncommitted data again, as
+// knfsd resets its verifier (commit_reset_write_verifier). As there, EAGAIN and ESTALE
+// leave it: they are no failure of stable storage.
+func (s *Server) resetVerifier(err error) {
+	if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.ESTALE) {
+		return
+	}
+	s.verf.Store(newVerifier(s.verf.Load()))
+}
+
+// newVerifier returns a random write verifier other than old.
+func newVerifier(old uint64) uint64 {
+	for {
+		var b [8]byte
+		rand.Read(b[:]) // never fails (crypto/rand)
+		if v := binary.BigEndian.Uint64(b[:]); v != old {
+			return v
+		}
+	}
+}
 
 // RootHandle returns the file handle of the export root.
 func (s *Server) RootHandle() nfs3.FH {

@@ -13,12 +13,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 )
 
@@ -554,6 +556,72 @@ func TestUnstableCommitAndRestart(t *testing.T) {
 	c3 := e.dial(rootCred())
 	if _, st := c3.getattr(f); st != nfs3.StatusStale {
 		t.Fatalf("handle under another key: %v", st)
+	}
+}
+
+// TestWriteVerifierChangesAfterIOError: the write verifier changes when writing or
+// syncing data fails, as RFC 1813 (§3.3.7, §3.3.21) and RFC 8881 require whenever
+// uncommitted data may have been lost, and as knfsd does
+// (commit_reset_write_verifier). Linux reports a writeback error to fsync once per
+// open file; the dirty pages are then clean and the data gone. A client that sent
+// UNSTABLE WRITEs, got NFS3ERR_IO from COMMIT and retried it got NFS3_OK with the
+// verifier of its WRITEs, and so dropped data that was lost. A failed FILE_SYNC or
+// DATA_SYNC WRITE changes it too, and NFSv4.1's COMMIT and WRITE share the verifier.
+func TestWriteVerifierChangesAfterIOError(t *testing.T) {
+	var failFsync, failFdatasync atomic.Bool // fail the next call, once
+	e := newEnvPrepared(t, Options{}, func(s *Server) {
+		s.sys.fsync = func(fd int) error {
+			if failFsync.CompareAndSwap(true, false) {
+				return unix.EIO // the kernel's errseq: reported once, then 0
+			}
+			return unix.Fsync(fd)
+		}
+		s.sys.fdatasync = func(fd int) error {
+			if failFdatasync.CompareAndSwap(true, false) {
+				return unix.EIO
+			}
+			return unix.Fdatasync(fd)
+		}
+	})
+	fh := e.c.create(e.root, "f")
+	commit := func(what string, want nfs3.Status) nfs3.CommitRes {
+		t.Helper()
+		var r nfs3.CommitRes
+		e.c.must(nfs3.ProcCommit, &nfs3.CommitArgs{File: fh}, &r)
+		wantStatus(t, what, r.Status, want)
+		return r
+	}
+
+	w := e.c.write(fh, 0, []byte("precious"), nfs3.Unstable)
+	wantStatus(t, "UNSTABLE WRITE", w.Status, nfs3.StatusOK)
+	failFsync.Store(true)
+	commit("COMMIT meeting a writeback error", nfs3.StatusIO)
+	if cr := commit("COMMIT again", nfs3.StatusOK); cr.Verf == w.Verf {
+		t.Fatalf("COMMIT after a writeback error answers NFS3_OK with the WRITE's verifier %x: the client drops data that was lost", cr.Verf)
+	}
+
+	for _, tc := range []struct {
+		stable nfs3.StableHow
+		fail   *atomic.Bool
+	}{{nfs3.FileSync, &failFsync}, {nfs3.DataSync, &failFdatasync}} {
+		before := e.c.write(fh, 0, []byte("precious"), nfs3.Unstable).Verf
+		tc.fail.Store(true)
+		w := e.c.write(fh, 0, []byte("precious"), tc.stable)
+		wantStatus(t, fmt.Sprintf("%v WRITE meeting a writeback error", tc.stable), w.Status, nfs3.StatusIO)
+		if after := commit("COMMIT", nfs3.StatusOK).Verf; after == before {
+			t.Fatalf("verifier %x unchanged by a failed %v WRITE", after, tc.stable)
+		}
+	}
+
+	c4 := e.v4(rootCred())
+	c4.mount()
+	wr := c4.must(&nfs4.PutfhArgs{Object: nfs4.FH(fh)}, &nfs4.WriteArgs{Stable: nfs4.Unstable4, Data: []byte("precious")})
+	verf4 := wr.Results[2].(*nfs4.WriteRes).WriteVerf
+	failFsync.Store(true)
+	wantStatus4(t, "NFSv4.1 COMMIT meeting a writeback error", c4.call(&nfs4.PutfhArgs{Object: nfs4.FH(fh)}, &nfs4.CommitArgs{}), nfs4.ErrIO)
+	cr := c4.must(&nfs4.PutfhArgs{Object: nfs4.FH(fh)}, &nfs4.CommitArgs{})
+	if v := cr.Results[2].(*nfs4.CommitRes).WriteVerf; v == verf4 {
+		t.Fatalf("NFSv4.1 COMMIT after a writeback error answers NFS4_OK with the WRITE's verifier %x", v)
 	}
 }
 

@@ -191,8 +191,9 @@ func (c *compound) commit(r *nfs4.CommitRes) nfs4.Status {
 	}
 	defer srv.files.release(f)
 	if err := srv.sys.fsync(f.fd); err != nil {
+		srv.resetVerifier(err)
 		return errStatus4(err)
 	}
-	r.WriteVerf = nfs4.Verifier(srv.verf)
+	r.WriteVerf = nfs4.Verifier(srv.writeVerf()) // after the fsync, as NFSv3's COMMIT
 	return nfs4.OK
 }
