@@ -868,6 +868,11 @@ func (s *Server) doRename(from, to *object, a *nfs3.RenameArgs, c *cred) nfs3.St
 	if !mayDelete(c, &from.st, &src) {
 		return nfs3.StatusAcces
 	}
+	// A directory moved to another parent has its ".." entry rewritten: Linux requires
+	// write permission on it (vfs_rename: inode_permission(source, MAY_WRITE)).
+	if isDir(&src) && keyOf(&from.st) != keyOf(&to.st) && !allowed(c, &src, permW) {
+		return nfs3.StatusAcces
+	}
 	dstExists := statAt(to.fd, newName, &dst) == nil
 	if dstExists && !mayDelete(c, &to.st, &dst) {
 		return nfs3.StatusAcces

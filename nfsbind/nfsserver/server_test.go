@@ -390,6 +390,73 @@ func TestRenames(t *testing.T) {
 	wantStatus(t, "RENAME missing", r.Status, nfs3.StatusNoEnt)
 }
 
+// TestRenameDirectoryToNewParentNeedsWrite: moving a directory to another parent
+// rewrites its ".." entry, so Linux requires write permission on the directory itself
+// (vfs_rename: inode_permission(source, MAY_WRITE) when the parents differ), even from
+// its owner; the server, renaming as root, let a user move any directory it could
+// unlink. Renaming it within its parent, or moving a file, needs no such permission.
+func TestRenameDirectoryToNewParentNeedsWrite(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make directories owned by others")
+	}
+	e := newEnv(t, Options{})
+	for _, d := range []string{"a", "b"} {
+		if err := os.Mkdir(filepath.Join(e.dir, d), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(e.dir, d), 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk := func(name string, dir bool, mode os.FileMode, uid int) {
+		p := filepath.Join(e.dir, "a", name)
+		var err error
+		if dir {
+			err = os.Mkdir(p, mode)
+		} else {
+			err = os.WriteFile(p, nil, mode)
+		}
+		if err == nil {
+			err = os.Chmod(p, mode)
+		}
+		if err == nil {
+			err = os.Chown(p, uid, uid)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("rootdir", true, 0o755, 0)   // root's, not writable by uid 1001
+	mk("owndir", true, 0o555, 1001) // uid 1001's, not writable even by it
+	mk("ownwdir", true, 0o755, 1001)
+	mk("rootfile", false, 0o644, 0)
+	u := e.dial(userCred(1001, 1001))
+	a, _ := u.lookup(e.root, "a")
+	b, _ := u.lookup(e.root, "b")
+	for _, tc := range []struct {
+		name    string
+		to      nfs3.FH
+		newName string
+		want    nfs3.Status
+		what    string
+	}{
+		{"rootdir", b, "rootdir", nfs3.StatusAcces, "root's 0755 directory to another parent"},
+		{"owndir", b, "owndir", nfs3.StatusAcces, "its own 0555 directory to another parent"},
+		{"rootdir", a, "rootdir2", nfs3.StatusOK, "root's 0755 directory within its parent"},
+		{"ownwdir", b, "ownwdir", nfs3.StatusOK, "its own 0755 directory to another parent"},
+		{"rootfile", b, "rootfile", nfs3.StatusOK, "root's 0644 file to another parent"},
+	} {
+		var r nfs3.RenameRes
+		u.must(nfs3.ProcRename, &nfs3.RenameArgs{From: nfs3.DirOpArgs{Dir: a, Name: []byte(tc.name)}, To: nfs3.DirOpArgs{Dir: tc.to, Name: []byte(tc.newName)}}, &r)
+		if r.Status != tc.want {
+			t.Errorf("RENAME of %s by uid 1001: %v, want %v", tc.what, r.Status, tc.want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(e.dir, "a", "owndir")); err != nil {
+		t.Errorf("after a refused RENAME: %v", err)
+	}
+}
+
 func TestCreateModes(t *testing.T) {
 	e := newEnv(t, Options{})
 	c := e.c
