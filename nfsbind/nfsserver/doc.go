@@ -84,7 +84,9 @@
 // exempt, as in knfsd). Exports serves a whole table: one Server per export, one
 // handle key, calls routed by the export id in their first handle, tables replaced
 // while serving (Exports.Load). The fsid in attributes is the device's unless the
-// export has fsid= (Options.FSID); the export id in handles is distinct per export.
+// export has fsid= (Options.FSID), which objects on the export root's file system
+// report (those of a file system mounted below it keep their device's); the export id
+// in handles is distinct per export.
 //
 // # Credentials
 //

@@ -165,7 +165,8 @@ func (x *Exports) Load(t *exports.Table) error {
 		if s == nil {
 			o := x.base
 			// Handles always carry the export's id (fsid=, else a hash of the path);
-			// attributes carry fsid= when given, else the device, as knfsd's do.
+			// attributes carry fsid= when given (on the export root's file
+			// system), else the device, as knfsd's do.
 			o.Root, o.ExportPath, o.ExportID, o.FSID, o.HasFSID = k.root, k.mountPath, k.id, e.FSID, e.HasFSID
 			o.Async = k.async
 			var err error

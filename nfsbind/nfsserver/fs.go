@@ -387,7 +387,20 @@ func isDot(name []byte) bool {
 	return (len(name) == 1 && name[0] == '.') || (len(name) == 2 && name[0] == '.' && name[1] == '.')
 }
 
-// fattr fills a from st, with the export's fsid when it has one (Options.FSID).
+// fsid is the file system id attributes report for the object st: the export's fsid=
+// (Options.FSID) for an object on the export root's file system, else (without the
+// option, or for a file system mounted below the export root, which the server
+// crosses into) its device number. Two file systems never share an fsid, so that two
+// objects never share (fsid, fileid), the identity NFS clients go by.
+func (s *Server) fsid(st *unix.Statx_t) uint64 {
+	dev := unix.Mkdev(st.Dev_major, st.Dev_minor)
+	if s.opts.HasFSID && dev == s.rootDev {
+		return uint64(s.opts.FSID)
+	}
+	return dev
+}
+
+// fattr fills a from st, with the fsid of its file system (see fsid).
 func (s *Server) fattr(st *unix.Statx_t, a *nfs3.Fattr) {
 	mode := uint32(st.Mode)
 	switch mode & unix.S_IFMT {
@@ -412,10 +425,7 @@ func (s *Server) fattr(st *unix.Statx_t, a *nfs3.Fattr) {
 	a.Size = st.Size
 	a.Used = st.Blocks * 512
 	a.Rdev = nfs3.SpecData{Major: st.Rdev_major, Minor: st.Rdev_minor}
-	a.FSID = unix.Mkdev(st.Dev_major, st.Dev_minor)
-	if s.opts.HasFSID {
-		a.FSID = uint64(s.opts.FSID)
-	}
+	a.FSID = s.fsid(st)
 	a.FileID = st.Ino
 	a.Atime = nfs3.Time{Seconds: uint32(st.Atime.Sec), Nseconds: st.Atime.Nsec}
 	a.Mtime = nfs3.Time{Seconds: uint32(st.Mtime.Sec), Nseconds: st.Mtime.Nsec}

@@ -72,7 +72,8 @@ type Options struct {
 	// FSID, when HasFSID, is the export's file system id (exports(5) fsid=N; fsid=root
 	// is 0): the export id in handles, overriding ExportID, so that several exports of
 	// one file system, or an export moved to another disk, keep distinct, stable
-	// handles.
+	// handles, and the fsid attribute of the objects on the export root's file system
+	// (those of a file system mounted below it report their device, as without FSID).
 	FSID    uint32
 	HasFSID bool
 	// Logger receives control-path events (default: none).
@@ -91,6 +92,7 @@ type Server struct {
 	opts       Options
 	log        hclog.Logger
 	rootFD     int
+	rootDev    uint64 // the device of the export root (see fsid)
 	exportPath string
 	handles    *handleCodec
 	idx        index
@@ -274,6 +276,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("nfsserver: stat export %s: %w", abs, err)
 	}
 	s.idx.put(keyOf(&st), "")
+	s.rootDev = keyOf(&st).dev
 	s.bufs = make(chan *readBuf, maxIdleReadBufs)
 	s.smallBufs = make(chan *readBuf, maxIdleSmallReadBufs)
 	if !opts.member {

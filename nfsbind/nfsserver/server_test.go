@@ -1190,3 +1190,68 @@ func TestFSIDOption(t *testing.T) {
 		t.Fatalf("WRITE wcc_data %+v, want fsid 7", w.Wcc)
 	}
 }
+
+// TestFSIDOptionOnlyOnExportFileSystem: with fsid= (Options.HasFSID), only the objects
+// on the export root's file system report it; those of a file system mounted below
+// the export root, which the server crosses into, keep their device's fsid, in NFSv3
+// and NFSv4.1 attributes. Every object used to report the export's fsid, so files of
+// two file systems could share (fsid, fileid), the identity NFS clients (and st_dev
+// and st_ino users such as tar, du or find on them) go by. The test mounts two tmpfs,
+// one below the other, in a mount namespace of its own.
+func TestFSIDOptionOnlyOnExportFileSystem(t *testing.T) {
+	if !inPrivateMountNS(t) {
+		return
+	}
+	top := t.TempDir()
+	mount := func(src, dir string) {
+		if err := unix.Mount(src, dir, "tmpfs", 0, "mode=0755"); err != nil {
+			t.Skipf("cannot mount tmpfs on %s: %v", dir, err)
+		}
+		t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	}
+	// Each "a" is the first file made on a fresh tmpfs: both have inode number 2.
+	mount("nfsserver-test-1", top)
+	if err := os.WriteFile(filepath.Join(top, "a"), []byte("on the export root's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(top, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mount("nfsserver-test-2", sub)
+	if err := os.WriteFile(filepath.Join(sub, "a"), []byte("on the one mounted below"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var subDev unix.Stat_t
+	if err := unix.Stat(sub, &subDev); err != nil {
+		t.Fatal(err)
+	}
+
+	e := newEnv(t, Options{Root: top, HasFSID: true, FSID: 7})
+	a1, st := e.c.lookup(e.root, "a")
+	wantStatus(t, "LOOKUP a", st, nfs3.StatusOK)
+	subFH, st := e.c.lookup(e.root, "sub")
+	wantStatus(t, "LOOKUP sub", st, nfs3.StatusOK)
+	a2, st := e.c.lookup(subFH, "a")
+	wantStatus(t, "LOOKUP sub/a", st, nfs3.StatusOK)
+	at1, _ := e.c.getattr(a1)
+	at2, _ := e.c.getattr(a2)
+	t.Logf("a: fsid %d fileid %d; sub/a: fsid %d fileid %d", at1.FSID, at1.FileID, at2.FSID, at2.FileID)
+	if at1.FSID != 7 {
+		t.Errorf("a file on the export root's file system reports fsid %d, want 7", at1.FSID)
+	}
+	if at2.FSID != subDev.Dev {
+		t.Errorf("a file on the file system mounted below the export reports fsid %d, want its device %d", at2.FSID, subDev.Dev)
+	}
+
+	c4 := e.v4(rootCred())
+	c4.mount()
+	for _, tc := range []struct {
+		fh   nfs3.FH
+		want uint64
+	}{{a1, 7}, {a2, subDev.Dev}} {
+		if a := c4.getattr(nfs4.FH(tc.fh), nfs4.AttrFSID); a.FSID != (nfs4.FSID4{Major: tc.want}) {
+			t.Errorf("NFSv4.1 fsid %+v, want major %d", a.FSID, tc.want)
+		}
+	}
+}

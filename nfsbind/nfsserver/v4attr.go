@@ -19,9 +19,10 @@ import (
 // from the object's statx and, for the file-system counts (files_*, space_avail,
 // space_free, space_total), an fstatfs made only when one of them is asked for.
 // change is the ctime in nanoseconds, which every change to the object moves. The
-// fsid of an export is the device's (or fsid=, Options.FSID) as major, 0 as minor;
-// the pseudo file system's is (0, pseudoFSIDMinor). An export root's
-// mounted_on_fileid is the fileid of the pseudo directory it hangs under.
+// fsid of an object in an export is its device's (or on the export root's file system
+// fsid=, Options.FSID; see Server.fsid) as major, 0 as minor; the pseudo file
+// system's is (0, pseudoFSIDMinor). An export root's mounted_on_fileid is the fileid
+// of the pseudo directory it hangs under.
 //
 // owner and owner_group are the numeric uid and gid as decimal strings ("1000"), as
 // knfsd sends them with id mapping disabled, which is what the Linux client sends
@@ -126,10 +127,7 @@ func (c *compound) exportAttrs(srv *Server, st *unix.Statx_t, fh []byte, fd int,
 	a.Type = ftype4(st)
 	a.Change = uint64(st.Ctime.Sec)*1e9 + uint64(st.Ctime.Nsec)
 	a.Size = st.Size
-	a.FSID = nfs4.FSID4{Major: unix.Mkdev(st.Dev_major, st.Dev_minor)}
-	if srv.opts.HasFSID {
-		a.FSID.Major = uint64(srv.opts.FSID)
-	}
+	a.FSID = nfs4.FSID4{Major: srv.fsid(st)}
 	a.Filehandle = fh
 	a.Fileid = st.Ino
 	a.Maxread, a.Maxwrite = uint64(srv.opts.MaxIO), uint64(srv.opts.MaxIO)
