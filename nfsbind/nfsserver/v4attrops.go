@@ -176,7 +176,7 @@ func (c *compound) opSetattr(op nfs4.OpNum) nfs4.Status {
 	if err := a.DecodeXDR(c.d); err != nil {
 		r.Status = decodeErr(err)
 	} else {
-		r.Status = c.setattr(&a.Stateid, a.Mask, &a.Attr)
+		r.Status = c.setattr(c.stateid(a.Stateid), a.Mask, &a.Attr)
 		if r.Status == nfs4.OK {
 			r.AttrsSet = append(r.AttrsSet, a.Mask...)
 		}
@@ -243,9 +243,10 @@ func sattr3(mask nfs4.Bitmap4, a *nfs4.Fattr, s *nfs3.Sattr) nfs4.Status {
 }
 
 // setattr sets the attributes of the current file handle. A size change is I/O: the
-// stateid must allow writing (nfs4state CheckIO); the other attributes ignore it, as
-// RFC 8881 §18.30.3 allows.
-func (c *compound) setattr(sid *nfs4.Stateid4, mask nfs4.Bitmap4, attrs *nfs4.Fattr) nfs4.Status {
+// stateid (the current stateid already resolved, RFC 8881 §16.2.3.1.2) must allow
+// writing (nfs4state CheckIO); the other attributes ignore it, as RFC 8881 §18.30.3
+// allows.
+func (c *compound) setattr(sid nfs4.Stateid4, mask nfs4.Bitmap4, attrs *nfs4.Fattr) nfs4.Status {
 	if c.cur.n == 0 {
 		return nfs4.ErrNofilehandle
 	}
@@ -264,7 +265,7 @@ func (c *compound) setattr(sid *nfs4.Stateid4, mask nfs4.Bitmap4, attrs *nfs4.Fa
 		return st4(st3)
 	}
 	if s3.Attr.SetSize && isReg(&o.st) {
-		if st := c.v.state.CheckIO(c.clientID, *sid, fileKeyOf(&o.st), true); st != nfs4.OK {
+		if st := c.v.state.CheckIO(c.clientID, sid, fileKeyOf(&o.st), true); st != nfs4.OK {
 			return st
 		}
 	}

@@ -204,3 +204,22 @@ func TestV4OpenCreateExistingInReadOnlyDirectory(t *testing.T) {
 	wantStatus4(t, "OPEN4_CREATE of a new name in a directory of root's", u.call(&nfs4.PutfhArgs{Object: dir},
 		openArgs4("u", "new", nfs4.ShareAccessBoth, true)), nfs4.ErrAccess)
 }
+
+// TestV4SetattrSizeWithCurrentStateid: SETATTR of the size takes the current stateid
+// (seqid 1, other zeros: RFC 8881 §16.2.3.1.2) as READ and WRITE do, here the one the
+// OPEN before it in the COMPOUND returned, rather than refusing it as a bad stateid.
+func TestV4SetattrSizeWithCurrentStateid(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	current := nfs4.Stateid4{Seqid: 1}
+	res := c.call(&nfs4.PutfhArgs{Object: dir}, openArgs4("o", "f", nfs4.ShareAccessBoth, true),
+		&nfs4.WriteArgs{Stateid: current, Data: []byte("12345")},
+		&nfs4.SetattrArgs{Stateid: current, Mask: nfs4.NewBitmap(nfs4.AttrSize), Attr: nfs4.Fattr{Size: 2}},
+		&nfs4.GetattrArgs{AttrRequest: nfs4.NewBitmap(nfs4.AttrSize)})
+	wantStatus4(t, "OPEN; WRITE; SETATTR(size); GETATTR with the current stateid", res, nfs4.OK)
+	if got := res.Results[len(res.Results)-1].(*nfs4.GetattrRes).Attr.Size; got != 2 {
+		t.Fatalf("size after SETATTR: %d, want 2", got)
+	}
+}
