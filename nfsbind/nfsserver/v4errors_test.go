@@ -233,6 +233,34 @@ func TestV4ExportsAccess(t *testing.T) {
 	wantStatus4(t, "PUTFH by a client no export admits", c2.call(&nfs4.PutfhArgs{Object: pub}), nfs4.ErrStale)
 }
 
+// TestV4PutfhOfHiddenPseudoDirectory: a pseudo directory's handle is a hash of its
+// path, which anyone can compute. PUTFH of the handle of one that leads only to
+// exports the client is not admitted to is NFS4ERR_STALE, as for a directory that
+// does not exist (LOOKUP of its name is NFS4ERR_NOENT), rather than a way into the
+// part of the pseudo file system the client is not shown; the handle of a pseudo
+// directory on the way to an admitted export still works.
+func TestV4PutfhOfHiddenPseudoDirectory(t *testing.T) {
+	table := "%D/pub 127.0.0.1(rw,insecure)\n%D/hidden/x 10.9.9.9(rw)\n"
+	e, dir := newExportsEnv(t, table, func(dir string) {
+		for _, d := range []string{"pub", "hidden", "hidden/x"} {
+			if err := os.Mkdir(filepath.Join(dir, d), 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	c := e.v4From("127.0.0.1", false, rootCred())
+	c.mount()
+	comps := strings.Split(strings.Trim(dir, "/"), "/")
+	wantStatus4(t, "LOOKUP of the hidden directory", c.call(append(putroot(comps...), &nfs4.LookupArgs{ObjName: []byte("hidden")})...), nfs4.ErrNoent)
+	hidden := (&pseudoNode{id: pathID(filepath.Join(dir, "hidden"))}).handle(nil)
+	wantStatus4(t, "PUTFH of the hidden directory's handle", c.call(&nfs4.PutfhArgs{Object: hidden},
+		&nfs4.GetattrArgs{AttrRequest: nfs4.NewBitmap(nfs4.AttrType)}), nfs4.ErrStale)
+	nosuch := (&pseudoNode{id: pathID(filepath.Join(dir, "nosuch"))}).handle(nil)
+	wantStatus4(t, "PUTFH of a pseudo handle of no directory", c.call(&nfs4.PutfhArgs{Object: nosuch}), nfs4.ErrStale)
+	parent := c.lookupFH(comps...)
+	c.must(&nfs4.PutfhArgs{Object: parent}, &nfs4.LookupArgs{ObjName: []byte("pub")})
+}
+
 // TestV4ExportsReload: Load changes what NFSv4.1 sees from the next COMPOUND on: a
 // removed export leaves the pseudo file system and its handles go stale; an added one
 // appears.

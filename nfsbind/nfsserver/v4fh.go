@@ -19,8 +19,9 @@ import (
 // entry does not admit is NFS4ERR_STALE, as NFSv3 answers it (and knfsd, for whom the
 // client has no such export); a TCP caller on a port a "secure" export refuses gets
 // NFS4ERR_PERM. The pseudo file system shows each client only the way to the exports
-// it is admitted to: any other name is NFS4ERR_NOENT, and a client no export admits
-// gets NFS4ERR_ACCESS from PUTROOTFH (a Linux mount then reports "access denied by
+// it is admitted to: any other name is NFS4ERR_NOENT, PUTFH of the handle of a
+// pseudo directory hidden so NFS4ERR_STALE, and a client no export admits gets
+// NFS4ERR_ACCESS from PUTROOTFH (a Linux mount then reports "access denied by
 // server", as against knfsd). PUTPUBFH is PUTROOTFH: the public file handle is the
 // root (RFC 8881 §18.20.3 allows that).
 
@@ -88,6 +89,9 @@ func (s *Server) rootHandle(dst []byte) []byte {
 
 // putfh makes fh the current file handle: a pseudo directory's, or an export's that
 // the caller may use. The object itself is resolved by the operations that use it.
+// A pseudo handle is a hash of a path, which anyone can compute: one of a pseudo
+// directory that leads to no export the caller is admitted to is NFS4ERR_STALE, as
+// if the directory did not exist (LOOKUP hides it, NFS4ERR_NOENT).
 func (c *compound) putfh(fh []byte) nfs4.Status {
 	if isPseudoHandle(fh) {
 		n := c.set.pseudo.node(fh)
@@ -96,6 +100,8 @@ func (c *compound) putfh(fh []byte) nfs4.Status {
 			return nfs4.ErrStale
 		case n.export != nil:
 			return c.setPseudo(n) // an export's path: its root, as LOOKUP gives it
+		case !n.visible(c.admits):
+			return nfs4.ErrStale
 		}
 		c.cur.set(fh, nil, n)
 		return nfs4.OK
