@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
 )
@@ -185,6 +186,56 @@ func TestSequenceSlotRules(t *testing.T) {
 	want(t, "Done with a big reply", res.Slot.Done(make([]byte, 4097)), nfs4.ErrRepTooBigToCache)
 	_, st = m.Sequence(a)
 	want(t, "retry of a reply too big to cache", st, nfs4.ErrRetryUncachedRep)
+}
+
+// TestSequenceLimitsLeaveSlotAndLease: a request with more operations than the
+// session's ca_maxoperations is NFS4ERR_TOO_MANY_OPS and one larger than its
+// ca_maxrequestsize NFS4ERR_REQ_TOO_BIG, and like every SEQUENCE error they leave the
+// slot (sequence ID, cached reply) and the lease as they were (RFC 8881 §18.46.3): the
+// same sequence ID is then a new request, and the lease runs from the last request
+// that succeeded.
+func TestSequenceLimitsLeaveSlotAndLease(t *testing.T) {
+	clk := newClock()
+	m := newManager(t, clk, Options{LeaseTime: 10 * time.Second})
+	_, sess := establish(t, m, "c1")
+	a := SequenceArgs{SessionID: sess, SequenceID: 1, CacheThis: true, Conn: 1}
+	res, st := m.Sequence(a)
+	want(t, "first request", st, nfs4.OK)
+	res.Slot.Done([]byte("first reply"))
+
+	clk.advance(8 * time.Second)
+	a.SequenceID = 2
+	tooMany, tooBig := a, a
+	tooMany.Ops = int(testFore.MaxOperations) + 1
+	tooBig.RequestSize = int(testFore.MaxRequestSize) + 1
+	_, st = m.Sequence(tooMany)
+	want(t, "too many operations", st, nfs4.ErrTooManyOps)
+	_, st = m.Sequence(tooBig)
+	want(t, "request too big", st, nfs4.ErrReqTooBig)
+	rep, st := m.Sequence(SequenceArgs{SessionID: sess, SequenceID: 1, CacheThis: true, Conn: 1})
+	want(t, "retry of the first request", st, nfs4.OK)
+	if string(rep.Replay) != "first reply" {
+		t.Fatalf("retry of the first request answered %q", rep.Replay)
+	}
+	clk.advance(3 * time.Second)
+	if n := m.Sweep(clk.now()); n != 1 {
+		t.Fatalf("sweep 11 s after the last request that succeeded removed %d clients, want 1: the failed SEQUENCEs renewed the lease", n)
+	}
+
+	m2 := newManager(t, newClock(), Options{})
+	_, sess2 := establish(t, m2, "c2")
+	tooMany.SessionID = sess2
+	tooMany.SequenceID = 1
+	_, st = m2.Sequence(tooMany)
+	want(t, "too many operations on a fresh slot", st, nfs4.ErrTooManyOps)
+	ok := tooMany
+	ok.Ops = int(testFore.MaxOperations)
+	res, st = m2.Sequence(ok)
+	want(t, "the same sequence ID, within the limits", st, nfs4.OK)
+	if !res.Slot.Valid() {
+		t.Fatal("the same sequence ID within the limits did not get the slot")
+	}
+	res.Slot.Done(nil)
 }
 
 func TestSequenceIDWraps(t *testing.T) {

@@ -14,7 +14,8 @@ type slot struct {
 	reply       []byte // at most the session's ca_maxresponsesize_cached bytes
 }
 
-// SequenceArgs are SEQUENCE4args plus the connection the request came on.
+// SequenceArgs are SEQUENCE4args plus the connection the request came on and the
+// request's size, which SEQUENCE judges against the session's channel attributes.
 type SequenceArgs struct {
 	SessionID     nfs4.SessionID
 	SequenceID    uint32
@@ -22,6 +23,9 @@ type SequenceArgs struct {
 	HighestSlotID uint32
 	CacheThis     bool
 	Conn          ConnID
+	// Ops is the number of operations in the COMPOUND, SEQUENCE included, and
+	// RequestSize the size of its arguments in bytes; zero passes.
+	Ops, RequestSize int
 }
 
 // SequenceResult is what SEQUENCE4resok needs, and what the server needs to finish the
@@ -35,8 +39,8 @@ type SequenceResult struct {
 	StatusFlags         uint32 // sr_status_flags
 	ClientID            uint64 // the session's client: the one the COMPOUND's state ops act for
 	// Fore holds the session's negotiated fore-channel attributes, for the server's checks
-	// of the request (NFS4ERR_TOO_MANY_OPS, NFS4ERR_REQ_TOO_BIG) and reply
-	// (NFS4ERR_REP_TOO_BIG, NFS4ERR_REP_TOO_BIG_TO_CACHE) sizes.
+	// of the reply's size (NFS4ERR_REP_TOO_BIG, NFS4ERR_REP_TOO_BIG_TO_CACHE); Sequence
+	// checked the request's (SequenceArgs.Ops and RequestSize).
 	Fore nfs4.ChannelAttrs4
 	// Replay, when not nil, means the request is a retry of the slot's last request, whose
 	// reply was cached: Replay is a copy of that COMPOUND4res as given to Slot.Done, to be
@@ -56,16 +60,20 @@ type Slot struct {
 }
 
 // Sequence implements SEQUENCE (RFC 8881 §18.46, §2.10.6): it finds the session
-// (NFS4ERR_BADSESSION), checks the slot ID against the slot table (NFS4ERR_BADSLOT) and the
-// sequence ID against the slot's: one more is a new request, which holds the slot until
-// Slot.Done; equal is a retry, answered from the reply cache (SequenceResult.Replay) or, if
-// the reply was not cached, with NFS4ERR_RETRY_UNCACHED_REP, or NFS4ERR_DELAY while the
-// original is still in progress; anything else is NFS4ERR_SEQ_MISORDERED. A new request
-// renews the client's lease and binds Conn to the session's fore channel if it is not
-// bound (SP4_NONE). A retry whose sa_cachethis differs from the original's gets
-// NFS4ERR_SEQ_FALSE_RETRY. sa_highest_slotid is only the client's hint and is not
-// judged; the server keeps the table at its negotiated size, so sr_highest_slotid and
-// sr_target_highest_slotid both name its last slot.
+// (NFS4ERR_BADSESSION), checks the request against the session's ca_maxoperations
+// (NFS4ERR_TOO_MANY_OPS) and ca_maxrequestsize (NFS4ERR_REQ_TOO_BIG) before it looks
+// at the slot, as knfsd does, then the slot ID against the slot table
+// (NFS4ERR_BADSLOT) and the sequence ID against the slot's: one more is a new request,
+// which holds the slot until Slot.Done; equal is a retry, answered from the reply
+// cache (SequenceResult.Replay) or, if the reply was not cached, with
+// NFS4ERR_RETRY_UNCACHED_REP, or NFS4ERR_DELAY while the original is still in
+// progress; anything else is NFS4ERR_SEQ_MISORDERED. A new request renews the client's
+// lease and binds Conn to the session's fore channel if it is not bound (SP4_NONE). A
+// retry whose sa_cachethis differs from the original's gets NFS4ERR_SEQ_FALSE_RETRY.
+// sa_highest_slotid is only the client's hint and is not judged; the server keeps the
+// table at its negotiated size, so sr_highest_slotid and sr_target_highest_slotid both
+// name its last slot. An error changes neither the slot (sequence ID, cached reply)
+// nor the lease (RFC 8881 §18.46.3).
 //
 // The server must call res.Slot.Done once the COMPOUND's reply is encoded, whatever its
 // status; a slot not released answers its retries with NFS4ERR_DELAY and keeps the
@@ -76,6 +84,12 @@ func (m *Manager) Sequence(a SequenceArgs) (res SequenceResult, status nfs4.Stat
 	s := m.sessions[a.SessionID]
 	if s == nil {
 		return res, nfs4.ErrBadsession
+	}
+	switch {
+	case a.Ops > int(s.fore.MaxOperations):
+		return res, nfs4.ErrTooManyOps
+	case a.RequestSize > int(s.fore.MaxRequestSize):
+		return res, nfs4.ErrReqTooBig
 	}
 	n := uint32(len(s.slots))
 	if a.SlotID >= n {

@@ -156,6 +156,28 @@ func TestV4SlotReplay(t *testing.T) {
 	wantStatus4(t, "SEQUENCE of a slot beyond the table", c.rawMust(&nfs4.SequenceArgs{SessionID: c.sid, SlotID: 1 << 20, SequenceID: 1}), nfs4.ErrBadslot)
 }
 
+// TestV4SequenceErrorLeavesSlotAlone: a COMPOUND with more operations than the
+// session's ca_maxoperations fails in SEQUENCE with NFS4ERR_TOO_MANY_OPS, and a
+// SEQUENCE that fails changes nothing of its slot (RFC 8881 §18.46.3): the client's
+// next request with the same sequence ID is a new request, not a retry of the one
+// refused.
+func TestV4SequenceErrorLeavesSlotAlone(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred())
+	c.mount()
+	ops := []nfs4.OpArgs{c.sequenceArgs(true)}
+	for range int(defaultFore.MaxOperations) {
+		ops = append(ops, &nfs4.NoArgs{OpNum: nfs4.OpPutrootfh})
+	}
+	wantStatus4(t, "COMPOUND of too many operations", c.rawMust(ops...), nfs4.ErrTooManyOps)
+	c.seq-- // the slot's sequence ID did not advance
+	res := c.call(&nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}, &nfs4.NoArgs{OpNum: nfs4.OpGetfh})
+	if res.Status != nfs4.OK || len(res.Results) != 3 {
+		t.Fatalf("next request with the same sequence ID: %v with %d results, want NFS4_OK with 3: the refused SEQUENCE took the slot",
+			res.Status, len(res.Results))
+	}
+}
+
 // v4From returns an NFSv4.1 client of e connecting from ip (privileged: from a port
 // below 1024).
 func (e *exportsEnv) v4From(ip string, privileged bool, cred *oncrpc.AuthSysParams) *v4client {

@@ -36,6 +36,7 @@ func TestHostileV4Bounded(t *testing.T) {
 	if res.Status != nfs4.ErrTooManyOps || len(res.Results) != 1 {
 		t.Fatalf("60000 operations in a session: %v with %d results", res.Status, len(res.Results))
 	}
+	c.seq-- // a SEQUENCE that fails leaves the slot alone
 	if _, err := c.raw(1, &rawOp{num: uint32(nfs4.OpSequence), args: make([]byte, 3)}); !isAccept(err, oncrpc.GarbageArgs) && err != nil {
 		t.Fatalf("truncated SEQUENCE: %v", err)
 	}
@@ -93,6 +94,7 @@ func TestHostileV4Bounded(t *testing.T) {
 	if err != nil || res.Status != nfs4.ErrReqTooBig || len(res.Results) != 1 {
 		t.Fatalf("a request past the session's request limit: %v %+v", err, res)
 	}
+	small.seq-- // a SEQUENCE that fails leaves the slot alone
 	seq := small.sequenceArgs(true)
 	wantStatus4(t, "a cached reply past 512 bytes", small.rawMust(append([]nfs4.OpArgs{seq}, ops[:4]...)...), nfs4.ErrRepTooBigToCache)
 

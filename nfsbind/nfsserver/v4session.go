@@ -125,7 +125,10 @@ func (c *compound) opBindConnToSession(op nfs4.OpNum) nfs4.Status {
 
 // sequence runs SEQUENCE, the first operation of a COMPOUND in a session. A retry of
 // the slot's last request whose reply was cached is answered with that reply: the
-// COMPOUND4res begun is replaced by it and c.replay set.
+// COMPOUND4res begun is replaced by it and c.replay set. The state manager checks the
+// COMPOUND's number of operations and size against the session's limits before it
+// takes the slot, so that a SEQUENCE failing for them leaves the slot and the lease
+// alone (RFC 8881 §18.46.3).
 func (c *compound) sequence(op nfs4.OpNum) nfs4.Status {
 	a := &c.ops.sequence
 	if err := a.DecodeXDR(c.d); err != nil {
@@ -134,6 +137,7 @@ func (c *compound) sequence(op nfs4.OpNum) nfs4.Status {
 	res, st := c.v.state.Sequence(nfs4state.SequenceArgs{
 		SessionID: a.SessionID, SequenceID: a.SequenceID, SlotID: a.SlotID,
 		HighestSlotID: a.HighestSlotID, CacheThis: a.CacheThis, Conn: c.v.conns.of(c.ctx, c.req.Conn),
+		Ops: c.r.NumOps, RequestSize: c.requestSize(),
 	})
 	if st != nfs4.OK {
 		return c.only(op, st)
@@ -149,15 +153,6 @@ func (c *compound) sequence(op nfs4.OpNum) nfs4.Status {
 	c.maxReply = int(res.Fore.MaxResponseSize)
 	if a.CacheThis {
 		c.maxCached = c.slot.MaxCachedReply()
-	}
-	switch {
-	case c.r.NumOps > int(res.Fore.MaxOperations):
-		st = nfs4.ErrTooManyOps
-	case c.requestSize() > int(res.Fore.MaxRequestSize):
-		st = nfs4.ErrReqTooBig
-	}
-	if st != nfs4.OK {
-		return c.only(op, st)
 	}
 	r := &c.ops.sequenceRes
 	*r = nfs4.SequenceRes{Status: nfs4.OK, SessionID: res.SessionID, SequenceID: res.SequenceID,
