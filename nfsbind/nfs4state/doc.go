@@ -18,11 +18,12 @@
 //     takes the slot (NFS4ERR_TOO_MANY_OPS, NFS4ERR_REQ_TOO_BIG). A retry returns the
 //     cached reply in SequenceResult.Replay, to send as is; a new request holds
 //     SequenceResult.Slot, and the server must call Slot.Done with the encoded
-//     COMPOUND4res once it is built (defer it), whatever the COMPOUND's status. Before
-//     that, a reply larger than Slot.MaxCachedReply to a request with sa_cachethis must
-//     become NFS4ERR_REP_TOO_BIG_TO_CACHE. SequenceResult.ClientID is the client every
-//     later operation of the COMPOUND acts for; SequenceResult.Fore the negotiated
-//     limits to check the reply against;
+//     COMPOUND4res once it is built, whatever the COMPOUND's status, or Slot.Abandon
+//     (deferred) when the COMPOUND ends without a reply, whose retry then gets
+//     NFS4ERR_RETRY_UNCACHED_REP. Before that, a reply larger than Slot.MaxCachedReply
+//     to a request with sa_cachethis must become NFS4ERR_REP_TOO_BIG_TO_CACHE.
+//     SequenceResult.ClientID is the client every later operation of the COMPOUND acts
+//     for; SequenceResult.Fore the negotiated limits to check the reply against;
 //   - Open, OpenDowngrade, Close, Lock, LockT, LockU, TestStateid, FreeStateid with that
 //     client ID and a FileKey (the file's identity: the same for every handle of it);
 //   - CheckIO before READ, WRITE and SETATTR of the size, with the operation's stateid;

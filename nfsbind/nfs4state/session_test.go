@@ -238,6 +238,30 @@ func TestSequenceLimitsLeaveSlotAndLease(t *testing.T) {
 	res.Slot.Done(nil)
 }
 
+// TestSlotAbandonCachesNothing: a request that ends without a reply (Slot.Abandon,
+// or Slot.Done with no reply) releases its slot at its sequence ID but caches nothing,
+// even with sa_cachethis: its retry is NFS4ERR_RETRY_UNCACHED_REP (RFC 8881 §2.10.6.1),
+// not an empty reply, and the next sequence ID is a new request.
+func TestSlotAbandonCachesNothing(t *testing.T) {
+	m := newManager(t, newClock(), Options{})
+	_, sess := establish(t, m, "c1")
+	for i, release := range []func(*Slot){(*Slot).Abandon, func(sl *Slot) { sl.Done(nil) }} {
+		a := SequenceArgs{SessionID: sess, SequenceID: uint32(i + 1), CacheThis: true, Conn: 1}
+		res, st := m.Sequence(a)
+		want(t, "request", st, nfs4.OK)
+		release(&res.Slot)
+		if res.Slot.Valid() {
+			t.Fatal("the slot is still held after its release")
+		}
+		res.Slot.Done([]byte("too late")) // a no-op once released
+		rep, st := m.Sequence(a)
+		if st != nfs4.ErrRetryUncachedRep {
+			t.Fatalf("retry %d of a request without a reply: %v with replay %q, want NFS4ERR_RETRY_UNCACHED_REP", i, st, rep.Replay)
+		}
+	}
+	seq(t, m, sess, 3)
+}
+
 func TestSequenceIDWraps(t *testing.T) {
 	m := newManager(t, newClock(), Options{})
 	_, sess := establish(t, m, "c1")

@@ -7,7 +7,7 @@ import (
 // slot is one entry of a session's fore-channel slot table (RFC 8881 §2.10.6.1).
 type slot struct {
 	seq         uint32 // sequence ID of the last request accepted
-	inUse       bool   // a request is between Sequence and Slot.Done
+	inUse       bool   // a request is between Sequence and Slot.Done (or Abandon)
 	initialized bool   // a request has completed here
 	cacheThis   bool   // that request asked for its reply to be cached
 	cached      bool   // reply holds that request's whole COMPOUND reply
@@ -46,11 +46,11 @@ type SequenceResult struct {
 	// reply was cached: Replay is a copy of that COMPOUND4res as given to Slot.Done, to be
 	// sent as is without executing anything. Slot is then not valid.
 	Replay []byte
-	// Slot is the slot the new request holds until Slot.Done.
+	// Slot is the slot the new request holds until Slot.Done or Slot.Abandon.
 	Slot Slot
 }
 
-// Slot is a request's hold on a slot, from Sequence to Done.
+// Slot is a request's hold on a slot, from Sequence to Done (or Abandon).
 type Slot struct {
 	m         *Manager
 	s         *session
@@ -76,8 +76,9 @@ type Slot struct {
 // nor the lease (RFC 8881 §18.46.3).
 //
 // The server must call res.Slot.Done once the COMPOUND's reply is encoded, whatever its
-// status; a slot not released answers its retries with NFS4ERR_DELAY and keeps the
-// client's lease from expiring.
+// status, or res.Slot.Abandon when the COMPOUND ends without a reply; a slot not
+// released answers its retries with NFS4ERR_DELAY and keeps the client's lease from
+// expiring.
 func (m *Manager) Sequence(a SequenceArgs) (res SequenceResult, status nfs4.Status) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -178,8 +179,21 @@ func (sl *Slot) Valid() bool { return sl.s != nil }
 // asked for caching (sa_cachethis) and reply fits MaxCachedReply, it is copied into the
 // slot's cache for retries, otherwise a retry gets NFS4ERR_RETRY_UNCACHED_REP. Done
 // returns NFS4ERR_REP_TOO_BIG_TO_CACHE when caching was asked for and the reply did not
-// fit. Calling Done again, or after the session was destroyed, does nothing.
+// fit. An empty reply is no reply at all: Done(nil) is Abandon. Calling Done again, or
+// after the session was destroyed, does nothing.
 func (sl *Slot) Done(reply []byte) nfs4.Status {
+	return sl.release(reply, len(reply) > 0)
+}
+
+// Abandon releases the slot of a request that ends without a reply: the server dropped
+// it (its connection closed while it waited) or it panicked. The request counts as done
+// at its sequence ID, since it may have changed state, but nothing is cached for it: a
+// retry gets NFS4ERR_RETRY_UNCACHED_REP (RFC 8881 §2.10.6.1), never an empty reply.
+// Abandon after Done, or after the session was destroyed, does nothing.
+func (sl *Slot) Abandon() { sl.release(nil, false) }
+
+// release is Done (replied true) and Abandon.
+func (sl *Slot) release(reply []byte, replied bool) nfs4.Status {
 	if sl.s == nil {
 		return nfs4.OK
 	}
@@ -199,7 +213,7 @@ func (sl *Slot) Done(reply []byte) nfs4.Status {
 	x.initialized = true
 	s.client.inFlight--
 	s.client.renewed = m.now()
-	if !sl.cacheThis {
+	if !sl.cacheThis || !replied {
 		return nfs4.OK
 	}
 	if len(reply) > int(s.fore.MaxResponseSizeCached) {

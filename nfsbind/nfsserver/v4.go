@@ -167,11 +167,13 @@ func (v *v4Server) compound(ctx context.Context, req *oncrpc.Request, res *xdr.E
 	return c.run(ctx, req, res)
 }
 
-// putCompound returns c to the pool. The slot is released here too, so that a
-// COMPOUND that panicked (oncrpc answers it SYSTEM_ERR) does not leave its slot held
-// (Done is a no-op for a slot released already).
+// putCompound returns c to the pool. The slot of a COMPOUND that ends without a reply
+// (abandoned when its call's context ended, or one that panicked, which oncrpc
+// answers SYSTEM_ERR) is released here uncached, so that it is not left held and a
+// retry gets NFS4ERR_RETRY_UNCACHED_REP rather than an empty reply (RFC 8881
+// §2.10.6.1); Abandon is a no-op for a slot finishSlot released already.
 func (v *v4Server) putCompound(c *compound) {
-	c.slot.Done(nil)
+	c.slot.Abandon()
 	c.reset()
 	v.pool.Put(c)
 }

@@ -3,6 +3,7 @@
 package nfsserver
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -175,6 +176,83 @@ func TestV4SequenceErrorLeavesSlotAlone(t *testing.T) {
 	if res.Status != nfs4.OK || len(res.Results) != 3 {
 		t.Fatalf("next request with the same sequence ID: %v with %d results, want NFS4_OK with 3: the refused SEQUENCE took the slot",
 			res.Status, len(res.Results))
+	}
+}
+
+// TestV4AbandonedCompoundRetryUncached: a COMPOUND with sa_cachethis whose second
+// READ waits for the connection's memory budget, which the first READ of the same
+// COMPOUND holds, is abandoned when its connection closes. Its slot is released
+// without a reply to cache, so the client's retry on a new connection (what a client
+// does after a disconnect) gets NFS4ERR_RETRY_UNCACHED_REP (RFC 8881 §2.10.6.1), not
+// an empty COMPOUND4res that does not decode.
+func TestV4AbandonedCompoundRetryUncached(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := New(Options{Root: dir, StateDir: t.TempDir(), MaxIO: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := oncrpc.NewServer(&oncrpc.ServerOptions{ConnBudget: 100 << 10})
+	srv.Register(rs)
+	l, err := oncrpc.ListenTCP("127.0.0.1:0", &oncrpc.TCPOptions{MaxRecord: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go rs.Serve(l)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		rs.Shutdown(ctx)
+		cancel()
+		l.Close()
+		srv.Close()
+	})
+	if err := os.WriteFile(filepath.Join(dir, "f"), make([]byte, 256<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dial := func() oncrpc.RoundTripper {
+		tr, err := oncrpc.DialTCP(context.Background(), l.Addr().String(), &oncrpc.TCPOptions{MaxRecord: 8 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tr.Close() })
+		return tr
+	}
+	tr1 := dial()
+	c := newV4Client(t, tr1, rootCred())
+	c.mount()
+	d := c.lookupFH(strings.Split(strings.Trim(srv.ExportPath(), "/"), "/")...)
+	fh, sid := c.openFile(d, openArgs4("o", "f", nfs4.ShareAccessRead, false))
+
+	// Two READs each taking a 64 KiB buffer of the 100 KiB budget: the second waits
+	// for the first's, which this very COMPOUND holds, until the connection closes.
+	ops := []nfs4.OpArgs{c.sequenceArgs(true), &nfs4.PutfhArgs{Object: fh},
+		&nfs4.ReadArgs{Stateid: sid, Offset: 0, Count: 10},
+		&nfs4.ReadArgs{Stateid: sid, Offset: 64 << 10, Count: 10}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.raw(nfs4.MinorVersion, ops...)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("the COMPOUND did not wait for the budget: %v", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	tr1.Close()
+	<-done
+
+	c2 := newV4Client(t, dial(), rootCred())
+	c2.sid, c2.slot = c.sid, c.slot
+	for i := 0; ; i++ {
+		res, err := c2.raw(nfs4.MinorVersion, ops...)
+		if err != nil {
+			t.Fatalf("retry of the abandoned request on a new connection: %v", err)
+		}
+		if res.Status == nfs4.ErrDelay && i < 50 { // the server has not dropped it yet
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		wantStatus4(t, "retry of the abandoned request", res, nfs4.ErrRetryUncachedRep)
+		return
 	}
 }
 
