@@ -31,9 +31,10 @@ func compound4(t *testing.T, c *oncrpc.Client, ops ...nfs4.OpArgs) *nfs4.Compoun
 }
 
 // readBig4 reads the first bytes of the export's file "big" with NFSv4.1 over rt, as
-// a client that mounts with vers=4.1 does: EXCHANGE_ID, CREATE_SESSION, then in the
-// session PUTROOTFH, LOOKUP of each component of the export path, OPEN, READ. It
-// returns the lease time the server reports.
+// a client that mounts with vers=4.1 does: EXCHANGE_ID, CREATE_SESSION,
+// RECLAIM_COMPLETE (without which an OPEN is NFS4ERR_GRACE), then in the session
+// PUTROOTFH, LOOKUP of each component of the export path, OPEN, READ. It returns the
+// lease time the server reports.
 func readBig4(t *testing.T, rt oncrpc.RoundTripper, exportPath, owner string) uint32 {
 	t.Helper()
 	c := oncrpc.NewClient(rt, nfs4.Program, nfs4.Version)
@@ -43,7 +44,8 @@ func readBig4(t *testing.T, rt oncrpc.RoundTripper, exportPath, owner string) ui
 	res = compound4(t, c, &nfs4.CreateSessionArgs{ClientID: ex.ClientID, Sequence: ex.SequenceID, ForeChanAttrs: fore,
 		BackChanAttrs: nfs4.ChannelAttrs4{MaxRequestSize: 4096, MaxResponseSize: 4096, MaxOperations: 2, MaxRequests: 1}})
 	sid := res.Results[0].(*nfs4.CreateSessionRes).SessionID
-	ops := []nfs4.OpArgs{&nfs4.SequenceArgs{SessionID: sid, SequenceID: 1}, &nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}}
+	compound4(t, c, &nfs4.SequenceArgs{SessionID: sid, SequenceID: 1}, &nfs4.ReclaimCompleteArgs{})
+	ops := []nfs4.OpArgs{&nfs4.SequenceArgs{SessionID: sid, SequenceID: 2}, &nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}}
 	for _, comp := range strings.Split(strings.Trim(exportPath, "/"), "/") {
 		ops = append(ops, &nfs4.LookupArgs{ObjName: []byte(comp)})
 	}

@@ -51,7 +51,9 @@
 // MaxClients expired clients are remembered for that), its sessions NFS4ERR_BADSESSION.
 //
 // The grace period starts at New and lasts Options.GraceTime, or until every client the
-// previous instance knew has sent RECLAIM_COMPLETE. Those clients are listed in a small
+// previous instance knew has sent RECLAIM_COMPLETE. Whether in grace or not, a client
+// that has not sent RECLAIM_COMPLETE (rca_one_fs false) may only reclaim: its other
+// OPENs and LOCKs get NFS4ERR_GRACE (RFC 8881 §18.51.3). Those clients are listed in a small
 // file in Options.StateDir (StateFileName), rewritten when a client is confirmed or
 // removed and when the grace period ends; it also holds the boot epoch, which a new
 // instance makes larger than the last (without a StateDir the epoch is random). Without a StateDir, or with no client listed,

@@ -8,7 +8,9 @@ import (
 )
 
 // A client's life as the COMPOUND server drives it: EXCHANGE_ID, CREATE_SESSION, then
-// COMPOUNDs that start with SEQUENCE, here one with OPEN and one with WRITE.
+// COMPOUNDs that start with SEQUENCE, here one with RECLAIM_COMPLETE (which a client
+// sends before its first OPEN, even with nothing to reclaim), one with OPEN and one
+// with WRITE.
 func Example() {
 	m, err := nfs4state.New(nfs4state.Options{}) // no StateDir: no grace period
 	if err != nil {
@@ -23,9 +25,14 @@ func Example() {
 	})
 	fmt.Println("CREATE_SESSION:", st.String(), "slots:", cs.Fore.MaxRequests)
 
+	// COMPOUND { SEQUENCE, RECLAIM_COMPLETE }
+	seq, _ := m.Sequence(nfs4state.SequenceArgs{SessionID: cs.SessionID, SequenceID: 1, Conn: 1})
+	fmt.Println("RECLAIM_COMPLETE:", m.ReclaimComplete(seq.ClientID, false).String())
+	seq.Slot.Done([]byte("encoded COMPOUND4res"))
+
 	file := nfs4state.FileKey{Dev: 1, Ino: 1234, Gen: 1}
 	// COMPOUND { SEQUENCE, PUTFH, OPEN, GETFH }
-	seq, st := m.Sequence(nfs4state.SequenceArgs{SessionID: cs.SessionID, SequenceID: 1, CacheThis: true, Conn: 1})
+	seq, st = m.Sequence(nfs4state.SequenceArgs{SessionID: cs.SessionID, SequenceID: 2, CacheThis: true, Conn: 1})
 	fmt.Println("SEQUENCE:", st.String())
 	open, st := m.Open(nfs4state.OpenArgs{ClientID: seq.ClientID, Owner: []byte("open-owner"), File: file,
 		Access: nfs4.ShareAccessBoth, Deny: nfs4.ShareDenyNone, Claim: nfs4.ClaimNull})
@@ -33,15 +40,16 @@ func Example() {
 	seq.Slot.Done([]byte("encoded COMPOUND4res"))
 
 	// COMPOUND { SEQUENCE, PUTFH, WRITE }
-	seq, _ = m.Sequence(nfs4state.SequenceArgs{SessionID: cs.SessionID, SequenceID: 2, Conn: 1})
+	seq, _ = m.Sequence(nfs4state.SequenceArgs{SessionID: cs.SessionID, SequenceID: 3, Conn: 1})
 	fmt.Println("WRITE:", m.CheckIO(seq.ClientID, open, file, true).String())
-	seq.Slot.Done(nil)
+	seq.Slot.Done([]byte("encoded COMPOUND4res"))
 
 	// A retry of the WRITE COMPOUND, whose reply was not cached (sa_cachethis false).
-	_, st = m.Sequence(nfs4state.SequenceArgs{SessionID: cs.SessionID, SequenceID: 2, Conn: 1})
+	_, st = m.Sequence(nfs4state.SequenceArgs{SessionID: cs.SessionID, SequenceID: 3, Conn: 1})
 	fmt.Println("retry:", st.String())
 	// Output:
 	// CREATE_SESSION: NFS4_OK slots: 64
+	// RECLAIM_COMPLETE: NFS4_OK
 	// SEQUENCE: NFS4_OK
 	// OPEN: NFS4_OK seqid 1
 	// WRITE: NFS4_OK

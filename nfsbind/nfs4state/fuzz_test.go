@@ -237,14 +237,15 @@ func (d *fuzzDriver) length() uint64 {
 	}
 }
 
-// fuzzManagerSeeds are scripts for fuzzDriver: two clients with sessions, opens of one
-// file, a lock, a conflicting lock (denied), a lock beside it, LOCKU splitting the first,
-// LOCKT, READ, SEQUENCE with a cached reply and its retry, and the leases' expiry.
+// fuzzManagerSeeds are scripts for fuzzDriver: two clients with sessions that send
+// RECLAIM_COMPLETE, opens of one file, a lock, a conflicting lock (denied), a lock beside
+// it, LOCKU splitting the first, LOCKT, READ, SEQUENCE with a cached reply and its retry,
+// and the leases' expiry.
 var fuzzManagerSeeds = [][]byte{
 	cat(
-		[]byte{0, 0, 1, 0, 1}, []byte{1, 4, 16, 1, 0, 1, 2, 1, 0}, []byte{8, 1, 0, 0, 0, 3, 0, 0},
+		[]byte{0, 0, 1, 0, 1}, []byte{1, 4, 16, 1, 0, 1, 2, 1, 0}, []byte{7, 1, 0, 1}, []byte{8, 1, 0, 0, 0, 3, 0, 0},
 		[]byte{11, 1, 0, 0, 2, 1, 10, 6, 0, 8, 2, 0, 8, 2},
-		[]byte{0, 1, 1, 0, 1}, []byte{1, 4, 16, 1, 1, 1, 2, 1, 1}, []byte{8, 1, 1, 1, 0, 3, 0, 0},
+		[]byte{0, 1, 1, 0, 1}, []byte{1, 4, 16, 1, 1, 1, 2, 1, 1}, []byte{7, 1, 1, 1}, []byte{8, 1, 1, 1, 0, 3, 0, 0},
 		[]byte{11, 1, 1, 0, 1, 1, 12, 6, 0, 11, 2, 1, 11, 2},
 		[]byte{11, 1, 1, 0, 1, 1, 100, 6, 0, 11, 2, 1, 11, 2},
 		[]byte{13, 1, 0, 9, 0, 0, 2, 12, 2},

@@ -74,11 +74,14 @@ func (m *Manager) InGrace() bool {
 // checkReclaimLocked judges a request against the grace period: a reclaim is allowed only
 // in grace (else NFS4ERR_NO_GRACE), by a client of the previous instance (else
 // NFS4ERR_RECLAIM_BAD) that has not sent RECLAIM_COMPLETE (else NFS4ERR_NO_GRACE); any
-// other request that creates state gets NFS4ERR_GRACE during grace.
+// other request that creates state gets NFS4ERR_GRACE during grace, and also after it
+// from a client that has not sent RECLAIM_COMPLETE: RFC 8881 §18.51.3, "If non-reclaim
+// locking operations are done before the RECLAIM_COMPLETE, an NFS4ERR_GRACE error will
+// be returned" (knfsd answers so to OPEN, whether in grace or not).
 func (m *Manager) checkReclaimLocked(c *client, reclaim bool) nfs4.Status {
 	in := m.inGraceLocked(m.now())
 	if !reclaim {
-		if in {
+		if in || !c.reclaimComplete {
 			return nfs4.ErrGrace
 		}
 		return nfs4.OK
@@ -94,8 +97,8 @@ func (m *Manager) checkReclaimLocked(c *client, reclaim bool) nfs4.Status {
 
 // ReclaimComplete implements RECLAIM_COMPLETE (RFC 8881 §18.51). With rca_one_fs false it
 // records that the client has reclaimed all it will (a second time gets
-// NFS4ERR_COMPLETE_ALREADY); once every client of the previous instance has, the grace
-// period ends. With rca_one_fs true it is accepted and changes nothing (this server has
+// NFS4ERR_COMPLETE_ALREADY), which every client must do before its first non-reclaim
+// OPEN or LOCK; once every client of the previous instance has, the grace period ends. With rca_one_fs true it is accepted and changes nothing (this server has
 // one file system namespace for reclaim purposes). An unknown client gets
 // NFS4ERR_STALE_CLIENTID.
 func (m *Manager) ReclaimComplete(clientID uint64, oneFS bool) nfs4.Status {

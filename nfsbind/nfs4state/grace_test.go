@@ -22,7 +22,7 @@ func TestNoStateDirMeansNoGrace(t *testing.T) {
 
 func TestReclaimComplete(t *testing.T) {
 	m := newManager(t, newClock(), Options{})
-	id, _ := establish(t, m, "c1")
+	id, _ := establishToReclaim(t, m, "c1")
 	want(t, "one fs", m.ReclaimComplete(id, true), nfs4.OK)
 	want(t, "first", m.ReclaimComplete(id, false), nfs4.OK)
 	want(t, "second", m.ReclaimComplete(id, false), nfs4.ErrCompleteAlready)
@@ -60,7 +60,7 @@ func TestRestartGraceAndReclaim(t *testing.T) {
 	if !m2.InGrace() {
 		t.Fatal("restarted instance not in grace")
 	}
-	a2, _ := establish(t, m2, "alpha")
+	a2, _ := establishToReclaim(t, m2, "alpha")
 	want(t, "old stateid", m2.CheckIO(a2, old, f, false), nfs4.ErrStaleStateid)
 	_, st = m2.Sequence(SequenceArgs{SessionID: nfs4.SessionID{}, SequenceID: 1})
 	want(t, "unknown session", st, nfs4.ErrBadsession)
@@ -77,7 +77,7 @@ func TestRestartGraceAndReclaim(t *testing.T) {
 	want(t, "reclaim LOCK", st, nfs4.OK)
 	_ = lk
 
-	g, _ := establish(t, m2, "gamma") // unknown to the previous instance
+	g, _ := establishToReclaim(t, m2, "gamma") // unknown to the previous instance
 	_, st = m2.Open(OpenArgs{ClientID: g, Owner: []byte("o"), File: FileKey{Ino: 6}, Access: nfs4.ShareAccessRead, Claim: nfs4.ClaimPrevious})
 	want(t, "reclaim by a new client", st, nfs4.ErrReclaimBad)
 	want(t, "RECLAIM_COMPLETE by a new client", m2.ReclaimComplete(g, false), nfs4.OK)
@@ -95,7 +95,7 @@ func TestRestartGraceAndReclaim(t *testing.T) {
 	if !m3.InGrace() {
 		t.Fatal("third instance not in grace")
 	}
-	b3, _ := establish(t, m3, "beta")
+	b3, _ := establishToReclaim(t, m3, "beta")
 	want(t, "beta done", m3.ReclaimComplete(b3, false), nfs4.OK)
 	if !m3.InGrace() {
 		t.Fatal("grace ended before alpha and gamma reclaimed")
@@ -116,13 +116,57 @@ func TestRestartGraceAndReclaim(t *testing.T) {
 	want(t, "CLAIM_NULL after grace", st, nfs4.OK)
 }
 
+// TestOpenAndLockBeforeReclaimComplete: RFC 8881 §18.51.3, "If non-reclaim locking
+// operations are done before the RECLAIM_COMPLETE, an NFS4ERR_GRACE error will be
+// returned", whether the server is in its grace period or not (as knfsd answers
+// OPEN): without a grace period at all, and after a grace period that ended while the
+// client was reclaiming, a new OPEN or LOCK waits for the client's RECLAIM_COMPLETE.
+func TestOpenAndLockBeforeReclaimComplete(t *testing.T) {
+	m := newManager(t, newClock(), Options{})
+	id, _ := establishToReclaim(t, m, "c1")
+	f := FileKey{Ino: 1}
+	open := OpenArgs{ClientID: id, Owner: []byte("o"), File: f, Access: nfs4.ShareAccessBoth, Claim: nfs4.ClaimNull}
+	_, st := m.Open(open)
+	want(t, "OPEN before RECLAIM_COMPLETE, no grace period", st, nfs4.ErrGrace)
+	want(t, "RECLAIM_COMPLETE for one file system", m.ReclaimComplete(id, true), nfs4.OK)
+	_, st = m.Open(open)
+	want(t, "OPEN after RECLAIM_COMPLETE for one file system only", st, nfs4.ErrGrace)
+	want(t, "RECLAIM_COMPLETE", m.ReclaimComplete(id, false), nfs4.OK)
+	_, st = m.Open(open)
+	want(t, "OPEN after RECLAIM_COMPLETE", st, nfs4.OK)
+
+	// A restart: the client reclaims its open, the grace period ends by time before
+	// its RECLAIM_COMPLETE.
+	dir := t.TempDir()
+	clk := newClock()
+	m1 := newManager(t, clk, Options{StateDir: dir})
+	establish(t, m1, "c1")
+	m2 := newManager(t, clk, Options{StateDir: dir, GraceTime: 10 * time.Second})
+	id2, _ := establishToReclaim(t, m2, "c1")
+	re, st := m2.Open(OpenArgs{ClientID: id2, Owner: []byte("o"), File: f, Access: nfs4.ShareAccessBoth, Claim: nfs4.ClaimPrevious})
+	want(t, "reclaim", st, nfs4.OK)
+	clk.advance(11 * time.Second)
+	m2.Sweep(clk.now())
+	if m2.InGrace() {
+		t.Fatal("grace did not end after GraceTime")
+	}
+	lock := &LockArgs{ClientID: id2, File: f, Type: nfs4.WriteLT, Length: 1, NewLockOwner: true, OpenStateid: re, Owner: []byte("l")}
+	_, _, st = m2.Lock(lock)
+	want(t, "LOCK after grace, before RECLAIM_COMPLETE", st, nfs4.ErrGrace)
+	_, st = m2.Open(OpenArgs{ClientID: id2, Owner: []byte("o"), File: FileKey{Ino: 2}, Access: nfs4.ShareAccessRead, Claim: nfs4.ClaimNull})
+	want(t, "OPEN after grace, before RECLAIM_COMPLETE", st, nfs4.ErrGrace)
+	want(t, "RECLAIM_COMPLETE", m2.ReclaimComplete(id2, false), nfs4.OK)
+	_, _, st = m2.Lock(lock)
+	want(t, "LOCK after RECLAIM_COMPLETE", st, nfs4.OK)
+}
+
 func TestGraceEndsWhenAllReclaimed(t *testing.T) {
 	dir := t.TempDir()
 	clk := newClock()
 	m1 := newManager(t, clk, Options{StateDir: dir})
 	establish(t, m1, "alpha")
 	m2 := newManager(t, clk, Options{StateDir: dir})
-	a, _ := establish(t, m2, "alpha")
+	a, _ := establishToReclaim(t, m2, "alpha")
 	if !m2.InGrace() {
 		t.Fatal("not in grace")
 	}

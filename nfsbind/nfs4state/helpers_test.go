@@ -51,8 +51,19 @@ func exchange(t testing.TB, m *Manager, owner string, v byte) ExchangeIDResult {
 	return r
 }
 
-// establish creates a confirmed client for owner and a session on connection 1.
+// establish creates a confirmed client for owner and a session on connection 1, and
+// sends RECLAIM_COMPLETE, as a client with nothing to reclaim does before it opens
+// (RFC 8881 §18.51.3).
 func establish(t testing.TB, m *Manager, owner string) (uint64, nfs4.SessionID) {
+	t.Helper()
+	id, sess := establishToReclaim(t, m, owner)
+	want(t, "RECLAIM_COMPLETE", m.ReclaimComplete(id, false), nfs4.OK)
+	return id, sess
+}
+
+// establishToReclaim is establish without RECLAIM_COMPLETE: a client that may still
+// reclaim its state.
+func establishToReclaim(t testing.TB, m *Manager, owner string) (uint64, nfs4.SessionID) {
 	t.Helper()
 	r := exchange(t, m, owner, 1)
 	cs, st := m.CreateSession(CreateSessionArgs{ClientID: r.ClientID, SequenceID: r.SequenceID,

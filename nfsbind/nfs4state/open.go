@@ -27,10 +27,11 @@ func validShare(access, deny uint32) bool {
 // file), new with seqid 1, or, when the owner has the file open already, the same stateid
 // with the union of the share access and deny and its seqid advanced (an upgrade). It
 // refuses, with NFS4ERR_SHARE_DENIED, access that another open-owner's OPEN of the file
-// denies and a deny of access another open-owner has. During the grace period only
-// CLAIM_PREVIOUS is allowed (else NFS4ERR_GRACE); CLAIM_PREVIOUS is refused outside it
-// and after RECLAIM_COMPLETE (NFS4ERR_NO_GRACE) and for clients the previous instance did
-// not know (NFS4ERR_RECLAIM_BAD). Delegation claims get NFS4ERR_BAD_STATEID
+// denies and a deny of access another open-owner has. During the grace period, and
+// before the client's RECLAIM_COMPLETE (RFC 8881 §18.51.3), only CLAIM_PREVIOUS is
+// allowed (else NFS4ERR_GRACE); CLAIM_PREVIOUS is refused outside it and after
+// RECLAIM_COMPLETE (NFS4ERR_NO_GRACE) and for clients the previous instance did not
+// know (NFS4ERR_RECLAIM_BAD). Delegation claims get NFS4ERR_BAD_STATEID
 // (CLAIM_DELEGATE_CUR, CLAIM_DELEG_CUR_FH: this server grants no delegations) or
 // NFS4ERR_NOTSUPP (CLAIM_DELEGATE_PREV, CLAIM_DELEG_PREV_FH). Access or deny values
 // outside the protocol's get NFS4ERR_INVAL; full owner or stateid tables NFS4ERR_DELAY.

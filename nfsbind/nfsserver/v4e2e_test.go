@@ -279,6 +279,9 @@ func v4ClientLoop(t *testing.T, e *env, rt oncrpc.RoundTripper, id int) error {
 		return fmt.Errorf("client %d: CREATE_SESSION: %v %v", id, err, res)
 	}
 	c.sid = res.Results[0].(*nfs4.CreateSessionRes).SessionID
+	if _, err := call(&nfs4.ReclaimCompleteArgs{}); err != nil {
+		return err
+	}
 	ops := append(putroot(e.exportComponents()...), &nfs4.NoArgs{OpNum: nfs4.OpGetfh})
 	if res, err = call(ops...); err != nil {
 		return err

@@ -17,7 +17,8 @@ import (
 
 // v4Harness calls a Server's NFSv4.1 COMPOUND handler in process, as a client at
 // 127.0.0.1 with uid 1000, on an export whose path is "/" (so PUTROOTFH is the
-// export root), in one session whose slot 0 it sequences itself.
+// export root), in one session whose slot 0 it sequences itself, of a client that has
+// sent RECLAIM_COMPLETE.
 type v4Harness struct {
 	srv  *Server
 	h    oncrpc.Handler
@@ -59,6 +60,11 @@ func newV4Harness(t testing.TB) *v4Harness {
 		t.Fatalf("CREATE_SESSION: %v %v", err, res)
 	}
 	hh.sid = res.Results[0].(*nfs4.CreateSessionRes).SessionID
+	hh.seq++
+	res, err = hh.call(hh.encode(nil, &nfs4.SequenceArgs{SessionID: hh.sid, SequenceID: hh.seq}, &nfs4.ReclaimCompleteArgs{}))
+	if err != nil || res.Status != nfs4.OK {
+		t.Fatalf("RECLAIM_COMPLETE: %v %v", err, res)
+	}
 	return hh
 }
 
