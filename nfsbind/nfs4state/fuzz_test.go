@@ -151,8 +151,14 @@ func (d *fuzzDriver) step() {
 	case 7:
 		m.ReclaimComplete(d.client(), d.byte()%2 == 0)
 	case 8:
-		sid, st := m.Open(OpenArgs{ClientID: d.client(), Owner: d.owner(), File: d.file(), Access: uint32(d.byte() % 5),
-			Deny: uint32(d.byte() % 5), Claim: nfs4.ClaimType(d.byte() % 8)})
+		// The deny byte's high bit takes the OPEN back (UndoOpen), as a server does
+		// when what follows the share reservation fails.
+		id, owner, file, access, deny := d.client(), d.owner(), d.file(), d.byte(), d.byte()
+		sid, u, st := m.OpenUndoable(OpenArgs{ClientID: id, Owner: owner, File: file, Access: uint32(access % 5),
+			Deny: uint32(deny % 5), Claim: nfs4.ClaimType(d.byte() % 8)})
+		if st == nfs4.OK && deny&0x80 != 0 {
+			m.UndoOpen(u)
+		}
 		d.keep(sid, st)
 	case 9:
 		sid, st := m.OpenDowngrade(d.client(), d.stateid(), d.file(), uint32(d.byte()%4), uint32(d.byte()%4))

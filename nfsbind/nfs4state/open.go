@@ -36,8 +36,27 @@ func validShare(access, deny uint32) bool {
 // NFS4ERR_NOTSUPP (CLAIM_DELEGATE_PREV, CLAIM_DELEG_PREV_FH). Access or deny values
 // outside the protocol's get NFS4ERR_INVAL; full owner or stateid tables NFS4ERR_DELAY.
 func (m *Manager) Open(a OpenArgs) (nfs4.Stateid4, nfs4.Status) {
+	sid, _, st := m.OpenUndoable(a)
+	return sid, st
+}
+
+// OpenUndo is what UndoOpen needs to take back one Open; the zero value takes back
+// nothing.
+type OpenUndo struct {
+	s            *stateid
+	seq          uint32 // the seqid the Open gave s
+	created      bool   // the Open created s
+	prevSeq      uint32 // s's seqid, access and deny before the Open (an upgrade)
+	access, deny uint32
+}
+
+// OpenUndoable is Open, and also returns what UndoOpen needs to take the OPEN back:
+// for a server whose OPEN has more to do once the share reservation is granted (the
+// truncation its createattrs ask for), and which must answer an error, with no open
+// state left, when that fails.
+func (m *Manager) OpenUndoable(a OpenArgs) (nfs4.Stateid4, OpenUndo, nfs4.Status) {
 	if !validShare(a.Access, a.Deny) || len(a.Owner) > nfs4.OpaqueLimit {
-		return nfs4.Stateid4{}, nfs4.ErrInval
+		return nfs4.Stateid4{}, OpenUndo{}, nfs4.ErrInval
 	}
 	access := a.Access &^ shareWantBits
 	var reclaim bool
@@ -46,20 +65,20 @@ func (m *Manager) Open(a OpenArgs) (nfs4.Stateid4, nfs4.Status) {
 	case nfs4.ClaimPrevious:
 		reclaim = true
 	case nfs4.ClaimDelegateCur, nfs4.ClaimDelegCurFH:
-		return nfs4.Stateid4{}, nfs4.ErrBadStateid
+		return nfs4.Stateid4{}, OpenUndo{}, nfs4.ErrBadStateid
 	case nfs4.ClaimDelegatePrev, nfs4.ClaimDelegPrevFH:
-		return nfs4.Stateid4{}, nfs4.ErrNotsupp
+		return nfs4.Stateid4{}, OpenUndo{}, nfs4.ErrNotsupp
 	default:
-		return nfs4.Stateid4{}, nfs4.ErrInval
+		return nfs4.Stateid4{}, OpenUndo{}, nfs4.ErrInval
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, st := m.clientLocked(a.ClientID)
 	if st != nfs4.OK {
-		return nfs4.Stateid4{}, st
+		return nfs4.Stateid4{}, OpenUndo{}, st
 	}
 	if st := m.checkReclaimLocked(c, reclaim); st != nfs4.OK {
-		return nfs4.Stateid4{}, st
+		return nfs4.Stateid4{}, OpenUndo{}, st
 	}
 	var cur *stateid
 	if o := c.openOwners[string(a.Owner)]; o != nil {
@@ -71,24 +90,51 @@ func (m *Manager) Open(a OpenArgs) (nfs4.Stateid4, nfs4.Status) {
 				continue
 			}
 			if access&other.deny != 0 || a.Deny&other.access != 0 {
-				return nfs4.Stateid4{}, nfs4.ErrShareDenied
+				return nfs4.Stateid4{}, OpenUndo{}, nfs4.ErrShareDenied
 			}
 		}
 	}
+	var u OpenUndo
 	if cur == nil {
 		if !m.roomLocked(c) {
-			return nfs4.Stateid4{}, nfs4.ErrDelay
+			return nfs4.Stateid4{}, OpenUndo{}, nfs4.ErrDelay
 		}
 		o := m.ownerLocked(c, a.Owner, false)
 		if o == nil {
-			return nfs4.Stateid4{}, nfs4.ErrDelay
+			return nfs4.Stateid4{}, OpenUndo{}, nfs4.ErrDelay
 		}
 		cur = m.newStateidLocked(kindOpen, o, m.fileLocked(a.File))
+		u.created = true
 	}
+	u.s, u.prevSeq, u.access, u.deny = cur, cur.seq, cur.access, cur.deny
 	cur.access |= access
 	cur.deny |= a.Deny
 	cur.bump()
-	return cur.wire(), nfs4.OK
+	u.seq = cur.seq
+	return cur.wire(), u, nfs4.OK
+}
+
+// UndoOpen takes back the OPEN that OpenUndoable granted with u: an open stateid it
+// created is closed, an upgrade is reverted (share access and deny, and seqid, which
+// the client never saw). An open stateid that changed since (another OPEN, an
+// OPEN_DOWNGRADE, CLOSE, revocation or expiry) is left as it is. UndoOpen reports
+// whether it took the OPEN back.
+func (m *Manager) UndoOpen(u OpenUndo) bool {
+	if u.s == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := u.s
+	if s.revoked || m.stateids[s.other] != s || s.seq != u.seq {
+		return false
+	}
+	if u.created {
+		m.closeLocked(s)
+		return true
+	}
+	s.seq, s.access, s.deny = u.prevSeq, u.access, u.deny
+	return true
 }
 
 // OpenDowngrade implements OPEN_DOWNGRADE (RFC 8881 §18.18): the open's share access and

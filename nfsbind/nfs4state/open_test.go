@@ -140,6 +140,56 @@ func TestOpenDowngradeAndClose(t *testing.T) {
 	}
 }
 
+// TestUndoOpen: UndoOpen takes back an OPEN: a new open stateid is closed, releasing
+// its share reservation; an upgrade returns to the access, deny and seqid of before.
+// An open stateid that changed since the OPEN is left alone, and the zero OpenUndo
+// takes back nothing.
+func TestUndoOpen(t *testing.T) {
+	m := newManager(t, newClock(), Options{})
+	a, _ := establish(t, m, "a")
+	b, _ := establish(t, m, "b")
+	f := FileKey{Ino: 1}
+	if m.UndoOpen(OpenUndo{}) {
+		t.Fatal("the zero OpenUndo took something back")
+	}
+
+	sid, u, st := m.OpenUndoable(OpenArgs{ClientID: a, Owner: []byte("o"), File: f, Access: nfs4.ShareAccessBoth,
+		Deny: nfs4.ShareDenyBoth, Claim: nfs4.ClaimNull})
+	want(t, "OPEN", st, nfs4.OK)
+	if !m.UndoOpen(u) {
+		t.Fatal("a new OPEN was not taken back")
+	}
+	want(t, "READ with the stateid taken back", m.CheckIO(a, sid, f, false), nfs4.ErrBadStateid)
+	if s := m.Stats(); s.Stateids != 0 || s.Files != 0 || s.StateOwners != 0 {
+		t.Fatalf("state left after UndoOpen: %+v", s)
+	}
+	if m.UndoOpen(u) {
+		t.Fatal("an OPEN was taken back twice")
+	}
+	open(t, m, b, "p", f, nfs4.ShareAccessRead, 0) // the deny is gone
+
+	r := open(t, m, a, "o", f, nfs4.ShareAccessRead, 0)
+	up, u, st := m.OpenUndoable(OpenArgs{ClientID: a, Owner: []byte("o"), File: f, Access: nfs4.ShareAccessWrite,
+		Deny: nfs4.ShareDenyWrite, Claim: nfs4.ClaimNull})
+	want(t, "upgrade", st, nfs4.OK)
+	if !m.UndoOpen(u) {
+		t.Fatal("an upgrade was not taken back")
+	}
+	want(t, "READ with the stateid of before the upgrade", m.CheckIO(a, r, f, false), nfs4.OK)
+	want(t, "WRITE with it", m.CheckIO(a, r, f, true), nfs4.ErrOpenmode)
+	want(t, "READ with the upgrade's seqid", m.CheckIO(a, up, f, false), nfs4.ErrBadStateid)
+	_, st = m.Open(OpenArgs{ClientID: b, Owner: []byte("q"), File: f, Access: nfs4.ShareAccessWrite, Claim: nfs4.ClaimNull})
+	want(t, "write by another owner once the deny write is taken back", st, nfs4.OK)
+
+	_, u, st = m.OpenUndoable(OpenArgs{ClientID: a, Owner: []byte("o"), File: f, Access: nfs4.ShareAccessBoth, Claim: nfs4.ClaimNull})
+	want(t, "upgrade to both", st, nfs4.OK)
+	again := open(t, m, a, "o", f, nfs4.ShareAccessRead, 0)
+	if m.UndoOpen(u) {
+		t.Fatal("an upgrade was taken back after another OPEN changed the stateid")
+	}
+	want(t, "WRITE after the later OPEN", m.CheckIO(a, again, f, true), nfs4.OK)
+}
+
 func TestCheckIOStateidErrors(t *testing.T) {
 	m := newManager(t, newClock(), Options{})
 	a, _ := establish(t, m, "a")

@@ -3,6 +3,8 @@
 package nfsserver
 
 import (
+	"math"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
@@ -25,6 +27,13 @@ import (
 // file the caller may read or write as share_access asks (directory: NFS4ERR_ISDIR,
 // symbolic link: NFS4ERR_SYMLINK, other: NFS4ERR_WRONG_TYPE). Share reservations and
 // open stateids are the state manager's (NFS4ERR_SHARE_DENIED, upgrades, grace).
+//
+// The size of the createattrs is a write of the file: it is applied only once the
+// share reservation is granted, so that a refused OPEN truncates nothing (as knfsd
+// truncates after its share checks), and the OPEN is taken back if it fails. An OPEN
+// that would change the size of an existing file without OPEN4_SHARE_ACCESS_WRITE is
+// NFS4ERR_INVAL (as from knfsd): holding no write access, it could otherwise write
+// under another owner's OPEN4_SHARE_DENY_WRITE.
 
 // exclusiveSet is the attrset of an exclusive create: the attributes holding the
 // verifier.
@@ -57,9 +66,22 @@ func (c *compound) open(a *nfs4.OpenArgs, r *nfs4.OpenRes) nfs4.Status {
 		if a.OpenType == nfs4.Open4Create {
 			return nfs4.ErrInval
 		}
-		return c.openFile(a, r, false)
+		return c.openFile(a, r, false, createSize{})
 	}
 	return nfs4.ErrNotsupp
+}
+
+// createSize is the size attribute of an OPEN4_CREATE's createattrs (cva_attrs for
+// EXCLUSIVE4_1), which OPEN applies after the share reservation (see above).
+type createSize struct {
+	set  bool
+	size uint64
+}
+
+// take moves the size out of s into z, so that the file is created without it.
+func (z *createSize) take(s *nfs3.Sattr) {
+	z.set, z.size = s.SetSize, s.Size
+	s.SetSize, s.Size = false, 0
 }
 
 // openByName opens (and with OPEN4_CREATE creates) the file named by CLAIM_NULL in
@@ -85,12 +107,13 @@ func (c *compound) openByName(a *nfs4.OpenArgs, r *nfs4.OpenRes) nfs4.Status {
 	var fhbuf [HandleSize]byte
 	var fh []byte
 	fresh := false
+	var size createSize
 	if a.OpenType == nfs4.Open4Create {
 		if st := c.openCreateDir4(&dir, a); st != nfs4.OK {
 			return st
 		}
 		var st nfs4.Status
-		fh, fresh, st = c.openCreate(srv, &dir, a, r, fhbuf[:0])
+		fh, fresh, size, st = c.openCreate(srv, &dir, a, r, fhbuf[:0])
 		if st != nfs4.OK {
 			return st
 		}
@@ -110,7 +133,7 @@ func (c *compound) openByName(a *nfs4.OpenArgs, r *nfs4.OpenRes) nfs4.Status {
 	}
 	id, _ := srv.handles.decode(fh) // issued just now by srv
 	c.setExportFH(srv, fh, id)
-	return c.openFile(a, r, fresh)
+	return c.openFile(a, r, fresh, size)
 }
 
 // openCreateDir4 opens the current directory for an OPEN4_CREATE: search permission
@@ -137,13 +160,14 @@ func (c *compound) openCreateDir4(dir *object, a *nfs4.OpenArgs) nfs4.Status {
 }
 
 // openCreate creates the file of an OPEN4_CREATE in dir (or finds the one a retried
-// exclusive create made) as NFSv3's CREATE does, and returns its handle and whether
-// this call created it.
-func (c *compound) openCreate(srv *Server, dir *object, a *nfs4.OpenArgs, r *nfs4.OpenRes, fhbuf []byte) ([]byte, bool, nfs4.Status) {
+// exclusive create made) as NFSv3's CREATE does, but without the size attribute, and
+// returns its handle, whether this call created it and the size to apply.
+func (c *compound) openCreate(srv *Server, dir *object, a *nfs4.OpenArgs, r *nfs4.OpenRes, fhbuf []byte) ([]byte, bool, createSize, nfs4.Status) {
 	cr := c.credFor(srv)
 	h := &a.How
 	a3 := nfs3.CreateArgs{Where: nfs3.DirOpArgs{Name: a.Claim.File}}
 	var excl nfs3.Sattr
+	var size createSize
 	switch h.Mode {
 	case nfs4.Unchecked4, nfs4.Guarded4:
 		a3.Mode = nfs3.Unchecked
@@ -151,24 +175,26 @@ func (c *compound) openCreate(srv *Server, dir *object, a *nfs4.OpenArgs, r *nfs
 			a3.Mode = nfs3.Guarded
 		}
 		if st := sattr3(h.Mask, &h.Attrs, &a3.Attr); st != nfs4.OK {
-			return nil, false, st
+			return nil, false, createSize{}, st
 		}
+		size.take(&a3.Attr)
 		andInto(&r.AttrSet, h.Mask, openCreateSet)
 	case nfs4.Exclusive4, nfs4.Exclusive41:
 		a3.Mode, a3.Verf = nfs3.Exclusive, h.CreateVerf
 		if h.Mode == nfs4.Exclusive41 {
 			for i, w := range h.Mask {
 				if i >= len(v4ExclCreat) || w&^v4ExclCreat[i] != 0 {
-					return nil, false, nfs4.ErrInval
+					return nil, false, createSize{}, nfs4.ErrInval
 				}
 			}
 			if st := sattr3(h.Mask, &h.Attrs, &excl); st != nfs4.OK {
-				return nil, false, st
+				return nil, false, createSize{}, st
 			}
+			size.take(&excl)
 		}
 		r.AttrSet = append(r.AttrSet[:0], exclusiveSet...)
 	default:
-		return nil, false, nfs4.ErrInval
+		return nil, false, createSize{}, nfs4.ErrInval
 	}
 	// Whether the name exists decides "fresh" (doCreate reports only success).
 	var before unix.Statx_t
@@ -177,15 +203,18 @@ func (c *compound) openCreate(srv *Server, dir *object, a *nfs4.OpenArgs, r *nfs
 	var buf [HandleSize]byte
 	if st3 := srv.doCreate(dir, &a3, cr, &r3, buf[:]); st3 != nfs3.StatusOK {
 		if st3 == nfs3.StatusExist && existed && isDir(&before) {
-			return nil, false, nfs4.ErrIsdir
+			return nil, false, createSize{}, nfs4.ErrIsdir
 		}
-		return nil, false, st4(st3)
+		return nil, false, createSize{}, st4(st3)
 	}
 	fh := append(fhbuf, r3.Obj.FH...)
-	if h.Mode == nfs4.Exclusive41 && !existed && (excl.SetMode || excl.SetUID || excl.SetGID || excl.SetSize) {
+	if h.Mode == nfs4.Exclusive41 && existed {
+		size = createSize{} // a retried exclusive create: its size was applied
+	}
+	if h.Mode == nfs4.Exclusive41 && !existed && (excl.SetMode || excl.SetUID || excl.SetGID) {
 		var o object
 		if st3 := srv.open(fh, &o); st3 != nfs3.StatusOK {
-			return nil, false, st4(st3)
+			return nil, false, createSize{}, st4(st3)
 		}
 		st3 := srv.doSetattr(&o, &nfs3.SetattrArgs{Attr: excl}, cr)
 		if st3 == nfs3.StatusOK {
@@ -193,7 +222,7 @@ func (c *compound) openCreate(srv *Server, dir *object, a *nfs4.OpenArgs, r *nfs
 		}
 		o.close()
 		if st3 != nfs3.StatusOK {
-			return nil, false, st4(st3)
+			return nil, false, createSize{}, st4(st3)
 		}
 		for i, w := range h.Mask {
 			for len(r.AttrSet) <= i {
@@ -202,13 +231,14 @@ func (c *compound) openCreate(srv *Server, dir *object, a *nfs4.OpenArgs, r *nfs
 			r.AttrSet[i] |= w // within v4ExclCreat, checked above
 		}
 	}
-	return fh, !existed, nfs4.OK
+	return fh, !existed, size, nfs4.OK
 }
 
 // openFile opens the current file handle's file: type and permission checks (none
 // for a file this OPEN just created, which its creator may open as it asked), then
-// the share reservation and the open stateid.
-func (c *compound) openFile(a *nfs4.OpenArgs, r *nfs4.OpenRes, fresh bool) nfs4.Status {
+// the share reservation and the open stateid, then the size of an OPEN4_CREATE's
+// createattrs, the OPEN taken back if that fails.
+func (c *compound) openFile(a *nfs4.OpenArgs, r *nfs4.OpenRes, fresh bool, size createSize) nfs4.Status {
 	if c.cur.node != nil {
 		return nfs4.ErrIsdir
 	}
@@ -238,16 +268,35 @@ func (c *compound) openFile(a *nfs4.OpenArgs, r *nfs4.OpenRes, fresh bool) nfs4.
 		if access&nfs4.ShareAccessWrite != 0 && !mayIO(cr, &o.st, permW) {
 			return nfs4.ErrAccess
 		}
+		if size.set && access&nfs4.ShareAccessWrite == 0 {
+			return nfs4.ErrInval
+		}
 	}
-	sid, st := c.v.state.Open(openArgs(c.clientID, a, fileKeyOf(&o.st)))
+	sid, undo, st := c.v.state.OpenUndoable(openArgs(c.clientID, a, fileKeyOf(&o.st)))
 	if st != nfs4.OK {
 		return st
+	}
+	if size.set {
+		if st := c.openTruncate(srv, &o, size.size); st != nfs4.OK {
+			c.v.state.UndoOpen(undo)
+			return st
+		}
 	}
 	r.Stateid = sid
 	r.Rflags = nfs4.Open4ResultLocktypePosix
 	r.Delegation = noDelegation(a.ShareAccess)
 	c.setStateid(sid)
 	return nfs4.OK
+}
+
+// openTruncate sets the size of the file o an OPEN opened, as its createattrs ask
+// (sizes past what Linux holds clamped, as NFSv3's CREATE does), and makes it stable on
+// a sync export.
+func (c *compound) openTruncate(srv *Server, o *object, size uint64) nfs4.Status {
+	if err := unix.Truncate(procPath(o.fd), int64(min(size, math.MaxInt64))); err != nil {
+		return errStatus4(err)
+	}
+	return errStatus4(srv.stableObject(o))
 }
 
 // openArgs is what the state manager judges of an OPEN by clientID of file.

@@ -4,6 +4,7 @@ package nfsserver
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -221,5 +222,102 @@ func TestV4SetattrSizeWithCurrentStateid(t *testing.T) {
 	wantStatus4(t, "OPEN; WRITE; SETATTR(size); GETATTR with the current stateid", res, nfs4.OK)
 	if got := res.Results[len(res.Results)-1].(*nfs4.GetattrRes).Attr.Size; got != 2 {
 		t.Fatalf("size after SETATTR: %d, want 2", got)
+	}
+}
+
+// TestV4OpenRefusedLeavesFileAlone: the size in an OPEN4_CREATE's createattrs is a
+// write of the file (RFC 8881 §9.7, §18.16.3), applied only once the share
+// reservation is granted. Against another client's OPEN4_SHARE_DENY_WRITE, an
+// UNCHECKED4 OPEN for writing with size 0 is NFS4ERR_SHARE_DENIED and one for reading
+// NFS4ERR_INVAL (a truncation needs OPEN4_SHARE_ACCESS_WRITE, as knfsd has it), and
+// neither truncates the file; once the deny is gone, the OPEN for writing truncates
+// it, and a new file gets the size asked for.
+func TestV4OpenRefusedLeavesFileAlone(t *testing.T) {
+	e := newEnv(t, Options{})
+	path := filepath.Join(e.dir, "f")
+	if err := os.WriteFile(path, []byte("precious data"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	a := e.v4(rootCred())
+	a.mount()
+	dir := a.lookupFH(e.exportComponents()...)
+	oa := openArgs4("a", "f", nfs4.ShareAccessRead, false)
+	oa.ShareDeny = nfs4.ShareDenyWrite
+	fh, asid := a.openFile(dir, oa)
+
+	b := e.v4(rootCred())
+	b.mount()
+	truncating := func(name string, access uint32) *nfs4.OpenArgs {
+		o := openArgs4("b", name, access, true)
+		o.How.Mask = nfs4.NewBitmap(nfs4.AttrSize)
+		o.How.Attrs = nfs4.Fattr{Size: 0}
+		return o
+	}
+	intact := func(what string) {
+		t.Helper()
+		if got, err := os.ReadFile(path); err != nil || string(got) != "precious data" {
+			t.Fatalf("%s: file now %q (%v)", what, got, err)
+		}
+	}
+	wantStatus4(t, "truncating OPEN for writing against DENY_WRITE",
+		b.call(&nfs4.PutfhArgs{Object: dir}, truncating("f", nfs4.ShareAccessWrite)), nfs4.ErrShareDenied)
+	intact("after an OPEN refused NFS4ERR_SHARE_DENIED")
+	wantStatus4(t, "truncating OPEN for reading",
+		b.call(&nfs4.PutfhArgs{Object: dir}, truncating("f", nfs4.ShareAccessRead)), nfs4.ErrInval)
+	intact("after an OPEN refused NFS4ERR_INVAL")
+
+	a.must(&nfs4.PutfhArgs{Object: fh}, &nfs4.CloseArgs{OpenStateid: asid})
+	b.must(&nfs4.PutfhArgs{Object: dir}, truncating("f", nfs4.ShareAccessWrite))
+	if st, err := os.Stat(path); err != nil || st.Size() != 0 {
+		t.Fatalf("truncating OPEN granted: %v, %v", st.Size(), err)
+	}
+	sized := truncating("new", nfs4.ShareAccessRead)
+	sized.How.Attrs.Size = 5
+	b.must(&nfs4.PutfhArgs{Object: dir}, sized)
+	if st, err := os.Stat(filepath.Join(e.dir, "new")); err != nil || st.Size() != 5 {
+		t.Fatalf("new file created with size 5: %v, %v", st.Size(), err)
+	}
+}
+
+// TestV4OpenTakenBackWhenTruncationFails: when the size of an OPEN4_CREATE's
+// createattrs cannot be applied after the share reservation was granted (here a
+// size past what the file system holds: NFS4ERR_FBIG), the OPEN fails and leaves no
+// open state: a new open stateid is closed, an upgrade reverted to the access and
+// seqid the client knows.
+func TestV4OpenTakenBackWhenTruncationFails(t *testing.T) {
+	e := newEnv(t, Options{})
+	probe := filepath.Join(e.dir, "probe")
+	if err := os.WriteFile(probe, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(probe, math.MaxInt64); err == nil {
+		t.Skip("this file system holds a file of 2^63-1 bytes: no size to fail with")
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "f"), []byte("data"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	huge := func(owner, name string) *nfs4.OpenArgs {
+		o := openArgs4(owner, name, nfs4.ShareAccessBoth, true)
+		o.How.Mask = nfs4.NewBitmap(nfs4.AttrSize)
+		o.How.Attrs = nfs4.Fattr{Size: math.MaxUint64}
+		return o
+	}
+	stateids := func() int { return e.srv.v4.state.Stats().Stateids }
+	wantStatus4(t, "OPEN of a new file sized past the file system's limit", c.call(&nfs4.PutfhArgs{Object: dir}, huge("o", "new")), nfs4.ErrFbig)
+	if n := stateids(); n != 0 {
+		t.Fatalf("%d stateids after the OPEN failed, want 0", n)
+	}
+	fh, sid := c.openFile(dir, openArgs4("p", "f", nfs4.ShareAccessRead, false))
+	wantStatus4(t, "upgrading OPEN sized past the file system's limit", c.call(&nfs4.PutfhArgs{Object: dir}, huge("p", "f")), nfs4.ErrFbig)
+	if n := stateids(); n != 1 {
+		t.Fatalf("%d stateids after the upgrade failed, want 1", n)
+	}
+	wantStatus4(t, "READ with the stateid the client knows", c.call(&nfs4.PutfhArgs{Object: fh}, readOp(sid)), nfs4.OK)
+	wantStatus4(t, "WRITE with it", c.call(&nfs4.PutfhArgs{Object: fh}, &nfs4.WriteArgs{Stateid: sid, Data: []byte("x")}), nfs4.ErrOpenmode)
+	if got, _ := os.ReadFile(filepath.Join(e.dir, "f")); string(got) != "data" {
+		t.Fatalf("file now %q", got)
 	}
 }
