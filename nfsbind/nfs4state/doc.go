@@ -26,8 +26,10 @@
 //     for; SequenceResult.Fore the negotiated limits to check the reply against;
 //   - Open, OpenDowngrade, Close, Lock, LockT, LockU, TestStateid, FreeStateid with that
 //     client ID and a FileKey (the file's identity: the same for every handle of it);
-//     OpenUndoable and UndoOpen for an OPEN that has more to do once the share
-//     reservation is granted (the truncation of its createattrs) and may yet fail;
+//     CheckOpen before creating the file of an OPEN4_CREATE, so that an OPEN refused
+//     creates nothing; OpenUndoable and UndoOpen for an OPEN that has more to do once
+//     the share reservation is granted (the truncation of its createattrs) and may yet
+//     fail;
 //   - CheckIO before READ, WRITE and SETATTR of the size, with the operation's stateid;
 //   - Sweep every few seconds, which ends expired leases and the grace period;
 //   - ConnClosed when a connection closes; Backchannel (program, security parameters,

@@ -55,44 +55,15 @@ type OpenUndo struct {
 // truncation its createattrs ask for), and which must answer an error, with no open
 // state left, when that fails.
 func (m *Manager) OpenUndoable(a OpenArgs) (nfs4.Stateid4, OpenUndo, nfs4.Status) {
-	if !validShare(a.Access, a.Deny) || len(a.Owner) > nfs4.OpaqueLimit {
-		return nfs4.Stateid4{}, OpenUndo{}, nfs4.ErrInval
-	}
-	access := a.Access &^ shareWantBits
-	var reclaim bool
-	switch a.Claim {
-	case nfs4.ClaimNull, nfs4.ClaimFH:
-	case nfs4.ClaimPrevious:
-		reclaim = true
-	case nfs4.ClaimDelegateCur, nfs4.ClaimDelegCurFH:
-		return nfs4.Stateid4{}, OpenUndo{}, nfs4.ErrBadStateid
-	case nfs4.ClaimDelegatePrev, nfs4.ClaimDelegPrevFH:
-		return nfs4.Stateid4{}, OpenUndo{}, nfs4.ErrNotsupp
-	default:
-		return nfs4.Stateid4{}, OpenUndo{}, nfs4.ErrInval
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c, st := m.clientLocked(a.ClientID)
+	access, reclaim, st := openClaim(&a)
 	if st != nfs4.OK {
 		return nfs4.Stateid4{}, OpenUndo{}, st
 	}
-	if st := m.checkReclaimLocked(c, reclaim); st != nfs4.OK {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, cur, st := m.judgeOpenLocked(&a, access, reclaim)
+	if st != nfs4.OK {
 		return nfs4.Stateid4{}, OpenUndo{}, st
-	}
-	var cur *stateid
-	if o := c.openOwners[string(a.Owner)]; o != nil {
-		cur = o.stateids[a.File]
-	}
-	if f := m.files[a.File]; f != nil {
-		for other := range f.opens {
-			if other == cur {
-				continue
-			}
-			if access&other.deny != 0 || a.Deny&other.access != 0 {
-				return nfs4.Stateid4{}, OpenUndo{}, nfs4.ErrShareDenied
-			}
-		}
 	}
 	var u OpenUndo
 	if cur == nil {
@@ -112,6 +83,82 @@ func (m *Manager) OpenUndoable(a OpenArgs) (nfs4.Stateid4, OpenUndo, nfs4.Status
 	cur.bump()
 	u.seq = cur.seq
 	return cur.wire(), u, nfs4.OK
+}
+
+// CheckOpen answers as Open(a) would now, and records nothing: the share values, the
+// claim, the client, the grace period and RECLAIM_COMPLETE, the share reservations of
+// a.File and the room for a new open stateid. A server that creates the file of an
+// OPEN4_CREATE calls it first, with the key of the file the name holds, or the zero
+// FileKey when it holds none, so that an OPEN refused for any of these creates
+// nothing (a refused OPEN has no effect: RFC 8881 §8.4.2.1 refuses new OPENs during
+// the grace period). Open judges again: the state may change in between.
+func (m *Manager) CheckOpen(a OpenArgs) nfs4.Status {
+	access, reclaim, st := openClaim(&a)
+	if st != nfs4.OK {
+		return st
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, cur, st := m.judgeOpenLocked(&a, access, reclaim)
+	switch {
+	case st != nfs4.OK:
+		return st
+	case cur != nil:
+		return nfs4.OK
+	case !m.roomLocked(c):
+		return nfs4.ErrDelay
+	case c.openOwners[string(a.Owner)] == nil && len(c.openOwners)+len(c.lockOwners) >= m.opts.MaxStateOwnersPerClient:
+		return nfs4.ErrDelay
+	}
+	return nfs4.OK
+}
+
+// openClaim checks the share values, the owner's length and the claim of an OPEN,
+// and returns its share access without the want bits and whether it is a reclaim.
+func openClaim(a *OpenArgs) (access uint32, reclaim bool, st nfs4.Status) {
+	if !validShare(a.Access, a.Deny) || len(a.Owner) > nfs4.OpaqueLimit {
+		return 0, false, nfs4.ErrInval
+	}
+	switch a.Claim {
+	case nfs4.ClaimNull, nfs4.ClaimFH:
+	case nfs4.ClaimPrevious:
+		reclaim = true
+	case nfs4.ClaimDelegateCur, nfs4.ClaimDelegCurFH:
+		return 0, false, nfs4.ErrBadStateid
+	case nfs4.ClaimDelegatePrev, nfs4.ClaimDelegPrevFH:
+		return 0, false, nfs4.ErrNotsupp
+	default:
+		return 0, false, nfs4.ErrInval
+	}
+	return a.Access &^ shareWantBits, reclaim, nfs4.OK
+}
+
+// judgeOpenLocked judges an OPEN against the client, the grace period and the other
+// open-owners' share reservations of the file, and returns the client and the
+// owner's open stateid of the file, nil when it has none.
+func (m *Manager) judgeOpenLocked(a *OpenArgs, access uint32, reclaim bool) (*client, *stateid, nfs4.Status) {
+	c, st := m.clientLocked(a.ClientID)
+	if st != nfs4.OK {
+		return nil, nil, st
+	}
+	if st := m.checkReclaimLocked(c, reclaim); st != nfs4.OK {
+		return nil, nil, st
+	}
+	var cur *stateid
+	if o := c.openOwners[string(a.Owner)]; o != nil {
+		cur = o.stateids[a.File]
+	}
+	if f := m.files[a.File]; f != nil {
+		for other := range f.opens {
+			if other == cur {
+				continue
+			}
+			if access&other.deny != 0 || a.Deny&other.access != 0 {
+				return nil, nil, nfs4.ErrShareDenied
+			}
+		}
+	}
+	return c, cur, nfs4.OK
 }
 
 // UndoOpen takes back the OPEN that OpenUndoable granted with u: an open stateid it

@@ -222,3 +222,48 @@ func TestOpenBounds(t *testing.T) {
 	want(t, "fourth stateid", st, nfs4.ErrDelay)
 	open(t, m, a, "o1", FileKey{Ino: 2}, 3, 0) // an upgrade needs no new stateid
 }
+
+// TestCheckOpen: CheckOpen answers what Open would, without recording anything, so
+// that a server can refuse an OPEN4_CREATE before it creates the file: bad arguments,
+// a client that has not sent RECLAIM_COMPLETE, the grace period, another owner's share
+// reservation, full tables; the zero FileKey stands for a file that does not exist yet.
+func TestCheckOpen(t *testing.T) {
+	m := newManager(t, newClock(), Options{})
+	a, _ := establish(t, m, "a")
+	b, _ := establish(t, m, "b")
+	f := FileKey{Ino: 1}
+	open(t, m, a, "o", f, nfs4.ShareAccessRead, nfs4.ShareDenyWrite)
+	before := m.Stats()
+	for _, tc := range []struct {
+		name string
+		args OpenArgs
+		want nfs4.Status
+	}{
+		{"new file", OpenArgs{ClientID: b, Owner: []byte("p"), Access: nfs4.ShareAccessBoth}, nfs4.OK},
+		{"read beside deny write", OpenArgs{ClientID: b, Owner: []byte("p"), File: f, Access: nfs4.ShareAccessRead}, nfs4.OK},
+		{"write against deny write", OpenArgs{ClientID: b, Owner: []byte("p"), File: f, Access: nfs4.ShareAccessWrite}, nfs4.ErrShareDenied},
+		{"access 0", OpenArgs{ClientID: b, Owner: []byte("p")}, nfs4.ErrInval},
+		{"delegation claim", OpenArgs{ClientID: b, Access: 1, Claim: nfs4.ClaimDelegPrevFH}, nfs4.ErrNotsupp},
+		{"unknown client", OpenArgs{ClientID: 5, Access: 1}, nfs4.ErrStaleClientid},
+		{"reclaim without grace", OpenArgs{ClientID: b, Access: 1, Claim: nfs4.ClaimPrevious}, nfs4.ErrNoGrace},
+		{"an upgrade", OpenArgs{ClientID: a, Owner: []byte("o"), File: f, Access: nfs4.ShareAccessBoth}, nfs4.OK},
+	} {
+		want(t, tc.name, m.CheckOpen(tc.args), tc.want)
+	}
+	if s := m.Stats(); s != before {
+		t.Fatalf("CheckOpen changed the state: %+v, then %+v", before, s)
+	}
+	c, _ := establishToReclaim(t, m, "c")
+	want(t, "before RECLAIM_COMPLETE", m.CheckOpen(OpenArgs{ClientID: c, Owner: []byte("o"), Access: nfs4.ShareAccessRead}), nfs4.ErrGrace)
+
+	m2 := newManager(t, newClock(), Options{MaxStateidsPerClient: 3, MaxStateOwnersPerClient: 2})
+	d, _ := establish(t, m2, "d")
+	open(t, m2, d, "o1", FileKey{Ino: 1}, nfs4.ShareAccessRead, 0)
+	open(t, m2, d, "o2", FileKey{Ino: 1}, nfs4.ShareAccessRead, 0)
+	want(t, "a third owner", m2.CheckOpen(OpenArgs{ClientID: d, Owner: []byte("o3"), Access: nfs4.ShareAccessRead}), nfs4.ErrDelay)
+	want(t, "a new file for an owner there is", m2.CheckOpen(OpenArgs{ClientID: d, Owner: []byte("o1"), Access: nfs4.ShareAccessRead}), nfs4.OK)
+	open(t, m2, d, "o1", FileKey{Ino: 2}, nfs4.ShareAccessRead, 0)
+	want(t, "a fourth stateid", m2.CheckOpen(OpenArgs{ClientID: d, Owner: []byte("o1"), Access: nfs4.ShareAccessRead}), nfs4.ErrDelay)
+	want(t, "an upgrade needs no new stateid", m2.CheckOpen(OpenArgs{ClientID: d, Owner: []byte("o1"), File: FileKey{Ino: 2},
+		Access: nfs4.ShareAccessBoth}), nfs4.OK)
+}

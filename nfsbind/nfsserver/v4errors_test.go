@@ -423,6 +423,36 @@ func TestV4GraceAfterRestart(t *testing.T) {
 	c2.openFile(dir, openArgs4("o", "g", nfs4.ShareAccessBoth, true))
 }
 
+// TestV4OpenCreateDuringGraceCreatesNothing: during the grace period a new OPEN is
+// NFS4ERR_GRACE (RFC 8881 §8.4.2.1), and an OPEN4_CREATE refused so has no effect:
+// it creates no file, and truncates none with the size of its createattrs.
+func TestV4OpenCreateDuringGraceCreatesNothing(t *testing.T) {
+	e := newEnv(t, Options{})
+	if err := os.WriteFile(filepath.Join(e.dir, "old"), []byte("precious data"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	c.openFile(dir, openArgs4("o", "f", nfs4.ShareAccessBoth, true))
+	e.stop()
+	e.start(Options{Root: e.dir, StateDir: e.state, NFS4: NFS4Options{State: nfs4state.Options{GraceTime: time.Hour}}})
+	c2 := e.v4(rootCred())
+	c2.mount()
+	wantStatus4(t, "OPEN4_CREATE of a new name during grace",
+		c2.call(&nfs4.PutfhArgs{Object: dir}, openArgs4("o2", "new", nfs4.ShareAccessBoth, true)), nfs4.ErrGrace)
+	if _, err := os.Lstat(filepath.Join(e.dir, "new")); err == nil {
+		t.Errorf("an OPEN refused with NFS4ERR_GRACE created the file")
+	}
+	trunc := openArgs4("o2", "old", nfs4.ShareAccessBoth, true)
+	trunc.How.Mask = nfs4.NewBitmap(nfs4.AttrSize)
+	trunc.How.Attrs = nfs4.Fattr{Size: 0}
+	wantStatus4(t, "truncating OPEN4_CREATE during grace", c2.call(&nfs4.PutfhArgs{Object: dir}, trunc), nfs4.ErrGrace)
+	if got, _ := os.ReadFile(filepath.Join(e.dir, "old")); string(got) != "precious data" {
+		t.Errorf("an OPEN refused with NFS4ERR_GRACE truncated the file: %q", got)
+	}
+}
+
 // TestV4NoGraceAfterCleanUnmount: a client that destroyed its client ID (a Linux
 // umount) is not waited for after a restart: a new client opens at once.
 func TestV4NoGraceAfterCleanUnmount(t *testing.T) {

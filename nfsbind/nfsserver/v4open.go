@@ -161,7 +161,9 @@ func (c *compound) openCreateDir4(dir *object, a *nfs4.OpenArgs) nfs4.Status {
 
 // openCreate creates the file of an OPEN4_CREATE in dir (or finds the one a retried
 // exclusive create made) as NFSv3's CREATE does, but without the size attribute, and
-// returns its handle, whether this call created it and the size to apply.
+// returns its handle, whether this call created it and the size to apply. It asks the
+// state manager first whether it would grant the OPEN, so that one refused (during
+// the grace period, say: RFC 8881 §8.4.2.1) creates no file.
 func (c *compound) openCreate(srv *Server, dir *object, a *nfs4.OpenArgs, r *nfs4.OpenRes, fhbuf []byte) ([]byte, bool, createSize, nfs4.Status) {
 	cr := c.credFor(srv)
 	h := &a.How
@@ -199,6 +201,15 @@ func (c *compound) openCreate(srv *Server, dir *object, a *nfs4.OpenArgs, r *nfs
 	// Whether the name exists decides "fresh" (doCreate reports only success).
 	var before unix.Statx_t
 	existed := statAt(dir.fd, string(a.Claim.File), &before) == nil
+	// An OPEN the state manager would refuse (the grace period, RECLAIM_COMPLETE not
+	// sent, a share reservation, full tables) creates nothing.
+	var key nfs4state.FileKey
+	if existed {
+		key = fileKeyOf(&before)
+	}
+	if st := c.v.state.CheckOpen(openArgs(c.clientID, a, key)); st != nfs4.OK {
+		return nil, false, createSize{}, st
+	}
 	var r3 nfs3.CreateRes
 	var buf [HandleSize]byte
 	if st3 := srv.doCreate(dir, &a3, cr, &r3, buf[:]); st3 != nfs3.StatusOK {
