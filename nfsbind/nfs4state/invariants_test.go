@@ -133,6 +133,9 @@ func checkInvariants(m *Manager) error {
 			if st.access == 0 || st.access > 3 || st.deny > 3 {
 				return fmt.Errorf("open with access %d deny %d", st.access, st.deny)
 			}
+			if _, a, d := keptOpens(st.opened, 3, 3); a != st.access || d != st.deny {
+				return fmt.Errorf("open with access %d deny %d from OPENs %#x", st.access, st.deny, st.opened)
+			}
 			for x := range f.opens {
 				if x != st && (x.access&st.deny != 0 || x.deny&st.access != 0) {
 					return fmt.Errorf("file %v: conflicting share reservations", key)

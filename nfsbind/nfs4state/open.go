@@ -46,8 +46,9 @@ type OpenUndo struct {
 	s            *stateid
 	seq          uint32 // the seqid the Open gave s
 	created      bool   // the Open created s
-	prevSeq      uint32 // s's seqid, access and deny before the Open (an upgrade)
+	prevSeq      uint32 // s's seqid, access, deny and OPENs before the Open (an upgrade)
 	access, deny uint32
+	opened       uint16
 }
 
 // OpenUndoable is Open, and also returns what UndoOpen needs to take the OPEN back:
@@ -77,9 +78,10 @@ func (m *Manager) OpenUndoable(a OpenArgs) (nfs4.Stateid4, OpenUndo, nfs4.Status
 		cur = m.newStateidLocked(kindOpen, o, m.fileLocked(a.File))
 		u.created = true
 	}
-	u.s, u.prevSeq, u.access, u.deny = cur, cur.seq, cur.access, cur.deny
+	u.s, u.prevSeq, u.access, u.deny, u.opened = cur, cur.seq, cur.access, cur.deny, cur.opened
 	cur.access |= access
 	cur.deny |= a.Deny
+	cur.opened |= sharePair(access, a.Deny)
 	cur.bump()
 	u.seq = cur.seq
 	return cur.wire(), u, nfs4.OK
@@ -180,13 +182,24 @@ func (m *Manager) UndoOpen(u OpenUndo) bool {
 		m.closeLocked(s)
 		return true
 	}
-	s.seq, s.access, s.deny = u.prevSeq, u.access, u.deny
+	s.seq, s.access, s.deny, s.opened = u.prevSeq, u.access, u.deny, u.opened
 	return true
 }
 
 // OpenDowngrade implements OPEN_DOWNGRADE (RFC 8881 §18.18): the open's share access and
-// deny become the given ones, which must be a subset of what it has (else NFS4ERR_INVAL),
-// and its seqid advances. sid must be the client's open stateid for file.
+// deny become the given ones, which must be the union of the share access and deny of
+// some of the open-owner's OPENs of the file that are in effect (else NFS4ERR_INVAL),
+// and its seqid advances. The OPENs it keeps are those whose access and deny lie within
+// the new ones, which later downgrades are judged against. sid must be the client's
+// open stateid for file.
+//
+// RFC 8881 §18.18.3 states the rule for share_access and share_deny each; a pair taken
+// from two different sets of OPENs (the access of one, the deny of another) stands for
+// no set of OPENs the client may keep, and is refused too. knfsd (st_access_bmap,
+// st_deny_bmap) judges access and deny apart, and each against the values single OPENs
+// had rather than their unions; a Linux client, which opens with
+// OPEN4_SHARE_DENY_NONE and downgrades to the access of the opens it still has, meets
+// neither difference.
 func (m *Manager) OpenDowngrade(clientID uint64, sid nfs4.Stateid4, key FileKey, access, deny uint32) (nfs4.Stateid4, nfs4.Status) {
 	if !validShare(access, deny) {
 		return nfs4.Stateid4{}, nfs4.ErrInval
@@ -198,12 +211,31 @@ func (m *Manager) OpenDowngrade(clientID uint64, sid nfs4.Stateid4, key FileKey,
 	if st != nfs4.OK {
 		return nfs4.Stateid4{}, st
 	}
-	if access&^s.access != 0 || deny&^s.deny != 0 {
+	kept, a, d := keptOpens(s.opened, access, deny)
+	if a != access || d != deny {
 		return nfs4.Stateid4{}, nfs4.ErrInval
 	}
-	s.access, s.deny = access, deny
+	s.access, s.deny, s.opened = access, deny, kept
 	s.bump()
 	return s.wire(), nfs4.OK
+}
+
+// sharePair is the bit of the opened set of an open stateid that stands for OPENs with
+// share access access (1 to 3) and share deny deny (0 to 3).
+func sharePair(access, deny uint32) uint16 { return 1 << (access<<2 | deny) }
+
+// keptOpens returns, of the (access, deny) pairs in opened, those within access and
+// deny, and the union of their access and of their deny.
+func keptOpens(opened uint16, access, deny uint32) (kept uint16, a, d uint32) {
+	for i := uint32(4); i < 16; i++ {
+		pa, pd := i>>2, i&3
+		if opened&(1<<i) != 0 && pa&^access == 0 && pd&^deny == 0 {
+			kept |= 1 << i
+			a |= pa
+			d |= pd
+		}
+	}
+	return kept, a, d
 }
 
 // Close implements CLOSE (RFC 8881 §18.2): it ends the open, releasing its share

@@ -100,7 +100,8 @@ func TestOpenDowngradeAndClose(t *testing.T) {
 	a, _ := establish(t, m, "a")
 	b, _ := establish(t, m, "b")
 	f := FileKey{Ino: 1}
-	sid := open(t, m, a, "o", f, nfs4.ShareAccessBoth, nfs4.ShareDenyWrite)
+	open(t, m, a, "o", f, nfs4.ShareAccessBoth, nfs4.ShareDenyWrite)
+	sid := open(t, m, a, "o", f, nfs4.ShareAccessRead, 0) // an OPEN to downgrade to
 	_, st := m.OpenDowngrade(a, sid, f, nfs4.ShareAccessBoth, nfs4.ShareDenyBoth)
 	want(t, "downgrade adding deny read", st, nfs4.ErrInval)
 	_, st = m.OpenDowngrade(a, sid, FileKey{Ino: 2}, nfs4.ShareAccessRead, 0)
@@ -109,7 +110,7 @@ func TestOpenDowngradeAndClose(t *testing.T) {
 	want(t, "downgrade by another client", st, nfs4.ErrBadStateid)
 	d, st := m.OpenDowngrade(a, sid, f, nfs4.ShareAccessRead, 0)
 	want(t, "downgrade", st, nfs4.OK)
-	if d.Seqid != 2 || d.Other != sid.Other {
+	if d.Seqid != 3 || d.Other != sid.Other {
 		t.Fatalf("downgrade gave %+v", d)
 	}
 	want(t, "write after downgrade", m.CheckIO(a, d, f, true), nfs4.ErrOpenmode)
@@ -138,6 +139,56 @@ func TestOpenDowngradeAndClose(t *testing.T) {
 	if owners != 0 {
 		t.Fatalf("open-owner kept after its last CLOSE")
 	}
+}
+
+// TestOpenDowngradeToUnionOfOpens: RFC 8881 §18.18.3, the share_access and share_deny
+// of OPEN_DOWNGRADE are to be the union of those of some of the OPENs the open-owner
+// has in effect on the file, else NFS4ERR_INVAL. A subset of what the open holds is not
+// enough: READ with DENY_NONE after (READ, DENY_WRITE) and (WRITE, DENY_NONE) takes the
+// access of one OPEN and the deny of the other; READ after an OPEN for both is no
+// OPEN's. The OPENs a downgrade drops are gone for later downgrades; an upgrade and
+// UndoOpen keep the set of OPENs in step.
+func TestOpenDowngradeToUnionOfOpens(t *testing.T) {
+	m := newManager(t, newClock(), Options{})
+	id, _ := establish(t, m, "c1")
+	f := FileKey{Ino: 1}
+	r, w, rw := nfs4.ShareAccessRead, nfs4.ShareAccessWrite, nfs4.ShareAccessBoth
+	none, dw := nfs4.ShareDenyNone, nfs4.ShareDenyWrite
+	open(t, m, id, "o", f, r, dw)
+	sid := open(t, m, id, "o", f, w, none)
+	for _, tc := range []struct {
+		name         string
+		access, deny uint32
+	}{
+		{"read, deny none: the access of one OPEN, the deny of the other", r, none},
+		{"write, deny write", w, dw},
+		{"both, deny none", rw, none},
+	} {
+		_, st := m.OpenDowngrade(id, sid, f, tc.access, tc.deny)
+		want(t, "OPEN_DOWNGRADE to "+tc.name, st, nfs4.ErrInval)
+	}
+	same, st := m.OpenDowngrade(id, sid, f, rw, dw)
+	want(t, "OPEN_DOWNGRADE to the union of both OPENs", st, nfs4.OK)
+	down, st := m.OpenDowngrade(id, same, f, r, dw)
+	want(t, "OPEN_DOWNGRADE to the first OPEN", st, nfs4.OK)
+	_, st = m.OpenDowngrade(id, down, f, w, none)
+	want(t, "OPEN_DOWNGRADE to the OPEN dropped", st, nfs4.ErrInval)
+	m.Close(id, down, f)
+
+	both := open(t, m, id, "o", f, rw, none)
+	_, st = m.OpenDowngrade(id, both, f, r, none)
+	want(t, "OPEN_DOWNGRADE of an OPEN for both to read", st, nfs4.ErrInval)
+	_, u, st := m.OpenUndoable(OpenArgs{ClientID: id, Owner: []byte("o"), File: f, Access: r, Claim: nfs4.ClaimNull})
+	want(t, "OPEN for read", st, nfs4.OK)
+	if !m.UndoOpen(u) {
+		t.Fatal("the OPEN for read was not taken back")
+	}
+	_, st = m.OpenDowngrade(id, both, f, r, none)
+	want(t, "OPEN_DOWNGRADE to read after that OPEN was taken back", st, nfs4.ErrInval)
+	open(t, m, id, "o", f, w, none)
+	sid = open(t, m, id, "o", f, r, none)
+	_, st = m.OpenDowngrade(id, sid, f, rw, none)
+	want(t, "OPEN_DOWNGRADE to both, the union of read and write", st, nfs4.OK)
 }
 
 // TestUndoOpen: UndoOpen takes back an OPEN: a new open stateid is closed, releasing

@@ -61,7 +61,7 @@ func (m *Manager) revokeOpenLocked(s *stateid) int {
 func (m *Manager) revokeLocked(st *stateid) {
 	m.detachLocked(st)
 	st.revoked = true
-	st.access, st.deny = 0, 0
+	st.access, st.deny, st.opened = 0, 0, 0
 	st.open = nil
 	st.client.revoked[st] = struct{}{}
 }

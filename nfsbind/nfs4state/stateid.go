@@ -29,8 +29,11 @@ type stateid struct {
 	file   *file
 
 	// Open stateids: the union of the share access and deny of the OPENs done by the
-	// open-owner on the file, and the lock stateids opened from it.
+	// open-owner on the file, the distinct (access, deny) pairs of those OPENs (bit
+	// access<<2|deny, as sharePair; after an OPEN_DOWNGRADE those of the OPENs it kept),
+	// and the lock stateids opened from it.
 	access, deny uint32
+	opened       uint16
 	locks        []*stateid
 
 	// Lock stateids: the open stateid they came from and the lock-owner's ranges on the

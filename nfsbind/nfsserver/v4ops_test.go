@@ -16,9 +16,9 @@ import (
 // TestV4OpenModes: GUARDED4 refuses an existing name; EXCLUSIVE4_1 stores its
 // verifier so that a retry finds its own file (and another verifier is
 // NFS4ERR_EXIST), names the verifier's attributes in attrset and applies the mode it
-// carries; OPEN_DOWNGRADE takes write access away; CLAIM_FH opens the current file;
-// the delegation claims are NFS4ERR_NOTSUPP; a LOCK against another owner's lock is
-// NFS4ERR_DENIED with the holder.
+// carries; OPEN_DOWNGRADE back to an earlier OPEN's access takes write access away;
+// CLAIM_FH opens the current file; the delegation claims are NFS4ERR_NOTSUPP; a LOCK
+// against another owner's lock is NFS4ERR_DENIED with the holder.
 func TestV4OpenModes(t *testing.T) {
 	e := newEnv(t, Options{})
 	c := e.v4(rootCred())
@@ -51,6 +51,7 @@ func TestV4OpenModes(t *testing.T) {
 	x.How.Mask = nfs4.NewBitmap(nfs4.AttrTimeModifySet)
 	wantStatus4(t, "EXCLUSIVE4_1 setting a time", c.call(&nfs4.PutfhArgs{Object: dir}, x), nfs4.ErrInval)
 
+	c.openFile(dir, openArgs4("o2", "g", nfs4.ShareAccessRead, false))
 	fh, sid := c.openFile(dir, openArgs4("o2", "g", nfs4.ShareAccessBoth, false))
 	res = c.must(&nfs4.PutfhArgs{Object: fh}, &nfs4.OpenDowngradeArgs{OpenStateid: sid, ShareAccess: nfs4.ShareAccessRead})
 	down := res.Results[2].(*nfs4.StateidRes).Stateid
