@@ -107,7 +107,7 @@ func TestCheckFlag(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "exports")
 	os.WriteFile(file, []byte(dir+" 127.0.0.1(rw)\n"), 0o644)
 	code, stdout, stderr := clitest.Run(t, "-check", "-exports", file)
-	if code != 0 || stdout != "nfsrdmad: can serve "+dir+" as "+dir+" to 127.0.0.1(rw,root_squash,anonuid=65534,anongid=65534,sync,secure)\n" {
+	if code != 0 || stdout != "nfsrdmad: can serve "+dir+" as "+dir+" to 127.0.0.1(rw,root_squash,no_all_squash,anonuid=65534,anongid=65534,sync,secure)\n" {
 		t.Errorf("good file: status %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	os.WriteFile(file, []byte(dir+" 127.0.0.1(rw)\n"+filepath.Join(dir, "absent")+" *(ro)\n"), 0o644)

@@ -28,8 +28,9 @@
 //
 //	ro (default) / rw                   writes refused with NFS3ERR_ROFS / allowed
 //	root_squash (default)               uid 0 and gid 0 act as anonuid / anongid
-//	no_root_squash                      root is root
-//	all_squash / no_all_squash          every caller acts as anonuid / anongid
+//	no_root_squash                      root is root (unless all_squash)
+//	no_all_squash (default)             only root_squash or no_root_squash applies
+//	all_squash                          every caller, root too, acts as anonuid / anongid
 //	anonuid=N, anongid=N                the anonymous identity (default 65534)
 //	sync (default) / async              metadata made durable before replying / not
 //	secure (default) / insecure         TCP callers must use a source port < 1024 / any
@@ -37,9 +38,12 @@
 //	no_subtree_check, subtree_check,    accepted for compatibility with knfsd tables;
 //	wdelay, no_wdelay, sec=sys          they change nothing here
 //
-// Any other option is an error. fsid belongs to the export: clients of one export may
-// not give different values. Every error is an *Error naming the file, line and
-// column.
+// As in knfsd, root_squash and all_squash are two independent settings (the last of
+// root_squash and no_root_squash counts, and the last of all_squash and
+// no_all_squash), and all_squash squashes every caller whatever the other says:
+// "all_squash,no_root_squash" squashes root. Any other option is an error. fsid
+// belongs to the export: clients of one export may not give different values. Every
+// error is an *Error naming the file, line and column.
 //
 // # Matching
 //

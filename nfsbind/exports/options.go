@@ -6,33 +6,6 @@ import (
 	"strings"
 )
 
-// Squash says which callers act as the anonymous identity.
-type Squash uint8
-
-// Squash modes.
-const (
-	// RootSquash maps uid 0 to AnonUID and gid 0 (primary or supplementary) to
-	// AnonGID; knfsd's default.
-	RootSquash Squash = iota
-	// NoRootSquash trusts every caller's credentials, root's too.
-	NoRootSquash
-	// AllSquash maps every caller to AnonUID and AnonGID.
-	AllSquash
-)
-
-// String returns the option's name.
-func (s Squash) String() string {
-	switch s {
-	case RootSquash:
-		return "root_squash"
-	case NoRootSquash:
-		return "no_root_squash"
-	case AllSquash:
-		return "all_squash"
-	}
-	return "Squash(" + strconv.Itoa(int(s)) + ")"
-}
-
 // DefaultAnonID is the default anonuid and anongid: 65534, "nobody".
 const DefaultAnonID = 65534
 
@@ -40,8 +13,14 @@ const DefaultAnonID = 65534
 type Options struct {
 	// ReadOnly refuses every modifying procedure (ro, the default; rw clears it).
 	ReadOnly bool
-	// Squash says whose credentials are replaced by AnonUID/AnonGID.
-	Squash Squash
+	// NoRootSquash trusts root's credentials (no_root_squash); the default,
+	// root_squash, maps uid 0 to AnonUID and gid 0 (primary or supplementary) to
+	// AnonGID.
+	NoRootSquash bool
+	// AllSquash maps every caller to AnonUID and AnonGID (all_squash), whatever
+	// NoRootSquash says: as in knfsd, root_squash and all_squash are two independent
+	// settings, and all_squash wins where both apply.
+	AllSquash bool
 	// AnonUID and AnonGID are the anonymous identity (default DefaultAnonID).
 	AnonUID, AnonGID uint32
 	// Async lets the server reply before metadata changes are durable (async);
@@ -52,13 +31,14 @@ type Options struct {
 	Insecure bool
 }
 
-// DefaultOptions are knfsd's defaults: ro, root_squash, sync, secure, anonymous
-// identity 65534.
+// DefaultOptions are knfsd's defaults: ro, root_squash, no_all_squash, sync,
+// secure, anonymous identity 65534.
 func DefaultOptions() Options {
 	return Options{ReadOnly: true, AnonUID: DefaultAnonID, AnonGID: DefaultAnonID}
 }
 
-// String renders o as an option list with every option spelled out.
+// String renders o as an option list with every option spelled out, as exportfs -v
+// does: root_squash or no_root_squash, then all_squash or no_all_squash.
 func (o Options) String() string {
 	var b strings.Builder
 	if o.ReadOnly {
@@ -66,7 +46,16 @@ func (o Options) String() string {
 	} else {
 		b.WriteString("rw,")
 	}
-	b.WriteString(o.Squash.String())
+	if o.NoRootSquash {
+		b.WriteString("no_root_squash")
+	} else {
+		b.WriteString("root_squash")
+	}
+	if o.AllSquash {
+		b.WriteString(",all_squash")
+	} else {
+		b.WriteString(",no_all_squash")
+	}
 	fmt.Fprintf(&b, ",anonuid=%d,anongid=%d", o.AnonUID, o.AnonGID)
 	if o.Async {
 		b.WriteString(",async")
@@ -101,19 +90,13 @@ func applyOption(o *Options, fsid *fsidSetting, opt string) string {
 	case "ro", "rw":
 		o.ReadOnly = name == "ro"
 		return noVal()
-	case "root_squash":
-		o.Squash = RootSquash
+	case "root_squash", "no_root_squash":
+		// Independent of all_squash, as in knfsd (NFSEXP_ROOTSQUASH).
+		o.NoRootSquash = name == "no_root_squash"
 		return noVal()
-	case "no_root_squash":
-		o.Squash = NoRootSquash
-		return noVal()
-	case "all_squash":
-		o.Squash = AllSquash
-		return noVal()
-	case "no_all_squash":
-		if o.Squash == AllSquash {
-			o.Squash = RootSquash
-		}
+	case "all_squash", "no_all_squash":
+		// Independent of root_squash, as in knfsd (NFSEXP_ALLSQUASH).
+		o.AllSquash = name == "all_squash"
 		return noVal()
 	case "sync", "async":
 		o.Async = name == "async"

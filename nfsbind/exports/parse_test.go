@@ -61,8 +61,45 @@ func TestParseFields(t *testing.T) {
 	if !b.HasFSID || b.FSID != 0 || b.Line != 2 || len(b.Clients) != 1 || b.Clients[0].Kind != Anyone {
 		t.Errorf("export 1: %+v", b)
 	}
-	if !b.Clients[0].Options.ReadOnly || b.Clients[0].Options.Squash != RootSquash || b.Clients[0].Options.Insecure {
+	if !b.Clients[0].Options.ReadOnly || b.Clients[0].Options.NoRootSquash || b.Clients[0].Options.AllSquash || b.Clients[0].Options.Insecure {
 		t.Errorf("defaults: %+v", b.Clients[0].Options)
+	}
+}
+
+// TestParseAllSquashBeatsNoRootSquash: root_squash and all_squash are two
+// independent settings, as in nfs-utils (NFSEXP_ROOTSQUASH and NFSEXP_ALLSQUASH,
+// support/nfs/exports.c), and knfsd squashes every caller whenever all_squash is set;
+// so no_root_squash, before or after all_squash, from the line's defaults or the
+// client's own list, leaves everyone squashed.
+func TestParseAllSquashBeatsNoRootSquash(t *testing.T) {
+	for _, tc := range []struct {
+		line         string
+		noRootSquash bool
+	}{
+		{"/a *(rw,all_squash,no_root_squash)\n", true},
+		{"/a *(rw,no_root_squash,all_squash)\n", true},
+		{"/a -all_squash *(rw,no_root_squash)\n", true},
+		{"/a -no_root_squash *(rw,all_squash)\n", true},
+		{"/a *(rw,all_squash,root_squash)\n", false},
+	} {
+		tab := mustParse(t, tc.line)
+		o := tab.Exports[0].Clients[0].Options
+		if !o.AllSquash || o.NoRootSquash != tc.noRootSquash {
+			t.Errorf("%q: all_squash %v no_root_squash %v, want all_squash true no_root_squash %v (knfsd squashes every caller)",
+				tc.line, o.AllSquash, o.NoRootSquash, tc.noRootSquash)
+		}
+		if s := o.String(); !strings.Contains(s, ",all_squash,") {
+			t.Errorf("%q renders as %q, without all_squash", tc.line, s)
+		}
+	}
+}
+
+// TestParseNoAllSquashKeepsNoRootSquash: no_all_squash clears all_squash only, so
+// "no_root_squash,all_squash,no_all_squash" ends as no_root_squash, as knfsd reads it.
+func TestParseNoAllSquashKeepsNoRootSquash(t *testing.T) {
+	tab := mustParse(t, "/a *(no_root_squash,all_squash,no_all_squash)\n")
+	if o := tab.Exports[0].Clients[0].Options; o.AllSquash || !o.NoRootSquash {
+		t.Errorf("all_squash %v no_root_squash %v, want no_root_squash alone", o.AllSquash, o.NoRootSquash)
 	}
 }
 

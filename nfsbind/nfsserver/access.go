@@ -46,12 +46,8 @@ func (s *Server) SetClients(e *exports.Export, names exports.NameSource) {
 
 // staticGrant is what every caller gets when no client list is set.
 func staticGrant(o *Options) exports.Options {
-	g := exports.Options{ReadOnly: o.ReadOnly, Squash: exports.NoRootSquash,
+	return exports.Options{ReadOnly: o.ReadOnly, NoRootSquash: !o.RootSquash,
 		AnonUID: o.AnonUID, AnonGID: o.AnonGID, Async: o.Async, Insecure: true}
-	if o.RootSquash {
-		g.Squash = exports.RootSquash
-	}
-	return g
 }
 
 // grant returns the options req's caller is granted, or nil when the client list

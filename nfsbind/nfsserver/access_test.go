@@ -287,6 +287,37 @@ func TestHostileExportsNoRootSquash(t *testing.T) {
 	}
 }
 
+// TestCredAllSquashBeatsNoRootSquash: all_squash squashes every caller, root too,
+// whatever root_squash or no_root_squash says, as knfsd does (nfsd_setuser maps
+// everyone when NFSEXP_ALLSQUASH is set); no_root_squash alone keeps root's
+// identity. It needs no root: it asks credOf directly.
+func TestCredAllSquashBeatsNoRootSquash(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		opts     string
+		uid, gid uint32
+	}{
+		{"rw,all_squash,no_root_squash,anonuid=77,anongid=78", 77, 78},
+		{"rw,no_root_squash,all_squash,anonuid=77,anongid=78", 77, 78},
+		{"rw,no_root_squash,all_squash,no_all_squash,anonuid=77,anongid=78", 0, 0},
+		{"rw,anonuid=77,anongid=78", 77, 78},
+	} {
+		tab, err := exports.Parse("x", []byte(dir+" *("+tc.opts+")\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := NewExports(Options{HandleKey: fuzzKey}, tab, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := &oncrpc.Request{RemoteAddr: &net.TCPAddr{IP: net.ParseIP("192.0.2.1"), Port: 700}, Netid: "tcp", AuthSys: rootCred()}
+		if c := x.Servers()[0].credOf(context.Background(), req); c.uid != tc.uid || c.gid != tc.gid {
+			t.Errorf("*(%s): root acts as %d:%d, want %d:%d", tc.opts, c.uid, c.gid, tc.uid, tc.gid)
+		}
+		x.Close()
+	}
+}
+
 // TestHostileExportsReadOnly: ro for one client, rw for another, on one export.
 func TestHostileExportsReadOnly(t *testing.T) {
 	e, dir := newExportsEnv(t, "%D 127.0.0.2(rw,insecure,no_root_squash) *(insecure,no_root_squash)\n")

@@ -95,7 +95,8 @@
 // with no execute bit), for every procedure that reads, writes, creates, removes or
 // searches; AUTH_NONE, all_squash and root under root_squash (Options.RootSquash, or
 // the client entry's option) act as the anonymous uid and gid (root_squash also maps
-// gid 0, primary or supplementary). When the server runs as root, new objects are
+// gid 0, primary or supplementary; all_squash squashes everyone even with
+// no_root_squash, as in knfsd). When the server runs as root, new objects are
 // given the caller's (squashed) uid and gid, only root may create devices (MKNOD of a
 // block or character device by anyone else is NFS3ERR_PERM), and a caller outside a
 // file's group cannot set its setgid bit (it is dropped, as chmod(2) does), and LINK

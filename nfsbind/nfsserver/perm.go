@@ -7,7 +7,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 )
 
@@ -23,11 +22,11 @@ type cred struct {
 }
 
 // credOf returns the identity req acts as under the options its client entry grants
-// (see grant): AUTH_NONE and all_squash act as the anonymous uid and gid; root_squash
-// replaces uid 0 and gid 0, primary or supplementary, by the anonymous ones. A caller
-// the client list no longer admits (the table was reloaded during the call) acts as
-// the anonymous identity on a read-only export. A host-name lookup it needs gives up
-// when ctx (the call's) ends.
+// (see grant): AUTH_NONE and all_squash (even with no_root_squash, as in knfsd) act
+// as the anonymous uid and gid; root_squash replaces uid 0 and gid 0, primary or
+// supplementary, by the anonymous ones. A caller the client list no longer admits
+// (the table was reloaded during the call) acts as the anonymous identity on a
+// read-only export. A host-name lookup it needs gives up when ctx (the call's) ends.
 func (s *Server) credOf(ctx context.Context, req *oncrpc.Request) cred {
 	g := s.grant(ctx, req)
 	if g == nil {
@@ -35,11 +34,12 @@ func (s *Server) credOf(ctx context.Context, req *oncrpc.Request) cred {
 	}
 	c := cred{uid: g.AnonUID, gid: g.AnonGID, group0: g.AnonGID, ro: g.ReadOnly}
 	a := req.AuthSys
-	if a == nil || g.Squash == exports.AllSquash {
+	if a == nil || g.AllSquash {
+		// all_squash wins over no_root_squash, as in knfsd.
 		return c
 	}
 	c.uid, c.gid, c.gids = a.UID, a.GID, a.GIDs
-	if g.Squash == exports.RootSquash {
+	if !g.NoRootSquash {
 		if c.uid == 0 {
 			c.uid = g.AnonUID
 		}
