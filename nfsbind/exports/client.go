@@ -147,31 +147,56 @@ type NameSource interface {
 }
 
 // Match returns the client entry of e that applies to a caller at ip, or nil when no
-// entry does. names is consulted only when e has host-name or wildcard clients and no
-// more specific entry matched by address; it may be nil when e has none.
+// entry does: the first on the line of the most specific kind that matches (see the
+// package documentation). A host entry by name and one by address are the same kind,
+// as in knfsd (both MCL_FQDN), so the earlier of the two on the line wins. names is
+// consulted only when a host-name or wildcard entry could still win over what
+// matched by address; it may be nil when e has none.
 func (e *Export) Match(ctx context.Context, ip netip.Addr, names NameSource) *Client {
 	ip = ip.Unmap()
-	var got [numKinds]*Client
+	// got[k] is the index of the first entry of kind k that matches; none: no entry.
+	none := len(e.Clients)
+	var got [numKinds]int
+	for k := range got {
+		got[k] = none
+	}
 	for i := range e.Clients {
 		c := &e.Clients[i]
-		if got[c.Kind] == nil && c.matchAddr(ip) {
-			got[c.Kind] = c
+		if got[c.Kind] == none && c.matchAddr(ip) {
+			got[c.Kind] = i
 		}
 	}
-	if got[Host] == nil && e.byName && names != nil {
+	if e.byName && names != nil && e.namesMayWin(&got) {
 		for _, n := range names.Names(ctx, ip) {
 			for i := range e.Clients {
 				c := &e.Clients[i]
-				if (c.Kind == Host || c.Kind == Wildcard) && got[c.Kind] == nil && c.matchName(n) {
-					got[c.Kind] = c
+				if (c.Kind == Host || c.Kind == Wildcard) && i < got[c.Kind] && c.matchName(n) {
+					got[c.Kind] = i
 				}
 			}
 		}
 	}
-	for _, c := range got {
-		if c != nil {
-			return c
+	for _, i := range got {
+		if i != none {
+			return &e.Clients[i]
 		}
 	}
 	return nil
+}
+
+// namesMayWin reports whether a match by host name could change what the address
+// matches in got (see Match) chose: a host-name entry before the first host entry
+// that matched by address, or a wildcard when no host or network entry matched.
+func (e *Export) namesMayWin(got *[numKinds]int) bool {
+	none := len(e.Clients)
+	for i := range e.Clients {
+		c := &e.Clients[i]
+		switch {
+		case c.Kind == Host && c.name != "" && i < got[Host]:
+			return true
+		case c.Kind == Wildcard && got[Host] == none && got[Network] == none:
+			return true
+		}
+	}
+	return false
 }

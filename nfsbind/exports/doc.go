@@ -49,10 +49,13 @@
 //
 // Export.Match picks the client entry that applies to a caller, with the precedence of
 // exports(5): a single host (by name or address) first, then networks, then wildcard
-// names, then "*"; within one kind, the first on the line. Host names and wildcards are
-// matched against the caller's names found by reverse lookup of its address, as knfsd's
+// names, then "*"; within one kind, the first on the line. A host by name and a host
+// by address are one kind, as in knfsd: "h.example.com(rw) 10.0.0.5(ro)" gives a
+// caller at 10.0.0.5 named h.example.com rw. Host names and wildcards are matched
+// against the caller's names found by reverse lookup of its address, as knfsd's
 // mountd does, keeping only the names whose forward lookup gives the address back (so
-// a forged PTR record cannot claim a listed name). Lookups go through a Resolver
-// (*net.Resolver is one; tests use a fake) and are cached by Names until it is
-// replaced, which nfsrdmad does when it reloads the table.
+// a forged PTR record cannot claim a listed name); the lookup is made only when such
+// an entry could still win over the entries matched by address. Lookups go through a
+// Resolver (*net.Resolver is one; tests use a fake) and are cached by Names until it
+// is replaced, which nfsrdmad does when it reloads the table.
 package exports

@@ -85,6 +85,49 @@ func TestMatchPrecedence(t *testing.T) {
 	}
 }
 
+// TestMatchHostNameBeforeAddress: a host by name and a host by address are one kind,
+// as in knfsd (both MCL_FQDN entries, taken in file order), so the first of them on
+// the line wins, as the package documents: a name entry written before an address
+// entry of the same host beats it. When the address entry comes first, no name can
+// beat it and Match looks up no name.
+func TestMatchHostNameBeforeAddress(t *testing.T) {
+	r := &fakeResolver{
+		ptr: map[string][]string{
+			"10.0.0.5": {"h.example.com."},
+			"10.0.0.6": {"h.example.com."}, // not confirmed by the forward lookup
+		},
+		hosts: map[string][]string{"h.example.com.": {"10.0.0.5"}},
+	}
+	for _, tc := range []struct {
+		line, ip, spec string
+		lookups        int32
+	}{
+		{"/a h.example.com(rw) 10.0.0.5(ro)\n", "10.0.0.5", "h.example.com", 1},
+		{"/a h.example.com(rw) 10.0.0.6(ro)\n", "10.0.0.6", "10.0.0.6", 1},
+		{"/a 10.0.0.5(ro) h.example.com(rw)\n", "10.0.0.5", "10.0.0.5", 0},
+		{"/a 10.0.0.5(ro) h.example.com(rw) 10.0.0.0/8 *.example.com\n", "10.0.0.5", "10.0.0.5", 0},
+		{"/a 10.0.0.0/8 *.example.com\n", "10.0.0.5", "10.0.0.0/8", 0},
+	} {
+		r.reverse.Store(0)
+		e := &mustParse(t, tc.line).Exports[0]
+		c := e.Match(context.Background(), netip.MustParseAddr(tc.ip), NewNames(r, 0))
+		if got := specOf(c); got != tc.spec {
+			t.Errorf("%q: %s matched %s, want %s (the first host entry on the line)", tc.line, tc.ip, got, tc.spec)
+		}
+		if n := r.reverse.Load(); n != tc.lookups {
+			t.Errorf("%q: %s: %d reverse lookups, want %d", tc.line, tc.ip, n, tc.lookups)
+		}
+	}
+}
+
+// specOf is c's Spec, "<nil>" for no entry.
+func specOf(c *Client) string {
+	if c == nil {
+		return "<nil>"
+	}
+	return c.Spec
+}
+
 func TestMatchNone(t *testing.T) {
 	tab := mustParse(t, "/a 127.0.0.1(rw) 2001:db8::/32 *.example.com\n")
 	e := &tab.Exports[0]
