@@ -118,13 +118,20 @@ func validHostPattern(s string) bool {
 	return true
 }
 
-// matchAddr reports whether c matches ip by address alone.
+// matchAddr reports whether c matches ip by address alone. A network matches by the
+// address bits alone, whatever ip's zone (a link-local caller's interface), as
+// knfsd's mountd compares masked addresses; a host address never matches a zoned ip,
+// since the entry cannot have a zone (mountd refuses a link-local host whose scope
+// differs).
 func (c *Client) matchAddr(ip netip.Addr) bool {
 	switch c.Kind {
 	case Anyone:
 		return true
-	case Host, Network:
+	case Host:
 		return c.name == "" && c.prefix.Contains(ip)
+	case Network:
+		// netip.Prefix.Contains is false for every zoned address.
+		return c.prefix.Contains(ip.WithZone(""))
 	}
 	return false
 }

@@ -51,7 +51,11 @@
 // exports(5): a single host (by name or address) first, then networks, then wildcard
 // names, then "*"; within one kind, the first on the line. A host by name and a host
 // by address are one kind, as in knfsd: "h.example.com(rw) 10.0.0.5(ro)" gives a
-// caller at 10.0.0.5 named h.example.com rw. Host names and wildcards are matched
+// caller at 10.0.0.5 named h.example.com rw. A network admits an IPv6 link-local
+// caller by its address whatever its interface (zone), as knfsd's mountd does; a
+// host address entry cannot have a zone, so it does not admit such a caller (mountd
+// refuses a link-local host of another scope): list link-local clients as a
+// network, fe80::1/128 for one host. Host names and wildcards are matched
 // against the caller's names found by reverse lookup of its address, as knfsd's
 // mountd does, keeping only the names whose forward lookup gives the address back (so
 // a forged PTR record cannot claim a listed name); the lookup is made only when such

@@ -120,6 +120,16 @@ func TestMatchHostNameBeforeAddress(t *testing.T) {
 	}
 }
 
+// TestMatchZonedCallerInNetwork: a network matches a caller by its address bits,
+// whatever its zone (the interface of a link-local caller), as knfsd's mountd
+// compares masked addresses; netip.Prefix.Contains alone refuses every zoned address.
+func TestMatchZonedCallerInNetwork(t *testing.T) {
+	e := &mustParse(t, "/a 10.0.0.0/8 fe80::/10(rw)\n").Exports[0]
+	if c := e.Match(context.Background(), netip.MustParseAddr("fe80::1%eth0"), nil); specOf(c) != "fe80::/10" {
+		t.Errorf("fe80::1%%eth0 matched %s, want fe80::/10", specOf(c))
+	}
+}
+
 // specOf is c's Spec, "<nil>" for no entry.
 func specOf(c *Client) string {
 	if c == nil {

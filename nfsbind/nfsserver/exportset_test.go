@@ -317,6 +317,29 @@ func FuzzExportsRefused(f *testing.F) {
 	})
 }
 
+// TestExportsLinkLocalCallerInNetwork: a caller over IPv6 link-local carries its zone
+// in its TCP address (Go sets net.TCPAddr.Zone from the socket's scope id); a network
+// entry still admits it by its address bits, as knfsd's mountd does: fe80::/10,
+// fe80::1/128 and ::/0 admit fe80::1%eth0.
+func TestExportsLinkLocalCallerInNetwork(t *testing.T) {
+	dir := t.TempDir()
+	for _, spec := range []string{"fe80::/10", "fe80::1/128", "::/0"} {
+		tab, err := exports.Parse("x", []byte(dir+" "+spec+"(rw,insecure)\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := NewExports(Options{HandleKey: fuzzKey}, tab, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := &oncrpc.Request{RemoteAddr: &net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 700, Zone: "eth0"}, Netid: "tcp6"}
+		if g := x.Servers()[0].grant(context.Background(), req); g == nil {
+			t.Errorf("%s: caller fe80::1%%eth0 refused", spec)
+		}
+		x.Close()
+	}
+}
+
 // TestExportsKeepSingleServerHandles: an export without fsid= issues the handles a
 // plain Server of the same directory and key issues, so a server moving from -export
 // to -exports does not make clients' handles stale.
