@@ -82,7 +82,9 @@
 // A caller no entry admits gets NFS3ERR_STALE, as from knfsd; MNT3ERR_ACCES from
 // MOUNT; "secure" refuses TCP source ports from 1024 up with NFS3ERR_PERM (RDMA is
 // exempt, as in knfsd). Exports serves a whole table: one Server per export, one
-// handle key, calls routed by the export id in their first handle, tables replaced
+// handle key, calls routed by the export id in their first handle, MNT by the
+// longest export path that admits the caller (a client of /srv not listed for a
+// nested /srv/inner mounts it through /srv, as from knfsd's mountd), tables replaced
 // while serving (Exports.Load). The fsid in attributes is the device's unless the
 // export has fsid= (Options.FSID), which objects on the export root's file system
 // report (those of a file system mounted below it keep their device's); the export id

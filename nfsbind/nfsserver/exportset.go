@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -249,9 +250,13 @@ func (x *Exports) NFSHandler() oncrpc.Handler {
 }
 
 // MountHandler returns the MOUNT version 3 handler for every export: MNT goes to the
-// export with the longest path that is dirpath or a parent of it (a path of no export
-// is MNT3ERR_NOENT); DUMP, UMNT and UMNTALL cover every export; EXPORT lists each
-// export with its client entries.
+// export with the longest path that is dirpath or a parent of it and whose client
+// list admits the caller, as knfsd's mountd tries the longest exported path and then
+// its parents (auth_authenticate): a client of /srv not listed for /srv/inner mounts
+// /srv/inner through /srv's export, with /srv's options, as it could LOOKUP it from
+// /srv's root. A path of no export is MNT3ERR_NOENT, a caller no such export admits
+// MNT3ERR_ACCES. DUMP, UMNT and UMNTALL cover every export; EXPORT lists each export
+// with its client entries.
 func (x *Exports) MountHandler() oncrpc.Handler {
 	return oncrpc.NonBlocking(oncrpc.Procs{
 		uint32(nfs3.MountProcNull):    null,
@@ -270,22 +275,31 @@ func (x *Exports) mnt(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder
 	}
 	dirpath := string(a.Path)
 	st := x.cur.Load()
-	var best *Server
+	// The exports whose path is dirpath or a parent of it, longest path first.
+	var under []*Server
 	for _, s := range st.list {
 		p := s.exportPath
 		if dirpath == p || p == "/" || strings.HasPrefix(dirpath, p+"/") {
-			if best == nil || len(p) > len(best.exportPath) {
-				best = s
-			}
+			under = append(under, s)
 		}
 	}
-	if best == nil {
+	if len(under) == 0 {
 		r := nfs3.MntRes{Status: nfs3.MountErrNoEnt}
 		r.EncodeXDR(res)
 		x.log.Info("mount refused", "client", hostOf(req.RemoteAddr), "path", dirpath, "status", r.Status.String())
 		return nil
 	}
-	best.mount(ctx, req, dirpath, res)
+	slices.SortStableFunc(under, func(a, b *Server) int { return len(b.exportPath) - len(a.exportPath) })
+	// The first export that lists the caller answers, as mountd stops at the first
+	// export found for its client (its "secure" port check included); when none
+	// does, the longest answers MNT3ERR_ACCES.
+	for _, s := range under {
+		if s.grant(ctx, req) != nil {
+			s.mount(ctx, req, dirpath, res)
+			return nil
+		}
+	}
+	under[0].mount(ctx, req, dirpath, res)
 	return nil
 }
 

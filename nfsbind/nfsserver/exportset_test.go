@@ -3,6 +3,7 @@
 package nfsserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -78,6 +79,34 @@ func TestExportsRouting(t *testing.T) {
 	}
 	if _, ms := c.mountStatus("/nonexistent"); ms != nfs3.MountErrNoEnt {
 		t.Errorf("MNT of no export: %v", ms)
+	}
+}
+
+// TestExportsMountFallsBackToParent: knfsd's mountd (auth_authenticate, nfs-utils
+// utils/mountd/auth.c) tries the longest exported path first and, when that export
+// is not exported to the caller, tries the parent exports. So a client admitted to
+// /srv but not listed for /srv/inner can MNT /srv/inner, through /srv's export and
+// with /srv's options (the handle carries /srv's export id), as it can LOOKUP
+// "inner" from /srv's root; a client of neither is refused.
+func TestExportsMountFallsBackToParent(t *testing.T) {
+	e, dir := newExportsEnv(t, "%D 127.0.0.1(rw,insecure)\n%D/inner 10.0.0.0/8(rw,insecure)\n", func(dir string) {
+		if err := os.Mkdir(filepath.Join(dir, "inner"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	})
+	c := e.dialFrom("127.0.0.1", false, rootCred())
+	root := c.mount(dir)
+	viaRoot, st := c.lookup(root, "inner")
+	wantStatus(t, "LOOKUP inner from the parent export", st, nfs3.StatusOK)
+	fh, ms := c.mountStatus(dir + "/inner")
+	if ms != nfs3.MountOK {
+		t.Fatalf("MNT %s/inner by a client of the parent export: %v, want MNT3_OK (knfsd's mountd falls back to the parent export)", dir, ms)
+	}
+	if !bytes.Equal(fh, viaRoot) {
+		t.Errorf("MNT %s/inner gave %x, want the parent export's handle %x", dir, fh, viaRoot)
+	}
+	if _, ms := e.dialFrom("127.0.0.2", false, rootCred()).mountStatus(dir + "/inner"); ms != nfs3.MountErrAcces {
+		t.Errorf("MNT %s/inner by a client of neither export: %v, want MNT3ERR_ACCES", dir, ms)
 	}
 }
 
