@@ -249,12 +249,13 @@ func (x *Exports) NFSHandler() oncrpc.Handler {
 	return oncrpc.NonBlocking(route, uint32(nfs3.ProcNull))
 }
 
-// MountHandler returns the MOUNT version 3 handler for every export: MNT goes to the
-// export with the longest path that is dirpath or a parent of it and whose client
-// list admits the caller, as knfsd's mountd tries the longest exported path and then
-// its parents (auth_authenticate): a client of /srv not listed for /srv/inner mounts
-// /srv/inner through /srv's export, with /srv's options, as it could LOOKUP it from
-// /srv's root. A path of no export is MNT3ERR_NOENT, a caller no such export admits
+// MountHandler returns the MOUNT version 3 handler for every export: MNT (its dirpath
+// without repeated or trailing slashes, as mountd reads it) goes to the export with
+// the longest path that is dirpath or a parent of it and whose client list admits the
+// caller, as knfsd's mountd tries the longest exported path and then its parents
+// (auth_authenticate): a client of /srv not listed for /srv/inner mounts /srv/inner
+// through /srv's export, with /srv's options, as it could LOOKUP it from /srv's root.
+// A path of no export is MNT3ERR_NOENT, a caller no such export admits
 // MNT3ERR_ACCES. DUMP, UMNT and UMNTALL cover every export; EXPORT lists each export
 // with its client entries.
 func (x *Exports) MountHandler() oncrpc.Handler {
@@ -273,7 +274,7 @@ func (x *Exports) mnt(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
-	dirpath := string(a.Path)
+	dirpath := cleanMountPath(string(a.Path))
 	st := x.cur.Load()
 	// The exports whose path is dirpath or a parent of it, longest path first.
 	var under []*Server
@@ -317,11 +318,11 @@ func (x *Exports) umnt(ctx context.Context, req *oncrpc.Request, res *xdr.Encode
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
-	host := hostOf(req.RemoteAddr)
+	host, path := hostOf(req.RemoteAddr), cleanMountPath(string(a.Path))
 	for _, s := range x.cur.Load().list {
-		s.forgetMounts(host, string(a.Path), false)
+		s.forgetMounts(host, path, false)
 	}
-	x.log.Info("unmount", "client", host, "path", string(a.Path))
+	x.log.Info("unmount", "client", host, "path", path)
 	return nil
 }
 

@@ -110,6 +110,36 @@ func TestExportsMountFallsBackToParent(t *testing.T) {
 	}
 }
 
+// TestExportsMountPathRepeatedSlashes: knfsd's mountd collapses repeated slashes and
+// drops trailing ones in the MNT path (auth_fixpath) before matching it against the
+// exports, so "dir//sub" mounts dir/sub and "dir//inner/" reaches the nested export
+// dir/inner; "." and ".." components are still refused.
+func TestExportsMountPathRepeatedSlashes(t *testing.T) {
+	e, dir := newExportsEnv(t, "%D *(rw,insecure)\n%D/inner *(ro,insecure,fsid=77)\n", func(dir string) {
+		for _, d := range []string{"sub", "inner"} {
+			if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	c := e.dialFrom("127.0.0.1", false, rootCred())
+	sub, st := c.lookup(c.mount(dir), "sub")
+	wantStatus(t, "LOOKUP sub", st, nfs3.StatusOK)
+	for _, p := range []string{dir + "//sub", dir + "/sub//", "/" + dir + "///sub/"} {
+		if fh, ms := c.mountStatus(p); ms != nfs3.MountOK || !bytes.Equal(fh, sub) {
+			t.Errorf("MNT %s: %v %x, want MNT3_OK and sub's handle %x", p, ms, fh, sub)
+		}
+	}
+	if fh, ms := c.mountStatus(dir + "//inner/"); ms != nfs3.MountOK || len(fh) < 8 || binary.BigEndian.Uint32(fh[4:]) != 77 {
+		t.Errorf("MNT %s//inner/: %v %x, want MNT3_OK and a handle of the nested export (id 77)", dir, ms, fh)
+	}
+	for _, p := range []string{dir + "//../sub", dir + "/.//sub"} {
+		if _, ms := c.mountStatus(p); ms != nfs3.MountErrInval {
+			t.Errorf("MNT %s: %v, want MNT3ERR_INVAL", p, ms)
+		}
+	}
+}
+
 // TestExportsLoad: a table that cannot be loaded (missing directory, two exports with
 // one fsid, no exports) leaves the table in force; a removed export's handles go
 // stale; re-adding it revives them.

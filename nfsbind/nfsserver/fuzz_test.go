@@ -78,8 +78,10 @@ func mountPathSeeds() []string {
 		"/exportx", "/", "", "/export/a\x00b", "/export/" + strings.Repeat("n", 256)}
 }
 
-// FuzzMountPath checks that no MOUNT dirpath maps outside the export: an accepted path
-// is relative, with no empty, "." or ".." component.
+// FuzzMountPath checks that no MOUNT dirpath maps outside the export, cleaned by
+// cleanMountPath (as MNT does) or not: an accepted path is relative, with no empty,
+// "." or ".." component; a cleaned path has no repeated or trailing slash and cleans
+// to itself.
 func FuzzMountPath(f *testing.F) {
 	for _, s := range mountPathSeeds() {
 		f.Add(s)
@@ -87,20 +89,23 @@ func FuzzMountPath(f *testing.F) {
 	s := &Server{exportPath: "/export"}
 	root := &Server{exportPath: "/"}
 	f.Fuzz(func(t *testing.T, p string) {
-		for _, srv := range []*Server{s, root} {
-			rel, st := srv.mountPath(p)
-			if st != nfs3.MountOK {
-				continue
-			}
-			if rel == "" {
-				continue
-			}
-			if strings.HasPrefix(rel, "/") {
-				t.Fatalf("%q -> absolute %q", p, rel)
-			}
-			for _, c := range strings.Split(rel, "/") {
-				if c == "" || c == "." || c == ".." || strings.IndexByte(c, 0) >= 0 {
-					t.Fatalf("%q -> %q has component %q", p, rel, c)
+		c := cleanMountPath(p)
+		if strings.Contains(c, "//") || len(c) > 1 && strings.HasSuffix(c, "/") || cleanMountPath(c) != c {
+			t.Fatalf("%q cleans to %q", p, c)
+		}
+		for _, in := range []string{p, c} {
+			for _, srv := range []*Server{s, root} {
+				rel, st := srv.mountPath(in)
+				if st != nfs3.MountOK || rel == "" {
+					continue
+				}
+				if strings.HasPrefix(rel, "/") {
+					t.Fatalf("%q -> absolute %q", in, rel)
+				}
+				for _, c := range strings.Split(rel, "/") {
+					if c == "" || c == "." || c == ".." || strings.IndexByte(c, 0) >= 0 {
+						t.Fatalf("%q -> %q has component %q", in, rel, c)
+					}
 				}
 			}
 		}

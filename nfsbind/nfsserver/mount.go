@@ -36,8 +36,30 @@ func hostOf(a net.Addr) string {
 	return a.String()
 }
 
-// mountPath maps a MOUNT dirpath to a path relative to the export root: the export
-// path itself or a directory below it, with no ".", ".." or empty components.
+// cleanMountPath returns a MOUNT dirpath with repeated slashes collapsed and trailing
+// ones dropped ("/export//sub/" is "/export/sub"), as knfsd's mountd normalises it
+// (auth_fixpath) before matching it against the exports. "." and ".." components are
+// kept: mountPath refuses them.
+func cleanMountPath(p string) string {
+	if !strings.Contains(p, "//") && (len(p) <= 1 || p[len(p)-1] != '/') {
+		return p
+	}
+	b := make([]byte, 0, len(p))
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' && i+1 < len(p) && p[i+1] == '/' {
+			continue
+		}
+		b = append(b, p[i])
+	}
+	for len(b) > 1 && b[len(b)-1] == '/' {
+		b = b[:len(b)-1]
+	}
+	return string(b)
+}
+
+// mountPath maps a MOUNT dirpath (cleaned by cleanMountPath) to a path relative to
+// the export root: the export path itself or a directory below it, with no ".", ".."
+// or empty components.
 func (s *Server) mountPath(dirpath string) (string, nfs3.MountStat) {
 	var rel string
 	switch {
@@ -80,12 +102,13 @@ func (s *Server) mnt(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder)
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
-	s.mount(ctx, req, string(a.Path), res)
+	s.mount(ctx, req, cleanMountPath(string(a.Path)), res)
 	return nil
 }
 
-// mount answers MNT for dirpath: MNT3ERR_ACCES for a caller the client list refuses
-// (or a TCP source port "secure" refuses), else the handle of dirpath.
+// mount answers MNT for dirpath (cleaned by cleanMountPath): MNT3ERR_ACCES for a
+// caller the client list refuses (or a TCP source port "secure" refuses), else the
+// handle of dirpath.
 func (s *Server) mount(ctx context.Context, req *oncrpc.Request, dirpath string, res *xdr.Encoder) {
 	var r nfs3.MntRes
 	var rel string
@@ -161,9 +184,9 @@ func (s *Server) umnt(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) 
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
-	host := hostOf(req.RemoteAddr)
-	s.forgetMounts(host, string(a.Path), false)
-	s.log.Info("unmount", "client", host, "path", string(a.Path))
+	host, path := hostOf(req.RemoteAddr), cleanMountPath(string(a.Path))
+	s.forgetMounts(host, path, false)
+	s.log.Info("unmount", "client", host, "path", path)
 	return nil
 }
 
