@@ -12,10 +12,13 @@
 // operation then works on that descriptor (the *at system calls, or /proc/self/fd for
 // the few calls without an *at form), after checking that it is the inode the file
 // handle names. A
-// symbolic link is never followed by the server, only returned by READLINK; names
-// containing "/" or NUL are refused with NFS3ERR_ACCES, and "." and ".." are resolved
-// by the server itself, never by the file system, so ".." at the export root is the
-// root. Nothing outside the export can be reached.
+// symbolic link is never followed by the server, only returned by READLINK, with one
+// exception: MNT resolves the links in its path, as knfsd's mountd does (realpath),
+// but itself, one O_NOFOLLOW component at a time, and refuses with MNT3ERR_ACCES a
+// link whose target is absolute or climbs above the export root. Names containing "/"
+// or NUL are refused with NFS3ERR_ACCES, and "." and ".." are resolved by the server
+// itself, never by the file system, so ".." at the export root is the root. Nothing
+// outside the export can be reached.
 //
 // # Open files
 //

@@ -140,6 +140,71 @@ func TestExportsMountPathRepeatedSlashes(t *testing.T) {
 	}
 }
 
+// TestExportsMountFollowsLinksWithinExport: knfsd's mountd resolves the symbolic
+// links of the MNT path (realpath, in get_rootfh) before matching it against the
+// exports, so a link inside the export to a directory inside it mounts that
+// directory, with the directory's own handle. A link that leads out of the export
+// (absolute, or ".." above its root) and a loop of links are MNT3ERR_ACCES, a
+// dangling link MNT3ERR_NOENT, a link to a file MNT3ERR_NOTDIR.
+func TestExportsMountFollowsLinksWithinExport(t *testing.T) {
+	e, dir := newExportsEnv(t, "%D *(rw,insecure)\n", func(dir string) {
+		for _, d := range []string{"real", "a", "real/deep"} {
+			if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for link, target := range map[string]string{
+			"link":     "real",
+			"a/up":     "../real",
+			"a/chain":  "up/./deep",
+			"out":      "..",
+			"a/outer":  "../../x",
+			"abs":      filepath.Join(dir, "real"),
+			"loop":     "loop",
+			"dangling": "missing",
+			"tofile":   "file",
+		} {
+			if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	c := e.dialFrom("127.0.0.1", false, rootCred())
+	root := c.mount(dir)
+	real, st := c.lookup(root, "real")
+	wantStatus(t, "LOOKUP real", st, nfs3.StatusOK)
+	deep, st := c.lookup(real, "deep")
+	wantStatus(t, "LOOKUP real/deep", st, nfs3.StatusOK)
+	for p, want := range map[string]nfs3.FH{"/link": real, "/a/up": real, "/a/chain": deep, "/link/deep": deep} {
+		fh, ms := c.mountStatus(dir + p)
+		if ms != nfs3.MountOK || !bytes.Equal(fh, want) {
+			t.Errorf("MNT %s%s: %v %x, want MNT3_OK and %x", dir, p, ms, fh, want)
+		}
+	}
+	for p, want := range map[string]nfs3.MountStat{
+		"/out":      nfs3.MountErrAcces,
+		"/a/outer":  nfs3.MountErrAcces,
+		"/abs":      nfs3.MountErrAcces,
+		"/loop":     nfs3.MountErrAcces,
+		"/dangling": nfs3.MountErrNoEnt,
+		"/tofile":   nfs3.MountErrNotDir,
+	} {
+		if _, ms := c.mountStatus(dir + p); ms != want {
+			t.Errorf("MNT %s%s: %v, want %v", dir, p, ms, want)
+		}
+	}
+}
+
+// TestExportsMountFollowsLinksWithinExportWalk: the same where openat2 is missing.
+func TestExportsMountFollowsLinksWithinExportWalk(t *testing.T) {
+	noOpenat2.Store(true)
+	defer noOpenat2.Store(false)
+	TestExportsMountFollowsLinksWithinExport(t)
+}
+
 // TestExportsLoad: a table that cannot be loaded (missing directory, two exports with
 // one fsid, no exports) leaves the table in force; a removed export's handles go
 // stale; re-adding it revives them.

@@ -83,6 +83,96 @@ func (s *Server) mountPath(dirpath string) (string, nfs3.MountStat) {
 	return rel, nfs3.MountOK
 }
 
+// Bounds on the walk of one MNT path by openMountPath: the symbolic links it follows
+// (the kernel's own path walk gives up after 40) and the components it visits, those
+// the links' targets add included.
+const (
+	maxMountLinks = 40
+	maxMountSteps = 4096
+)
+
+// openMountPath opens rel (a path from mountPath) for MNT, following the symbolic
+// links on the way as knfsd's mountd does (it resolves the MNT path with realpath
+// before matching it against the exports), but only within the export: a link whose
+// target is absolute or climbs above the export root refuses the mount (EACCES).
+// It returns an O_PATH descriptor of what rel names and that object's path relative
+// to the root, with no symbolic link and no empty, "." or ".." component. Each
+// component is opened with O_NOFOLLOW from the directory reached before it, and ".."
+// reopens the directory above through openPath (no symbolic links), so a link swapped
+// in meanwhile is read as a link, never followed by the kernel. Too many links or
+// components give ELOOP.
+func (s *Server) openMountPath(rel string) (int, string, error) {
+	fd, err := s.openPath("")
+	if err != nil {
+		return -1, "", err
+	}
+	fail := func(err error) (int, string, error) {
+		unix.Close(fd)
+		return -1, "", err
+	}
+	var done []string // the components reached, none a link
+	todo := strings.Split(rel, "/")
+	links, steps := 0, 0
+	var buf []byte
+	for len(todo) > 0 {
+		comp := todo[0]
+		todo = todo[1:]
+		if steps++; steps > maxMountSteps {
+			return fail(unix.ELOOP)
+		}
+		switch comp {
+		case "", ".":
+			continue
+		case "..":
+			if len(done) == 0 {
+				return fail(unix.EACCES) // above the export root
+			}
+			done = done[:len(done)-1]
+			up, err := s.openPath(strings.Join(done, "/"))
+			if err != nil {
+				return fail(err)
+			}
+			unix.Close(fd)
+			fd = up
+			continue
+		}
+		next, err := unix.Openat(fd, comp, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fail(err)
+		}
+		var st unix.Statx_t
+		if err := statFD(next, &st); err != nil {
+			unix.Close(next)
+			return fail(err)
+		}
+		if !isLnk(&st) {
+			unix.Close(fd)
+			fd = next
+			done = append(done, comp)
+			continue
+		}
+		if links++; links > maxMountLinks {
+			unix.Close(next)
+			return fail(unix.ELOOP)
+		}
+		if buf == nil {
+			buf = make([]byte, unix.PathMax)
+		}
+		n, err := unix.Readlinkat(next, "", buf)
+		unix.Close(next)
+		switch {
+		case err != nil:
+			return fail(err)
+		case n == 0:
+			return fail(unix.ENOENT) // as the kernel resolves an empty link
+		case buf[0] == '/':
+			return fail(unix.EACCES) // absolute: read from the server's root, not the export's
+		}
+		todo = append(strings.Split(string(buf[:n]), "/"), todo...)
+	}
+	return fd, strings.Join(done, "/"), nil
+}
+
 func mountStatOf(st nfs3.Status) nfs3.MountStat {
 	switch st {
 	case nfs3.StatusNoEnt, nfs3.StatusStale:
@@ -120,10 +210,16 @@ func (s *Server) mount(ctx context.Context, req *oncrpc.Request, dirpath string,
 	}
 	var fhbuf [HandleSize]byte
 	if r.Status == nfs3.MountOK {
-		fd, err := s.openPath(rel)
+		fd, real, err := s.openMountPath(rel)
 		if err != nil {
 			r.Status = mountStatOf(statusOf(err))
+			if err == unix.ELOOP {
+				// Too many links: mountd's stat fails, and anything but ENOENT
+				// is MNT3ERR_ACCES there.
+				r.Status = nfs3.MountErrAcces
+			}
 		} else {
+			rel = real
 			var st unix.Statx_t
 			if err := statFD(fd, &st); err != nil {
 				r.Status = mountStatOf(statusOf(err))
