@@ -138,7 +138,8 @@ func (q *queuePair) endSetup(id *cmID, err error) {
 	if q.state == verbs.StateConnecting {
 		q.state = verbs.StateInit
 	}
-	q.sqHead, q.sqTail, q.rqHead, q.rqTail, q.sqSinceSig = 0, 0, 0, 0, 0
+	q.sqHead, q.sqTail, q.sqOut, q.rqHead, q.rqTail, q.sqSinceSig = 0, 0, 0, 0, 0, 0
+	clear(q.sq)
 	q.mu.Unlock()
 	if qp != nil {
 		for _, c := range []*compQueue{q.scq, q.rcq} {

@@ -63,9 +63,14 @@
 // signals (as in verbs/soft, which retires a request once it is
 // transmitted), the provider itself signals one request in every half
 // queue of unsignalled ones and does not deliver those completions when
-// they succeed; failed and flushed requests always complete. A post that
-// finds the send queue full first moves completions not yet polled from
-// the device CQ to the CQ's queue, which retires them.
+// they succeed; failed and flushed requests always complete. Completions
+// may come out of order (siw completes a Send posted after an RDMA Read
+// before the Read's response arrives): the overtaken request stays
+// outstanding, and keeps its place in the send queue, until its own
+// completion, so PostSend returns verbs.ErrQueueFull exactly when MaxSendWR
+// requests are outstanding. A post that finds the send queue full first
+// moves completions not yet polled from the device CQ to the CQ's queue,
+// which retires them.
 //
 // Completions are found by adaptive polling, as busy RDMA stacks do: after
 // activity on a CQ (a completion found, work posted to a queue pair using

@@ -10,8 +10,10 @@ package ibverbs
 import "C"
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -45,10 +47,12 @@ type sendSlot struct {
 	hidden bool
 	// signaled: the device reports this request's completion.
 	signaled bool
-	// live: posted as request seq and not yet completed. Completions
-	// can come out of order (siw completes a Send posted after an RDMA
-	// Read before the Read's response arrives), so this, not sqHead,
-	// tells whether a request has completed.
+	// live: posted as request seq and not yet completed (retired). The
+	// slot is in use exactly while live. Completions can come out of
+	// order (siw completes a Send posted after an RDMA Read before the
+	// Read's response arrives), so this, not sqHead, tells whether a
+	// request has completed: the overtaken Read stays live, keeps its
+	// slot, and is delivered when it completes.
 	live bool
 	seq  uint64
 }
@@ -84,8 +88,15 @@ type queuePair struct {
 	qpn   uint32
 	ord   int
 
+	// sq is the send ring: request seq is in sq[seq%len(sq)]. Every
+	// request before sqHead has completed except signalled ones a later
+	// completion overtook; sqTail is the next sequence number to try.
+	// sqOut counts the live slots (requests outstanding): the queue is
+	// full when it reaches len(sq) (MaxSendWR). A post skips the sequence
+	// numbers whose slot an overtaken request still holds.
 	sq             []sendSlot
 	sqHead, sqTail uint64
+	sqOut          int
 	sqSinceSig     int // unsignalled requests posted since the last signalled one
 	rq             []uint64
 	rqHead, rqTail uint64
@@ -274,7 +285,7 @@ func (q *queuePair) postSends(wrs []verbs.SendWR, chain *verbs.SendWR, n int) (i
 		}
 		return n, nil
 	}
-	if uint64(len(q.sq))-(q.sqTail-q.sqHead) < uint64(n) {
+	if len(q.sq)-q.sqOut < n {
 		// Completions not polled yet may hold slots (an unsignalled
 		// request retires with a later completion, possibly one the
 		// provider asked for): move them to the CQ's queue, which
@@ -295,7 +306,7 @@ func (q *queuePair) postSends(wrs []verbs.SendWR, chain *verbs.SendWR, n int) (i
 	}
 	defer q.mu.Unlock()
 	if wrs == nil {
-		if free := uint64(len(q.sq)) - (q.sqTail - q.sqHead); uint64(n) > free {
+		if free := len(q.sq) - q.sqOut; n > free {
 			return 0, fmt.Errorf("ibverbs: PostSend: %w (%d outstanding, %d requests posted)", verbs.ErrQueueFull, len(q.sq), n)
 		}
 		return q.postSendLocked(nil, chain, n)
@@ -316,14 +327,16 @@ func (q *queuePair) postSends(wrs []verbs.SendWR, chain *verbs.SendWR, n int) (i
 // at chain (n at most GSHIM_BATCH, and the caller checked they fit). Caller
 // holds mu.
 func (q *queuePair) postSendLocked(wrs []verbs.SendWR, chain *verbs.SendWR, n int) (int, error) {
-	free := uint64(len(q.sq)) - (q.sqTail - q.sqHead)
+	free := len(q.sq) - q.sqOut
 	full := false
 	if wrs != nil {
 		n = len(wrs)
-		if uint64(n) > free {
-			n, full = int(free), true
+		if n > free {
+			n, full = free, true
 		}
 	}
+	ring := uint64(len(q.sq))
+	seq := q.sqTail // the next request's sequence number
 	cs := unsafe.Slice(q.cs, C.GSHIM_BATCH)
 	sges := unsafe.Slice(q.csge, q.nsge)
 	k := 0
@@ -360,7 +373,12 @@ func (q *queuePair) postSendLocked(wrs []verbs.SendWR, chain *verbs.SendWR, n in
 			}
 		}
 		g.nsge = C.uint16_t(k - int(g.sge_off))
-		seq := q.sqTail + uint64(i)
+		for q.sq[seq%ring].live {
+			// An overtaken request still holds this slot. The batch
+			// finds its n free slots within len(sq) sequence numbers,
+			// so it never comes round to a slot it took itself.
+			seq++
+		}
 		g.wr_id = C.uint64_t(seq | sendBit)
 		g.remote_addr = C.uint64_t(wr.RemoteTO)
 		g.rkey = C.uint32_t(wr.RemoteSTag)
@@ -394,19 +412,27 @@ func (q *queuePair) postSendLocked(wrs []verbs.SendWR, chain *verbs.SendWR, n in
 		case verbs.OpRead:
 			g.opcode = C.IBV_WR_RDMA_READ
 		}
-		q.sq[seq%uint64(len(q.sq))] = sendSlot{id: wr.ID, op: wr.Op, hidden: hidden, signaled: fl&C.IBV_SEND_SIGNALED != 0, live: true, seq: seq}
+		// Live only once posted (below): a request refused here or
+		// by the device leaves its slot free.
+		q.sq[seq%ring] = sendSlot{id: wr.ID, op: wr.Op, hidden: hidden, signaled: fl&C.IBV_SEND_SIGNALED != 0, seq: seq}
+		seq++
 	}
 	if n == 0 {
 		return 0, fmt.Errorf("ibverbs: PostSend: %w (%d outstanding)", verbs.ErrQueueFull, len(q.sq))
 	}
 	rc := C.gshim_post_send(q.qp, q.cs, C.int(n), q.csge, q.cbad)
-	bad := *q.cbad
-	q.sqTail += uint64(bad)
+	bad := int(*q.cbad)
+	for i := range bad {
+		posted := uint64(cs[i].wr_id) &^ sendBit
+		q.sq[posted%ring].live = true
+		q.sqTail = posted + 1
+	}
+	q.sqOut += bad
 	if rc == 0 {
 		q.sqSinceSig = since
 	} // else: a failed post keeps the old count (at worst an early signal)
 	if rc != 0 {
-		return int(bad), postError("ibv_post_send", rc, len(q.sq))
+		return bad, postError("ibv_post_send", rc, len(q.sq))
 	}
 	if full {
 		return n, fmt.Errorf("ibverbs: PostSend: %w (%d outstanding)", verbs.ErrQueueFull, len(q.sq))
@@ -551,24 +577,31 @@ func (q *queuePair) postRecvLocked(wrs []verbs.RecvWR) (int, error) {
 	return len(wrs), nil
 }
 
-// sendDone retires send requests up to seq and returns the request's ID
-// and operation. Called by the CQ with its lock held.
+// sendDone retires send request seq, and the unsignalled requests posted
+// before it, and returns the request's ID and operation. Called by the CQ
+// with its lock held.
 // keep is false while a failed connection attempt's device QP is being
 // torn down: its flushes are dropped (its receives stay pending).
 func (q *queuePair) sendDone(seq uint64, success bool) (id uint64, op verbs.SendOp, keep bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	s := &q.sq[seq%uint64(len(q.sq))]
+	ring := uint64(len(q.sq))
+	s := &q.sq[seq%ring]
 	if !s.live || s.seq != seq {
 		return 0, 0, false // completed by the provider already (reap)
 	}
 	s.live = false
-	if seq+1 > q.sqHead {
-		// A completion retires the unsignalled requests before it; an
-		// earlier signalled one still outstanding (a Read overtaken by a
-		// later Send) stays live and is delivered when it completes.
-		q.sqHead = seq + 1
+	q.sqOut--
+	// A completion retires the unsignalled requests before it; an
+	// earlier signalled one still outstanding (a Read overtaken by a
+	// later Send) stays live and is delivered when it completes.
+	for ; q.sqHead < seq; q.sqHead++ {
+		if u := &q.sq[q.sqHead%ring]; u.live && u.seq == q.sqHead && !u.signaled {
+			u.live = false
+			q.sqOut--
+		}
 	}
+	q.sqHead = max(q.sqHead, seq+1)
 	return s.id, s.op, !q.discard && !(s.hidden && success)
 }
 
@@ -656,7 +689,7 @@ func (q *queuePair) onCMEvent(ev cmEvent) {
 func (q *queuePair) outstanding() uint64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return (q.sqTail - q.sqHead) + (q.rqTail - q.rqHead)
+	return uint64(q.sqOut) + (q.rqTail - q.rqHead)
 }
 
 // flushWait bounds how long Close waits for the device to flush
@@ -754,18 +787,20 @@ func (q *queuePair) flushRest() {
 	q.mu.Lock()
 	var wcs []verbs.Completion
 	var rwcs []verbs.Completion
-	n := uint64(len(q.sq))
-	for seq := q.sqTail - min(q.sqTail, n); seq < q.sqTail; seq++ {
-		s := &q.sq[seq%n]
-		// Below sqHead only signalled requests overtaken by a later
-		// completion are outstanding; from sqHead on, every one is.
-		if !s.live || s.seq != seq || (seq < q.sqHead && !s.signaled) {
-			continue
+	// The outstanding requests are the live slots: flush them in the
+	// order they were posted.
+	var live []*sendSlot
+	for i := range q.sq {
+		if s := &q.sq[i]; s.live {
+			live = append(live, s)
 		}
-		s.live = false
+	}
+	slices.SortFunc(live, func(a, b *sendSlot) int { return cmp.Compare(a.seq, b.seq) })
+	for _, s := range live {
 		wcs = append(wcs, verbs.Completion{ID: s.id, QP: q, Opcode: sendOpcode(s.op), Status: verbs.StatusFlushed, Err: q.err})
 	}
-	q.sqHead = q.sqTail
+	clear(q.sq)
+	q.sqHead, q.sqOut = q.sqTail, 0
 	for ; q.rqHead < q.rqTail; q.rqHead++ {
 		rwcs = append(rwcs, verbs.Completion{ID: q.rq[q.rqHead%uint64(len(q.rq))], QP: q, Opcode: verbs.OpcodeRecv, Status: verbs.StatusFlushed, Err: q.err})
 	}

@@ -3,6 +3,7 @@
 package ibverbs
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs"
@@ -14,6 +15,7 @@ func postSlots(q *queuePair, ops []verbs.SendOp, signaled []bool) {
 		seq := q.sqTail
 		q.sq[seq%uint64(len(q.sq))] = sendSlot{id: 100 + seq, op: op, signaled: signaled[i], live: true, seq: seq}
 		q.sqTail++
+		q.sqOut++
 	}
 }
 
@@ -63,5 +65,106 @@ func TestFlushRestOvertaken(t *testing.T) {
 	}
 	if _, _, keep := q.sendDone(1, false); keep {
 		t.Fatal("the device's own flush of a request the provider flushed was delivered again")
+	}
+}
+
+// TestOvertakenReadHoldsSlot: a signalled RDMA Read overtaken by a later
+// Send's completion (siw) is still outstanding and keeps its send-queue slot.
+// A queue of MaxSendWR 4 then takes three more requests, not four (a fourth
+// used to reuse the Read's slot, and the Read's completion was then dropped
+// as already reaped). The Read completes exactly once, and its slot is then
+// free for one more request.
+func TestOvertakenReadHoldsSlot(t *testing.T) {
+	r := newFakeRig(t, 4)
+	read, send := r.read(100), r.send(101)
+	if err := r.q.PostSend(&read); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.q.PostSend(&send); err != nil {
+		t.Fatal(err)
+	}
+	r.complete(t, 1, false) // the Send completes first
+	if wcs := r.poll(t); len(wcs) != 1 || wcs[0].ID != 101 {
+		t.Fatalf("after the Send completed: %+v, want the Send's completion", wcs)
+	}
+	posted := 0
+	for i := range 4 {
+		w := r.send(uint64(200 + i))
+		err := r.q.PostSend(&w)
+		if errors.Is(err, verbs.ErrQueueFull) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		posted++
+	}
+	if posted != 3 {
+		t.Errorf("posted %d sends while the Read was outstanding, want 3 (MaxSendWR 4, then ErrQueueFull)", posted)
+	}
+	r.complete(t, 0, false) // the Read's response arrives
+	wcs := r.poll(t)
+	if n := countID(wcs, 100); n != 1 {
+		t.Fatalf("the Read completed %d times, want once: %+v", n, wcs)
+	}
+	for _, wc := range wcs {
+		if wc.ID == 100 && (wc.Opcode != verbs.OpcodeRead || wc.Status != verbs.StatusSuccess) {
+			t.Errorf("the Read's completion: %v %v, want a successful Read", wc.Opcode, wc.Status)
+		}
+	}
+	w := r.send(300)
+	if err := r.q.PostSend(&w); err != nil {
+		t.Errorf("post after the Read completed: %v", err)
+	}
+	w = r.send(301)
+	if err := r.q.PostSend(&w); !errors.Is(err, verbs.ErrQueueFull) {
+		t.Errorf("fifth outstanding request on MaxSendWR 4: %v, want ErrQueueFull", err)
+	}
+}
+
+// TestOvertakenReadFlushedOnce: when the queue pair fails while an
+// overtaken Read is outstanding, the provider's flush (flushRest) completes
+// the Read and every later request once, and the device's own flushes of
+// them afterwards are not delivered again. Close waits for the device to
+// flush the Read (outstanding counts it).
+func TestOvertakenReadFlushedOnce(t *testing.T) {
+	r := newFakeRig(t, 4)
+	read, send := r.read(100), r.send(101)
+	if err := r.q.PostSend(&read); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.q.PostSend(&send); err != nil {
+		t.Fatal(err)
+	}
+	r.complete(t, 1, false)
+	r.poll(t)
+	if n := r.q.outstanding(); n != 1 {
+		t.Errorf("outstanding with the overtaken Read: %d, want 1", n)
+	}
+	var later []uint64
+	for i := range 4 {
+		w := r.send(uint64(200 + i))
+		if err := r.q.PostSend(&w); err != nil {
+			break
+		}
+		later = append(later, w.ID)
+	}
+	r.q.flushRest()
+	wcs := r.poll(t)
+	for _, id := range append([]uint64{100}, later...) {
+		if n := countID(wcs, id); n != 1 {
+			t.Errorf("request %d: %d flushed completions, want 1 (%+v)", id, n, wcs)
+		}
+	}
+	for _, wc := range wcs {
+		if wc.Status != verbs.StatusFlushed {
+			t.Errorf("request %d: %v, want flushed", wc.ID, wc.Status)
+		}
+	}
+	for seq := range uint64(2 + len(later)) {
+		r.complete(t, seq, true) // the device flushes too
+	}
+	if wcs := r.poll(t); len(wcs) != 0 {
+		t.Errorf("the device's flushes after the provider's were delivered: %+v", wcs)
 	}
 }
