@@ -430,8 +430,7 @@ func (l *listener) Accept(ctx context.Context) (verbs.ConnRequest, error) {
 		if cid == nil {
 			continue
 		}
-		return &connRequest{dev: l.dev, id: cid, pd: ev.privateData, ird: ev.ird, ord: ev.ord,
-			remote: idAddr(ev.id, true)}, nil
+		return newConnRequest(l.dev, cid, ev), nil
 	}
 }
 
@@ -462,10 +461,23 @@ type connRequest struct {
 	dev      *Device
 	id       *cmID
 	pd       []byte
-	ird, ord int
+	ird, ord int // the peer's (see newConnRequest)
 	remote   net.Addr
 	once     sync.Once
 	used     bool
+}
+
+// newConnRequest makes the request of an RDMA_CM_EVENT_CONNECT_REQUEST
+// event ev on identifier id. rdma_cm reports a request from the receiver's
+// side (rdma_get_cm_event(3)): responder_resources "matches the initiator
+// depth specified by the remote node", the peer's ORD, and initiator_depth
+// the peer's responder resources, its IRD. The kernel swaps them on both
+// transports: the IB CM in cm_format_req_event, iWARP in siw_proc_mpareq
+// and siw_cm_upcall (the peer's MPA IRD becomes the event's ird, which cma's
+// iw_conn_req_handler reports as initiator_depth).
+func newConnRequest(d *Device, id *cmID, ev cmEvent) *connRequest {
+	return &connRequest{dev: d, id: id, pd: ev.privateData, ird: ev.initiatorDepth, ord: ev.responderResources,
+		remote: idAddr(ev.id, true)}
 }
 
 func (r *connRequest) PrivateData() []byte  { return r.pd }
@@ -480,7 +492,8 @@ func (r *connRequest) claim() bool {
 }
 
 // Accept creates the device QP on the request's identifier, posts qp's
-// pending receives, and answers with rdma_accept.
+// pending receives, and answers with rdma_accept, with p's IRD and ORD
+// matched to the peer's (limits).
 func (r *connRequest) Accept(ctx context.Context, qp verbs.QP, p verbs.ConnParams) (*verbs.ConnInfo, error) {
 	d := r.dev
 	q, ok := qp.(*queuePair)
@@ -490,12 +503,9 @@ func (r *connRequest) Accept(ctx context.Context, qp verbs.QP, p verbs.ConnParam
 	if err := d.checkPrivateData("Accept", p.PrivateData, ibMaxAcceptPrivateData); err != nil {
 		return nil, err
 	}
-	ird, ord, err := d.irdOrd(p)
+	ird, ord, err := r.limits(p)
 	if err != nil {
 		return nil, err
-	}
-	if r.ird > 0 {
-		ord = min(ord, r.ird) // no more Reads in flight than the peer takes
 	}
 	if !r.claim() {
 		return nil, errors.New("ibverbs: Accept: request already answered")
@@ -511,6 +521,30 @@ func (r *connRequest) Accept(ctx context.Context, qp verbs.QP, p verbs.ConnParam
 	}
 	q.endSetup(r.id, err)
 	return info, err
+}
+
+// limits returns the IRD and ORD Accept asks rdma_accept for
+// (responder_resources, initiator_depth): p's, within the device's limits
+// (irdOrd), and then within the peer's. rdma_accept(3): initiator_depth must
+// be at most the request's initiator_depth (the peer's IRD), and
+// responder_resources should be at least the request's responder_resources
+// (the peer's ORD); siw_accept fails an IRD below the peer's ORD with ENOMEM
+// unless it may raise it itself.
+func (r *connRequest) limits(p verbs.ConnParams) (ird, ord int, err error) {
+	ird, ord, err = r.dev.irdOrd(p)
+	if err != nil {
+		return 0, 0, err
+	}
+	// No more Reads in flight than the peer takes. An InfiniBand CM REQ
+	// always carries the peer's IRD, so 0 is 0; an iWARP peer without
+	// enhanced MPA (RFC 6581) carries none and is reported as 0.
+	if r.ird > 0 || !r.dev.IWARP() {
+		ord = min(ord, r.ird)
+	}
+	// As many inbound Reads as the peer will have in flight, as far as
+	// the device allows.
+	ird = max(ird, min(r.ord, r.dev.attr.MaxQPRdAtom))
+	return ird, ord, nil
 }
 
 func (r *connRequest) accept(ctx context.Context, q *queuePair, pd []byte, ird, ord int) (*verbs.ConnInfo, error) {

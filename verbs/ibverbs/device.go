@@ -324,7 +324,22 @@ type cmEvent struct {
 	status      int
 	id          *C.struct_rdma_cm_id
 	privateData []byte
-	ird, ord    int // responder_resources, initiator_depth as received
+	// responderResources and initiatorDepth are ev.param.conn's, as
+	// rdma_cm reports them: from the receiver's side. In a connection
+	// request, responder_resources is what the peer asks us to take (its
+	// ORD) and initiator_depth what we may initiate (its IRD); see
+	// newConnRequest.
+	responderResources, initiatorDepth int
+}
+
+// newCMEvent copies ev, which gshim_get_cm_event filled, to Go memory.
+func newCMEvent(ev *C.struct_gcmev) cmEvent {
+	e := cmEvent{typ: int(ev.event), status: int(ev.status), id: ev.id,
+		responderResources: int(ev.responder_resources), initiatorDepth: int(ev.initiator_depth)}
+	if ev.private_data_len > 0 {
+		e.privateData = C.GoBytes(unsafe.Pointer(&ev.private_data[0]), C.int(ev.private_data_len))
+	}
+	return e
 }
 
 func (e *cmEvent) name() string { return C.GoString(C.rdma_event_str(uint32(e.typ))) }
@@ -432,11 +447,7 @@ func (d *Device) cmLoop() {
 			// EINTR and friends: try again when readable.
 			continue
 		}
-		e := cmEvent{typ: int(ev.event), status: int(ev.status), id: ev.id,
-			ird: int(ev.responder_resources), ord: int(ev.initiator_depth)}
-		if ev.private_data_len > 0 {
-			e.privateData = C.GoBytes(unsafe.Pointer(&ev.private_data[0]), C.int(ev.private_data_len))
-		}
+		e := newCMEvent(ev)
 		d.mu.Lock()
 		var target *cmID
 		if e.typ == C.RDMA_CM_EVENT_CONNECT_REQUEST {

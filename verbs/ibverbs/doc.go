@@ -29,7 +29,12 @@
 // rdma_resolve_addr, rdma_resolve_route, rdma_create_qp and rdma_connect;
 // Listen binds and listens; a ConnRequest is accepted with rdma_accept or
 // refused with rdma_reject, both with private data. ConnParams.IRD and ORD
-// become responder_resources and initiator_depth. On InfiniBand and RoCE,
+// become responder_resources and initiator_depth. ConnRequest.IRD and ORD
+// are the peer's (the request's initiator_depth and responder_resources:
+// rdma_cm reports them from the receiver's side), and Accept keeps its ORD
+// within the peer's IRD (on InfiniBand a peer IRD of 0 means no Reads; on
+// iWARP without enhanced MPA it means unknown) and raises its IRD to the
+// peer's ORD, within the device's limits. On InfiniBand and RoCE,
 // the CM carries private data in fixed-size fields: the receiver sees the
 // sender's bytes followed by zeros up to 56 (request), 196 (reply) or 148
 // (reject) bytes, and longer private data is refused with

@@ -10,7 +10,9 @@ package ibverbs
 // libibverbs' data-path verbs (ibv_post_send, ibv_post_recv, ibv_poll_cq) are
 // inline calls through ibv_context.ops, so a context whose ops are the stubs
 // below lets the provider's real PostSend → gshim_post_send → Poll path run
-// without a device. Nothing else of libibverbs may be called on it.
+// without a device. Nothing else of libibverbs may be called on it. A
+// connection request event is made up and copied by the event loop's own
+// gshim_copy_cm_event, so the way it reads rdma_cm's values is tested too.
 
 /*
 #include <errno.h>
@@ -32,6 +34,7 @@ struct gfake {
 	struct ibv_qp qp;
 	struct ibv_cq cq;
 	struct ibv_mr mr;
+	struct rdma_cm_id id; // the identifier of a made-up connection request
 	struct gfake_wr posted[GFAKE_MAX]; // send requests the "device" took
 	int nposted;
 	struct ibv_wc cqe[GFAKE_MAX]; // completions queued for poll_cq
@@ -90,6 +93,21 @@ static int gfake_complete(struct gfake *f, uint64_t wr_id, int status) {
 	w->status = status;
 	w->qp_num = f->qp.qp_num;
 	return 0;
+}
+
+// gfake_connect_request fills out as the event loop does for an
+// RDMA_CM_EVENT_CONNECT_REQUEST carrying these rdma_conn_param values.
+static void gfake_connect_request(struct gfake *f, uint8_t responder_resources, uint8_t initiator_depth, struct gcmev *out) {
+	struct rdma_cm_event ev;
+	memset(&ev, 0, sizeof(ev));
+	memset(&f->id, 0, sizeof(f->id));
+	f->id.verbs = &f->ctx;
+	f->id.ps = RDMA_PS_TCP;
+	ev.id = &f->id;
+	ev.event = RDMA_CM_EVENT_CONNECT_REQUEST;
+	ev.param.conn.responder_resources = responder_resources;
+	ev.param.conn.initiator_depth = initiator_depth;
+	gshim_copy_cm_event(&ev, out);
 }
 */
 import "C"
@@ -189,11 +207,26 @@ func (fd *fakeDev) posted() []fakePosted {
 	return out
 }
 
-// free releases the fake device and c's C memory. Close the queue pairs
-// first; c must not be used after.
-func (fd *fakeDev) free(c *compQueue) {
+// connectRequest returns the event the event loop makes of an
+// RDMA_CM_EVENT_CONNECT_REQUEST whose rdma_conn_param has these
+// responder_resources and initiator_depth.
+func (fd *fakeDev) connectRequest(responderResources, initiatorDepth int) cmEvent {
+	ev := (*C.struct_gcmev)(C.calloc(1, C.sizeof_struct_gcmev))
+	defer C.free(unsafe.Pointer(ev))
+	C.gfake_connect_request(fd.f, C.uint8_t(responderResources), C.uint8_t(initiatorDepth), ev)
+	return newCMEvent(ev)
+}
+
+// freeCQ releases the C memory of c, a CQ made by cq; c must not be used
+// after.
+func (fd *fakeDev) freeCQ(c *compQueue) {
 	C.free(unsafe.Pointer(c.wc))
 	c.wc = nil
+}
+
+// free releases the fake device. Close its queue pairs and free its CQs
+// first.
+func (fd *fakeDev) free() {
 	C.free(unsafe.Pointer(fd.f))
 	fd.f = nil
 }

@@ -32,7 +32,8 @@ func newFakeRig(t *testing.T, sqDepth int) *fakeRig {
 	c := fd.cq(d, 1024)
 	qp, err := pd.CreateQP(verbs.QPConfig{SendCQ: c, RecvCQ: c, MaxSendWR: sqDepth, MaxRecvWR: 4})
 	if err != nil {
-		fd.free(c)
+		fd.freeCQ(c)
+		fd.free()
 		t.Fatal(err)
 	}
 	q := qp.(*queuePair)
@@ -40,7 +41,8 @@ func newFakeRig(t *testing.T, sqDepth int) *fakeRig {
 	r := &fakeRig{dev: fd, d: d, q: q, cq: c, mr: fd.mr(pd, make([]byte, 4096), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)}
 	t.Cleanup(func() {
 		q.Close()
-		fd.free(c)
+		fd.freeCQ(c)
+		fd.free()
 	})
 	return r
 }

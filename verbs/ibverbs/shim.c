@@ -94,6 +94,12 @@ int gshim_get_cq_event(struct ibv_comp_channel *ch) {
 int gshim_get_cm_event(struct rdma_event_channel *ch, struct gcmev *out) {
 	struct rdma_cm_event *ev;
 	if (rdma_get_cm_event(ch, &ev)) return errno ? errno : EIO;
+	gshim_copy_cm_event(ev, out);
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
+void gshim_copy_cm_event(const struct rdma_cm_event *ev, struct gcmev *out) {
 	out->id = ev->id;
 	out->listen_id = ev->listen_id;
 	out->event = ev->event;
@@ -109,8 +115,6 @@ int gshim_get_cm_event(struct rdma_event_channel *ch, struct gcmev *out) {
 			memcpy(out->private_data, ev->param.conn.private_data, out->private_data_len);
 		}
 	}
-	rdma_ack_cm_event(ev);
-	return 0;
 }
 
 int gshim_set_nonblock(int fd) {

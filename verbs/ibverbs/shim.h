@@ -44,6 +44,9 @@ struct gwc {
 };
 
 // Flat connection-manager event (copied before rdma_ack_cm_event).
+// responder_resources and initiator_depth are ev->param.conn's as rdma_cm
+// reports them, from the receiver's side: in a connection request they are
+// the peer's ORD and IRD, in that order (rdma_get_cm_event(3)).
 struct gcmev {
 	struct rdma_cm_id *id;
 	struct rdma_cm_id *listen_id;
@@ -73,6 +76,7 @@ int gshim_poll_cq(struct ibv_cq *cq, int n, struct gwc *out);
 int gshim_req_notify_cq(struct ibv_cq *cq);
 int gshim_get_cq_event(struct ibv_comp_channel *ch);
 int gshim_get_cm_event(struct rdma_event_channel *ch, struct gcmev *out);
+void gshim_copy_cm_event(const struct rdma_cm_event *ev, struct gcmev *out);
 int gshim_set_nonblock(int fd);
 int gshim_get_async_event(struct ibv_context *ctx, struct gasync *out);
 int gshim_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq,
