@@ -340,6 +340,8 @@ func (q *queuePair) postSendLocked(wrs []verbs.SendWR, chain *verbs.SendWR, n in
 	cs := unsafe.Slice(q.cs, C.GSHIM_BATCH)
 	sges := unsafe.Slice(q.csge, q.nsge)
 	k := 0
+	// since counts as if the device takes all n; sqSinceSig is set
+	// below from what it took.
 	since, sigEvery := q.sqSinceSig, max(1, len(q.sq)/2)
 	wr := chain
 	for i := 0; i < n; i, wr = i+1, wr.Next {
@@ -422,15 +424,23 @@ func (q *queuePair) postSendLocked(wrs []verbs.SendWR, chain *verbs.SendWR, n in
 	}
 	rc := C.gshim_post_send(q.qp, q.cs, C.int(n), q.csge, q.cbad)
 	bad := int(*q.cbad)
+	// The device took the first bad requests (all n unless it failed):
+	// they are outstanding, and the unsignalled ones among them count
+	// towards the next provider signal even when the post failed part
+	// way, or unsignalled runs could outgrow the queue, which then never
+	// drains.
 	for i := range bad {
 		posted := uint64(cs[i].wr_id) &^ sendBit
-		q.sq[posted%ring].live = true
+		s := &q.sq[posted%ring]
+		s.live = true
 		q.sqTail = posted + 1
+		if s.signaled {
+			q.sqSinceSig = 0
+		} else {
+			q.sqSinceSig++
+		}
 	}
 	q.sqOut += bad
-	if rc == 0 {
-		q.sqSinceSig = since
-	} // else: a failed post keeps the old count (at worst an early signal)
 	if rc != 0 {
 		return bad, postError("ibv_post_send", rc, len(q.sq))
 	}

@@ -168,3 +168,41 @@ func TestOvertakenReadFlushedOnce(t *testing.T) {
 		t.Errorf("the device's flushes after the provider's were delivered: %+v", wcs)
 	}
 }
+
+// TestPartialPostKeepsSignalling: the provider signals one send request in
+// every half queue of unsignalled ones, or a send queue the caller never
+// signals would never drain. When the device takes only part of a batch
+// (ibv_post_send fails at bad_wr in the middle), the unsignalled requests it
+// took count towards that, so no run of unsignalled requests on the device
+// reaches half the queue.
+func TestPartialPostKeepsSignalling(t *testing.T) {
+	const depth = 8 // the provider signals every depth/2 = 4th request
+	r := newFakeRig(t, depth)
+	batch := make([]verbs.SendWR, 4)
+	for i := range batch {
+		batch[i] = verbs.SendWR{ID: uint64(100 + i), Op: verbs.OpSend}
+	}
+	r.dev.failPostAfter(3)
+	n, err := r.q.PostSendBatch(batch)
+	if n != 3 || !errors.Is(err, verbs.ErrQueueFull) {
+		t.Fatalf("batch the device took 3 of: posted %d, %v; want 3, ErrQueueFull", n, err)
+	}
+	for i := range 4 {
+		w := verbs.SendWR{ID: uint64(200 + i), Op: verbs.OpSend}
+		if err := r.q.PostSend(&w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run, longest, pattern := 0, 0, ""
+	for _, p := range r.dev.posted() {
+		if p.signaled {
+			run, pattern = 0, pattern+"S"
+			continue
+		}
+		run, pattern = run+1, pattern+"u"
+		longest = max(longest, run)
+	}
+	if longest >= depth/2 {
+		t.Errorf("%d unsignalled requests in a row on the device (%s; S signalled), want fewer than %d", longest, pattern, depth/2)
+	}
+}
