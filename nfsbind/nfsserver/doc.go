@@ -67,6 +67,15 @@
 // client's verifier in the new file's mtime and atime seconds, as Linux nfsd does, so
 // a retried create finds its own file and succeeds.
 //
+// # Directory listings
+//
+// READDIR and READDIRPLUS, and NFSv4.1's READDIR, list a directory in the order of
+// its entries' cookies, a cookie being SipHash-2-4 of the name under a key derived
+// from the handle key, so cookies stay valid while the directory changes and, with
+// the same StateDir, across restarts. The key keeps anyone who can create names in a
+// shared directory from choosing one with another file's cookie, which would hide
+// that file from listings. No entry gets a cookie NFSv3 or NFSv4 reserves (0, 1, 2).
+//
 // # Retransmissions
 //
 // A duplicate request cache (1024 entries) remembers the results of the non-idempotent

@@ -5,6 +5,8 @@ package nfsserver
 import (
 	"cmp"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
 	"os"
 	"slices"
@@ -18,30 +20,84 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
-// Directory cookies are a 64-bit FNV-1a hash of the entry's name, and a listing is
-// returned in cookie order. A cookie therefore names a position that stays valid when
-// the directory changes and across server restarts: the next call resumes after it,
-// with entries added or removed meanwhile appearing or not, but none repeated or
-// skipped among those that stayed. That is why the cookie verifier (the directory's
-// mtime, returned for the client's information) is never cause to reject a cookie.
-func cookieOf(name string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(name); i++ {
-		h ^= uint64(name[i])
-		h *= 1099511628211
-	}
-	if h == 0 {
-		h = 1 // 0 means "from the beginning"
-	}
-	return h
+// Directory cookies are a keyed hash of the entry's name, and a listing is returned
+// in cookie order. A cookie therefore names a position that stays valid when the
+// directory changes and across server restarts that keep the handle key: the next
+// call resumes after it, with entries added or removed meanwhile appearing or not,
+// but none repeated or skipped among those that stayed. That is why the cookie
+// verifier (the directory's mtime, returned for the client's information) is never
+// cause to reject a cookie.
+//
+// Resuming "after cookie c" skips every entry whose cookie is c, so of two names
+// with one cookie (a collision) the second is missing from the listing whenever a
+// reply ends between them. Hence the key: with an unkeyed hash (this server used
+// FNV-1a) anyone who may create names in a shared directory can compute one that
+// collides with another user's file, and add entries until a reply ends between the
+// two, making the victim's file disappear from listings; ext4's htree has a secret
+// per-file-system hash seed against the same attack. Under a secret key collisions
+// cannot be crafted, only happen by chance (2^-64 for a pair of names); the listing
+// puts equal cookies in name order so that it stays deterministic even then, and a
+// reply ending inside such a collision still skips the rest of it.
+//
+// The hash is SipHash-2-4 (sipHash24), a pseudorandom function made for short
+// inputs, several times cheaper than a SHA-256 compression even with SHA
+// instructions and an order of magnitude cheaper than HMAC-SHA256; cost matters
+// because a listing that is not cached (dirCache keeps only settled directories) is
+// read and hashed whole on every READDIR. Its 128-bit key is the first half of
+// HMAC-SHA256(handle key, cookieKeyLabel): no state of its own, as persistent as
+// the handle key, and revealing nothing of it. With Options.StateDir or HandleKey,
+// cookies survive a restart as handles do; with a random handle key per run they
+// change on every restart, as handles do, and a client's old cookies go with its
+// old, now stale, directory handles.
+//
+// A cookie is never 0, 1 or 2: NFSv3 reserves 0 for "from the beginning" (RFC 1813
+// §3.3.16), and NFSv4 reserves 0, 1 and 2, which READDIR results are not to carry
+// (RFC 8881 §18.23.3). Hash values below firstCookie become firstCookie, the only
+// remapping: it keeps the order, and the few names concerned (a chance of 2^-62
+// each) sort by name among themselves like any other equal cookies.
+
+// cookieKeyLabel separates the cookie key from the handle key it is derived from and
+// from any other key derived from it.
+const cookieKeyLabel = "nfsrdma readdir cookie key"
+
+// firstCookie is the least cookie an entry gets (see above).
+const firstCookie = 3
+
+// A cookieKey is the SipHash key of a Server's directory cookies.
+type cookieKey struct{ k0, k1 uint64 }
+
+// newCookieKey derives the cookie key from the handle key.
+func newCookieKey(handleKey []byte) cookieKey {
+	m := hmac.New(sha256.New, handleKey)
+	m.Write([]byte(cookieKeyLabel))
+	sum := m.Sum(nil)
+	return cookieKey{binary.LittleEndian.Uint64(sum[:8]), binary.LittleEndian.Uint64(sum[8:16])}
 }
+
+// cookie returns the cookie of the entry name.
+func (k cookieKey) cookie(name string) uint64 {
+	return cookieOfHash(sipHash24(k.k0, k.k1, name))
+}
+
+// cookieOfHash is the cookie of an entry whose name hashes to h: h, kept clear of
+// the reserved values.
+func cookieOfHash(h uint64) uint64 { return max(h, firstCookie) }
 
 type dirent struct {
 	cookie uint64
 	name   string
 }
 
-// A dirListing is a directory's entries in cookie order, "." and ".." included.
+// compareDirents orders a listing: by cookie, then, for equal cookies, by name.
+func compareDirents(a, b dirent) int {
+	if c := cmp.Compare(a.cookie, b.cookie); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.name, b.name)
+}
+
+// A dirListing is a directory's entries in cookie order (compareDirents), "." and
+// ".." included.
 type dirListing struct {
 	mtime, ctime unix.StatxTimestamp
 	ents         []dirent
@@ -55,9 +111,11 @@ const dirCacheSettle = 2 * time.Second
 
 const dirCacheMax = 64
 
+// A dirCache holds a Server's cookie key and its settled directories' listings.
 type dirCache struct {
-	mu sync.Mutex
-	m  map[fileKey]*dirListing
+	key cookieKey // set by New, then read-only
+	mu  sync.Mutex
+	m   map[fileKey]*dirListing
 }
 
 func (c *dirCache) get(k fileKey, st *unix.Statx_t) *dirListing {
@@ -89,7 +147,8 @@ func (c *dirCache) put(k fileKey, l *dirListing) {
 	c.m[k] = l
 }
 
-// listDir returns the entries of dir after cookie, in cookie order.
+// listDir returns the entries of dir after cookie, in cookie order: those whose
+// cookie is greater.
 func (s *Server) listDir(dir *object, cookie uint64) ([]dirent, error) {
 	l := s.dirs.get(keyOf(&dir.st), &dir.st)
 	if l == nil {
@@ -106,9 +165,9 @@ func (s *Server) listDir(dir *object, cookie uint64) ([]dirent, error) {
 		names = append(names, ".", "..")
 		l = &dirListing{mtime: dir.st.Mtime, ctime: dir.st.Ctime, ents: make([]dirent, len(names))}
 		for i, n := range names {
-			l.ents[i] = dirent{cookieOf(n), n}
+			l.ents[i] = dirent{s.dirs.key.cookie(n), n}
 		}
-		slices.SortFunc(l.ents, func(a, b dirent) int { return cmp.Compare(a.cookie, b.cookie) })
+		slices.SortFunc(l.ents, compareDirents)
 		s.dirs.put(keyOf(&dir.st), l)
 	}
 	i, _ := slices.BinarySearchFunc(l.ents, cookie+1, func(e dirent, c uint64) int { return cmp.Compare(e.cookie, c) })

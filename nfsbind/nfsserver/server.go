@@ -261,6 +261,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.verf.Store(newVerifier(0))
 	s.handles = newHandleCodec(key, opts.ExportID)
+	s.dirs.key = newCookieKey(key)
 	s.drc.entries = make(map[drcKey]*drcEntry, drcSize)
 	s.idx.paths = make(map[fileKey]string)
 	s.idx.max = opts.MaxIndex

@@ -147,7 +147,22 @@ func TestFileSizes(t *testing.T) {
 	}
 }
 
-// readdirAll lists dir with READDIR and checks each reply against count.
+// checkCookie fails unless cookie, the cookie of an entry listed after one with
+// cookie prev (0 for the first), is greater than prev and not 0, 1 or 2, which NFSv3
+// and NFSv4 reserve. Listings are in cookie order; equal cookies (a collision) are
+// possible in theory, at a chance of 2^-64 for a pair of names under a random key.
+func checkCookie(t *testing.T, what string, name []byte, prev, cookie uint64) {
+	t.Helper()
+	if cookie < 3 {
+		t.Fatalf("%s: %q has reserved cookie %d", what, name, cookie)
+	}
+	if cookie <= prev {
+		t.Fatalf("%s: %q has cookie %#x after %#x", what, name, cookie, prev)
+	}
+}
+
+// readdirAll lists dir with READDIR and checks each reply against count and each
+// cookie with checkCookie.
 func (c *client) readdirAll(dir nfs3.FH, count uint32) map[string]uint64 {
 	c.t.Helper()
 	names := map[string]uint64{}
@@ -165,6 +180,7 @@ func (c *client) readdirAll(dir nfs3.FH, count uint32) map[string]uint64 {
 				c.t.Fatalf("READDIR returned %q twice", en.Name)
 			}
 			names[string(en.Name)] = en.FileID
+			checkCookie(c.t, "READDIR", en.Name, cookie, en.Cookie)
 			cookie = en.Cookie
 		}
 		verf = r.CookieVerf
@@ -177,6 +193,7 @@ func (c *client) readdirAll(dir nfs3.FH, count uint32) map[string]uint64 {
 	}
 }
 
+// readdirplusAll lists dir with READDIRPLUS, checking as readdirAll does.
 func (c *client) readdirplusAll(dir nfs3.FH, dircount, maxcount uint32) map[string]nfs3.DirEntryPlus {
 	c.t.Helper()
 	ents := map[string]nfs3.DirEntryPlus{}
@@ -194,6 +211,7 @@ func (c *client) readdirplusAll(dir nfs3.FH, dircount, maxcount uint32) map[stri
 				c.t.Fatalf("READDIRPLUS returned %q twice", en.Name)
 			}
 			ents[string(en.Name)] = en
+			checkCookie(c.t, "READDIRPLUS", en.Name, cookie, en.Cookie)
 			cookie = en.Cookie
 		}
 		verf = r.CookieVerf

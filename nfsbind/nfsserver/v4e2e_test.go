@@ -186,7 +186,8 @@ func v4Workflow(t *testing.T, e *env, rt oncrpc.RoundTripper, readSink bool) {
 	wantStatus4(t, "SEQUENCE after DESTROY_SESSION", c.call(&nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}), nfs4.ErrBadsession)
 }
 
-// readdirAll lists dir with READDIRs of maxcount bytes, following the cookies.
+// readdirAll lists dir with READDIRs of maxcount bytes, following the cookies, and
+// checks them with checkCookie.
 func (c *v4client) readdirAll(dir nfs4.FH, maxcount uint32) []string {
 	c.t.Helper()
 	var names []string
@@ -198,6 +199,7 @@ func (c *v4client) readdirAll(dir nfs4.FH, maxcount uint32) []string {
 		r := res.Results[2].(*nfs4.ReaddirRes)
 		for _, en := range r.Entries {
 			names = append(names, string(en.Name))
+			checkCookie(c.t, "READDIR", en.Name, cookie, en.Cookie)
 			cookie = en.Cookie
 		}
 		verf = r.CookieVerf

@@ -331,13 +331,14 @@ func (c *compound) readlink(buf []byte, r *nfs4.ReadlinkRes) nfs4.Status {
 
 // READDIR.
 //
-// Cookies and the listing are NFSv3's (readdir.go): a cookie is a hash of the entry's
-// name and the listing is in cookie order, so a cookie stays valid whatever changes
-// and the cookie verifier (the directory's mtime) is never cause to refuse one. "."
-// and ".." are not returned (RFC 8881 §18.23.3). Entry attributes need search
-// permission on the directory as well as read, as READDIRPLUS in NFSv3, unless
-// only rdattr_error is asked for. The pseudo file system lists the way to the exports
-// the client is admitted to, with cookies 3, 4, ... (0 to 2 are reserved).
+// Cookies and the listing are NFSv3's (readdir.go): a cookie is a keyed hash of the
+// entry's name, never 0, 1 or 2, and the listing is in cookie order, so a cookie
+// stays valid whatever changes and the cookie verifier (the directory's mtime) is
+// never cause to refuse one. "." and ".." are not returned (RFC 8881 §18.23.3).
+// Entry attributes need search permission on the directory as well as read, as
+// READDIRPLUS in NFSv3, unless only rdattr_error is asked for. The pseudo file system
+// lists the way to the exports the client is admitted to, its cookies hashes of the
+// names too (pseudoCookie).
 
 func (c *compound) opReaddir(op nfs4.OpNum) nfs4.Status {
 	a := &c.ops.readdir
@@ -441,8 +442,11 @@ func (c *compound) readdirEnd(eof bool) nfs4.Status {
 
 // pseudoCookie is the READDIR cookie of a pseudo directory's entry name: as in an
 // export, a hash of the name (so a cookie keeps its place when a table reload adds
-// or removes entries), kept clear of 0, 1 and 2, which NFSv4 reserves.
-func pseudoCookie(name string) uint64 { return max(cookieOf(name), 3) }
+// or removes entries), kept clear of 0, 1 and 2, which NFSv4 reserves
+// (cookieOfHash). The hash is FNV-1a (pathID), unkeyed: these names are the export
+// table's, which only the administrator writes, so nobody can choose one to collide
+// with another (see readdir.go).
+func pseudoCookie(name string) uint64 { return cookieOfHash(pathID(name)) }
 
 func (c *compound) readdirPseudo(n *pseudoNode, a *nfs4.ReaddirArgs, mask nfs4.Bitmap4) (nfs4.Status, bool) {
 	w := &c.ops.readdirEnc

@@ -46,7 +46,7 @@ type pseudoNode struct {
 	id     uint64 // fileid and handle hash
 	parent *pseudoNode
 	// names are the entries, sorted; kids[i] is names[i]'s node; byCookie lists
-	// their indexes in READDIR cookie order (pseudoCookie).
+	// their indexes in READDIR cookie order (pseudoCookie, then name).
 	names    []string
 	kids     []*pseudoNode
 	byCookie []int
@@ -107,7 +107,7 @@ func newPseudoFS(list []*Server) *pseudoFS {
 			n.byCookie[i] = i
 		}
 		slices.SortFunc(n.byCookie, func(a, b int) int {
-			return cmp.Compare(pseudoCookie(n.names[a]), pseudoCookie(n.names[b]))
+			return cmp.Or(cmp.Compare(pseudoCookie(n.names[a]), pseudoCookie(n.names[b])), cmp.Compare(n.names[a], n.names[b]))
 		})
 	}
 	return fs
