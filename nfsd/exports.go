@@ -21,7 +21,8 @@ import (
 // Config.Async, ro with Config.ReadOnly). Every host may mount it and write as the
 // uid it claims, except root, which acts as nobody (65534) as under knfsd's default;
 // any source port is accepted, since unprivileged clients (the nfsrdma command, test
-// programs) cannot bind a reserved one.
+// programs) cannot bind a reserved one. As without crossmnt under knfsd, file systems
+// mounted below DIR are not served.
 func OneLineOptions(readOnly, async bool) exports.Options {
 	o := exports.DefaultOptions()
 	o.ReadOnly, o.Async, o.Insecure = readOnly, async, true

@@ -24,10 +24,11 @@
 // Flags:
 //
 //	-export DIR        directory to serve, to every host as the exports(5) line
-//	                   DIR *(rw,root_squash,sync,insecure): root acts as nobody
+//	                   DIR *(rw,root_squash,sync,insecure): root acts as nobody, and
+//	                   file systems mounted below DIR are not served (no crossmnt)
 //	-exports FILE      serve the exports of an exports(5) file instead (clients,
-//	                   ro/rw, root_squash, all_squash, anonuid, secure, fsid...);
-//	                   SIGHUP re-reads it
+//	                   ro/rw, root_squash, all_squash, anonuid, secure, crossmnt,
+//	                   fsid...); SIGHUP re-reads it
 //	-export-path PATH  path clients mount (default: DIR made absolute)
 //	-state DIR         keeps the file-handle key so handles survive restarts
 //	                   (default $STATE_DIRECTORY under systemd, else
@@ -128,7 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (nfsd.Config, error) {
 		fmt.Fprintln(fs.Output(), "usage: nfsrdmad -export DIR [flags]\n       nfsrdmad -exports FILE [flags]\n\nServe DIR (or FILE's exports) over NFSv3 and NFSv4.1 on RDMA (port 20049) and TCP (port 2049).\n\nFlags:")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&cfg.Export, "export", "", "serve directory `DIR` to every host, as the exports(5) line DIR *(rw,root_squash,sync,insecure)")
+	fs.StringVar(&cfg.Export, "export", "", "serve directory `DIR` to every host, as the exports(5) line DIR *(rw,root_squash,sync,insecure) (file systems mounted below DIR are not served)")
 	fs.StringVar(&cfg.ExportsFile, "exports", "", "serve the exports listed in exports(5) `FILE` instead of -export; SIGHUP re-reads it")
 	fs.StringVar(&cfg.ExportPath, "export-path", "", "`PATH` clients name when mounting (default: the -export directory made absolute)")
 	fs.StringVar(&cfg.StateDir, "state", defaultStateDir(), "`DIR` keeping the file-handle key, so handles survive a restart (\"\": a random key per run)")

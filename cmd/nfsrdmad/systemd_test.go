@@ -100,14 +100,16 @@ func TestSystemdNotify(t *testing.T) {
 }
 
 // -check checks the exports as a reload would (the unit's first ExecReload): status
-// 0 and the exports listed when they can be served, 1 and the reason when not, and
-// nothing served either way.
+// 0 and the exports listed, every option spelled out (crossmnt or nocrossmnt
+// included), when they can be served, 1 and the reason when not, and nothing served
+// either way.
 func TestCheckFlag(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(t.TempDir(), "exports")
-	os.WriteFile(file, []byte(dir+" 127.0.0.1(rw)\n"), 0o644)
+	os.WriteFile(file, []byte(dir+" 127.0.0.1(rw) 127.0.0.2(crossmnt)\n"), 0o644)
 	code, stdout, stderr := clitest.Run(t, "-check", "-exports", file)
-	if code != 0 || stdout != "nfsrdmad: can serve "+dir+" as "+dir+" to 127.0.0.1(rw,root_squash,no_all_squash,anonuid=65534,anongid=65534,sync,secure)\n" {
+	if code != 0 || stdout != "nfsrdmad: can serve "+dir+" as "+dir+" to 127.0.0.1(rw,root_squash,no_all_squash,anonuid=65534,anongid=65534,sync,nocrossmnt,secure)"+
+		" 127.0.0.2(ro,root_squash,no_all_squash,anonuid=65534,anongid=65534,sync,crossmnt,secure)\n" {
 		t.Errorf("good file: status %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	os.WriteFile(file, []byte(dir+" 127.0.0.1(rw)\n"+filepath.Join(dir, "absent")+" *(ro)\n"), 0o644)

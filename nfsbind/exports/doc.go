@@ -34,9 +34,11 @@
 //	anonuid=N, anongid=N                the anonymous identity (default 65534)
 //	sync (default) / async              metadata made durable before replying / not
 //	secure (default) / insecure         TCP callers must use a source port < 1024 / any
+//	nocrossmnt (default) / crossmnt     file systems mounted below the export are not
+//	                                    served / are (see below)
 //	fsid=N, fsid=root (same as fsid=0)  the export's file system id (handles, attributes)
 //	no_subtree_check, subtree_check,    accepted for compatibility with knfsd tables;
-//	wdelay, no_wdelay, sec=sys          they change nothing here
+//	wdelay, no_wdelay, sec=sys, hide    they change nothing here
 //
 // As in knfsd, root_squash and all_squash are two independent settings (the last of
 // root_squash and no_root_squash counts, and the last of all_squash and
@@ -44,6 +46,20 @@
 // "all_squash,no_root_squash" squashes root. Any other option is an error. fsid
 // belongs to the export: clients of one export may not give different values. Every
 // error is an *Error naming the file, line and column.
+//
+// # File systems mounted below an export
+//
+// As under knfsd, an export serves its own file system: without crossmnt, a client
+// does not reach a file system mounted below the export's directory (a disk on
+// /srv/data/archive, /proc below an export of /), nor a bind mount there. crossmnt,
+// given to a client entry, lets that client cross every such mount point, as knfsd's
+// NFSEXP_CROSSMOUNT does; each file system crossed into reports its own fsid
+// (package nfsserver says how a server without crossmnt answers where knfsd would show
+// the directory the mount covers). knfsd's nohide, which makes a nested export
+// visible from its parent's, is not supported: it is an error (give the parent
+// crossmnt, or let the client mount the nested export by its path; NFSv4 clients
+// cross into a nested export that is a mount of its own whatever the options, as
+// under knfsd). hide, the default, is accepted.
 //
 // # Matching
 //

@@ -25,7 +25,7 @@ func Example() {
 	_, err = exports.Parse("/etc/exports", []byte("/srv *(rw,no_such_option)\n"))
 	fmt.Println(err)
 	// Output:
-	// 10.0.0.5 -> 10.0.0.5 rw,no_root_squash,no_all_squash,anonuid=65534,anongid=65534,sync,secure
-	// 192.0.2.1 -> * ro,root_squash,no_all_squash,anonuid=65534,anongid=65534,sync,secure
+	// 10.0.0.5 -> 10.0.0.5 rw,no_root_squash,no_all_squash,anonuid=65534,anongid=65534,sync,nocrossmnt,secure
+	// 192.0.2.1 -> * ro,root_squash,no_all_squash,anonuid=65534,anongid=65534,sync,nocrossmnt,secure
 	// /etc/exports:1:11: unknown option "no_such_option"
 }

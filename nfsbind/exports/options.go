@@ -29,6 +29,11 @@ type Options struct {
 	// Insecure accepts TCP callers from any source port; the default, secure,
 	// requires a port below 1024 (a reserved port, which only root can bind).
 	Insecure bool
+	// CrossMount serves the file systems mounted below the export (crossmnt, knfsd's
+	// NFSEXP_CROSSMOUNT): LOOKUP crosses their mount points, MNT accepts directories
+	// on them and their file handles are honoured. The default, nocrossmnt, serves
+	// only the objects on the export root's own mount (see package nfsserver).
+	CrossMount bool
 }
 
 // DefaultOptions are knfsd's defaults: ro, root_squash, no_all_squash, sync,
@@ -38,7 +43,8 @@ func DefaultOptions() Options {
 }
 
 // String renders o as an option list with every option spelled out, as exportfs -v
-// does: root_squash or no_root_squash, then all_squash or no_all_squash.
+// does: root_squash or no_root_squash, then all_squash or no_all_squash, ...,
+// crossmnt or nocrossmnt.
 func (o Options) String() string {
 	var b strings.Builder
 	if o.ReadOnly {
@@ -61,6 +67,11 @@ func (o Options) String() string {
 		b.WriteString(",async")
 	} else {
 		b.WriteString(",sync")
+	}
+	if o.CrossMount {
+		b.WriteString(",crossmnt")
+	} else {
+		b.WriteString(",nocrossmnt")
 	}
 	if o.Insecure {
 		b.WriteString(",insecure")
@@ -104,6 +115,15 @@ func applyOption(o *Options, fsid *fsidSetting, opt string) string {
 	case "secure", "insecure":
 		o.Insecure = name == "insecure"
 		return noVal()
+	case "crossmnt", "nocrossmnt":
+		o.CrossMount = name == "crossmnt"
+		return noVal()
+	case "hide":
+		// The default: a file system mounted below a parent export is not shown
+		// through it unless the parent says crossmnt.
+		return noVal()
+	case "nohide":
+		return "option nohide is not supported: give the parent export crossmnt instead, or mount the nested export by its own path"
 	case "no_subtree_check", "subtree_check", "wdelay", "no_wdelay":
 		return noVal()
 	case "anonuid", "anongid":

@@ -122,6 +122,8 @@ func TestParseErrors(t *testing.T) {
 		{"/a *(fsid=abc)\n", 1, 6, "fsid"},
 		{"/a *(fsid=1) h(fsid=2)\n", 1, 16, "fsid=2 differs from fsid=1"},
 		{"/a *(sec=krb5)\n", 1, 6, "sec=sys"},
+		{"/a *(nohide)\n", 1, 6, "nohide is not supported"},
+		{"/a *(crossmnt=1)\n", 1, 6, "takes no value"},
 		{"/a *(rw,)\n", 1, 9, "empty option"},
 		{"/a @group(rw)\n", 1, 4, "netgroups"},
 		{"/a 10.0.0.0/33\n", 1, 4, "network"},

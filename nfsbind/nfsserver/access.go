@@ -22,7 +22,7 @@ type clientList struct {
 
 // SetClients makes e's client entries decide, for every call from now on, whether the
 // caller may use the export and with which options (ro/rw, squashing, anonymous
-// identity, secure port); names gives callers' host names for host-name and wildcard
+// identity, secure port, crossmnt); names gives callers' host names for host-name and wildcard
 // entries (nil: those entries match nobody). Only e.Clients is used: the Server keeps
 // its own root and paths. A nil e admits everyone with the Options' own settings
 // (ReadOnly, RootSquash, AnonUID, AnonGID), as a Server without SetClients does.
@@ -47,7 +47,7 @@ func (s *Server) SetClients(e *exports.Export, names exports.NameSource) {
 // staticGrant is what every caller gets when no client list is set.
 func staticGrant(o *Options) exports.Options {
 	return exports.Options{ReadOnly: o.ReadOnly, NoRootSquash: !o.RootSquash,
-		AnonUID: o.AnonUID, AnonGID: o.AnonGID, Async: o.Async, Insecure: true}
+		AnonUID: o.AnonUID, AnonGID: o.AnonGID, Async: o.Async, Insecure: true, CrossMount: o.CrossMount}
 }
 
 // grant returns the options req's caller is granted, or nil when the client list

@@ -122,7 +122,7 @@ func benchServer(b *testing.B, proc nfs3.Proc, args interface{ withFH(nfs3.FH) x
 // cache puts the rig's file in the open-file cache, as a READ would.
 func (r *memRig) cache(tb testing.TB) {
 	var st unix.Statx_t
-	f, status := r.srv.openIO(r.fh, accRead, &st)
+	f, status := r.srv.openIO(r.fh, accRead, &cred{}, &st)
 	if status != nfs3.StatusOK {
 		tb.Fatalf("opening the file: %v", status)
 	}

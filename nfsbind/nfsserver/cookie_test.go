@@ -83,9 +83,9 @@ func TestCookieOfHash(t *testing.T) {
 // TestDirentOrder: equal cookies (a chance collision) are listed in name order, so
 // the listing is the same every time.
 func TestDirentOrder(t *testing.T) {
-	ents := []dirent{{7, "b"}, {5, "z"}, {7, "a"}, {9, "a"}, {7, "c"}}
+	ents := []dirent{{7, "b", 0}, {5, "z", 0}, {7, "a", 0}, {9, "a", 0}, {7, "c", 0}}
 	slices.SortFunc(ents, compareDirents)
-	want := []dirent{{5, "z"}, {7, "a"}, {7, "b"}, {7, "c"}, {9, "a"}}
+	want := []dirent{{5, "z", 0}, {7, "a", 0}, {7, "b", 0}, {7, "c", 0}, {9, "a", 0}}
 	if !slices.Equal(ents, want) {
 		t.Fatalf("listing order %v, want %v", ents, want)
 	}

@@ -20,6 +20,44 @@
 // itself, never by the file system, so ".." at the export root is the root. Nothing
 // outside the export can be reached.
 //
+// # File systems mounted below the export
+//
+// As knfsd, the server serves the export root's own file system only, unless the
+// caller's client entry says crossmnt (Options.CrossMount, exports(5) crossmnt): an
+// export of / does not expose /proc, /sys or /dev/shm, an export of /srv not a disk
+// mounted on /srv/archive, nor a bind mount below it. "Its own file system" is the
+// export root's mount: every resolution (of a file handle, a name, a MNT path) ends
+// with a statx of the object reached, and the mount id it reports is compared with
+// the export root's (Linux 5.8 and later; the device before), so one comparison on a
+// statx the server makes anyway covers the whole path, the open-file cache included.
+// A btrfs subvolume, which has a device of its own but is no mount, is served, as by
+// knfsd.
+//
+// Where knfsd, not crossing a mount point, shows the directory the mount covers, a
+// server in user space cannot: that directory is out of its reach. So, without
+// crossmnt:
+//
+//   - LOOKUP of a mount point is NFS3ERR_ACCES (NFSv4: NFS4ERR_ACCESS), and CREATE
+//     (OPEN) of its name does not open it;
+//   - READDIR lists a mount point with the fileid of the directory it covers, as knfsd
+//     does; READDIRPLUS too, with neither attributes nor handle, as knfsd lists every
+//     mount point, so clients LOOKUP it (and get NFS3ERR_ACCES); NFSv4 READDIR gives
+//     it the attribute rdattr_error NFS4ERR_ACCESS alone, or fails with that error
+//     when the client asks for attributes but not for rdattr_error;
+//   - a file handle of an object on another mount (issued to a client with
+//     crossmnt, before a reload took it away) is NFS3ERR_STALE (NFS4ERR_STALE), as
+//     knfsd answers a handle of a file system the client has no export of;
+//   - MNT of a directory on another mount or device is MNT3ERR_ACCES, as mountd
+//     refuses a directory "below nearest filesystem".
+//
+// An NFSv4 client crosses into an export nested in another that is a mount of its own
+// (PUTROOTFH and LOOKUPs from the pseudo root pass through the parent export), with
+// the nested export's handles, options and fsid, as knfsd lets NFSv4 clients cross
+// into an exported mount; an NFSv3 client mounts the nested export by its path
+// (knfsd's nohide, which would let it cross from the parent, is not supported).
+// With crossmnt, every mount point is crossed and the objects of each file system
+// report its own fsid.
+//
 // # Open files
 //
 // READ, WRITE and COMMIT keep regular files open between calls in a cache keyed by
@@ -90,7 +128,8 @@
 // Options' settings. With one (an export of an exports(5) table, package
 // nfsbind/exports), every NFS call but NULL and every MNT is checked against it:
 // the caller's address (over RDMA too: the peer's IP) picks the client entry, whose
-// options apply to that call (ro, root_squash, all_squash, anonuid/anongid, secure).
+// options apply to that call (ro, root_squash, all_squash, anonuid/anongid, secure,
+// crossmnt).
 // A caller no entry admits gets NFS3ERR_STALE, as from knfsd; MNT3ERR_ACCES from
 // MOUNT; "secure" refuses TCP source ports from 1024 up with NFS3ERR_PERM (RDMA is
 // exempt, as in knfsd). Exports serves a whole table: one Server per export, one
@@ -99,8 +138,8 @@
 // nested /srv/inner mounts it through /srv, as from knfsd's mountd), tables replaced
 // while serving (Exports.Load). The fsid in attributes is the device's unless the
 // export has fsid= (Options.FSID), which objects on the export root's file system
-// report (those of a file system mounted below it keep their device's); the export id
-// in handles is distinct per export.
+// report (those of a file system mounted below it, reached with crossmnt, keep their
+// device's); the export id in handles is distinct per export.
 //
 // # Credentials
 //

@@ -65,8 +65,9 @@ type exportState struct {
 // NewExports opens every export of t. base gives what the table does not: StateDir
 // or HandleKey (one key for all exports), MaxIO, MaxDirReply, MaxIndex, MaxSearch,
 // MaxOpenFiles, Logger; the table's entries override Root, ExportPath, ExportID,
-// FSID, ReadOnly, RootSquash, AnonUID and AnonGID, and an export is Async (durable
-// metadata skipped) only when every one of its client entries says async. An export
+// FSID, ReadOnly, RootSquash, AnonUID, AnonGID and CrossMount (each client entry's
+// crossmnt applies to its callers), and an export is Async (durable metadata
+// skipped) only when every one of its client entries says async. An export
 // without fsid= gets the export id a Server of the same directory gets by default, so
 // handles issued before a table was used stay valid. r resolves callers' host names
 // for host-name and wildcard clients (nil: such clients match nobody).

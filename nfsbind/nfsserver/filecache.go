@@ -25,7 +25,11 @@ import (
 //     took its name, which is another inode);
 //   - at most every openFileRecheck, a call verifies again that the inode is reachable
 //     inside the export (as an uncached call does), so a file moved out of the export
-//     behind the server's back stops being served within that time.
+//     behind the server's back stops being served within that time;
+//   - a file on another mount than the export root's (reached by a caller with
+//     crossmnt) is served from the cache only to callers with crossmnt: for the
+//     others it is not in the cache, and their handle resolution (Server.open) judges
+//     it. A descriptor's mount never changes, so this costs no system call.
 //
 // Access is checked on every call against the fresh attributes and the caller's
 // credentials, exactly as without the cache; the descriptor's own open mode only
@@ -68,6 +72,9 @@ type openFile struct {
 	id  handleID
 	fd  int
 	acc uint8 // accRead, accWrite or both
+	// foreign: the file is not on the export root's mount (see Server.onExportMount),
+	// so only callers with crossmnt may use the descriptor.
+	foreign bool
 	// refs counts the calls using the file, plus one while it is in the cache; the
 	// descriptor is closed when it drops to zero.
 	refs atomic.Int32
@@ -160,7 +167,10 @@ func (c *fileCache) get(fh nfs3.FH) *openFile {
 
 // add caches f, just opened with one reference for the caller, and returns the file
 // the caller is to use. If another call cached the same handle with at least f's
-// access meanwhile, that one is returned (referenced) and f closed.
+// access meanwhile, that one is returned (referenced) and f closed, unless one of the
+// two is on the export root's mount and the other not (the inode reached through a
+// bind mount, and then again without crossing it): f, which its caller may use,
+// replaces it.
 func (c *fileCache) add(f *openFile) *openFile {
 	if c.max <= 0 {
 		return f
@@ -172,7 +182,7 @@ func (c *fileCache) add(f *openFile) *openFile {
 		return f
 	}
 	if old := c.m[f.fh]; old != nil {
-		if old.acc&f.acc == f.acc {
+		if old.acc&f.acc == f.acc && old.foreign == f.foreign {
 			old.refs.Add(1)
 			c.mu.Unlock()
 			c.release(f)
@@ -301,13 +311,14 @@ func (c *fileCache) len() int {
 	return len(c.m)
 }
 
-// openIO resolves fh to a regular file open with at least the access need (0: any),
-// for READ, WRITE or COMMIT, and fills st with its current attributes. The caller
-// releases the file with s.files.release. When the handle resolves to something other
-// than a regular file, the status says so (NFS3ERR_ISDIR or NFS3ERR_INVAL) and st
-// holds its attributes; st.Mask is 0 when there are none.
-func (s *Server) openIO(fh nfs3.FH, need uint8, st *unix.Statx_t) (*openFile, nfs3.Status) {
-	return s.openIOFor(fh, need, nil, st)
+// openIO resolves fh, for the caller c, to a regular file open with at least the
+// access need (0: any), for READ, WRITE or COMMIT, and fills st with its current
+// attributes. The caller releases the file with s.files.release. When the handle
+// resolves to something other than a regular file, the status says so
+// (NFS3ERR_ISDIR or NFS3ERR_INVAL) and st holds its attributes; st.Mask is 0 when
+// there are none.
+func (s *Server) openIO(fh nfs3.FH, need uint8, c *cred, st *unix.Statx_t) (*openFile, nfs3.Status) {
+	return s.openIOFor(fh, need, c, false, st)
 }
 
 // openWrite is openIO for a WRITE by c: the file is opened for writing only when c
@@ -317,14 +328,25 @@ func (s *Server) openIO(fh nfs3.FH, need uint8, st *unix.Statx_t) (*openFile, nf
 // cache, and a file held open for writing cannot be executed on the server
 // (ETXTBSY).
 func (s *Server) openWrite(fh nfs3.FH, c *cred, st *unix.Statx_t) (*openFile, nfs3.Status) {
-	return s.openIOFor(fh, accWrite, c, st)
+	return s.openIOFor(fh, accWrite, c, true, st)
 }
 
-// openIOFor is openIO, and with a caller c openWrite.
-func (s *Server) openIOFor(fh nfs3.FH, need uint8, c *cred, st *unix.Statx_t) (*openFile, nfs3.Status) {
-	if f := s.files.get(fh); f != nil {
-		status := s.revalidate(f, st)
-		if status == nfs3.StatusOK && c != nil && !mayWrite(c, st) {
+// cached returns the open-file cache's file for fh if c may use it (see openFile's
+// foreign), with a reference the caller releases, or nil.
+func (s *Server) cached(fh nfs3.FH, c *cred) *openFile {
+	f := s.files.get(fh)
+	if f != nil && f.foreign && !c.crossmnt {
+		s.files.release(f)
+		return nil
+	}
+	return f
+}
+
+// openIOFor is openIO, and with write openWrite.
+func (s *Server) openIOFor(fh nfs3.FH, need uint8, c *cred, write bool, st *unix.Statx_t) (*openFile, nfs3.Status) {
+	if f := s.cached(fh, c); f != nil {
+		status := s.revalidate(f, st, c)
+		if status == nfs3.StatusOK && write && !mayWrite(c, st) {
 			need = 0
 		}
 		if status == nfs3.StatusOK && f.acc&need == need {
@@ -343,7 +365,7 @@ func (s *Server) openIOFor(fh nfs3.FH, need uint8, c *cred, st *unix.Statx_t) (*
 			return nil, statusOf(err)
 		}
 		copy(nf.fh[:], fh)
-		nf.id = f.id
+		nf.id, nf.foreign = f.id, f.foreign
 		nf.checked.Store(f.checked.Load())
 		nf.used.Store(f.used.Load())
 		s.files.release(f)
@@ -353,7 +375,7 @@ func (s *Server) openIOFor(fh nfs3.FH, need uint8, c *cred, st *unix.Statx_t) (*
 		return nf, nfs3.StatusOK // less than the cached one had: use it for this call only
 	}
 	var o object
-	status := s.open(fh, &o)
+	status := s.open(fh, &o, c)
 	defer o.close()
 	if status != nfs3.StatusOK {
 		return nil, status
@@ -365,7 +387,7 @@ func (s *Server) openIOFor(fh nfs3.FH, need uint8, c *cred, st *unix.Statx_t) (*
 	case !isReg(&o.st):
 		return nil, nfs3.StatusInval
 	}
-	if c != nil && !mayWrite(c, &o.st) {
+	if write && !mayWrite(c, &o.st) {
 		need = 0
 	}
 	want := need
@@ -377,7 +399,7 @@ func (s *Server) openIOFor(fh nfs3.FH, need uint8, c *cred, st *unix.Statx_t) (*
 		return nil, statusOf(err)
 	}
 	copy(f.fh[:], fh)
-	f.id = idOf(&o.st)
+	f.id, f.foreign = idOf(&o.st), !s.onExportMount(&o.st)
 	now := s.files.clock()
 	f.checked.Store(now)
 	f.used.Store(now)
@@ -422,10 +444,10 @@ func reopenFor(fd int, acc uint8) (int, uint8, error) {
 	return nfd, acc, nil
 }
 
-// revalidate checks a cached file before a call uses it and fills st with its
+// revalidate checks a cached file before a call by c uses it and fills st with its
 // attributes: removed (no links left) is NFS3ERR_STALE, and once per openFileRecheck
-// its handle is resolved inside the export again as an uncached call would.
-func (s *Server) revalidate(f *openFile, st *unix.Statx_t) nfs3.Status {
+// its handle is resolved inside the export again as an uncached call by c would.
+func (s *Server) revalidate(f *openFile, st *unix.Statx_t, c *cred) nfs3.Status {
 	if err := statFD(f.fd, st); err != nil {
 		return statusOf(err)
 	}
@@ -439,7 +461,7 @@ func (s *Server) revalidate(f *openFile, st *unix.Statx_t) nfs3.Status {
 		return nfs3.StatusOK
 	}
 	var o object
-	status := s.open(f.fh[:], &o)
+	status := s.open(f.fh[:], &o, c)
 	o.close()
 	return status
 }

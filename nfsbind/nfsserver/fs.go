@@ -16,7 +16,9 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 )
 
-const statxMask = unix.STATX_BASIC_STATS | unix.STATX_BTIME
+// statxMask is what every statx asks for: the basic attributes, the birth time (the
+// handle generation, genOf) and the id of the mount the object is on (onExportMount).
+const statxMask = unix.STATX_BASIC_STATS | unix.STATX_BTIME | unix.STATX_MNT_ID
 
 func keyOf(st *unix.Statx_t) fileKey {
 	return fileKey{dev: unix.Mkdev(st.Dev_major, st.Dev_minor), ino: st.Ino}
@@ -243,25 +245,64 @@ func (s *Server) openVerified(p string, id handleID, o *object) bool {
 	return true
 }
 
-// open resolves a file handle to an opened object. The caller closes it.
-func (s *Server) open(fh nfs3.FH, o *object) nfs3.Status {
+// onExportMount reports whether st, the attributes of an object reached from the
+// export root, are those of an object on the export root's own mount: one reached
+// without crossing a mount point, as knfsd's lookups stay within an export that does
+// not say crossmnt (nfsd_cross_mnt). It compares the mount ids statx reports (Linux
+// 5.8 and later), which tell a bind mount or a file system mounted below the export
+// from the export's own directories whatever their devices (a btrfs subvolume, which
+// is no mount, has a device of its own and is served, as by knfsd), and falls back to
+// comparing devices where the kernel reports no mount id. A path from the root only
+// ever goes down the mount tree, so an object on the root's mount was reached without
+// leaving it: one comparison, on the statx every resolution already makes, covers the
+// whole path.
+func (s *Server) onExportMount(st *unix.Statx_t) bool {
+	if s.hasRootMnt && st.Mask&unix.STATX_MNT_ID != 0 {
+		return st.Mnt_id == s.rootMnt
+	}
+	return unix.Mkdev(st.Dev_major, st.Dev_minor) == s.rootDev
+}
+
+// visible reports whether the caller c may be served the object st reached from the
+// export root: with crossmnt (cred.crossmnt) any, else only one on the export root's
+// own mount (onExportMount).
+func (s *Server) visible(c *cred, st *unix.Statx_t) bool {
+	return c.crossmnt || s.onExportMount(st)
+}
+
+// open resolves a file handle to an opened object for the caller c. The caller closes
+// it. An object c may not see (see visible) is NFS3ERR_STALE, as knfsd answers a
+// handle of a file system the client has no export of: the server looks for it on
+// the export's own mount (it may be reachable there too, through another path than
+// the one it was last seen by) and, not finding it there, takes the handle for stale.
+func (s *Server) open(fh nfs3.FH, o *object, c *cred) nfs3.Status {
 	o.fd = -1
 	id, st := s.handles.decode(fh)
 	if st != nfs3.StatusOK {
 		return st
 	}
+	var hidden string // a path to id that crosses a mount point c may not cross
 	if p, ok := s.idx.get(id.key); ok {
 		if s.openVerified(p, id, o) {
-			return nfs3.StatusOK
+			if s.visible(c, &o.st) {
+				return nfs3.StatusOK
+			}
+			o.close()
+			hidden = p
+		} else {
+			s.idx.del(id.key, p)
 		}
-		s.idx.del(id.key, p)
 	}
-	if s.missing.recent(id) {
+	if s.missing.recent(id, c.crossmnt) {
 		return nfs3.StatusStale
 	}
-	p, ok := s.search(id)
+	p, ok := s.search(id, c.crossmnt, hidden)
 	if !ok || !s.openVerified(p, id, o) {
-		s.missing.add(id)
+		s.missing.add(id, c.crossmnt)
+		return nfs3.StatusStale
+	}
+	if !s.visible(c, &o.st) { // moved across a mount point since the search saw it
+		o.close()
 		return nfs3.StatusStale
 	}
 	return nfs3.StatusOK
@@ -275,28 +316,37 @@ const missingTTL = 30 * time.Second
 
 const missingMax = 4096
 
-// missingSet remembers handles recently searched for in vain.
+// missingSet remembers handles recently searched for in vain, apart for the searches
+// that crossed mount points (crossmnt) and those that did not, which see different
+// parts of the export.
 type missingSet struct {
 	mu sync.Mutex
-	m  map[handleID]time.Time
+	m  map[missingKey]time.Time
 }
 
-func (x *missingSet) recent(id handleID) bool {
+// missingKey is a handle searched for, and whether the search crossed mount points.
+type missingKey struct {
+	id    handleID
+	cross bool
+}
+
+func (x *missingSet) recent(id handleID, cross bool) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	t, ok := x.m[id]
+	k := missingKey{id, cross}
+	t, ok := x.m[k]
 	if ok && time.Since(t) > missingTTL {
-		delete(x.m, id)
+		delete(x.m, k)
 		ok = false
 	}
 	return ok
 }
 
-func (x *missingSet) add(id handleID) {
+func (x *missingSet) add(id handleID, cross bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.m == nil {
-		x.m = make(map[handleID]time.Time)
+		x.m = make(map[missingKey]time.Time)
 	}
 	if len(x.m) >= missingMax {
 		for k := range x.m {
@@ -304,16 +354,18 @@ func (x *missingSet) add(id handleID) {
 			break
 		}
 	}
-	x.m[id] = time.Now()
+	x.m[missingKey{id, cross}] = time.Now()
 }
 
 // search walks the export breadth-first looking for id, filling the index with what
-// it sees on the way. Searches are serialized so that many misses after a restart
-// share the work.
-func (s *Server) search(id handleID) (string, bool) {
+// it sees on the way; unless cross (crossmnt), it neither looks at nor descends into
+// what is mounted below the export root (see onExportMount). hidden, when not "", is
+// a path to id the caller found crossing a mount point it may not cross. Searches are
+// serialized so that many misses after a restart share the work.
+func (s *Server) search(id handleID, cross bool, hidden string) (string, bool) {
 	s.searchMu.Lock()
 	defer s.searchMu.Unlock()
-	if p, ok := s.idx.get(id.key); ok {
+	if p, ok := s.idx.get(id.key); ok && (hidden == "" || p != hidden) {
 		return p, true // found by a search that ran while this one waited
 	}
 	var root unix.Statx_t
@@ -342,7 +394,7 @@ func (s *Server) search(id handleID) (string, bool) {
 		var st unix.Statx_t
 		for _, name := range names {
 			seen++
-			if statAt(pfd, name, &st) != nil {
+			if statAt(pfd, name, &st) != nil || (!cross && !s.onExportMount(&st)) {
 				continue
 			}
 			p := joinPath(dir, name)
@@ -390,8 +442,9 @@ func isDot(name []byte) bool {
 // fsid is the file system id attributes report for the object st: the export's fsid=
 // (Options.FSID) for an object on the export root's file system, else (without the
 // option, or for a file system mounted below the export root, which the server
-// crosses into) its device number. Two file systems never share an fsid, so that two
-// objects never share (fsid, fileid), the identity NFS clients go by.
+// crosses into with crossmnt) its device number. Two file systems never share an
+// fsid, so that two objects never share (fsid, fileid), the identity NFS clients go
+// by.
 func (s *Server) fsid(st *unix.Statx_t) uint64 {
 	dev := unix.Mkdev(st.Dev_major, st.Dev_minor)
 	if s.opts.HasFSID && dev == s.rootDev {

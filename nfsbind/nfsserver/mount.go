@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
@@ -198,13 +199,17 @@ func (s *Server) mnt(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder)
 
 // mount answers MNT for dirpath (cleaned by cleanMountPath): MNT3ERR_ACCES for a
 // caller the client list refuses (or a TCP source port "secure" refuses), else the
-// handle of dirpath.
+// handle of dirpath. Without crossmnt, a directory below the export root on another
+// mount or device is MNT3ERR_ACCES, as mountd refuses a directory "below nearest
+// filesystem" (get_rootfh compares the devices; the mount is compared too, as for
+// every other call, see Server.visible).
 func (s *Server) mount(ctx context.Context, req *oncrpc.Request, dirpath string, res *xdr.Encoder) {
 	var r nfs3.MntRes
 	var rel string
 	rel, r.Status = s.mountPath(dirpath)
+	var g *exports.Options
 	if r.Status == nfs3.MountOK {
-		if g := s.grant(ctx, req); g == nil || !portOK(g, req) {
+		if g = s.grant(ctx, req); g == nil || !portOK(g, req) {
 			r.Status = nfs3.MountErrAcces
 		}
 	}
@@ -225,6 +230,10 @@ func (s *Server) mount(ctx context.Context, req *oncrpc.Request, dirpath string,
 				r.Status = mountStatOf(statusOf(err))
 			} else if !isDir(&st) {
 				r.Status = nfs3.MountErrNotDir
+			} else if !g.CrossMount && (!s.onExportMount(&st) || keyOf(&st).dev != s.rootDev) {
+				r.Status = nfs3.MountErrAcces
+				s.log.Warn("request to mount a directory below the export's file system, without crossmnt",
+					"client", hostOf(req.RemoteAddr), "path", dirpath, "export", s.exportPath)
 			} else {
 				s.idx.put(keyOf(&st), rel)
 				r.FH = s.handles.encode(fhbuf[:0], idOf(&st))

@@ -14,20 +14,21 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
-func (s *Server) getattr(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) getattr(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var a nfs3.FHArgs
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
 	var r nfs3.GetattrRes
 	var st unix.Statx_t
-	if s.statCached(a.Object, &st) {
+	c := s.credOf(ctx, req)
+	if s.statCached(a.Object, &st, &c) {
 		s.fattr(&st, &r.Attr)
 		r.EncodeXDR(res)
 		return nil
 	}
 	var o object
-	r.Status = s.open(a.Object, &o)
+	r.Status = s.open(a.Object, &o, &c)
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
 		s.fattr(&o.st, &r.Attr)
@@ -37,14 +38,14 @@ func (s *Server) getattr(_ context.Context, req *oncrpc.Request, res *xdr.Encode
 }
 
 // statCached fills st with the attributes of the file fh names if the open-file cache
-// holds it and it is still valid there (see revalidate); otherwise the caller resolves
-// fh itself.
-func (s *Server) statCached(fh nfs3.FH, st *unix.Statx_t) bool {
-	f := s.files.get(fh)
+// holds it for the caller c and it is still valid there (see revalidate); otherwise
+// the caller resolves fh itself.
+func (s *Server) statCached(fh nfs3.FH, st *unix.Statx_t, c *cred) bool {
+	f := s.cached(fh, c)
 	if f == nil {
 		return false
 	}
-	ok := s.revalidate(f, st) == nfs3.StatusOK
+	ok := s.revalidate(f, st, c) == nfs3.StatusOK
 	if !ok {
 		s.files.remove(f)
 	}
@@ -52,15 +53,17 @@ func (s *Server) statCached(fh nfs3.FH, st *unix.Statx_t) bool {
 	return ok
 }
 
-// openFHArgs decodes the arguments of GETATTR, READLINK, FSSTAT, FSINFO or PATHCONF
-// (a file handle alone) and opens the object, setting *status. Only an argument that
-// does not decode is an error (GARBAGE_ARGS); the caller closes o otherwise.
-func (s *Server) openFHArgs(req *oncrpc.Request, o *object, status *nfs3.Status) error {
+// openFHArgs decodes the arguments of READLINK, FSSTAT, FSINFO or PATHCONF (a file
+// handle alone) and opens the object for the caller, setting *status. Only an
+// argument that does not decode is an error (GARBAGE_ARGS); the caller closes o
+// otherwise.
+func (s *Server) openFHArgs(ctx context.Context, req *oncrpc.Request, o *object, status *nfs3.Status) error {
 	var a nfs3.FHArgs
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
-	*status = s.open(a.Object, o)
+	c := s.credOf(ctx, req)
+	*status = s.open(a.Object, o, &c)
 	return nil
 }
 
@@ -70,10 +73,10 @@ func (s *Server) setattr(ctx context.Context, req *oncrpc.Request, res *xdr.Enco
 		return garbage(err)
 	}
 	var o object
-	r := nfs3.WccRes{Status: s.open(a.Object, &o)}
+	c := s.credOf(ctx, req)
+	r := nfs3.WccRes{Status: s.open(a.Object, &o, &c)}
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
-		c := s.credOf(ctx, req)
 		r.Status = s.doSetattr(&o, &a, &c)
 		if r.Status == nfs3.StatusOK {
 			r.Status = statusOf(s.stableObject(&o))
@@ -166,9 +169,22 @@ func setTime(t nfs3.SetTime) unix.Timespec {
 	return unix.Timespec{Nsec: unix.UTIME_OMIT}
 }
 
-// child resolves name in the open directory dir, "." and ".." included, without
-// following symbolic links and without leaving the export.
-func (s *Server) child(dir *object, name []byte, st *unix.Statx_t) (string, nfs3.Status) {
+// child resolves name in the open directory dir for the caller c, "." and ".."
+// included, without following symbolic links and without leaving the export. A name
+// that is a mount point c may not cross (see visible) is NFS3ERR_ACCES: knfsd would
+// show the directory the mount covers, which a server in user space cannot reach.
+func (s *Server) child(dir *object, name []byte, st *unix.Statx_t, c *cred) (string, nfs3.Status) {
+	p, status := s.childStat(dir, name, st)
+	if status == nfs3.StatusOK && !s.visible(c, st) {
+		*st = unix.Statx_t{}
+		return "", nfs3.StatusAcces
+	}
+	return p, status
+}
+
+// childStat is child without the check of mount points: st may be the root of a file
+// system mounted on name.
+func (s *Server) childStat(dir *object, name []byte, st *unix.Statx_t) (string, nfs3.Status) {
 	if status := validName(name); status != nfs3.StatusOK {
 		return "", status
 	}
@@ -200,7 +216,7 @@ func (s *Server) child(dir *object, name []byte, st *unix.Statx_t) (string, nfs3
 
 // openDir resolves a directory handle and checks the caller may do want in it.
 func (s *Server) openDir(fh nfs3.FH, o *object, c *cred, want uint32) nfs3.Status {
-	if st := s.open(fh, o); st != nfs3.StatusOK {
+	if st := s.open(fh, o, c); st != nfs3.StatusOK {
 		return st
 	}
 	if !isDir(&o.st) {
@@ -226,7 +242,7 @@ func (s *Server) lookup(ctx context.Context, req *oncrpc.Request, res *xdr.Encod
 	if r.Status == nfs3.StatusOK {
 		var st unix.Statx_t
 		var p string
-		p, r.Status = s.child(&dir, a.What.Name, &st)
+		p, r.Status = s.child(&dir, a.What.Name, &st, &c)
 		if r.Status == nfs3.StatusOK {
 			s.idx.put(keyOf(&st), p)
 			r.Object = s.handles.encode(fhbuf[:0], idOf(&st))
@@ -245,14 +261,14 @@ func (s *Server) access(ctx context.Context, req *oncrpc.Request, res *xdr.Encod
 	}
 	var o object
 	var r nfs3.AccessRes
-	if s.statCached(a.Object, &o.st) {
+	c := s.credOf(ctx, req)
+	if s.statCached(a.Object, &o.st, &c) {
 		o.fd = -1
 	} else {
-		r.Status = s.open(a.Object, &o)
+		r.Status = s.open(a.Object, &o, &c)
 	}
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
-		c := s.credOf(ctx, req)
 		st := &o.st
 		var granted uint32
 		if allowed(&c, st, permR) {
@@ -278,10 +294,10 @@ func (s *Server) access(ctx context.Context, req *oncrpc.Request, res *xdr.Encod
 	return nil
 }
 
-func (s *Server) readlink(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) readlink(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var o object
 	var r nfs3.ReadlinkRes
-	if err := s.openFHArgs(req, &o, &r.Status); err != nil {
+	if err := s.openFHArgs(ctx, req, &o, &r.Status); err != nil {
 		return err
 	}
 	defer o.close()
@@ -327,11 +343,11 @@ func (s *Server) read(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder
 		return garbage(err)
 	}
 	var st unix.Statx_t
-	f, status := s.openIO(a.File, accRead, &st)
+	c := s.credOf(ctx, req)
+	f, status := s.openIO(a.File, accRead, &c, &st)
 	r := nfs3.ReadRes{Status: status}
 	if f != nil {
 		defer s.files.release(f)
-		c := s.credOf(ctx, req)
 		if !mayIO(&c, &st, permR) {
 			r.Status = nfs3.StatusAcces
 		} else {
@@ -438,13 +454,14 @@ func (s *Server) doWrite(f *openFile, st *unix.Statx_t, a *nfs3.WriteArgs, c *cr
 	return nfs3.StatusOK
 }
 
-func (s *Server) commit(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) commit(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var a nfs3.CommitArgs
 	if err := a.DecodeXDR(req.Args); err != nil {
 		return garbage(err)
 	}
 	var st unix.Statx_t
-	f, status := s.openIO(a.File, 0, &st)
+	c := s.credOf(ctx, req)
+	f, status := s.openIO(a.File, 0, &c, &st)
 	r := nfs3.CommitRes{Status: status}
 	if f != nil {
 		defer s.files.release(f)
@@ -649,11 +666,20 @@ func (s *Server) doCreate(dir *object, a *nfs3.CreateArgs, c *cred, r *nfs3.Crea
 		return statusOf(err)
 	}
 	defer unix.Close(fd)
-	switch a.Mode {
-	case nfs3.Guarded:
-		if !fresh {
-			return nfs3.StatusExist
+	if a.Mode == nfs3.Guarded && !fresh {
+		return nfs3.StatusExist
+	}
+	var st unix.Statx_t // what name holds, when it existed
+	if !fresh {
+		if err := statFD(fd, &st); err != nil {
+			return statusOf(err)
 		}
+		if !s.visible(c, &st) {
+			// A mount point c may not cross is not there for c to open (see child).
+			return nfs3.StatusAcces
+		}
+	}
+	switch a.Mode {
 	case nfs3.Exclusive:
 		v0 := int64(uint32(a.Verf[0])<<24 | uint32(a.Verf[1])<<16 | uint32(a.Verf[2])<<8 | uint32(a.Verf[3]))
 		v1 := int64(uint32(a.Verf[4])<<24 | uint32(a.Verf[5])<<16 | uint32(a.Verf[6])<<8 | uint32(a.Verf[7]))
@@ -664,10 +690,6 @@ func (s *Server) doCreate(dir *object, a *nfs3.CreateArgs, c *cred, r *nfs3.Crea
 			}
 		} else {
 			// A retransmitted EXCLUSIVE create finds the verifier it stored.
-			var st unix.Statx_t
-			if err := statFD(fd, &st); err != nil {
-				return statusOf(err)
-			}
 			if !isReg(&st) || st.Mtime.Sec != v0 || st.Atime.Sec != v1 {
 				return nfs3.StatusExist
 			}
@@ -675,10 +697,6 @@ func (s *Server) doCreate(dir *object, a *nfs3.CreateArgs, c *cred, r *nfs3.Crea
 		return s.createdFD(dir, name, fd, c, nil, fresh, r, fhbuf)
 	default: // UNCHECKED
 		if !fresh {
-			var st unix.Statx_t
-			if err := statFD(fd, &st); err != nil {
-				return statusOf(err)
-			}
 			if !isReg(&st) {
 				return nfs3.StatusExist
 			}
@@ -901,7 +919,7 @@ func (s *Server) link(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder
 	var r nfs3.LinkRes
 	c := s.credOf(ctx, req)
 	dir.fd = -1
-	r.Status = s.open(a.File, &file)
+	r.Status = s.open(a.File, &file, &c)
 	defer file.close()
 	if r.Status == nfs3.StatusOK {
 		r.Status = s.crossExport(s.openCreateDir(&a.Link, &dir, &c), a.Link.Dir)
@@ -929,10 +947,10 @@ func (s *Server) link(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder
 	return nil
 }
 
-func (s *Server) fsstat(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) fsstat(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var o object
 	var r nfs3.FsstatRes
-	if err := s.openFHArgs(req, &o, &r.Status); err != nil {
+	if err := s.openFHArgs(ctx, req, &o, &r.Status); err != nil {
 		return err
 	}
 	defer o.close()
@@ -951,10 +969,10 @@ func (s *Server) fsstat(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	return nil
 }
 
-func (s *Server) fsinfo(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) fsinfo(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var o object
 	var r nfs3.FsinfoRes
-	if err := s.openFHArgs(req, &o, &r.Status); err != nil {
+	if err := s.openFHArgs(ctx, req, &o, &r.Status); err != nil {
 		return err
 	}
 	defer o.close()
@@ -972,10 +990,10 @@ func (s *Server) fsinfo(_ context.Context, req *oncrpc.Request, res *xdr.Encoder
 	return nil
 }
 
-func (s *Server) pathconf(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+func (s *Server) pathconf(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 	var o object
 	var r nfs3.PathconfRes
-	if err := s.openFHArgs(req, &o, &r.Status); err != nil {
+	if err := s.openFHArgs(ctx, req, &o, &r.Status); err != nil {
 		return err
 	}
 	defer o.close()

@@ -19,6 +19,9 @@ type cred struct {
 	group0 uint32
 	// ro: the caller's client entry (or Options.ReadOnly) makes the export read-only.
 	ro bool
+	// crossmnt: the caller's client entry (or Options.CrossMount) lets it reach the
+	// file systems mounted below the export root (see Server.visible).
+	crossmnt bool
 }
 
 // credOf returns the identity req acts as under the options its client entry grants
@@ -32,7 +35,7 @@ func (s *Server) credOf(ctx context.Context, req *oncrpc.Request) cred {
 	if g == nil {
 		return cred{uid: s.static.AnonUID, gid: s.static.AnonGID, group0: s.static.AnonGID, ro: true}
 	}
-	c := cred{uid: g.AnonUID, gid: g.AnonGID, group0: g.AnonGID, ro: g.ReadOnly}
+	c := cred{uid: g.AnonUID, gid: g.AnonGID, group0: g.AnonGID, ro: g.ReadOnly, crossmnt: g.CrossMount}
 	a := req.AuthSys
 	if a == nil || g.AllSquash {
 		// all_squash wins over no_root_squash, as in knfsd.

@@ -3,12 +3,13 @@
 package nfsserver
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
-	"os"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -86,6 +87,9 @@ func cookieOfHash(h uint64) uint64 { return max(h, firstCookie) }
 type dirent struct {
 	cookie uint64
 	name   string
+	// ino is the inode number the directory holds for name (d_ino): for a mount point,
+	// that of the directory the mount covers. 0 for "." and "..".
+	ino uint64
 }
 
 // compareDirents orders a listing: by cookie, then, for equal cookies, by name.
@@ -156,17 +160,16 @@ func (s *Server) listDir(dir *object, cookie uint64) ([]dirent, error) {
 		if err != nil {
 			return nil, err
 		}
-		f := os.NewFile(uintptr(fd), "dir")
-		names, err := f.Readdirnames(-1)
-		f.Close()
+		ents, err := readDirents(fd)
+		unix.Close(fd)
 		if err != nil {
 			return nil, err
 		}
-		names = append(names, ".", "..")
-		l = &dirListing{mtime: dir.st.Mtime, ctime: dir.st.Ctime, ents: make([]dirent, len(names))}
-		for i, n := range names {
-			l.ents[i] = dirent{s.dirs.key.cookie(n), n}
+		ents = append(ents, dirent{name: "."}, dirent{name: ".."})
+		for i := range ents {
+			ents[i].cookie = s.dirs.key.cookie(ents[i].name)
 		}
+		l = &dirListing{mtime: dir.st.Mtime, ctime: dir.st.Ctime, ents: ents}
 		slices.SortFunc(l.ents, compareDirents)
 		s.dirs.put(keyOf(&dir.st), l)
 	}
@@ -175,6 +178,44 @@ func (s *Server) listDir(dir *object, cookie uint64) ([]dirent, error) {
 		i = len(l.ents)
 	}
 	return l.ents[i:], nil
+}
+
+// readDirents reads every entry of the open directory fd but "." and "..", with the
+// inode number it holds for each (getdents64), as os.File.Readdirnames would list
+// them (entries with inode 0 skipped), without the cookies.
+func readDirents(fd int) ([]dirent, error) {
+	buf := make([]byte, 32<<10)
+	var ents []dirent
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("nfsserver: reading a directory: %w", err)
+		}
+		if n <= 0 {
+			return ents, nil
+		}
+		// struct linux_dirent64: d_ino (8 bytes), d_off (8), d_reclen (2), d_type (1),
+		// d_name (NUL-terminated), in the machine's byte order.
+		for b := buf[:n]; len(b) >= 19; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:]))
+			if reclen < 19 || reclen > len(b) {
+				return nil, fmt.Errorf("nfsserver: reading a directory: bad record length %d", reclen)
+			}
+			ino := binary.NativeEndian.Uint64(b)
+			name := b[19:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			b = b[reclen:]
+			if ino == 0 || string(name) == "." || string(name) == ".." {
+				continue
+			}
+			ents = append(ents, dirent{name: string(name), ino: ino})
+		}
+	}
 }
 
 func cookieVerf(st *unix.Statx_t) [nfs3.CookieVerfSize]byte {
@@ -195,14 +236,17 @@ func (s *Server) readdir(ctx context.Context, req *oncrpc.Request, res *xdr.Enco
 	r.Status = s.openDir(a.Dir, &dir, &c, permR)
 	defer dir.close()
 	if r.Status == nfs3.StatusOK {
-		r.Status = s.doReaddir(&dir, &a, &r)
+		r.Status = s.doReaddir(&dir, &a, &r, &c)
 	}
 	r.DirAttr = s.attr(&dir)
 	r.EncodeXDR(res)
 	return nil
 }
 
-func (s *Server) doReaddir(dir *object, a *nfs3.ReaddirArgs, r *nfs3.ReaddirRes) nfs3.Status {
+// doReaddir fills READDIR's entries for the caller c. A mount point c may not cross
+// (see visible) is listed with the fileid of the directory it covers, as knfsd lists
+// it.
+func (s *Server) doReaddir(dir *object, a *nfs3.ReaddirArgs, r *nfs3.ReaddirRes, c *cred) nfs3.Status {
 	ents, err := s.listDir(dir, a.Cookie)
 	if err != nil {
 		return statusOf(err)
@@ -218,10 +262,14 @@ func (s *Server) doReaddir(dir *object, a *nfs3.ReaddirArgs, r *nfs3.ReaddirRes)
 			r.EOF = false
 			break
 		}
-		if _, status := s.child(dir, []byte(e.name), &st); status != nfs3.StatusOK {
+		if _, status := s.childStat(dir, []byte(e.name), &st); status != nfs3.StatusOK {
 			continue // removed since it was listed
 		}
-		r.Entries = append(r.Entries, nfs3.DirEntry{FileID: st.Ino, Name: []byte(e.name), Cookie: e.cookie})
+		fileid := st.Ino
+		if !s.visible(c, &st) {
+			fileid = e.ino
+		}
+		r.Entries = append(r.Entries, nfs3.DirEntry{FileID: fileid, Name: []byte(e.name), Cookie: e.cookie})
 		used += n
 	}
 	if len(r.Entries) == 0 && !r.EOF {
@@ -243,16 +291,20 @@ func (s *Server) readdirplus(ctx context.Context, req *oncrpc.Request, res *xdr.
 	r.Status = s.openDir(a.Dir, &dir, &c, permR|permX)
 	defer dir.close()
 	if r.Status == nfs3.StatusOK {
-		r.Status = s.doReaddirplus(&dir, &a, &r)
+		r.Status = s.doReaddirplus(&dir, &a, &r, &c)
 	}
 	r.DirAttr = s.attr(&dir)
 	r.EncodeXDR(res)
 	return nil
 }
 
-// doReaddirplus honours both limits of RFC 1813 §3.3.17: maxcount bounds the whole
-// READDIRPLUS3resok, dircount the directory information (fileid, name, cookie) alone.
-func (s *Server) doReaddirplus(dir *object, a *nfs3.ReaddirplusArgs, r *nfs3.ReaddirplusRes) nfs3.Status {
+// doReaddirplus fills READDIRPLUS's entries for the caller c. It honours both limits
+// of RFC 1813 §3.3.17: maxcount bounds the whole READDIRPLUS3resok, dircount the
+// directory information (fileid, name, cookie) alone. A mount point c may not cross
+// (see visible) is listed as knfsd lists every mount point (compose_entry_fh): with
+// the fileid of the directory it covers and neither attributes nor handle, so that
+// the client learns the name exists and that LOOKUP (NFS3ERR_ACCES) is the way to it.
+func (s *Server) doReaddirplus(dir *object, a *nfs3.ReaddirplusArgs, r *nfs3.ReaddirplusRes, c *cred) nfs3.Status {
 	ents, err := s.listDir(dir, a.Cookie)
 	if err != nil {
 		return statusOf(err)
@@ -265,16 +317,26 @@ func (s *Server) doReaddirplus(dir *object, a *nfs3.ReaddirplusArgs, r *nfs3.Rea
 	handles := make([]byte, 0, min(len(ents), limit/(nfs3.DirEntrySize(1)+8+HandleSize))*HandleSize)
 	var st unix.Statx_t
 	for _, e := range ents {
-		p, status := s.child(dir, []byte(e.name), &st)
+		p, status := s.childStat(dir, []byte(e.name), &st)
 		if status != nfs3.StatusOK {
 			continue
 		}
+		hidden := !s.visible(c, &st)
 		en := nfs3.DirEntryPlus{FileID: st.Ino, Name: []byte(e.name), Cookie: e.cookie, Attr: s.postOp(&st)}
 		en.Handle = nfs3.PostOpFH{Present: true, FH: sizingFH[:]} // for Size(); replaced below
+		if hidden {
+			en = nfs3.DirEntryPlus{FileID: e.ino, Name: []byte(e.name), Cookie: e.cookie}
+		}
 		dn := nfs3.DirEntrySize(len(e.name))
 		if used+en.Size() > limit || (dirLimit > 0 && dirUsed+dn > dirLimit && len(r.Entries) > 0) {
 			r.EOF = false
 			break
+		}
+		if hidden {
+			r.Entries = append(r.Entries, en)
+			used += en.Size()
+			dirUsed += dn
+			continue
 		}
 		if len(handles)+HandleSize > cap(handles) {
 			handles = make([]byte, 0, 64*HandleSize)

@@ -76,6 +76,15 @@ type Options struct {
 	// (those of a file system mounted below it report their device, as without FSID).
 	FSID    uint32
 	HasFSID bool
+	// CrossMount is the "crossmnt" export option of exports(5): serve the file systems
+	// mounted below Root too (each reports its own fsid). Without it the server serves
+	// only the objects on Root's own mount, as knfsd does not cross a mount point
+	// without crossmnt: LOOKUP of a mount point is NFS3ERR_ACCES (NFSv4:
+	// NFS4ERR_ACCESS), READDIRPLUS lists it without attributes or handle, a handle of
+	// an object on another mount is NFS3ERR_STALE and MNT of a directory on another
+	// mount or device is MNT3ERR_ACCES (see the package documentation). With
+	// SetClients, each client entry's own crossmnt decides instead.
+	CrossMount bool
 	// Logger receives control-path events (default: none).
 	Logger hclog.Logger
 	// NFS4 configures the NFSv4.1 service (lease and grace times, state bounds).
@@ -93,6 +102,9 @@ type Server struct {
 	log        hclog.Logger
 	rootFD     int
 	rootDev    uint64 // the device of the export root (see fsid)
+	rootKey    fileKey
+	rootMnt    uint64 // the id of the export root's mount, when hasRootMnt (see onExportMount)
+	hasRootMnt bool
 	exportPath string
 	handles    *handleCodec
 	idx        index
@@ -277,7 +289,9 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("nfsserver: stat export %s: %w", abs, err)
 	}
 	s.idx.put(keyOf(&st), "")
-	s.rootDev = keyOf(&st).dev
+	s.rootKey = keyOf(&st)
+	s.rootDev = s.rootKey.dev
+	s.rootMnt, s.hasRootMnt = st.Mnt_id, st.Mask&unix.STATX_MNT_ID != 0
 	s.bufs = make(chan *readBuf, maxIdleReadBufs)
 	s.smallBufs = make(chan *readBuf, maxIdleSmallReadBufs)
 	if !opts.member {
@@ -290,7 +304,8 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	s.log.Info("exporting", "root", abs, "path", opts.ExportPath, "read_only", opts.ReadOnly, "async", opts.Async, "max_io", opts.MaxIO)
+	s.log.Info("exporting", "root", abs, "path", opts.ExportPath, "read_only", opts.ReadOnly, "async", opts.Async,
+		"crossmnt", opts.CrossMount, "max_io", opts.MaxIO)
 	return s, nil
 }
 

@@ -1212,8 +1212,8 @@ func TestFSIDOption(t *testing.T) {
 
 // TestFSIDOptionOnlyOnExportFileSystem: with fsid= (Options.HasFSID), only the objects
 // on the export root's file system report it; those of a file system mounted below
-// the export root, which the server crosses into, keep their device's fsid, in NFSv3
-// and NFSv4.1 attributes. Every object used to report the export's fsid, so files of
+// the export root, which the server crosses into with crossmnt, keep their device's
+// fsid, in NFSv3 and NFSv4.1 attributes. Every object used to report the export's fsid, so files of
 // two file systems could share (fsid, fileid), the identity NFS clients (and st_dev
 // and st_ino users such as tar, du or find on them) go by. The test mounts two tmpfs,
 // one below the other, in a mount namespace of its own.
@@ -1246,7 +1246,7 @@ func TestFSIDOptionOnlyOnExportFileSystem(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	e := newEnv(t, Options{Root: top, HasFSID: true, FSID: 7})
+	e := newEnv(t, Options{Root: top, HasFSID: true, FSID: 7, CrossMount: true})
 	a1, st := e.c.lookup(e.root, "a")
 	wantStatus(t, "LOOKUP a", st, nfs3.StatusOK)
 	subFH, st := e.c.lookup(e.root, "sub")

@@ -28,11 +28,11 @@ func (c *compound) curAttrs(req nfs4.Bitmap4, mask *nfs4.Bitmap4, a *nfs4.Fattr,
 	}
 	srv, fh := c.cur.srv, c.cur.fh()
 	var st unix.Statx_t
-	if !overlaps(*mask, fsStatAttrs) && srv.statCached(fh, &st) {
+	if !overlaps(*mask, fsStatAttrs) && srv.statCached(fh, &st, c.credFor(srv)) {
 		return c.exportAttrs(srv, &st, fh, -1, *mask, a, buf, false)
 	}
 	var o object
-	st3 := srv.open(fh, &o)
+	st3 := srv.open(fh, &o, c.credFor(srv))
 	defer o.close()
 	if st3 != nfs3.StatusOK {
 		return st4(st3)
@@ -137,9 +137,9 @@ func (c *compound) access(want uint32, r *nfs4.AccessRes) nfs4.Status {
 	}
 	srv, fh := c.cur.srv, c.cur.fh()
 	var st unix.Statx_t
-	if !srv.statCached(fh, &st) {
+	if !srv.statCached(fh, &st, c.credFor(srv)) {
 		var o object
-		st3 := srv.open(fh, &o)
+		st3 := srv.open(fh, &o, c.credFor(srv))
 		st = o.st
 		o.close()
 		if st3 != nfs3.StatusOK {
@@ -259,7 +259,7 @@ func (c *compound) setattr(sid nfs4.Stateid4, mask nfs4.Bitmap4, attrs *nfs4.Fat
 	}
 	srv := c.cur.srv
 	var o object
-	st3 := srv.open(c.cur.fh(), &o)
+	st3 := srv.open(c.cur.fh(), &o, c.credFor(srv))
 	defer o.close()
 	if st3 != nfs3.StatusOK {
 		return st4(st3)

@@ -211,7 +211,7 @@ func dirTypeStatus(st *unix.Statx_t) nfs4.Status {
 func (c *compound) openCurDir(dir *object, want uint32) nfs4.Status {
 	dir.fd = -1
 	srv := c.cur.srv
-	if st := srv.open(c.cur.fh(), dir); st != nfs3.StatusOK {
+	if st := srv.open(c.cur.fh(), dir, c.credFor(srv)); st != nfs3.StatusOK {
 		return st4(st)
 	}
 	if !isDir(&dir.st) {
@@ -253,13 +253,42 @@ func (c *compound) lookup(name []byte) nfs4.Status {
 		return st
 	}
 	var child unix.Statx_t
-	p, st3 := srv.child(&dir, name, &child)
+	p, st3 := srv.childStat(&dir, name, &child)
 	if st3 != nfs3.StatusOK {
 		return st4(st3)
+	}
+	if n := c.exportAt(srv, &child); n != nil {
+		return c.setPseudo(n)
+	}
+	if !srv.visible(c.credFor(srv), &child) {
+		return nfs4.ErrAccess // a mount point (see Server.child)
 	}
 	srv.idx.put(keyOf(&child), p)
 	c.setNewFH(srv, idOf(&child))
 	return nfs4.OK
+}
+
+// exportAt returns the pseudo file system's node of the export whose root is st, an
+// object of srv that is not on srv's root mount (a mount point LOOKUP or READDIR
+// met), if there is one and it admits the caller; nil otherwise. An NFSv4 client
+// crosses into such an export whatever srv's options, with that export's handles and
+// options, as knfsd lets NFSv4 clients cross into an exported mount
+// (nfsd_cross_mnt): that is how a client reaches an export nested in another by its
+// path (PUTROOTFH, then LOOKUP of each component).
+func (c *compound) exportAt(srv *Server, st *unix.Statx_t) *pseudoNode {
+	if srv.onExportMount(st) {
+		return nil
+	}
+	for _, s := range c.set.list {
+		if s == srv || s.rootKey != keyOf(st) ||
+			(s.hasRootMnt && st.Mask&unix.STATX_MNT_ID != 0 && s.rootMnt != st.Mnt_id) {
+			continue
+		}
+		if n := c.set.pseudo.byExp[s]; n != nil && c.admits(s) {
+			return n
+		}
+	}
+	return nil
 }
 
 func (c *compound) opLookupp(op nfs4.OpNum) nfs4.Status { return c.only(op, c.lookupp()) }
@@ -290,7 +319,7 @@ func (c *compound) lookupp() nfs4.Status {
 		return c.setPseudo(n.parent)
 	}
 	var parent unix.Statx_t
-	p, st3 := srv.child(&dir, []byte(".."), &parent)
+	p, st3 := srv.child(&dir, []byte(".."), &parent, c.credFor(srv))
 	if st3 != nfs3.StatusOK {
 		return st4(st3)
 	}

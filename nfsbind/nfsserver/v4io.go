@@ -80,7 +80,7 @@ func (c *compound) read(a *nfs4.ReadArgs, r *nfs4.ReadRes) nfs4.Status {
 		return st
 	}
 	var stx unix.Statx_t
-	f, st3 := srv.openIO(c.cur.fh(), accRead, &stx)
+	f, st3 := srv.openIO(c.cur.fh(), accRead, c.credFor(srv), &stx)
 	if f == nil {
 		return st4(st3)
 	}
@@ -185,7 +185,7 @@ func (c *compound) commit(r *nfs4.CommitRes) nfs4.Status {
 		return st
 	}
 	var stx unix.Statx_t
-	f, st3 := srv.openIO(c.cur.fh(), 0, &stx)
+	f, st3 := srv.openIO(c.cur.fh(), 0, c.credFor(srv), &stx)
 	if f == nil {
 		return st4(st3)
 	}

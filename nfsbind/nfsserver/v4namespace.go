@@ -196,7 +196,7 @@ func (c *compound) openSaved(o *object) nfs4.Status {
 	case c.saved.srv != c.cur.srv:
 		return nfs4.ErrXdev
 	}
-	return st4(c.saved.srv.open(c.saved.fh(), o))
+	return st4(c.saved.srv.open(c.saved.fh(), o, c.credFor(c.saved.srv)))
 }
 
 func (c *compound) opRename(op nfs4.OpNum) nfs4.Status {
@@ -310,7 +310,7 @@ func (c *compound) readlink(buf []byte, r *nfs4.ReadlinkRes) nfs4.Status {
 		return nfs4.ErrInval
 	}
 	var o object
-	st3 := c.cur.srv.open(c.cur.fh(), &o)
+	st3 := c.cur.srv.open(c.cur.fh(), &o, c.credFor(c.cur.srv))
 	defer o.close()
 	switch {
 	case st3 != nfs3.StatusOK:
@@ -407,6 +407,7 @@ func (c *compound) readdir(a *nfs4.ReaddirArgs) (st nfs4.Status, written bool) {
 	attrs := &c.ops.readdirAttrs
 	var child unix.Statx_t
 	var fhbuf [HandleSize]byte
+	cr := c.credFor(srv)
 	for _, e := range ents {
 		if e.name == "." || e.name == ".." {
 			continue
@@ -414,19 +415,53 @@ func (c *compound) readdir(a *nfs4.ReaddirArgs) (st nfs4.Status, written bool) {
 		if statAt(dir.fd, e.name, &child) != nil {
 			continue // removed since it was listed
 		}
-		fh := srv.handles.encode(fhbuf[:0], idOf(&child))
-		if st := c.exportAttrs(srv, &child, fh, -1, *mask, attrs, &c.ops.attrBuf, false); st != nfs4.OK {
-			w.Abort(st)
-			return st, true
+		entMask, index := *mask, false
+		switch n := c.exportAt(srv, &child); {
+		case n != nil:
+			// The root of a nested export: as LOOKUP crosses into it.
+			fh := n.export.handles.encode(fhbuf[:0], idOf(&child))
+			if st := c.exportAttrs(n.export, &child, fh, -1, entMask, attrs, &c.ops.attrBuf, false); st != nfs4.OK {
+				w.Abort(st)
+				return st, true
+			}
+			attrs.MountedOnFileid = e.ino
+		case !srv.visible(cr, &child):
+			// A mount point the caller may not cross: its name, with rdattr_error
+			// NFS4ERR_ACCESS and no other attribute, as knfsd answers an entry whose
+			// attributes it cannot give; a READDIR asking for attributes but not
+			// rdattr_error fails with that error, as RFC 8881 §18.23.3 has it (the
+			// Linux client always asks for rdattr_error).
+			if len(entMask) > 0 && !entMask.Has(nfs4.AttrRdattrError) {
+				w.Abort(nfs4.ErrAccess)
+				return nfs4.ErrAccess, true
+			}
+			if len(entMask) > 0 {
+				entMask = rdattrErrorOnly
+			}
+			c.v.commonAttrs(attrs)
+			attrs.RdattrError = nfs4.ErrAccess
+		default:
+			fh := srv.handles.encode(fhbuf[:0], idOf(&child))
+			if st := c.exportAttrs(srv, &child, fh, -1, entMask, attrs, &c.ops.attrBuf, false); st != nfs4.OK {
+				w.Abort(st)
+				return st, true
+			}
+			index = true
 		}
-		if !w.Add(e.cookie, []byte(e.name), *mask, attrs) {
+		if !w.Add(e.cookie, []byte(e.name), entMask, attrs) {
 			eof = false
 			break
 		}
-		srv.idx.put(keyOf(&child), joinPath(dir.path, e.name))
+		if index {
+			srv.idx.put(keyOf(&child), joinPath(dir.path, e.name))
+		}
 	}
 	return c.readdirEnd(eof), true
 }
+
+// rdattrErrorOnly is the attribute mask of a READDIR entry whose attributes cannot
+// be given: rdattr_error alone.
+var rdattrErrorOnly = nfs4.NewBitmap(nfs4.AttrRdattrError)
 
 // readdirEnd finishes the READDIR4res: NFS4ERR_TOOSMALL when not even one entry fit
 // and the directory has more.

@@ -123,7 +123,7 @@ func (c *compound) openByName(a *nfs4.OpenArgs, r *nfs4.OpenRes) nfs4.Status {
 			return st
 		}
 		var child unix.Statx_t
-		p, st3 := srv.child(&dir, name, &child)
+		p, st3 := srv.child(&dir, name, &child, c.credFor(srv))
 		if st3 != nfs3.StatusOK {
 			return st4(st3)
 		}
@@ -224,7 +224,7 @@ func (c *compound) openCreate(srv *Server, dir *object, a *nfs4.OpenArgs, r *nfs
 	}
 	if h.Mode == nfs4.Exclusive41 && !existed && (excl.SetMode || excl.SetUID || excl.SetGID) {
 		var o object
-		if st3 := srv.open(fh, &o); st3 != nfs3.StatusOK {
+		if st3 := srv.open(fh, &o, cr); st3 != nfs3.StatusOK {
 			return nil, false, createSize{}, st4(st3)
 		}
 		st3 := srv.doSetattr(&o, &nfs3.SetattrArgs{Attr: excl}, cr)
@@ -255,7 +255,7 @@ func (c *compound) openFile(a *nfs4.OpenArgs, r *nfs4.OpenRes, fresh bool, size 
 	}
 	srv, cr := c.cur.srv, c.credFor(c.cur.srv)
 	var o object
-	st3 := srv.open(c.cur.fh(), &o)
+	st3 := srv.open(c.cur.fh(), &o, cr)
 	defer o.close()
 	if st3 != nfs3.StatusOK {
 		return st4(st3)

@@ -1,0 +1,353 @@
+//go:build linux
+
+package nfsserver
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
+)
+
+// mountTmpfs mounts a tmpfs named src on dir for the rest of the test (which runs in
+// a mount namespace of its own, see inPrivateMountNS), skipping the test when it
+// cannot.
+func mountTmpfs(t *testing.T, src, dir string) {
+	t.Helper()
+	if err := unix.Mount(src, dir, "tmpfs", 0, "mode=0777"); err != nil {
+		t.Skipf("cannot mount tmpfs on %s: %v", dir, err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+}
+
+// inoOf returns the inode number of path.
+func inoOf(t *testing.T, path string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+// devOf returns the device of path.
+func devOf(t *testing.T, path string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Dev
+}
+
+// mountsBelow builds, in top, a file "a" on top's own file system, a tmpfs on "sub"
+// holding the file "f" and the directory "d", and on "bind" a bind mount of a
+// directory of top's own file system from outside top, holding "o". It returns the
+// inode numbers of the directories "sub" and "bind" the mounts cover.
+func mountsBelow(t *testing.T, top string) (subIno, bindIno uint64) {
+	t.Helper()
+	outside := t.TempDir() // the same file system as top, but not below it
+	for _, f := range []struct{ path, data string }{
+		{filepath.Join(top, "a"), "on the export's own file system"},
+		{filepath.Join(outside, "o"), "outside the export"},
+	} {
+		if err := os.WriteFile(f.path, []byte(f.data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub, bind := filepath.Join(top, "sub"), filepath.Join(top, "bind")
+	for _, d := range []string{sub, bind} {
+		if err := os.Mkdir(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subIno, bindIno = inoOf(t, sub), inoOf(t, bind)
+	mountTmpfs(t, "nfsserver-crossmnt", sub)
+	if err := os.WriteFile(filepath.Join(sub, "f"), []byte("on the file system mounted below"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(sub, "d"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(outside, bind, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("cannot bind-mount %s on %s: %v", outside, bind, err)
+	}
+	t.Cleanup(func() { unix.Unmount(bind, unix.MNT_DETACH) })
+	return subIno, bindIno
+}
+
+// readdirplus returns the entries of dir by name, from one READDIRPLUS.
+func (c *client) readdirplus(dir nfs3.FH) map[string]nfs3.DirEntryPlus {
+	c.t.Helper()
+	var r nfs3.ReaddirplusRes
+	c.must(nfs3.ProcReaddirplus, &nfs3.ReaddirplusArgs{Dir: dir, DirCount: 65536, MaxCount: 65536}, &r)
+	wantStatus(c.t, "READDIRPLUS", r.Status, nfs3.StatusOK)
+	if !r.EOF {
+		c.t.Fatal("READDIRPLUS did not reach the end of the directory")
+	}
+	m := map[string]nfs3.DirEntryPlus{}
+	for _, en := range r.Entries {
+		m[string(en.Name)] = en
+	}
+	return m
+}
+
+// readdir4 returns the entries of dir by name, from one READDIR asking for mask.
+func (c *v4client) readdir4(dir nfs4.FH, mask nfs4.Bitmap4) (nfs4.Status, map[string]nfs4.Entry4) {
+	c.t.Helper()
+	res := c.call(&nfs4.PutfhArgs{Object: dir}, &nfs4.ReaddirArgs{DirCount: 65536, MaxCount: 65536, AttrRequest: mask})
+	if res.Status != nfs4.OK {
+		return res.Status, nil
+	}
+	m := map[string]nfs4.Entry4{}
+	for _, en := range res.Results[2].(*nfs4.ReaddirRes).Entries {
+		m[string(en.Name)] = en
+	}
+	return nfs4.OK, m
+}
+
+// TestNoCrossmntHidesMountsBelow: without crossmnt, nothing mounted below the export
+// root is served, neither a file system of its own (a tmpfs) nor a bind mount of a
+// directory of the export's own file system, in NFSv3, MOUNT and NFSv4.1. knfsd shows
+// the directory a mount covers instead (nfsd_cross_mnt does not cross), which a server
+// in user space cannot reach, so: LOOKUP of a mount point is NFS3ERR_ACCES
+// (NFS4ERR_ACCESS); READDIRPLUS lists it with the covered directory's fileid and
+// neither attributes nor handle, as knfsd lists every mount point (compose_entry_fh);
+// NFSv4 READDIR gives it rdattr_error NFS4ERR_ACCESS alone; MNT of a directory on it
+// is MNT3ERR_ACCES, as mountd refuses one "below nearest filesystem"; and CREATE of
+// its name does not open it. The server used to cross every mount point, so that an
+// export of / served /proc, /sys and every other mount.
+func TestNoCrossmntHidesMountsBelow(t *testing.T) {
+	if !inPrivateMountNS(t) {
+		return
+	}
+	top := t.TempDir()
+	subIno, bindIno := mountsBelow(t, top)
+	e := newEnv(t, Options{Root: top})
+	c := e.c
+
+	a, st := c.lookup(e.root, "a")
+	wantStatus(t, "LOOKUP a", st, nfs3.StatusOK)
+	for _, name := range []string{"sub", "bind"} {
+		_, st := c.lookup(e.root, name)
+		wantStatus(t, "LOOKUP of the mount point "+name, st, nfs3.StatusAcces)
+	}
+
+	ents := c.readdirplus(e.root)
+	if en := ents["a"]; !en.Attr.Present || !en.Handle.Present || !bytes.Equal(en.Handle.FH, a) {
+		t.Errorf("READDIRPLUS entry a: %+v, want its attributes and handle", en)
+	}
+	for name, ino := range map[string]uint64{"sub": subIno, "bind": bindIno} {
+		en, ok := ents[name]
+		switch {
+		case !ok:
+			t.Errorf("READDIRPLUS does not list the mount point %s", name)
+		case en.Attr.Present || en.Handle.Present:
+			t.Errorf("READDIRPLUS entry %s: attributes %v, handle %v, want neither", name, en.Attr.Present, en.Handle.Present)
+		case en.FileID != ino:
+			t.Errorf("READDIRPLUS entry %s: fileid %d, want %d, the covered directory's", name, en.FileID, ino)
+		}
+	}
+	var rd nfs3.ReaddirRes
+	c.must(nfs3.ProcReaddir, &nfs3.ReaddirArgs{Dir: e.root, Count: 65536}, &rd)
+	wantStatus(t, "READDIR", rd.Status, nfs3.StatusOK)
+	for _, en := range rd.Entries {
+		if string(en.Name) == "sub" && en.FileID != subIno {
+			t.Errorf("READDIR entry sub: fileid %d, want %d, the covered directory's", en.FileID, subIno)
+		}
+	}
+
+	for _, p := range []string{"sub", "sub/d", "bind"} {
+		if _, ms := c.mountStatus(e.srv.ExportPath() + "/" + p); ms != nfs3.MountErrAcces {
+			t.Errorf("MNT of %s, below the export's file system: %v, want MNT3ERR_ACCES", p, ms)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(top, "plain"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, ms := c.mountStatus(e.srv.ExportPath() + "/plain"); ms != nfs3.MountOK {
+		t.Errorf("MNT of a directory of the export's file system: %v", ms)
+	}
+
+	var cr nfs3.CreateRes
+	c.must(nfs3.ProcCreate, &nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: e.root, Name: []byte("sub")}, Mode: nfs3.Unchecked,
+		Attr: nfs3.Sattr{SetSize: true}}, &cr)
+	wantStatus(t, "CREATE UNCHECKED of the mount point sub", cr.Status, nfs3.StatusAcces)
+
+	c4 := e.v4(rootCred())
+	c4.mount()
+	path := e.exportComponents()
+	wantStatus4(t, "NFSv4 LOOKUP of the mount point sub", c4.call(putroot(append(path, "sub")...)...), nfs4.ErrAccess)
+	wantStatus4(t, "NFSv4 LOOKUP of the mount point bind", c4.call(putroot(append(path, "bind")...)...), nfs4.ErrAccess)
+	root4 := c4.lookupFH(path...)
+	st4, ents4 := c4.readdir4(root4, nfs4.NewBitmap(nfs4.AttrRdattrError, nfs4.AttrType, nfs4.AttrFileid, nfs4.AttrFilehandle))
+	if st4 != nfs4.OK {
+		t.Fatalf("NFSv4 READDIR asking for rdattr_error: %v", st4)
+	}
+	if en := ents4["a"]; en.Attrs.Fileid != inoOf(t, filepath.Join(top, "a")) {
+		t.Errorf("NFSv4 READDIR entry a: fileid %d", en.Attrs.Fileid)
+	}
+	for _, name := range []string{"sub", "bind"} {
+		en, ok := ents4[name]
+		if !ok || !bitmapEqual(en.Mask, rdattrErrorOnly) || en.Attrs.RdattrError != nfs4.ErrAccess {
+			t.Errorf("NFSv4 READDIR entry %s (listed %v): mask %v rdattr_error %v, want rdattr_error NFS4ERR_ACCESS alone",
+				name, ok, en.Mask, en.Attrs.RdattrError)
+		}
+	}
+	if st4, _ := c4.readdir4(root4, nfs4.NewBitmap(nfs4.AttrType)); st4 != nfs4.ErrAccess {
+		t.Errorf("NFSv4 READDIR asking for attributes but not rdattr_error: %v, want NFS4ERR_ACCESS", st4)
+	}
+}
+
+// TestCrossmntHandleStaleAfterReload: with crossmnt, a client crosses into a file
+// system mounted below the export (LOOKUP, READDIRPLUS, MNT, NFSv4 LOOKUP), whose
+// objects report its own fsid; once the table is reloaded without crossmnt, the
+// handles it was given there are NFS3ERR_STALE (NFS4ERR_STALE) for every procedure,
+// that of a file the open-file cache holds open included, as knfsd answers a handle
+// of a file system the client has no export of.
+func TestCrossmntHandleStaleAfterReload(t *testing.T) {
+	if !inPrivateMountNS(t) {
+		return
+	}
+	const line = "%D 127.0.0.1(rw,insecure,no_root_squash%s)\n"
+	var sub string
+	e, dir := newExportsEnv(t, strings.ReplaceAll(line, "%s", ",crossmnt"), func(dir string) {
+		sub = filepath.Join(dir, "sub")
+		if err := os.Mkdir(sub, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		mountTmpfs(t, "nfsserver-crossmnt", sub)
+		if err := os.WriteFile(filepath.Join(sub, "f"), []byte("secret"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sub, "g"), []byte("never read"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	c := e.dialFrom("127.0.0.1", false, rootCred())
+	root := c.mount(dir)
+	subFH, st := c.lookup(root, "sub")
+	wantStatus(t, "LOOKUP sub with crossmnt", st, nfs3.StatusOK)
+	f, st := c.lookup(subFH, "f")
+	wantStatus(t, "LOOKUP sub/f with crossmnt", st, nfs3.StatusOK)
+	g, st := c.lookup(subFH, "g")
+	wantStatus(t, "LOOKUP sub/g with crossmnt", st, nfs3.StatusOK)
+	if r := c.read(f, 0, 100); r.Status != nfs3.StatusOK || string(r.Data) != "secret" {
+		t.Fatalf("READ sub/f with crossmnt: %v %q", r.Status, r.Data)
+	}
+	rootAttr, _ := c.getattr(root)
+	fAttr, st := c.getattr(f)
+	wantStatus(t, "GETATTR sub/f with crossmnt", st, nfs3.StatusOK)
+	if fAttr.FSID != devOf(t, sub) || fAttr.FSID == rootAttr.FSID {
+		t.Errorf("fsid of sub/f %d (export root %d), want its own device's %d", fAttr.FSID, rootAttr.FSID, devOf(t, sub))
+	}
+	if en := c.readdirplus(root)["sub"]; !en.Attr.Present || !en.Handle.Present {
+		t.Errorf("READDIRPLUS entry sub with crossmnt: %+v, want attributes and handle", en)
+	}
+	if _, ms := c.mountStatus(dir + "/sub"); ms != nfs3.MountOK {
+		t.Errorf("MNT of sub with crossmnt: %v", ms)
+	}
+	c4 := e.v4From("127.0.0.1", false, rootCred())
+	c4.mount()
+	path := strings.Split(strings.Trim(dir, "/"), "/")
+	f4 := c4.lookupFH(append(path, "sub", "f")...)
+	if a := c4.getattr(f4, nfs4.AttrFSID); a.FSID.Major != devOf(t, sub) {
+		t.Errorf("NFSv4 fsid of sub/f %+v, want major %d", a.FSID, devOf(t, sub))
+	}
+	if e.x.Servers()[0].files.len() == 0 {
+		t.Fatal("READ left nothing in the open-file cache")
+	}
+
+	tab, err := exports.Parse("exports", []byte(strings.ReplaceAll(strings.ReplaceAll(line, "%s", ""), "%D", dir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.x.Load(tab); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.read(f, 0, 100); r.Status != nfs3.StatusStale || len(r.Data) != 0 {
+		t.Errorf("READ of the cached sub/f without crossmnt: %v %q, want NFS3ERR_STALE", r.Status, r.Data)
+	}
+	wantStatus(t, "WRITE sub/f without crossmnt", c.write(f, 0, []byte("x"), nfs3.FileSync).Status, nfs3.StatusStale)
+	var cm nfs3.CommitRes
+	c.must(nfs3.ProcCommit, &nfs3.CommitArgs{File: f}, &cm)
+	wantStatus(t, "COMMIT sub/f without crossmnt", cm.Status, nfs3.StatusStale)
+	for name, fh := range map[string]nfs3.FH{"sub": subFH, "sub/f": f, "sub/g": g} {
+		_, st := c.getattr(fh)
+		wantStatus(t, "GETATTR "+name+" without crossmnt", st, nfs3.StatusStale)
+	}
+	_, st = c.lookup(subFH, "f")
+	wantStatus(t, "LOOKUP in sub without crossmnt", st, nfs3.StatusStale)
+	_, st = c.lookup(root, "sub")
+	wantStatus(t, "LOOKUP sub without crossmnt", st, nfs3.StatusAcces)
+	if _, ms := c.mountStatus(dir + "/sub"); ms != nfs3.MountErrAcces {
+		t.Errorf("MNT of sub without crossmnt: %v, want MNT3ERR_ACCES", ms)
+	}
+	wantStatus4(t, "NFSv4 GETATTR of sub/f without crossmnt",
+		c4.call(&nfs4.PutfhArgs{Object: f4}, &nfs4.GetattrArgs{AttrRequest: nfs4.NewBitmap(nfs4.AttrSize)}), nfs4.ErrStale)
+	wantStatus4(t, "NFSv4 READ of sub/f without crossmnt",
+		c4.call(&nfs4.PutfhArgs{Object: f4}, &nfs4.ReadArgs{Count: 100}), nfs4.ErrStale)
+	if b, err := os.ReadFile(filepath.Join(sub, "f")); err != nil || string(b) != "secret" {
+		t.Errorf("sub/f now holds %q (%v)", b, err)
+	}
+}
+
+// TestCrossmntNestedExportOnItsOwnMount: an export that is a mount of its own below
+// another export keeps working without crossmnt. MNT of its path reaches it; an
+// NFSv4 client, which walks from the pseudo root through the parent export, crosses
+// into it at its mount point, with its own handles and fsid, as knfsd lets NFSv4
+// clients cross into an exported mount (nfsd_cross_mnt), and READDIR of the parent
+// shows it so; an NFSv3 LOOKUP from the parent does not cross (no nohide).
+func TestCrossmntNestedExportOnItsOwnMount(t *testing.T) {
+	if !inPrivateMountNS(t) {
+		return
+	}
+	e, dir := newExportsEnv(t, "%D 127.0.0.1(rw,insecure)\n%D/sub 127.0.0.1(rw,insecure,fsid=9)\n", func(dir string) {
+		sub := filepath.Join(dir, "sub")
+		if err := os.Mkdir(sub, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		mountTmpfs(t, "nfsserver-nested", sub)
+		if err := os.WriteFile(filepath.Join(sub, "f"), []byte("nested"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	exportID := func(fh []byte) uint32 { return binary.BigEndian.Uint32(fh[4:]) }
+	c := e.dialFrom("127.0.0.1", false, rootCred())
+	if fh := c.mount(dir + "/sub"); exportID(fh) != 9 {
+		t.Errorf("MNT of the nested export: export id %d, want 9", exportID(fh))
+	}
+	_, st := c.lookup(c.mount(dir), "sub")
+	wantStatus(t, "NFSv3 LOOKUP of the nested export's mount point from the parent", st, nfs3.StatusAcces)
+
+	c4 := e.v4From("127.0.0.1", false, rootCred())
+	c4.mount()
+	path := strings.Split(strings.Trim(dir, "/"), "/")
+	subFH := c4.lookupFH(append(path, "sub")...)
+	if exportID(subFH) != 9 {
+		t.Errorf("NFSv4 LOOKUP of the nested export: export id %d, want 9", exportID(subFH))
+	}
+	if a := c4.getattr(subFH, nfs4.AttrFSID); a.FSID.Major != 9 {
+		t.Errorf("NFSv4 fsid of the nested export's root %+v, want major 9", a.FSID)
+	}
+	f := c4.lookupFH(append(path, "sub", "f")...)
+	if a := c4.getattr(f, nfs4.AttrSize); a.Size != uint64(len("nested")) {
+		t.Errorf("NFSv4 size of sub/f %d", a.Size)
+	}
+	st4, ents := c4.readdir4(c4.lookupFH(path...), nfs4.NewBitmap(nfs4.AttrRdattrError, nfs4.AttrFSID, nfs4.AttrFilehandle, nfs4.AttrMountedOnFileid))
+	if st4 != nfs4.OK {
+		t.Fatalf("NFSv4 READDIR of the parent export: %v", st4)
+	}
+	if en := ents["sub"]; en.Attrs.FSID.Major != 9 || !bytes.Equal(en.Attrs.Filehandle, subFH) {
+		t.Errorf("NFSv4 READDIR entry sub: fsid %+v handle %x, want the nested export's root (fsid 9, handle %x)",
+			en.Attrs.FSID, en.Attrs.Filehandle, subFH)
+	}
+}
