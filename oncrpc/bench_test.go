@@ -155,24 +155,30 @@ func TestClientCallDoesNotAllocate(t *testing.T) {
 
 // A NULL round trip over TCP, client and server together (PendingCalls, record
 // writing and reading, dispatch), does not allocate in steady state, with or without a
-// per-try timeout.
+// per-try timeout, and with a context that can be cancelled or has a deadline (the
+// write watches the context only once it blocks).
 func TestTCPNullRoundTripAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are meaningless under -race")
 	}
 	_, addr := startTCPServer(t, nil, echoHandler())
 	tr := dialTCP(t, addr, nil)
-	for _, p := range []RetryPolicy{{}, {Timeout: time.Minute, MaxTries: 3}} {
-		c := NewClient(tr, testProg, testVers, WithRetry(p))
-		ctx := context.Background()
-		allocs := testing.AllocsPerRun(200, func() {
-			if err := c.Call(ctx, procNull, nil, nil); err != nil {
-				t.Fatal(err)
+	cancelable, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	withDeadline, cancel2 := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel2()
+	for _, ctx := range []context.Context{context.Background(), cancelable, withDeadline} {
+		for _, p := range []RetryPolicy{{}, {Timeout: time.Minute, MaxTries: 3}} {
+			c := NewClient(tr, testProg, testVers, WithRetry(p))
+			allocs := testing.AllocsPerRun(200, func() {
+				if err := c.Call(ctx, procNull, nil, nil); err != nil {
+					t.Fatal(err)
+				}
+			})
+			// sync.Pool may be emptied by a GC during the run; allow that, not a per-call cost.
+			if allocs >= 0.5 {
+				t.Fatalf("context %v, policy %+v: %.2f allocs per NULL round trip over TCP", ctx, p, allocs)
 			}
-		})
-		// sync.Pool may be emptied by a GC during the run; allow that, not a per-call cost.
-		if allocs >= 0.5 {
-			t.Fatalf("policy %+v: %.2f allocs per NULL round trip over TCP", p, allocs)
 		}
 	}
 }

@@ -37,6 +37,27 @@ type PendingCall struct {
 
 	done  chan error
 	timer *time.Timer
+	armed bool // timer started by startTimer for this try: Wait does not restart it
+}
+
+// startTimer starts p's per-try timer when p.Call.Timeout is positive, before the
+// call is sent, so that the try's timeout also bounds what the transport does before
+// Wait (waiting for its turn to write, writing); Wait then lets it run on. It returns
+// the timer's channel and the try's deadline, or nil and the zero time without a
+// timeout.
+func (p *PendingCall) startTimer() (<-chan time.Time, time.Time) {
+	d := p.Call.Timeout
+	if d <= 0 {
+		return nil, time.Time{}
+	}
+	deadline := time.Now().Add(d)
+	if p.timer == nil {
+		p.timer = time.NewTimer(d)
+	} else {
+		p.timer.Reset(d)
+	}
+	p.armed = true
+	return p.timer.C, deadline
 }
 
 // Complete hands err (nil: Reply has been filled in) to the waiter. Only the
@@ -97,9 +118,11 @@ func (t *PendingCalls) Len() int {
 func (t *PendingCalls) Wait(ctx context.Context, p *PendingCall) error {
 	var timeout <-chan time.Time
 	if d := p.Call.Timeout; d > 0 {
-		if p.timer == nil {
+		switch {
+		case p.armed: // started before the call was sent (startTimer)
+		case p.timer == nil:
 			p.timer = time.NewTimer(d)
-		} else {
+		default:
 			p.timer.Reset(d)
 		}
 		timeout = p.timer.C
@@ -114,6 +137,7 @@ func (t *PendingCalls) Wait(ctx context.Context, p *PendingCall) error {
 	}
 	if timeout != nil {
 		p.timer.Stop()
+		p.armed = false
 	}
 	t.release(p)
 	return err
@@ -140,6 +164,10 @@ func (t *PendingCalls) abandon(p *PendingCall, err error) error {
 }
 
 func (t *PendingCalls) release(p *PendingCall) {
+	if p.armed {
+		p.timer.Stop()
+		p.armed = false
+	}
 	p.Call, p.Reply = nil, nil
 	t.pool.Put(p)
 }
@@ -154,9 +182,40 @@ func (t *PendingCalls) FailAll(err error) {
 	t.mu.Unlock()
 }
 
+// xids appends the XIDs of the outstanding calls to buf.
+func (t *PendingCalls) xids(buf []uint32) []uint32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for xid := range t.m {
+		buf = append(buf, xid)
+	}
+	return buf
+}
+
+// copyForResend appends to buf the record of the outstanding call xid, built by v,
+// unless the call is gone or was sent on generation gen already; it marks the call as
+// sent on gen. Copying under the table's lock lets the transport write the record
+// without holding the lock: a call abandoned meanwhile (its RoundTrip returned, its
+// buffers reused by the caller) is not read.
+func (t *PendingCalls) copyForResend(xid uint32, gen uint64, v *recordVecs, buf []byte) ([]byte, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.m[xid]
+	if p == nil || p.Gen == gen {
+		return buf, false
+	}
+	p.Gen = gen
+	v.build(&p.Call.Msg)
+	for _, b := range v.iov {
+		buf = append(buf, b...)
+	}
+	clear(v.iov) // drop the references to the caller's buffers
+	return buf, true
+}
+
 // Each calls f for every outstanding call while holding the table's lock, so that no
-// call can complete, be abandoned, or be recycled meanwhile (a transport retransmits
-// after reconnecting this way). f must not block for long or call other methods of t.
+// call can complete, be abandoned, or be recycled meanwhile. f must not block (a call
+// waiting to be abandoned waits for it) or call other methods of t.
 func (t *PendingCalls) Each(f func(p *PendingCall)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

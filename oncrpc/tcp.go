@@ -44,7 +44,7 @@ type TCPOptions struct {
 	// socket) closes the connection, which ends its calls and frees what they hold.
 	// Default DefaultSendTimeout; negative: none. A client transport applies it only
 	// to its replies to reverse-direction calls (its calls are bounded by their
-	// contexts).
+	// contexts and per-try timeouts).
 	SendTimeout time.Duration
 	// Logger receives control-path events. Default: no logging.
 	Logger hclog.Logger
@@ -112,12 +112,19 @@ type TCPTransport struct {
 	dial    func(ctx context.Context) (net.Conn, error)
 	pending PendingCalls
 
-	wmu  sync.Mutex // guards conn, gen, vecs, nb, broken, reconnecting
-	conn net.Conn
-	gen  uint64
+	// wsem is the right to write on the connection, and to use vecs and nb: a
+	// one-slot semaphore rather than a mutex, so that a call gives up waiting for its
+	// turn when its context ends or its try times out (lockWrite).
+	wsem chan struct{}
 	vecs recordVecs
 	nb   net.Buffers
 
+	// mu guards conn, gen, broken and reconnecting. It is never held across I/O, so
+	// that Close and the reader can drop the connection while a write is blocked on
+	// it. conn and gen change only with wsem held too.
+	mu           sync.Mutex
+	conn         net.Conn
+	gen          uint64
 	broken       error // set when the connection is lost for good
 	reconnecting bool
 
@@ -164,7 +171,7 @@ func NewTCPTransport(c net.Conn, opts *TCPOptions) *TCPTransport {
 }
 
 func newTCPTransport(c net.Conn, opts *TCPOptions) *TCPTransport {
-	t := &TCPTransport{opts: opts.withDefaults()}
+	t := &TCPTransport{opts: opts.withDefaults(), wsem: make(chan struct{}, 1)}
 	t.vecs.maxFrag = t.opts.MaxFragment
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.conn, t.gen = c, 1
@@ -192,7 +199,11 @@ func (t *TCPTransport) Stats() TCPStats {
 	return st
 }
 
-// RoundTrip implements RoundTripper.
+// RoundTrip implements RoundTripper. The call's context and its try's Timeout bound
+// every step: waiting for its turn to write, writing (a peer that stops reading blocks
+// the write), and waiting for the reply. A call given up on in the middle of its
+// record leaves a partial record on the connection, which is then dropped (and
+// redialed by a transport made by DialTCP).
 func (t *TCPTransport) RoundTrip(ctx context.Context, call *ClientCall, reply *ClientReply) error {
 	if t.closed.Load() {
 		return ErrClosed
@@ -201,40 +212,153 @@ func (t *TCPTransport) RoundTrip(ctx context.Context, call *ClientCall, reply *C
 	if err != nil {
 		return err
 	}
-	t.wmu.Lock()
-	if t.broken != nil || t.closed.Load() {
-		err := t.broken
-		if t.closed.Load() {
-			err = ErrClosed
-		}
-		t.wmu.Unlock()
+	timeout, tryDeadline := p.startTimer()
+	if err := t.lockWrite(ctx, timeout); err != nil {
 		return t.pending.Fail(p, err)
 	}
-	var after func()
-	if t.conn != nil && p.Gen != t.gen {
-		p.Gen = t.gen
-		// A peer that stops reading must not hold the call past its deadline; a
-		// timed-out write leaves a partial record, so the connection is then lost.
-		deadline, hasDeadline := ctx.Deadline()
-		if hasDeadline {
-			t.conn.SetWriteDeadline(deadline)
+	t.mu.Lock()
+	c, gen, broken := t.conn, t.gen, t.broken
+	t.mu.Unlock()
+	if broken != nil || t.closed.Load() {
+		t.unlockWrite()
+		if t.closed.Load() {
+			broken = ErrClosed
 		}
-		if werr := t.write(t.conn, &call.Msg); werr != nil {
-			t.sendErrs.Add(1)
-			after = t.loseLocked(t.conn, werr)
-		} else if hasDeadline {
-			t.conn.SetWriteDeadline(time.Time{})
-		}
+		return t.pending.Fail(p, broken)
 	}
-	// With no connection, the reconnection resends the call.
-	t.wmu.Unlock()
-	if after != nil {
+	if c == nil || p.Gen == gen {
+		// With no connection, the reconnection resends the call; with p.Gen == gen,
+		// it has.
+		t.unlockWrite()
+		return t.pending.Wait(ctx, p)
+	}
+	p.Gen = gen
+	n, gaveUp, werr := t.send(ctx, c, &call.Msg, tryDeadline)
+	if werr == nil {
+		t.unlockWrite()
+		return t.pending.Wait(ctx, p)
+	}
+	if gaveUp && n == 0 {
+		// Nothing of the record went out: the connection is intact.
+		t.unlockWrite()
+		return t.pending.Fail(p, werr)
+	}
+	// A partial record corrupts the stream: drop the connection before another call
+	// can be written to it.
+	t.sendErrs.Add(1)
+	t.mu.Lock()
+	after := t.loseLocked(c, fmt.Errorf("writing call xid %#x (%d bytes sent): %w", call.XID, n, werr))
+	t.mu.Unlock()
+	t.unlockWrite()
+	if gaveUp {
+		err := t.pending.Fail(p, werr)
 		after()
+		return err
 	}
+	after()
 	return t.pending.Wait(ctx, p)
 }
 
-// write sends m as one record with one vectored write. t.wmu is held.
+// lockWrite waits for the right to write (t.wsem), for ctx to be done, for timeout
+// to fire (ErrTimeout) or for the transport to close (ErrClosed).
+func (t *TCPTransport) lockWrite(ctx context.Context, timeout <-chan time.Time) error {
+	select {
+	case t.wsem <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case t.wsem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timeout:
+		return ErrTimeout
+	case <-t.ctx.Done():
+		return ErrClosed
+	}
+}
+
+// unlockWrite gives the right to write back. The connection's write deadline is then
+// clear (or the connection dropped).
+func (t *TCPTransport) unlockWrite() { <-t.wsem }
+
+// writeWatchAfter is how long a call's write may stay blocked before its context is
+// watched (context.AfterFunc), on a connection whose writes resume after a deadline:
+// nearly every write completes at once and does not pay for the watch, which
+// allocates. It also bounds how late a cancellation interrupts a blocked write.
+const writeWatchAfter = time.Millisecond
+
+// resumable reports whether a write to c that hit its deadline can be taken up
+// where it stopped: true of the net package's socket connections, whose writes
+// report exactly what went out (a write timeout breaks a tls.Conn, say).
+func resumable(c net.Conn) bool {
+	switch c.(type) {
+	case *net.TCPConn, *net.UnixConn:
+		return true
+	}
+	return false
+}
+
+// send writes m as one record on c, with t.wsem held. It gives up when ctx ends or at
+// tryDeadline (zero: none) and then reports gaveUp with ctx's error or ErrTimeout. n
+// is the bytes of the record that went out. It leaves c's write deadline clear.
+func (t *TCPTransport) send(ctx context.Context, c net.Conn, m *Message, tryDeadline time.Time) (n int64, gaveUp bool, err error) {
+	t.vecs.build(m)
+	t.nb = t.vecs.iov
+	limit := tryDeadline
+	if d, ok := ctx.Deadline(); ok && (limit.IsZero() || d.Before(limit)) {
+		limit = d
+	}
+	watch := ctx.Done() != nil
+	if !watch && limit.IsZero() {
+		n, err = t.nb.WriteTo(c) // nothing to honour
+		return n, false, err
+	}
+	if watch && resumable(c) {
+		first := time.Now().Add(writeWatchAfter)
+		if !limit.IsZero() && !limit.After(first) {
+			watch = false // the deadline comes first
+		} else {
+			c.SetWriteDeadline(first)
+			n, err = t.nb.WriteTo(c)
+			if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+				c.SetWriteDeadline(time.Time{})
+				return n, false, err
+			}
+			// Still blocked: go on, watching ctx.
+		}
+	}
+	c.SetWriteDeadline(limit) // before the watch, which may set a past deadline at once
+	var stop func() bool
+	var woken chan struct{}
+	if watch {
+		woken = make(chan struct{})
+		stop = context.AfterFunc(ctx, func() {
+			c.SetWriteDeadline(aLongTimeAgo)
+			close(woken)
+		})
+	}
+	more, err := t.nb.WriteTo(c)
+	n += more
+	if stop != nil && !stop() {
+		<-woken // then clear the deadline it set
+	}
+	c.SetWriteDeadline(time.Time{})
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		cause := ctx.Err()
+		if cause == nil {
+			cause = context.DeadlineExceeded
+			if !tryDeadline.IsZero() && !time.Now().Before(tryDeadline) {
+				cause = ErrTimeout
+			}
+		}
+		return n, true, fmt.Errorf("oncrpc: sending call to %v: %w", c.RemoteAddr(), cause)
+	}
+	return n, false, err
+}
+
+// write sends m as one record with one vectored write. t.wsem is held.
 func (t *TCPTransport) write(c net.Conn, m *Message) error {
 	t.vecs.build(m)
 	t.nb = t.vecs.iov
@@ -287,14 +411,15 @@ func (t *TCPTransport) readLoop(c net.Conn) error {
 // connLost handles the end of connection c: once per connection, it closes c and
 // either starts reconnecting or fails every outstanding call.
 func (t *TCPTransport) connLost(c net.Conn, cause error) {
-	t.wmu.Lock()
+	t.mu.Lock()
 	after := t.loseLocked(c, cause)
-	t.wmu.Unlock()
+	t.mu.Unlock()
 	after()
 }
 
-// loseLocked is connLost with t.wmu held, so that no other call is written to a
-// connection known to be dead. It returns what to do once t.wmu is released.
+// loseLocked is connLost with t.mu held. A writer calls it before giving back t.wsem,
+// so that no other call is written to a connection known to be dead. It returns what
+// to do once t.mu is released.
 func (t *TCPTransport) loseLocked(c net.Conn, cause error) (after func()) {
 	nothing := func() {}
 	if t.conn != c {
@@ -319,6 +444,10 @@ func (t *TCPTransport) loseLocked(c net.Conn, cause error) (after func()) {
 	return func() { go t.reconnect(remote) }
 }
 
+// resendTimeout bounds the retransmission of the outstanding calls on a new
+// connection, so that a peer that does not read cannot keep the right to write.
+const resendTimeout = 10 * time.Second
+
 // reconnect redials with exponential backoff, then retransmits outstanding calls.
 func (t *TCPTransport) reconnect(remote net.Addr) {
 	delay := t.opts.ReconnectBackoff
@@ -334,51 +463,75 @@ func (t *TCPTransport) reconnect(remote net.Addr) {
 			delay = min(2*delay, time.Second)
 			continue
 		}
-		t.wmu.Lock()
+		// No call is written to the new connection before the retransmissions.
+		if t.lockWrite(t.ctx, nil) != nil {
+			c.Close()
+			return
+		}
+		t.mu.Lock()
 		t.reconnecting = false
 		if t.closed.Load() {
-			t.wmu.Unlock()
+			t.mu.Unlock()
+			t.unlockWrite()
 			c.Close()
 			return
 		}
 		t.conn = c
 		t.gen++
+		gen := t.gen
 		t.reconnects.Add(1)
-		t.startReader(c)
-		var werr error
-		n := 0
-		// Bound the resend so that a peer that does not read cannot hold the table.
-		c.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		t.pending.Each(func(p *PendingCall) {
-			if werr == nil {
-				p.Gen = t.gen
-				werr = t.write(c, &p.Call.Msg)
-				n++
-			}
-		})
-		c.SetWriteDeadline(time.Time{})
+		t.startReader(c) // under t.mu: before Close waits for the readers
+		t.mu.Unlock()
+		n, werr := t.resend(c, gen)
 		after := func() {}
 		if werr != nil {
 			t.sendErrs.Add(1)
-			after = t.loseLocked(c, werr)
+			t.mu.Lock()
+			after = t.loseLocked(c, fmt.Errorf("retransmitting: %w", werr))
+			t.mu.Unlock()
 		}
-		t.wmu.Unlock()
+		t.unlockWrite()
 		t.opts.Logger.Info("tcp reconnected", "remote", c.RemoteAddr().String(), "retransmitted", n)
 		after()
 		return
 	}
 }
 
+// resend retransmits on c, with t.wsem held, every outstanding call not yet sent on
+// generation gen, and returns how many it sent. Each record is written from a copy
+// (PendingCalls.copyForResend), so that the table is not locked while writing: a
+// call whose context ends meanwhile is abandoned at once. Close ends the writes by
+// closing c.
+func (t *TCPTransport) resend(c net.Conn, gen uint64) (int, error) {
+	c.SetWriteDeadline(time.Now().Add(resendTimeout))
+	defer c.SetWriteDeadline(time.Time{})
+	var buf []byte
+	n := 0
+	for _, xid := range t.pending.xids(nil) {
+		var ok bool
+		buf, ok = t.pending.copyForResend(xid, gen, &t.vecs, buf[:0])
+		if !ok {
+			continue
+		}
+		if _, err := c.Write(buf); err != nil {
+			return n, fmt.Errorf("call xid %#x: %w", xid, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
 // Close closes the connection and fails outstanding and later calls with ErrClosed.
+// It does not wait for a call's write in progress: closing the connection ends it.
 func (t *TCPTransport) Close() error {
 	if t.closed.Swap(true) {
 		return nil
 	}
 	t.cancel()
-	t.wmu.Lock()
+	t.mu.Lock()
 	c := t.conn
 	t.conn = nil
-	t.wmu.Unlock()
+	t.mu.Unlock()
 	var err error
 	if c != nil {
 		err = c.Close()

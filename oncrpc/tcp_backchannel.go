@@ -207,31 +207,36 @@ func (t *TCPTransport) writeReverseReply(call *ServerCall, reply *Message) error
 	if reply == nil {
 		return nil
 	}
-	t.wmu.Lock()
-	if t.conn != rc.conn {
+	if t.lockWrite(t.ctx, nil) != nil {
+		return fmt.Errorf("oncrpc: reverse reply to %v: %w", rc.conn.RemoteAddr(), ErrClosed)
+	}
+	t.mu.Lock()
+	c := t.conn
+	t.mu.Unlock()
+	if c != rc.conn {
 		// The connection the call came on is gone; its reply cannot be sent on
 		// another (the server's reverse calls belong to the connection).
-		t.wmu.Unlock()
+		t.unlockWrite()
 		return fmt.Errorf("oncrpc: reverse reply: connection to %v lost: %w", rc.conn.RemoteAddr(), ErrClosed)
 	}
-	c := t.conn
 	if t.opts.SendTimeout > 0 {
 		c.SetWriteDeadline(time.Now().Add(t.opts.SendTimeout))
 	}
 	err := t.write(c, reply)
-	var after func()
-	if err != nil {
-		t.sendErrs.Add(1)
-		after = t.loseLocked(c, err)
-	} else if t.opts.SendTimeout > 0 {
-		c.SetWriteDeadline(time.Time{})
+	if err == nil {
+		if t.opts.SendTimeout > 0 {
+			c.SetWriteDeadline(time.Time{})
+		}
+		t.unlockWrite()
+		return nil
 	}
-	t.wmu.Unlock()
-	if after != nil {
-		after()
-		return fmt.Errorf("oncrpc: reverse reply to %v: %w", c.RemoteAddr(), err)
-	}
-	return nil
+	t.sendErrs.Add(1)
+	t.mu.Lock()
+	after := t.loseLocked(c, err) // before another record is written after the partial one
+	t.mu.Unlock()
+	t.unlockWrite()
+	after()
+	return fmt.Errorf("oncrpc: reverse reply to %v: %w", c.RemoteAddr(), err)
 }
 
 func (t *TCPTransport) releaseReverse(rc *tcpReverseCall) {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"runtime"
 	"sync"
@@ -53,34 +54,259 @@ func TestTCPMultiFragmentBothWays(t *testing.T) {
 
 // A server that never reads cannot hold a call past its context's deadline.
 func TestTCPWriteBlockedByPeerHonoursDeadline(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			defer c.Close()
-			<-done // never reads
-		}
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
+	addr, _, release := stallingPeer(t, "")
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr := NewTCPTransport(c, nil)
 	defer tr.Close()
+	defer release()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	err = NewClient(tr, testProg, testVers).Call(ctx, procEcho, payloadArg(make([]byte, 64<<20)), nil)
+	err = NewClient(tr, testProg, testVers).Call(ctx, procEcho, payloadArg(make([]byte, bigCall)), nil)
 	if err == nil {
 		t.Fatal("call to a server that never reads succeeded")
 	}
 	if tr.pending.Len() != 0 {
 		t.Fatal("call left pending")
+	}
+}
+
+// stallAfter is how much of its first connection stallingPeer reads before it stops
+// reading; bigCall is the size of a call whose write then blocks (more than the
+// socket buffers of both sides hold).
+const (
+	stallAfter = 64 << 10
+	bigCall    = 64 << 20
+)
+
+// stallingPeer listens on 127.0.0.1. It reads the first stallAfter bytes of the first
+// connection, closes stalled, and then reads nothing more from it: a peer that stops
+// taking data in the middle of a call. Later connections are relayed to next (when it
+// is not ""), a server that works. release (also a cleanup) closes the connections
+// it holds; a test defers it after deferring the transport's Close, so that it runs
+// first: a test that fails with a write still blocked does not then hang in Close.
+func stallingPeer(t *testing.T, next string) (addr string, stalled <-chan struct{}, release func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := make(chan struct{})
+	done := make(chan struct{})
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			close(done)
+			ln.Close()
+		})
+	}
+	t.Cleanup(release)
+	go func() {
+		for first := true; ; first = false {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if !first && next != "" {
+				go relay(c, next)
+				continue
+			}
+			go func() {
+				defer c.Close()
+				if first {
+					if _, err := io.ReadFull(c, make([]byte, stallAfter)); err == nil {
+						close(st)
+					}
+				}
+				<-done
+			}()
+		}
+	}()
+	return ln.Addr().String(), st, release
+}
+
+// relay copies between c and a new connection to addr until either side closes.
+func relay(c net.Conn, addr string) {
+	defer c.Close()
+	s, err := net.Dial("tcp", addr)
+	if err != nil {
+		return
+	}
+	defer s.Close()
+	go func() {
+		io.Copy(s, c)
+		s.Close()
+	}()
+	io.Copy(c, s)
+}
+
+// await waits (generously) for ch to close.
+func await(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("still waiting for %s after 20s", what)
+	}
+}
+
+// returns runs f in a goroutine and returns its error, failing the test if f has
+// not returned after a generous wait.
+func returns(t *testing.T, what string, f func() error) error {
+	t.Helper()
+	ch := make(chan error, 1)
+	go func() { ch <- f() }()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s still blocked after 20s", what)
+		return nil
+	}
+}
+
+// startBigCall starts, on another goroutine, a bigCall-byte call through tr with ctx,
+// and waits until the peer made by stallingPeer has stopped reading in the middle of
+// it: the call's write is blocked. The call's error arrives on the channel returned.
+func startBigCall(t *testing.T, ctx context.Context, cl *Client, stalled <-chan struct{}) <-chan error {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- cl.Call(ctx, procEcho, payloadArg(make([]byte, bigCall)), nil) }()
+	await(t, stalled, "the peer to receive the start of the call")
+	return errc
+}
+
+// A call whose write is blocked (the peer stopped reading) returns when its context
+// is cancelled, though the context has no deadline (RoundTripper: RoundTrip returns
+// when ctx is done). The call was cut in the middle of its record, so the
+// connection is dropped: a transport that does not redial then fails its later
+// calls instead of writing them after the partial record.
+func TestTCPBlockedWriteHonoursCancel(t *testing.T) {
+	addr, stalled, release := stallingPeer(t, "")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTCPTransport(c, nil)
+	defer tr.Close()
+	defer release()
+	cl := NewClient(tr, testProg, testVers)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := startBigCall(t, ctx, cl, stalled)
+	cancel()
+	err = returns(t, "call whose context was cancelled", func() error { return <-errc })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v, want context.Canceled", err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel2()
+	err = cl.Call(ctx2, procNull, nil, nil)
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("call after a partial record: %v, want the connection's loss", err)
+	}
+	if st := tr.Stats(); st.SendErrors != 1 {
+		t.Errorf("SendErrors = %d, want 1", st.SendErrors)
+	}
+}
+
+// A call whose write is blocked returns ErrTimeout when its try's Timeout expires
+// (ClientCall.Timeout bounds the try, sending included).
+func TestTCPBlockedWriteHonoursTryTimeout(t *testing.T) {
+	addr, _, release := stallingPeer(t, "")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTCPTransport(c, nil)
+	defer tr.Close()
+	defer release()
+	cl := NewClient(tr, testProg, testVers, WithRetry(RetryPolicy{Timeout: 200 * time.Millisecond, MaxTries: 1}))
+	err = returns(t, "call with a 200ms per-try Timeout", func() error {
+		return cl.Call(context.Background(), procEcho, payloadArg(make([]byte, bigCall)), nil)
+	})
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("call: %v, want ErrTimeout", err)
+	}
+}
+
+// A call waiting for its turn to write, behind another call's blocked write, gives up
+// when its context ends or its try times out.
+func TestTCPCallNotStuckBehindBlockedWrite(t *testing.T) {
+	addr, stalled, release := stallingPeer(t, "")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTCPTransport(c, nil)
+	defer tr.Close()
+	defer release()
+	bigCtx, bigCancel := context.WithCancel(context.Background())
+	defer bigCancel()
+	startBigCall(t, bigCtx, NewClient(tr, testProg, testVers), stalled)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err = returns(t, "NULL call with a 200ms deadline behind a blocked write", func() error {
+		return NewClient(tr, testProg, testVers).Call(ctx, procNull, nil, nil)
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("NULL call with a deadline: %v, want context.DeadlineExceeded", err)
+	}
+	cl := NewClient(tr, testProg, testVers, WithRetry(RetryPolicy{Timeout: 200 * time.Millisecond, MaxTries: 2}))
+	err = returns(t, "NULL call with a 200ms per-try Timeout behind a blocked write", func() error {
+		return cl.Call(context.Background(), procNull, nil, nil)
+	})
+	if !errors.Is(err, ErrTimeout) {
+		t.Errorf("NULL call with a per-try Timeout: %v, want ErrTimeout", err)
+	}
+}
+
+// Close returns, and fails the outstanding calls with ErrClosed, while a call's write
+// is blocked (it closes the connection rather than wait for the writer).
+func TestTCPCloseDuringBlockedWrite(t *testing.T) {
+	addr, stalled, release := stallingPeer(t, "")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTCPTransport(c, nil)
+	defer release()
+	errc := startBigCall(t, context.Background(), NewClient(tr, testProg, testVers), stalled)
+	returns(t, "Close", tr.Close)
+	err = returns(t, "call whose transport was closed", func() error { return <-errc })
+	if !errors.Is(err, ErrClosed) {
+		t.Fatalf("call: %v, want ErrClosed", err)
+	}
+}
+
+// A redialing transport whose call is cut in the middle of its record (cancelled
+// while its write was blocked) drops that connection and redials: later calls go out
+// on the new connection, never after the partial record.
+func TestTCPCallCutMidRecordRedials(t *testing.T) {
+	_, server := startTCPServer(t, nil, echoHandler())
+	addr, stalled, release := stallingPeer(t, server)
+	tr := dialTCP(t, addr, nil)
+	defer release()
+	cl := NewClient(tr, testProg, testVers)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := startBigCall(t, ctx, cl, stalled)
+	cancel()
+	err := returns(t, "call whose context was cancelled", func() error { return <-errc })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v, want context.Canceled", err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel2()
+	var out bytesRes
+	if err := cl.Call(ctx2, procEcho, bytesArg("after"), &out); err != nil || string(out.b) != "after" {
+		t.Fatalf("call after the cut: %q %v", out.b, err)
+	}
+	if st := tr.Stats(); st.SendErrors != 1 || st.Reconnects != 1 {
+		t.Errorf("stats %+v, want 1 send error and 1 reconnection", st)
 	}
 }
 
