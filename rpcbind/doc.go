@@ -23,7 +23,9 @@
 //     such a registration is "unknown" whatever r_owner says. rpcbind trusts only
 //     the credentials of its AF_LOCAL socket (DialLocalClient): registrations made
 //     there by root are owned by "superuser", and UNSET over TCP cannot remove them
-//     (it answers FALSE: ErrRefused).
+//     (it answers FALSE: ErrRefused). Such an UNSET still removes the caller's
+//     registrations it met before the refused one, and version 2 UNSET answers TRUE
+//     when either protocol had nothing to refuse.
 //   - SET answers FALSE (ErrRefused) when the program version is registered under
 //     the netid already; UNSET answers TRUE even when nothing matched.
 //   - GETADDR looks a program up under the netid of the connection the request came
@@ -41,8 +43,12 @@
 //	rs := oncrpc.NewServer(nil)
 //	reg.Register(rs) // then rs.Serve on 127.0.0.1:111 or wherever clients look
 //
-// Its answers differ from Linux rpcbind's in a few documented ways (see Registry):
-// notably UNSET of nothing answers FALSE, and GETADDR looks up r_netid.
+// Like Linux rpcbind, it records the caller rather than r_owner as the owner of what
+// SET registers ("unknown": it cannot tell who calls over TCP or UDP), and UNSET
+// removes only what its caller owns, so callers cannot remove rpcbind's own
+// registrations or those made through Set and SetPort. Its answers differ from Linux
+// rpcbind's in a few documented ways (see Registry): notably UNSET of nothing, or
+// refused, answers FALSE and removes nothing, and GETADDR looks up r_netid.
 //
 // Decoders enforce limits (MaxNetIDLen, MaxAddrLen, MaxOwnerLen, MaxDumpEntries) and
 // report malformed input as a *FieldError naming the RFC 1833 field; universal address

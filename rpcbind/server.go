@@ -15,9 +15,16 @@ import (
 // Port is the well-known port of rpcbind (and of the portmapper before it).
 const Port = 111
 
-// OwnerSuperuser is the r_owner of the registrations a Registry makes for itself and
-// for SetPort, as Linux rpcbind records registrations made by root.
-const OwnerSuperuser = "superuser"
+// Owners a Registry records, as Linux rpcbind does.
+const (
+	// OwnerSuperuser is the r_owner of the registrations a Registry makes for itself
+	// and for SetPort, as Linux rpcbind records registrations made by root.
+	OwnerSuperuser = "superuser"
+	// OwnerUnknown is the r_owner of the registrations a Registry's SET makes: their
+	// caller's identity cannot be known over TCP or UDP, and the r_owner it sends is
+	// not trusted.
+	OwnerUnknown = "unknown"
+)
 
 // A Registry is an in-memory rpcbind: a table of registrations that Register serves
 // on an oncrpc.Server as portmap version 2 (NULL, SET, UNSET, GETPORT, DUMP) and
@@ -29,8 +36,20 @@ const OwnerSuperuser = "superuser"
 // What it answers, and where that differs from Linux rpcbind (TestRegistryMatchesRealRPCBind
 // runs the same calls against both and pins each difference):
 //   - SET and UNSET are honoured only from loopback callers (a TCP or UDP remote
-//     address in 127.0.0.0/8 or ::1); others get FALSE. r_owner is recorded as sent
-//     (Linux records "unknown" over TCP).
+//     address in 127.0.0.0/8 or ::1); others get FALSE.
+//   - The owner of a registration is its caller, whatever r_owner says, as in Linux:
+//     SET records "unknown" (OwnerUnknown), for a Registry cannot tell who calls over
+//     TCP or UDP (Linux trusts only the credentials of its AF_LOCAL socket, which a
+//     Registry does not serve). UNSET removes only what its caller owns (RFC 1833
+//     §2.2.1: "Only the owner of the service or the super-user is allowed to unset a
+//     service"): when a registration it matches has another owner, such as
+//     rpcbind's own or one made through Set or SetPort, it answers FALSE and
+//     removes nothing (Linux removes the caller's registrations it meets before
+//     the first it may not remove, and its version 2 UNSET answers TRUE when
+//     either protocol had nothing to refuse). Every loopback caller is "unknown",
+//     so each may remove what another registered over the network, as in Linux.
+//     The Go API (Set, SetPort, Unset) is the super-user's: it sets any owner and
+//     removes anything.
 //   - SET answers FALSE when the program version is registered under the netid
 //     already (version 2: under the netid of its IP protocol, "tcp" or "udp"), even
 //     with the same address, which Linux accepts again. Version 2 SET of a protocol
@@ -72,8 +91,10 @@ func NewRegistry() *Registry {
 }
 
 // Set adds the registration m, or replaces the one of the same program, version and
-// netid. It fails with a *FieldError when m breaks a limit of Validate; the address
-// is not parsed (a "local" registration's address is a path).
+// netid, as the super-user: m.Owner is recorded as given, and a registration owned by
+// anyone but OwnerUnknown cannot be removed by the Registry's callers. It fails with a
+// *FieldError when m breaks a limit of Validate; the address is not parsed (a "local"
+// registration's address is a path).
 func (r *Registry) Set(m RPCB) error {
 	if err := m.Validate(); err != nil {
 		return fmt.Errorf("rpcbind: registry set prog %d vers %d: %w", m.Prog, m.Vers, err)
@@ -101,13 +122,29 @@ func (r *Registry) SetPort(prog, vers, prot uint32, port uint16) error {
 }
 
 // Unset removes the registrations of program prog, version vers under netid ("" for
-// every netid) and reports whether any existed.
+// every netid), whoever owns them, and reports whether any existed.
 func (r *Registry) Unset(prog, vers uint32, netid string) bool {
+	return r.unset(prog, vers, netid, OwnerSuperuser)
+}
+
+// unset is Unset by owner: unless owner is the super-user, it removes nothing and
+// answers false when a registration it matches has another owner (RFC 1833 §2.2.1).
+func (r *Registry) unset(prog, vers uint32, netid, owner string) bool {
+	match := func(g *RPCB) bool {
+		return g.Prog == prog && g.Vers == vers && (netid == "" || g.NetID == netid)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if owner != OwnerSuperuser {
+		for i := range r.regs {
+			if g := &r.regs[i]; match(g) && g.Owner != owner {
+				return false
+			}
+		}
+	}
 	out, found := r.regs[:0], false
 	for _, g := range r.regs {
-		if g.Prog == prog && g.Vers == vers && (netid == "" || g.NetID == netid) {
+		if match(&g) {
 			found = true
 			continue
 		}
@@ -165,6 +202,13 @@ func protNetID(prot uint32) string {
 	return ""
 }
 
+// callerOwner returns the owner of what the caller of req registers and its right to
+// remove registrations: its identity, which only a local socket's peer credentials
+// could tell (Linux records "superuser" for root there, else the uid). The Registry
+// is served over TCP and UDP, whose callers are OwnerUnknown; a caller that claims
+// another r_owner is not trusted.
+func callerOwner(*oncrpc.Request) string { return OwnerUnknown }
+
 // isLoopback reports whether a caller's address is a loopback IP address.
 func isLoopback(a net.Addr) bool {
 	switch a := a.(type) {
@@ -208,7 +252,7 @@ func (r *Registry) pmapHandler() oncrpc.Handler {
 					ok = false // SET does not replace an existing mapping
 				} else {
 					addr := FormatUniversalAddr(netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(m.Port)))
-					r.regs = append(r.regs, RPCB{Prog: m.Prog, Vers: m.Vers, NetID: netid, Addr: addr, Owner: OwnerSuperuser})
+					r.regs = append(r.regs, RPCB{Prog: m.Prog, Vers: m.Vers, NetID: netid, Addr: addr, Owner: callerOwner(req)})
 				}
 				r.mu.Unlock()
 			}
@@ -220,7 +264,7 @@ func (r *Registry) pmapHandler() oncrpc.Handler {
 			if err := m.DecodeXDR(req.Args); err != nil {
 				return garbage("v2 UNSET", err)
 			}
-			res.Bool(isLoopback(req.RemoteAddr) && r.Unset(m.Prog, m.Vers, ""))
+			res.Bool(isLoopback(req.RemoteAddr) && r.unset(m.Prog, m.Vers, "", callerOwner(req)))
 			return nil
 		},
 		ProcGetAddr: func(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error { // PMAPPROC_GETPORT
@@ -302,6 +346,7 @@ func (r *Registry) rpcbHandler(vers uint32) oncrpc.Handler {
 			}
 			ok := isLoopback(req.RemoteAddr)
 			if ok {
+				q.Owner = callerOwner(req)
 				r.mu.Lock()
 				if r.find(q.Prog, q.Vers, q.NetID) >= 0 {
 					ok = false // SET does not replace an existing mapping
@@ -318,7 +363,7 @@ func (r *Registry) rpcbHandler(vers uint32) oncrpc.Handler {
 			if err := q.DecodeXDR(req.Args); err != nil {
 				return garbage(fmt.Sprintf("v%d UNSET", vers), err)
 			}
-			res.Bool(isLoopback(req.RemoteAddr) && r.Unset(q.Prog, q.Vers, q.NetID))
+			res.Bool(isLoopback(req.RemoteAddr) && r.unset(q.Prog, q.Vers, q.NetID, callerOwner(req)))
 			return nil
 		},
 		ProcGetAddr: getaddr("GETADDR", true),

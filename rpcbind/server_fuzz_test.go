@@ -88,7 +88,7 @@ var registryProcs = map[uint32][]uint32{
 // serve fails with PROC_UNAVAIL, bad arguments with GARBAGE_ARGS (wrapping the
 // decoder's *FieldError), and any other call succeeds with a result that decodes as
 // the procedure's result type with nothing left over. A successful SET is then
-// visible to Lookup. Seeds (testdata/fuzz/FuzzRegistry): valid and malformed
+// visible to Lookup, owned by OwnerUnknown. Seeds (testdata/fuzz/FuzzRegistry): valid and malformed
 // arguments of every served procedure of every version, and an unserved procedure;
 // see fuzzSeeds.
 func FuzzRegistry(f *testing.F) {
@@ -143,7 +143,8 @@ func FuzzRegistry(f *testing.F) {
 				} else {
 					q.DecodeXDR(xdr.NewDecoder(args))
 				}
-				if g, ok := reg.Lookup(q.Prog, q.Vers, q.NetID); !ok || (vers != Version2 && g != q) {
+				q.Owner = OwnerUnknown // the caller's identity, not the r_owner it sent
+				if g, ok := reg.Lookup(q.Prog, q.Vers, q.NetID); !ok || g.Owner != OwnerUnknown || (vers != Version2 && g != q) {
 					t.Fatalf("v%d SET %+v answered TRUE, registry has %+v %v", vers, q, g, ok)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -85,6 +86,12 @@ func TestRegistryUniversalAddr(t *testing.T) {
 // serveRegistry serves reg on 127.0.0.1 over TCP and returns a transport to it.
 func serveRegistry(t *testing.T, reg *Registry) oncrpc.RoundTripper {
 	t.Helper()
+	return dialRegistry(t, listenRegistry(t, reg))
+}
+
+// listenRegistry serves reg on 127.0.0.1 over TCP and returns its address.
+func listenRegistry(t *testing.T, reg *Registry) string {
+	t.Helper()
 	rs := oncrpc.NewServer(nil)
 	reg.Register(rs)
 	l, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
@@ -93,9 +100,15 @@ func serveRegistry(t *testing.T, reg *Registry) oncrpc.RoundTripper {
 	}
 	go rs.Serve(l)
 	t.Cleanup(func() { rs.Close() })
+	return l.Addr().String()
+}
+
+// dialRegistry returns a transport to the Registry at addr.
+func dialRegistry(t *testing.T, addr string) oncrpc.RoundTripper {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	tr, err := oncrpc.DialTCP(ctx, l.Addr().String(), nil)
+	tr, err := oncrpc.DialTCP(ctx, addr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +254,8 @@ func TestClientRegistry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e, ok := findInDump(l, prog, 1, NetIDRDMA6); !ok || e.Addr != "2001:db8::1.78.81" || e.Owner != "superuser" {
+		// Registered over TCP: owned by "unknown", whatever r_owner said.
+		if e, ok := findInDump(l, prog, 1, NetIDRDMA6); !ok || e.Addr != "2001:db8::1.78.81" || e.Owner != OwnerUnknown {
 			t.Fatalf("v%d DUMP entry = %+v, %v", vers, e, ok)
 		}
 		if _, ok := findInDump(l, Program, Version4, NetIDTCP); !ok {
@@ -348,6 +362,81 @@ func TestSetRefusedFromRemote(t *testing.T) {
 	}
 }
 
+// TestRegistryUnsetHonoursOwner: UNSET removes only what its caller owns (RFC 1833
+// §2.2.1: "Only the owner of the service or the super-user is allowed to unset a
+// service"). A caller over TCP is "unknown" whatever r_owner it sends, as in Linux
+// rpcbind: through no version can it remove a registration of SetPort or rpcbind's
+// own, and what it registers is owned by "unknown", which any loopback caller may
+// remove. An UNSET that matches a registration of another owner removes nothing.
+func TestRegistryUnsetHonoursOwner(t *testing.T) {
+	reg := NewRegistry()
+	if err := reg.SetPort(100003, 3, IPProtoTCP, 2049); err != nil { // owned by "superuser"
+		t.Fatal(err)
+	}
+	addr := listenRegistry(t, reg)
+	tr := dialRegistry(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, vers := range []uint32{Version3, Version4} {
+		c := newTestClient(t, tr, vers)
+		for _, q := range []RPCB{
+			{Prog: 100003, Vers: 3, NetID: NetIDTCP, Owner: "nobody"},
+			{Prog: 100003, Vers: 3, NetID: NetIDTCP, Owner: OwnerSuperuser}, // a claim, not trusted
+			{Prog: 100003, Vers: 3},                                // every netid
+			{Prog: Program, Vers: Version4, Owner: OwnerSuperuser}, // rpcbind itself
+		} {
+			if ok, err := c.Unset(ctx, &q); err != nil || ok {
+				t.Errorf("v%d UNSET %+v of another owner's registration: %v %v, want FALSE", vers, q, ok, err)
+			}
+		}
+	}
+	c := newTestClient(t, tr, Version4)
+	if ok, err := c.PmapUnset(ctx, &Mapping{Prog: 100003, Vers: 3, Prot: IPProtoTCP}); err != nil || ok {
+		t.Errorf("v2 UNSET of the superuser's NFS registration: %v %v, want FALSE", ok, err)
+	}
+	if l := reg.List(); len(l) != 7 {
+		t.Fatalf("UNSET by a caller that owns nothing removed registrations: %d left: %+v", len(l), l)
+	}
+
+	// What a caller registers is owned by "unknown", whatever it claims, and may be
+	// removed by any loopback caller (here another connection).
+	mine := RPCB{Prog: 400000, Vers: 1, NetID: NetIDUDP, Addr: "127.0.0.1.15.160", Owner: OwnerSuperuser}
+	if ok, err := c.Set(ctx, &mine); err != nil || !ok {
+		t.Fatalf("v4 SET: %v %v", ok, err)
+	}
+	if g, ok := reg.Lookup(400000, 1, NetIDUDP); !ok || g.Owner != OwnerUnknown {
+		t.Errorf("registration of a SET claiming the superuser: %+v %v, want owner %q", g, ok, OwnerUnknown)
+	}
+	if ok, err := c.PmapSet(ctx, &Mapping{Prog: 400001, Vers: 1, Prot: IPProtoTCP, Port: 4001}); err != nil || !ok {
+		t.Fatalf("v2 SET: %v %v", ok, err)
+	}
+	if g, ok := reg.Lookup(400001, 1, NetIDTCP); !ok || g.Owner != OwnerUnknown {
+		t.Errorf("registration of a v2 SET: %+v %v, want owner %q", g, ok, OwnerUnknown)
+	}
+	// An UNSET of every netid that matches the superuser's registration too removes
+	// nothing, not even the caller's.
+	if err := reg.Set(RPCB{Prog: 400000, Vers: 1, NetID: NetIDTCP, Addr: "127.0.0.1.15.161", Owner: OwnerSuperuser}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c.Unset(ctx, &RPCB{Prog: 400000, Vers: 1}); err != nil || ok {
+		t.Errorf("v4 UNSET of every netid, one the superuser's: %v %v, want FALSE", ok, err)
+	}
+	if _, ok := reg.Lookup(400000, 1, NetIDUDP); !ok {
+		t.Errorf("a refused UNSET removed the caller's registration")
+	}
+	other := newTestClient(t, dialRegistry(t, addr), Version3)
+	if ok, err := other.Unset(ctx, &RPCB{Prog: 400000, Vers: 1, NetID: NetIDUDP}); err != nil || !ok {
+		t.Errorf("v3 UNSET of an unknown owner's registration from another connection: %v %v, want TRUE", ok, err)
+	}
+	if ok, err := other.PmapUnset(ctx, &Mapping{Prog: 400001, Vers: 1}); err != nil || !ok {
+		t.Errorf("v2 UNSET of an unknown owner's registration from another connection: %v %v, want TRUE", ok, err)
+	}
+	// The Go API is the superuser's.
+	if !reg.Unset(100003, 3, "") || !reg.Unset(400000, 1, "") {
+		t.Error("Registry.Unset did not remove the superuser's registrations")
+	}
+}
+
 // The Go API of the Registry: Set replaces, SetPort and Set check their arguments.
 func TestRegistryAPI(t *testing.T) {
 	reg := NewRegistry()
@@ -432,11 +521,18 @@ func BenchmarkRegistryGetAddr(b *testing.B) {
 // TestRegistryMatchesRealRPCBind runs the same sequence of version 2 and version 4
 // calls against Debian's rpcbind and against a Registry and requires the same
 // answers, except for the differences the Registry documents, which it pins down.
+// As root it also compares who owns what (RFC 1833 §2.2.1), with registrations of
+// the superuser made through rpcbind's AF_LOCAL socket and through Registry.Set.
 func TestRegistryMatchesRealRPCBind(t *testing.T) {
 	needRPCBind(t)
 	const prog = confRDMAProg
 	type answer struct{ what, got string }
-	run := func(t *testing.T, c *Client) []answer {
+	// superuser makes and removes registrations as the super-user.
+	type superuser struct {
+		set   func(RPCB) error
+		unset func(prog, vers uint32)
+	}
+	run := func(t *testing.T, c *Client, su *superuser) []answer {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		m := Mapping{Prog: prog, Vers: 7, Prot: IPProtoTCP, Port: 20053}
@@ -446,6 +542,10 @@ func TestRegistryMatchesRealRPCBind(t *testing.T) {
 			c.PmapUnset(context.Background(), &m)
 			c.Unset(context.Background(), &q)
 			c.PmapUnset(context.Background(), &big)
+			if su != nil {
+				su.unset(prog, 10)
+				su.unset(prog, 11)
+			}
 		}
 		cleanup()
 		t.Cleanup(cleanup)
@@ -476,6 +576,7 @@ func TestRegistryMatchesRealRPCBind(t *testing.T) {
 		rl, err := c.Dump(ctx)
 		e, _ := findInDump(rl, prog, 7, NetIDTCP)
 		add("v4 DUMP r_addr", e.Addr, err)
+		add("v4 DUMP r_owner of the v2 SET", e.Owner, err)
 		ua, err := c.GetAddr(ctx, &RPCB{Prog: prog, Vers: 7, NetID: NetIDTCP})
 		add("v4 GETADDR tcp", ua, err)
 		ok, err = c.Set(ctx, &RPCB{Prog: prog, Vers: 7, NetID: NetIDTCP, Addr: "127.0.0.1.78.86", Owner: "x"})
@@ -487,6 +588,7 @@ func TestRegistryMatchesRealRPCBind(t *testing.T) {
 		rl, err = c.Dump(ctx)
 		e, _ = findInDump(rl, prog, 8, NetIDRDMA)
 		add("v4 DUMP rdma r_addr", e.Addr, err)
+		add("v4 DUMP rdma r_owner", e.Owner, err)
 		ok, err = c.PmapUnset(ctx, &m)
 		add("v2 UNSET", ok, err)
 		p, err = c.PmapGetPort(ctx, &m)
@@ -495,6 +597,41 @@ func TestRegistryMatchesRealRPCBind(t *testing.T) {
 		add("v4 UNSET rdma", ok, err)
 		ua, err = c.GetAddr(ctx, &RPCB{Prog: prog, Vers: 8, NetID: NetIDRDMA})
 		add("v4 GETADDR rdma after UNSET", ua, err)
+		ok, err = c.Unset(ctx, &RPCB{Prog: Program, Vers: Version4, Owner: OwnerSuperuser})
+		add("v4 UNSET of rpcbind itself", ok, err)
+		if su == nil {
+			return out
+		}
+		// Versions 10 and 11: a registration of the caller's, claiming the
+		// superuser, then one of the superuser's under another netid.
+		for _, vers := range []uint32{10, 11} {
+			mine := RPCB{Prog: prog, Vers: vers, NetID: NetIDUDP, Addr: "127.0.0.1.78.88", Owner: OwnerSuperuser}
+			ok, err = c.Set(ctx, &mine)
+			add(fmt.Sprintf("v4 SET %d claiming the superuser", vers), ok, err)
+			if err := su.set(RPCB{Prog: prog, Vers: vers, NetID: NetIDTCP, Addr: "127.0.0.1.78.87", Owner: OwnerSuperuser}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rl, err = c.Dump(ctx)
+		e, _ = findInDump(rl, prog, 10, NetIDUDP)
+		add("v4 DUMP r_owner of a SET claiming the superuser", e.Owner, err)
+		e, _ = findInDump(rl, prog, 10, NetIDTCP)
+		add("v4 DUMP r_owner of the superuser's", e.Owner, err)
+		ok, err = c.Unset(ctx, &RPCB{Prog: prog, Vers: 10, NetID: NetIDTCP, Owner: OwnerSuperuser})
+		add("v4 UNSET of the superuser's", ok, err)
+		ok, err = c.Unset(ctx, &RPCB{Prog: prog, Vers: 10})
+		add("v4 UNSET of every netid, the caller's then the superuser's", ok, err)
+		ok, err = c.PmapUnset(ctx, &Mapping{Prog: prog, Vers: 11})
+		add("v2 UNSET of the caller's and the superuser's", ok, err)
+		rl, err = c.Dump(ctx)
+		for _, vers := range []uint32{10, 11} {
+			_, found := findInDump(rl, prog, vers, NetIDTCP)
+			add(fmt.Sprintf("v4 DUMP has the superuser's %d", vers), found, err)
+			_, found = findInDump(rl, prog, vers, NetIDUDP)
+			add(fmt.Sprintf("v4 DUMP has the caller's %d", vers), found, err)
+		}
+		ok, err = c.Unset(ctx, &RPCB{Prog: prog, Vers: 11, NetID: NetIDUDP})
+		add("v4 UNSET of the caller's alone", ok, err) // Linux: TRUE though it has nothing left
 		return out
 	}
 	// Documented differences: {Linux rpcbind, Registry}.
@@ -505,9 +642,38 @@ func TestRegistryMatchesRealRPCBind(t *testing.T) {
 		"v2 UNSET of port 70000":        {"true <nil>", "false <nil>"},                    // so the Registry has nothing to remove
 		"v2 GETPORT of another version": {"20053 <nil>", "0 <nil>"},                       // Linux answers any version of the program
 		"v4 GETADDR tcp":                {"127.0.0.1.78.85 <nil>", "0.0.0.0.78.85 <nil>"}, // Linux fills in a wildcard host
+		// A refused UNSET removes nothing in the Registry; Linux removes the caller's
+		// registrations it meets before the first it may not remove, and version 2
+		// answers TRUE when either protocol had nothing to refuse.
+		"v2 UNSET of the caller's and the superuser's": {"true <nil>", "false <nil>"},
+		"v4 DUMP has the caller's 10":                  {"false <nil>", "true <nil>"},
+		"v4 DUMP has the caller's 11":                  {"false <nil>", "true <nil>"},
 	}
-	real := run(t, dialTest(t, Version4))
-	ours := run(t, newTestClient(t, serveRegistry(t, NewRegistry()), Version4))
+	var realSU, ourSU *superuser
+	reg := NewRegistry()
+	if os.Geteuid() == 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		local, err := DialLocalClient(ctx, "", nil)
+		if err != nil {
+			t.Fatalf("rpcbind's local socket: %v", err)
+		}
+		defer local.Close()
+		realSU = &superuser{
+			set: func(m RPCB) error {
+				if ok, err := local.Set(context.Background(), &m); err != nil || !ok {
+					return fmt.Errorf("SET through the local socket: %v %w", ok, err)
+				}
+				return nil
+			},
+			unset: func(prog, vers uint32) { local.Unset(context.Background(), &RPCB{Prog: prog, Vers: vers}) },
+		}
+		ourSU = &superuser{set: reg.Set, unset: func(prog, vers uint32) { reg.Unset(prog, vers, "") }}
+	} else {
+		t.Log("not root: owners are not compared")
+	}
+	real := run(t, dialTest(t, Version4), realSU)
+	ours := run(t, newTestClient(t, serveRegistry(t, reg), Version4), ourSU)
 	if len(real) != len(ours) {
 		t.Fatalf("%d answers from rpcbind, %d from the Registry", len(real), len(ours))
 	}
