@@ -27,7 +27,8 @@
 //     registrations it met before the refused one, and version 2 UNSET answers TRUE
 //     when either protocol had nothing to refuse.
 //   - SET answers FALSE (ErrRefused) when the program version is registered under
-//     the netid already; UNSET answers TRUE even when nothing matched.
+//     the netid already, and registers an empty r_netid or r_addr, which RFC 1833
+//     forbids; UNSET answers TRUE even when nothing matched.
 //   - GETADDR looks a program up under the netid of the connection the request came
 //     in on, not under r_netid, so it never returns an "rdma" or "rdma6"
 //     registration. Lookup therefore uses DUMP.

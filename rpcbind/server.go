@@ -2,6 +2,7 @@ package rpcbind
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -14,6 +15,10 @@ import (
 
 // Port is the well-known port of rpcbind (and of the portmapper before it).
 const Port = 111
+
+// ErrEmpty is wrapped by the *FieldError of Registry.Set for a registration with an
+// empty netid or address (RFC 1833 §2.2.1: "neither r_netid nor r_addr can be NULL").
+var ErrEmpty = errors.New("empty")
 
 // Owners a Registry records, as Linux rpcbind does.
 const (
@@ -54,7 +59,9 @@ const (
 //     already (version 2: under the netid of its IP protocol, "tcp" or "udp"), even
 //     with the same address, which Linux accepts again. Version 2 SET of a protocol
 //     other than TCP or UDP, or of a port above 65535, answers FALSE (Linux keeps the
-//     port's low 16 bits).
+//     port's low 16 bits). Versions 3 and 4 SET with an empty r_netid or r_addr
+//     answer FALSE (RFC 1833 §2.2.1: "neither r_netid nor r_addr can be NULL";
+//     Linux registers them).
 //   - UNSET answers TRUE only when it removed something (Linux rpcbind also answers
 //     TRUE when nothing matched, so Client.Unregister of a missing registration
 //     fails with ErrRefused here). Version 2 UNSET removes every netid of the
@@ -93,10 +100,19 @@ func NewRegistry() *Registry {
 // Set adds the registration m, or replaces the one of the same program, version and
 // netid, as the super-user: m.Owner is recorded as given, and a registration owned by
 // anyone but OwnerUnknown cannot be removed by the Registry's callers. It fails with a
-// *FieldError when m breaks a limit of Validate; the address is not parsed (a "local"
-// registration's address is a path).
+// *FieldError when m breaks a limit of Validate or has an empty netid or address
+// (wrapping ErrEmpty); the address is not parsed (a "local" registration's address is
+// a path).
 func (r *Registry) Set(m RPCB) error {
-	if err := m.Validate(); err != nil {
+	err := m.Validate()
+	switch {
+	case err != nil:
+	case m.NetID == "":
+		err = &FieldError{Type: "rpcb", Entry: -1, Field: "r_netid", Err: ErrEmpty}
+	case m.Addr == "":
+		err = &FieldError{Type: "rpcb", Entry: -1, Field: "r_addr", Err: ErrEmpty}
+	}
+	if err != nil {
 		return fmt.Errorf("rpcbind: registry set prog %d vers %d: %w", m.Prog, m.Vers, err)
 	}
 	r.mu.Lock()
@@ -344,7 +360,8 @@ func (r *Registry) rpcbHandler(vers uint32) oncrpc.Handler {
 			if err := q.DecodeXDR(req.Args); err != nil {
 				return garbage(fmt.Sprintf("v%d SET", vers), err)
 			}
-			ok := isLoopback(req.RemoteAddr)
+			// RFC 1833 §2.2.1: "neither r_netid nor r_addr can be NULL".
+			ok := isLoopback(req.RemoteAddr) && q.NetID != "" && q.Addr != ""
 			if ok {
 				q.Owner = callerOwner(req)
 				r.mu.Lock()

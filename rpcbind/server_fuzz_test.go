@@ -87,8 +87,8 @@ var registryProcs = map[uint32][]uint32{
 // (data[1]%16), the rest are the arguments. No panic; a procedure the version does not
 // serve fails with PROC_UNAVAIL, bad arguments with GARBAGE_ARGS (wrapping the
 // decoder's *FieldError), and any other call succeeds with a result that decodes as
-// the procedure's result type with nothing left over. A successful SET is then
-// visible to Lookup, owned by OwnerUnknown. Seeds (testdata/fuzz/FuzzRegistry): valid and malformed
+// the procedure's result type with nothing left over. A successful SET has a netid
+// and an address and is then visible to Lookup, owned by OwnerUnknown. Seeds (testdata/fuzz/FuzzRegistry): valid and malformed
 // arguments of every served procedure of every version, and an unserved procedure;
 // see fuzzSeeds.
 func FuzzRegistry(f *testing.F) {
@@ -142,6 +142,9 @@ func FuzzRegistry(f *testing.F) {
 					q = RPCB{Prog: m.Prog, Vers: m.Vers, NetID: protNetID(m.Prot)}
 				} else {
 					q.DecodeXDR(xdr.NewDecoder(args))
+				}
+				if vers != Version2 && (q.NetID == "" || q.Addr == "") {
+					t.Fatalf("v%d SET %+v with an empty r_netid or r_addr answered TRUE", vers, q)
 				}
 				q.Owner = OwnerUnknown // the caller's identity, not the r_owner it sent
 				if g, ok := reg.Lookup(q.Prog, q.Vers, q.NetID); !ok || g.Owner != OwnerUnknown || (vers != Version2 && g != q) {

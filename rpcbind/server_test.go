@@ -437,6 +437,38 @@ func TestRegistryUnsetHonoursOwner(t *testing.T) {
 	}
 }
 
+// TestRegistrySetNeedsNetIDAndAddr: versions 3 and 4 SET with an empty r_netid or
+// r_addr answer FALSE and register nothing (RFC 1833 §2.2.1: "neither r_netid nor
+// r_addr can be NULL"), and Registry.Set refuses them too.
+func TestRegistrySetNeedsNetIDAndAddr(t *testing.T) {
+	reg := NewRegistry()
+	tr := serveRegistry(t, reg)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, vers := range []uint32{Version3, Version4} {
+		c := newTestClient(t, tr, vers)
+		for _, q := range []RPCB{
+			{Prog: 300001, Vers: 1, Owner: "x"},
+			{Prog: 300002, Vers: 1, NetID: NetIDTCP, Owner: "x"},
+			{Prog: 300003, Vers: 1, Addr: "127.0.0.1.8.1", Owner: "x"},
+		} {
+			if ok, err := c.Set(ctx, &q); err != nil || ok {
+				t.Errorf("v%d SET %+v: %v %v, want FALSE", vers, q, ok, err)
+			}
+		}
+	}
+	if l := reg.List(); len(l) != 6 {
+		t.Errorf("refused SETs registered something: %+v", l[6:])
+	}
+	var fe *FieldError
+	if err := reg.Set(RPCB{Prog: 300001, Vers: 1, Addr: "127.0.0.1.8.1"}); !errors.As(err, &fe) || fe.Field != "r_netid" || !errors.Is(err, ErrEmpty) {
+		t.Errorf("Registry.Set with an empty netid: %v", err)
+	}
+	if err := reg.Set(RPCB{Prog: 300001, Vers: 1, NetID: NetIDTCP}); !errors.As(err, &fe) || fe.Field != "r_addr" || !errors.Is(err, ErrEmpty) {
+		t.Errorf("Registry.Set with an empty address: %v", err)
+	}
+}
+
 // The Go API of the Registry: Set replaces, SetPort and Set check their arguments.
 func TestRegistryAPI(t *testing.T) {
 	reg := NewRegistry()
@@ -542,6 +574,7 @@ func TestRegistryMatchesRealRPCBind(t *testing.T) {
 			c.PmapUnset(context.Background(), &m)
 			c.Unset(context.Background(), &q)
 			c.PmapUnset(context.Background(), &big)
+			c.Unset(context.Background(), &RPCB{Prog: prog, Vers: 12})
 			if su != nil {
 				su.unset(prog, 10)
 				su.unset(prog, 11)
@@ -599,6 +632,10 @@ func TestRegistryMatchesRealRPCBind(t *testing.T) {
 		add("v4 GETADDR rdma after UNSET", ua, err)
 		ok, err = c.Unset(ctx, &RPCB{Prog: Program, Vers: Version4, Owner: OwnerSuperuser})
 		add("v4 UNSET of rpcbind itself", ok, err)
+		ok, err = c.Set(ctx, &RPCB{Prog: prog, Vers: 12, NetID: NetIDTCP, Owner: "x"})
+		add("v4 SET with an empty r_addr", ok, err)
+		ok, err = c.Set(ctx, &RPCB{Prog: prog, Vers: 12, Owner: "x"})
+		add("v4 SET with an empty r_netid and r_addr", ok, err)
 		if su == nil {
 			return out
 		}
@@ -642,6 +679,9 @@ func TestRegistryMatchesRealRPCBind(t *testing.T) {
 		"v2 UNSET of port 70000":        {"true <nil>", "false <nil>"},                    // so the Registry has nothing to remove
 		"v2 GETPORT of another version": {"20053 <nil>", "0 <nil>"},                       // Linux answers any version of the program
 		"v4 GETADDR tcp":                {"127.0.0.1.78.85 <nil>", "0.0.0.0.78.85 <nil>"}, // Linux fills in a wildcard host
+		// RFC 1833 §2.2.1: "neither r_netid nor r_addr can be NULL"; Linux takes them.
+		"v4 SET with an empty r_addr":             {"true <nil>", "false <nil>"},
+		"v4 SET with an empty r_netid and r_addr": {"true <nil>", "false <nil>"},
 		// A refused UNSET removes nothing in the Registry; Linux removes the caller's
 		// registrations it meets before the first it may not remove, and version 2
 		// answers TRUE when either protocol had nothing to refuse.
