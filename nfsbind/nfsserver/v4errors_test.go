@@ -469,6 +469,45 @@ func TestV4NoGraceAfterCleanUnmount(t *testing.T) {
 	c2.openFile(dir, openArgs4("o", "f", nfs4.ShareAccessBoth, true))
 }
 
+// TestV4IONonRegularFile: READ, WRITE and COMMIT of something other than a regular
+// file are NFS4ERR_ISDIR for a directory, NFS4ERR_SYMLINK for a symbolic link and
+// NFS4ERR_WRONG_TYPE for anything else, here a FIFO (RFC 8881 §18.22.3, §18.32.3,
+// §18.3.3), as OPEN of a name for one is; never NFS4ERR_INVAL, which would blame the
+// arguments.
+func TestV4IONonRegularFile(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred())
+	c.mount()
+	d, l, p := v4SpecialObjects(t, c, e)
+	anon := nfs4.Stateid4{}
+	for _, tc := range []struct {
+		what string
+		fh   nfs4.FH
+		name string // its name in d, for OPEN
+		want nfs4.Status
+	}{
+		{"directory", d, "", nfs4.ErrIsdir},
+		{"symbolic link", l, "l", nfs4.ErrSymlink},
+		{"FIFO", p, "p", nfs4.ErrWrongType},
+	} {
+		for _, op := range []nfs4.OpArgs{
+			&nfs4.ReadArgs{Stateid: anon, Count: 10},
+			&nfs4.WriteArgs{Stateid: anon, Stable: nfs4.FileSync4, Data: []byte("x")},
+			&nfs4.CommitArgs{},
+		} {
+			if res := c.call(&nfs4.PutfhArgs{Object: tc.fh}, op); res.Status != tc.want {
+				t.Errorf("%v of a %s: %v, want %v", op.Op(), tc.what, res.Status, tc.want)
+			}
+		}
+		if tc.name != "" {
+			res := c.call(&nfs4.PutfhArgs{Object: d}, openArgs4("o", tc.name, nfs4.ShareAccessRead, false))
+			if res.Status != tc.want {
+				t.Errorf("OPEN of a %s: %v, want %v", tc.what, res.Status, tc.want)
+			}
+		}
+	}
+}
+
 // TestV4PseudoReaddirPaging: a pseudo directory listed a few entries per READDIR
 // gives every export once, following the cookies.
 func TestV4PseudoReaddirPaging(t *testing.T) {

@@ -206,6 +206,21 @@ func dirTypeStatus(st *unix.Statx_t) nfs4.Status {
 	return nfs4.ErrNotdir
 }
 
+// regTypeStatus is the status of an operation that needs a regular file (OPEN, READ,
+// WRITE, COMMIT) and found the object st, which is not one: NFS4ERR_ISDIR for a
+// directory, NFS4ERR_SYMLINK for a symbolic link and NFS4ERR_WRONG_TYPE for anything
+// else (RFC 8881 §18.16.3, §18.22.3, §18.32.3, §18.3.3). Not NFS4ERR_INVAL, NFSv3's
+// answer: the arguments were fine, and the client need not know the type beforehand.
+func regTypeStatus(st *unix.Statx_t) nfs4.Status {
+	switch {
+	case isDir(st):
+		return nfs4.ErrIsdir
+	case isLnk(st):
+		return nfs4.ErrSymlink
+	}
+	return nfs4.ErrWrongType
+}
+
 // openCurDir opens the current file handle, an export's directory, checking the
 // caller may do want in it. The caller closes dir.
 func (c *compound) openCurDir(dir *object, want uint32) nfs4.Status {

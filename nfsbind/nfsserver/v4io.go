@@ -82,7 +82,7 @@ func (c *compound) read(a *nfs4.ReadArgs, r *nfs4.ReadRes) nfs4.Status {
 	var stx unix.Statx_t
 	f, st3 := srv.openIO(c.cur.fh(), accRead, c.credFor(srv), &stx)
 	if f == nil {
-		return st4(st3)
+		return ioStatus4(st3, &stx)
 	}
 	defer srv.files.release(f)
 	if st := c.v.state.CheckIO(c.clientID, c.stateid(a.Stateid), key, false); st != nfs4.OK {
@@ -149,7 +149,7 @@ func (c *compound) write(a *nfs4.WriteArgs, r *nfs4.WriteRes) nfs4.Status {
 	var stx unix.Statx_t
 	f, st3 := srv.openWrite(c.cur.fh(), cr, &stx) // writable only if cr may write it
 	if f == nil {
-		return st4(st3)
+		return ioStatus4(st3, &stx)
 	}
 	defer srv.files.release(f)
 	if st := c.v.state.CheckIO(c.clientID, c.stateid(a.Stateid), key, true); st != nfs4.OK {
@@ -187,7 +187,7 @@ func (c *compound) commit(r *nfs4.CommitRes) nfs4.Status {
 	var stx unix.Statx_t
 	f, st3 := srv.openIO(c.cur.fh(), 0, c.credFor(srv), &stx)
 	if f == nil {
-		return st4(st3)
+		return ioStatus4(st3, &stx)
 	}
 	defer srv.files.release(f)
 	if err := srv.sys.fsync(f.fd); err != nil {

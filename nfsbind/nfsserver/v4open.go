@@ -260,13 +260,8 @@ func (c *compound) openFile(a *nfs4.OpenArgs, r *nfs4.OpenRes, fresh bool, size 
 	if st3 != nfs3.StatusOK {
 		return st4(st3)
 	}
-	switch {
-	case isDir(&o.st):
-		return nfs4.ErrIsdir
-	case isLnk(&o.st):
-		return nfs4.ErrSymlink
-	case !isReg(&o.st):
-		return nfs4.ErrWrongType
+	if !isReg(&o.st) {
+		return regTypeStatus(&o.st)
 	}
 	access := a.ShareAccess & nfs4.ShareAccessBoth
 	if access&nfs4.ShareAccessWrite != 0 && cr.ro {

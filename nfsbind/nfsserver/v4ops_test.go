@@ -322,3 +322,15 @@ func TestV4OpenTakenBackWhenTruncationFails(t *testing.T) {
 		t.Fatalf("file now %q", got)
 	}
 }
+
+// v4SpecialObjects creates a directory d in the export, holding a symbolic link l and
+// a FIFO p, and returns their handles.
+func v4SpecialObjects(t *testing.T, c *v4client, e *env) (d, l, p nfs4.FH) {
+	t.Helper()
+	dir := c.lookupFH(e.exportComponents()...)
+	getfhOp := &nfs4.NoArgs{OpNum: nfs4.OpGetfh}
+	d = getfh(t, c.must(&nfs4.PutfhArgs{Object: dir}, &nfs4.CreateArgs{ObjType: nfs4.NF4Dir, ObjName: []byte("d")}, getfhOp))
+	l = getfh(t, c.must(&nfs4.PutfhArgs{Object: d}, &nfs4.CreateArgs{ObjType: nfs4.NF4Lnk, LinkData: []byte("x"), ObjName: []byte("l")}, getfhOp))
+	p = getfh(t, c.must(&nfs4.PutfhArgs{Object: d}, &nfs4.CreateArgs{ObjType: nfs4.NF4Fifo, ObjName: []byte("p")}, getfhOp))
+	return d, l, p
+}

@@ -74,6 +74,16 @@ func st4(st nfs3.Status) nfs4.Status {
 	return nfs4.ErrIO
 }
 
+// ioStatus4 is the nfsstat4 of a failed openIO or openWrite, which filled st with the
+// file's attributes (st.Mask not 0) when the handle resolved: the file's type decides
+// when it is not a regular file (regTypeStatus), else the NFSv3 status maps as st4.
+func ioStatus4(st3 nfs3.Status, st *unix.Statx_t) nfs4.Status {
+	if st.Mask != 0 && !isReg(st) {
+		return regTypeStatus(st)
+	}
+	return st4(st3)
+}
+
 // errStatus4 is the nfsstat4 of an operating-system error (see statusOf).
 func errStatus4(err error) nfs4.Status { return st4(statusOf(err)) }
 
