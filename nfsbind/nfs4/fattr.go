@@ -122,6 +122,13 @@ func SettableAttrs() Bitmap4 {
 	return NewBitmap(AttrSize, AttrMode, AttrOwner, AttrOwnerGroup, AttrTimeAccessSet, AttrTimeModifySet)
 }
 
+// WriteOnlyAttrs returns a new bitmap of the write-only attributes among
+// SupportedAttrs ("W" in the table of RFC 8881 §5.7): time_access_set and
+// time_modify_set, which tell SETATTR, CREATE or OPEN how to set a time and have no
+// value to read. A server answers NFS4ERR_INVAL for a GETATTR, READDIR, VERIFY or
+// NVERIFY that asks for one.
+func WriteOnlyAttrs() Bitmap4 { return NewBitmap(AttrTimeAccessSet, AttrTimeModifySet) }
+
 // Fattr holds the values of the attributes this package supports (SupportedAttrs). Only
 // the fields whose bits are in the accompanying mask are meaningful.
 type Fattr struct {

@@ -121,6 +121,18 @@ func TestFattrRefusals(t *testing.T) {
 	}
 }
 
+// TestWriteOnlyAttrs: the write-only attributes are time_access_set and
+// time_modify_set (RFC 8881 §5.7), supported and settable both.
+func TestWriteOnlyAttrs(t *testing.T) {
+	w := WriteOnlyAttrs()
+	if !w.Equal(NewBitmap(AttrTimeAccessSet, AttrTimeModifySet)) {
+		t.Errorf("WriteOnlyAttrs %v", w)
+	}
+	if !w.And(SupportedAttrs()).Equal(w) || !w.And(SettableAttrs()).Equal(w) {
+		t.Errorf("WriteOnlyAttrs %v not within SupportedAttrs and SettableAttrs", w)
+	}
+}
+
 func TestBitmapHelpers(t *testing.T) {
 	b := NewBitmap(AttrSize, AttrMode)
 	if !b.Has(AttrSize) || !b.Has(AttrMode) || b.Has(AttrType) || b.Has(Attr(500)) {

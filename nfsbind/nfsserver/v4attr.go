@@ -22,7 +22,9 @@ import (
 // fsid of an object in an export is its device's (or on the export root's file system
 // fsid=, Options.FSID; see Server.fsid) as major, 0 as minor; the pseudo file
 // system's is (0, pseudoFSIDMinor). An export root's mounted_on_fileid is the fileid
-// of the pseudo directory it hangs under.
+// of the pseudo directory it hangs under. time_access_set and time_modify_set are
+// write-only (v4WriteOnly): asking for them in GETATTR, READDIR, VERIFY or NVERIFY is
+// NFS4ERR_INVAL.
 //
 // owner and owner_group are the numeric uid and gid as decimal strings ("1000"), as
 // knfsd sends them with id mapping disabled, which is what the Linux client sends
@@ -36,6 +38,10 @@ var v4Supported = nfs4.SupportedAttrs()
 
 // v4Settable is nfs4.SettableAttrs, computed once.
 var v4Settable = nfs4.SettableAttrs()
+
+// v4WriteOnly is nfs4.WriteOnlyAttrs, computed once: GETATTR, READDIR, VERIFY and
+// NVERIFY of any of them is NFS4ERR_INVAL.
+var v4WriteOnly = nfs4.WriteOnlyAttrs()
 
 // v4ExclCreat are the attributes a client may set with an EXCLUSIVE4_1 OPEN
 // (suppattr_exclcreat): the settable ones but the times, which hold the verifier.

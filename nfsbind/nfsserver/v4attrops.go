@@ -16,10 +16,15 @@ import (
 // GETATTR, SETATTR, ACCESS, VERIFY and NVERIFY.
 
 // curAttrs fills mask with the attributes of req this server supports and a with
-// their values for the current file handle.
+// their values for the current file handle, for GETATTR, VERIFY and NVERIFY. A
+// write-only attribute (time_access_set, time_modify_set) has no value to give: req
+// naming one is NFS4ERR_INVAL, as knfsd answers (NFSD_WRITEONLY_ATTRS_WORD1).
 func (c *compound) curAttrs(req nfs4.Bitmap4, mask *nfs4.Bitmap4, a *nfs4.Fattr, buf *attrBuf) nfs4.Status {
 	if c.cur.n == 0 {
 		return nfs4.ErrNofilehandle
+	}
+	if overlaps(req, v4WriteOnly) {
+		return nfs4.ErrInval
 	}
 	andInto(mask, req, v4Supported)
 	if n := c.cur.node; n != nil {
@@ -55,7 +60,8 @@ func (c *compound) opGetattr(op nfs4.OpNum) nfs4.Status {
 }
 
 // opVerify is VERIFY and NVERIFY: the server encodes its own values of the attributes
-// the client sent and compares the bytes (RFC 8881 §18.15.3, §18.31.3).
+// the client sent and compares the bytes (RFC 8881 §18.15.3, §18.31.3). rdattr_error
+// and the write-only attributes (curAttrs) have no value to compare: NFS4ERR_INVAL.
 func (c *compound) opVerify(op nfs4.OpNum) nfs4.Status {
 	a := &c.ops.verify
 	a.OpNum = op

@@ -373,6 +373,9 @@ func (c *compound) readdir(a *nfs4.ReaddirArgs) (st nfs4.Status, written bool) {
 	if c.cur.n == 0 {
 		return nfs4.ErrNofilehandle, false
 	}
+	if overlaps(a.AttrRequest, v4WriteOnly) {
+		return nfs4.ErrInval, false // no value to give, as GETATTR (curAttrs)
+	}
 	if a.Cookie == 1 || a.Cookie == 2 {
 		return nfs4.ErrBadCookie, false
 	}

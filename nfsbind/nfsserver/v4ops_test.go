@@ -172,6 +172,44 @@ func TestV4NamespaceAndAttributes(t *testing.T) {
 	wantStatus4(t, "OPEN for writing by another user", u.call(&nfs4.PutfhArgs{Object: dir}, openArgs4("u", "f", nfs4.ShareAccessWrite, false)), nfs4.ErrAccess)
 }
 
+// TestV4WriteOnlyAttributes: time_access_set and time_modify_set are write-only ("W"
+// in the table of RFC 8881 §5.7): they say how SETATTR should set a time and have no
+// value to read. GETATTR, READDIR, VERIFY and NVERIFY asking for one, alone or with
+// readable attributes, in an export or in the pseudo file system, are NFS4ERR_INVAL,
+// as knfsd (NFSD_WRITEONLY_ATTRS_WORD1) and pynfs (testWriteOnlyAttributes, RDDR9)
+// have it, not a made-up value.
+func TestV4WriteOnlyAttributes(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred())
+	c.mount()
+	d, _, _ := v4SpecialObjects(t, c, e)
+	root := &nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}
+	atime := nfs4.NewBitmap(nfs4.AttrTimeAccessSet)
+	mtime := nfs4.NewBitmap(nfs4.AttrSize, nfs4.AttrTimeModifySet)
+	for _, tc := range []struct {
+		what string
+		ops  []nfs4.OpArgs
+	}{
+		{"GETATTR time_access_set", []nfs4.OpArgs{&nfs4.PutfhArgs{Object: d}, &nfs4.GetattrArgs{AttrRequest: atime}}},
+		{"GETATTR size, time_modify_set", []nfs4.OpArgs{&nfs4.PutfhArgs{Object: d}, &nfs4.GetattrArgs{AttrRequest: mtime}}},
+		{"GETATTR time_access_set of the pseudo root", []nfs4.OpArgs{root, &nfs4.GetattrArgs{AttrRequest: atime}}},
+		{"READDIR size, time_modify_set", []nfs4.OpArgs{&nfs4.PutfhArgs{Object: d}, &nfs4.ReaddirArgs{DirCount: 4096, MaxCount: 4096, AttrRequest: mtime}}},
+		{"READDIR time_access_set of the pseudo root", []nfs4.OpArgs{root, &nfs4.ReaddirArgs{DirCount: 4096, MaxCount: 4096, AttrRequest: atime}}},
+		{"VERIFY time_access_set", []nfs4.OpArgs{&nfs4.PutfhArgs{Object: d},
+			&nfs4.VerifyArgs{OpNum: nfs4.OpVerify, Attrs: fattrVals(atime, &nfs4.Fattr{TimeAccessSet: nfs4.SetTime4{How: nfs4.SetToServerTime4}})}}},
+		{"NVERIFY time_access_set", []nfs4.OpArgs{&nfs4.PutfhArgs{Object: d},
+			&nfs4.VerifyArgs{OpNum: nfs4.OpNverify, Attrs: fattrVals(atime, &nfs4.Fattr{TimeAccessSet: nfs4.SetTime4{How: nfs4.SetToServerTime4}})}}},
+	} {
+		if res := c.call(tc.ops...); res.Status != nfs4.ErrInval {
+			t.Errorf("%s: %v, want NFS4ERR_INVAL", tc.what, res.Status)
+		}
+	}
+	// supported_attrs names them all the same: they can be set.
+	if a := c.getattr(d, nfs4.AttrSupportedAttrs); !a.SupportedAttrs.Has(nfs4.AttrTimeAccessSet) || !a.SupportedAttrs.Has(nfs4.AttrTimeModifySet) {
+		t.Errorf("supported_attrs %v without time_access_set and time_modify_set", a.SupportedAttrs)
+	}
+}
+
 // fattrVals is the fattr4 of the attributes mask of a, as VERIFY carries them.
 func fattrVals(mask nfs4.Bitmap4, a *nfs4.Fattr) nfs4.Fattr4 {
 	var e xdr.Encoder
