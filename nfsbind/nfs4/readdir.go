@@ -137,8 +137,9 @@ func (r *ReaddirRes) DecodeXDR(d *xdr.Decoder) (err error) {
 // and their XDR framing) within dircount bytes when dircount is not zero.
 //
 // A server calls Begin, then Add for each entry until Add refuses one, then Finish. If
-// not even the first entry fitted and the directory has more, the answer is
-// NFS4ERR_TOOSMALL: Abort replaces the result with that status.
+// not even the first entry fitted and the directory has more, or maxcount cannot hold
+// even an empty READDIR4resok (Fits), the answer is NFS4ERR_TOOSMALL (RFC 8881
+// §18.23.3): Abort replaces the result with that status.
 type ReaddirEncoder struct {
 	e        *xdr.Encoder
 	start    int // logical position of the status word
@@ -178,6 +179,11 @@ func (w *ReaddirEncoder) Add(cookie uint64, name []byte, mask Bitmap4, a *Fattr)
 	w.n++
 	return true
 }
+
+// Fits reports whether the READDIR4resok, finished now, stays within maxcount. Add
+// keeps every entry within it, so only a maxcount smaller than an empty READDIR4resok
+// (16 bytes: cookie verifier, end of the entry list, eof) does not fit.
+func (w *ReaddirEncoder) Fits() bool { return w.used <= w.maxcount }
 
 // Len returns the number of entries written.
 func (w *ReaddirEncoder) Len() int { return w.n }

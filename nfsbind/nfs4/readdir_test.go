@@ -79,3 +79,22 @@ func TestReaddirEncoderTooSmall(t *testing.T) {
 		t.Fatalf("%v %v", r.Status, err)
 	}
 }
+
+// An empty READDIR4resok takes 16 bytes: maxcount 15 cannot hold it (pynfs RDDR8).
+func TestReaddirEncoderFits(t *testing.T) {
+	for _, tc := range []struct {
+		maxcount uint32
+		fits     bool
+	}{{0, false}, {15, false}, {16, true}, {1 << 20, true}} {
+		var w ReaddirEncoder
+		w.Begin(xdr.NewEncoder(nil), Verifier{}, 0, tc.maxcount)
+		if w.Fits() != tc.fits {
+			t.Errorf("maxcount %d: Fits %v", tc.maxcount, w.Fits())
+		}
+	}
+	var w ReaddirEncoder
+	w.Begin(xdr.NewEncoder(nil), Verifier{}, 0, 16+48)
+	if !w.Add(1, []byte("file0000"), NewBitmap(AttrType, AttrFileid), &Fattr{Type: NF4Reg}) || !w.Fits() {
+		t.Error("an entry that fits exactly")
+	}
+}

@@ -508,6 +508,51 @@ func TestV4IONonRegularFile(t *testing.T) {
 	}
 }
 
+// TestV4ReaddirMaxcountTooSmall: maxcount bounds the whole READDIR4resok, XDR
+// included (RFC 8881 §18.23.3), and an empty one takes 16 bytes (cookieverf, the end
+// of the entry list, eof). A maxcount below that cannot be honoured, in an export or
+// in the pseudo file system: the answer is NFS4ERR_TOOSMALL (pynfs RDDR7, RDDR8),
+// not a reply larger than maxcount. 16 bytes list an empty directory (or the end of
+// one, past its last cookie), but not one with entries.
+func TestV4ReaddirMaxcountTooSmall(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	empty := getfh(t, c.must(&nfs4.PutfhArgs{Object: dir}, &nfs4.CreateArgs{ObjType: nfs4.NF4Dir, ObjName: []byte("empty")},
+		&nfs4.NoArgs{OpNum: nfs4.OpGetfh}))
+	root := &nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}
+	var last uint64 // the pseudo root's last cookie
+	for _, en := range c.must(root, &nfs4.ReaddirArgs{MaxCount: 8192}).Results[2].(*nfs4.ReaddirRes).Entries {
+		last = max(last, en.Cookie)
+	}
+	for _, tc := range []struct {
+		what     string
+		fh       nfs4.OpArgs
+		cookie   uint64
+		maxcount uint32
+		want     nfs4.Status
+	}{
+		{"an empty directory", &nfs4.PutfhArgs{Object: empty}, 0, 0, nfs4.ErrToosmall},
+		{"an empty directory", &nfs4.PutfhArgs{Object: empty}, 0, 15, nfs4.ErrToosmall},
+		{"an empty directory", &nfs4.PutfhArgs{Object: empty}, 0, 16, nfs4.OK},
+		{"the export root", &nfs4.PutfhArgs{Object: dir}, 0, 16, nfs4.ErrToosmall},
+		{"the pseudo root", root, 0, 15, nfs4.ErrToosmall},
+		{"the pseudo root", root, 0, 16, nfs4.ErrToosmall},
+		{"the pseudo root past its last entry", root, last, 15, nfs4.ErrToosmall},
+		{"the pseudo root past its last entry", root, last, 16, nfs4.OK},
+	} {
+		res := c.call(tc.fh, &nfs4.ReaddirArgs{Cookie: tc.cookie, MaxCount: tc.maxcount})
+		if res.Status != tc.want {
+			t.Errorf("READDIR of %s with maxcount %d: %v, want %v", tc.what, tc.maxcount, res.Status, tc.want)
+			continue
+		}
+		if r := res.Results[len(res.Results)-1].(*nfs4.ReaddirRes); res.Status == nfs4.OK && (len(r.Entries) != 0 || !r.EOF) {
+			t.Errorf("READDIR of %s with maxcount %d: %d entries, eof %v", tc.what, tc.maxcount, len(r.Entries), r.EOF)
+		}
+	}
+}
+
 // TestV4PseudoReaddirPaging: a pseudo directory listed a few entries per READDIR
 // gives every export once, following the cookies.
 func TestV4PseudoReaddirPaging(t *testing.T) {

@@ -466,11 +466,14 @@ func (c *compound) readdir(a *nfs4.ReaddirArgs) (st nfs4.Status, written bool) {
 // be given: rdattr_error alone.
 var rdattrErrorOnly = nfs4.NewBitmap(nfs4.AttrRdattrError)
 
-// readdirEnd finishes the READDIR4res: NFS4ERR_TOOSMALL when not even one entry fit
-// and the directory has more.
+// readdirEnd finishes the READDIR4res of readdir or readdirPseudo: NFS4ERR_TOOSMALL
+// when the READDIR4resok would be larger than its limit (readdirLimit), because not
+// even one entry fit and the directory has more, or because the limit cannot hold an
+// empty one (RFC 8881 §18.23.3: maxcount counts the whole READDIR4resok, XDR
+// included).
 func (c *compound) readdirEnd(eof bool) nfs4.Status {
 	w := &c.ops.readdirEnc
-	if w.Len() == 0 && !eof {
+	if !w.Fits() || (w.Len() == 0 && !eof) {
 		w.Abort(nfs4.ErrToosmall)
 		return nfs4.ErrToosmall
 	}
