@@ -536,7 +536,7 @@ func (s *Server) made(e *newEntry, name string, attr *nfs3.Sattr, err error) {
 		e.r.Status = statusOf(err)
 		return
 	}
-	e.r.Status = s.created(&e.dir, name, &e.c, attr, true, &e.r, e.fhbuf[:])
+	_, e.r.Status = s.created(&e.dir, name, &e.c, attr, true, &e.r, e.fhbuf[:])
 }
 
 // reply encodes the CREATE3res with the directory's wcc_data.
@@ -547,14 +547,21 @@ func (e *newEntry) reply(res *xdr.Encoder) error {
 }
 
 // created gives the object name just made in dir its owner and attr, then fills the
-// CREATE-style result (see createdFD).
-func (s *Server) created(dir *object, name string, c *cred, attr *nfs3.Sattr, fresh bool, r *nfs3.CreateRes, fhbuf []byte) nfs3.Status {
+// CREATE-style result and says which of attr it applied (see createdFD).
+func (s *Server) created(dir *object, name string, c *cred, attr *nfs3.Sattr, fresh bool, r *nfs3.CreateRes, fhbuf []byte) (appliedAttrs, nfs3.Status) {
 	fd, err := unix.Openat(dir.fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return statusOf(err)
+		return appliedAttrs{}, statusOf(err)
 	}
 	defer unix.Close(fd)
 	return s.createdFD(dir, name, fd, c, attr, fresh, r, fhbuf)
+}
+
+// appliedAttrs says which of the mode, owner and group an nfs3.Sattr asked for a new
+// object has (createdFD), for NFSv4's attrset, which names the createattrs the server
+// set (RFC 8881 §18.4.4, §18.16.4). NFSv3 has no such result and ignores it.
+type appliedAttrs struct {
+	mode, uid, gid bool
 }
 
 // createdFD gives a new (fresh) object its owner and attr, makes it stable, then
@@ -562,7 +569,15 @@ func (s *Server) created(dir *object, name string, c *cred, attr *nfs3.Sattr, fr
 // open), found or made under name in dir: every change is made through fd, never by
 // name again, so that an object another process puts under name meanwhile is never
 // changed, nor opened (opening a FIFO can block).
-func (s *Server) createdFD(dir *object, name string, fd int, c *cred, attr *nfs3.Sattr, fresh bool, r *nfs3.CreateRes, fhbuf []byte) nfs3.Status {
+//
+// Parts of attr are left out without an error, as NFSv3 always did: an owner other
+// than the caller's own unless the caller is root, a group the caller is not in, any
+// owner when the server does not run as root, the mode of a symbolic link (Linux
+// links have none), and all of attr for an object that is not fresh. The result says
+// what the object got: the owner and the group when it has the ones asked for, the
+// mode when it was set.
+func (s *Server) createdFD(dir *object, name string, fd int, c *cred, attr *nfs3.Sattr, fresh bool, r *nfs3.CreateRes, fhbuf []byte) (appliedAttrs, nfs3.Status) {
+	var set appliedAttrs
 	if fresh && s.asRoot {
 		uid, gid := int(c.uid), int(c.gid)
 		if dir.st.Mode&unix.S_ISGID != 0 {
@@ -575,12 +590,16 @@ func (s *Server) createdFD(dir *object, name string, fd int, c *cred, attr *nfs3
 			gid = int(attr.GID)
 		}
 		if err := unix.Fchownat(fd, "", uid, gid, unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return statusOf(err)
+			return set, statusOf(err)
 		}
 	}
 	var st unix.Statx_t
 	if err := statFD(fd, &st); err != nil {
-		return statusOf(err)
+		return set, statusOf(err)
+	}
+	if fresh && attr != nil {
+		set.uid = attr.SetUID && st.Uid == attr.UID
+		set.gid = attr.SetGID && st.Gid == attr.GID
 	}
 	if fresh && attr != nil && attr.SetMode && !isLnk(&st) {
 		mode := c.keepSGID(attr.Mode&0o7777, st.Gid)
@@ -588,21 +607,22 @@ func (s *Server) createdFD(dir *object, name string, fd int, c *cred, attr *nfs3
 			mode |= unix.S_ISGID // a new directory inherits its parent's setgid bit
 		}
 		if err := chmodFD(fd, mode); err != nil {
-			return statusOf(err)
+			return set, statusOf(err)
 		}
 		_ = statFD(fd, &st)
+		set.mode = true
 	}
 	p := joinPath(dir.path, name)
 	if err := s.stableNew(fd, p, &st); err != nil {
-		return statusOf(err)
+		return set, statusOf(err)
 	}
 	if err := s.stableDir(dir); err != nil {
-		return statusOf(err)
+		return set, statusOf(err)
 	}
 	s.idx.put(keyOf(&st), p)
 	r.Obj = nfs3.PostOpFH{Present: true, FH: s.handles.encode(fhbuf[:0], idOf(&st))}
 	r.ObjAttr = s.postOp(&st)
-	return nfs3.StatusOK
+	return set, nfs3.StatusOK
 }
 
 // dropSUID clears what a write or truncate by c must clear of the setuid and setgid
@@ -643,12 +663,15 @@ func (s *Server) create(ctx context.Context, req *oncrpc.Request, res *xdr.Encod
 	ok := s.beginEntry(ctx, req, &a.Where, &e)
 	defer e.dir.close()
 	if ok {
-		e.r.Status = s.doCreate(&e.dir, &a, &e.c, &e.r, e.fhbuf[:])
+		_, e.r.Status = s.doCreate(&e.dir, &a, &e.c, &e.r, e.fhbuf[:])
 	}
 	return e.reply(res)
 }
 
-func (s *Server) doCreate(dir *object, a *nfs3.CreateArgs, c *cred, r *nfs3.CreateRes, fhbuf []byte) nfs3.Status {
+// doCreate is NFSv3's CREATE, and NFSv4's OPEN4_CREATE, of a.Where.Name in dir by c:
+// it fills the CREATE-style result and says which of a.Attr the new file got (see
+// createdFD; the size, which it applies too, is not among them).
+func (s *Server) doCreate(dir *object, a *nfs3.CreateArgs, c *cred, r *nfs3.CreateRes, fhbuf []byte) (appliedAttrs, nfs3.Status) {
 	name := string(a.Where.Name)
 	mode := uint32(0o644)
 	if a.Mode != nfs3.Exclusive && a.Attr.SetMode {
@@ -663,20 +686,20 @@ func (s *Server) doCreate(dir *object, a *nfs3.CreateArgs, c *cred, r *nfs3.Crea
 		fd, err = unix.Openat(dir.fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	}
 	if err != nil {
-		return statusOf(err)
+		return appliedAttrs{}, statusOf(err)
 	}
 	defer unix.Close(fd)
 	if a.Mode == nfs3.Guarded && !fresh {
-		return nfs3.StatusExist
+		return appliedAttrs{}, nfs3.StatusExist
 	}
 	var st unix.Statx_t // what name holds, when it existed
 	if !fresh {
 		if err := statFD(fd, &st); err != nil {
-			return statusOf(err)
+			return appliedAttrs{}, statusOf(err)
 		}
 		if !s.visible(c, &st) {
 			// A mount point c may not cross is not there for c to open (see child).
-			return nfs3.StatusAcces
+			return appliedAttrs{}, nfs3.StatusAcces
 		}
 	}
 	switch a.Mode {
@@ -686,36 +709,36 @@ func (s *Server) doCreate(dir *object, a *nfs3.CreateArgs, c *cred, r *nfs3.Crea
 		if fresh {
 			ts := []unix.Timespec{{Sec: v1}, {Sec: v0}} // atime, mtime
 			if err := unix.UtimesNanoAt(unix.AT_FDCWD, procPath(fd), ts, 0); err != nil {
-				return statusOf(err)
+				return appliedAttrs{}, statusOf(err)
 			}
 		} else {
 			// A retransmitted EXCLUSIVE create finds the verifier it stored.
 			if !isReg(&st) || st.Mtime.Sec != v0 || st.Atime.Sec != v1 {
-				return nfs3.StatusExist
+				return appliedAttrs{}, nfs3.StatusExist
 			}
 		}
 		return s.createdFD(dir, name, fd, c, nil, fresh, r, fhbuf)
 	default: // UNCHECKED
 		if !fresh {
 			if !isReg(&st) {
-				return nfs3.StatusExist
+				return appliedAttrs{}, nfs3.StatusExist
 			}
 			if a.Attr.SetSize {
 				if !allowed(c, &st, permW) && !isOwner(c, &st) {
-					return nfs3.StatusAcces
+					return appliedAttrs{}, nfs3.StatusAcces
 				}
 				if err := s.dropSUID(fd, c, &st); err != nil {
-					return statusOf(err)
+					return appliedAttrs{}, statusOf(err)
 				}
 				if err := truncateFD(fd, a.Attr.Size); err != nil {
-					return statusOf(err)
+					return appliedAttrs{}, statusOf(err)
 				}
 			}
 		}
 	}
 	if fresh && a.Attr.SetSize && a.Attr.Size != 0 {
 		if err := truncateFD(fd, a.Attr.Size); err != nil {
-			return statusOf(err)
+			return appliedAttrs{}, statusOf(err)
 		}
 	}
 	return s.createdFD(dir, name, fd, c, &a.Attr, fresh, r, fhbuf)

@@ -65,8 +65,22 @@ func (c *compound) opCreate(op nfs4.OpNum) nfs4.Status {
 	return r.Status
 }
 
-// createSet are the createattrs CREATE applies (nfsserver's created).
-var createSet = nfs4.NewBitmap(nfs4.AttrMode, nfs4.AttrOwner, nfs4.AttrOwnerGroup)
+// bitmap sets *dst, reusing its storage, to the attributes of a, as the attrset of
+// CREATE and OPEN names the createattrs the server set (RFC 8881 §18.4.4, §18.16.4):
+// mode, owner and owner_group when createdFD applied them. CREATE accepts the times
+// and the size but sets neither; OPEN adds the size it sets.
+func (a appliedAttrs) bitmap(dst *nfs4.Bitmap4) {
+	*dst = (*dst)[:0]
+	if a.mode {
+		dst.Set(nfs4.AttrMode)
+	}
+	if a.uid {
+		dst.Set(nfs4.AttrOwner)
+	}
+	if a.gid {
+		dst.Set(nfs4.AttrOwnerGroup)
+	}
+}
 
 func (c *compound) create(a *nfs4.CreateArgs, r *nfs4.CreateRes) nfs4.Status {
 	switch a.ObjType {
@@ -120,11 +134,12 @@ func (c *compound) create(a *nfs4.CreateArgs, r *nfs4.CreateRes) nfs4.Status {
 	}
 	var r3 nfs3.CreateRes
 	var fhbuf [HandleSize]byte
-	if st3 := srv.created(&dir, name, cr, &attr, true, &r3, fhbuf[:]); st3 != nfs3.StatusOK {
+	set, st3 := srv.created(&dir, name, cr, &attr, true, &r3, fhbuf[:])
+	if st3 != nfs3.StatusOK {
 		return st4(st3)
 	}
 	r.Cinfo = cinfo(&dir)
-	andInto(&r.AttrSet, a.Mask, createSet)
+	set.bitmap(&r.AttrSet)
 	id, _ := srv.handles.decode(r3.Obj.FH) // issued just now by srv
 	c.setExportFH(srv, r3.Obj.FH, id)
 	return nfs4.OK

@@ -19,11 +19,12 @@ import (
 // period); the delegation claims are NFS4ERR_NOTSUPP, since this server grants no
 // delegations (every OPEN answers OPEN_DELEGATE_NONE, or OPEN_DELEGATE_NONE_EXT when
 // the client expressed a delegation wish). Files are created as NFSv3's CREATE makes
-// them: UNCHECKED4 and GUARDED4 with their createattrs, EXCLUSIVE4 and EXCLUSIVE4_1
-// with the verifier stored in the new file's mtime and atime seconds (so a retried
-// OPEN finds its own file), which the reply's attrset names (time_access_set and
-// time_modify_set) so that the client sets the real times afterwards; EXCLUSIVE4_1
-// also applies the createattrs suppattr_exclcreat allows. The file must be a regular
+// them: UNCHECKED4 and GUARDED4 with their createattrs, of which attrset names those
+// the file got (see createdFD; a file that existed gets the size only), EXCLUSIVE4
+// and EXCLUSIVE4_1 with the verifier stored in the new file's mtime and atime
+// seconds (so a retried OPEN finds its own file), which the reply's attrset names
+// (time_access_set and time_modify_set) so that the client sets the real times
+// afterwards; EXCLUSIVE4_1 also applies the createattrs suppattr_exclcreat allows. The file must be a regular
 // file the caller may read or write as share_access asks (directory: NFS4ERR_ISDIR,
 // symbolic link: NFS4ERR_SYMLINK, other: NFS4ERR_WRONG_TYPE). Share reservations and
 // open stateids are the state manager's (NFS4ERR_SHARE_DENIED, upgrades, grace).
@@ -38,9 +39,6 @@ import (
 // exclusiveSet is the attrset of an exclusive create: the attributes holding the
 // verifier.
 var exclusiveSet = nfs4.NewBitmap(nfs4.AttrTimeAccessSet, nfs4.AttrTimeModifySet)
-
-// openCreateSet are the createattrs UNCHECKED4 and GUARDED4 apply.
-var openCreateSet = nfs4.NewBitmap(nfs4.AttrSize, nfs4.AttrMode, nfs4.AttrOwner, nfs4.AttrOwnerGroup)
 
 func (c *compound) opOpen(op nfs4.OpNum) nfs4.Status {
 	a := &c.ops.open
@@ -180,7 +178,6 @@ func (c *compound) openCreate(srv *Server, dir *object, a *nfs4.OpenArgs, r *nfs
 			return nil, false, createSize{}, st
 		}
 		size.take(&a3.Attr)
-		andInto(&r.AttrSet, h.Mask, openCreateSet)
 	case nfs4.Exclusive4, nfs4.Exclusive41:
 		a3.Mode, a3.Verf = nfs3.Exclusive, h.CreateVerf
 		if h.Mode == nfs4.Exclusive41 {
@@ -212,13 +209,22 @@ func (c *compound) openCreate(srv *Server, dir *object, a *nfs4.OpenArgs, r *nfs
 	}
 	var r3 nfs3.CreateRes
 	var buf [HandleSize]byte
-	if st3 := srv.doCreate(dir, &a3, cr, &r3, buf[:]); st3 != nfs3.StatusOK {
+	set, st3 := srv.doCreate(dir, &a3, cr, &r3, buf[:])
+	if st3 != nfs3.StatusOK {
 		if st3 == nfs3.StatusExist && existed && isDir(&before) {
 			return nil, false, createSize{}, nfs4.ErrIsdir
 		}
 		return nil, false, createSize{}, st4(st3)
 	}
 	fh := append(fhbuf, r3.Obj.FH...)
+	if a3.Mode != nfs3.Exclusive {
+		// What the new file got (nothing but the size for a file that existed),
+		// and the size, which openFile applies once the OPEN is granted.
+		set.bitmap(&r.AttrSet)
+		if size.set {
+			r.AttrSet.Set(nfs4.AttrSize)
+		}
+	}
 	if h.Mode == nfs4.Exclusive41 && existed {
 		size = createSize{} // a retried exclusive create: its size was applied
 	}

@@ -210,6 +210,118 @@ func TestV4WriteOnlyAttributes(t *testing.T) {
 	}
 }
 
+// TestV4CreateAttrsetNamesWhatWasSet: CREATE's attrset names the createattrs the
+// server set (RFC 8881 §18.4.4), and the server leaves some out without an error, as
+// NFSv3 does: an owner other than the caller's own unless the caller is root, a
+// group the caller is not in, the mode of a symbolic link (Linux links have none).
+// Each of mode, owner and owner_group is in attrset exactly when the new object has
+// the value asked for; root's owner and group, and a caller's own, are applied.
+func TestV4CreateAttrsetNamesWhatWasSet(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	c.must(&nfs4.PutfhArgs{Object: dir}, &nfs4.SetattrArgs{Mask: nfs4.NewBitmap(nfs4.AttrMode), Attr: nfs4.Fattr{Mode: 0o777}})
+	u := e.v4(userCred(2000, 2000))
+	u.mount()
+	owners := nfs4.NewBitmap(nfs4.AttrOwner, nfs4.AttrOwnerGroup)
+	asRoot := os.Geteuid() == 0
+	for _, tc := range []struct {
+		what      string
+		c         *v4client
+		args      nfs4.CreateArgs
+		wantSet   []nfs4.Attr // in attrset (checked when the server runs as root, as it gives owners only then)
+		wantUnset []nfs4.Attr // not in attrset
+	}{
+		{"another's owner and group by a user", u, nfs4.CreateArgs{ObjType: nfs4.NF4Dir, ObjName: []byte("u3000"),
+			Mask: owners, Attrs: nfs4.Fattr{Owner: []byte("3000"), OwnerGroup: []byte("3000")}},
+			nil, []nfs4.Attr{nfs4.AttrOwner, nfs4.AttrOwnerGroup}},
+		{"a user's own owner and group", u, nfs4.CreateArgs{ObjType: nfs4.NF4Dir, ObjName: []byte("u2000"),
+			Mask: owners, Attrs: nfs4.Fattr{Owner: []byte("2000"), OwnerGroup: []byte("2000")}},
+			[]nfs4.Attr{nfs4.AttrOwner, nfs4.AttrOwnerGroup}, nil},
+		{"another's owner and group by root", c, nfs4.CreateArgs{ObjType: nfs4.NF4Fifo, ObjName: []byte("r3000"),
+			Mask: owners, Attrs: nfs4.Fattr{Owner: []byte("3000"), OwnerGroup: []byte("3000")}},
+			[]nfs4.Attr{nfs4.AttrOwner, nfs4.AttrOwnerGroup}, nil},
+		{"the mode of a FIFO", c, nfs4.CreateArgs{ObjType: nfs4.NF4Fifo, ObjName: []byte("p"),
+			Mask: nfs4.NewBitmap(nfs4.AttrMode), Attrs: nfs4.Fattr{Mode: 0o640}},
+			[]nfs4.Attr{nfs4.AttrMode}, nil},
+		{"the mode of a symbolic link", c, nfs4.CreateArgs{ObjType: nfs4.NF4Lnk, LinkData: []byte("x"), ObjName: []byte("l"),
+			Mask: nfs4.NewBitmap(nfs4.AttrMode), Attrs: nfs4.Fattr{Mode: 0o600}},
+			nil, []nfs4.Attr{nfs4.AttrMode}},
+	} {
+		res := tc.c.must(&nfs4.PutfhArgs{Object: dir}, &tc.args, &nfs4.NoArgs{OpNum: nfs4.OpGetfh})
+		set := res.Results[2].(*nfs4.CreateRes).AttrSet
+		got := tc.c.getattr(getfh(t, res), nfs4.AttrMode, nfs4.AttrOwner, nfs4.AttrOwnerGroup)
+		if set.Has(nfs4.AttrOwner) != (tc.args.Mask.Has(nfs4.AttrOwner) && bytes.Equal(got.Owner, tc.args.Attrs.Owner)) ||
+			set.Has(nfs4.AttrOwnerGroup) != (tc.args.Mask.Has(nfs4.AttrOwnerGroup) && bytes.Equal(got.OwnerGroup, tc.args.Attrs.OwnerGroup)) {
+			t.Errorf("CREATE with %s: attrset %v, object owner %q group %q", tc.what, set, got.Owner, got.OwnerGroup)
+		}
+		for _, a := range tc.wantUnset {
+			if set.Has(a) {
+				t.Errorf("CREATE with %s: attrset %v names %v", tc.what, set, a)
+			}
+		}
+		for _, a := range tc.wantSet {
+			if asRoot && !set.Has(a) {
+				t.Errorf("CREATE with %s: attrset %v without %v", tc.what, set, a)
+			}
+		}
+		if set.Has(nfs4.AttrMode) && got.Mode != tc.args.Attrs.Mode {
+			t.Errorf("CREATE with %s: attrset %v, but mode %o", tc.what, set, got.Mode)
+		}
+	}
+}
+
+// TestV4OpenAttrsetNamesWhatWasSet: OPEN4_CREATE's attrset, like CREATE's, names
+// the createattrs the server set (RFC 8881 §18.16.4): with UNCHECKED4 or GUARDED4,
+// not an owner or group the caller may not give, and for a file that exists already
+// (UNCHECKED4), which keeps its attributes, the size alone.
+func TestV4OpenAttrsetNamesWhatWasSet(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	c.must(&nfs4.PutfhArgs{Object: dir}, &nfs4.SetattrArgs{Mask: nfs4.NewBitmap(nfs4.AttrMode), Attr: nfs4.Fattr{Mode: 0o777}})
+	u := e.v4(userCred(2000, 2000))
+	u.mount()
+	asRoot := os.Geteuid() == 0
+	all := nfs4.NewBitmap(nfs4.AttrMode, nfs4.AttrOwner, nfs4.AttrOwnerGroup)
+	for _, tc := range []struct {
+		what  string
+		c     *v4client
+		name  string
+		mode  nfs4.CreateMode
+		mask  nfs4.Bitmap4
+		attrs nfs4.Fattr
+		want  nfs4.Bitmap4 // attrset
+		root  nfs4.Bitmap4 // attrset when the server runs as root, if not want
+	}{
+		{"a new file with another's owner and group by a user", u, "uf", nfs4.Unchecked4, all,
+			nfs4.Fattr{Mode: 0o600, Owner: []byte("3000"), OwnerGroup: []byte("3000")}, nfs4.NewBitmap(nfs4.AttrMode), nil},
+		{"an existing file", u, "uf", nfs4.Unchecked4, all,
+			nfs4.Fattr{Mode: 0o644, Owner: []byte("2000"), OwnerGroup: []byte("2000")}, nil, nil},
+		{"an existing file with size 0", u, "uf", nfs4.Unchecked4, nfs4.NewBitmap(nfs4.AttrSize, nfs4.AttrMode),
+			nfs4.Fattr{Mode: 0o644}, nfs4.NewBitmap(nfs4.AttrSize), nil},
+		{"a new file with another's owner and group by root", c, "rf", nfs4.Guarded4, all,
+			nfs4.Fattr{Mode: 0o600, Owner: []byte("3000"), OwnerGroup: []byte("3000")}, nfs4.NewBitmap(nfs4.AttrMode), all},
+	} {
+		a := openArgs4("o", tc.name, nfs4.ShareAccessBoth, true)
+		a.How = nfs4.CreateHow4{Mode: tc.mode, Mask: tc.mask, Attrs: tc.attrs}
+		res := tc.c.must(&nfs4.PutfhArgs{Object: dir}, a, &nfs4.NoArgs{OpNum: nfs4.OpGetfh})
+		set, want := res.Results[2].(*nfs4.OpenRes).AttrSet, tc.want
+		if asRoot && tc.root != nil {
+			want = tc.root
+		}
+		if !set.Equal(want) {
+			got := tc.c.getattr(getfh(t, res), nfs4.AttrMode, nfs4.AttrOwner, nfs4.AttrOwnerGroup)
+			t.Errorf("OPEN of %s: attrset %v, want %v (file mode %o owner %q group %q)", tc.what, set, want, got.Mode, got.Owner, got.OwnerGroup)
+		}
+	}
+	if a := u.getattr(u.lookupFH(append(e.exportComponents(), "uf")...), nfs4.AttrMode); a.Mode != 0o600 {
+		t.Errorf("the existing file's mode %o changed by OPEN4_CREATE", a.Mode)
+	}
+}
+
 // fattrVals is the fattr4 of the attributes mask of a, as VERIFY carries them.
 func fattrVals(mask nfs4.Bitmap4, a *nfs4.Fattr) nfs4.Fattr4 {
 	var e xdr.Encoder
