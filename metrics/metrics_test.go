@@ -1,9 +1,13 @@
 package metrics_test
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -213,6 +217,71 @@ func TestPprofOptIn(t *testing.T) {
 		if served != on {
 			t.Errorf("pprof %v: /debug/pprof/ answered %s (served %v)", on, resp.Status, served)
 		}
+	}
+}
+
+// A client that scrapes once over a kept-alive connection and then sends nothing
+// loses the connection after the idle timeout (60 s by default, shrunk here), so
+// clients cannot hold the endpoint's descriptors and goroutines forever: the server
+// used to set only ReadHeaderTimeout, and net/http waits for a kept-alive
+// connection's next request without a deadline unless IdleTimeout or ReadTimeout is
+// set.
+func TestIdleKeepAliveConnectionClosed(t *testing.T) {
+	var o metrics.Options
+	metrics.SetTimeouts(&o, 10*time.Second, 10*time.Second, 10*time.Second, 50*time.Millisecond)
+	ms, err := metrics.Serve("127.0.0.1:0", metrics.New(), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close(context.Background())
+	c, err := net.Dial("tcp", ms.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("scrape answered %s, close %v; want 200 on a kept-alive connection", resp.Status, resp.Close)
+	}
+	// Idle now: the server must close the connection, well within this bound.
+	c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	b, err := br.ReadByte()
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		t.Fatal("idle kept-alive connection still open after 20 s: the endpoint has no idle timeout")
+	case err == nil:
+		t.Fatalf("server sent %q on an idle connection", b)
+	}
+}
+
+// A CPU profile may last longer than the endpoint's write timeout: net/http/pprof
+// extends the write deadline by the seconds asked for.
+func TestPprofProfileOutlastsWriteTimeout(t *testing.T) {
+	o := metrics.Options{Pprof: true}
+	metrics.SetTimeouts(&o, 10*time.Second, 10*time.Second, time.Second, 10*time.Second)
+	ms, err := metrics.Serve("127.0.0.1:0", metrics.New(), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close(context.Background())
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Get("http://" + ms.Addr().String() + "/debug/pprof/profile?seconds=2")
+	if err != nil {
+		t.Fatalf("2 s profile with a 1 s write timeout: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || len(body) == 0 {
+		t.Fatalf("2 s profile with a 1 s write timeout: %s, %d bytes, %v", resp.Status, len(body), err)
 	}
 }
 

@@ -22,7 +22,25 @@ type Options struct {
 	Pprof bool
 	// Logger receives the endpoint's errors. Default: none.
 	Logger hclog.Logger
+
+	// timeouts replaces defaultTimeouts when set (the tests shrink them).
+	timeouts *timeouts
 }
+
+// timeouts bound how long a client may hold one of the endpoint's connections
+// without completing a request or reading its response (http.Server's fields of the
+// same names).
+type timeouts struct {
+	readHeader, read, write, idle time.Duration
+}
+
+// defaultTimeouts are the endpoint's: a request's header must arrive within 10 s and
+// the whole request within 30 s, a response must be written within 30 s, and a
+// kept-alive connection with no request for 60 s is closed, so that a client cannot
+// hold a connection (a descriptor and a goroutine) forever. net/http/pprof extends
+// the write deadline of /debug/pprof/profile?seconds=N and trace?seconds=N by N
+// seconds, so profiles may last longer than the write timeout.
+var defaultTimeouts = timeouts{readHeader: 10 * time.Second, read: 30 * time.Second, write: 30 * time.Second, idle: 60 * time.Second}
 
 // Server is a running metrics endpoint.
 type Server struct {
@@ -35,7 +53,10 @@ type Server struct {
 }
 
 // Serve listens on addr (host:port) and serves c's metrics, with the Go runtime and
-// process metrics, at /metrics until Close.
+// process metrics, at /metrics until Close. It closes connections idle for 60 s
+// between requests, and those of clients slower than 10 s to send a request's
+// header, 30 s to send the whole request or 30 s to read its response (plus the
+// profile's duration for /debug/pprof/profile and trace).
 func Serve(addr string, c *Collector, opts *Options) (*Server, error) {
 	var o Options
 	if opts != nil {
@@ -43,6 +64,10 @@ func Serve(addr string, c *Collector, opts *Options) (*Server, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
+	}
+	to := defaultTimeouts
+	if o.timeouts != nil {
+		to = *o.timeouts
 	}
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(c); err != nil {
@@ -54,7 +79,14 @@ func Serve(addr string, c *Collector, opts *Options) (*Server, error) {
 		return nil, fmt.Errorf("metrics: listen %s: %w", addr, err)
 	}
 	s := &Server{ln: ln, done: make(chan struct{}), Registry: reg}
-	s.srv = &http.Server{Handler: Handler(reg, o.Pprof), ReadHeaderTimeout: 10 * time.Second, ErrorLog: o.Logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
+	s.srv = &http.Server{
+		Handler:           Handler(reg, o.Pprof),
+		ReadHeaderTimeout: to.readHeader,
+		ReadTimeout:       to.read,
+		WriteTimeout:      to.write,
+		IdleTimeout:       to.idle,
+		ErrorLog:          o.Logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
