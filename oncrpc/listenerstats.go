@@ -9,8 +9,14 @@ type ListenerStats struct {
 	Reaped   uint64 // connections closed for idleness
 }
 
-// Open returns the connections accepted and not yet closed.
-func (s ListenerStats) Open() uint64 { return s.Accepted - s.Closed }
+// Open returns the connections accepted and not yet closed, 0 if Closed passes
+// Accepted (counters summed or read at different times).
+func (s ListenerStats) Open() uint64 {
+	if s.Closed >= s.Accepted {
+		return 0
+	}
+	return s.Accepted - s.Closed
+}
 
 // Stats returns the listener's connection counters.
 func (l *TCPListener) Stats() ListenerStats {

@@ -67,6 +67,9 @@ type Set struct {
 	refused atomic.Uint64
 	reaped  atomic.Uint64
 	sweeps  atomic.Uint64
+	// tracked and left move under mu with conns, tracked before a connection is
+	// added and left after it is removed, so tracked-left is len(conns) and left
+	// never passes tracked (Stats loads left first).
 	tracked atomic.Uint64 // connections Tracked, ever
 	left    atomic.Uint64 // Tracked connections that Left
 
@@ -132,13 +135,16 @@ func (s *Set) Release() {
 	s.mu.Unlock()
 }
 
-// Track starts watching an admitted connection for idleness.
+// Track starts watching an admitted connection for idleness. Tracking one already
+// tracked restarts its idle time and counts nothing.
 func (s *Set) Track(c Conn) {
 	count, _ := c.Activity()
 	s.mu.Lock()
+	if _, ok := s.conns[c]; !ok {
+		s.tracked.Add(1) // before Leave can see c: left never passes tracked
+	}
 	s.conns[c] = &idleState{count: count, since: time.Now()}
 	s.mu.Unlock()
-	s.tracked.Add(1)
 }
 
 // Leave forgets a Tracked connection that closed and gives back its place. Calling it
@@ -169,10 +175,20 @@ type Stats struct {
 	Left    uint64 // Tracked connections that closed (Left)
 }
 
-// Stats returns the Set's counters.
+// Stats returns the Set's counters. They are read one by one, not as one snapshot,
+// but Left is read before Tracked and never passes it, so Left <= Tracked even while
+// connections come and go.
 func (s *Set) Stats() Stats {
-	return Stats{Refused: s.refused.Load(), Reaped: s.reaped.Load(), Sweeps: s.sweeps.Load(), Tracked: s.tracked.Load(), Left: s.left.Load()}
+	left := s.left.Load()
+	if testHookStats != nil {
+		testHookStats()
+	}
+	return Stats{Refused: s.refused.Load(), Reaped: s.reaped.Load(), Sweeps: s.sweeps.Load(), Tracked: s.tracked.Load(), Left: left}
 }
+
+// testHookStats, when not nil, runs in Stats between its reads of left and tracked:
+// a test makes a connection come and go there.
+var testHookStats func()
 
 // Close stops the sweeper and waits for it. The connections stay open.
 func (s *Set) Close() {

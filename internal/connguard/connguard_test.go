@@ -189,3 +189,47 @@ func TestSweeperRuns(t *testing.T) {
 		t.Fatal("sweeps after Close")
 	}
 }
+
+// TestStatsLeftNeverPassesTracked: a connection that is tracked and leaves while
+// Stats reads the counters (as when a peer connects and disconnects in a loop during
+// a scrape) does not make Left pass Tracked. Stats used to read Tracked before Left,
+// so it did, and oncrpc.ListenerStats.Open (the rpcrdma_transport_connections_open
+// gauge) wrapped to about 1.8e19.
+func TestStatsLeftNeverPassesTracked(t *testing.T) {
+	s := New(Config{})
+	defer s.Close()
+	testHookStats = func() {
+		c := &fakeConn{s: s}
+		s.Admit(addr)
+		s.Track(c)
+		s.Leave(c)
+	}
+	defer func() { testHookStats = nil }()
+	for range 3 {
+		if st := s.Stats(); st.Left > st.Tracked {
+			t.Fatalf("Stats: Left %d > Tracked %d", st.Left, st.Tracked)
+		}
+	}
+	if st := s.Stats(); st.Tracked != 4 || st.Left != 3 {
+		t.Fatalf("after 4 connections came and went, Stats read Tracked %d, Left %d during the last; want 4, 3", st.Tracked, st.Left)
+	}
+}
+
+// TestTrackTwiceCountsOnce: tracking a connection already tracked does not count
+// it again, so Tracked - Left stays the number of connections tracked.
+func TestTrackTwiceCountsOnce(t *testing.T) {
+	s := New(Config{})
+	defer s.Close()
+	c := &fakeConn{s: s}
+	s.Admit(addr)
+	s.Track(c)
+	s.Track(c)
+	if st := s.Stats(); st.Tracked != 1 || st.Left != 0 {
+		t.Fatalf("tracked twice: Tracked %d, Left %d; want 1, 0", st.Tracked, st.Left)
+	}
+	s.Leave(c)
+	s.Leave(c)
+	if st := s.Stats(); st.Tracked != 1 || st.Left != 1 || s.Open() != 0 {
+		t.Fatalf("left twice: Tracked %d, Left %d, open %d; want 1, 1, 0", st.Tracked, st.Left, s.Open())
+	}
+}
