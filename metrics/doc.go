@@ -28,4 +28,7 @@
 //	iwarp_terminates_total{provider,direction,layer}        direction="sent"/"received", layer="rdmap"/"ddp"/"llp"/"other"
 //
 // and the Go runtime and process collectors of client_golang (go_*, process_*).
+//
+// The calls a ProcStats counts under oncrpc.OtherProc (those past
+// oncrpc.MaxProcKeys procedures) carry program, version and procedure "other".
 package metrics

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/go-rpcrdma/rpcrdma/confproto"
 	"github.com/go-rpcrdma/rpcrdma/internal/metricstest"
 	"github.com/go-rpcrdma/rpcrdma/metrics"
@@ -297,10 +299,54 @@ func TestNames(t *testing.T) {
 		{oncrpc.ProcKey{Prog: 100400, Vers: 1, Proc: 1}, "conf_rdma", "1", "conf_rdma"},
 		{oncrpc.ProcKey{Prog: 7, Vers: 2, Proc: 1}, "7", "2", "1"},
 		{oncrpc.OtherProc, "other", "other", "other"},
+		{oncrpc.ProcKey{Prog: oncrpc.OtherProc.Prog, Vers: oncrpc.OtherProc.Vers, Proc: oncrpc.OtherProc.Proc, Netid: "other"}, "other", "other", "other"},
 	} {
 		p, v, q := metrics.Names(c.k)
 		if p != c.prog || v != c.vers || q != c.proc {
 			t.Errorf("Names(%+v) = %s %s %s, want %s %s %s", c.k, p, v, q, c.prog, c.vers, c.proc)
 		}
+	}
+}
+
+// TestOverflowProcsExportedAsOther: the calls a full ProcStats counts under
+// oncrpc.OtherProc are exported with program, version and procedure "other". The
+// collector folds the key's netid into the transport label ("" becomes "other")
+// before naming it, and Names used to compare the whole key, netid included, with
+// OtherProc, so the series came out as program="4294967295" and so on.
+func TestOverflowProcsExportedAsOther(t *testing.T) {
+	var ps oncrpc.ProcStats
+	for i := range uint32(oncrpc.MaxProcKeys + 10) {
+		ps.Observe(oncrpc.CallInfo{Prog: 7, Vers: 1, Proc: i, Netid: "tcp", Outcome: oncrpc.OutcomeSuccess})
+	}
+	c := metrics.New()
+	c.AddProcStats(&ps)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var other float64
+	for _, mf := range mfs {
+		if mf.GetName() != "rpcrdma_rpc_calls_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			for _, l := range []string{"program", "version", "procedure"} {
+				if labels[l] == "4294967295" {
+					t.Errorf("overflow series exported as %v (%v calls), want program, version and procedure \"other\"", labels, m.GetCounter().GetValue())
+				}
+			}
+			if labels["procedure"] == "other" {
+				other += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if want := float64(oncrpc.MaxProcKeys + 10 - (oncrpc.MaxProcKeys - 1)); other != want {
+		t.Errorf("rpc_calls_total{procedure=\"other\"} counts %v calls, want %v", other, want)
 	}
 }

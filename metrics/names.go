@@ -21,10 +21,10 @@ func Transport(netid string) string {
 // Names returns the label values of a procedure: the program's name for the programs
 // this module serves ("nfs", "mount", "conf_rdma", "rpcbind"; otherwise the number),
 // the version number, and the procedure's name in lower case as nfsstat prints it
-// ("read", "mnt", "conf_rdma"; otherwise the number, or "other" for
-// oncrpc.OtherProc).
+// ("read", "mnt", "conf_rdma"; otherwise the number). The program, version and
+// procedure of oncrpc.OtherProc, whatever k's Netid, are all "other".
 func Names(k oncrpc.ProcKey) (program, version, procedure string) {
-	if k == oncrpc.OtherProc {
+	if k.Prog == oncrpc.OtherProc.Prog && k.Vers == oncrpc.OtherProc.Vers && k.Proc == oncrpc.OtherProc.Proc {
 		return "other", "other", "other"
 	}
 	program, version, procedure = itoa(k.Prog), itoa(k.Vers), itoa(k.Proc)
