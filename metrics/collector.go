@@ -22,8 +22,8 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 }
 
 var (
-	callsDesc    = desc("rpc_calls_total", "ONC RPC calls answered by the server, by procedure, transport and outcome (accept_stat, denied, dropped).", "program", "version", "procedure", "transport", "outcome")
-	durationDesc = desc("rpc_call_duration_seconds", "Server latency of ONC RPC calls, from arrival to reply handed to the transport.", "program", "version", "procedure", "transport")
+	callsDesc    = desc("rpc_calls_total", "ONC RPC calls answered by the server, by procedure, transport and outcome (accept_stat, denied, dropped); program, version, procedure and transport \"other\" count the calls to programs, versions or procedures not served, and those past 512 procedures.", "program", "version", "procedure", "transport", "outcome")
+	durationDesc = desc("rpc_call_duration_seconds", "Server latency of ONC RPC calls, from arrival to reply handed to the transport; procedure \"other\" as in rpcrdma_rpc_calls_total.", "program", "version", "procedure", "transport")
 
 	srvCallsDesc     = desc("rpc_server_calls_total", "ONC RPC calls read from transports.")
 	srvGarbageDesc   = desc("rpc_server_garbage_total", "ONC RPC calls dropped or denied because their header was malformed.")

@@ -29,6 +29,9 @@
 //
 // and the Go runtime and process collectors of client_golang (go_*, process_*).
 //
-// The calls a ProcStats counts under oncrpc.OtherProc (those past
-// oncrpc.MaxProcKeys procedures) carry program, version and procedure "other".
+// The calls a ProcStats counts under oncrpc.OtherProc carry program, version,
+// procedure and transport "other": the calls to programs, versions and procedures
+// the server does not serve (outcome prog_unavail, prog_mismatch, proc_unavail),
+// whose numbers a client makes up at will, and those past oncrpc.MaxProcKeys
+// procedures.
 package metrics

@@ -85,9 +85,17 @@ type CallInfo struct {
 // are counted under OtherProc.
 const MaxProcKeys = 512
 
-// OtherProc is the key under which a full ProcStats counts calls to procedures it has
-// no room for.
+// OtherProc is the key under which a ProcStats counts the calls to programs,
+// versions and procedures the server does not serve (outcome PROG_UNAVAIL,
+// PROG_MISMATCH or PROC_UNAVAIL, whatever their numbers and netid), and, once full,
+// the calls to procedures it has no room for.
 var OtherProc = ProcKey{Prog: ^uint32(0), Vers: ^uint32(0), Proc: ^uint32(0)}
+
+// unserved reports whether o says the server does not serve the call's program,
+// version or procedure: such calls are counted under OtherProc.
+func unserved(o Outcome) bool {
+	return o == OutcomeProgUnavail || o == OutcomeProgMismatch || o == OutcomeProcUnavail
+}
 
 // ProcKey names one procedure of one program version, called over one netid.
 type ProcKey struct {
@@ -128,15 +136,28 @@ type procCell struct {
 // Observe method is a ServerOptions.Observe: after the first call to a procedure it
 // takes no lock and does not allocate (a lookup in a table replaced whole when a
 // key is first seen, and three atomic additions). The zero value is ready to use.
+//
+// Only the procedures the server serves get a key of their own: calls answered
+// PROG_UNAVAIL, PROG_MISMATCH or PROC_UNAVAIL, whose numbers a client makes up at
+// will, are counted under OtherProc, so that a peer calling made-up programs cannot
+// fill the table and push the real procedures into OtherProc. The table still holds
+// at most MaxProcKeys keys, and counts the calls to further procedures under
+// OtherProc: calls with other outcomes may carry made-up numbers too (those denied
+// before the program is looked up, or answered by a handler with something other
+// than PROC_UNAVAIL).
 type ProcStats struct {
 	mu    sync.Mutex // serialises adding procedures
 	table atomic.Pointer[map[ProcKey]*procCell]
 }
 
-// Observe counts one call.
+// Observe counts one call: under its procedure's key, or under OtherProc (calls to
+// procedures the server does not serve, and those past MaxProcKeys procedures).
 func (p *ProcStats) Observe(ci CallInfo) {
-	k := ProcKey{ci.Prog, ci.Vers, ci.Proc, ci.Netid}
 	o, d := ci.Outcome, ci.Duration
+	k := ProcKey{ci.Prog, ci.Vers, ci.Proc, ci.Netid}
+	if unserved(o) {
+		k = OtherProc
+	}
 	var c *procCell
 	if t := p.table.Load(); t != nil {
 		c = (*t)[k]

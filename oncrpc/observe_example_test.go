@@ -9,7 +9,8 @@ import (
 )
 
 // A ProcStats counts a server's calls per procedure and transport, by outcome, with
-// a latency histogram: give its Observe to ServerOptions.Observe.
+// a latency histogram: give its Observe to ServerOptions.Observe. Calls to
+// procedures the server does not serve are counted together under OtherProc.
 func ExampleProcStats() {
 	var stats oncrpc.ProcStats
 	srv := oncrpc.NewServer(&oncrpc.ServerOptions{Observe: stats.Observe})
@@ -27,13 +28,17 @@ func ExampleProcStats() {
 	srv.Shutdown(ctx)        // every call answered: the counts are final
 
 	stats.Each(func(k oncrpc.ProcKey, pc *oncrpc.ProcCounters) {
+		name := fmt.Sprintf("proc %d over %s", k.Proc, k.Netid)
+		if k == oncrpc.OtherProc {
+			name = "other"
+		}
 		for o, n := range pc.Outcomes {
 			if n > 0 {
-				fmt.Printf("proc %d over %s: %d %v\n", k.Proc, k.Netid, n, oncrpc.Outcome(o))
+				fmt.Printf("%s: %d %v\n", name, n, oncrpc.Outcome(o))
 			}
 		}
 	})
 	// Unordered output:
 	// proc 0 over tcp: 3 success
-	// proc 7 over tcp: 1 proc_unavail
+	// other: 1 proc_unavail
 }

@@ -8,7 +8,8 @@ import (
 )
 
 // The Observe hook sees every decoded call over a real TCP connection, with its
-// outcome; ProcStats counts them per procedure.
+// outcome; ProcStats counts them per procedure, and the calls to a procedure,
+// version or program the server does not serve under OtherProc.
 func TestObserveCountsCallsByOutcome(t *testing.T) {
 	var ps ProcStats
 	_, addr := startTCPServer(t, &ServerOptions{Observe: ps.Observe}, echoHandler())
@@ -34,6 +35,10 @@ func TestObserveCountsCallsByOutcome(t *testing.T) {
 	if err := other.Call(ctx, 0, nil, nil); !errors.As(err, &ae) || ae.Stat != ProgUnavail {
 		t.Fatalf("unknown program: %v, want PROG_UNAVAIL", err)
 	}
+	otherVers := NewClient(tr, testProg, testVers+1)
+	if err := otherVers.Call(ctx, 0, nil, nil); !errors.As(err, &ae) || ae.Stat != ProgMismatch {
+		t.Fatalf("unknown version: %v, want PROG_MISMATCH", err)
+	}
 
 	// The observer runs after the reply is handed to the transport: the client may
 	// see the reply first.
@@ -45,51 +50,90 @@ func TestObserveCountsCallsByOutcome(t *testing.T) {
 	}{
 		{ProcKey{testProg, testVers, procNull, "tcp"}, OutcomeSuccess, 5, "success"},
 		{ProcKey{testProg, testVers, procEcho, "tcp"}, OutcomeSuccess, 3, "success"},
-		{ProcKey{testProg, testVers, 99, "tcp"}, OutcomeProcUnavail, 1, "proc_unavail"},
-		{ProcKey{testProg + 1, 1, 0, "tcp"}, OutcomeProgUnavail, 1, "prog_unavail"},
+		{OtherProc, OutcomeProcUnavail, 1, "proc_unavail"},
+		{OtherProc, OutcomeProgUnavail, 1, "prog_unavail"},
+		{OtherProc, OutcomeProgMismatch, 1, "prog_mismatch"},
 	}
+	calls := map[ProcKey]uint64{}
 	for _, w := range want {
+		calls[w.k] += w.n
+	}
+	for k, n := range calls {
 		var got ProcCounters
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-			got = ps.Get(w.k)
-			if got.Calls() >= w.n || time.Now().After(deadline) {
+			got = ps.Get(k)
+			if got.Calls() >= n || time.Now().After(deadline) {
 				break
 			}
 		}
-		if got.Outcomes[w.o] != w.n || got.Calls() != w.n {
-			t.Errorf("%+v: outcomes %v, want %d %v", w.k, got.Outcomes, w.n, w.o)
-		}
-		if w.o.String() != w.outcome {
-			t.Errorf("Outcome(%d).String() = %q, want %q", w.o, w.o, w.outcome)
+		if got.Calls() != n {
+			t.Errorf("%+v: %d calls (outcomes %v), want %d", k, got.Calls(), got.Outcomes, n)
 		}
 		var inBuckets uint64
 		for _, b := range got.Buckets {
 			inBuckets += b
 		}
-		if inBuckets != w.n || got.Sum <= 0 {
-			t.Errorf("%+v: %d calls in the histogram (sum %v), want %d", w.k, inBuckets, got.Sum, w.n)
+		if inBuckets != n || got.Sum <= 0 {
+			t.Errorf("%+v: %d calls in the histogram (sum %v), want %d", k, inBuckets, got.Sum, n)
+		}
+	}
+	for _, w := range want {
+		if got := ps.Get(w.k); got.Outcomes[w.o] != w.n {
+			t.Errorf("%+v: outcomes %v, want %d %v", w.k, got.Outcomes, w.n, w.o)
+		}
+		if w.o.String() != w.outcome {
+			t.Errorf("Outcome(%d).String() = %q, want %q", w.o, w.o, w.outcome)
 		}
 	}
 	seen := 0
 	ps.Each(func(k ProcKey, c *ProcCounters) { seen++ })
-	if seen != len(want) {
-		t.Errorf("Each saw %d procedures, want %d", seen, len(want))
+	if seen != len(calls) {
+		t.Errorf("Each saw %d procedures, want %d", seen, len(calls))
 	}
 }
 
-// A client making up procedure numbers cannot grow the table without bound: past
+// TestUnservedCallsDoNotCrowdOutProcs: a peer calling MaxProcKeys made-up programs
+// (PROG_UNAVAIL), versions (PROG_MISMATCH) or procedures (PROC_UNAVAIL) does not
+// fill the table: those calls are counted under OtherProc, and a served procedure
+// called afterwards still gets its own key. Every decoded call used to get a key
+// of its own, first come first served, so the probes pushed the server's real
+// procedures into OtherProc until restart.
+func TestUnservedCallsDoNotCrowdOutProcs(t *testing.T) {
+	for _, o := range []Outcome{OutcomeProgUnavail, OutcomeProgMismatch, OutcomeProcUnavail} {
+		var ps ProcStats
+		for i := range uint32(MaxProcKeys) {
+			ps.Observe(CallInfo{Prog: 0x40000000 + i, Vers: 1 + i, Proc: i, Netid: "tcp", Outcome: o})
+		}
+		read := ProcKey{Prog: 100003, Vers: 3, Proc: 6, Netid: "tcp"}
+		ps.Observe(CallInfo{Prog: read.Prog, Vers: read.Vers, Proc: read.Proc, Netid: read.Netid, Outcome: OutcomeSuccess})
+		if c := ps.Get(read); c.Calls() != 1 {
+			t.Errorf("after %d %v calls: the served procedure counted %d times under its own key, want 1", MaxProcKeys, o, c.Calls())
+		}
+		if c := ps.Get(OtherProc); c.Outcomes[o] != MaxProcKeys || c.Calls() != MaxProcKeys {
+			t.Errorf("%v calls: OtherProc outcomes %v, want %d %v", o, c.Outcomes, MaxProcKeys, o)
+		}
+		n := 0
+		ps.Each(func(ProcKey, *ProcCounters) { n++ })
+		if n != 2 {
+			t.Errorf("after %d %v calls and one served: %d keys, want 2 (OtherProc and the served one)", MaxProcKeys, o, n)
+		}
+	}
+}
+
+// A client making up procedure numbers that a handler answers other than with
+// PROC_UNAVAIL (here GARBAGE_ARGS) cannot grow the table without bound: past
 // MaxProcKeys the calls go to OtherProc.
 func TestHostileProcStatsBounded(t *testing.T) {
 	var ps ProcStats
 	for i := range uint32(3 * MaxProcKeys) {
-		ps.Observe(CallInfo{Prog: 1, Vers: 1, Proc: i, Netid: "tcp", Outcome: OutcomeProcUnavail, Duration: time.Microsecond})
+		ps.Observe(CallInfo{Prog: 1, Vers: 1, Proc: i, Netid: "tcp", Outcome: OutcomeGarbageArgs, Duration: time.Microsecond})
 	}
 	n := 0
 	ps.Each(func(ProcKey, *ProcCounters) { n++ })
 	if n != MaxProcKeys {
 		t.Fatalf("%d procedures kept, want %d", n, MaxProcKeys)
 	}
-	if got := ps.Get(OtherProc).Outcomes[OutcomeProcUnavail]; got != 3*MaxProcKeys-(MaxProcKeys-1) {
+	if got := ps.Get(OtherProc).Outcomes[OutcomeGarbageArgs]; got != 3*MaxProcKeys-(MaxProcKeys-1) {
 		t.Fatalf("OtherProc counted %d calls, want %d", got, 3*MaxProcKeys-(MaxProcKeys-1))
 	}
 }

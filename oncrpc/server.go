@@ -149,7 +149,9 @@ type ServerOptions struct {
 	// dropped), with the procedure, netid, Outcome and the time since the Server
 	// received the call. It runs on the per-call path: it must be quick and should
 	// not allocate (ProcStats.Observe is such a function). Nil costs nothing, not
-	// even a clock reading.
+	// even a clock reading. The numbers of a call to a program, version or
+	// procedure the server does not serve are the client's, made up at will:
+	// ProcStats counts all such calls under one key, OtherProc.
 	Observe func(CallInfo)
 }
 
