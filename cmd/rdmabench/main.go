@@ -3,7 +3,9 @@
 //
 // It reports RDMA Write, RDMA Read and Send/Recv bandwidth at 64 KiB and
 // 1 MiB and small-message Send/Recv round-trip latency, each next to the
-// equivalent raw TCP figure and their ratio.
+// equivalent raw TCP figure and their speed ratio ("speedup", as PERFORMANCE.md
+// defines a speed ratio: TCP's time over RDMA's, so RDMA's bandwidth over TCP's
+// and TCP's round trip over RDMA's). Above 1, RDMA is faster, on every row.
 //
 // Usage:
 //
@@ -34,6 +36,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/internal/benchio"
@@ -365,7 +368,8 @@ func runClient(dev verbs.Device, addr string) error {
 	}
 	fmt.Printf("rdmabench: %s, MPA CRC %v, ORD %d, %v per measurement in %d rounds (medians), max %d iterations per round\n",
 		addr, *crc, info.ORD, *duration, *rounds, *maxIters)
-	fmt.Printf("%-16s %9s %16s %16s %8s\n", "test", "size", "RDMA ("+dev.Name()+")", "raw TCP", "ratio")
+	fmt.Println("speedup: RDMA's speed over raw TCP's (bandwidth RDMA/TCP, round trip TCP/RDMA); above 1, RDMA is faster")
+	fmt.Printf("%-16s %9s %16s %16s %8s\n", "test", "size", "RDMA ("+dev.Name()+")", "raw TCP", "speedup")
 	taddr := tcpAddr(addr)
 	var tc net.Conn
 	if !*noTCP {
@@ -431,7 +435,17 @@ func paired(rdma func() (float64, error), tcp func() float64, withTCP bool) (flo
 // roundDuration is the time budget of one measurement round.
 func roundDuration() time.Duration { return *duration / time.Duration(max(*rounds, 1)) }
 
+// report prints a result row: the RDMA figure v, the raw TCP baseline's tcp (0: none)
+// in the same unit, and their speed ratio (see row).
 func report(name string, size int, v, tcp float64, unit string) {
+	fmt.Print(row(name, size, v, tcp, unit))
+}
+
+// row formats a result row. Its speedup column is a speed ratio, as PERFORMANCE.md
+// defines it (the baseline's time over RDMA's), so that above 1 RDMA is faster on
+// every row: RDMA's figure over TCP's for a rate (a unit ending in "/s"), TCP's over
+// RDMA's for a time. "-" when either figure is missing.
+func row(name string, size int, v, tcp float64, unit string) string {
 	sz := fmt.Sprintf("%d B", size)
 	if size >= 1024 {
 		sz = fmt.Sprintf("%d KiB", size>>10)
@@ -439,10 +453,15 @@ func report(name string, size int, v, tcp float64, unit string) {
 	ratio := "-"
 	ts := "-"
 	if tcp > 0 {
-		ratio = fmt.Sprintf("%.2f", v/tcp)
 		ts = fmt.Sprintf("%.1f %s", tcp, unit)
+		switch {
+		case strings.HasSuffix(unit, "/s"):
+			ratio = fmt.Sprintf("%.2f", v/tcp)
+		case v > 0:
+			ratio = fmt.Sprintf("%.2f", tcp/v)
+		}
 	}
-	fmt.Printf("%-16s %9s %16s %16s %8s\n", name, sz, fmt.Sprintf("%.1f %s", v, unit), ts, ratio)
+	return fmt.Sprintf("%-16s %9s %16s %16s %8s\n", name, sz, fmt.Sprintf("%.1f %s", v, unit), ts, ratio)
 }
 
 // next waits for one completion and checks it.
