@@ -22,7 +22,9 @@
 // length); peers that ignore it still get a working connection. Every test
 // is bounded by -duration and -max-iters.
 //
-// -version prints the version; -h the flags (exit status 0 for both).
+// -version prints the version; -h the flags (exit status 0 for both). A bad
+// command line, such as -rounds 0, a -duration not positive or a -small size
+// outside 1 byte to 1 MiB, exits 2 naming the flag.
 package main
 
 import (
@@ -81,6 +83,10 @@ func main() {
 	}
 	log.SetFlags(0)
 	log.SetPrefix("rdmabench: ")
+	if err := checkFlags(); err != nil {
+		log.Print(err)
+		os.Exit(cli.ExitUsage)
+	}
 	dev, err := openDevice()
 	if err != nil {
 		log.Fatal(err)
@@ -111,6 +117,24 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
+}
+
+// checkFlags returns a *cli.UsageError naming the first measurement flag out of
+// range: with no rounds, no time or no iterations a measurement has no samples, and
+// the latency test's messages must hold 1 byte (the echo request) to a server
+// buffer's size.
+func checkFlags() error {
+	switch {
+	case *rounds < 1:
+		return cli.Usagef("-rounds %d: want at least 1", *rounds)
+	case *duration <= 0:
+		return cli.Usagef("-duration %v: want a positive duration", *duration)
+	case *maxIters < 1:
+		return cli.Usagef("-max-iters %d: want at least 1", *maxIters)
+	case *smallSize < 1 || *smallSize > regionSize:
+		return cli.Usagef("-small %d: want 1 to %d bytes", *smallSize, regionSize)
+	}
+	return nil
 }
 
 // tcpAddr is the raw-TCP baseline address: the iWARP port plus one.
