@@ -5,8 +5,8 @@ import (
 )
 
 // MountMaxList bounds the number of entries this package decodes from a DUMP or EXPORT
-// reply and the groups of one export, so a hostile reply cannot make a client allocate
-// without limit.
+// reply, and the groups of an EXPORT reply's exports together, so a hostile reply
+// cannot make a client allocate without limit.
 const MountMaxList = 4096
 
 // DirPathArgs is the dirpath argument of MNT and UMNT.
@@ -167,7 +167,7 @@ func (r *ExportRes) EncodeXDR(e *xdr.Encoder) {
 // total.
 func (r *ExportRes) DecodeXDR(d *xdr.Decoder) error {
 	r.Exports = r.Exports[:0]
-	items := 0
+	exports, groups := 0, 0
 	for {
 		more, err := decodeBool(d, "exports")
 		if err != nil {
@@ -176,7 +176,7 @@ func (r *ExportRes) DecodeXDR(d *xdr.Decoder) error {
 		if !more {
 			return nil
 		}
-		if items++; items > MountMaxList {
+		if exports++; exports > MountMaxList {
 			return listTooLong(d, "exports")
 		}
 		var x ExportNode
@@ -191,7 +191,7 @@ func (r *ExportRes) DecodeXDR(d *xdr.Decoder) error {
 			if !more {
 				break
 			}
-			if items++; items > MountMaxList {
+			if groups++; groups > MountMaxList {
 				return listTooLong(d, "groups")
 			}
 			g, err := decodeName(d, "groupnode.gr_name")
