@@ -185,7 +185,7 @@ func MaxResults(p nfs3.Proc, args nfs3.Message) (int, error) {
 	case nfs3.ProcAccess:
 		return 4 + postOpAttrMax + 4, nil
 	case nfs3.ProcReadlink:
-		return 4 + postOpAttrMax + xdr.OpaqueSize(nfs3.MaxPathLen), nil
+		return 4 + postOpAttrMax + xdr.OpaqueSize(nfs3.MaxNFSPathLen), nil
 	case nfs3.ProcRead:
 		a, ok := args.(*nfs3.ReadArgs)
 		if !ok {
@@ -205,13 +205,13 @@ func MaxResults(p nfs3.Proc, args nfs3.Message) (int, error) {
 		if !ok {
 			return 0, fmt.Errorf("%w: %v wants *nfs3.ReaddirArgs, got %T", ErrArgsType, p, args)
 		}
-		return 4 + max(int(a.Count), nfs3.ReaddirResOverhead-4), nil
+		return readdirResultsMax(a.Count), nil
 	case nfs3.ProcReaddirplus:
 		a, ok := args.(*nfs3.ReaddirplusArgs)
 		if !ok {
 			return 0, fmt.Errorf("%w: %v wants *nfs3.ReaddirplusArgs, got %T", ErrArgsType, p, args)
 		}
-		return 4 + max(int(a.MaxCount), nfs3.ReaddirResOverhead-4), nil
+		return readdirResultsMax(a.MaxCount), nil
 	case nfs3.ProcFsstat:
 		return 4 + postOpAttrMax + 6*8 + 4, nil
 	case nfs3.ProcFsinfo:
@@ -262,3 +262,13 @@ func NeedsReplyChunk(p nfs3.Proc, args nfs3.Message, inlineRecv int) (bool, erro
 // chunk) is not a multiple of 4. The responder leaves that segment unwritten and
 // reports it with length 0, whatever number of bytes it actually returns.
 func PadSegment(count uint32) bool { return xdr.PadLen(int(count%4)) != 0 }
+
+// readdirResultsMax bounds READDIR3res and READDIRPLUS3res for a request of count
+// (maxcount) bytes. RFC 1813 §3.3.16 has count bound the whole READDIR3resok, and this
+// module's server keeps to that; Linux knfsd bounds only the directory list (entries,
+// the final value_follows and eof) by it and adds the status, dir_attributes and
+// cookieverf (nfsd3_init_dirlist_pages), as the Linux client's reply buffer allows
+// (NFS3_readdirres_sz plus count). The larger of the two is the bound.
+func readdirResultsMax(count uint32) int {
+	return 4 + postOpAttrMax + nfs3.CookieVerfSize + max(int(count), 8)
+}

@@ -46,7 +46,7 @@ func worstResults(readCount uint32, dirCount uint32) map[nfs3.Proc]nfs3.Message 
 		nfs3.ProcSetattr:     &nfs3.WccRes{Wcc: wcc},
 		nfs3.ProcLookup:      &nfs3.LookupRes{Object: fh, ObjAttr: pa, DirAttr: pa},
 		nfs3.ProcAccess:      &nfs3.AccessRes{Attr: pa},
-		nfs3.ProcReadlink:    &nfs3.ReadlinkRes{Attr: pa, Data: make([]byte, nfs3.MaxPathLen)},
+		nfs3.ProcReadlink:    &nfs3.ReadlinkRes{Attr: pa, Data: make([]byte, nfs3.MaxNFSPathLen)},
 		nfs3.ProcRead:        &nfs3.ReadRes{Attr: pa, Count: readCount, Data: make([]byte, readCount)},
 		nfs3.ProcWrite:       &nfs3.WriteRes{Wcc: wcc},
 		nfs3.ProcCreate:      create,
@@ -179,7 +179,8 @@ func TestNeedsReplyChunk(t *testing.T) {
 		{nfs3.ProcReaddir, &nfs3.ReaddirArgs{Count: 1024}, 3996, false},
 		{nfs3.ProcReaddirplus, &nfs3.ReaddirplusArgs{DirCount: 512, MaxCount: 4096}, 3996, true},
 		{nfs3.ProcReadlink, nil, 1024, true},
-		{nfs3.ProcReadlink, nil, 3996, false},
+		{nfs3.ProcReadlink, nil, 3996, true}, // a 4095-byte link does not fit
+		{nfs3.ProcReadlink, nil, 8192, false},
 		{nfs3.ProcGetattr, nil, 1024, false},
 	}
 	for _, c := range cases {
@@ -200,6 +201,39 @@ func TestPadSegment(t *testing.T) {
 	for c, want := range map[uint32]bool{0: false, 1: true, 2: true, 3: true, 4: false, 4097: true, 1 << 20: false} {
 		if PadSegment(c) != want {
 			t.Errorf("PadSegment(%d) = %v", c, !want)
+		}
+	}
+}
+
+// The READDIR and READDIRPLUS reply bounds hold for a Linux knfsd reply too: knfsd
+// bounds only the directory list (entries, the last value_follows and eof) by count
+// and adds the status, dir_attributes and cookieverf outside it
+// (nfsd3_init_dirlist_pages), so an RDMA reply chunk sized by MaxReply must allow for
+// them.
+func TestMaxResultsReaddirLinuxServer(t *testing.T) {
+	linuxReaddir := func(count uint32) *nfs3.ReaddirRes {
+		r := &nfs3.ReaddirRes{DirAttr: nfs3.PostOpAttr{Present: true}}
+		for used := 8; used+nfs3.DirEntrySize(4) <= int(count); used += nfs3.DirEntrySize(4) {
+			r.Entries = append(r.Entries, nfs3.DirEntry{Name: []byte("abcd")})
+		}
+		return r
+	}
+	for _, count := range []uint32{512, 4096, 8192, 32768} {
+		res := linuxReaddir(count)
+		if n, _ := MaxResults(nfs3.ProcReaddir, &nfs3.ReaddirArgs{Count: count}); size(res) > n {
+			t.Errorf("READDIR count %d: a Linux reply of %d bytes, MaxResults %d", count, size(res), n)
+		}
+		plus := &nfs3.ReaddirplusRes{DirAttr: res.DirAttr}
+		for used := 8; ; {
+			e := nfs3.DirEntryPlus{Name: []byte("abcd"), Attr: nfs3.PostOpAttr{Present: true}, Handle: nfs3.PostOpFH{Present: true, FH: make(nfs3.FH, nfs3.FHSize)}}
+			if used+e.Size() > int(count) {
+				break
+			}
+			plus.Entries = append(plus.Entries, e)
+			used += e.Size()
+		}
+		if n, _ := MaxResults(nfs3.ProcReaddirplus, &nfs3.ReaddirplusArgs{DirCount: count, MaxCount: count}); size(plus) > n {
+			t.Errorf("READDIRPLUS maxcount %d: a Linux reply of %d bytes, MaxResults %d", count, size(plus), n)
 		}
 	}
 }

@@ -16,5 +16,5 @@ func ExampleMaxReply() {
 	r, _ := nfsbind.RuleFor(nfs3.ProcRead)
 	fmt.Println(n, need, r.Reply, nfsbind.PadSegment(4097))
 	// Output:
-	// 32796 true write chunk true
+	// 32892 true write chunk true
 }

@@ -12,8 +12,11 @@ const (
 
 // Protocol limits. FHSize, CookieVerfSize, CreateVerfSize and WriteVerfSize are fixed by
 // RFC 1813 §2.4; MaxNameLen and MaxPathLen are the MOUNT limits (MNTNAMLEN, MNTPATHLEN),
-// which this package also applies to NFS filename3 and nfspath3; MaxData bounds READ and
-// WRITE counts (1 MiB plus one page, the largest payload a Linux client sends).
+// which this package also applies to NFS filename3. nfspath3 (a symbolic link's text in
+// READLINK and SYMLINK) has no bound in RFC 1813 §2.5: MaxNFSPathLen bounds it as Linux
+// does (PATH_MAX), so a link a Linux client or server makes always decodes. MaxData
+// bounds READ and WRITE counts (1 MiB plus one page, the largest payload a Linux client
+// sends).
 const (
 	FHSize         = 64
 	CookieVerfSize = 8
@@ -21,6 +24,7 @@ const (
 	WriteVerfSize  = 8
 	MaxNameLen     = 255
 	MaxPathLen     = 1024
+	MaxNFSPathLen  = 4096
 	MaxData        = 1<<20 + 4096
 	// MaxAuthFlavors bounds the auth_flavors array of a MNT reply.
 	MaxAuthFlavors = 16

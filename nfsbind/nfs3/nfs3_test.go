@@ -319,7 +319,7 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"fh too long", &FHArgs{}, encode(&FHArgs{Object: long(65)}), xdr.ErrTooLong, "args.object"},
 		{"name too long", &DirOpArgsMsg{}, encode(&DirOpArgsMsg{What: DirOpArgs{Name: long(256)}}), xdr.ErrTooLong, "args.name"},
-		{"path too long", &SymlinkArgs{}, encode(&SymlinkArgs{Data: long(1025)}), xdr.ErrTooLong, "symlink_data"},
+		{"path too long", &SymlinkArgs{}, encode(&SymlinkArgs{Data: long(MaxNFSPathLen + 1)}), xdr.ErrTooLong, "symlink_data"},
 		{"bad stable", &WriteArgs{}, encode(&WriteArgs{Stable: 3}), ErrBadEnum, "WRITE3args.stable"},
 		{"count mismatch", &WriteArgs{}, encode(&WriteArgs{Count: 4, Data: []byte("abc")}), ErrCountMismatch, "WRITE3args.count"},
 		{"bad create mode", &CreateArgs{}, encode(&CreateArgs{Mode: 3}), ErrBadEnum, "CREATE3args.how.mode"},
@@ -402,5 +402,31 @@ func TestEntrySizes(t *testing.T) {
 	}
 	if got := len(encode(rd)); got != total {
 		t.Fatalf("READDIR3res is %d bytes, sizes add to %d", got, total)
+	}
+}
+
+// An EXPORT reply may hold MountMaxList exports and, besides, MountMaxList groups
+// over all of them; one more of either is refused, naming the list.
+func TestExportListLimits(t *testing.T) {
+	list := func(exports, groupsEach int) []byte {
+		var r ExportRes
+		for range exports {
+			x := ExportNode{Dir: []byte("/export/x")}
+			for range groupsEach {
+				x.Groups = append(x.Groups, []byte("host"))
+			}
+			r.Exports = append(r.Exports, x)
+		}
+		return encode(&r)
+	}
+	var r ExportRes
+	if err := r.DecodeXDR(xdr.NewDecoder(list(3000, 1))); err != nil || len(r.Exports) != 3000 {
+		t.Errorf("3000 exports of one group each: %d, %v", len(r.Exports), err)
+	}
+	if err := r.DecodeXDR(xdr.NewDecoder(list(MountMaxList+1, 0))); !errors.Is(err, xdr.ErrTooLong) || !strings.Contains(err.Error(), "exports") {
+		t.Errorf("%d exports: %v, want too long naming exports", MountMaxList+1, err)
+	}
+	if err := r.DecodeXDR(xdr.NewDecoder(list(2, MountMaxList/2+1))); !errors.Is(err, xdr.ErrTooLong) || !strings.Contains(err.Error(), "groups") {
+		t.Errorf("%d groups: %v, want too long naming groups", MountMaxList+2, err)
 	}
 }

@@ -289,7 +289,7 @@ func (r *ReadlinkRes) DecodeXDR(d *xdr.Decoder) (err error) {
 	}
 	r.Data = nil
 	if r.Status == StatusOK {
-		r.Data, err = decodePath(d, "READLINK3res.data")
+		r.Data, err = decodeNFSPath(d, "READLINK3res.data")
 	}
 	return err
 }
@@ -612,7 +612,7 @@ func (a *SymlinkArgs) DecodeXDR(d *xdr.Decoder) (err error) {
 	if err = a.Attr.decode(d, "SYMLINK3args.symlink.symlink_attributes"); err != nil {
 		return err
 	}
-	a.Data, err = decodePath(d, "SYMLINK3args.symlink.symlink_data")
+	a.Data, err = decodeNFSPath(d, "SYMLINK3args.symlink.symlink_data")
 	return err
 }
 

@@ -45,8 +45,19 @@ func decodeName(d *xdr.Decoder, name string) ([]byte, error) {
 	return b, nil
 }
 
+// decodePath decodes a MOUNT dirpath (at most MaxPathLen bytes).
 func decodePath(d *xdr.Decoder, name string) ([]byte, error) {
-	b, err := d.StringBytes(MaxPathLen)
+	return decodeStringBytes(d, MaxPathLen, name)
+}
+
+// decodeNFSPath decodes an nfspath3, a symbolic link's text (at most MaxNFSPathLen
+// bytes).
+func decodeNFSPath(d *xdr.Decoder, name string) ([]byte, error) {
+	return decodeStringBytes(d, MaxNFSPathLen, name)
+}
+
+func decodeStringBytes(d *xdr.Decoder, limit int, name string) ([]byte, error) {
+	b, err := d.StringBytes(limit)
 	if err != nil {
 		return nil, field(name, err)
 	}

@@ -56,7 +56,7 @@ func TestRepliesWithinMaxReply(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "f"), make([]byte, 10000), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(strings.Repeat("t", nfs3.MaxPathLen), filepath.Join(dir, "ln")); err != nil {
+	if err := os.Symlink(strings.Repeat("t", nfs3.MaxNFSPathLen-1), filepath.Join(dir, "ln")); err != nil {
 		t.Fatal(err)
 	}
 	s, err := New(Options{Root: dir, HandleKey: fuzzKey})

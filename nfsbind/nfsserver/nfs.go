@@ -301,14 +301,14 @@ func (s *Server) readlink(ctx context.Context, req *oncrpc.Request, res *xdr.Enc
 		return err
 	}
 	defer o.close()
-	var buf [nfs3.MaxPathLen + 1]byte
+	var buf [nfs3.MaxNFSPathLen + 1]byte
 	if r.Status == nfs3.StatusOK {
 		r.Attr = s.postOp(&o.st)
 		if !isLnk(&o.st) {
 			r.Status = nfs3.StatusInval
 		} else if n, err := unix.Readlinkat(o.fd, "", buf[:]); err != nil {
 			r.Status = statusOf(err)
-		} else if n > nfs3.MaxPathLen {
+		} else if n > nfs3.MaxNFSPathLen {
 			r.Status = nfs3.StatusNameTooLong
 		} else {
 			r.Data = buf[:n]
