@@ -532,3 +532,25 @@ func TestServerGrantsFollowReceives(t *testing.T) {
 		t.Fatalf("FairShare of 8 at 8 receives: Grow %d, want 0", n)
 	}
 }
+
+// AcquireWithin gives up with ErrExpired when its expiry comes first, taking nothing,
+// and otherwise acts as Acquire.
+func TestWindowAcquireWithin(t *testing.T) {
+	w := NewWindow(4)
+	w.Update(1)
+	if err := w.AcquireWithin(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	expired := make(chan time.Time, 1)
+	expired <- time.Time{}
+	if err := w.AcquireWithin(context.Background(), expired); !errors.Is(err, ErrExpired) {
+		t.Fatalf("AcquireWithin with every credit held and an expiry: %v, want ErrExpired", err)
+	}
+	if n := w.InUse(); n != 1 {
+		t.Fatalf("InUse = %d after an expired wait, want 1", n)
+	}
+	w.Release()
+	if err := w.AcquireWithin(context.Background(), expired); err != nil {
+		t.Fatalf("AcquireWithin with a credit free: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // ErrClosed is returned by Window.Acquire after Close.
@@ -66,7 +67,14 @@ func (w *Window) InUse() int {
 
 // Acquire waits until a credit is available and takes it, or returns ctx.Err() (or
 // ErrClosed after Close). Waiters are served in arrival order.
-func (w *Window) Acquire(ctx context.Context) error {
+func (w *Window) Acquire(ctx context.Context) error { return w.AcquireWithin(ctx, nil) }
+
+// ErrExpired is AcquireWithin's answer when its expiry came before a credit.
+var ErrExpired = errors.New("credits: no credit before the expiry")
+
+// AcquireWithin is Acquire that also gives up, with ErrExpired, when expired delivers
+// first (a caller's per-try timer; nil never does).
+func (w *Window) AcquireWithin(ctx context.Context, expired <-chan time.Time) error {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -87,6 +95,7 @@ func (w *Window) Acquire(ctx context.Context) error {
 	w.waiters = append(w.waiters, ch)
 	w.mu.Unlock()
 
+	var err error
 	select {
 	case <-ch:
 		// The credit was handed over by wake (inUse already counts it), or Close woke us.
@@ -100,27 +109,30 @@ func (w *Window) Acquire(ctx context.Context) error {
 		}
 		return nil
 	case <-ctx.Done():
-		w.mu.Lock()
-		removed := false
-		for i, c := range w.waiters {
-			if c == ch {
-				w.waiters = append(w.waiters[:i], w.waiters[i+1:]...)
-				removed = true
-				break
-			}
-		}
-		if !removed && !w.closed {
-			// wake handed us a credit concurrently: give it back.
-			<-ch
-			w.inUse--
-			w.wakeLocked()
-		} else if !removed {
-			<-ch
-		}
-		w.free = append(w.free, ch)
-		w.mu.Unlock()
-		return ctx.Err()
+		err = ctx.Err()
+	case <-expired:
+		err = ErrExpired
 	}
+	w.mu.Lock()
+	removed := false
+	for i, c := range w.waiters {
+		if c == ch {
+			w.waiters = append(w.waiters[:i], w.waiters[i+1:]...)
+			removed = true
+			break
+		}
+	}
+	if !removed && !w.closed {
+		// wake handed us a credit concurrently: give it back.
+		<-ch
+		w.inUse--
+		w.wakeLocked()
+	} else if !removed {
+		<-ch
+	}
+	w.free = append(w.free, ch)
+	w.mu.Unlock()
+	return err
 }
 
 // TryAcquire takes a credit if one is available without waiting.

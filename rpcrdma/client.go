@@ -143,6 +143,10 @@ var ErrBadReply = errors.New("rpcrdma: malformed reply")
 // retransmits it on a new connection.
 var errConnLost = errors.New("rpcrdma: connection lost")
 
+// errXIDInFlight refuses a call whose XID is that of another call still waiting for
+// its reply on the connection.
+var errXIDInFlight = errors.New("a call with this XID is already in flight")
+
 // Client is the RPC-over-RDMA client transport: an oncrpc.RoundTripper over one RDMA
 // connection that is re-established (and outstanding calls retransmitted) when it is
 // lost.
@@ -619,9 +623,15 @@ func (c *Client) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *
 		if err != nil {
 			return err
 		}
-		if err := cc.window.Acquire(ctx); err != nil {
+		if err := cc.window.AcquireWithin(ctx, timer); err != nil {
 			if errors.Is(err, credits.ErrClosed) {
 				continue // the connection was lost (or the Client closed: conn says so)
+			}
+			if errors.Is(err, credits.ErrExpired) {
+				// Every credit is held by a call the server has not answered within
+				// this call's try: drop the connection, as a try that times out does.
+				cc.fail(errConnLost)
+				return fmt.Errorf("rpcrdma: xid %#08x: waiting for a credit: %w", call.XID, oncrpc.ErrTimeout)
 			}
 			return err
 		}

@@ -115,7 +115,10 @@ func (cc *clientConn) complete(ctx context.Context, r *request, call *oncrpc.Cli
 	if r.replyMR != nil {
 		replyCap = min(len(r.replyMR.Buf()), cap(reply.Inline))
 	}
-	kind, body, grouped, replyLen, err := parseReply(h, buf[hl:], call.ReplySinks, replyCap, r.rcs[:0])
+	// Only the sinks offered as write chunks may come back as such (planCall offers
+	// none when the results fit inline, and an empty sink ends the list).
+	offered := call.ReplySinks[:min(len(r.hdr.WriteList), len(call.ReplySinks))]
+	kind, body, grouped, replyLen, err := parseReply(h, buf[hl:], offered, replyCap, r.rcs[:0])
 	if grouped != nil {
 		r.rcs = grouped
 	}

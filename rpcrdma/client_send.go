@@ -170,6 +170,20 @@ func (cc *clientConn) postCall(ctx context.Context, r *request, xid uint32, idx 
 		cc.ep.putSendBuf(idx)
 		return errConnLost
 	}
+	if i, dup := cc.pending.find(xid); dup {
+		orphan := cc.pending.slots[i].r.orphan
+		cc.mu.Unlock()
+		cc.ep.putSendBuf(idx)
+		if !orphan {
+			return fmt.Errorf("rpcrdma: xid %#08x: %w", xid, errXIDInFlight)
+		}
+		// A resend of a call its caller gave up on, whose reply (and credit) is
+		// still due here: the two replies could not be told apart, so the orphan's
+		// credit would never come back. Resend it on a new connection, as after a
+		// timeout.
+		cc.fail(errConnLost)
+		return errConnLost
+	}
 	cc.pending.put(xid, r)
 	r.sole = cc.pending.n == 1
 	cc.mu.Unlock()

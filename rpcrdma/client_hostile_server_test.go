@@ -1,0 +1,210 @@
+package rpcrdma
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+)
+
+// The client offers no write chunk when the call's MaxReply bounds its whole reply
+// within the inline size (resultsInline). A server that nevertheless returns a write
+// list claiming 1024 bytes placed in "chunk 0" gets ErrBadReply: the client never gave
+// it a segment, so nothing was placed, and the caller is never told that its sink's
+// old bytes are results (RFC 8166 §3.4.6).
+func TestUnofferedWriteChunkRefused(t *testing.T) {
+	ctx, cl, srv := dialRawServer(t)
+	sink := bytes.Repeat([]byte{0xAA}, 1024) // stale bytes from an earlier use
+	done := make(chan error, 1)
+	var reply oncrpc.ClientReply
+	go func() {
+		done <- cl.RoundTrip(ctx, &oncrpc.ClientCall{XID: 41, Msg: oncrpc.Message{Inline: rpcCall(41, 0)},
+			ReplySinks: [][]byte{sink}, MaxReply: 2048}, &reply)
+	}()
+	h, _ := srv.recvHeader(t)
+	if len(h.WriteList) != 0 {
+		t.Fatalf("precondition: client offered %d write chunks, want 0", len(h.WriteList))
+	}
+	out := Header{XID: h.XID, Vers: 1, Credits: 4, Proc: ProcMsg,
+		WriteList: []chunksWriteChunk{{{Handle: 0x1234, Length: 1024, Offset: 0}}}}
+	b, _ := out.Append(nil)
+	srv.send(t, append(b, rpcReply(h.XID)...))
+	err := <-done
+	if !errors.Is(err, ErrBadReply) {
+		t.Fatalf("reply with a write chunk the client never offered: err = %v, placed %d chunk(s) of %d bytes (stale 0x%02x), want ErrBadReply",
+			err, len(reply.Placed), func() int {
+				if len(reply.Placed) > 0 {
+					return len(reply.Placed[0])
+				}
+				return 0
+			}(), sink[0])
+	}
+}
+
+// The same with an empty first sink, which ends the offered write list (planCall),
+// and a second sink the server claims.
+func TestUnofferedWriteChunkAfterEmptySinkRefused(t *testing.T) {
+	ctx, cl, srv := dialRawServer(t)
+	sink := bytes.Repeat([]byte{0xBB}, 512)
+	done := make(chan error, 1)
+	var reply oncrpc.ClientReply
+	go func() {
+		done <- cl.RoundTrip(ctx, &oncrpc.ClientCall{XID: 42, Msg: oncrpc.Message{Inline: rpcCall(42, 0)},
+			ReplySinks: [][]byte{nil, sink}}, &reply)
+	}()
+	h, _ := srv.recvHeader(t)
+	if len(h.WriteList) != 0 {
+		t.Fatalf("precondition: client offered %d write chunks, want 0", len(h.WriteList))
+	}
+	out := Header{XID: h.XID, Vers: 1, Credits: 4, Proc: ProcMsg,
+		WriteList: []chunksWriteChunk{{{Handle: 1, Length: 0}}, {{Handle: 2, Length: 512}}}}
+	b, _ := out.Append(nil)
+	srv.send(t, append(b, rpcReply(h.XID)...))
+	err := <-done
+	if !errors.Is(err, ErrBadReply) {
+		t.Fatalf("reply with write chunks the client never offered: err = %v, Placed lens %v, want ErrBadReply", err, lens(reply.Placed))
+	}
+}
+
+func lens(p [][]byte) []int {
+	var n []int
+	for _, b := range p {
+		n = append(n, len(b))
+	}
+	return n
+}
+
+// The server granted one credit and never answers the first call (sent without a
+// per-try Timeout). A second call with a Timeout returns ErrTimeout while it waits for
+// a credit (oncrpc.ClientCall.Timeout bounds the whole try), as it does while waiting
+// for a connection (Client.conn).
+func TestTimeoutWhileWaitingForCredit(t *testing.T) {
+	ctx, cl, srv := dialRawServer(t)
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	first := make(chan error, 1)
+	go func() {
+		var reply oncrpc.ClientReply
+		first <- cl.RoundTrip(actx, &oncrpc.ClientCall{XID: 51, Msg: oncrpc.Message{Inline: rpcCall(51, 0)}, MaxReply: 100}, &reply)
+	}()
+	srv.recvHeader(t) // the first call holds the only credit; no reply
+	second := make(chan error, 1)
+	go func() {
+		var reply oncrpc.ClientReply
+		second <- cl.RoundTrip(ctx, &oncrpc.ClientCall{XID: 52, Msg: oncrpc.Message{Inline: rpcCall(52, 0)}, MaxReply: 100, Timeout: 200 * time.Millisecond}, &reply)
+	}()
+	select {
+	case err := <-second:
+		if !errors.Is(err, oncrpc.ErrTimeout) {
+			t.Fatalf("err = %v, want ErrTimeout", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("call with Timeout 200ms still blocked after 20s waiting for a credit")
+	}
+}
+
+// A call whose context was cancelled stays pending as an orphan holding its credit
+// until its reply. Sent again with the same XID (ClientCall.XID: "A retransmission
+// reuses it"), it would leave two replies the client could not tell apart, and the
+// orphan's credit would never come back: instead the connection is dropped, which
+// gives the orphan's credit back, and the call is resent on a new one, as after a
+// timeout. A second call with the XID of a live one is refused.
+func TestSameXIDAfterCancelResendsOnNewConnection(t *testing.T) {
+	ctx, cl, srv := dialRawServer(t)
+	done := make(chan error, 1)
+	go func() {
+		var reply oncrpc.ClientReply
+		done <- cl.RoundTrip(ctx, &oncrpc.ClientCall{XID: 60, Msg: oncrpc.Message{Inline: rpcCall(60, 0)}, MaxReply: 100}, &reply)
+	}()
+	h, _ := srv.recvHeader(t)
+	srv.send(t, append(be32(h.XID, 1, 4, 0, 0, 0, 0), rpcReply(h.XID)...)) // grant 4
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	cc := cl.current()
+	// A live call with XID 62, and a second one with the same XID: refused.
+	go func() {
+		var reply oncrpc.ClientReply
+		done <- cl.RoundTrip(ctx, &oncrpc.ClientCall{XID: 62, Msg: oncrpc.Message{Inline: rpcCall(62, 0)}, MaxReply: 100}, &reply)
+	}()
+	srv.recvHeader(t)
+	var reply oncrpc.ClientReply
+	if err := cl.RoundTrip(ctx, &oncrpc.ClientCall{XID: 62, Msg: oncrpc.Message{Inline: rpcCall(62, 0)}, MaxReply: 100}, &reply); !errors.Is(err, errXIDInFlight) {
+		t.Fatalf("a second call with a live call's XID: %v, want errXIDInFlight", err)
+	}
+	srv.send(t, append(be32(62, 1, 4, 0, 0, 0, 0), rpcReply(62)...))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// XID 61, cancelled before its reply: an orphan holding a credit.
+	cctx, cancel := context.WithCancel(ctx)
+	go func() {
+		var reply oncrpc.ClientReply
+		done <- cl.RoundTrip(cctx, &oncrpc.ClientCall{XID: 61, Msg: oncrpc.Message{Inline: rpcCall(61, 0)}, MaxReply: 100}, &reply)
+	}()
+	srv.recvHeader(t)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("first try: %v", err)
+	}
+	if n := cc.window.InUse(); n != 1 {
+		t.Fatalf("the orphan holds %d credits, want 1", n)
+	}
+	// Sent again with the same XID: the connection goes, and the orphan's credit
+	// with it; the resend waits for a new connection (which this peer never
+	// accepts), until its context ends.
+	rctx, rcancel := context.WithCancel(ctx)
+	go func() {
+		var reply oncrpc.ClientReply
+		done <- cl.RoundTrip(rctx, &oncrpc.ClientCall{XID: 61, Msg: oncrpc.Message{Inline: rpcCall(61, 0)}, MaxReply: 100}, &reply)
+	}()
+	select {
+	case <-cc.dead:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection holding the orphan was not dropped")
+	}
+	waitFor(t, "the orphan's credit to come back", func() bool { return cc.window.InUse() == 0 })
+	rcancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("resend: %v, want it waiting for a new connection until cancelled", err)
+	}
+}
+
+// A cancelled call's orphan holds the only credit and the server never answers it. A
+// later call with a per-try Timeout times out while it waits for the credit, and the
+// connection is dropped (as after any try that times out), so the orphan's credit is
+// not held forever.
+func TestOrphanCreditDoesNotWedgeTimedCalls(t *testing.T) {
+	ctx, cl, srv := dialRawServer(t)
+	cc := cl.current()
+	cctx, cancel := context.WithCancel(ctx)
+	first := make(chan error, 1)
+	go func() {
+		var reply oncrpc.ClientReply
+		first <- cl.RoundTrip(cctx, &oncrpc.ClientCall{XID: 71, Msg: oncrpc.Message{Inline: rpcCall(71, 0)}, MaxReply: 100}, &reply)
+	}()
+	srv.recvHeader(t)
+	cancel()
+	<-first
+	second := make(chan error, 1)
+	go func() {
+		var reply oncrpc.ClientReply
+		second <- cl.RoundTrip(ctx, &oncrpc.ClientCall{XID: 72, Msg: oncrpc.Message{Inline: rpcCall(72, 0)}, MaxReply: 100, Timeout: 200 * time.Millisecond}, &reply)
+	}()
+	select {
+	case err := <-second:
+		if !errors.Is(err, oncrpc.ErrTimeout) {
+			t.Fatalf("err = %v, want ErrTimeout", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("call with Timeout 200ms still blocked after 20s: the orphan's credit wedges it")
+	}
+	select {
+	case <-cc.dead:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the connection was not dropped after the timeout")
+	}
+}
