@@ -164,5 +164,24 @@ func loadOrCreateKey(dir string) ([]byte, bool, error) {
 		return nil, false, fmt.Errorf("nfsserver: installing handle key: %w", err)
 	}
 	os.Remove(tmp.Name())
+	// The key is on disk; its name is only once the directory is: a crash before that
+	// would lose the key, and every handle the server gave out with it.
+	if err := syncDir(dir); err != nil {
+		return nil, false, fmt.Errorf("nfsserver: installing handle key: %w", err)
+	}
 	return key, true, nil
+}
+
+// syncDir makes the entries of directory dir stable (fsync of the directory). A
+// variable, so that a test can see it is called.
+var syncDir = func(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

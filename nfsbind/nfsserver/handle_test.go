@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
@@ -46,5 +48,35 @@ func TestHandleCodecAllocs(t *testing.T) {
 		_ = c.encode(buf[:0], id)
 	}); n != 0 {
 		t.Fatalf("%v allocations per encode and decode, want 0", n)
+	}
+}
+
+// A new handle key is made stable with its name: the state directory is fsynced after
+// the key is linked in, and a failure to do so is the start's error, not a key that a
+// crash could take away with every handle given out.
+func TestHandleKeyDirectorySynced(t *testing.T) {
+	dir := t.TempDir()
+	var synced []string
+	fail := false
+	defer func(f func(string) error) { syncDir = f }(syncDir)
+	syncDir = func(d string) error {
+		synced = append(synced, d)
+		if fail {
+			return errors.New("injected EIO")
+		}
+		return nil
+	}
+	if _, created, err := loadOrCreateKey(dir); err != nil || !created {
+		t.Fatalf("first start: created %v, %v", created, err)
+	}
+	if len(synced) != 1 || synced[0] != dir {
+		t.Fatalf("directories synced: %q, want %q", synced, dir)
+	}
+	if _, created, err := loadOrCreateKey(dir); err != nil || created || len(synced) != 1 {
+		t.Fatalf("second start: created %v, %v, %d syncs; want the key read, no sync", created, err, len(synced))
+	}
+	fail = true
+	if _, _, err := loadOrCreateKey(t.TempDir()); err == nil || !strings.Contains(err.Error(), "injected EIO") {
+		t.Fatalf("a failed directory sync: %v, want the start to fail with it", err)
 	}
 }
