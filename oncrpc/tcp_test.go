@@ -54,17 +54,10 @@ func TestTCPMultiFragmentBothWays(t *testing.T) {
 
 // A server that never reads cannot hold a call past its context's deadline.
 func TestTCPWriteBlockedByPeerHonoursDeadline(t *testing.T) {
-	addr, _, release := stallingPeer(t, "")
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := NewTCPTransport(c, nil)
-	defer tr.Close()
-	defer release()
+	tr, _ := stalledTransport(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	err = NewClient(tr, testProg, testVers).Call(ctx, procEcho, payloadArg(make([]byte, bigCall)), nil)
+	err := NewClient(tr, testProg, testVers).Call(ctx, procEcho, payloadArg(make([]byte, bigCall)), nil)
 	if err == nil {
 		t.Fatal("call to a server that never reads succeeded")
 	}
@@ -167,6 +160,21 @@ func returns(t *testing.T, what string, f func() error) error {
 	}
 }
 
+// stalledTransport is a transport that does not redial, connected to a stallingPeer
+// (which stops reading in the middle of a large call); both end with t.
+func stalledTransport(t *testing.T) (*TCPTransport, <-chan struct{}) {
+	t.Helper()
+	addr, stalled, release := stallingPeer(t, "")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := NewTCPTransport(c, nil)
+	t.Cleanup(func() { tr.Close() })
+	t.Cleanup(release) // before Close: the peer stops holding the connection
+	return tr, stalled
+}
+
 // startBigCall starts, on another goroutine, a bigCall-byte call through tr with ctx,
 // and waits until the peer made by stallingPeer has stopped reading in the middle of
 // it: the call's write is blocked. The call's error arrives on the channel returned.
@@ -184,20 +192,13 @@ func startBigCall(t *testing.T, ctx context.Context, cl *Client, stalled <-chan 
 // connection is dropped: a transport that does not redial then fails its later
 // calls instead of writing them after the partial record.
 func TestTCPBlockedWriteHonoursCancel(t *testing.T) {
-	addr, stalled, release := stallingPeer(t, "")
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := NewTCPTransport(c, nil)
-	defer tr.Close()
-	defer release()
+	tr, stalled := stalledTransport(t)
 	cl := NewClient(tr, testProg, testVers)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	errc := startBigCall(t, ctx, cl, stalled)
 	cancel()
-	err = returns(t, "call whose context was cancelled", func() error { return <-errc })
+	err := returns(t, "call whose context was cancelled", func() error { return <-errc })
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call: %v, want context.Canceled", err)
 	}
@@ -215,16 +216,9 @@ func TestTCPBlockedWriteHonoursCancel(t *testing.T) {
 // A call whose write is blocked returns ErrTimeout when its try's Timeout expires
 // (ClientCall.Timeout bounds the try, sending included).
 func TestTCPBlockedWriteHonoursTryTimeout(t *testing.T) {
-	addr, _, release := stallingPeer(t, "")
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := NewTCPTransport(c, nil)
-	defer tr.Close()
-	defer release()
+	tr, _ := stalledTransport(t)
 	cl := NewClient(tr, testProg, testVers, WithRetry(RetryPolicy{Timeout: 200 * time.Millisecond, MaxTries: 1}))
-	err = returns(t, "call with a 200ms per-try Timeout", func() error {
+	err := returns(t, "call with a 200ms per-try Timeout", func() error {
 		return cl.Call(context.Background(), procEcho, payloadArg(make([]byte, bigCall)), nil)
 	})
 	if !errors.Is(err, ErrTimeout) {
@@ -235,21 +229,14 @@ func TestTCPBlockedWriteHonoursTryTimeout(t *testing.T) {
 // A call waiting for its turn to write, behind another call's blocked write, gives up
 // when its context ends or its try times out.
 func TestTCPCallNotStuckBehindBlockedWrite(t *testing.T) {
-	addr, stalled, release := stallingPeer(t, "")
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := NewTCPTransport(c, nil)
-	defer tr.Close()
-	defer release()
+	tr, stalled := stalledTransport(t)
 	bigCtx, bigCancel := context.WithCancel(context.Background())
 	defer bigCancel()
 	startBigCall(t, bigCtx, NewClient(tr, testProg, testVers), stalled)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	err = returns(t, "NULL call with a 200ms deadline behind a blocked write", func() error {
+	err := returns(t, "NULL call with a 200ms deadline behind a blocked write", func() error {
 		return NewClient(tr, testProg, testVers).Call(ctx, procNull, nil, nil)
 	})
 	if !errors.Is(err, context.DeadlineExceeded) {
@@ -267,16 +254,10 @@ func TestTCPCallNotStuckBehindBlockedWrite(t *testing.T) {
 // Close returns, and fails the outstanding calls with ErrClosed, while a call's write
 // is blocked (it closes the connection rather than wait for the writer).
 func TestTCPCloseDuringBlockedWrite(t *testing.T) {
-	addr, stalled, release := stallingPeer(t, "")
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := NewTCPTransport(c, nil)
-	defer release()
+	tr, stalled := stalledTransport(t)
 	errc := startBigCall(t, context.Background(), NewClient(tr, testProg, testVers), stalled)
 	returns(t, "Close", tr.Close)
-	err = returns(t, "call whose transport was closed", func() error { return <-errc })
+	err := returns(t, "call whose transport was closed", func() error { return <-errc })
 	if !errors.Is(err, ErrClosed) {
 		t.Fatalf("call: %v, want ErrClosed", err)
 	}
