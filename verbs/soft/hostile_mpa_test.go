@@ -278,28 +278,10 @@ func TestHostileMPABadReply(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			checkGoroutines(t)
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			got := make(chan []byte, 1)
-			go func() {
-				defer close(got)
-				s, err := l.Accept()
-				if err != nil {
-					return
-				}
-				defer s.Close()
-				s.SetDeadline(time.Now().Add(20 * time.Second))
-				var buf [iwarp.MaxMPAFrameLen]byte
-				if _, err := iwarp.ReadMPAFrame(s, buf[:], iwarp.MPARequest); err != nil {
-					return
-				}
-				s.Write(mpaHex(t, c.reply))
+			addr, got := replyingResponder(t, c.reply, func(s net.Conn) []byte {
 				rest, _ := io.ReadAll(s) // until the initiator closes
-				got <- rest
-			}()
+				return rest
+			})
 			cfg := Config{SiwKick: -1}
 			if c.p2p {
 				cfg.P2P = RTRWrite
@@ -309,7 +291,7 @@ func TestHostileMPABadReply(t *testing.T) {
 			defer e.close(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			_, err = dev.Dial(ctx, l.Addr().String(), e.qp, verbs.ConnParams{IRD: 4, ORD: 4})
+			_, err := dev.Dial(ctx, addr, e.qp, verbs.ConnParams{IRD: 4, ORD: 4})
 			if err == nil || c.err != nil && !errors.Is(err, c.err) {
 				t.Fatalf("Dial: %v, want %v", err, c.err)
 			}
@@ -328,4 +310,34 @@ func TestHostileMPABadReply(t *testing.T) {
 			}
 		})
 	}
+}
+
+// replyingResponder listens for one connection, reads its MPA Request, answers with
+// reply (mpaHex notation) and sends what collect then reads from the initiator on the
+// channel it returns (closed without a value if anything fails first). The
+// connection's reads and writes end after 20 s; the listener closes with t.
+func replyingResponder(t *testing.T, reply string, collect func(net.Conn) []byte) (addr string, got <-chan []byte) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	ch := make(chan []byte, 1)
+	go func() {
+		defer close(ch)
+		s, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		s.SetDeadline(time.Now().Add(20 * time.Second))
+		var buf [iwarp.MaxMPAFrameLen]byte
+		if _, err := iwarp.ReadMPAFrame(s, buf[:], iwarp.MPARequest); err != nil {
+			return
+		}
+		s.Write(mpaHex(t, reply))
+		ch <- collect(s)
+	}()
+	return l.Addr().String(), ch
 }

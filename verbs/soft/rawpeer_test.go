@@ -643,38 +643,20 @@ func TestMPAInitiatorNotNegotiated(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			checkGoroutines(t)
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			got := make(chan []byte, 1)
-			go func() {
-				defer close(got)
-				s, err := l.Accept()
-				if err != nil {
-					return
-				}
-				defer s.Close()
-				s.SetDeadline(time.Now().Add(10 * time.Second))
-				var buf [iwarp.MaxMPAFrameLen]byte
-				if _, err := iwarp.ReadMPAFrame(s, buf[:], iwarp.MPARequest); err != nil {
-					return
-				}
-				s.Write(mpaHex(t, c.reply))
+			addr, got := replyingResponder(t, c.reply, func(s net.Conn) []byte {
 				// Nothing may follow: no Terminate (nor, client-server
 				// model with SiwKick off, any FPDU).
 				s.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 				var b [256]byte
 				n, _ := s.Read(b[:])
-				got <- b[:n]
-			}()
+				return b[:n]
+			})
 			dev := New(Config{SiwKick: -1})
 			e := newEndpoint(t, dev, 2)
 			defer e.close(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			info, err := dev.Dial(ctx, l.Addr().String(), e.qp, verbs.ConnParams{IRD: 4, ORD: 8})
+			info, err := dev.Dial(ctx, addr, e.qp, verbs.ConnParams{IRD: 4, ORD: 8})
 			rest := <-got
 			if err != nil {
 				t.Fatalf("Dial: %v (initiator sent %x)", err, rest)
