@@ -241,6 +241,7 @@ type Conn struct {
 	lastSent    int     // the grant of the message Sent last (the open's limit before any)
 	pending     []int32 // pending[g]: messages carrying grant g taken and not yet Sent or Dropped
 	maxPending  int     // the largest g with pending[g] > 0, or 0
+	nPending    int     // the sum of pending
 	receives    int     // receives posted for calls: the most any grant may be
 	overruns    int
 	calls       uint64 // Accepted calls, ever
@@ -334,6 +335,7 @@ func (c *Conn) Grant() uint32 {
 	g := c.grantLocked()
 	c.pending[g]++
 	c.maxPending = max(c.maxPending, g)
+	c.nPending++
 	c.settleLocked()
 	return uint32(g)
 }
@@ -366,6 +368,9 @@ func (c *Conn) unpendLocked(g uint32) bool {
 		return false
 	}
 	c.pending[g]--
+	if c.nPending--; c.nPending == 0 {
+		c.maxPending = 0 // the usual case at low queue depth: no walk down
+	}
 	for c.maxPending > 0 && c.pending[c.maxPending] == 0 {
 		c.maxPending--
 	}

@@ -26,9 +26,7 @@ func (s *Server) Stats() Stats {
 		if !c.closed {
 			st.Granted += c.lastSent
 			st.Outstanding += c.outstanding
-			for _, n := range c.pending[:c.maxPending+1] {
-				st.Unsent += int(n)
-			}
+			st.Unsent += c.nPending
 		}
 		c.mu.Unlock()
 	}
