@@ -166,10 +166,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // TestServerGrantProperties drives random sequences of calls, replies, receive growth,
 // sweeps, closes and opens through a Server with a policy that answers anything
-// (negative, 0, huge) and checks after every step that a grant is never 0, never above
-// PerConn or the receives posted, that the credits in force never drop below the calls
-// outstanding nor exceed the receives, that a requester that keeps to its latest grant
-// is never refused, and that the active count matches the connections.
+// (negative, 0, huge), with calls and replies in transit for random times and replies
+// put on the wire out of the order their grants were taken, and checks after every
+// step that a grant is never 0, never above PerConn or the receives posted, that the
+// calls outstanding never exceed the receives posted (also when the requester
+// overruns), that a requester that keeps to the latest grant it received is never
+// refused, and that the active count matches the connections.
 func TestServerGrantProperties(t *testing.T) {
 	for seed := uint64(0); seed < 200; seed++ {
 		checkGrantProperties(t, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), 1500)
@@ -189,13 +191,17 @@ func FuzzServerGrants(f *testing.F) {
 	})
 }
 
-// modelConn is a requester as the property test sees it.
+// modelConn is a requester, and what is in transit between it and the responder, as
+// the property test sees them.
 type modelConn struct {
-	c        *Conn
-	grant    uint32   // latest grant received (1 before any)
-	inFlight int      // Accepted calls not answered
-	unsent   []uint32 // grants of messages built and not yet posted, in the order taken
-	posted   []uint32 // grants of messages posted (maybe received) whose completions have not run, in posting order
+	c         *Conn
+	grant     uint32   // latest grant received (1 before any)
+	inUse     int      // calls sent whose answers have not been received
+	toServer  []bool   // calls sent and not yet received, in order: whether each kept to the grant
+	srvOut    int      // calls Accepted and not yet answered
+	unsent    []uint32 // grants of answers built and not yet posted, in the order taken
+	wire      []uint32 // grants of answers posted and not yet received, in posting order
+	completed []uint32 // grants of answers posted whose completions have not run, in posting order
 }
 
 func checkGrantProperties(t *testing.T, r *rand.Rand, steps int) {
@@ -224,6 +230,11 @@ func checkGrantProperties(t *testing.T, r *rand.Rand, steps int) {
 		maxRecv[c] = n
 		conns = append(conns, &modelConn{c: c, grant: 1})
 	}
+	answer := func(m *modelConn) {
+		g := m.c.Grant()
+		checkGrant(t, m.c, g, perConn)
+		m.unsent = append(m.unsent, g)
+	}
 	open()
 	for step := 0; step < steps; step++ {
 		if len(conns) == 0 {
@@ -232,59 +243,70 @@ func checkGrantProperties(t *testing.T, r *rand.Rand, steps int) {
 		m := conns[r.IntN(len(conns))]
 		c := m.c
 		switch op := r.IntN(100); {
-		case op < 40: // the requester sends a call if its grant allows (sometimes not)
-			compliant := m.inFlight < int(m.grant)
+		case op < 25: // the requester sends a call if its grant allows (sometimes not)
+			compliant := m.inUse < int(m.grant)
 			if !compliant && r.IntN(4) != 0 {
 				continue
 			}
+			m.inUse++
+			m.toServer = append(m.toServer, compliant)
+		case op < 40: // the responder receives the oldest call in transit
+			if len(m.toServer) == 0 {
+				continue
+			}
+			compliant := m.toServer[0]
+			m.toServer = m.toServer[1:]
 			switch v := c.Arrive(uint32(r.IntN(200))); v {
 			case Accept:
-				m.inFlight++
+				m.srvOut++
 			case Overrun:
 				if compliant {
-					t.Fatalf("step %d: call %d within grant %d refused", step, m.inFlight+1, m.grant)
+					t.Fatalf("step %d: a call within the grant %d received last refused (%d in use)", step, m.grant, m.inUse)
 				}
-				g := c.Grant() // the ERR_CHUNK answer carries a grant
-				checkGrant(t, c, g, perConn)
-				m.unsent = append(m.unsent, g)
+				answer(m) // the ERR_CHUNK answer carries a grant
 			default:
 				t.Fatalf("step %d: Arrive %v", step, v)
 			}
-		case op < 62: // a reply is built: grant, then Done, as the transport does
-			if m.inFlight == 0 {
+		case op < 55: // an answer is built: grant, then Done, as the transport does
+			if m.srvOut == 0 {
 				continue
 			}
-			g := c.Grant()
-			checkGrant(t, c, g, perConn)
+			answer(m)
 			c.Done()
-			m.inFlight--
-			m.unsent = append(m.unsent, g)
-		case op < 70: // a built message is posted, not necessarily the oldest, and the requester receives it and follows its grant
+			m.srvOut--
+		case op < 65: // a built answer is posted, not necessarily the oldest
 			if len(m.unsent) == 0 {
 				continue
 			}
-			i := r.IntN(len(m.unsent))
+			i := 0 // mostly in order
 			if r.IntN(2) == 0 {
-				i = 0 // mostly in order
+				i = r.IntN(len(m.unsent))
 			}
 			g := m.unsent[i]
 			m.unsent = slices.Delete(m.unsent, i, i+1)
-			m.posted = append(m.posted, g)
-			m.grant = g
-		case op < 78: // the Send's completion reaches the transport, in posting order
-			if len(m.posted) == 0 {
+			m.wire = append(m.wire, g)
+			m.completed = append(m.completed, g)
+		case op < 75: // the requester receives the oldest answer on the wire, maybe before its completion runs
+			if len(m.wire) == 0 {
 				continue
 			}
-			c.Sent(m.posted[0])
-			m.posted = m.posted[1:]
-		case op < 80: // a built message is dropped (the transport failed to post it)
+			m.grant = m.wire[0]
+			m.wire = m.wire[1:]
+			m.inUse--
+		case op < 82: // the oldest posted answer's completion reaches the transport
+			if len(m.completed) == 0 {
+				continue
+			}
+			c.Sent(m.completed[0])
+			m.completed = m.completed[1:]
+		case op < 83: // a built answer is dropped (the transport failed to post it)
 			if len(m.unsent) == 0 {
 				continue
 			}
 			i := r.IntN(len(m.unsent))
 			c.Dropped(m.unsent[i])
 			m.unsent = slices.Delete(m.unsent, i, i+1)
-		case op < 85: // the transport grows receives when asked
+		case op < 88: // the transport grows receives when asked
 			if n := c.Grow(); n > 0 {
 				if n <= c.receives || n > perConn {
 					t.Fatalf("step %d: Grow %d with %d receives, PerConn %d", step, n, c.receives, perConn)
@@ -292,9 +314,9 @@ func checkGrantProperties(t *testing.T, r *rand.Rand, steps int) {
 				c.SetReceives(n)
 				maxRecv[c] = max(maxRecv[c], n)
 			}
-		case op < 90:
+		case op < 92:
 			s.Sweep()
-		case op < 93:
+		case op < 94:
 			calls, out := c.Activity()
 			closed := c.CloseIfIdle(calls)
 			if closed != (out == 0) {
@@ -303,7 +325,7 @@ func checkGrantProperties(t *testing.T, r *rand.Rand, steps int) {
 			if closed {
 				conns = removeConn(conns, m)
 			}
-		case op < 95:
+		case op < 96:
 			c.Close()
 			conns = removeConn(conns, m)
 		default:
@@ -314,14 +336,11 @@ func checkGrantProperties(t *testing.T, r *rand.Rand, steps int) {
 		for _, m := range conns {
 			c := m.c
 			c.mu.Lock()
-			if c.outstanding != m.inFlight {
-				t.Fatalf("step %d: server counts %d outstanding, requester %d", step, c.outstanding, m.inFlight)
+			if c.outstanding != m.srvOut {
+				t.Fatalf("step %d: server counts %d outstanding, model %d", step, c.outstanding, m.srvOut)
 			}
-			if c.limit < c.outstanding || c.limit < 1 {
-				t.Fatalf("step %d: credits in force %d below the %d outstanding", step, c.limit, c.outstanding)
-			}
-			if c.limit > maxRecv[c] {
-				t.Fatalf("step %d: credits in force %d above the %d receives posted", step, c.limit, maxRecv[c])
+			if c.outstanding > maxRecv[c] {
+				t.Fatalf("step %d: %d calls outstanding, %d receives posted", step, c.outstanding, maxRecv[c])
 			}
 			if c.outstanding > 0 && !c.active {
 				t.Fatalf("step %d: a connection with calls outstanding is not active", step)

@@ -35,12 +35,14 @@
 // since the previous sweep and none outstanding. So an idle connection costs a busy
 // one nothing, and a connection that stops calling is reclaimed the only way the
 // protocol allows: when it calls again, the reply carries the share of the moment,
-// which takes effect once no message carrying a higher grant can still reach the
-// requester after it (the transport reports each message Sent, from its Send's
-// completion, or Dropped) and its outstanding calls have drained to it (Conn.Grant).
-// Between those points the sum of the grants in force may exceed Total (each is still
-// capped by Config.PerConn and by the receives its connection has posted), which is
-// why Total is a target that steers grants, not a reservation.
+// which binds the requester from the moment it arrives there. The responder cannot
+// see that moment, so it counts each call against every grant that may have reached
+// the requester by then: the messages reported Sent (from their Sends' completions)
+// and those still in flight, each placed after as many replies as can have come
+// before it (Conn). Until the lower grant binds, the sum of the grants in force may
+// exceed Total (each is still capped by Config.PerConn and by the receives its
+// connection has posted), which is why Total is a target that steers grants, not a
+// reservation.
 //
 // The active set moves only when a connection starts or stops calling, not with every
 // call: a call touches only its own connection's state (one mutex per connection,

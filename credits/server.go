@@ -191,9 +191,8 @@ func (s *Server) Open() *Conn { return s.OpenWithReceives(s.cfg.PerConn) }
 // (see Conn.SetReceives; values below 1 mean 1).
 func (s *Server) OpenWithReceives(n int) *Conn {
 	s.conns.Add(1)
-	c := &Conn{s: s, requested: 1, receives: max(n, 1), pending: make([]int32, s.cfg.PerConn+1)}
-	c.limit = c.grantLocked()
-	c.lastSent = c.limit
+	c := &Conn{s: s, requested: 1, receives: max(n, 1), pending: make([]int32, s.cfg.PerConn+1), sentBound: 1}
+	c.lastSent = c.grantLocked()
 	s.mu.Lock()
 	s.list[c] = struct{}{}
 	s.mu.Unlock()
@@ -232,13 +231,26 @@ func (v Verdict) String() string {
 var ErrOverrun = errors.New("credits: requester exceeded its credit grant")
 
 // Conn is one connection's share of a Server.
+//
+// It polices the requester exactly (RFC 8166 §3.3.1). Number the messages carrying
+// grants in the order they go on the wire, 1, 2, ...: a requester that has received
+// r of them, the last with grant G_r (G_0 = 1, the initial credit of §3.3.3), may
+// have sent at most r + G_r calls, since each message answers one call and gives its
+// credit back. The responder does not know how many of its messages have arrived, so
+// it accepts call k when k is at most the largest r + G_r over the messages that may
+// have reached the requester: those reported Sent, each counted at its index or above
+// (the number of grants taken when it was reported), and those whose grants were
+// taken and not yet reported (at most the grants taken so far plus the highest of
+// them). A call beyond every such bound is one no compliant requester sends.
 type Conn struct {
 	s           *Server
 	mu          sync.Mutex
 	requested   uint32
 	outstanding int
-	limit       int     // calls allowed outstanding: the grants still in force
-	lastSent    int     // the grant of the message Sent last (the open's limit before any)
+	arrived     uint64  // calls received (Arrive), overruns included: the requester's count of calls sent
+	taken       uint64  // grants taken (Grant): an upper bound on the wire index of every message sent so far
+	sentBound   uint64  // the largest index + grant over the messages Sent (1 before any)
+	lastSent    int     // the grant of the message Sent last (the open's grant before any)
 	pending     []int32 // pending[g]: messages carrying grant g taken and not yet Sent or Dropped
 	maxPending  int     // the largest g with pending[g] > 0, or 0
 	nPending    int     // the sum of pending
@@ -260,7 +272,8 @@ func (c *Conn) Arrive(requested uint32) Verdict {
 		return Disconnect
 	}
 	c.requested = requested
-	if c.outstanding >= c.limit {
+	c.arrived++
+	if c.arrived > c.boundLocked() {
 		c.overruns++
 		if c.overruns > c.s.cfg.MaxOverruns {
 			return Disconnect
@@ -322,21 +335,18 @@ func (c *Conn) Outstanding() int {
 // Grant returns the rdma_credit value to put in the next message sent on the
 // connection, and counts the message as in flight until Sent or Dropped says what
 // became of it: every Grant must be followed by exactly one of them with the value it
-// returned. The requester follows the grant that reached it last, and messages can be
-// sent in another order than their grants were taken (a reply waits for its RDMA
-// Writes, another overtakes it). So the credit limit stays at or above every grant
-// still in flight and the grant of the message sent last; a lower grant takes effect
-// once it is both, and the requester's outstanding calls have drained to it. Until
-// then its calls within the older grants are not counted as overruns: a requester
-// that follows the grant that reached it last is never refused.
+// returned. Messages may go on the wire in another order than their grants were
+// taken (a reply waits for its RDMA Writes, another overtakes it), and may reach the
+// requester before their Sent is reported: the grant counts from the moment it is
+// taken (see Conn).
 func (c *Conn) Grant() uint32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.grantLocked()
+	c.taken++
 	c.pending[g]++
 	c.maxPending = max(c.maxPending, g)
 	c.nPending++
-	c.settleLocked()
 	return uint32(g)
 }
 
@@ -348,7 +358,8 @@ func (c *Conn) Sent(g uint32) {
 	defer c.mu.Unlock()
 	if c.unpendLocked(g) {
 		c.lastSent = int(g)
-		c.settleLocked()
+		// Its index is at most the grants taken so far.
+		c.sentBound = max(c.sentBound, c.taken+uint64(g))
 	}
 }
 
@@ -356,9 +367,7 @@ func (c *Conn) Sent(g uint32) {
 func (c *Conn) Dropped(g uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.unpendLocked(g) {
-		c.settleLocked()
-	}
+	c.unpendLocked(g)
 }
 
 // unpendLocked takes one message carrying grant g out of flight, and reports whether
@@ -377,15 +386,19 @@ func (c *Conn) unpendLocked(g uint32) bool {
 	return true
 }
 
-// settleLocked sets the credit limit from the grants in force: at least the grant of
-// the message sent last and every grant in flight; lower than before only once the
-// outstanding calls fit.
-func (c *Conn) settleLocked() {
-	floor := max(c.lastSent, c.maxPending)
-	if floor >= c.limit || c.outstanding <= floor {
-		c.limit = floor
+// boundLocked returns the most calls a requester that follows the grants can have
+// sent so far (see Conn).
+func (c *Conn) boundLocked() uint64 {
+	b := c.sentBound
+	if c.nPending > 0 {
+		b = max(b, c.taken+uint64(c.maxPending))
 	}
+	return b
 }
+
+// inForceLocked returns the highest grant the requester may be following: the one
+// sent last, or one still in flight.
+func (c *Conn) inForceLocked() int { return max(c.lastSent, c.maxPending) }
 
 // SetReceives tells the connection how many receives its transport has posted for
 // calls (beyond any kept for other traffic): no grant exceeds it from now on. A
@@ -406,7 +419,7 @@ func (c *Conn) SetReceives(n int) {
 func (c *Conn) Grow() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if 2*c.outstanding <= c.receives || c.receives > c.limit || c.receives >= c.s.cfg.PerConn {
+	if 2*c.outstanding <= c.receives || c.receives > c.inForceLocked() || c.receives >= c.s.cfg.PerConn {
 		return 0
 	}
 	want := c.policyLocked()

@@ -208,3 +208,52 @@ func TestOrphanCreditDoesNotWedgeTimedCalls(t *testing.T) {
 		t.Fatal("the connection was not dropped after the timeout")
 	}
 }
+
+// The client follows the grant of the reply it received last (RFC 8166 §3.3.1), which
+// is what the server counts on (credits.Conn), also when two replies arrive together
+// and their callers decode them in the other order: the server answers a pair of
+// calls with grant 1, then grant 8, in one burst, and the window is 8 however the
+// callers were scheduled.
+func TestClientFollowsGrantReceivedLast(t *testing.T) {
+	ctx, cl, srv := dialRawServer(t)
+	done := make(chan error, 2)
+	call := func(xid uint32) {
+		var reply oncrpc.ClientReply
+		done <- cl.RoundTrip(ctx, &oncrpc.ClientCall{XID: xid, Msg: oncrpc.Message{Inline: rpcCall(xid, 0)}, MaxReply: 100}, &reply)
+	}
+	go call(80)
+	h, _ := srv.recvHeader(t)
+	srv.send(t, append(be32(h.XID, 1, 2, 0, 0, 0, 0), rpcReply(h.XID)...)) // grant 2
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	cc := cl.current()
+	for round := range 20 {
+		xid := uint32(100 + 2*round)
+		go call(xid)
+		go call(xid + 1)
+		a, _ := srv.recvHeader(t)
+		b, _ := srv.recvHeader(t)
+		first := append(be32(a.XID, 1, 1, 0, 0, 0, 0), rpcReply(a.XID)...)
+		second := append(be32(b.XID, 1, 8, 0, 0, 0, 0), rpcReply(b.XID)...)
+		srv.sendBurst(t, first, second)
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if g := cc.window.Granted(); g != 8 {
+			t.Fatalf("round %d: window %d after replies granting 1 then 8, want 8", round, g)
+		}
+		// Back to 2 for the next round (the window follows lower grants too).
+		go call(xid + 1000)
+		h, _ := srv.recvHeader(t)
+		srv.send(t, append(be32(h.XID, 1, 2, 0, 0, 0, 0), rpcReply(h.XID)...))
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if g := cc.window.Granted(); g != 2 {
+			t.Fatalf("round %d: window %d after a reply granting 2", round, g)
+		}
+	}
+}

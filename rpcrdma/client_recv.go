@@ -33,6 +33,12 @@ func (cc *clientConn) onRecv(idx, n int, wc *verbs.Completion) {
 		cc.reverseCall(idx, body) // a reverse-direction call (RFC 8167)
 		return
 	}
+	if binary.BigEndian.Uint32(buf[4:]) == Version1 {
+		// The grant applies here, in the order the messages arrive, not when each
+		// caller decodes its reply: the server counts on the requester following the
+		// grant it received last (credits.Conn).
+		cc.window.Update(binary.BigEndian.Uint32(buf[8:]))
+	}
 	xid := binary.BigEndian.Uint32(buf)
 	cc.mu.Lock()
 	r, ok := cc.pending.take(xid)
@@ -60,7 +66,6 @@ func (cc *clientConn) onRecv(idx, n int, wc *verbs.Completion) {
 func (cc *clientConn) finishOrphan(r *request) {
 	buf := cc.ep.recvBuf(r.recvIdx)[:r.recvLen]
 	if _, err := r.rhdr.Decode(buf); err == nil {
-		cc.window.Update(r.rhdr.Credits)
 		if len(r.rhdr.ReadList) > 0 {
 			cc.sendDone(context.Background(), r.xid)
 		}
@@ -100,7 +105,6 @@ func (cc *clientConn) complete(ctx context.Context, r *request, call *oncrpc.Cli
 	if err != nil {
 		return fmt.Errorf("rpcrdma: xid %#08x: %w: %w", call.XID, ErrBadReply, err)
 	}
-	cc.window.Update(h.Credits)
 	reply.Placed = reply.Placed[:0]
 	reply.Padding = receivedPadding(h, hl)
 	switch h.Proc {

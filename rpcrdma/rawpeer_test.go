@@ -179,6 +179,30 @@ func (p *rawPeer) trySend(t testing.TB, msg []byte) verbs.Completion {
 	return p.waitSend(t, 1<<40)
 }
 
+// sendBurst posts the Sends of msgs (each at most rawBufSize/len(msgs) bytes) at once
+// and waits for their completions.
+func (p *rawPeer) sendBurst(t testing.TB, msgs ...[]byte) {
+	t.Helper()
+	stride := rawBufSize / len(msgs)
+	wrs := make([]verbs.SendWR, len(msgs))
+	for i, msg := range msgs {
+		copy(p.sendMR.Buf()[i*stride:], msg)
+		wrs[i] = verbs.SendWR{ID: 1<<40 + uint64(i), Op: verbs.OpSend, Flags: verbs.Signaled,
+			SGL: []verbs.SGE{{MR: p.sendMR, Offset: i * stride, Length: len(msg)}}}
+		if i > 0 {
+			wrs[i-1].Next = &wrs[i]
+		}
+	}
+	if err := p.qp.PostSend(&wrs[0]); err != nil {
+		t.Fatal(err)
+	}
+	for i := range msgs {
+		if wc := p.waitSend(t, 1<<40+uint64(i)); wc.Status != verbs.StatusSuccess {
+			t.Fatalf("send %d: %v %v", i, wc.Status, wc.Err)
+		}
+	}
+}
+
 // recv returns the next received message (a copy) and its completion, reposting the
 // buffer.
 func (p *rawPeer) recv(t testing.TB) ([]byte, verbs.Completion) {
