@@ -198,6 +198,11 @@ func (c *compound) openCreate(srv *Server, dir *object, a *nfs4.OpenArgs, r *nfs
 	// Whether the name exists decides "fresh" (doCreate reports only success).
 	var before unix.Statx_t
 	existed := statAt(dir.fd, string(a.Claim.File), &before) == nil
+	if h.Mode == nfs4.Unchecked4 && existed && size.size != 0 {
+		// An UNCHECKED4 OPEN of an existing file may truncate it; any other size
+		// is ignored (as knfsd does), not applied.
+		size = createSize{}
+	}
 	// An OPEN the state manager would refuse (the grace period, RECLAIM_COMPLETE not
 	// sent, a share reservation, full tables) creates nothing.
 	var key nfs4state.FileKey
@@ -305,11 +310,14 @@ func (c *compound) openFile(a *nfs4.OpenArgs, r *nfs4.OpenRes, fresh bool, size 
 // (sizes past what Linux holds clamped, as NFSv3's CREATE does), and makes it stable on
 // a sync export.
 func (c *compound) openTruncate(srv *Server, o *object, size uint64) nfs4.Status {
-	if err := unix.Truncate(procPath(o.fd), int64(min(size, math.MaxInt64))); err != nil {
+	if err := truncatePath(procPath(o.fd), int64(min(size, math.MaxInt64))); err != nil {
 		return errStatus4(err)
 	}
 	return errStatus4(srv.stableObject(o))
 }
+
+// truncatePath sets the size of the file at path (unix.Truncate; tests make it fail).
+var truncatePath = unix.Truncate
 
 // openArgs is what the state manager judges of an OPEN by clientID of file.
 func openArgs(clientID uint64, a *nfs4.OpenArgs, file nfs4state.FileKey) nfs4state.OpenArgs {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
@@ -275,7 +277,8 @@ func TestV4CreateAttrsetNamesWhatWasSet(t *testing.T) {
 // TestV4OpenAttrsetNamesWhatWasSet: OPEN4_CREATE's attrset, like CREATE's, names
 // the createattrs the server set (RFC 8881 §18.16.4): with UNCHECKED4 or GUARDED4,
 // not an owner or group the caller may not give, and for a file that exists already
-// (UNCHECKED4), which keeps its attributes, the size alone.
+// (UNCHECKED4), which keeps its attributes, the size alone, and only a size of 0 (a
+// nonzero size is ignored, as knfsd does).
 func TestV4OpenAttrsetNamesWhatWasSet(t *testing.T) {
 	e := newEnv(t, Options{})
 	c := e.v4(rootCred())
@@ -302,6 +305,8 @@ func TestV4OpenAttrsetNamesWhatWasSet(t *testing.T) {
 			nfs4.Fattr{Mode: 0o644, Owner: []byte("2000"), OwnerGroup: []byte("2000")}, nil, nil},
 		{"an existing file with size 0", u, "uf", nfs4.Unchecked4, nfs4.NewBitmap(nfs4.AttrSize, nfs4.AttrMode),
 			nfs4.Fattr{Mode: 0o644}, nfs4.NewBitmap(nfs4.AttrSize), nil},
+		{"an existing file with size 5", u, "uf", nfs4.Unchecked4, nfs4.NewBitmap(nfs4.AttrSize),
+			nfs4.Fattr{Size: 5}, nil, nil},
 		{"a new file with another's owner and group by root", c, "rf", nfs4.Guarded4, all,
 			nfs4.Fattr{Mode: 0o600, Owner: []byte("3000"), OwnerGroup: []byte("3000")}, nfs4.NewBitmap(nfs4.AttrMode), all},
 	} {
@@ -317,8 +322,8 @@ func TestV4OpenAttrsetNamesWhatWasSet(t *testing.T) {
 			t.Errorf("OPEN of %s: attrset %v, want %v (file mode %o owner %q group %q)", tc.what, set, want, got.Mode, got.Owner, got.OwnerGroup)
 		}
 	}
-	if a := u.getattr(u.lookupFH(append(e.exportComponents(), "uf")...), nfs4.AttrMode); a.Mode != 0o600 {
-		t.Errorf("the existing file's mode %o changed by OPEN4_CREATE", a.Mode)
+	if a := u.getattr(u.lookupFH(append(e.exportComponents(), "uf")...), nfs4.AttrMode, nfs4.AttrSize); a.Mode != 0o600 || a.Size != 0 {
+		t.Errorf("the existing file's mode %o or size %d changed by OPEN4_CREATE (only a size of 0 applies to it)", a.Mode, a.Size)
 	}
 }
 
@@ -431,8 +436,8 @@ func TestV4OpenRefusedLeavesFileAlone(t *testing.T) {
 }
 
 // TestV4OpenTakenBackWhenTruncationFails: when the size of an OPEN4_CREATE's
-// createattrs cannot be applied after the share reservation was granted (here a
-// size past what the file system holds: NFS4ERR_FBIG), the OPEN fails and leaves no
+// createattrs cannot be applied after the share reservation was granted (a size past
+// what the file system holds: NFS4ERR_FBIG), the OPEN fails and leaves no
 // open state: a new open stateid is closed, an upgrade reverted to the access and
 // seqid the client knows.
 func TestV4OpenTakenBackWhenTruncationFails(t *testing.T) {
@@ -462,7 +467,13 @@ func TestV4OpenTakenBackWhenTruncationFails(t *testing.T) {
 		t.Fatalf("%d stateids after the OPEN failed, want 0", n)
 	}
 	fh, sid := c.openFile(dir, openArgs4("p", "f", nfs4.ShareAccessRead, false))
-	wantStatus4(t, "upgrading OPEN sized past the file system's limit", c.call(&nfs4.PutfhArgs{Object: dir}, huge("p", "f")), nfs4.ErrFbig)
+	// An existing file takes only a size of 0 (a nonzero one is ignored): make
+	// that truncation fail.
+	defer func(f func(string, int64) error) { truncatePath = f }(truncatePath)
+	truncatePath = func(string, int64) error { return unix.EFBIG }
+	truncate := openArgs4("p", "f", nfs4.ShareAccessBoth, true)
+	truncate.How.Mask = nfs4.NewBitmap(nfs4.AttrSize)
+	wantStatus4(t, "upgrading OPEN whose truncation fails", c.call(&nfs4.PutfhArgs{Object: dir}, truncate), nfs4.ErrFbig)
 	if n := stateids(); n != 1 {
 		t.Fatalf("%d stateids after the upgrade failed, want 1", n)
 	}
