@@ -295,6 +295,14 @@ func arrive(t *testing.T, c *Conn, what string, want Verdict) {
 	}
 }
 
+// arriveN delivers n calls to c and fails unless each is Accepted.
+func arriveN(t *testing.T, c *Conn, n int, what string) {
+	t.Helper()
+	for i := range n {
+		arrive(t, c, fmt.Sprintf("call %d of %s", i+1, what), Accept)
+	}
+}
+
 // A lower grant binds once it has reached the requester: a call within the higher
 // grant the requester held until then is accepted, and after it the lower one holds.
 func TestServerShrinkingGrantIsNotOverrun(t *testing.T) {
@@ -304,9 +312,7 @@ func TestServerShrinkingGrantIsNotOverrun(t *testing.T) {
 	if g := reply(a); g != 8 {
 		t.Fatalf("grant %d, want 8", g)
 	}
-	for i := range 7 {
-		arrive(t, a, fmt.Sprintf("call %d of 8", i+1), Accept)
-	}
+	arriveN(t, a, 7, "the 8 granted")
 	b := s.Open()
 	b.Arrive(8) // b is active: a's share drops to 4
 	if g := reply(a); g != 4 {
@@ -319,9 +325,7 @@ func TestServerShrinkingGrantIsNotOverrun(t *testing.T) {
 	for range 7 {
 		reply(a)
 	}
-	for i := range 4 {
-		arrive(t, a, fmt.Sprintf("call %d of 4", i+1), Accept)
-	}
+	arriveN(t, a, 4, "the 4 granted")
 	arrive(t, a, "a fifth call with grant 4", Overrun)
 }
 
@@ -351,17 +355,13 @@ func TestServerGrantOvertakenByTwoLaterReplies(t *testing.T) {
 	}
 	// A is posted now: the requester receives 4, 4, then 16, and sends calls before
 	// A's completion reaches the transport.
-	for i := range gA {
-		arrive(t, c, fmt.Sprintf("call %d of the %d the last grant allows", i+1, gA), Accept)
-	}
+	arriveN(t, c, int(gA), fmt.Sprintf("the %d the last grant allows", gA))
 	c.Sent(gA)
 	// Once the answers carrying 4 have reached the requester, 4 holds.
 	for range gA {
 		reply(c)
 	}
-	for i := range 4 {
-		arrive(t, c, fmt.Sprintf("call %d within grant 4", i+1), Accept)
-	}
+	arriveN(t, c, 4, "the 4 granted")
 	arrive(t, c, "a fifth call with grant 4", Overrun)
 }
 
@@ -387,9 +387,7 @@ func TestServerCompletionBeforeArrival(t *testing.T) {
 	if g2 != 2 || g3 != 8 {
 		t.Fatalf("grants %d, %d", g2, g3)
 	}
-	for i := range 7 {
-		arrive(t, c, fmt.Sprintf("call %d of the 7 more grant 8 allows", i+1), Accept)
-	}
+	arriveN(t, c, 7, "the 7 more grant 8 allows")
 	// Not knowing which of the two went out first, the responder places the 8 as
 	// late as the third answer (it was the second): one call more gets through.
 	arrive(t, c, "an eighth", Accept)
@@ -403,9 +401,7 @@ func TestServerDroppedGrant(t *testing.T) {
 	c := s.OpenWithReceives(64)
 	arrive(t, c, "first call", Accept)
 	reply(c) // 4
-	for i := range 4 {
-		arrive(t, c, fmt.Sprintf("call %d within grant 4", i+1), Accept)
-	}
+	arriveN(t, c, 4, "the 4 granted")
 	g = 16
 	high := c.Grant() // the answer to one of them, which may yet go out
 	c.Done()
