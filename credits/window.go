@@ -160,6 +160,9 @@ func (w *Window) Release() {
 // with 0 treated as 1 (RFC 8166 §3.3.1 forbids a zero grant to a requester with nothing
 // outstanding; Linux does the same to avoid deadlock) and values above Max capped. A
 // smaller window takes effect as calls complete: credits already held are not revoked.
+// Call it for each message in the order the messages arrive, before the credit of the
+// call a message answers is released: the responder counts on the requester following
+// the grant it received last (Conn).
 func (w *Window) Update(grant uint32) {
 	w.mu.Lock()
 	g := int(min(grant, uint32(w.max)))
