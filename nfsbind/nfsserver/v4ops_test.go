@@ -441,6 +441,14 @@ func TestV4OpenRefusedLeavesFileAlone(t *testing.T) {
 // open state: a new open stateid is closed, an upgrade reverted to the access and
 // seqid the client knows.
 func TestV4OpenTakenBackWhenTruncationFails(t *testing.T) {
+	real := truncatePath
+	t.Cleanup(func() { truncatePath = real }) // after the server's cleanup
+	truncatePath = func(path string, size int64) error {
+		if size == 0 {
+			return unix.EFBIG
+		}
+		return real(path, size)
+	}
 	e := newEnv(t, Options{})
 	probe := filepath.Join(e.dir, "probe")
 	if err := os.WriteFile(probe, nil, 0o666); err != nil {
@@ -467,10 +475,8 @@ func TestV4OpenTakenBackWhenTruncationFails(t *testing.T) {
 		t.Fatalf("%d stateids after the OPEN failed, want 0", n)
 	}
 	fh, sid := c.openFile(dir, openArgs4("p", "f", nfs4.ShareAccessRead, false))
-	// An existing file takes only a size of 0 (a nonzero one is ignored): make
-	// that truncation fail.
-	defer func(f func(string, int64) error) { truncatePath = f }(truncatePath)
-	truncatePath = func(string, int64) error { return unix.EFBIG }
+	// An existing file takes only a size of 0 (a nonzero one is ignored): that
+	// truncation fails (truncatePath, set before the server started).
 	truncate := openArgs4("p", "f", nfs4.ShareAccessBoth, true)
 	truncate.How.Mask = nfs4.NewBitmap(nfs4.AttrSize)
 	wantStatus4(t, "upgrading OPEN whose truncation fails", c.call(&nfs4.PutfhArgs{Object: dir}, truncate), nfs4.ErrFbig)
