@@ -441,13 +441,13 @@ func TestV4OpenRefusedLeavesFileAlone(t *testing.T) {
 // open state: a new open stateid is closed, an upgrade reverted to the access and
 // seqid the client knows.
 func TestV4OpenTakenBackWhenTruncationFails(t *testing.T) {
-	real := truncatePath
-	t.Cleanup(func() { truncatePath = real }) // after the server's cleanup
+	orig := truncatePath
+	t.Cleanup(func() { truncatePath = orig }) // after the server's cleanup
 	truncatePath = func(path string, size int64) error {
 		if size == 0 {
 			return unix.EFBIG
 		}
-		return real(path, size)
+		return orig(path, size)
 	}
 	e := newEnv(t, Options{})
 	probe := filepath.Join(e.dir, "probe")
