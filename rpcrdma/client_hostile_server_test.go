@@ -257,3 +257,23 @@ func TestClientFollowsGrantReceivedLast(t *testing.T) {
 		}
 	}
 }
+
+// A reply whose chunk lists do not decode still carries a grant the server counted
+// (credits.Conn): the client applies it as the message arrives, and the caller gets
+// ErrBadReply.
+func TestClientAppliesGrantOfMalformedReply(t *testing.T) {
+	ctx, cl, srv := dialRawServer(t)
+	var reply oncrpc.ClientReply
+	done := make(chan error, 1)
+	go func() {
+		done <- cl.RoundTrip(ctx, &oncrpc.ClientCall{XID: 90, Msg: oncrpc.Message{Inline: rpcCall(90, 0)}, MaxReply: 100}, &reply)
+	}()
+	h, _ := srv.recvHeader(t)
+	srv.send(t, append(be32(h.XID, 1, 8, 0, 7), rpcReply(h.XID)...)) // read list "present" = 7
+	if err := <-done; !errors.Is(err, ErrBadReply) {
+		t.Fatalf("reply with a malformed read list: %v, want ErrBadReply", err)
+	}
+	if g := cl.current().window.Granted(); g != 8 {
+		t.Fatalf("window %d after a malformed reply granting 8, want 8", g)
+	}
+}
