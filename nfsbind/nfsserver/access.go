@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/netip"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
@@ -66,6 +68,27 @@ func (s *Server) grant(ctx context.Context, req *oncrpc.Request) *exports.Option
 		return nil
 	}
 	return &c.Options
+}
+
+// crossInto returns the export of s's Exports whose root is st, a mount point an
+// NFSv3 LOOKUP in s crossed (with crossmnt), when that export lists the caller; nil
+// otherwise. LOOKUP then answers with that export's handle, so that its options and
+// fsid apply below, as knfsd's nfsd_cross_mnt does; a caller the nested export does
+// not list crosses with s's handles and options, as with knfsd.
+func (s *Server) crossInto(ctx context.Context, req *oncrpc.Request, st *unix.Statx_t) *Server {
+	if s.opts.set == nil {
+		return nil
+	}
+	for _, n := range s.opts.set.cur.Load().list {
+		if n == s || n.rootKey != keyOf(st) ||
+			(n.hasRootMnt && st.Mask&unix.STATX_MNT_ID != 0 && n.rootMnt != st.Mnt_id) {
+			continue
+		}
+		if n.grant(ctx, req) != nil {
+			return n
+		}
+	}
+	return nil
 }
 
 // addrPortOf returns the IP address and port of a caller's address without

@@ -351,3 +351,55 @@ func TestCrossmntNestedExportOnItsOwnMount(t *testing.T) {
 			en.Attrs.FSID, en.Attrs.Filehandle, subFH)
 	}
 }
+
+// TestCrossmntNFSv3IntoNestedExport: with crossmnt, an NFSv3 LOOKUP that crosses into
+// an export nested in the parent answers with the nested export's handle, so that its
+// options (here ro) and fsid apply to everything below, as knfsd's nfsd_cross_mnt
+// does; a caller with no entry in the nested export crosses with the parent's handles
+// and options, as with knfsd. The server used to keep every caller in the parent's
+// handles: a read-only nested export was writable through its read-write parent.
+func TestCrossmntNFSv3IntoNestedExport(t *testing.T) {
+	if !inPrivateMountNS(t) {
+		return
+	}
+	e, dir := newExportsEnv(t, "%D 127.0.0.1(rw,insecure,crossmnt) 127.0.0.2(rw,insecure,crossmnt)\n%D/sub 127.0.0.1(ro,insecure,fsid=9)\n", func(dir string) {
+		sub := filepath.Join(dir, "sub")
+		if err := os.Mkdir(sub, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		mountTmpfs(t, "nfsserver-nested-ro", sub)
+	})
+	exportID := func(fh []byte) uint32 { return binary.BigEndian.Uint32(fh[4:]) }
+	create := func(c *client, dir nfs3.FH, name string) nfs3.Status {
+		var r nfs3.CreateRes
+		c.must(nfs3.ProcCreate, &nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: dir, Name: []byte(name)}, Mode: nfs3.Unchecked,
+			Attr: nfs3.Sattr{SetMode: true, Mode: 0o644}}, &r)
+		return r.Status
+	}
+
+	c := e.dialFrom("127.0.0.1", false, rootCred())
+	sub, st := c.lookup(c.mount(dir), "sub")
+	wantStatus(t, "LOOKUP of the nested export's mount point, crossmnt", st, nfs3.StatusOK)
+	if id := exportID(sub); id != 9 {
+		t.Errorf("LOOKUP crossing into the nested export: export id %d, want 9 (its own)", id)
+	}
+	if a, st := c.getattr(sub); st != nfs3.StatusOK || a.FSID != 9 {
+		t.Errorf("GETATTR of the nested export's root: %v, fsid %d, want 9", st, a.FSID)
+	}
+	if en := c.readdirplus(c.mount(dir))["sub"]; en.Handle.Present && exportID(en.Handle.FH) != 9 {
+		t.Errorf("READDIRPLUS of the parent gives the nested export's root a handle of export %d", exportID(en.Handle.FH))
+	}
+	wantStatus(t, "CREATE in the read-only nested export reached from its read-write parent", create(c, sub, "x"), nfs3.StatusROFS)
+	if _, err := os.Stat(filepath.Join(dir, "sub", "x")); err == nil {
+		t.Error("the file was created")
+	}
+
+	o := e.dialFrom("127.0.0.2", false, rootCred())
+	parent := o.mount(dir)
+	sub2, st := o.lookup(parent, "sub")
+	wantStatus(t, "LOOKUP of the mount point by a caller the nested export does not list", st, nfs3.StatusOK)
+	if exportID(sub2) != exportID(parent) {
+		t.Errorf("a caller without an entry in the nested export: export id %d, want the parent's %d", exportID(sub2), exportID(parent))
+	}
+	wantStatus(t, "CREATE below the mount point with the parent's options", create(o, sub2, "y"), nfs3.StatusOK)
+}

@@ -56,7 +56,11 @@
 // into an exported mount; an NFSv3 client mounts the nested export by its path
 // (knfsd's nohide, which would let it cross from the parent, is not supported).
 // With crossmnt, every mount point is crossed and the objects of each file system
-// report its own fsid.
+// report its own fsid; an NFSv3 LOOKUP that crosses into the root of a nested export
+// listing the caller answers with that export's handle, so that its options and fsid
+// apply below (READDIRPLUS lists that root without a handle), and a caller the nested
+// export does not list crosses with the parent's handles and options, as with knfsd
+// (nfsd_cross_mnt).
 //
 // # Open files
 //

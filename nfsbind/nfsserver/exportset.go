@@ -171,6 +171,7 @@ func (x *Exports) Load(t *exports.Table) error {
 			// system), else the device, as knfsd's do.
 			o.Root, o.ExportPath, o.ExportID, o.FSID, o.HasFSID = k.root, k.mountPath, k.id, e.FSID, e.HasFSID
 			o.Async = k.async
+			o.set = x
 			var err error
 			if s, err = New(o); err != nil {
 				return fail(fmt.Errorf("nfsserver: export %s (%s:%d): %w", e.Path, e.File, e.Line, err))

@@ -243,7 +243,18 @@ func (s *Server) lookup(ctx context.Context, req *oncrpc.Request, res *xdr.Encod
 		var st unix.Statx_t
 		var p string
 		p, r.Status = s.child(&dir, a.What.Name, &st, &c)
-		if r.Status == nfs3.StatusOK {
+		switch {
+		case r.Status != nfs3.StatusOK:
+		case !s.onExportMount(&st):
+			if n := s.crossInto(ctx, req, &st); n != nil {
+				// The root of a nested export: its handle, so that its options
+				// and fsid apply from here on.
+				r.Object = n.handles.encode(fhbuf[:0], idOf(&st))
+				r.ObjAttr = n.postOp(&st)
+				break
+			}
+			fallthrough
+		default:
 			s.idx.put(keyOf(&st), p)
 			r.Object = s.handles.encode(fhbuf[:0], idOf(&st))
 			r.ObjAttr = s.postOp(&st)

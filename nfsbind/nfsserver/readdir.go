@@ -291,7 +291,7 @@ func (s *Server) readdirplus(ctx context.Context, req *oncrpc.Request, res *xdr.
 	r.Status = s.openDir(a.Dir, &dir, &c, permR|permX)
 	defer dir.close()
 	if r.Status == nfs3.StatusOK {
-		r.Status = s.doReaddirplus(&dir, &a, &r, &c)
+		r.Status = s.doReaddirplus(ctx, req, &dir, &a, &r, &c)
 	}
 	r.DirAttr = s.attr(&dir)
 	r.EncodeXDR(res)
@@ -304,7 +304,9 @@ func (s *Server) readdirplus(ctx context.Context, req *oncrpc.Request, res *xdr.
 // (see visible) is listed as knfsd lists every mount point (compose_entry_fh): with
 // the fileid of the directory it covers and neither attributes nor handle, so that
 // the client learns the name exists and that LOOKUP (NFS3ERR_ACCES) is the way to it.
-func (s *Server) doReaddirplus(dir *object, a *nfs3.ReaddirplusArgs, r *nfs3.ReaddirplusRes, c *cred) nfs3.Status {
+// The root of a nested export c crosses into (crossInto) is listed the same way: its
+// handle is that export's, which LOOKUP gives.
+func (s *Server) doReaddirplus(ctx context.Context, req *oncrpc.Request, dir *object, a *nfs3.ReaddirplusArgs, r *nfs3.ReaddirplusRes, c *cred) nfs3.Status {
 	ents, err := s.listDir(dir, a.Cookie)
 	if err != nil {
 		return statusOf(err)
@@ -321,7 +323,7 @@ func (s *Server) doReaddirplus(dir *object, a *nfs3.ReaddirplusArgs, r *nfs3.Rea
 		if status != nfs3.StatusOK {
 			continue
 		}
-		hidden := !s.visible(c, &st)
+		hidden := !s.visible(c, &st) || (!s.onExportMount(&st) && s.crossInto(ctx, req, &st) != nil)
 		en := nfs3.DirEntryPlus{FileID: st.Ino, Name: []byte(e.name), Cookie: e.cookie, Attr: s.postOp(&st)}
 		en.Handle = nfs3.PostOpFH{Present: true, FH: sizingFH[:]} // for Size(); replaced below
 		if hidden {

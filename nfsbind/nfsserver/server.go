@@ -93,6 +93,9 @@ type Options struct {
 	// member: the Server is one export of an Exports, whose NFSv4.1 service covers
 	// it; it runs none of its own.
 	member bool
+	// set is that Exports (nil otherwise): an NFSv3 LOOKUP crossing a mount point
+	// looks there for an export the mount is the root of (Server.crossInto).
+	set *Exports
 }
 
 // Server is an NFSv3 and MOUNT v3 server for one exported directory. Register it with
