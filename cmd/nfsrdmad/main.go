@@ -28,7 +28,7 @@
 //	                   file systems mounted below DIR are not served (no crossmnt)
 //	-exports FILE      serve the exports of an exports(5) file instead (clients,
 //	                   ro/rw, root_squash, all_squash, anonuid, secure, crossmnt,
-//	                   fsid...); SIGHUP re-reads it
+//	                   nohide, fsid...); SIGHUP re-reads it
 //	-export-path PATH  path clients mount (default: DIR made absolute)
 //	-state DIR         keeps the file-handle key so handles survive restarts
 //	                   (default $STATE_DIRECTORY under systemd, else

@@ -55,11 +55,11 @@
 // given to a client entry, lets that client cross every such mount point, as knfsd's
 // NFSEXP_CROSSMOUNT does; each file system crossed into reports its own fsid
 // (package nfsserver says how a server without crossmnt answers where knfsd would show
-// the directory the mount covers). knfsd's nohide, which makes a nested export
-// visible from its parent's, is not supported: it is an error (give the parent
-// crossmnt, or let the client mount the nested export by its path; NFSv4 clients
-// cross into a nested export that is a mount of its own whatever the options, as
-// under knfsd). hide, the default, is accepted.
+// the directory the mount covers). nohide, given to a client entry of an export that
+// is a mount of its own below another export, lets that client cross into it from
+// the parent with NFSv3 even without crossmnt, as knfsd's NFSEXP_NOHIDE does; hide,
+// the default, leaves it to MNT of its path (NFSv4 clients cross into a nested
+// export that is a mount of its own whatever the options, as under knfsd).
 //
 // # Matching
 //

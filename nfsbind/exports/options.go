@@ -34,6 +34,11 @@ type Options struct {
 	// on them and their file handles are honoured. The default, nocrossmnt, serves
 	// only the objects on the export root's own mount (see package nfsserver).
 	CrossMount bool
+	// NoHide, given to a client entry of an export that is a mount of its own below
+	// another export, lets that client cross into it from the parent export with
+	// NFSv3, whether or not the parent says crossmnt (nohide, knfsd's NFSEXP_NOHIDE).
+	// The default, hide, leaves it to MNT of its path (NFSv4 clients cross either way).
+	NoHide bool
 }
 
 // DefaultOptions are knfsd's defaults: ro, root_squash, no_all_squash, sync,
@@ -44,7 +49,7 @@ func DefaultOptions() Options {
 
 // String renders o as an option list with every option spelled out, as exportfs -v
 // does: root_squash or no_root_squash, then all_squash or no_all_squash, ...,
-// crossmnt or nocrossmnt.
+// crossmnt or nocrossmnt, then nohide when set.
 func (o Options) String() string {
 	var b strings.Builder
 	if o.ReadOnly {
@@ -77,6 +82,9 @@ func (o Options) String() string {
 		b.WriteString(",insecure")
 	} else {
 		b.WriteString(",secure")
+	}
+	if o.NoHide {
+		b.WriteString(",nohide")
 	}
 	return b.String()
 }
@@ -118,12 +126,9 @@ func applyOption(o *Options, fsid *fsidSetting, opt string) string {
 	case "crossmnt", "nocrossmnt":
 		o.CrossMount = name == "crossmnt"
 		return noVal()
-	case "hide":
-		// The default: a file system mounted below a parent export is not shown
-		// through it unless the parent says crossmnt.
+	case "hide", "nohide":
+		o.NoHide = name == "nohide"
 		return noVal()
-	case "nohide":
-		return "option nohide is not supported: give the parent export crossmnt instead, or mount the nested export by its own path"
 	case "no_subtree_check", "subtree_check", "wdelay", "no_wdelay":
 		return noVal()
 	case "anonuid", "anongid":

@@ -66,6 +66,28 @@ func TestParseFields(t *testing.T) {
 	}
 }
 
+// TestParseNoHide: nohide sets Options.NoHide for its client entry, hide (the default)
+// clears it, the last one given wins, and the rendering names nohide and parses back.
+func TestParseNoHide(t *testing.T) {
+	tab, err := Parse("x", []byte("/a h1(rw,nohide) h2(nohide,hide) h3(rw)\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, false, false} {
+		if c := tab.Exports[0].Clients[i]; c.Options.NoHide != want {
+			t.Errorf("client %s: NoHide %v, want %v", c.Spec, c.Options.NoHide, want)
+		}
+	}
+	r := tab.String()
+	if !strings.Contains(r, "h1(rw,root_squash,no_all_squash,anonuid=65534,anongid=65534,sync,nocrossmnt,secure,nohide)") {
+		t.Errorf("rendering %q", r)
+	}
+	again, err := Parse("again", []byte(r))
+	if err != nil || !again.Exports[0].Clients[0].Options.NoHide || again.Exports[0].Clients[1].Options.NoHide {
+		t.Errorf("the rendering parses back as %v, %v", again, err)
+	}
+}
+
 // TestParseAllSquashBeatsNoRootSquash: root_squash and all_squash are two
 // independent settings, as in nfs-utils (NFSEXP_ROOTSQUASH and NFSEXP_ALLSQUASH,
 // support/nfs/exports.c), and knfsd squashes every caller whenever all_squash is set;
@@ -122,7 +144,7 @@ func TestParseErrors(t *testing.T) {
 		{"/a *(fsid=abc)\n", 1, 6, "fsid"},
 		{"/a *(fsid=1) h(fsid=2)\n", 1, 16, "fsid=2 differs from fsid=1"},
 		{"/a *(sec=krb5)\n", 1, 6, "sec=sys"},
-		{"/a *(nohide)\n", 1, 6, "nohide is not supported"},
+		{"/a *(nohide=1)\n", 1, 6, "takes no value"},
 		{"/a *(crossmnt=1)\n", 1, 6, "takes no value"},
 		{"/a *(rw,)\n", 1, 9, "empty option"},
 		{"/a @group(rw)\n", 1, 4, "netgroups"},

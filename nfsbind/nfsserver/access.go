@@ -71,11 +71,13 @@ func (s *Server) grant(ctx context.Context, req *oncrpc.Request) *exports.Option
 }
 
 // crossInto returns the export of s's Exports whose root is st, a mount point an
-// NFSv3 LOOKUP in s crossed (with crossmnt), when that export lists the caller; nil
-// otherwise. LOOKUP then answers with that export's handle, so that its options and
-// fsid apply below, as knfsd's nfsd_cross_mnt does; a caller the nested export does
-// not list crosses with s's handles and options, as with knfsd.
-func (s *Server) crossInto(ctx context.Context, req *oncrpc.Request, st *unix.Statx_t) *Server {
+// NFSv3 LOOKUP in s met, when that export lists the caller and the caller may cross
+// into it: with crossmnt (from its entry in s, crossmnt) or with nohide in its entry
+// in that export. nil otherwise. LOOKUP then answers with that export's handle, so
+// that its options and fsid apply below, as knfsd's nfsd_cross_mnt does; a caller
+// with crossmnt whom the nested export does not list crosses with s's handles and
+// options, as with knfsd.
+func (s *Server) crossInto(ctx context.Context, req *oncrpc.Request, st *unix.Statx_t, crossmnt bool) *Server {
 	if s.opts.set == nil {
 		return nil
 	}
@@ -84,7 +86,7 @@ func (s *Server) crossInto(ctx context.Context, req *oncrpc.Request, st *unix.St
 			(n.hasRootMnt && st.Mask&unix.STATX_MNT_ID != 0 && n.rootMnt != st.Mnt_id) {
 			continue
 		}
-		if n.grant(ctx, req) != nil {
+		if g := n.grant(ctx, req); g != nil && (crossmnt || g.NoHide) {
 			return n
 		}
 	}

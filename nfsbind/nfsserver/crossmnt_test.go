@@ -403,3 +403,44 @@ func TestCrossmntNFSv3IntoNestedExport(t *testing.T) {
 	}
 	wantStatus(t, "CREATE below the mount point with the parent's options", create(o, sub2, "y"), nfs3.StatusOK)
 }
+
+// TestNohideNestedExport: nohide in a nested export's client entry lets that client
+// cross into it from the parent with NFSv3, without crossmnt on the parent, as knfsd's
+// NFSEXP_NOHIDE does: LOOKUP of the mount point answers with the nested export's
+// handle, whose options (ro) apply. A client whose entry in the nested export lacks
+// nohide, and whose parent entry lacks crossmnt, still gets NFS3ERR_ACCES.
+func TestNohideNestedExport(t *testing.T) {
+	if !inPrivateMountNS(t) {
+		return
+	}
+	e, dir := newExportsEnv(t, "%D 127.0.0.1(rw,insecure) 127.0.0.2(rw,insecure)\n%D/sub 127.0.0.1(ro,insecure,nohide,fsid=9) 127.0.0.2(ro,insecure)\n", func(dir string) {
+		sub := filepath.Join(dir, "sub")
+		if err := os.Mkdir(sub, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		mountTmpfs(t, "nfsserver-nohide", sub)
+		if err := os.WriteFile(filepath.Join(sub, "f"), []byte("nested"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	exportID := func(fh []byte) uint32 { return binary.BigEndian.Uint32(fh[4:]) }
+
+	c := e.dialFrom("127.0.0.1", false, rootCred())
+	sub, st := c.lookup(c.mount(dir), "sub")
+	wantStatus(t, "LOOKUP of a nohide nested export's mount point", st, nfs3.StatusOK)
+	if id := exportID(sub); id != 9 {
+		t.Fatalf("LOOKUP crossing into the nohide export: export id %d, want 9", id)
+	}
+	f, st := c.lookup(sub, "f")
+	wantStatus(t, "LOOKUP below it", st, nfs3.StatusOK)
+	if r := c.read(f, 0, 100); r.Status != nfs3.StatusOK || string(r.Data) != "nested" {
+		t.Errorf("READ of sub/f: %v %q", r.Status, r.Data)
+	}
+	if r := c.write(f, 0, []byte("x"), nfs3.FileSync); r.Status != nfs3.StatusROFS {
+		t.Errorf("WRITE in the read-only nested export: %v, want NFS3ERR_ROFS", r.Status)
+	}
+
+	o := e.dialFrom("127.0.0.2", false, rootCred())
+	_, st = o.lookup(o.mount(dir), "sub")
+	wantStatus(t, "LOOKUP of the mount point by a client without nohide or crossmnt", st, nfs3.StatusAcces)
+}

@@ -53,8 +53,9 @@
 // An NFSv4 client crosses into an export nested in another that is a mount of its own
 // (PUTROOTFH and LOOKUPs from the pseudo root pass through the parent export), with
 // the nested export's handles, options and fsid, as knfsd lets NFSv4 clients cross
-// into an exported mount; an NFSv3 client mounts the nested export by its path
-// (knfsd's nohide, which would let it cross from the parent, is not supported).
+// into an exported mount; an NFSv3 client mounts the nested export by its path, or
+// crosses into it from the parent when its entry in the nested export says nohide
+// (knfsd's NFSEXP_NOHIDE) or its entry in the parent says crossmnt (below).
 // With crossmnt, every mount point is crossed and the objects of each file system
 // report its own fsid; an NFSv3 LOOKUP that crosses into the root of a nested export
 // listing the caller answers with that export's handle, so that its options and fsid

@@ -242,15 +242,19 @@ func (s *Server) lookup(ctx context.Context, req *oncrpc.Request, res *xdr.Encod
 	if r.Status == nfs3.StatusOK {
 		var st unix.Statx_t
 		var p string
-		p, r.Status = s.child(&dir, a.What.Name, &st, &c)
+		p, r.Status = s.childStat(&dir, a.What.Name, &st)
 		switch {
 		case r.Status != nfs3.StatusOK:
 		case !s.onExportMount(&st):
-			if n := s.crossInto(ctx, req, &st); n != nil {
+			if n := s.crossInto(ctx, req, &st, c.crossmnt); n != nil {
 				// The root of a nested export: its handle, so that its options
 				// and fsid apply from here on.
 				r.Object = n.handles.encode(fhbuf[:0], idOf(&st))
 				r.ObjAttr = n.postOp(&st)
+				break
+			}
+			if !c.crossmnt {
+				r.Status = nfs3.StatusAcces // a mount point c may not cross (see child)
 				break
 			}
 			fallthrough

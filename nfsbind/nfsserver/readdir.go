@@ -323,7 +323,7 @@ func (s *Server) doReaddirplus(ctx context.Context, req *oncrpc.Request, dir *ob
 		if status != nfs3.StatusOK {
 			continue
 		}
-		hidden := !s.visible(c, &st) || (!s.onExportMount(&st) && s.crossInto(ctx, req, &st) != nil)
+		hidden := !s.visible(c, &st) || (!s.onExportMount(&st) && s.crossInto(ctx, req, &st, c.crossmnt) != nil)
 		en := nfs3.DirEntryPlus{FileID: st.Ino, Name: []byte(e.name), Cookie: e.cookie, Attr: s.postOp(&st)}
 		en.Handle = nfs3.PostOpFH{Present: true, FH: sizingFH[:]} // for Size(); replaced below
 		if hidden {
