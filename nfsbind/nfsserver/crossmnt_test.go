@@ -300,6 +300,26 @@ func TestCrossmntHandleStaleAfterReload(t *testing.T) {
 	}
 }
 
+// newNestedExportEnv serves table with %D a fresh directory holding "sub", a tmpfs
+// mounted for the test with the file "f" ("nested") in it: the root of the nested
+// export the table may give.
+func newNestedExportEnv(t *testing.T, table string) (*exportsEnv, string) {
+	t.Helper()
+	return newExportsEnv(t, table, func(dir string) {
+		sub := filepath.Join(dir, "sub")
+		if err := os.Mkdir(sub, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		mountTmpfs(t, "nfsserver-nested", sub)
+		if err := os.WriteFile(filepath.Join(sub, "f"), []byte("nested"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// exportIDOf returns the export id a file handle carries.
+func exportIDOf(fh []byte) uint32 { return binary.BigEndian.Uint32(fh[4:]) }
+
 // TestCrossmntNestedExportOnItsOwnMount: an export that is a mount of its own below
 // another export keeps working without crossmnt. MNT of its path reaches it; an
 // NFSv4 client, which walks from the pseudo root through the parent export, crosses
@@ -310,20 +330,10 @@ func TestCrossmntNestedExportOnItsOwnMount(t *testing.T) {
 	if !inPrivateMountNS(t) {
 		return
 	}
-	e, dir := newExportsEnv(t, "%D 127.0.0.1(rw,insecure)\n%D/sub 127.0.0.1(rw,insecure,fsid=9)\n", func(dir string) {
-		sub := filepath.Join(dir, "sub")
-		if err := os.Mkdir(sub, 0o777); err != nil {
-			t.Fatal(err)
-		}
-		mountTmpfs(t, "nfsserver-nested", sub)
-		if err := os.WriteFile(filepath.Join(sub, "f"), []byte("nested"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	})
-	exportID := func(fh []byte) uint32 { return binary.BigEndian.Uint32(fh[4:]) }
+	e, dir := newNestedExportEnv(t, "%D 127.0.0.1(rw,insecure)\n%D/sub 127.0.0.1(rw,insecure,fsid=9)\n")
 	c := e.dialFrom("127.0.0.1", false, rootCred())
-	if fh := c.mount(dir + "/sub"); exportID(fh) != 9 {
-		t.Errorf("MNT of the nested export: export id %d, want 9", exportID(fh))
+	if fh := c.mount(dir + "/sub"); exportIDOf(fh) != 9 {
+		t.Errorf("MNT of the nested export: export id %d, want 9", exportIDOf(fh))
 	}
 	_, st := c.lookup(c.mount(dir), "sub")
 	wantStatus(t, "NFSv3 LOOKUP of the nested export's mount point from the parent", st, nfs3.StatusAcces)
@@ -332,8 +342,8 @@ func TestCrossmntNestedExportOnItsOwnMount(t *testing.T) {
 	c4.mount()
 	path := strings.Split(strings.Trim(dir, "/"), "/")
 	subFH := c4.lookupFH(append(path, "sub")...)
-	if exportID(subFH) != 9 {
-		t.Errorf("NFSv4 LOOKUP of the nested export: export id %d, want 9", exportID(subFH))
+	if exportIDOf(subFH) != 9 {
+		t.Errorf("NFSv4 LOOKUP of the nested export: export id %d, want 9", exportIDOf(subFH))
 	}
 	if a := c4.getattr(subFH, nfs4.AttrFSID); a.FSID.Major != 9 {
 		t.Errorf("NFSv4 fsid of the nested export's root %+v, want major 9", a.FSID)
@@ -362,14 +372,7 @@ func TestCrossmntNFSv3IntoNestedExport(t *testing.T) {
 	if !inPrivateMountNS(t) {
 		return
 	}
-	e, dir := newExportsEnv(t, "%D 127.0.0.1(rw,insecure,crossmnt) 127.0.0.2(rw,insecure,crossmnt)\n%D/sub 127.0.0.1(ro,insecure,fsid=9)\n", func(dir string) {
-		sub := filepath.Join(dir, "sub")
-		if err := os.Mkdir(sub, 0o777); err != nil {
-			t.Fatal(err)
-		}
-		mountTmpfs(t, "nfsserver-nested-ro", sub)
-	})
-	exportID := func(fh []byte) uint32 { return binary.BigEndian.Uint32(fh[4:]) }
+	e, dir := newNestedExportEnv(t, "%D 127.0.0.1(rw,insecure,crossmnt) 127.0.0.2(rw,insecure,crossmnt)\n%D/sub 127.0.0.1(ro,insecure,fsid=9)\n")
 	create := func(c *client, dir nfs3.FH, name string) nfs3.Status {
 		var r nfs3.CreateRes
 		c.must(nfs3.ProcCreate, &nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: dir, Name: []byte(name)}, Mode: nfs3.Unchecked,
@@ -380,14 +383,14 @@ func TestCrossmntNFSv3IntoNestedExport(t *testing.T) {
 	c := e.dialFrom("127.0.0.1", false, rootCred())
 	sub, st := c.lookup(c.mount(dir), "sub")
 	wantStatus(t, "LOOKUP of the nested export's mount point, crossmnt", st, nfs3.StatusOK)
-	if id := exportID(sub); id != 9 {
+	if id := exportIDOf(sub); id != 9 {
 		t.Errorf("LOOKUP crossing into the nested export: export id %d, want 9 (its own)", id)
 	}
 	if a, st := c.getattr(sub); st != nfs3.StatusOK || a.FSID != 9 {
 		t.Errorf("GETATTR of the nested export's root: %v, fsid %d, want 9", st, a.FSID)
 	}
-	if en := c.readdirplus(c.mount(dir))["sub"]; en.Handle.Present && exportID(en.Handle.FH) != 9 {
-		t.Errorf("READDIRPLUS of the parent gives the nested export's root a handle of export %d", exportID(en.Handle.FH))
+	if en := c.readdirplus(c.mount(dir))["sub"]; en.Handle.Present && exportIDOf(en.Handle.FH) != 9 {
+		t.Errorf("READDIRPLUS of the parent gives the nested export's root a handle of export %d", exportIDOf(en.Handle.FH))
 	}
 	wantStatus(t, "CREATE in the read-only nested export reached from its read-write parent", create(c, sub, "x"), nfs3.StatusROFS)
 	if _, err := os.Stat(filepath.Join(dir, "sub", "x")); err == nil {
@@ -398,8 +401,8 @@ func TestCrossmntNFSv3IntoNestedExport(t *testing.T) {
 	parent := o.mount(dir)
 	sub2, st := o.lookup(parent, "sub")
 	wantStatus(t, "LOOKUP of the mount point by a caller the nested export does not list", st, nfs3.StatusOK)
-	if exportID(sub2) != exportID(parent) {
-		t.Errorf("a caller without an entry in the nested export: export id %d, want the parent's %d", exportID(sub2), exportID(parent))
+	if exportIDOf(sub2) != exportIDOf(parent) {
+		t.Errorf("a caller without an entry in the nested export: export id %d, want the parent's %d", exportIDOf(sub2), exportIDOf(parent))
 	}
 	wantStatus(t, "CREATE below the mount point with the parent's options", create(o, sub2, "y"), nfs3.StatusOK)
 }
@@ -413,22 +416,12 @@ func TestNohideNestedExport(t *testing.T) {
 	if !inPrivateMountNS(t) {
 		return
 	}
-	e, dir := newExportsEnv(t, "%D 127.0.0.1(rw,insecure) 127.0.0.2(rw,insecure)\n%D/sub 127.0.0.1(ro,insecure,nohide,fsid=9) 127.0.0.2(ro,insecure)\n", func(dir string) {
-		sub := filepath.Join(dir, "sub")
-		if err := os.Mkdir(sub, 0o777); err != nil {
-			t.Fatal(err)
-		}
-		mountTmpfs(t, "nfsserver-nohide", sub)
-		if err := os.WriteFile(filepath.Join(sub, "f"), []byte("nested"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	})
-	exportID := func(fh []byte) uint32 { return binary.BigEndian.Uint32(fh[4:]) }
+	e, dir := newNestedExportEnv(t, "%D 127.0.0.1(rw,insecure) 127.0.0.2(rw,insecure)\n%D/sub 127.0.0.1(ro,insecure,nohide,fsid=9) 127.0.0.2(ro,insecure)\n")
 
 	c := e.dialFrom("127.0.0.1", false, rootCred())
 	sub, st := c.lookup(c.mount(dir), "sub")
 	wantStatus(t, "LOOKUP of a nohide nested export's mount point", st, nfs3.StatusOK)
-	if id := exportID(sub); id != 9 {
+	if id := exportIDOf(sub); id != 9 {
 		t.Fatalf("LOOKUP crossing into the nohide export: export id %d, want 9", id)
 	}
 	f, st := c.lookup(sub, "f")
