@@ -295,6 +295,13 @@ func arrive(t *testing.T, c *Conn, what string, want Verdict) {
 	}
 }
 
+// connGranting returns a connection, with 64 receives posted, of a Server whose
+// policy grants *g.
+func connGranting(g *int) *Conn {
+	s := NewServer(Config{PerConn: 64, Total: 64, Policy: PolicyFunc(func(State) int { return *g })})
+	return s.OpenWithReceives(64)
+}
+
 // arriveN delivers n calls to c and fails unless each is Accepted.
 func arriveN(t *testing.T, c *Conn, n int, what string) {
 	t.Helper()
@@ -334,8 +341,7 @@ func TestServerShrinkingGrantIsNotOverrun(t *testing.T) {
 // of the calls within it is refused, even before the Send's completion is reported.
 func TestServerGrantOvertakenByTwoLaterReplies(t *testing.T) {
 	g := 16
-	s := NewServer(Config{PerConn: 64, Total: 64, Policy: PolicyFunc(func(State) int { return g })})
-	c := s.OpenWithReceives(64)
+	c := connGranting(&g)
 	arrive(t, c, "first call", Accept)
 	reply(c) // 16
 	for _, call := range []string{"A", "B", "C"} {
@@ -371,8 +377,7 @@ func TestServerGrantOvertakenByTwoLaterReplies(t *testing.T) {
 // is never refused. (CI: nfsrdma get answered ERR_CHUNK after a reconnection.)
 func TestServerCompletionBeforeArrival(t *testing.T) {
 	g := 2
-	s := NewServer(Config{PerConn: 64, Total: 64, Policy: PolicyFunc(func(State) int { return g })})
-	c := s.OpenWithReceives(64)
+	c := connGranting(&g)
 	arrive(t, c, "first call", Accept)
 	reply(c) // 2
 	arrive(t, c, "call 2", Accept)
@@ -397,8 +402,7 @@ func TestServerCompletionBeforeArrival(t *testing.T) {
 // A message dropped before it was sent leaves its grant out of account.
 func TestServerDroppedGrant(t *testing.T) {
 	g := 4
-	s := NewServer(Config{PerConn: 64, Total: 64, Policy: PolicyFunc(func(State) int { return g })})
-	c := s.OpenWithReceives(64)
+	c := connGranting(&g)
 	arrive(t, c, "first call", Accept)
 	reply(c) // 4
 	arriveN(t, c, 4, "the 4 granted")
