@@ -232,16 +232,18 @@ var ErrOverrun = errors.New("credits: requester exceeded its credit grant")
 
 // Conn is one connection's share of a Server.
 //
-// It polices the requester exactly (RFC 8166 §3.3.1). Number the messages carrying
-// grants in the order they go on the wire, 1, 2, ...: a requester that has received
-// r of them, the last with grant G_r (G_0 = 1, the initial credit of §3.3.3), may
-// have sent at most r + G_r calls, since each message answers one call and gives its
-// credit back. The responder does not know how many of its messages have arrived, so
-// it accepts call k when k is at most the largest r + G_r over the messages that may
-// have reached the requester: those reported Sent, each counted at its index or above
-// (the number of grants taken when it was reported), and those whose grants were
-// taken and not yet reported (at most the grants taken so far plus the highest of
-// them). A call beyond every such bound is one no compliant requester sends.
+// It polices the requester by counting calls (RFC 8166 §3.3.1). Number the messages
+// carrying grants in the order they go on the wire, 1, 2, ...: a requester that has
+// received r of them, the last with grant G_r (G_0 = 1, the initial credit of
+// §3.3.3), may have sent at most r + G_r calls, since each message answers one call
+// and gives its credit back. The responder does not know how many of its messages
+// have arrived, so it accepts call k when k is at most the largest r + G_r over the
+// messages that may have reached the requester: those reported Sent, each counted at
+// its index or above (the number of grants taken when it was reported), and those
+// whose grants were taken and not yet reported (at most the grants taken so far plus
+// the highest of them). A call beyond every such bound is one no compliant requester
+// sends; a reply overtaken by later ones can let a call or two more through, but the
+// calls outstanding never exceed the receives posted.
 type Conn struct {
 	s           *Server
 	mu          sync.Mutex
