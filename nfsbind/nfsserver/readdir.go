@@ -323,7 +323,8 @@ func (s *Server) doReaddirplus(ctx context.Context, req *oncrpc.Request, dir *ob
 		if status != nfs3.StatusOK {
 			continue
 		}
-		hidden := !s.visible(c, &st) || (!s.onExportMount(&st) && s.crossInto(ctx, req, &st, c.crossmnt) != nil)
+		// A mount point c may not cross (see visible), or the root of a nested export.
+		hidden := !s.onExportMount(&st) && (!c.crossmnt || s.crossInto(ctx, req, &st, c.crossmnt) != nil)
 		en := nfs3.DirEntryPlus{FileID: st.Ino, Name: []byte(e.name), Cookie: e.cookie, Attr: s.postOp(&st)}
 		en.Handle = nfs3.PostOpFH{Present: true, FH: sizingFH[:]} // for Size(); replaced below
 		if hidden {
