@@ -69,8 +69,19 @@ func Negotiate(ctx context.Context, c *oncrpc.Client, want ConfigRDMAReq) (Confi
 }
 
 // NegotiateAndApply runs Negotiate, applies ClientSettings to conn (nil: nothing is
-// applied) and returns the settings.
+// applied) and returns the settings. When conn is InlineBuffered, want's sizes are
+// first reduced to its buffers: the server must not be told that replies larger than
+// the receive buffers can come inline.
 func NegotiateAndApply(ctx context.Context, c *oncrpc.Client, want ConfigRDMAReq, conn Configurable) (Settings, error) {
+	if b, ok := conn.(InlineBuffered); ok {
+		send, recv := b.InlineBuffers()
+		if send >= BaseInlineSize && uint32(send) < want.MaxCallSendSize {
+			want.MaxCallSendSize = uint32(send)
+		}
+		if recv >= BaseInlineSize && uint32(recv) < want.MaxReplySendSize {
+			want.MaxReplySendSize = uint32(recv)
+		}
+	}
 	reply, err := Negotiate(ctx, c, want)
 	if err != nil {
 		return Settings{}, err

@@ -175,6 +175,15 @@ type MSGPAcceptor interface {
 	AcceptsMSGP() bool
 }
 
+// An InlineBuffered connection says how large a message its registered buffers hold:
+// send, the largest it can send inline; recv, the largest it can receive inline. A
+// Service announces no larger maxcall_sendsize than recv to one, and NegotiateAndApply
+// asks for no more than send and recv. The RPC-over-RDMA transport's connections are.
+type InlineBuffered interface {
+	// InlineBuffers returns the sizes of the connection's send and receive buffers.
+	InlineBuffers() (send, recv int)
+}
+
 // Apply hands s to c: the inline thresholds and RDMA Read depth, NoReadTarget when c
 // is a ReadTarget, and Align when c is an Aligner.
 func (s Settings) Apply(c Configurable) {
@@ -333,11 +342,20 @@ func (s *Service) ServeRPC(ctx context.Context, req *oncrpc.Request, res *xdr.En
 	if m, ok := req.Conn.(MSGPAcceptor); ok && !m.AcceptsMSGP() {
 		reply.Align = DefaultAlign
 	}
+	limits := s.limits
+	if b, ok := req.Conn.(InlineBuffered); ok {
+		// Never announce calls larger than the receive buffers posted for them.
+		_, recv := b.InlineBuffers()
+		if recv >= BaseInlineSize && uint32(recv) < reply.MaxCallSendSize {
+			reply.MaxCallSendSize = uint32(recv)
+			limits.MaxCallSendSize = reply.MaxCallSendSize
+		}
+	}
 	res.Uint32(reply.MaxCallSendSize)
 	res.Uint32(reply.Align)
 	res.Uint32(reply.MaxRDMARead)
 	s.conf.Add(1)
-	set := ServerSettings(s.limits, creq)
+	set := ServerSettings(limits, creq)
 	// The reply (12 bytes of results) fits the 1 KiB every connection starts
 	// with, so the new thresholds may apply before it is sent.
 	if c, ok := req.Conn.(Configurable); ok {

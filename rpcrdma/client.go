@@ -478,6 +478,11 @@ func (c *Client) SetLimits(l Limits) error {
 	return nil
 }
 
+// InlineBuffers implements confproto.InlineBuffered: the sizes of the send and receive
+// buffers every connection registers (ClientOptions.InlineSend and InlineRecv), so
+// that CONF_RDMA asks for no more than they hold.
+func (c *Client) InlineBuffers() (send, recv int) { return c.opts.InlineSend, c.opts.InlineRecv }
+
 // SetInlineThresholds implements confproto.Configurable for the current connection:
 // send is the largest call sent inline, recv the largest reply the server may send
 // inline (longer ones get a reply chunk); both are clamped to [1024, the registered

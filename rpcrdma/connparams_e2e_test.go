@@ -115,6 +115,9 @@ func TestSetLimits(t *testing.T) {
 var (
 	_ confproto.Configurable = (*Client)(nil)
 	_ confproto.Configurable = (*ServerConn)(nil)
+	// And tell CONF_RDMA how large their registered buffers are.
+	_ confproto.InlineBuffered = (*Client)(nil)
+	_ confproto.InlineBuffered = (*ServerConn)(nil)
 )
 
 func TestConfigurable(t *testing.T) {

@@ -535,6 +535,11 @@ func (sc *ServerConn) SetLimits(l Limits) error {
 	return nil
 }
 
+// InlineBuffers implements confproto.InlineBuffered: the sizes of the connection's
+// send buffers (ServerOptions.InlineSend) and receive buffers (ServerOptions.InlineRecv),
+// so that CONF_RDMA announces no larger calls than the receive buffers hold.
+func (sc *ServerConn) InlineBuffers() (send, recv int) { return sc.ep.sendSize, sc.ep.recvSize }
+
 // SetInlineThresholds implements confproto.Configurable: send is the largest reply sent
 // inline, clamped to [1024, ServerOptions.InlineSend]; recv is ignored (the receive
 // buffers posted for the connection keep their size).
