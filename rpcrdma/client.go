@@ -210,6 +210,7 @@ type clientConn struct {
 	c          *Client
 	ep         *endpoint
 	inlineSend int    // largest message we may send (guarded by mu after dial)
+	peerRecv   int    // the server's receive buffers, as its RFC 8797 private data announced (0: none)
 	maxInline  int    // largest reply the server can send inline (guarded by mu after dial)
 	ord        int    // RDMA Reads at once when pulling reply read chunks; 0: none (guarded by mu)
 	msgpAlign  uint32 // rdma_align of our RDMA_MSGP calls; 0: none (guarded by mu)
@@ -255,12 +256,15 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 		return nil, fmt.Errorf("rpcrdma: dial %s: %w", c.addr, err)
 	}
 	peer, perr := PeerPrivate(info.PrivateData)
+	peerRecv := peer.RecvSize
 	if perr != nil {
 		o.Logger.Debug("server sent no RFC 8797 private data; using 1024-byte inline sizes", "addr", c.addr, "err", perr)
+		peerRecv = 0
 	}
 	cc := &clientConn{
 		c: c, ep: ep,
 		inlineSend: min(o.InlineSend, peer.RecvSize),
+		peerRecv:   peerRecv,
 		maxInline:  min(o.InlineRecv, peer.SendSize),
 		ord:        max(info.ORD, 1),
 		maxORD:     max(info.ORD, 1),
@@ -447,8 +451,11 @@ func (c *Client) Limits() Limits {
 // SetLimits changes the current connection's limits, e.g. to apply a CONF_RDMA
 // negotiation. Zero fields are left unchanged. InlineSend and InlineRecv may not exceed
 // the registered buffer sizes (ClientOptions.InlineSend and InlineRecv) nor go below
-// 1024 bytes. Credits changes the window's cap. A reconnection starts again from the
-// private-data values and ClientOptions.Credits.
+// 1024 bytes; InlineSend is also held to the receive buffers the connection's server
+// announced in RFC 8797 private data, if it did (limits negotiated on a connection
+// since lost must not overrun the next one's server). Credits changes the window's
+// cap. A reconnection starts again from the private-data values and
+// ClientOptions.Credits.
 func (c *Client) SetLimits(l Limits) error {
 	o := &c.opts
 	if err := checkInlineLimit("InlineSend", l.InlineSend, o.InlineSend); err != nil {
@@ -467,6 +474,9 @@ func (c *Client) SetLimits(l Limits) error {
 	cc.mu.Lock()
 	if l.InlineSend != 0 {
 		cc.inlineSend = l.InlineSend
+		if cc.peerRecv > 0 {
+			cc.inlineSend = min(cc.inlineSend, cc.peerRecv)
+		}
 	}
 	if l.InlineRecv != 0 {
 		cc.maxInline = l.InlineRecv
