@@ -277,6 +277,20 @@ func (x *Exports) mnt(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder
 		return garbage(err)
 	}
 	dirpath := cleanMountPath(string(a.Path))
+	s := x.mountServer(ctx, req, dirpath)
+	if s == nil {
+		r := nfs3.MntRes{Status: nfs3.MountErrNoEnt}
+		r.EncodeXDR(res)
+		x.log.Info("mount refused", "client", hostOf(req.RemoteAddr), "path", dirpath, "status", r.Status.String())
+		return nil
+	}
+	s.mount(ctx, req, dirpath, res)
+	return nil
+}
+
+// mountServer returns the export that answers req's MNT of dirpath (see
+// MountHandler), nil when no export's path is dirpath or a parent of it.
+func (x *Exports) mountServer(ctx context.Context, req *oncrpc.Request, dirpath string) *Server {
 	st := x.cur.Load()
 	// The exports whose path is dirpath or a parent of it, longest path first.
 	var under []*Server
@@ -287,9 +301,6 @@ func (x *Exports) mnt(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder
 		}
 	}
 	if len(under) == 0 {
-		r := nfs3.MntRes{Status: nfs3.MountErrNoEnt}
-		r.EncodeXDR(res)
-		x.log.Info("mount refused", "client", hostOf(req.RemoteAddr), "path", dirpath, "status", r.Status.String())
 		return nil
 	}
 	slices.SortStableFunc(under, func(a, b *Server) int { return len(b.exportPath) - len(a.exportPath) })
@@ -298,12 +309,10 @@ func (x *Exports) mnt(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder
 	// does, the longest answers MNT3ERR_ACCES.
 	for _, s := range under {
 		if s.grant(ctx, req) != nil {
-			s.mount(ctx, req, dirpath, res)
-			return nil
+			return s
 		}
 	}
-	under[0].mount(ctx, req, dirpath, res)
-	return nil
+	return under[0]
 }
 
 func (x *Exports) dump(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {

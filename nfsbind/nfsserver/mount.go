@@ -204,6 +204,14 @@ func (s *Server) mnt(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder)
 // filesystem" (get_rootfh compares the devices; the mount is compared too, as for
 // every other call, see Server.visible).
 func (s *Server) mount(ctx context.Context, req *oncrpc.Request, dirpath string, res *xdr.Encoder) {
+	s.mountAt(ctx, req, dirpath, res, true)
+}
+
+// mountAt is mount. With reroute, a dirpath whose symbolic links lead into another
+// export of s's Exports is mounted as that export's path (without links) would be:
+// mountd resolves the links (realpath) before it matches the path against the
+// exports, so a link into a nested export gives that export's handle and options.
+func (s *Server) mountAt(ctx context.Context, req *oncrpc.Request, dirpath string, res *xdr.Encoder, reroute bool) {
 	var r nfs3.MntRes
 	var rel string
 	rel, r.Status = s.mountPath(dirpath)
@@ -224,12 +232,17 @@ func (s *Server) mount(ctx context.Context, req *oncrpc.Request, dirpath string,
 				r.Status = nfs3.MountErrAcces
 			}
 		} else {
+			linked := real != rel
 			rel = real
 			var st unix.Statx_t
 			if err := statFD(fd, &st); err != nil {
 				r.Status = mountStatOf(statusOf(err))
 			} else if !isDir(&st) {
 				r.Status = nfs3.MountErrNotDir
+			} else if n, resolved := s.mountedElsewhere(ctx, req, real, reroute && linked); n != nil {
+				unix.Close(fd)
+				n.mountAt(ctx, req, resolved, res, false)
+				return
 			} else if !g.CrossMount && (!s.onExportMount(&st) || keyOf(&st).dev != s.rootDev) {
 				r.Status = nfs3.MountErrAcces
 				s.log.Warn("request to mount a directory below the export's file system, without crossmnt",
@@ -258,6 +271,27 @@ func (s *Server) mount(ctx context.Context, req *oncrpc.Request, dirpath string,
 		s.log.Info("mount refused", "client", host, "path", dirpath, "status", r.Status.String())
 	}
 	r.EncodeXDR(res)
+}
+
+// mountedElsewhere returns the export of s's Exports other than s that answers MNT of
+// rel (a path from s's root without symbolic links), and rel as a MNT path; nil when
+// s answers it, s belongs to no Exports, or not asked to look (look false).
+func (s *Server) mountedElsewhere(ctx context.Context, req *oncrpc.Request, rel string, look bool) (*Server, string) {
+	if !look || s.opts.set == nil {
+		return nil, ""
+	}
+	p := s.exportPath
+	switch {
+	case rel == "":
+	case p == "/":
+		p += rel
+	default:
+		p += "/" + rel
+	}
+	if n := s.opts.set.mountServer(ctx, req, p); n != nil && n != s {
+		return n, p
+	}
+	return nil, ""
 }
 
 func (s *Server) dump(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
