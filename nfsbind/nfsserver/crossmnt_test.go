@@ -405,6 +405,11 @@ func TestCrossmntNFSv3IntoNestedExport(t *testing.T) {
 		t.Errorf("a caller without an entry in the nested export: export id %d, want the parent's %d", exportIDOf(sub2), exportIDOf(parent))
 	}
 	wantStatus(t, "CREATE below the mount point with the parent's options", create(o, sub2, "y"), nfs3.StatusOK)
+	// That parent handle, in the hands of the client the nested export lists read-only,
+	// does not carry the parent's options for it there.
+	if st := create(c, sub2, "z"); st == nfs3.StatusOK {
+		t.Errorf("CREATE through a parent handle below the nested export, by a client it lists read-only: %v", st)
+	}
 }
 
 // TestNohideNestedExport: nohide in a nested export's client entry lets that client
@@ -469,6 +474,45 @@ func TestNestedExportMountThroughLink(t *testing.T) {
 	wantStatus(t, "LOOKUP f below the link", st, nfs3.StatusOK)
 	if st == nfs3.StatusOK {
 		wantStatus(t, "WRITE below the read-only nested export, mounted through a link", c.write(f, 0, []byte("X"), nfs3.FileSync).Status, nfs3.StatusROFS)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "sub", "f")); string(b) != "nested" {
+		t.Errorf("sub/f now holds %q", b)
+	}
+}
+
+// TestNestedExportOldParentHandles: handles the parent export gave, with crossmnt,
+// below a mount point before the table was reloaded to export that mount read-only to
+// the same client must not keep the parent's read-write options there: LOOKUP of the
+// mount point now answers with the nested export's handle, so the old handles below
+// it are refused (NFS3ERR_STALE) or carry the nested export's options.
+func TestNestedExportOldParentHandles(t *testing.T) {
+	if !inPrivateMountNS(t) {
+		return
+	}
+	const parent = "%D 127.0.0.1(rw,insecure,no_root_squash,crossmnt)\n"
+	e, dir := newNestedExportEnv(t, parent)
+	c := e.dialFrom("127.0.0.1", false, rootCred())
+	root := c.mount(dir)
+	sub, st := c.lookup(root, "sub")
+	wantStatus(t, "LOOKUP sub with crossmnt", st, nfs3.StatusOK)
+	f, st := c.lookup(sub, "f")
+	wantStatus(t, "LOOKUP sub/f with crossmnt", st, nfs3.StatusOK)
+
+	tab, err := exports.Parse("exports", []byte(strings.ReplaceAll(parent+"%D/sub 127.0.0.1(ro,insecure,fsid=9)\n", "%D", dir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.x.Load(tab); err != nil {
+		t.Fatal(err)
+	}
+	if sub2, _ := c.lookup(root, "sub"); exportIDOf(sub2) != 9 {
+		t.Fatalf("LOOKUP sub after the reload: export id %d, want 9", exportIDOf(sub2))
+	}
+	if r := c.write(f, 0, []byte("X"), nfs3.FileSync); r.Status == nfs3.StatusOK {
+		t.Errorf("WRITE of sub/f through the parent's old handle, below the now read-only nested export: %v, want NFS3ERR_ROFS or NFS3ERR_STALE", r.Status)
+	}
+	if _, st := c.lookup(sub, "f"); st == nfs3.StatusOK {
+		t.Errorf("LOOKUP in sub through the parent's old handle gives a new parent handle below the read-only nested export")
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "sub", "f")); string(b) != "nested" {
 		t.Errorf("sub/f now holds %q", b)

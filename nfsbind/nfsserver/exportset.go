@@ -190,11 +190,27 @@ func (x *Exports) Load(t *exports.Table) error {
 	}
 	for i, s := range st.list {
 		s.SetClients(&t.Exports[i], names)
+		var nested []*Server
+		for j, n := range st.list {
+			if j != i && n.rootDev != s.rootDev && below(t.Exports[j].Path, t.Exports[i].Path) {
+				nested = append(nested, n)
+			}
+		}
+		if nested == nil {
+			s.nested.Store(nil)
+		} else {
+			s.nested.Store(&nested)
+		}
 	}
 	st.v4 = newV4Set(st.list)
 	x.cur.Store(st)
 	x.log.Info("exports loaded", "exports", len(st.list), "opened", len(opened))
 	return nil
+}
+
+// below reports whether path p lies below directory dir (both absolute and clean).
+func below(p, dir string) bool {
+	return dir == "/" && p != "/" || strings.HasPrefix(p, dir+"/")
 }
 
 // Table returns the table in force.

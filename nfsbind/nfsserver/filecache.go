@@ -335,7 +335,7 @@ func (s *Server) openWrite(fh nfs3.FH, c *cred, st *unix.Statx_t) (*openFile, nf
 // foreign), with a reference the caller releases, or nil.
 func (s *Server) cached(fh nfs3.FH, c *cred) *openFile {
 	f := s.files.get(fh)
-	if f != nil && f.foreign && !c.crossmnt {
+	if f != nil && f.foreign && (!c.crossmnt || c.isBarred(f.id.key.dev)) {
 		s.files.release(f)
 		return nil
 	}

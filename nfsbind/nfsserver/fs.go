@@ -263,6 +263,14 @@ func (s *Server) onExportMount(st *unix.Statx_t) bool {
 	return unix.Mkdev(st.Dev_major, st.Dev_minor) == s.rootDev
 }
 
+// reachable reports whether the caller c may be served st, an object reached through
+// a handle of s: visible, and not on the file system of a nested export that lists c
+// (cred.barred), whose objects c reaches through that export's handles, with its
+// options, as knfsd picks the export of a file system per client.
+func (s *Server) reachable(c *cred, st *unix.Statx_t) bool {
+	return s.visible(c, st) && (c.nbarred == 0 || s.onExportMount(st) || !c.isBarred(keyOf(st).dev))
+}
+
 // visible reports whether the caller c may be served the object st reached from the
 // export root: with crossmnt (cred.crossmnt) any, else only one on the export root's
 // own mount (onExportMount).
@@ -284,7 +292,7 @@ func (s *Server) open(fh nfs3.FH, o *object, c *cred) nfs3.Status {
 	var hidden string // a path to id that crosses a mount point c may not cross
 	if p, ok := s.idx.get(id.key); ok {
 		if s.openVerified(p, id, o) {
-			if s.visible(c, &o.st) {
+			if s.reachable(c, &o.st) {
 				return nfs3.StatusOK
 			}
 			o.close()
@@ -301,7 +309,7 @@ func (s *Server) open(fh nfs3.FH, o *object, c *cred) nfs3.Status {
 		s.missing.add(id, c.crossmnt)
 		return nfs3.StatusStale
 	}
-	if !s.visible(c, &o.st) { // moved across a mount point since the search saw it
+	if !s.reachable(c, &o.st) { // moved across a mount point since the search saw it
 		o.close()
 		return nfs3.StatusStale
 	}

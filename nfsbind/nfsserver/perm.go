@@ -22,6 +22,38 @@ type cred struct {
 	// crossmnt: the caller's client entry (or Options.CrossMount) lets it reach the
 	// file systems mounted below the export root (see Server.visible).
 	crossmnt bool
+	// barred holds the devices of the file systems below the export that are
+	// exports of their own listing the caller (nbarred of them; barredMore past
+	// len(barred)): with crossmnt the caller reaches their objects through those
+	// exports' handles (crossInto), never through this export's (Server.reachable).
+	barred     [4]uint64
+	nbarred    int
+	barredMore []uint64
+}
+
+// bar adds dev to the devices barred to c.
+func (c *cred) bar(dev uint64) {
+	if c.nbarred < len(c.barred) {
+		c.barred[c.nbarred] = dev
+	} else {
+		c.barredMore = append(c.barredMore, dev)
+	}
+	c.nbarred++
+}
+
+// isBarred reports whether objects on device dev are barred to c.
+func (c *cred) isBarred(dev uint64) bool {
+	for i := range min(c.nbarred, len(c.barred)) {
+		if c.barred[i] == dev {
+			return true
+		}
+	}
+	for _, d := range c.barredMore {
+		if d == dev {
+			return true
+		}
+	}
+	return false
 }
 
 // credOf returns the identity req acts as under the options its client entry grants
@@ -36,6 +68,15 @@ func (s *Server) credOf(ctx context.Context, req *oncrpc.Request) cred {
 		return cred{uid: s.static.AnonUID, gid: s.static.AnonGID, group0: s.static.AnonGID, ro: true}
 	}
 	c := cred{uid: g.AnonUID, gid: g.AnonGID, group0: g.AnonGID, ro: g.ReadOnly, crossmnt: g.CrossMount}
+	if c.crossmnt {
+		if ns := s.nested.Load(); ns != nil {
+			for _, n := range *ns {
+				if n.grant(ctx, req) != nil {
+					c.bar(n.rootDev)
+				}
+			}
+		}
+	}
 	a := req.AuthSys
 	if a == nil || g.AllSquash {
 		// all_squash wins over no_root_squash, as in knfsd.

@@ -101,10 +101,13 @@ type Options struct {
 // Server is an NFSv3 and MOUNT v3 server for one exported directory. Register it with
 // an oncrpc.Server; it is safe for concurrent use.
 type Server struct {
-	opts       Options
-	log        hclog.Logger
-	rootFD     int
-	rootDev    uint64 // the device of the export root (see fsid)
+	opts    Options
+	log     hclog.Logger
+	rootFD  int
+	rootDev uint64 // the device of the export root (see fsid)
+	// nested: the exports of the same Exports table whose roots are below this
+	// one's, on file systems of their own (nil: none); see cred.barred.
+	nested     atomic.Pointer[[]*Server]
 	rootKey    fileKey
 	rootMnt    uint64 // the id of the export root's mount, when hasRootMnt (see onExportMount)
 	hasRootMnt bool
