@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/confproto"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
-	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -76,35 +74,12 @@ type settingsEnv struct {
 	wire *wireLog
 }
 
+// newSettingsEnv is newSizedEnv with both transports' buffers of bigInline bytes.
 func newSettingsEnv(t *testing.T, limits confproto.Limits, so *rpcrdma.ServerOptions, co *rpcrdma.ClientOptions) *settingsEnv {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	dev := soft.New(soft.Config{})
-	t.Cleanup(func() { dev.Close() })
-	svc, err := confproto.NewService(&confproto.ServiceOptions{Limits: &limits})
-	if err != nil {
-		t.Fatal(err)
-	}
 	so.InlineRecv, so.InlineSend = bigInline, bigInline
-	ln, err := rpcrdma.Listen(ctx, dev, "127.0.0.1:0", so)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := oncrpc.NewServer(nil)
-	svc.Register(srv)
-	srv.Register(testProg, testVers, testProcs)
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	env := &settingsEnv{ctx: ctx, wire: &wireLog{}}
-	co.InlineSend, co.InlineRecv, co.Trace = bigInline, bigInline, env.wire.trace
-	if env.tr, err = rpcrdma.Dial(ctx, dev, ln.Addr().String(), co); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { env.tr.Close() })
-	env.conf = confproto.NewClient(env.tr)
-	env.test = oncrpc.NewClient(env.tr, testProg, testVers)
-	return env
+	co.InlineSend, co.InlineRecv = bigInline, bigInline
+	return &newSizedEnv(t, limits, so, co).settingsEnv
 }
 
 // lastSent returns the header and bytes of the last message the client sent.
