@@ -8,7 +8,9 @@
 // The package has the types with their allocation-free XDR codec; the server side,
 // Service, an oncrpc.Handler announcing configured Limits on any oncrpc.Server and
 // transport; and the client side, Negotiate and NegotiateAndApply, which hand the
-// outcome to a Configurable (implemented by an RPC-over-RDMA connection). The structs
+// outcome to a Configurable (implemented by an RPC-over-RDMA connection). Over a
+// connection that reports its registered buffers (InlineBuffered), neither side
+// announces or asks for inline messages larger than they hold. The structs
 // are flat (three unsigned ints each), so the codec is written with
 // encoding/binary. Tests cross-check it against github.com/davecgh/go-xdr (a test-only
 // dependency) as an independent XDR implementation.
