@@ -518,3 +518,34 @@ func TestNestedExportOldParentHandles(t *testing.T) {
 		t.Errorf("sub/f now holds %q", b)
 	}
 }
+
+// TestNestedExportOldParentHandlesV4: the same over NFSv4.1: a handle the parent gave,
+// with crossmnt, below a mount point that a reload then exports read-only to the same
+// client is NFS4ERR_STALE to it; the path from the pseudo root reaches the nested
+// export's own handle.
+func TestNestedExportOldParentHandlesV4(t *testing.T) {
+	if !inPrivateMountNS(t) {
+		return
+	}
+	const parent = "%D 127.0.0.1(rw,insecure,no_root_squash,crossmnt)\n"
+	e, dir := newNestedExportEnv(t, parent)
+	c := e.v4From("127.0.0.1", false, rootCred())
+	c.mount()
+	path := strings.Split(strings.Trim(dir, "/"), "/")
+	f := c.lookupFH(append(path, "sub", "f")...)
+	if exportIDOf(f) == 9 {
+		t.Fatal("precondition: sub/f has the nested export's id before it is exported")
+	}
+	tab, err := exports.Parse("exports", []byte(strings.ReplaceAll(parent+"%D/sub 127.0.0.1(ro,insecure,fsid=9)\n", "%D", dir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.x.Load(tab); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus4(t, "GETATTR of sub/f through the parent's old handle", c.call(&nfs4.PutfhArgs{Object: f},
+		&nfs4.GetattrArgs{AttrRequest: nfs4.NewBitmap(nfs4.AttrSize)}), nfs4.ErrStale)
+	if f2 := c.lookupFH(append(path, "sub", "f")...); exportIDOf(f2) != 9 {
+		t.Errorf("sub/f from the pseudo root after the reload: export id %d, want 9", exportIDOf(f2))
+	}
+}

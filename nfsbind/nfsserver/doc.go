@@ -63,7 +63,7 @@
 // export does not list crosses with the parent's handles and options, as with knfsd
 // (nfsd_cross_mnt). A handle of the parent for an object on such a nested export's
 // file system (issued before a reload made it an export, or to another client) is
-// NFS3ERR_STALE to a caller the nested export lists: knfsd picks the export of a file
+// NFS3ERR_STALE (NFS4ERR_STALE) to a caller the nested export lists: knfsd picks the export of a file
 // system per client, so that caller gets the nested export's options there or nothing.
 // (A nested export on a bind mount of the parent's file system is not told apart
 // this way.)
