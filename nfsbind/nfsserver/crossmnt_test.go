@@ -549,3 +549,30 @@ func TestNestedExportOldParentHandlesV4(t *testing.T) {
 		t.Errorf("sub/f from the pseudo root after the reload: export id %d, want 9", exportIDOf(f2))
 	}
 }
+
+// TestNestedExportInsideCrossedMount: an export nested in a file system mounted below
+// the parent but not at its root (here /disk/sub, /disk the mount) leaves the rest of
+// that file system to the parent's handles for a crossmnt client: only exports that
+// are mounts of their own take their file system's objects from the parent.
+func TestNestedExportInsideCrossedMount(t *testing.T) {
+	if !inPrivateMountNS(t) {
+		return
+	}
+	e, dir := newExportsEnv(t, "%D 127.0.0.1(rw,insecure,no_root_squash,crossmnt)\n%D/disk/sub 127.0.0.1(ro,insecure,fsid=9)\n", func(dir string) {
+		disk := filepath.Join(dir, "disk")
+		if err := os.Mkdir(disk, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		mountTmpfs(t, "nfsserver-disk", disk)
+		if err := os.Mkdir(filepath.Join(disk, "sub"), 0o777); err != nil {
+			t.Fatal(err)
+		}
+	})
+	c := e.dialFrom("127.0.0.1", false, rootCred())
+	disk, st := c.lookup(c.mount(dir), "disk")
+	wantStatus(t, "LOOKUP of the crossed mount point", st, nfs3.StatusOK)
+	c.create(disk, "other") // with the parent's (rw) options
+	if _, err := os.Stat(filepath.Join(dir, "disk", "other")); err != nil {
+		t.Errorf("CREATE in the crossed file system: %v", err)
+	}
+}

@@ -192,7 +192,7 @@ func (x *Exports) Load(t *exports.Table) error {
 		s.SetClients(&t.Exports[i], names)
 		var nested []*Server
 		for j, n := range st.list {
-			if j != i && n.rootDev != s.rootDev && below(t.Exports[j].Path, t.Exports[i].Path) {
+			if j != i && n.rootIsMount && n.rootDev != s.rootDev && below(t.Exports[j].Path, t.Exports[i].Path) {
 				nested = append(nested, n)
 			}
 		}

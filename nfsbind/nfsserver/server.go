@@ -106,25 +106,30 @@ type Server struct {
 	rootFD  int
 	rootDev uint64 // the device of the export root (see fsid)
 	// nested: the exports of the same Exports table whose roots are below this
-	// one's, on file systems of their own (nil: none); see cred.barred.
+	// one's and are mounts of file systems of their own (nil: none); see
+	// cred.barred.
 	nested     atomic.Pointer[[]*Server]
 	rootKey    fileKey
 	rootMnt    uint64 // the id of the export root's mount, when hasRootMnt (see onExportMount)
 	hasRootMnt bool
-	exportPath string
-	handles    *handleCodec
-	idx        index
-	searchMu   sync.Mutex
-	searches   atomic.Uint64
-	missing    missingSet
-	dirs       dirCache
-	files      fileCache
-	drc        drc
-	verf       atomic.Uint64 // the write verifier, big-endian (writeVerf, resetVerifier)
-	asRoot     bool
-	bufs       chan *readBuf // idle READ buffers of MaxIO bytes, at most maxIdleReadBufs
-	smallBufs  chan *readBuf // idle READ buffers of smallReadBuf bytes
-	sys        syncCalls
+	// rootIsMount: the export root is the root of a mount (statx says so, Linux 5.8
+	// and later), so every object on its device below a parent export is its own
+	// (see nested).
+	rootIsMount bool
+	exportPath  string
+	handles     *handleCodec
+	idx         index
+	searchMu    sync.Mutex
+	searches    atomic.Uint64
+	missing     missingSet
+	dirs        dirCache
+	files       fileCache
+	drc         drc
+	verf        atomic.Uint64 // the write verifier, big-endian (writeVerf, resetVerifier)
+	asRoot      bool
+	bufs        chan *readBuf // idle READ buffers of MaxIO bytes, at most maxIdleReadBufs
+	smallBufs   chan *readBuf // idle READ buffers of smallReadBuf bytes
+	sys         syncCalls
 
 	mountMu sync.Mutex
 	mounts  []mountEntry
@@ -298,6 +303,7 @@ func New(opts Options) (*Server, error) {
 	s.rootKey = keyOf(&st)
 	s.rootDev = s.rootKey.dev
 	s.rootMnt, s.hasRootMnt = st.Mnt_id, st.Mask&unix.STATX_MNT_ID != 0
+	s.rootIsMount = st.Attributes_mask&st.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
 	s.bufs = make(chan *readBuf, maxIdleReadBufs)
 	s.smallBufs = make(chan *readBuf, maxIdleSmallReadBufs)
 	if !opts.member {
