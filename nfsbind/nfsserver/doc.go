@@ -65,8 +65,9 @@
 // file system (issued before a reload made it an export, or to another client) is
 // NFS3ERR_STALE (NFS4ERR_STALE) to a caller the nested export lists: knfsd picks the export of a file
 // system per client, so that caller gets the nested export's options there or nothing.
-// (A nested export on a bind mount of the parent's file system is not told apart
-// this way.)
+// This holds for nested exports that are mounts of file systems of their own (statx's
+// STATX_ATTR_MOUNT_ROOT, Linux 5.8 and later); one on a bind mount of the parent's
+// file system, or inside a crossed mount, is not told apart this way.
 //
 // # Open files
 //
