@@ -186,14 +186,10 @@ func startBigCall(t *testing.T, ctx context.Context, cl *Client, stalled <-chan 
 	return errc
 }
 
-// A call whose write is blocked (the peer stopped reading) returns when its context
-// is cancelled, though the context has no deadline (RoundTripper: RoundTrip returns
-// when ctx is done). The call was cut in the middle of its record, so the
-// connection is dropped: a transport that does not redial then fails its later
-// calls instead of writing them after the partial record.
-func TestTCPBlockedWriteHonoursCancel(t *testing.T) {
-	tr, stalled := stalledTransport(t)
-	cl := NewClient(tr, testProg, testVers)
+// cancelMidRecord starts a call too big for the stalled peer to take and cancels its
+// context while the record is half written; the call must return context.Canceled.
+func cancelMidRecord(t *testing.T, cl *Client, stalled <-chan struct{}) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	errc := startBigCall(t, ctx, cl, stalled)
@@ -202,9 +198,20 @@ func TestTCPBlockedWriteHonoursCancel(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call: %v, want context.Canceled", err)
 	}
+}
+
+// A call whose write is blocked (the peer stopped reading) returns when its context
+// is cancelled, though the context has no deadline (RoundTripper: RoundTrip returns
+// when ctx is done). The call was cut in the middle of its record, so the
+// connection is dropped: a transport that does not redial then fails its later
+// calls instead of writing them after the partial record.
+func TestTCPBlockedWriteHonoursCancel(t *testing.T) {
+	tr, stalled := stalledTransport(t)
+	cl := NewClient(tr, testProg, testVers)
+	cancelMidRecord(t, cl, stalled)
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel2()
-	err = cl.Call(ctx2, procNull, nil, nil)
+	err := cl.Call(ctx2, procNull, nil, nil)
 	if err == nil || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("call after a partial record: %v, want the connection's loss", err)
 	}
@@ -272,14 +279,7 @@ func TestTCPCallCutMidRecordRedials(t *testing.T) {
 	tr := dialTCP(t, addr, nil)
 	defer release()
 	cl := NewClient(tr, testProg, testVers)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	errc := startBigCall(t, ctx, cl, stalled)
-	cancel()
-	err := returns(t, "call whose context was cancelled", func() error { return <-errc })
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled call: %v, want context.Canceled", err)
-	}
+	cancelMidRecord(t, cl, stalled)
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel2()
 	var out bytesRes
