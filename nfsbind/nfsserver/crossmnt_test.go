@@ -266,13 +266,7 @@ func TestCrossmntHandleStaleAfterReload(t *testing.T) {
 		t.Fatal("READ left nothing in the open-file cache")
 	}
 
-	tab, err := exports.Parse("exports", []byte(strings.ReplaceAll(strings.ReplaceAll(line, "%s", ""), "%D", dir)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.x.Load(tab); err != nil {
-		t.Fatal(err)
-	}
+	e.reload(dir, strings.ReplaceAll(line, "%s", ""))
 	if r := c.read(f, 0, 100); r.Status != nfs3.StatusStale || len(r.Data) != 0 {
 		t.Errorf("READ of the cached sub/f without crossmnt: %v %q, want NFS3ERR_STALE", r.Status, r.Data)
 	}
@@ -315,6 +309,18 @@ func newNestedExportEnv(t *testing.T, table string) (*exportsEnv, string) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// reload makes table, with %D standing for dir, the exports table in force.
+func (e *exportsEnv) reload(dir, table string) {
+	e.t.Helper()
+	tab, err := exports.Parse("exports", []byte(strings.ReplaceAll(table, "%D", dir)))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.x.Load(tab); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // exportIDOf returns the export id a file handle carries.
@@ -498,13 +504,7 @@ func TestNestedExportOldParentHandles(t *testing.T) {
 	f, st := c.lookup(sub, "f")
 	wantStatus(t, "LOOKUP sub/f with crossmnt", st, nfs3.StatusOK)
 
-	tab, err := exports.Parse("exports", []byte(strings.ReplaceAll(parent+"%D/sub 127.0.0.1(ro,insecure,fsid=9)\n", "%D", dir)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.x.Load(tab); err != nil {
-		t.Fatal(err)
-	}
+	e.reload(dir, parent+"%D/sub 127.0.0.1(ro,insecure,fsid=9)\n")
 	if sub2, _ := c.lookup(root, "sub"); exportIDOf(sub2) != 9 {
 		t.Fatalf("LOOKUP sub after the reload: export id %d, want 9", exportIDOf(sub2))
 	}
@@ -536,13 +536,7 @@ func TestNestedExportOldParentHandlesV4(t *testing.T) {
 	if exportIDOf(f) == 9 {
 		t.Fatal("precondition: sub/f has the nested export's id before it is exported")
 	}
-	tab, err := exports.Parse("exports", []byte(strings.ReplaceAll(parent+"%D/sub 127.0.0.1(ro,insecure,fsid=9)\n", "%D", dir)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.x.Load(tab); err != nil {
-		t.Fatal(err)
-	}
+	e.reload(dir, parent+"%D/sub 127.0.0.1(ro,insecure,fsid=9)\n")
 	wantStatus4(t, "GETATTR of sub/f through the parent's old handle", c.call(&nfs4.PutfhArgs{Object: f},
 		&nfs4.GetattrArgs{AttrRequest: nfs4.NewBitmap(nfs4.AttrSize)}), nfs4.ErrStale)
 	if f2 := c.lookupFH(append(path, "sub", "f")...); exportIDOf(f2) != 9 {
