@@ -83,10 +83,16 @@ func (c *compound) opCreateSession(op nfs4.OpNum) nfs4.Status {
 	return r.Status
 }
 
+// opDestroySession is DESTROY_SESSION. Of the session the COMPOUND's SEQUENCE names it
+// must be the last operation (RFC 8881 §18.37.3); followed by others it is refused
+// with NFS4ERR_NOT_ONLY_OP, as knfsd does, before the session is touched.
 func (c *compound) opDestroySession(op nfs4.OpNum) nfs4.Status {
 	a := &c.ops.destroySession
 	if err := a.DecodeXDR(c.d); err != nil {
 		return c.only(op, decodeErr(err))
+	}
+	if c.inSession && a.SessionID == c.sessionID && c.r.More() {
+		return c.only(op, nfs4.ErrNotOnlyOp)
 	}
 	st := c.v.state.DestroySession(a.SessionID)
 	if st == nfs4.OK {
