@@ -221,10 +221,16 @@ func (c *compound) opBackchannelCtl(op nfs4.OpNum) nfs4.Status {
 	return c.only(op, st)
 }
 
+// opReclaimComplete is RECLAIM_COMPLETE. With rca_one_fs TRUE it names the file
+// system of the current file handle, so it needs one (NFS4ERR_NOFILEHANDLE, RFC 8881
+// §18.51.3, as knfsd answers).
 func (c *compound) opReclaimComplete(op nfs4.OpNum) nfs4.Status {
 	a := &c.ops.reclaimComplete
 	if err := a.DecodeXDR(c.d); err != nil {
 		return c.only(op, decodeErr(err))
+	}
+	if a.OneFS && c.cur.n == 0 {
+		return c.only(op, nfs4.ErrNofilehandle)
 	}
 	return c.only(op, c.v.state.ReclaimComplete(c.clientID, a.OneFS))
 }

@@ -33,3 +33,18 @@ func TestV4DestroyOwnSessionMustBeLast(t *testing.T) {
 	res = c.call(&nfs4.DestroySessionArgs{SessionID: other}, &nfs4.NoArgs{OpNum: nfs4.OpPutrootfh})
 	wantStatus4(t, "DESTROY_SESSION of another session, then PUTROOTFH", res, nfs4.OK)
 }
+
+// TestV4ReclaimCompleteOneFS: RECLAIM_COMPLETE with rca_one_fs TRUE applies to the
+// file system of the current file handle (RFC 8881 §18.51.3): without one it is
+// NFS4ERR_NOFILEHANDLE, as knfsd answers; with one it succeeds and, changing nothing,
+// leaves the client's global RECLAIM_COMPLETE to do.
+func TestV4ReclaimCompleteOneFS(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred())
+	c.exchangeID()
+	c.createSession()
+	wantStatus4(t, "RECLAIM_COMPLETE(one_fs) without a file handle", c.call(&nfs4.ReclaimCompleteArgs{OneFS: true}), nfs4.ErrNofilehandle)
+	c.must(&nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}, &nfs4.ReclaimCompleteArgs{OneFS: true})
+	c.must(&nfs4.ReclaimCompleteArgs{})
+	wantStatus4(t, "RECLAIM_COMPLETE twice", c.call(&nfs4.ReclaimCompleteArgs{}), nfs4.ErrCompleteAlready)
+}
