@@ -74,8 +74,9 @@ type compound struct {
 
 	cur, saved fhState
 
-	// start is the logical position of COMPOUND4res in res; maxReply and maxCached
-	// bound the reply's size from there (0: not in a session yet).
+	// start is the logical position of COMPOUND4res in res, after the RPC reply
+	// header; maxReply and maxCached bound the reply's size from there, the
+	// session's limits less that header (0: not in a session yet).
 	start       int
 	startInline int
 	maxReply    int

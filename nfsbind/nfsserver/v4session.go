@@ -156,9 +156,12 @@ func (c *compound) sequence(op nfs4.OpNum) nfs4.Status {
 	}
 	c.slot, c.inSession, c.clientID, c.cacheThis = res.Slot, true, res.ClientID, a.CacheThis
 	c.sessionID = res.SessionID
-	c.maxReply = int(res.Fore.MaxResponseSize)
+	// ca_maxresponsesize and ca_maxresponsesize_cached bound the whole reply, its RPC
+	// header with it (RFC 8881 §18.36.3, as knfsd counts them); the header is what
+	// res holds before COMPOUND4res (c.start), and the bounds are kept from there.
+	c.maxReply = sizeAfterHeader(int(res.Fore.MaxResponseSize), c.start)
 	if a.CacheThis {
-		c.maxCached = c.slot.MaxCachedReply()
+		c.maxCached = sizeAfterHeader(c.slot.MaxCachedReply(), c.start)
 	}
 	r := &c.ops.sequenceRes
 	*r = nfs4.SequenceRes{Status: nfs4.OK, SessionID: res.SessionID, SequenceID: res.SequenceID,
@@ -168,10 +171,20 @@ func (c *compound) sequence(op nfs4.OpNum) nfs4.Status {
 	return nfs4.OK
 }
 
-// requestSize is the size of the COMPOUND's arguments: the bytes decoded so far and
-// those left, data placed by the transport included (the RPC header, which the
-// transport bounds, is not counted).
+// requestSize is the size of the call as ca_maxrequestsize counts it (RFC 8881
+// §18.36.3): the bytes decoded so far, the RPC call header among them (the decoder's
+// positions are those of the whole call), and the inline bytes left.
 func (c *compound) requestSize() int { return c.d.Pos() + c.d.Len() }
+
+// sizeAfterHeader is a channel's bound on a whole reply, limit, less the header of
+// hdr bytes before COMPOUND4res: at least 1, so that a reply that cannot fit at all
+// is refused; a limit of 0 (none) stays 0.
+func sizeAfterHeader(limit, hdr int) int {
+	if limit <= 0 {
+		return 0
+	}
+	return max(limit-hdr, 1)
+}
 
 // replayed reports whether SEQUENCE answered the COMPOUND from the reply cache.
 func (c *compound) replayed() bool { return c.replay }
