@@ -816,9 +816,12 @@ func (s *Server) mknod(ctx context.Context, req *oncrpc.Request, res *xdr.Encode
 				e.r.Status = nfs3.StatusPerm
 				return e.reply(res)
 			}
-			mode |= unix.S_IFCHR
+			// Not a bit to flip between the two: S_IFBLK (0o060000) includes
+			// S_IFCHR's bit (0o020000).
 			if a.Type == nfs3.TypeBlk {
-				mode ^= unix.S_IFCHR | unix.S_IFBLK
+				mode |= unix.S_IFBLK
+			} else {
+				mode |= unix.S_IFCHR
 			}
 			dev = int(unix.Mkdev(a.Spec.Major, a.Spec.Minor))
 		case nfs3.TypeSock:
