@@ -4,7 +4,11 @@ package nfsserver
 
 import (
 	"os"
+	"path/filepath"
+	"slices"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 )
@@ -23,4 +27,59 @@ func TestMknodBlockDevice(t *testing.T) {
 	if a := r.ObjAttr.Attr; a.Type != nfs3.TypeBlk || a.Rdev != (nfs3.SpecData{Major: 7, Minor: 0}) || a.Mode != 0o600 {
 		t.Fatalf("MKNOD blk: type %v rdev %v mode %o", a.Type, a.Rdev, a.Mode)
 	}
+}
+
+// TestReaddirplusWithoutSearchPermission checks that READDIRPLUS of a directory the
+// caller may read but not search lists its names, without the attributes and handles
+// it could only get by a lookup it may not make, as knfsd does (its lookup for the
+// entry's handle, compose_entry_fh, fails the search permission check and the entry
+// goes out with neither), and as readdir(3) lists such a directory locally: a Linux
+// client lists directories with READDIRPLUS, and an error would fail ls.
+func TestReaddirplusWithoutSearchPermission(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to serve other users")
+	}
+	e := newEnv(t, Options{})
+	d := e.c.mkdir(e.root, "d")
+	e.c.create(d, "f")
+	var sa nfs3.WccRes
+	e.c.must(nfs3.ProcSetattr, &nfs3.SetattrArgs{Object: d, Attr: nfs3.Sattr{SetMode: true, Mode: 0o704}}, &sa)
+	wantStatus(t, "SETATTR mode", sa.Status, nfs3.StatusOK)
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(e.dir, "d", "f"), &st); err != nil {
+		t.Fatal(err)
+	}
+
+	user := e.dial(userCred(1000, 1000))
+	if _, s := user.lookup(d, "f"); s != nfs3.StatusAcces {
+		t.Fatalf("LOOKUP without search permission: %v, want NFS3ERR_ACCES", s)
+	}
+	var r nfs3.ReaddirplusRes
+	user.must(nfs3.ProcReaddirplus, &nfs3.ReaddirplusArgs{Dir: d, DirCount: 4096, MaxCount: 8192}, &r)
+	wantStatus(t, "READDIRPLUS without search permission", r.Status, nfs3.StatusOK)
+	if !r.EOF || !r.DirAttr.Present {
+		t.Fatalf("READDIRPLUS: eof %v, directory attributes %v", r.EOF, r.DirAttr.Present)
+	}
+	var names []string
+	for _, en := range r.Entries {
+		names = append(names, string(en.Name))
+		if string(en.Name) != "f" {
+			continue
+		}
+		if en.Attr.Present || en.Handle.Present {
+			t.Errorf("entry f has attributes (%v) or a handle (%v) the caller may not look up", en.Attr.Present, en.Handle.Present)
+		}
+		if en.FileID != st.Ino {
+			t.Errorf("entry f: fileid %d, want %d", en.FileID, st.Ino)
+		}
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{".", "..", "f"}) {
+		t.Fatalf("READDIRPLUS names %q", names)
+	}
+	// Without read permission there is nothing to list.
+	e.c.must(nfs3.ProcSetattr, &nfs3.SetattrArgs{Object: d, Attr: nfs3.Sattr{SetMode: true, Mode: 0o701}}, &sa)
+	wantStatus(t, "SETATTR mode", sa.Status, nfs3.StatusOK)
+	user.must(nfs3.ProcReaddirplus, &nfs3.ReaddirplusArgs{Dir: d, DirCount: 4096, MaxCount: 8192}, &r)
+	wantStatus(t, "READDIRPLUS without read permission", r.Status, nfs3.StatusAcces)
 }

@@ -288,7 +288,9 @@ func (s *Server) readdirplus(ctx context.Context, req *oncrpc.Request, res *xdr.
 	var dir object
 	var r nfs3.ReaddirplusRes
 	c := s.credOf(ctx, req)
-	r.Status = s.openDir(a.Dir, &dir, &c, permR|permX)
+	// Read permission alone lets the caller list the names, as knfsd does (see
+	// doReaddirplus).
+	r.Status = s.openDir(a.Dir, &dir, &c, permR)
 	defer dir.close()
 	if r.Status == nfs3.StatusOK {
 		r.Status = s.doReaddirplus(ctx, req, &dir, &a, &r, &c)
@@ -305,12 +307,17 @@ func (s *Server) readdirplus(ctx context.Context, req *oncrpc.Request, res *xdr.
 // the fileid of the directory it covers and neither attributes nor handle, so that
 // the client learns the name exists and that LOOKUP (NFS3ERR_ACCES) is the way to it.
 // The root of a nested export c crosses into (crossInto) is listed the same way: its
-// handle is that export's, which LOOKUP gives.
+// handle is that export's, which LOOKUP gives. In a directory c may read but not
+// search, every entry but "." and ".." is listed with neither attributes nor handle,
+// with the fileid READDIR gives: knfsd's lookup of the entry (compose_entry_fh) is
+// made with the caller's credentials and fails there, and the caller could not get
+// them by LOOKUP either (NFS3ERR_ACCES).
 func (s *Server) doReaddirplus(ctx context.Context, req *oncrpc.Request, dir *object, a *nfs3.ReaddirplusArgs, r *nfs3.ReaddirplusRes, c *cred) nfs3.Status {
 	ents, err := s.listDir(dir, a.Cookie)
 	if err != nil {
 		return statusOf(err)
 	}
+	search := allowed(c, &dir.st, permX)
 	limit := min(int(a.MaxCount), s.opts.MaxDirReply)
 	dirLimit := int(a.DirCount)
 	used, dirUsed := nfs3.ReaddirResOverhead-4, 0
@@ -323,19 +330,26 @@ func (s *Server) doReaddirplus(ctx context.Context, req *oncrpc.Request, dir *ob
 		if status != nfs3.StatusOK {
 			continue
 		}
-		// A mount point c may not cross (see visible), or the root of a nested export.
-		hidden := !s.onExportMount(&st) && (!c.crossmnt || s.crossInto(ctx, req, &st, c.crossmnt) != nil)
+		// bare: listed with neither attributes nor handle. A mount point c may not
+		// cross (see visible), or the root of a nested export, with the fileid of
+		// the directory it covers; an entry c may not look up, with its own.
 		en := nfs3.DirEntryPlus{FileID: st.Ino, Name: []byte(e.name), Cookie: e.cookie, Attr: s.postOp(&st)}
 		en.Handle = nfs3.PostOpFH{Present: true, FH: sizingFH[:]} // for Size(); replaced below
-		if hidden {
+		bare := true
+		switch {
+		case !s.onExportMount(&st) && (!c.crossmnt || s.crossInto(ctx, req, &st, c.crossmnt) != nil):
 			en = nfs3.DirEntryPlus{FileID: e.ino, Name: []byte(e.name), Cookie: e.cookie}
+		case !search && e.name != "." && e.name != "..":
+			en = nfs3.DirEntryPlus{FileID: st.Ino, Name: []byte(e.name), Cookie: e.cookie}
+		default:
+			bare = false
 		}
 		dn := nfs3.DirEntrySize(len(e.name))
 		if used+en.Size() > limit || (dirLimit > 0 && dirUsed+dn > dirLimit && len(r.Entries) > 0) {
 			r.EOF = false
 			break
 		}
-		if hidden {
+		if bare {
 			r.Entries = append(r.Entries, en)
 			used += en.Size()
 			dirUsed += dn
