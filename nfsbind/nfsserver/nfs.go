@@ -545,13 +545,20 @@ func (s *Server) beginEntry(ctx context.Context, req *oncrpc.Request, where *nfs
 }
 
 // made finishes MKDIR, SYMLINK and MKNOD: err is what making the new entry name
-// returned; on success the entry is fresh and gets attr (see created).
+// returned; on success the entry is fresh and gets attr, its times included (see
+// createdFD).
 func (s *Server) made(e *newEntry, name string, attr *nfs3.Sattr, err error) {
 	if err != nil {
 		e.r.Status = statusOf(err)
 		return
 	}
-	_, e.r.Status = s.created(&e.dir, name, &e.c, attr, true, &e.r, e.fhbuf[:])
+	fd, err := unix.Openat(e.dir.fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		e.r.Status = statusOf(err)
+		return
+	}
+	defer unix.Close(fd)
+	_, e.r.Status = s.createdFD(&e.dir, name, fd, &e.c, attr, true, true, &e.r, e.fhbuf[:])
 }
 
 // reply encodes the CREATE3res with the directory's wcc_data.
@@ -561,15 +568,16 @@ func (e *newEntry) reply(res *xdr.Encoder) error {
 	return nil
 }
 
-// created gives the object name just made in dir its owner and attr, then fills the
-// CREATE-style result and says which of attr it applied (see createdFD).
+// created gives the object name just made in dir its owner and attr but its times,
+// then fills the CREATE-style result and says which of attr it applied (see
+// createdFD).
 func (s *Server) created(dir *object, name string, c *cred, attr *nfs3.Sattr, fresh bool, r *nfs3.CreateRes, fhbuf []byte) (appliedAttrs, nfs3.Status) {
 	fd, err := unix.Openat(dir.fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return appliedAttrs{}, statusOf(err)
 	}
 	defer unix.Close(fd)
-	return s.createdFD(dir, name, fd, c, attr, fresh, r, fhbuf)
+	return s.createdFD(dir, name, fd, c, attr, fresh, false, r, fhbuf)
 }
 
 // appliedAttrs says which of the mode, owner and group an nfs3.Sattr asked for a new
@@ -588,10 +596,13 @@ type appliedAttrs struct {
 // Parts of attr are left out without an error, as NFSv3 always did: an owner other
 // than the caller's own unless the caller is root, a group the caller is not in, any
 // owner when the server does not run as root, the mode of a symbolic link (Linux
-// links have none), and all of attr for an object that is not fresh. The result says
-// what the object got: the owner and the group when it has the ones asked for, the
-// mode when it was set.
-func (s *Server) createdFD(dir *object, name string, fd int, c *cred, attr *nfs3.Sattr, fresh bool, r *nfs3.CreateRes, fhbuf []byte) (appliedAttrs, nfs3.Status) {
+// links have none), and all of attr for an object that is not fresh. attr's atime
+// and mtime are applied only with times (NFSv3, whose CREATE, MKDIR, SYMLINK and MKNOD
+// take all of sattr3 as the initial attributes, RFC 1813 §3.3.8, as knfsd's
+// nfsd_create_setattr applies them; NFSv4 does not set them, see
+// appliedAttrs.bitmap). The result says what the object got: the owner and the group
+// when it has the ones asked for, the mode when it was set.
+func (s *Server) createdFD(dir *object, name string, fd int, c *cred, attr *nfs3.Sattr, fresh, times bool, r *nfs3.CreateRes, fhbuf []byte) (appliedAttrs, nfs3.Status) {
 	var set appliedAttrs
 	if fresh && s.asRoot {
 		uid, gid := int(c.uid), int(c.gid)
@@ -626,6 +637,14 @@ func (s *Server) createdFD(dir *object, name string, fd int, c *cred, attr *nfs3
 		}
 		_ = statFD(fd, &st)
 		set.mode = true
+	}
+	if fresh && times && attr != nil && (attr.Atime.How != nfs3.DontChange || attr.Mtime.How != nfs3.DontChange) {
+		// The caller owns the new object: it may set any time (see doSetattr).
+		ts := []unix.Timespec{setTime(attr.Atime), setTime(attr.Mtime)}
+		if err := unix.UtimesNanoAt(unix.AT_FDCWD, procPath(fd), ts, 0); err != nil {
+			return set, statusOf(err)
+		}
+		_ = statFD(fd, &st)
 	}
 	p := joinPath(dir.path, name)
 	if err := s.stableNew(fd, p, &st); err != nil {
@@ -678,15 +697,21 @@ func (s *Server) create(ctx context.Context, req *oncrpc.Request, res *xdr.Encod
 	ok := s.beginEntry(ctx, req, &a.Where, &e)
 	defer e.dir.close()
 	if ok {
-		_, e.r.Status = s.doCreate(&e.dir, &a, &e.c, &e.r, e.fhbuf[:])
+		_, e.r.Status = s.doCreateTimes(&e.dir, &a, &e.c, true, &e.r, e.fhbuf[:])
 	}
 	return e.reply(res)
 }
 
-// doCreate is NFSv3's CREATE, and NFSv4's OPEN4_CREATE, of a.Where.Name in dir by c:
-// it fills the CREATE-style result and says which of a.Attr the new file got (see
-// createdFD; the size, which it applies too, is not among them).
+// doCreate is NFSv4's OPEN4_CREATE, and NFSv3's CREATE without the times, of
+// a.Where.Name in dir by c: it fills the CREATE-style result and says which of a.Attr
+// the new file got (see createdFD; the size, which it applies too, is not among them).
 func (s *Server) doCreate(dir *object, a *nfs3.CreateArgs, c *cred, r *nfs3.CreateRes, fhbuf []byte) (appliedAttrs, nfs3.Status) {
+	return s.doCreateTimes(dir, a, c, false, r, fhbuf)
+}
+
+// doCreateTimes is doCreate, applying the times of a.Attr to a new file with times
+// (NFSv3's CREATE; see createdFD).
+func (s *Server) doCreateTimes(dir *object, a *nfs3.CreateArgs, c *cred, times bool, r *nfs3.CreateRes, fhbuf []byte) (appliedAttrs, nfs3.Status) {
 	name := string(a.Where.Name)
 	mode := uint32(0o644)
 	if a.Mode != nfs3.Exclusive && a.Attr.SetMode {
@@ -732,7 +757,7 @@ func (s *Server) doCreate(dir *object, a *nfs3.CreateArgs, c *cred, r *nfs3.Crea
 				return appliedAttrs{}, nfs3.StatusExist
 			}
 		}
-		return s.createdFD(dir, name, fd, c, nil, fresh, r, fhbuf)
+		return s.createdFD(dir, name, fd, c, nil, fresh, false, r, fhbuf)
 	default: // UNCHECKED
 		if !fresh {
 			if !isReg(&st) {
@@ -756,7 +781,7 @@ func (s *Server) doCreate(dir *object, a *nfs3.CreateArgs, c *cred, r *nfs3.Crea
 			return appliedAttrs{}, statusOf(err)
 		}
 	}
-	return s.createdFD(dir, name, fd, c, &a.Attr, fresh, r, fhbuf)
+	return s.createdFD(dir, name, fd, c, &a.Attr, fresh, times, r, fhbuf)
 }
 
 func (s *Server) mkdir(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {

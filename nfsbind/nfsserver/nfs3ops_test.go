@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // TestMknodBlockDevice checks that MKNOD of NF3BLK makes a block device with the
@@ -82,4 +83,42 @@ func TestReaddirplusWithoutSearchPermission(t *testing.T) {
 	wantStatus(t, "SETATTR mode", sa.Status, nfs3.StatusOK)
 	user.must(nfs3.ProcReaddirplus, &nfs3.ReaddirplusArgs{Dir: d, DirCount: 4096, MaxCount: 8192}, &r)
 	wantStatus(t, "READDIRPLUS without read permission", r.Status, nfs3.StatusAcces)
+}
+
+// TestCreateSetsClientTimes checks that CREATE, MKDIR, SYMLINK and MKNOD give the new
+// object the atime and mtime their sattr3 asks for: RFC 1813 §3.3.8 and on make
+// obj_attributes (all of sattr3) the initial attributes, and knfsd applies them
+// (nfsd_create_setattr).
+func TestCreateSetsClientTimes(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.c
+	attr := nfs3.Sattr{SetMode: true, Mode: 0o640,
+		Atime: nfs3.SetTime{How: nfs3.SetToClientTime, Time: nfs3.Time{Seconds: 1_000_000, Nseconds: 5}},
+		Mtime: nfs3.SetTime{How: nfs3.SetToClientTime, Time: nfs3.Time{Seconds: 2_000_000, Nseconds: 7}}}
+	where := func(name string) nfs3.DirOpArgs { return nfs3.DirOpArgs{Dir: e.root, Name: []byte(name)} }
+	for _, tc := range []struct {
+		name string
+		proc nfs3.Proc
+		args xdr.EncoderTo
+	}{
+		{"file", nfs3.ProcCreate, &nfs3.CreateArgs{Where: where("file"), Mode: nfs3.Guarded, Attr: attr}},
+		{"dir", nfs3.ProcMkdir, &nfs3.MkdirArgs{Where: where("dir"), Attr: attr}},
+		{"link", nfs3.ProcSymlink, &nfs3.SymlinkArgs{Where: where("link"), Attr: attr, Data: []byte("file")}},
+		{"fifo", nfs3.ProcMknod, &nfs3.MknodArgs{Where: where("fifo"), Type: nfs3.TypeFifo, Attr: attr}},
+	} {
+		var r nfs3.CreateRes
+		c.must(tc.proc, tc.args, &r)
+		wantStatus(t, tc.proc.String()+" "+tc.name, r.Status, nfs3.StatusOK)
+		got := r.ObjAttr.Attr
+		if got.Atime != attr.Atime.Time || got.Mtime != attr.Mtime.Time {
+			t.Errorf("%v %s: atime %v mtime %v, want %v %v", tc.proc, tc.name, got.Atime, got.Mtime, attr.Atime.Time, attr.Mtime.Time)
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(e.dir, tc.name), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Mtim.Sec != 2_000_000 || st.Atim.Sec != 1_000_000 {
+			t.Errorf("%v %s: on disk atime %d mtime %d", tc.proc, tc.name, st.Atim.Sec, st.Mtim.Sec)
+		}
+	}
 }
