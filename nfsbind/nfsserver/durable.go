@@ -47,8 +47,10 @@ type syncCalls struct {
 var osSync = syncCalls{fsync: unix.Fsync, fdatasync: unix.Fdatasync, syncfs: unix.Syncfs, sync: unix.Sync}
 
 // metaSync reports whether modifying procedures make their changes stable before
-// replying: not on an async export, and not on a read-only one, which changes nothing.
-func (s *Server) metaSync() bool { return !s.opts.Async && !s.opts.ReadOnly }
+// replying: not on an async export. Options.ReadOnly does not enter into it: a
+// client list (SetClients) may let callers write to a Server that has it, and a
+// caller that may not write changes nothing, its procedures failing before any sync.
+func (s *Server) metaSync() bool { return !s.opts.Async }
 
 // stableDir makes the entries of the open directory dir stable.
 func (s *Server) stableDir(dir *object) error {

@@ -78,7 +78,7 @@ func (s *Server) setattr(ctx context.Context, req *oncrpc.Request, res *xdr.Enco
 	defer o.close()
 	if r.Status == nfs3.StatusOK {
 		r.Status = s.doSetattr(&o, &a, &c)
-		if r.Status == nfs3.StatusOK {
+		if r.Status == nfs3.StatusOK && !c.ro { // a read-only caller's SETATTR sets nothing
 			r.Status = statusOf(s.stableObject(&o))
 		}
 		r.Wcc = s.wcc(&o)

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
@@ -120,5 +121,28 @@ func TestCreateSetsClientTimes(t *testing.T) {
 		if st.Mtim.Sec != 2_000_000 || st.Atim.Sec != 1_000_000 {
 			t.Errorf("%v %s: on disk atime %d mtime %d", tc.proc, tc.name, st.Atim.Sec, st.Mtim.Sec)
 		}
+	}
+}
+
+// TestClientsGrantWriteOnReadOnlyServerStable checks that a Server made with
+// Options.ReadOnly, whose client list (SetClients) lets a caller write, makes that
+// caller's changes stable before replying as on any sync export (see durable.go):
+// the client list, not Options.ReadOnly, decides who may write.
+func TestClientsGrantWriteOnReadOnlyServerStable(t *testing.T) {
+	rec := &syncRecorder{}
+	e := newEnvPrepared(t, Options{ReadOnly: true}, rec.install)
+	tab, err := exports.Parse("exports", []byte(e.dir+" 127.0.0.1(rw,insecure,no_root_squash,sync)\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv.SetClients(&tab.Exports[0], nil)
+	root, st := e.c.getattr(e.root)
+	wantStatus(t, "GETATTR", st, nfs3.StatusOK)
+	rec.take()
+	var r nfs3.CreateRes
+	e.c.must(nfs3.ProcCreate, &nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: e.root, Name: []byte("f")}, Mode: nfs3.Guarded}, &r)
+	wantStatus(t, "CREATE by a client listed rw", r.Status, nfs3.StatusOK)
+	if got, want := rec.take(), fsyncs(root, r.ObjAttr.Attr); !slices.Equal(got, want) {
+		t.Fatalf("CREATE synced %q, want %q", got, want)
 	}
 }
