@@ -289,11 +289,14 @@ func (s *Server) access(ctx context.Context, req *oncrpc.Request, res *xdr.Encod
 		if allowed(&c, st, permR) {
 			granted |= nfs3.AccessRead
 		}
-		if allowed(&c, st, permW) && !c.ro {
+		// Changing a directory's entries takes search permission as well as write
+		// (openChangeDir), as in knfsd's map for directories (nfs3_diraccess).
+		switch {
+		case c.ro:
+		case isDir(st) && allowed(&c, st, permW|permX):
+			granted |= nfs3.AccessModify | nfs3.AccessExtend | nfs3.AccessDelete
+		case !isDir(st) && allowed(&c, st, permW):
 			granted |= nfs3.AccessModify | nfs3.AccessExtend
-			if isDir(st) {
-				granted |= nfs3.AccessDelete
-			}
 		}
 		if allowed(&c, st, permX) {
 			if isDir(st) {

@@ -146,3 +146,37 @@ func TestClientsGrantWriteOnReadOnlyServerStable(t *testing.T) {
 		t.Fatalf("CREATE synced %q, want %q", got, want)
 	}
 }
+
+// TestAccessDirectoryWriteNeedsSearch checks that ACCESS grants MODIFY, EXTEND and
+// DELETE on a directory only to a caller with write and search permission on it, as
+// knfsd's map for directories asks (nfs3_diraccess: MAY_EXEC|MAY_WRITE): the
+// procedures that change a directory's entries need both here too (openChangeDir),
+// and ACCESS is to say what they will allow (RFC 1813 §3.3.4).
+func TestAccessDirectoryWriteNeedsSearch(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to serve other users")
+	}
+	e := newEnv(t, Options{})
+	d := e.c.mkdir(e.root, "d")
+	var sa nfs3.WccRes
+	e.c.must(nfs3.ProcSetattr, &nfs3.SetattrArgs{Object: d, Attr: nfs3.Sattr{SetMode: true, Mode: 0o702}}, &sa)
+	wantStatus(t, "SETATTR mode", sa.Status, nfs3.StatusOK)
+	user := e.dial(userCred(1000, 1000))
+	var cr nfs3.CreateRes
+	user.must(nfs3.ProcCreate, &nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: d, Name: []byte("x")}, Mode: nfs3.Guarded}, &cr)
+	wantStatus(t, "CREATE in a -w- directory", cr.Status, nfs3.StatusAcces)
+	var ar nfs3.AccessRes
+	all := uint32(nfs3.AccessRead | nfs3.AccessLookup | nfs3.AccessModify | nfs3.AccessExtend | nfs3.AccessDelete | nfs3.AccessExecute)
+	user.must(nfs3.ProcAccess, &nfs3.AccessArgs{Object: d, Access: all}, &ar)
+	wantStatus(t, "ACCESS", ar.Status, nfs3.StatusOK)
+	if ar.Access != 0 {
+		t.Fatalf("ACCESS of a -w- directory: %#x, want 0", ar.Access)
+	}
+	// With search permission as well, all three.
+	e.c.must(nfs3.ProcSetattr, &nfs3.SetattrArgs{Object: d, Attr: nfs3.Sattr{SetMode: true, Mode: 0o703}}, &sa)
+	wantStatus(t, "SETATTR mode", sa.Status, nfs3.StatusOK)
+	user.must(nfs3.ProcAccess, &nfs3.AccessArgs{Object: d, Access: all}, &ar)
+	if want := uint32(nfs3.AccessLookup | nfs3.AccessModify | nfs3.AccessExtend | nfs3.AccessDelete); ar.Status != nfs3.StatusOK || ar.Access != want {
+		t.Fatalf("ACCESS of a -wx directory: %v %#x, want %#x", ar.Status, ar.Access, want)
+	}
+}
