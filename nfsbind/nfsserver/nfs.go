@@ -814,6 +814,11 @@ func (s *Server) symlink(ctx context.Context, req *oncrpc.Request, res *xdr.Enco
 	var e newEntry
 	ok := s.beginEntry(ctx, req, &a.Where, &e)
 	defer e.dir.close()
+	if ok && len(a.Data) == 0 {
+		// As knfsd answers it (nfsd3_proc_symlink); symlinkat(2) would say ENOENT.
+		e.r.Status = nfs3.StatusInval
+		ok = false
+	}
 	if ok {
 		// The target is stored as given, absolute or not: the server never follows it.
 		name := string(a.Where.Name)

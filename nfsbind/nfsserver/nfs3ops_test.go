@@ -180,3 +180,18 @@ func TestAccessDirectoryWriteNeedsSearch(t *testing.T) {
 		t.Fatalf("ACCESS of a -wx directory: %v %#x, want %#x", ar.Status, ar.Access, want)
 	}
 }
+
+// TestSymlinkEmptyTarget checks that SYMLINK with an empty symlink_data is
+// NFS3ERR_INVAL, as knfsd answers it (nfsd3_proc_symlink), and makes nothing.
+func TestSymlinkEmptyTarget(t *testing.T) {
+	e := newEnv(t, Options{})
+	var r nfs3.CreateRes
+	e.c.must(nfs3.ProcSymlink, &nfs3.SymlinkArgs{Where: nfs3.DirOpArgs{Dir: e.root, Name: []byte("l")}, Data: []byte{}}, &r)
+	wantStatus(t, "SYMLINK to nothing", r.Status, nfs3.StatusInval)
+	if !r.DirWcc.After.Present {
+		t.Error("SYMLINK to nothing: no directory attributes")
+	}
+	if _, err := os.Lstat(filepath.Join(e.dir, "l")); !os.IsNotExist(err) {
+		t.Fatalf("SYMLINK to nothing made something: %v", err)
+	}
+}
