@@ -40,23 +40,34 @@ import (
 
 // fhState is a current or saved file handle of a COMPOUND: a handle of an export
 // (srv set, and id what it names, its MAC checked) or of a pseudo directory (node
-// set), or none (n == 0).
+// set), or none (n == 0); with the stateid associated with it, the current or
+// saved stateid (RFC 8881 §16.2.3.1.2), when hasSid.
 type fhState struct {
 	buf  [nfs4.FHSize]byte
 	n    int
 	srv  *Server
 	id   handleID
 	node *pseudoNode
+
+	sid    nfs4.Stateid4
+	hasSid bool
 }
 
 func (f *fhState) fh() []byte { return f.buf[:f.n] }
 
+// set makes fh the file handle. Its stateid is then none: an operation that sets
+// the current file handle without returning a stateid sets the current stateid to
+// (0, 0) (RFC 8881 §16.2.3.1.2).
 func (f *fhState) set(fh []byte, srv *Server, node *pseudoNode) {
 	f.n = copy(f.buf[:], fh)
 	f.srv, f.node, f.id = srv, node, handleID{}
+	f.sid, f.hasSid = nfs4.Stateid4{}, false
 }
 
-func (f *fhState) clear() { f.n, f.srv, f.node, f.id = 0, nil, nil, handleID{} }
+func (f *fhState) clear() {
+	f.n, f.srv, f.node, f.id = 0, nil, nil, handleID{}
+	f.sid, f.hasSid = nfs4.Stateid4{}, false
+}
 
 // compound is the state of one COMPOUND. Compounds are pooled, with the argument and
 // result values of every operation, so that a steady-state READ or WRITE COMPOUND
@@ -93,9 +104,6 @@ type compound struct {
 	abort error
 	// readBufs is the size of the READ buffers the COMPOUND holds.
 	readBufs int
-	// curSid is the COMPOUND's current stateid (RFC 8881 §16.2.3.1.2).
-	curSid    nfs4.Stateid4
-	hasCurSid bool
 
 	// credSrv is the export cred was computed for (credentials depend on the
 	// export's client list), nil when none was.
@@ -117,7 +125,7 @@ func (c *compound) reset() {
 	c.inSession, c.cacheThis, c.replay, c.clientID, c.slot = false, false, false, 0, nfs4state.Slot{}
 	c.sessionID = nfs4.SessionID{}
 	c.credSrv, c.cred = nil, cred{}
-	c.abort, c.curSid, c.hasCurSid, c.readBufs = nil, nfs4.Stateid4{}, false, 0
+	c.abort, c.readBufs = nil, 0
 	c.ops.reset()
 }
 

@@ -42,17 +42,21 @@ func (c *compound) curFile() (*Server, nfs4state.FileKey, nfs4.Status) {
 // (RFC 8881 §16.2.3.1.2): seqid 1, other all zeros.
 var currentStateid = nfs4.Stateid4{Seqid: 1}
 
-// stateid resolves the special "current stateid" to the one the COMPOUND's last
-// OPEN, LOCK, OPEN_DOWNGRADE, CLOSE or LOCKU returned.
+// stateid resolves the special "current stateid" to the stateid associated with the
+// current file handle: the one the OPEN, LOCK, OPEN_DOWNGRADE, CLOSE or LOCKU that
+// last returned a stateid set, unless an operation set the current file handle since
+// (RESTOREFH brings back the saved one's). Without one it stays the special stateid,
+// which the state manager refuses as NFS4ERR_BAD_STATEID (RFC 8881 §16.2.3.1.2,
+// Figure 6).
 func (c *compound) stateid(sid nfs4.Stateid4) nfs4.Stateid4 {
-	if sid == currentStateid && c.hasCurSid {
-		return c.curSid
+	if sid == currentStateid && c.cur.hasSid {
+		return c.cur.sid
 	}
 	return sid
 }
 
 // setStateid makes sid the COMPOUND's current stateid.
-func (c *compound) setStateid(sid nfs4.Stateid4) { c.curSid, c.hasCurSid = sid, true }
+func (c *compound) setStateid(sid nfs4.Stateid4) { c.cur.sid, c.cur.hasSid = sid, true }
 
 func (c *compound) opRead(op nfs4.OpNum) nfs4.Status {
 	a := &c.ops.read

@@ -501,3 +501,35 @@ func v4SpecialObjects(t *testing.T, c *v4client, e *env) (d, l, p nfs4.FH) {
 	p = getfh(t, c.must(&nfs4.PutfhArgs{Object: d}, &nfs4.CreateArgs{ObjType: nfs4.NF4Fifo, ObjName: []byte("p")}, getfhOp))
 	return d, l, p
 }
+
+// TestV4CurrentStateidFollowsFilehandle: the current stateid is associated with the
+// current file handle (RFC 8881 §16.2.3.1.2): an operation that sets the current
+// file handle without returning a stateid (PUTFH, LOOKUP, ...) sets it to (0, 0),
+// which READ refuses as NFS4ERR_BAD_STATEID, and SAVEFH and RESTOREFH save and
+// restore the file handle and the stateid as a set.
+func TestV4CurrentStateidFollowsFilehandle(t *testing.T) {
+	e := newEnv(t, Options{})
+	for _, n := range []string{"a", "b"} {
+		if err := os.WriteFile(filepath.Join(e.dir, n), []byte("data"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	wantStatus4(t, "PUTFH; READ(current stateid)", c.call(&nfs4.PutfhArgs{Object: dir}, &nfs4.LookupArgs{ObjName: []byte("a")},
+		readOp(currentStateid)), nfs4.ErrBadStateid)
+	wantStatus4(t, "OPEN; PUTFH; LOOKUP; READ(current stateid)", c.call(&nfs4.PutfhArgs{Object: dir},
+		openArgs4("o1", "a", nfs4.ShareAccessRead, false), &nfs4.PutfhArgs{Object: dir}, &nfs4.LookupArgs{ObjName: []byte("a")},
+		readOp(currentStateid)), nfs4.ErrBadStateid)
+	// Figure 5 of §16.2.3.1.2: RESTOREFH brings back the stateid saved with the file.
+	res := c.call(&nfs4.PutfhArgs{Object: dir}, openArgs4("o2", "a", nfs4.ShareAccessBoth, false),
+		&nfs4.NoArgs{OpNum: nfs4.OpSavefh},
+		&nfs4.PutfhArgs{Object: dir}, openArgs4("o3", "b", nfs4.ShareAccessRead, false),
+		&nfs4.NoArgs{OpNum: nfs4.OpRestorefh},
+		&nfs4.WriteArgs{Stateid: currentStateid, Data: []byte("DA")})
+	wantStatus4(t, "OPEN a; SAVEFH; PUTFH; OPEN b; RESTOREFH; WRITE(current stateid)", res, nfs4.OK)
+	if got, err := os.ReadFile(filepath.Join(e.dir, "a")); err != nil || string(got) != "DAta" {
+		t.Fatalf("a after the WRITE: %q, %v", got, err)
+	}
+}
