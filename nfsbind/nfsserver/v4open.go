@@ -26,7 +26,9 @@ import (
 // (time_access_set and time_modify_set) so that the client sets the real times
 // afterwards; EXCLUSIVE4_1 also applies the createattrs suppattr_exclcreat allows. The file must be a regular
 // file the caller may read or write as share_access asks (directory: NFS4ERR_ISDIR,
-// symbolic link: NFS4ERR_SYMLINK, other: NFS4ERR_WRONG_TYPE). Share reservations and
+// symbolic link: NFS4ERR_SYMLINK, other: NFS4ERR_WRONG_TYPE, for UNCHECKED4 too; GUARDED4,
+// and an exclusive create whose verifier does not match, refuse an existing name of any
+// type with NFS4ERR_EXIST). Share reservations and
 // open stateids are the state manager's (NFS4ERR_SHARE_DENIED, upgrades, grace).
 //
 // The size of the createattrs is a write of the file: it is applied only once the
@@ -216,8 +218,12 @@ func (c *compound) openCreate(srv *Server, dir *object, a *nfs4.OpenArgs, r *nfs
 	var buf [HandleSize]byte
 	set, st3 := srv.doCreate(dir, &a3, cr, &r3, buf[:])
 	if st3 != nfs3.StatusOK {
-		if st3 == nfs3.StatusExist && existed && isDir(&before) {
-			return nil, false, createSize{}, nfs4.ErrIsdir
+		if st3 == nfs3.StatusExist && existed && h.Mode == nfs4.Unchecked4 && !isReg(&before) {
+			// UNCHECKED4 opens what the name holds, which is no regular file:
+			// the status of OPEN of it (RFC 8881 §18.16.4), as from knfsd. GUARDED4
+			// and the exclusive modes keep NFS4ERR_EXIST, whatever the type
+			// (§18.16.3).
+			return nil, false, createSize{}, regTypeStatus(&before)
 		}
 		return nil, false, createSize{}, st4(st3)
 	}

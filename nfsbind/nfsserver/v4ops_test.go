@@ -533,3 +533,44 @@ func TestV4CurrentStateidFollowsFilehandle(t *testing.T) {
 		t.Fatalf("a after the WRITE: %q, %v", got, err)
 	}
 }
+
+// TestV4OpenCreateOfExistingNonRegular: OPEN4_CREATE of a name that holds something
+// other than a regular file. GUARDED4 refuses any duplicate with NFS4ERR_EXIST, and
+// EXCLUSIVE4 and EXCLUSIVE4_1 one whose verifier does not match, a directory's among
+// them (RFC 8881 §18.16.3, §18.16.4); UNCHECKED4 opens what is there, which fails as
+// an OPEN without OPEN4_CREATE does: NFS4ERR_ISDIR for a directory, NFS4ERR_SYMLINK for
+// a symbolic link, NFS4ERR_WRONG_TYPE for anything else (§18.16.4), as knfsd answers.
+func TestV4OpenCreateOfExistingNonRegular(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred())
+	c.mount()
+	d, _, _ := v4SpecialObjects(t, c, e)
+	if err := os.Mkdir(filepath.Join(e.dir, "d", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		mode nfs4.CreateMode
+		want nfs4.Status
+	}{
+		{"sub", nfs4.Guarded4, nfs4.ErrExist},
+		{"l", nfs4.Guarded4, nfs4.ErrExist},
+		{"p", nfs4.Guarded4, nfs4.ErrExist},
+		{"sub", nfs4.Exclusive4, nfs4.ErrExist},
+		{"sub", nfs4.Exclusive41, nfs4.ErrExist},
+		{"l", nfs4.Exclusive41, nfs4.ErrExist},
+		{"sub", nfs4.Unchecked4, nfs4.ErrIsdir},
+		{"l", nfs4.Unchecked4, nfs4.ErrSymlink},
+		{"p", nfs4.Unchecked4, nfs4.ErrWrongType},
+	} {
+		a := openArgs4("o", tc.name, nfs4.ShareAccessRead, true)
+		a.How = nfs4.CreateHow4{Mode: tc.mode, CreateVerf: nfs4.Verifier{1, 2, 3, 4, 5, 6, 7, 8}}
+		if res := c.call(&nfs4.PutfhArgs{Object: d}, a); res.Status != tc.want {
+			t.Errorf("OPEN4_CREATE %s of %q: %v, want %v", createModeNames[tc.mode], tc.name, res.Status, tc.want)
+		}
+	}
+}
+
+// createModeNames are the names of the createmode4 values.
+var createModeNames = [...]string{nfs4.Unchecked4: "UNCHECKED4", nfs4.Guarded4: "GUARDED4",
+	nfs4.Exclusive4: "EXCLUSIVE4", nfs4.Exclusive41: "EXCLUSIVE4_1"}
