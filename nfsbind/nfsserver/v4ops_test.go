@@ -574,3 +574,40 @@ func TestV4OpenCreateOfExistingNonRegular(t *testing.T) {
 // createModeNames are the names of the createmode4 values.
 var createModeNames = [...]string{nfs4.Unchecked4: "UNCHECKED4", nfs4.Guarded4: "GUARDED4",
 	nfs4.Exclusive4: "EXCLUSIVE4", nfs4.Exclusive41: "EXCLUSIVE4_1"}
+
+// TestV4LockNonRegularFile: LOCK, LOCKT and LOCKU need a regular file: of a
+// directory they are NFS4ERR_ISDIR, of a symbolic link NFS4ERR_SYMLINK, of anything
+// else NFS4ERR_WRONG_TYPE (RFC 8881 §18.10.3, §18.11.3, §18.12.3), whatever the
+// stateid; not a LOCKT that finds no conflict. A file removed while locked still has
+// its locks released by LOCKU.
+func TestV4LockNonRegularFile(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred())
+	c.mount()
+	d, l, p := v4SpecialObjects(t, c, e)
+	fh, sid := c.openFile(d, openArgs4("o", "f", nfs4.ShareAccessBoth, true))
+	res := c.must(&nfs4.PutfhArgs{Object: fh}, &nfs4.LockArgs{LockType: nfs4.WriteLT, Length: 10,
+		Locker: nfs4.Locker4{NewLockOwner: true, OpenStateid: sid, LockOwner: nfs4.StateOwner4{Owner: []byte("l")}}})
+	lsid := res.Results[2].(*nfs4.LockRes).LockStateid
+	for _, obj := range []struct {
+		what string
+		fh   nfs4.FH
+		want nfs4.Status
+	}{{"a directory", d, nfs4.ErrIsdir}, {"a symbolic link", l, nfs4.ErrSymlink}, {"a FIFO", p, nfs4.ErrWrongType}} {
+		for _, op := range []nfs4.OpArgs{
+			&nfs4.LocktArgs{LockType: nfs4.WriteLT, Length: 10, Owner: nfs4.StateOwner4{Owner: []byte("t")}},
+			&nfs4.LockArgs{LockType: nfs4.WriteLT, Offset: 100, Length: 10, Locker: nfs4.Locker4{NewLockOwner: true,
+				OpenStateid: sid, LockOwner: nfs4.StateOwner4{Owner: []byte("m")}}},
+			&nfs4.LockArgs{LockType: nfs4.WriteLT, Offset: 100, Length: 10, Locker: nfs4.Locker4{LockStateid: lsid}},
+			&nfs4.LockuArgs{LockType: nfs4.WriteLT, LockStateid: lsid, Length: 10},
+		} {
+			if res := c.call(&nfs4.PutfhArgs{Object: obj.fh}, op); res.Status != obj.want {
+				t.Errorf("%v of %s: %v, want %v", op.Op(), obj.what, res.Status, obj.want)
+			}
+		}
+	}
+	if err := os.Remove(filepath.Join(e.dir, "d", "f")); err != nil {
+		t.Fatal(err)
+	}
+	c.must(&nfs4.PutfhArgs{Object: fh}, &nfs4.LockuArgs{LockType: nfs4.WriteLT, LockStateid: lsid, Length: 10})
+}
