@@ -112,7 +112,9 @@ func TestV4CompoundRules(t *testing.T) {
 	wantStatus4(t, "SETCLIENTID_CONFIRM", c.call(&rawOp{num: 36, args: make([]byte, 16)}), nfs4.ErrNotsupp)
 	wantStatus4(t, "OPEN_CONFIRM", c.call(&rawOp{num: 20, args: make([]byte, 20)}), nfs4.ErrNotsupp)
 	wantStatus4(t, "GETFH without a file handle", c.call(getfhOp), nfs4.ErrNofilehandle)
-	wantStatus4(t, "RESTOREFH without a saved one", c.call(rootOp, &nfs4.NoArgs{OpNum: nfs4.OpRestorefh}), nfs4.ErrRestorefh)
+	// NFS4ERR_NOFILEHANDLE: in NFSv4.1 it supersedes NFSv4.0's NFS4ERR_RESTOREFH
+	// (RFC 8881 §18.27.3, §15.1.16.4), which §15.2 no longer lists for RESTOREFH.
+	wantStatus4(t, "RESTOREFH without a saved one", c.call(rootOp, &nfs4.NoArgs{OpNum: nfs4.OpRestorefh}), nfs4.ErrNofilehandle)
 	wantStatus4(t, "PUTFH of garbage", c.call(&nfs4.PutfhArgs{Object: []byte{1, 2, 3}}), nfs4.ErrBadhandle)
 	stale := bytes.Clone(e.root)
 	stale[20] ^= 1

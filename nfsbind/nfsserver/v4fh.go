@@ -168,9 +168,13 @@ func (c *compound) opSavefh(op nfs4.OpNum) nfs4.Status {
 	return c.only(op, nfs4.OK)
 }
 
+// opRestorefh is RESTOREFH: the saved file handle and stateid become the current
+// ones. Without a saved file handle it is NFS4ERR_NOFILEHANDLE, which in NFSv4.1
+// supersedes NFSv4.0's NFS4ERR_RESTOREFH (RFC 8881 §18.27.3, §15.1.16.4), though knfsd
+// still answers the latter.
 func (c *compound) opRestorefh(op nfs4.OpNum) nfs4.Status {
 	if c.saved.n == 0 {
-		return c.only(op, nfs4.ErrRestorefh)
+		return c.only(op, nfs4.ErrNofilehandle)
 	}
 	c.cur = c.saved
 	return c.only(op, nfs4.OK)
