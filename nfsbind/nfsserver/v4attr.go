@@ -194,15 +194,20 @@ func (c *compound) pseudoAttrs(n *pseudoNode, fh []byte, a *nfs4.Fattr, buf *att
 	a.MountedOnFileid = n.id
 }
 
+// noID is (uid_t)-1 and (gid_t)-1, which names no user or group: chown(2) takes it as
+// "leave unchanged".
+const noID = math.MaxUint32
+
 // parseOwner maps an owner or owner_group string to a uid or gid: a decimal number,
 // or name@domain for a name the user (group) database knows. ok is false for
-// anything else (NFS4ERR_BADOWNER).
+// anything else (NFS4ERR_BADOWNER), noID among them, as knfsd refuses an id that maps
+// to no valid kuid.
 func parseOwner(s []byte, group bool) (uint32, bool) {
 	if len(s) == 0 {
 		return 0, false
 	}
 	if v, err := strconv.ParseUint(string(s), 10, 32); err == nil {
-		return uint32(v), true
+		return uint32(v), v != noID
 	}
 	name := string(s)
 	for i := len(name) - 1; i >= 0; i-- {
@@ -229,5 +234,5 @@ func parseOwner(s []byte, group bool) (uint32, bool) {
 		id = u.Uid
 	}
 	v, err := strconv.ParseUint(id, 10, 32)
-	return uint32(v), err == nil
+	return uint32(v), err == nil && v != noID
 }

@@ -611,3 +611,40 @@ func TestV4LockNonRegularFile(t *testing.T) {
 	}
 	c.must(&nfs4.PutfhArgs{Object: fh}, &nfs4.LockuArgs{LockType: nfs4.WriteLT, LockStateid: lsid, Length: 10})
 }
+
+// TestV4OwnerOfInvalidID: an owner or owner_group of 4294967295, (uid_t)-1, names no
+// user or group: chown(2) takes it as "leave unchanged", so SETATTR answered NFS4_OK
+// with the attribute in attrsset and changed nothing. It is NFS4ERR_BADOWNER, as from
+// knfsd (an id that maps to no valid kuid), in SETATTR, CREATE and OPEN alike.
+func TestV4OwnerOfInvalidID(t *testing.T) {
+	e := newEnv(t, Options{})
+	if err := os.WriteFile(filepath.Join(e.dir, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	f := c.lookupFH(append(e.exportComponents(), "f")...)
+	const invalid = "4294967295"
+	for _, tc := range []struct {
+		what string
+		mask nfs4.Bitmap4
+		attr nfs4.Fattr
+	}{
+		{"owner", nfs4.NewBitmap(nfs4.AttrOwner), nfs4.Fattr{Owner: []byte(invalid)}},
+		{"owner_group", nfs4.NewBitmap(nfs4.AttrOwnerGroup), nfs4.Fattr{OwnerGroup: []byte(invalid)}},
+	} {
+		if res := c.call(&nfs4.PutfhArgs{Object: f}, &nfs4.SetattrArgs{Mask: tc.mask, Attr: tc.attr}); res.Status != nfs4.ErrBadowner {
+			t.Errorf("SETATTR %s %s: %v %+v, want NFS4ERR_BADOWNER", tc.what, invalid, res.Status, res.Results[len(res.Results)-1])
+		}
+		if res := c.call(&nfs4.PutfhArgs{Object: dir}, &nfs4.CreateArgs{ObjType: nfs4.NF4Dir, ObjName: []byte("d-" + tc.what),
+			Mask: tc.mask, Attrs: tc.attr}); res.Status != nfs4.ErrBadowner {
+			t.Errorf("CREATE with %s %s: %v, want NFS4ERR_BADOWNER", tc.what, invalid, res.Status)
+		}
+		o := openArgs4("o", "f-"+tc.what, nfs4.ShareAccessBoth, true)
+		o.How.Mask, o.How.Attrs = tc.mask, tc.attr
+		if res := c.call(&nfs4.PutfhArgs{Object: dir}, o); res.Status != nfs4.ErrBadowner {
+			t.Errorf("OPEN4_CREATE with %s %s: %v, want NFS4ERR_BADOWNER", tc.what, invalid, res.Status)
+		}
+	}
+}
