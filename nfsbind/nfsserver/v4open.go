@@ -137,10 +137,12 @@ func (c *compound) openByName(a *nfs4.OpenArgs, r *nfs4.OpenRes) nfs4.Status {
 }
 
 // openCreateDir4 opens the current directory for an OPEN4_CREATE: search permission
-// always, and write permission only when the OPEN may create the file: an UNCHECKED4
-// OPEN of an existing name opens it, as open(2) with O_CREAT does, without needing to
-// write the directory (as knfsd checks). On a read-only export every OPEN4_CREATE
-// is NFS4ERR_ROFS, as from knfsd.
+// always, and write permission only when the OPEN may create the file. Of an existing
+// name, an UNCHECKED4 OPEN opens it, as open(2) with O_CREAT does, and a GUARDED4 or
+// exclusive one is NFS4ERR_EXIST (or, an exclusive one with the name's verifier, a
+// retry that opens it), as open(2) with O_CREAT|O_EXCL fails EEXIST: none needs to
+// write the directory (as knfsd checks only for a name it creates). On a read-only
+// export every OPEN4_CREATE is NFS4ERR_ROFS, as from knfsd.
 func (c *compound) openCreateDir4(dir *object, a *nfs4.OpenArgs) nfs4.Status {
 	if st := c.openCurDir(dir, permX); st != nfs4.OK {
 		return st
@@ -150,7 +152,7 @@ func (c *compound) openCreateDir4(dir *object, a *nfs4.OpenArgs) nfs4.Status {
 		return nfs4.ErrRofs
 	}
 	var st unix.Statx_t
-	if a.How.Mode == nfs4.Unchecked4 && statAt(dir.fd, string(a.Claim.File), &st) == nil {
+	if statAt(dir.fd, string(a.Claim.File), &st) == nil {
 		return nfs4.OK
 	}
 	if !allowed(cr, &dir.st, permW) {

@@ -341,7 +341,11 @@ func fattrVals(mask nfs4.Bitmap4, a *nfs4.Fattr) nfs4.Fattr4 {
 
 // TestV4OpenCreateExistingInReadOnlyDirectory: OPEN4_CREATE (UNCHECKED4) of an
 // existing file in a directory the caller may not write opens the file, as open(2)
-// with O_CREAT does; creating a new name there is NFS4ERR_ACCESS.
+// with O_CREAT does; creating a new name there is NFS4ERR_ACCESS. GUARDED4 and
+// EXCLUSIVE4_1 (a Linux client's O_CREAT|O_EXCL) of the existing name are
+// NFS4ERR_EXIST (RFC 8881 §18.16.3), as open(2) with O_CREAT|O_EXCL fails EEXIST
+// there, not NFS4ERR_ACCESS: the directory's write permission matters only for a
+// name that would be created.
 func TestV4OpenCreateExistingInReadOnlyDirectory(t *testing.T) {
 	e := newEnv(t, Options{})
 	sub := filepath.Join(e.dir, "ro")
@@ -360,6 +364,16 @@ func TestV4OpenCreateExistingInReadOnlyDirectory(t *testing.T) {
 	u.openFile(dir, openArgs4("u", "mine", nfs4.ShareAccessBoth, true))
 	wantStatus4(t, "OPEN4_CREATE of a new name in a directory of root's", u.call(&nfs4.PutfhArgs{Object: dir},
 		openArgs4("u", "new", nfs4.ShareAccessBoth, true)), nfs4.ErrAccess)
+	for _, mode := range []nfs4.CreateMode{nfs4.Guarded4, nfs4.Exclusive4, nfs4.Exclusive41} {
+		a := openArgs4("u", "mine", nfs4.ShareAccessBoth, true)
+		a.How = nfs4.CreateHow4{Mode: mode, CreateVerf: nfs4.Verifier{1, 2, 3, 4, 5, 6, 7, 8}}
+		wantStatus4(t, createModeNames[mode]+" OPEN of the existing name", u.call(&nfs4.PutfhArgs{Object: dir}, a), nfs4.ErrExist)
+		a.Claim.File = []byte("new")
+		wantStatus4(t, createModeNames[mode]+" OPEN of a new name", u.call(&nfs4.PutfhArgs{Object: dir}, a), nfs4.ErrAccess)
+	}
+	if _, err := os.Stat(filepath.Join(sub, "new")); !os.IsNotExist(err) {
+		t.Fatalf("new: %v, want it not to exist", err)
+	}
 }
 
 // TestV4SetattrSizeWithCurrentStateid: SETATTR of the size takes the current stateid
