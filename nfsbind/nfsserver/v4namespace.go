@@ -350,8 +350,11 @@ func (c *compound) readlink(buf []byte, r *nfs4.ReadlinkRes) nfs4.Status {
 // entry's name, never 0, 1 or 2, and the listing is in cookie order, so a cookie
 // stays valid whatever changes and the cookie verifier (the directory's mtime) is
 // never cause to refuse one. "." and ".." are not returned (RFC 8881 §18.23.3).
-// Entry attributes need search permission on the directory as well as read, as
-// READDIRPLUS in NFSv3, unless only rdattr_error is asked for. The pseudo file system
+// Entry attributes need search permission on the directory as well as read (a LOOKUP
+// of each entry would): without it, unless only rdattr_error is asked for, each entry
+// is listed with rdattr_error NFS4ERR_ACCESS alone, as from knfsd, whose lookup of the
+// entry fails, and a READDIR that does not ask for rdattr_error fails NFS4ERR_ACCESS
+// (§18.23.3). The pseudo file system
 // lists the way to the exports the client is admitted to, its cookies hashes of the
 // names too (pseudoCookie).
 
@@ -400,20 +403,23 @@ func (c *compound) readdir(a *nfs4.ReaddirArgs) (st nfs4.Status, written bool) {
 		return c.readdirPseudo(n, a, *mask)
 	}
 	srv := c.cur.srv
-	want := uint32(permR)
+	attrsAsked := false
 	for i, w := range *mask {
 		if i == 0 {
 			w &^= 1 << nfs4.AttrRdattrError
 		}
-		if w != 0 {
-			want |= permX
-		}
+		attrsAsked = attrsAsked || w != 0
 	}
 	var dir object
-	st = c.openCurDir(&dir, want)
+	st = c.openCurDir(&dir, permR)
 	defer dir.close()
 	if st != nfs4.OK {
 		return st, false
+	}
+	cr := c.credFor(srv)
+	searchable := !attrsAsked || allowed(cr, &dir.st, permX)
+	if !searchable && !mask.Has(nfs4.AttrRdattrError) {
+		return nfs4.ErrAccess, false
 	}
 	ents, err := srv.listDir(&dir, a.Cookie)
 	if err != nil {
@@ -425,7 +431,6 @@ func (c *compound) readdir(a *nfs4.ReaddirArgs) (st nfs4.Status, written bool) {
 	attrs := &c.ops.readdirAttrs
 	var child unix.Statx_t
 	var fhbuf [HandleSize]byte
-	cr := c.credFor(srv)
 	for _, e := range ents {
 		if e.name == "." || e.name == ".." {
 			continue
@@ -434,7 +439,17 @@ func (c *compound) readdir(a *nfs4.ReaddirArgs) (st nfs4.Status, written bool) {
 			continue // removed since it was listed
 		}
 		entMask, index := *mask, false
-		switch n := c.exportAt(srv, &child); {
+		var n *pseudoNode
+		if searchable {
+			n = c.exportAt(srv, &child)
+		}
+		switch {
+		case !searchable:
+			// The caller may not look the entry up: its name, with rdattr_error
+			// NFS4ERR_ACCESS alone (asked for, as checked above).
+			entMask = rdattrErrorOnly
+			c.v.commonAttrs(attrs)
+			attrs.RdattrError = nfs4.ErrAccess
 		case n != nil:
 			// The root of a nested export: as LOOKUP crosses into it.
 			fh := n.export.handles.encode(fhbuf[:0], idOf(&child))

@@ -662,3 +662,48 @@ func TestV4OwnerOfInvalidID(t *testing.T) {
 		}
 	}
 }
+
+// TestV4ReaddirWithoutSearchPermission: a READDIR of a directory the caller may read
+// but not search, asking for entry attributes and rdattr_error as the Linux client
+// always does, lists the names, each with rdattr_error NFS4ERR_ACCESS alone, as knfsd
+// answers (its lookup of each entry fails): RFC 8881 §18.23.3 has rdattr_error report
+// a failure to get an entry's attributes rather than fail the whole READDIR. Only a
+// READDIR not asking for rdattr_error fails, NFS4ERR_ACCESS.
+func TestV4ReaddirWithoutSearchPermission(t *testing.T) {
+	e := newEnv(t, Options{})
+	sub := filepath.Join(e.dir, "r")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b"} {
+		if err := os.WriteFile(filepath.Join(sub, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(sub, 0o704); err != nil {
+		t.Fatal(err)
+	}
+	u := e.v4(userCred(2000, 2000))
+	u.mount()
+	dir := u.lookupFH(append(e.exportComponents(), "r")...)
+	st, ents := u.readdir4(dir, nfs4.NewBitmap(nfs4.AttrRdattrError, nfs4.AttrType, nfs4.AttrFileid, nfs4.AttrMountedOnFileid))
+	if st != nfs4.OK {
+		t.Fatalf("READDIR asking for rdattr_error: %v, want NFS4_OK", st)
+	}
+	for _, name := range []string{"a", "b"} {
+		en, ok := ents[name]
+		if !ok || !bitmapEqual(en.Mask, rdattrErrorOnly) || en.Attrs.RdattrError != nfs4.ErrAccess {
+			t.Errorf("entry %s (listed %v): mask %v rdattr_error %v, want rdattr_error NFS4ERR_ACCESS alone",
+				name, ok, en.Mask, en.Attrs.RdattrError)
+		}
+	}
+	if len(ents) != 2 {
+		t.Errorf("%d entries, want 2", len(ents))
+	}
+	if st, _ := u.readdir4(dir, nfs4.NewBitmap(nfs4.AttrType)); st != nfs4.ErrAccess {
+		t.Errorf("READDIR asking for attributes but not rdattr_error: %v, want NFS4ERR_ACCESS", st)
+	}
+	if st, ents := u.readdir4(dir, nil); st != nfs4.OK || len(ents) != 2 {
+		t.Errorf("READDIR of names alone: %v, %d entries", st, len(ents))
+	}
+}
