@@ -570,3 +570,39 @@ func TestNestedExportInsideCrossedMount(t *testing.T) {
 		t.Errorf("CREATE in the crossed file system: %v", err)
 	}
 }
+
+// TestNestedExportLookuppDeeper: LOOKUPP from the root of a nested export (a mount of
+// its own) whose path lies deeper inside its parent export than one level leads to
+// the parent export's directory the LOOKUP came through, the handle LOOKUP gave for
+// it, in which the parent's other entries are found, as knfsd's LOOKUPP follows the
+// mount up: not to a pseudo directory holding only the way to the nested export.
+func TestNestedExportLookuppDeeper(t *testing.T) {
+	if !inPrivateMountNS(t) {
+		return
+	}
+	e, dir := newExportsEnv(t, "%D 127.0.0.1(rw,insecure,no_root_squash)\n%D/x/sub 127.0.0.1(ro,insecure,fsid=9)\n", func(dir string) {
+		x := filepath.Join(dir, "x")
+		if err := os.MkdirAll(filepath.Join(x, "sub"), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(x, "other"), []byte("parent"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mountTmpfs(t, "nfsserver-nested", filepath.Join(x, "sub"))
+	})
+	c := e.v4From("127.0.0.1", false, rootCred())
+	c.mount()
+	path := strings.Split(strings.Trim(dir, "/"), "/")
+	x := c.lookupFH(append(path, "x")...)
+	sub := c.lookupFH(append(path, "x", "sub")...)
+	if exportIDOf(sub) != 9 {
+		t.Fatalf("precondition: x/sub has export id %d, want the nested export's 9", exportIDOf(sub))
+	}
+	getfhOp := &nfs4.NoArgs{OpNum: nfs4.OpGetfh}
+	res := c.must(&nfs4.PutfhArgs{Object: sub}, &nfs4.NoArgs{OpNum: nfs4.OpLookupp}, getfhOp)
+	if up := getfh(t, res); !bytes.Equal(up, x) {
+		t.Errorf("LOOKUPP from the nested export's root: handle %x, want x's %x", up, x)
+	}
+	wantStatus4(t, "LOOKUPP from the nested export's root, then LOOKUP of a parent's entry", c.call(&nfs4.PutfhArgs{Object: sub},
+		&nfs4.NoArgs{OpNum: nfs4.OpLookupp}, &nfs4.LookupArgs{ObjName: []byte("other")}), nfs4.OK)
+}

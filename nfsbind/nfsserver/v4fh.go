@@ -4,6 +4,7 @@ package nfsserver
 
 import (
 	"encoding/binary"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -335,7 +336,7 @@ func (c *compound) lookupp() nfs4.Status {
 		if n == nil || n.parent == nil {
 			return nfs4.ErrNoent
 		}
-		return c.setPseudo(n.parent)
+		return c.exportRootParent(n.parent)
 	}
 	var parent unix.Statx_t
 	p, st3 := srv.child(&dir, []byte(".."), &parent, c.credFor(srv))
@@ -344,5 +345,43 @@ func (c *compound) lookupp() nfs4.Status {
 	}
 	srv.idx.put(keyOf(&parent), p)
 	c.setNewFH(srv, idOf(&parent))
+	return nfs4.OK
+}
+
+// exportRootParent makes p, the pseudo directory above an export's root, the current
+// file handle, as LOOKUPP from that root leads to it. When p lies inside another
+// export (the root is a nested export, a mount below that export's directory p, which
+// LOOKUP crossed into: exportAt), that is the other export's directory p, the handle
+// LOOKUP gave for it, as knfsd's LOOKUPP follows the mount up: not a pseudo directory,
+// which would hold only the way to the nested export. Where the other export does not
+// admit the caller, or p cannot be reached in it as LOOKUP would (a mount the caller
+// may not cross), it is the pseudo directory.
+func (c *compound) exportRootParent(p *pseudoNode) nfs4.Status {
+	anc := p
+	for anc != nil && anc.export == nil {
+		anc = anc.parent
+	}
+	if anc == nil || anc == p || !c.admits(anc.export) {
+		return c.setPseudo(p)
+	}
+	srv := anc.export
+	if st := c.admit(srv); st != nfs4.OK {
+		return st
+	}
+	rel := strings.TrimPrefix(strings.TrimPrefix(p.path, anc.path), "/")
+	fd, err := srv.openPath(rel)
+	if err != nil {
+		return c.setPseudo(p)
+	}
+	defer unix.Close(fd)
+	var st unix.Statx_t
+	if err := statFD(fd, &st); err != nil {
+		return errStatus4(err)
+	}
+	if !isDir(&st) || !srv.visible(c.credFor(srv), &st) {
+		return c.setPseudo(p)
+	}
+	srv.idx.put(keyOf(&st), rel)
+	c.setNewFH(srv, idOf(&st))
 	return nfs4.OK
 }

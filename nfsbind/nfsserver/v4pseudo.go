@@ -18,7 +18,8 @@ import (
 // LOOKUP of "a" there gives the root file handle of the export /srv/a (an ordinary
 // handle of that export, the same bytes NFSv3's MNT returns). An export of "/" is
 // the pseudo root itself. LOOKUPP from an export's root leads back into the pseudo
-// tree.
+// tree, or, from a nested export's root, to the parent export's directory above it
+// (exportRootParent).
 //
 // A pseudo directory's handle is pseudoHandleSize bytes: the byte pseudoVersion, three
 // zero bytes and a 64-bit FNV-1a hash of its path. It grants nothing a LOOKUP from
