@@ -720,13 +720,24 @@ func (s *Server) doCreateTimes(dir *object, a *nfs3.CreateArgs, c *cred, times b
 	if a.Mode != nfs3.Exclusive && a.Attr.SetMode {
 		mode = a.Attr.Mode & 0o7777
 	}
-	// O_NONBLOCK so that opening an existing FIFO cannot block.
-	fd, err := unix.Openat(dir.fd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, mode)
+	// Only a caller that may add entries to dir creates one. NFSv3 checked that when
+	// it opened dir; NFSv4's OPEN4_CREATE of a name that existed then did not (it
+	// needs no write permission to open it), and the name may be gone by now: for
+	// such a caller doCreate only opens what name holds.
+	mayCreate := !c.ro && allowed(c, &dir.st, permW|permX)
+	fd, err := -1, error(unix.EEXIST)
+	if mayCreate {
+		// O_NONBLOCK so that opening an existing FIFO cannot block.
+		fd, err = unix.Openat(dir.fd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, mode)
+	}
 	fresh := err == nil
 	if err == unix.EEXIST {
 		// What name holds is judged and changed through this one descriptor, never
 		// by name again (see createdFD); O_PATH opens nothing, not even a FIFO.
 		fd, err = unix.Openat(dir.fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == unix.ENOENT && !mayCreate {
+			return appliedAttrs{}, nfs3.StatusAcces
+		}
 	}
 	if err != nil {
 		return appliedAttrs{}, statusOf(err)

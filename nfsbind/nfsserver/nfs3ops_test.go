@@ -195,3 +195,35 @@ func TestSymlinkEmptyTarget(t *testing.T) {
 		t.Fatalf("SYMLINK to nothing made something: %v", err)
 	}
 }
+
+// TestDoCreateNeverCreatesWithoutDirWrite checks that doCreate, which NFSv4's
+// OPEN4_CREATE calls after checking directory write permission only for a name that
+// did not exist (an existing name needs none to be opened), creates nothing for a
+// caller that may not write the directory when the name is gone by then: it answers
+// NFS3ERR_ACCES, and an existing name is still opened.
+func TestDoCreateNeverCreatesWithoutDirWrite(t *testing.T) {
+	e := newEnv(t, Options{})
+	if err := os.WriteFile(filepath.Join(e.dir, "there"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := cred{uid: 54321, gid: 54321} // not the directory's owner, which is 0755
+	var dir object
+	if st := e.srv.openDir(e.root, &dir, &c, permX); st != nfs3.StatusOK {
+		t.Fatalf("opening the root directory: %v", st)
+	}
+	defer dir.close()
+	for _, tc := range []struct {
+		name string
+		want nfs3.Status
+	}{{"gone", nfs3.StatusAcces}, {"there", nfs3.StatusOK}} {
+		var r nfs3.CreateRes
+		var fh [HandleSize]byte
+		a := nfs3.CreateArgs{Where: nfs3.DirOpArgs{Name: []byte(tc.name)}, Mode: nfs3.Unchecked}
+		if _, st := e.srv.doCreate(&dir, &a, &c, &r, fh[:]); st != tc.want {
+			t.Errorf("doCreate of %q by a caller without write permission: %v, want %v", tc.name, st, tc.want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(e.dir, "gone")); !os.IsNotExist(err) {
+		t.Fatalf("doCreate by a caller without write permission created the file (Lstat: %v)", err)
+	}
+}
