@@ -283,14 +283,18 @@ func (c *compound) openFile(a *nfs4.OpenArgs, r *nfs4.OpenRes, fresh bool, size 
 		return regTypeStatus(&o.st)
 	}
 	access := a.ShareAccess & nfs4.ShareAccessBoth
-	if access&nfs4.ShareAccessWrite != 0 && cr.ro {
+	// DENY_READ keeps every other open from reading the file: it takes write
+	// permission, as with knfsd (do_open_permission), or a caller that may only read
+	// the file could lock all its other readers out.
+	denyRead := a.ShareDeny&nfs4.ShareDenyRead != 0
+	if (access&nfs4.ShareAccessWrite != 0 || denyRead) && cr.ro {
 		return nfs4.ErrRofs
 	}
 	if !fresh {
 		if access&nfs4.ShareAccessRead != 0 && !mayIO(cr, &o.st, permR) {
 			return nfs4.ErrAccess
 		}
-		if access&nfs4.ShareAccessWrite != 0 && !mayIO(cr, &o.st, permW) {
+		if (access&nfs4.ShareAccessWrite != 0 || denyRead) && !mayIO(cr, &o.st, permW) {
 			return nfs4.ErrAccess
 		}
 		if size.set && access&nfs4.ShareAccessWrite == 0 {

@@ -4,6 +4,7 @@ package nfsserver
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -706,4 +707,41 @@ func TestV4ReaddirWithoutSearchPermission(t *testing.T) {
 	if st, ents := u.readdir4(dir, nil); st != nfs4.OK || len(ents) != 2 {
 		t.Errorf("READDIR of names alone: %v, %d entries", st, len(ents))
 	}
+}
+
+// TestV4OpenDenyReadNeedsWrite checks that an OPEN asking for OPEN4_SHARE_DENY_READ
+// takes write permission on the file, as knfsd's do_open_permission asks: a caller
+// that may only read it must not be able to keep every other client from reading it.
+// The same OPEN with DENY_WRITE or DENY_NONE succeeds, and the caller's failed
+// DENY_READ leaves the owner's reads alone.
+func TestV4OpenDenyReadNeedsWrite(t *testing.T) {
+	e := newEnv(t, Options{})
+	if err := os.WriteFile(filepath.Join(e.dir, "f"), []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	u := e.v4(userCred(2000, 2000))
+	u.mount()
+	for _, tc := range []struct {
+		deny uint32
+		want nfs4.Status
+	}{
+		{nfs4.ShareDenyRead, nfs4.ErrAccess},
+		{nfs4.ShareDenyBoth, nfs4.ErrAccess},
+		{nfs4.ShareDenyWrite, nfs4.OK},
+		{nfs4.ShareDenyNone, nfs4.OK},
+	} {
+		a := openArgs4(fmt.Sprintf("u%d", tc.deny), "f", nfs4.ShareAccessRead, false)
+		a.ShareDeny = tc.deny
+		res := u.call(&nfs4.PutfhArgs{Object: dir}, a)
+		wantStatus4(t, fmt.Sprintf("OPEN for reading with deny %d by a user who may not write", tc.deny), res, tc.want)
+		if res.Status == nfs4.OK {
+			sid := res.Results[2].(*nfs4.OpenRes).Stateid
+			u.must(&nfs4.PutfhArgs{Object: dir}, &nfs4.LookupArgs{ObjName: []byte("f")}, &nfs4.CloseArgs{OpenStateid: sid})
+		}
+	}
+	// The owner can still open it for reading.
+	c.openFile(dir, openArgs4("root", "f", nfs4.ShareAccessRead, false))
 }
