@@ -340,6 +340,19 @@ func (s *Server) readlink(ctx context.Context, req *oncrpc.Request, res *xdr.Enc
 // read-only for it and mayIO allows it.
 func mayWrite(c *cred, st *unix.Statx_t) bool { return !c.ro && mayIO(c, st, permW) }
 
+// mayCommit is whether c may COMMIT the file st: only a caller that may write it, as
+// knfsd's nfsd_commit asks (NFS3ERR_ROFS, NFS3ERR_ACCES), so that a caller that may
+// only read cannot make the server sync the file on every call.
+func mayCommit(c *cred, st *unix.Statx_t) nfs3.Status {
+	switch {
+	case c.ro:
+		return nfs3.StatusROFS
+	case !mayIO(c, st, permW):
+		return nfs3.StatusAcces
+	}
+	return nfs3.StatusOK
+}
+
 // mayIO reports whether c may read (want permR) or write (permW) the regular file st:
 // the owner always may, as for a file it has open, and reading is also allowed by an
 // execute bit.
@@ -483,10 +496,13 @@ func (s *Server) commit(ctx context.Context, req *oncrpc.Request, res *xdr.Encod
 	r := nfs3.CommitRes{Status: status}
 	if f != nil {
 		defer s.files.release(f)
+		r.Status = mayCommit(&c, &st)
 		// fsync writes back the inode's dirty pages whichever descriptor wrote them.
-		if err := s.sys.fsync(f.fd); err != nil {
-			s.resetVerifier(err)
-			r.Status = statusOf(err)
+		if r.Status == nfs3.StatusOK {
+			if err := s.sys.fsync(f.fd); err != nil {
+				s.resetVerifier(err)
+				r.Status = statusOf(err)
+			}
 		}
 		r.Wcc = s.wccOf(f.fd, &st)
 	} else if st.Mask != 0 {

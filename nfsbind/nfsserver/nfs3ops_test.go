@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
+	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -225,5 +227,52 @@ func TestDoCreateNeverCreatesWithoutDirWrite(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(e.dir, "gone")); !os.IsNotExist(err) {
 		t.Fatalf("doCreate by a caller without write permission created the file (Lstat: %v)", err)
+	}
+}
+
+// TestCommitNeedsWrite checks that COMMIT, NFSv3's and NFSv4's, syncs a file only for
+// a caller that may write it, as knfsd's nfsd_commit asks (NFSD_MAY_WRITE): another
+// user gets NFS3ERR_ACCES (NFS4ERR_ACCESS), a read-only export NFS3ERR_ROFS
+// (NFS4ERR_ROFS), and neither makes the server fsync; the file's owner commits.
+func TestCommitNeedsWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		opts   Options
+		cred   *oncrpc.AuthSysParams
+		want3  nfs3.Status
+		want4  nfs4.Status
+		synced bool
+	}{
+		{"owner", Options{}, userCred(0, 0), nfs3.StatusOK, nfs4.OK, true},
+		{"another user", Options{}, userCred(2000, 2000), nfs3.StatusAcces, nfs4.ErrAccess, false},
+		{"read-only export", Options{ReadOnly: true}, userCred(0, 0), nfs3.StatusROFS, nfs4.ErrRofs, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &syncRecorder{}
+			e := newEnvPrepared(t, tc.opts, rec.install)
+			if err := os.WriteFile(filepath.Join(e.dir, "f"), []byte("data"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			u := e.dial(tc.cred)
+			fh, st := u.lookup(e.root, "f")
+			wantStatus(t, "LOOKUP", st, nfs3.StatusOK)
+			rec.take()
+			var r nfs3.CommitRes
+			u.must(nfs3.ProcCommit, &nfs3.CommitArgs{File: fh}, &r)
+			wantStatus(t, "NFSv3 COMMIT", r.Status, tc.want3)
+			if got := len(rec.take()) > 0; got != tc.synced {
+				t.Errorf("NFSv3 COMMIT synced: %v, want %v", got, tc.synced)
+			}
+
+			c := e.v4(tc.cred)
+			c.mount()
+			f := c.lookupFH(append(e.exportComponents(), "f")...)
+			rec.take()
+			res := c.call(&nfs4.PutfhArgs{Object: f}, &nfs4.CommitArgs{})
+			wantStatus4(t, "NFSv4 COMMIT", res, tc.want4)
+			if got := len(rec.take()) > 0; got != tc.synced {
+				t.Errorf("NFSv4 COMMIT synced: %v, want %v", got, tc.synced)
+			}
+		})
 	}
 }

@@ -189,11 +189,15 @@ func (c *compound) commit(r *nfs4.CommitRes) nfs4.Status {
 		return st
 	}
 	var stx unix.Statx_t
-	f, st3 := srv.openIO(c.cur.fh(), 0, c.credFor(srv), &stx)
+	cr := c.credFor(srv)
+	f, st3 := srv.openIO(c.cur.fh(), 0, cr, &stx)
 	if f == nil {
 		return ioStatus4(st3, &stx)
 	}
 	defer srv.files.release(f)
+	if st3 := mayCommit(cr, &stx); st3 != nfs3.StatusOK {
+		return st4(st3)
+	}
 	if err := srv.sys.fsync(f.fd); err != nil {
 		srv.resetVerifier(err)
 		return errStatus4(err)
