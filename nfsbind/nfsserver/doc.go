@@ -104,8 +104,12 @@
 //
 // # Writes
 //
-// UNSTABLE writes go to the page cache and are made durable by COMMIT (fsync);
-// DATA_SYNC and FILE_SYNC writes are synced before the reply, on every export. On a
+// UNSTABLE writes go to the page cache and are made durable by COMMIT (fsync), which
+// takes write permission on the file, as with knfsd, so that a caller that may only
+// read it cannot make the server sync it on every call (NFSv4's OPEN with
+// OPEN4_SHARE_DENY_READ takes write permission likewise, or a reader could keep every
+// other client from reading the file); DATA_SYNC and FILE_SYNC writes are synced
+// before the reply, on every export. On a
 // sync export (the default; see Options.Async) CREATE, MKDIR, SYMLINK, MKNOD, LINK,
 // RENAME, REMOVE, RMDIR and SETATTR also fsync the directories and objects they
 // changed before replying, so a COMMITted file cannot lose its name in a crash. The
