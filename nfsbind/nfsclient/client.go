@@ -297,7 +297,9 @@ type WriteResult struct {
 }
 
 // Write writes data (at most MaxWrite bytes) at off with one WRITE. The transport may
-// send data without copying it; data must not change until Write returns.
+// send data without copying it; data must not change until Write returns. A reply
+// whose count exceeds len(data) is an error; a smaller count (a short write) is
+// returned, and the rest is the caller's to send again.
 func (c *Client) Write(ctx context.Context, fh nfs3.FH, off uint64, data []byte, stable nfs3.StableHow) (WriteResult, error) {
 	if len(data) > int(c.wtmax) {
 		return WriteResult{}, fmt.Errorf("nfsclient: WRITE of %d bytes exceeds wtmax %d", len(data), c.wtmax)
@@ -311,6 +313,11 @@ func (c *Client) Write(ctx context.Context, fh nfs3.FH, off uint64, data []byte,
 	r := &ic.writeRes
 	if err := opErr(nfs3.ProcWrite, "", r.Status); err != nil {
 		return WriteResult{}, err
+	}
+	if int64(r.Count) > int64(len(data)) {
+		// RFC 1813 §3.3.7: count is the bytes written, which may be fewer than sent
+		// but never more; believing more would skip data never sent.
+		return WriteResult{}, fmt.Errorf("nfsclient: WRITE at %d: the server reports count %d for %d bytes sent", off, r.Count, len(data))
 	}
 	return WriteResult{Count: int(r.Count), Committed: r.Committed, Verf: r.Verf}, nil
 }

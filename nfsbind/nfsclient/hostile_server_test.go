@@ -5,10 +5,12 @@ package nfsclient
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"iter"
 	"strings"
 	"testing"
 
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient/nfsclienttest"
 )
 
@@ -119,5 +121,32 @@ func TestReadAllOfFileThatNeverEnds(t *testing.T) {
 	}
 	if got, err := c.ReadAll(ctx, fh); err != nil || !bytes.Equal(got, data) {
 		t.Errorf("the real file afterwards: %d bytes, %v", len(got), err)
+	}
+}
+
+// A WRITE reply claiming more bytes than the WRITE carried is an error: believing it
+// would make WriteAll skip data it never sent and still report the file written.
+func TestWriteCountLargerThanSent(t *testing.T) {
+	addr, export := startServer(t)
+	c, p := dial(t, addr, export)
+	ctx := context.Background()
+	fh, _, err := c.Create(ctx, c.Root(), "f", 0o644, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &rewriting{RoundTripper: p.RoundTripper, proc: nfs3.ProcWrite, edit: func(_ int, _, res []byte) []byte {
+		at := len(res) - 16 // WRITE3resok ends with count, committed and the verifier
+		binary.BigEndian.PutUint32(res[at:], 2*binary.BigEndian.Uint32(res[at:]))
+		return res
+	}}
+	p.RoundTripper = w
+	data := bytes.Repeat([]byte("0123456789abcdef"), (2*c.MaxWrite()+100)/16)
+	err = c.WriteAll(ctx, fh, data)
+	p.RoundTripper = w.RoundTripper
+	if err == nil || !strings.Contains(err.Error(), "WRITE") || !strings.Contains(err.Error(), "count") {
+		t.Errorf("WriteAll with WRITE replies claiming twice the bytes sent: %v, want an error", err)
+	}
+	if _, err := c.Write(ctx, fh, 0, data[:100], nfs3.FileSync); err != nil {
+		t.Errorf("a well-behaved WRITE afterwards: %v", err)
 	}
 }
