@@ -328,6 +328,7 @@ func (c *Client) Write(ctx context.Context, fh nfs3.FH, off uint64, data []byte,
 func (c *Client) WriteAll(ctx context.Context, fh nfs3.FH, data []byte) error {
 	for attempt := 0; attempt < 3; attempt++ {
 		var verf [nfs3.WriteVerfSize]byte
+		changed := false // a WRITE's verifier differed from the first's
 		for off := 0; off < len(data) || (off == 0 && len(data) == 0); {
 			end := min(off+int(c.wtmax), len(data))
 			w, err := c.Write(ctx, fh, uint64(off), data[off:end], nfs3.Unstable)
@@ -337,7 +338,9 @@ func (c *Client) WriteAll(ctx context.Context, fh nfs3.FH, data []byte) error {
 			if off == 0 {
 				verf = w.Verf
 			} else if w.Verf != verf {
-				verf = [8]byte{} // forces a rewrite below
+				// Any value, zero included, is a verifier: a flag, not a
+				// sentinel verifier, records the change.
+				changed = true
 			}
 			if w.Count == 0 && end > off {
 				return fmt.Errorf("nfsclient: WRITE at %d made no progress", off)
@@ -351,7 +354,7 @@ func (c *Client) WriteAll(ctx context.Context, fh nfs3.FH, data []byte) error {
 		if err != nil {
 			return err
 		}
-		if cv == verf {
+		if !changed && cv == verf {
 			return nil
 		}
 	}

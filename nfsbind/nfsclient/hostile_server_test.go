@@ -150,3 +150,36 @@ func TestWriteCountLargerThanSent(t *testing.T) {
 		t.Errorf("a well-behaved WRITE afterwards: %v", err)
 	}
 }
+
+// A server that restarts in the middle of WriteAll and comes back with an all-zero
+// write verifier (a value RFC 1813 allows like any other) has lost the WRITEs before
+// the restart: WriteAll must notice the change and write everything again.
+func TestWriteAllVerifierChangesToZero(t *testing.T) {
+	addr, export := startServer(t)
+	c, p := dial(t, addr, export)
+	ctx := context.Background()
+	fh, _, err := c.Create(ctx, c.Root(), "f", 0o644, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := func(from int) func(int, []byte, []byte) []byte {
+		return func(n int, _, res []byte) []byte {
+			if n >= from {
+				clear(res[len(res)-nfs3.WriteVerfSize:]) // both results end with the verifier
+			}
+			return res
+		}
+	}
+	w := &rewriting{RoundTripper: p.RoundTripper, proc: nfs3.ProcWrite, edit: zero(2)}
+	cm := &rewriting{RoundTripper: w, proc: nfs3.ProcCommit, edit: zero(1)}
+	p.RoundTripper = cm
+	data := bytes.Repeat([]byte("0123456789abcdef"), (2*c.MaxWrite()+100)/16)
+	err = c.WriteAll(ctx, fh, data)
+	p.RoundTripper = w.RoundTripper
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.calls != 6 || cm.calls != 2 {
+		t.Errorf("%d WRITEs and %d COMMITs, want 6 and 2: the 3 pieces written again after the verifier changed", w.calls, cm.calls)
+	}
+}
