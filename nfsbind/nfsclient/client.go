@@ -263,7 +263,8 @@ func (c *Client) Read(ctx context.Context, fh nfs3.FH, off uint64, p []byte) (in
 
 // ReadAll reads the whole file fh into a new buffer, MaxRead bytes per READ. It reads
 // at most one READ past the size the file had when it began: a file that grows
-// meanwhile, or a server that never reports the end, gets an error.
+// meanwhile, or a server that never reports the end, gets an error, and so does a
+// READ that returns no data without reporting the end.
 func (c *Client) ReadAll(ctx context.Context, fh nfs3.FH) ([]byte, error) {
 	attr, err := c.Getattr(ctx, fh)
 	if err != nil {
@@ -283,8 +284,13 @@ func (c *Client) ReadAll(ctx context.Context, fh nfs3.FH) ([]byte, error) {
 			return nil, err
 		}
 		buf = buf[:len(buf)+n]
-		if eof || n == 0 {
+		if eof {
 			return buf, nil
+		}
+		if n == 0 {
+			// Not the end (eof says where it is), and no progress: the Linux
+			// client fails such a READ with EIO rather than end the file here.
+			return nil, fmt.Errorf("nfsclient: READ at %d: no data and no end of file", len(buf))
 		}
 	}
 }

@@ -183,3 +183,35 @@ func TestWriteAllVerifierChangesToZero(t *testing.T) {
 		t.Errorf("%d WRITEs and %d COMMITs, want 6 and 2: the 3 pieces written again after the verifier changed", w.calls, cm.calls)
 	}
 }
+
+// A READ answered with no data and no end of file is not the end of the file:
+// ReadAll fails (as the Linux client fails such a READ with EIO) rather than return
+// the part before it as the whole file.
+func TestReadAllZeroCountWithoutEOF(t *testing.T) {
+	addr, export := startServer(t)
+	c, p := dial(t, addr, export)
+	ctx := context.Background()
+	fh, _, err := c.Create(ctx, c.Root(), "f", 0o644, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("0123456789abcdef"), (c.MaxRead()+100)/16)
+	if err := c.WriteAll(ctx, fh, data); err != nil {
+		t.Fatal(err)
+	}
+	r := &rewriting{RoundTripper: p.RoundTripper, proc: nfs3.ProcRead, edit: func(_ int, args, res []byte) []byte {
+		if binary.BigEndian.Uint64(args[len(args)-12:]) == 0 { // READ3args ends with offset and count
+			return res
+		}
+		return make([]byte, 5*4) // NFS3_OK, no attributes, count 0, no eof, no data
+	}}
+	p.RoundTripper = r
+	got, err := c.ReadAll(ctx, fh)
+	p.RoundTripper = r.RoundTripper
+	if err == nil {
+		t.Errorf("ReadAll returned %d of the file's %d bytes and no error", len(got), len(data))
+	}
+	if got, err := c.ReadAll(ctx, fh); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("the real file afterwards: %d bytes, %v", len(got), err)
+	}
+}
