@@ -377,7 +377,9 @@ func (c *Client) Commit(ctx context.Context, fh nfs3.FH) ([nfs3.WriteVerfSize]by
 	return r.Verf, opErr(nfs3.ProcCommit, "", r.Status)
 }
 
-func (c *Client) createLike(ctx context.Context, p nfs3.Proc, name string, args xdr.EncoderTo) (nfs3.FH, nfs3.Fattr, error) {
+// createLike makes name in dir with procedure p (CREATE, MKDIR or SYMLINK) and
+// returns the new object's handle and attributes.
+func (c *Client) createLike(ctx context.Context, p nfs3.Proc, dir nfs3.FH, name string, args xdr.EncoderTo) (nfs3.FH, nfs3.Fattr, error) {
 	var r nfs3.CreateRes
 	var fh nfs3.FH
 	err := c.call(ctx, p, args, decodeFunc(func(d *xdr.Decoder) error {
@@ -392,7 +394,13 @@ func (c *Client) createLike(ctx context.Context, p nfs3.Proc, name string, args 
 		return nil, nfs3.Fattr{}, err
 	}
 	if !r.Obj.Present {
-		return nil, nfs3.Fattr{}, fmt.Errorf("nfsclient: %v %q: server returned no handle", p, name)
+		// The handle is a post_op_fh3, which the server may leave out (RFC 1813
+		// §3.3.8): the object exists, so look it up, as Linux's client does.
+		fh, attr, err := c.Lookup(ctx, dir, name)
+		if err != nil {
+			return nil, nfs3.Fattr{}, fmt.Errorf("nfsclient: %v %q: no handle in the reply, and looking it up: %w", p, name, err)
+		}
+		return fh, attr, nil
 	}
 	if !r.ObjAttr.Present {
 		attr, err := c.Getattr(ctx, fh)
@@ -410,7 +418,7 @@ func (c *Client) Create(ctx context.Context, dir nfs3.FH, name string, perm uint
 		args.Mode = nfs3.Exclusive
 		args.Verf = newVerf()
 	}
-	fh, attr, err := c.createLike(ctx, nfs3.ProcCreate, name, &args)
+	fh, attr, err := c.createLike(ctx, nfs3.ProcCreate, dir, name, &args)
 	if err == nil && exclusive {
 		if err = c.Setattr(ctx, fh, nfs3.Sattr{SetMode: true, Mode: perm, Atime: nfs3.SetTime{How: nfs3.SetToServerTime}, Mtime: nfs3.SetTime{How: nfs3.SetToServerTime}}); err == nil {
 			attr, err = c.Getattr(ctx, fh)
@@ -421,12 +429,12 @@ func (c *Client) Create(ctx context.Context, dir nfs3.FH, name string, perm uint
 
 // Mkdir creates directory name in dir.
 func (c *Client) Mkdir(ctx context.Context, dir nfs3.FH, name string, perm uint32) (nfs3.FH, nfs3.Fattr, error) {
-	return c.createLike(ctx, nfs3.ProcMkdir, name, &nfs3.MkdirArgs{Where: nfs3.DirOpArgs{Dir: dir, Name: []byte(name)}, Attr: nfs3.Sattr{SetMode: true, Mode: perm}})
+	return c.createLike(ctx, nfs3.ProcMkdir, dir, name, &nfs3.MkdirArgs{Where: nfs3.DirOpArgs{Dir: dir, Name: []byte(name)}, Attr: nfs3.Sattr{SetMode: true, Mode: perm}})
 }
 
 // Symlink creates a symbolic link name in dir pointing at target.
 func (c *Client) Symlink(ctx context.Context, dir nfs3.FH, name, target string) (nfs3.FH, error) {
-	fh, _, err := c.createLike(ctx, nfs3.ProcSymlink, name, &nfs3.SymlinkArgs{Where: nfs3.DirOpArgs{Dir: dir, Name: []byte(name)}, Data: []byte(target)})
+	fh, _, err := c.createLike(ctx, nfs3.ProcSymlink, dir, name, &nfs3.SymlinkArgs{Where: nfs3.DirOpArgs{Dir: dir, Name: []byte(name)}, Data: []byte(target)})
 	return fh, err
 }
 

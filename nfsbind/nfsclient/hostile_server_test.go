@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"iter"
 	"strings"
 	"testing"
@@ -213,5 +214,53 @@ func TestReadAllZeroCountWithoutEOF(t *testing.T) {
 	}
 	if got, err := c.ReadAll(ctx, fh); err != nil || !bytes.Equal(got, data) {
 		t.Errorf("the real file afterwards: %d bytes, %v", len(got), err)
+	}
+}
+
+// CREATE, MKDIR and SYMLINK results carry the new object's handle as a post_op_fh3,
+// which a server may leave out (RFC 1813 §3.3.8): the object was made all the same,
+// and the client looks its handle up, as Linux's does, rather than report a failure.
+func TestCreateWithoutHandle(t *testing.T) {
+	addr, export := startServer(t)
+	c, p := dial(t, addr, export)
+	ctx := context.Background()
+	noHandle := func(_ int, _, res []byte) []byte {
+		if binary.BigEndian.Uint32(res[4:]) != 1 {
+			return res
+		}
+		n := int(binary.BigEndian.Uint32(res[8:])+3) &^ 3
+		return append(append(res[:4:4], 0, 0, 0, 0), res[12+n:]...) // handle_follows FALSE
+	}
+	for i, tc := range []struct {
+		proc nfs3.Proc
+		make func(name string) (nfs3.FH, error)
+	}{
+		{nfs3.ProcCreate, func(name string) (nfs3.FH, error) {
+			fh, _, err := c.Create(ctx, c.Root(), name, 0o640, false)
+			return fh, err
+		}},
+		{nfs3.ProcCreate, func(name string) (nfs3.FH, error) {
+			fh, _, err := c.Create(ctx, c.Root(), name, 0o640, true)
+			return fh, err
+		}},
+		{nfs3.ProcMkdir, func(name string) (nfs3.FH, error) {
+			fh, _, err := c.Mkdir(ctx, c.Root(), name, 0o750)
+			return fh, err
+		}},
+		{nfs3.ProcSymlink, func(name string) (nfs3.FH, error) { return c.Symlink(ctx, c.Root(), name, "target") }},
+	} {
+		r := &rewriting{RoundTripper: p.RoundTripper, proc: tc.proc, edit: noHandle}
+		p.RoundTripper = r
+		name := fmt.Sprintf("%v-%d", tc.proc, i)
+		fh, err := tc.make(name)
+		p.RoundTripper = r.RoundTripper
+		if err != nil || r.calls != 1 {
+			t.Errorf("%v %s without a handle in the reply: %v after %d calls", tc.proc, name, err, r.calls)
+			continue
+		}
+		want, _, err := c.Lookup(ctx, c.Root(), name)
+		if err != nil || !bytes.Equal(fh, want) {
+			t.Errorf("%v %s: handle %x, LOOKUP finds %x (%v)", tc.proc, name, fh, want, err)
+		}
 	}
 }

@@ -89,7 +89,7 @@ func TestLabKnfsd(t *testing.T) {
 	// EXCLUSIVE create retried with the same verifier succeeds; GUARDED does not.
 	args := nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: dir, Name: []byte("excl")}, Mode: nfs3.Exclusive, Verf: [8]byte{1, 2, 3, 4, 5, 6, 7, 8}}
 	for i := 0; i < 2; i++ {
-		if _, _, err := c.createLike(ctx, nfs3.ProcCreate, "excl", &args); err != nil {
+		if _, _, err := c.createLike(ctx, nfs3.ProcCreate, dir, "excl", &args); err != nil {
 			t.Fatalf("EXCLUSIVE create try %d: %v", i, err)
 		}
 	}
