@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
@@ -83,5 +84,39 @@ func TestWriteStreamWritesAWindowAgain(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(s.export, "s")); !bytes.Equal(got, data) {
 		t.Errorf("the file has %d bytes, not the %d streamed", len(got), len(data))
+	}
+}
+
+// ls shows an entry that READDIRPLUS returned with its handle but without its
+// attributes with the attributes a LOOKUP finds, not zeros.
+func TestLsEntriesWithoutAttributes(t *testing.T) {
+	s := startServer(t)
+	if err := os.WriteFile(filepath.Join(s.export, "f"), []byte("12345"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(s.export, "d"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tr, err := oncrpc.DialTCP(ctx, s.info.TCP.String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	c, err := nfsclient.Mount(ctx, nfsclient.Transports{NFS: &nfsclienttest.AttrlessDir{RoundTripper: tr}, Mount: tr}, "/export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, unsorted := range []bool{false, true} {
+		var out bytes.Buffer
+		n, total, err := listDir(ctx, c, c.Root(), remote{host: "127.0.0.1", path: "/export"}, unsorted, &out)
+		if err != nil || n != 2 || total == 0 {
+			t.Errorf("unsorted %v: %d entries, %d bytes, %v", unsorted, n, total, err)
+		}
+		for _, want := range []string{"-rw-r----- ", "drwxr-x--- "} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("unsorted %v: the listing lacks %q:\n%s", unsorted, want, out.String())
+			}
+		}
 	}
 }

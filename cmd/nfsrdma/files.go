@@ -87,17 +87,34 @@ func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		lsLine(stdout, path.Base(r.path), &attr, target)
 		return nil
 	}
-	var n, total uint64
+	n, total, err := listDir(ctx, s.c, fh, r, unsorted, stdout)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d entries, %d bytes (%s over %s)\n", n, total, r, s.proto)
+	return nil
+}
+
+// listDir writes an `ls -l` line for each entry of directory fh (the remote r), sorted
+// by name or, with unsorted, in the server's order one reply at a time, and returns
+// the entries' count and total size. An entry the server sent without its handle or
+// its attributes (both optional in READDIRPLUS, RFC 1813 §3.3.17) is looked up.
+func listDir(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, r remote, unsorted bool, stdout io.Writer) (n, total uint64, err error) {
 	show := func(e *nfsclient.Entry) error {
 		var err error
-		if e.FH == nil { // the server sent no attributes: ask
-			if e.FH, e.Attr, err = s.c.Lookup(ctx, fh, e.Name); err != nil {
+		switch {
+		case e.FH == nil: // the server sent no handle: ask
+			if e.FH, e.Attr, err = c.Lookup(ctx, fh, e.Name); err != nil {
+				return fmt.Errorf("%s/%s: %w", r, shownName(e.Name), err)
+			}
+		case !e.Attr.Type.Valid(): // a handle but no attributes (a zero Attr): ask
+			if e.Attr, err = c.Getattr(ctx, e.FH); err != nil {
 				return fmt.Errorf("%s/%s: %w", r, shownName(e.Name), err)
 			}
 		}
 		target := ""
 		if e.Attr.Type == nfs3.TypeLnk {
-			if target, err = s.c.Readlink(ctx, e.FH); err != nil {
+			if target, err = c.Readlink(ctx, e.FH); err != nil {
 				return fmt.Errorf("%s/%s: %w", r, shownName(e.Name), err)
 			}
 		}
@@ -106,28 +123,27 @@ func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	if unsorted {
-		for e, err := range s.c.ReaddirPlusSeq(ctx, fh) {
+		for e, err := range c.ReaddirPlusSeq(ctx, fh) {
 			if err != nil {
-				return fmt.Errorf("%s: %w", r, err)
+				return 0, 0, fmt.Errorf("%s: %w", r, err)
 			}
 			if err := show(&e); err != nil {
-				return err
+				return 0, 0, err
 			}
 		}
 	} else {
-		ents, err := s.c.ReaddirPlus(ctx, fh)
+		ents, err := c.ReaddirPlus(ctx, fh)
 		if err != nil {
-			return fmt.Errorf("%s: %w", r, err)
+			return 0, 0, fmt.Errorf("%s: %w", r, err)
 		}
 		sort.Slice(ents, func(i, j int) bool { return ents[i].Name < ents[j].Name })
 		for i := range ents {
 			if err := show(&ents[i]); err != nil {
-				return err
+				return 0, 0, err
 			}
 		}
 	}
-	fmt.Fprintf(stdout, "%d entries, %d bytes (%s over %s)\n", n, total, r, s.proto)
-	return nil
+	return n, total, nil
 }
 
 // rate formats n bytes in d as MB/s (10^6 bytes per second).

@@ -130,3 +130,32 @@ func (v *ChangingVerifier) RoundTrip(ctx context.Context, call *oncrpc.ClientCal
 	}
 	return nil
 }
+
+// AttrlessDir is a server whose READDIRPLUS replies carry each entry's handle but not
+// its attributes, which RFC 1813 §3.3.17 allows (name_attributes is a post_op_attr).
+type AttrlessDir struct {
+	oncrpc.RoundTripper
+}
+
+// RoundTrip forwards the call and drops the entries' attributes from a READDIRPLUS
+// reply.
+func (a *AttrlessDir) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
+	if err := a.RoundTripper.RoundTrip(ctx, call, reply); err != nil {
+		return err
+	}
+	if procOf(call) != nfs3.ProcReaddirplus {
+		return nil
+	}
+	var r nfs3.ReaddirplusRes
+	if err := r.DecodeXDR(xdr.NewDecoder(reply.Inline[replyHeader:])); err != nil {
+		return err
+	}
+	for i := range r.Entries {
+		r.Entries[i].Attr = nfs3.PostOpAttr{}
+	}
+	var enc xdr.Encoder
+	enc.Reset(append([]byte(nil), reply.Inline[:replyHeader]...))
+	r.EncodeXDR(&enc)
+	reply.Inline = enc.Bytes()
+	return nil
+}
