@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,5 +119,51 @@ func TestLsEntriesWithoutAttributes(t *testing.T) {
 				t.Errorf("unsorted %v: the listing lacks %q:\n%s", unsorted, want, out.String())
 			}
 		}
+	}
+}
+
+// shrinking is a local file that loses its end while put reads it: ReadAt at or past
+// cut returns what remains and io.EOF, as os.File does for a truncated file.
+type shrinking struct {
+	data []byte
+	cut  int64
+}
+
+func (s *shrinking) ReadAt(p []byte, off int64) (int, error) {
+	if off >= s.cut {
+		return 0, io.EOF
+	}
+	n := copy(p, s.data[off:s.cut])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// A local file that ends before the size put was told (it shrank meanwhile) is an
+// error: the part of a WRITE's buffer the read did not fill holds another chunk's
+// bytes, which must not reach the server as the file's.
+func TestWriteFileOfShrunkSource(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	tr, err := oncrpc.DialTCP(ctx, s.info.TCP.String(), &oncrpc.TCPOptions{MaxRecord: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	c, err := nfsclient.Mount(ctx, nfsclient.Transports{NFS: tr, Mount: tr}, "/export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh, _, err := c.Create(ctx, c.Root(), "s", 0o644, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(2*c.MaxWrite() + 100)
+	src := &shrinking{data: randomBytes(int(size), 13), cut: int64(c.MaxWrite()) + 100}
+	err = writeFile(ctx, c, fh, src, 0, size, 1, func(int) {})
+	if err == nil {
+		got, _ := os.ReadFile(filepath.Join(s.export, "s"))
+		t.Errorf("writeFile of a source that ends at %d of %d bytes: no error, and the server has %d bytes", src.cut, size, len(got))
 	}
 }

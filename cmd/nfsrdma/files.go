@@ -276,8 +276,14 @@ func writeFile(ctx context.Context, c *nfsclient.Client, fh nfs3.FH, src io.Read
 		)
 		err := inChunks(ctx, qd, chunk, size, func(ctx context.Context, buf []byte, off int64) error {
 			n := int64(len(buf))
-			if _, err := src.ReadAt(buf, off); err != nil && !(err == io.EOF && n > 0) {
-				return err
+			// ReadAt may say io.EOF with a full buffer (the piece ends the file);
+			// fewer bytes leave another piece's in buf, not to be sent as these.
+			got, err := src.ReadAt(buf, off)
+			if int64(got) < n {
+				if err == nil || err == io.EOF {
+					return fmt.Errorf("reading: the source ends at %d, before its %d bytes (did it shrink?)", off+int64(got), size)
+				}
+				return fmt.Errorf("reading at %d: %w", off+int64(got), err)
 			}
 			for done := int64(0); done < n; {
 				r, err := c.Write(ctx, fh, uint64(base+off+done), buf[done:], nfs3.Unstable)
