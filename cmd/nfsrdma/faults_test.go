@@ -5,12 +5,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient/nfsclienttest"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
@@ -165,5 +168,50 @@ func TestWriteFileOfShrunkSource(t *testing.T) {
 	if err == nil {
 		got, _ := os.ReadFile(filepath.Join(s.export, "s"))
 		t.Errorf("writeFile of a source that ends at %d of %d bytes: no error, and the server has %d bytes", src.cut, size, len(got))
+	}
+}
+
+// failingSetattr is a server whose SETATTRs all fail with NFS3ERR_PERM.
+type failingSetattr struct {
+	oncrpc.RoundTripper
+}
+
+func (f *failingSetattr) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
+	if err := f.RoundTripper.RoundTrip(ctx, call, reply); err != nil {
+		return err
+	}
+	if nfs3.Proc(binary.BigEndian.Uint32(call.Msg.Inline[20:])) == nfs3.ProcSetattr {
+		// After the accepted reply's header: NFS3ERR_PERM, and wcc_data without
+		// attributes before or after.
+		reply.Inline = append(reply.Inline[:24:24], 0, 0, 0, byte(nfs3.StatusPerm), 0, 0, 0, 0, 0, 0, 0, 0)
+	}
+	return nil
+}
+
+// A put whose temporary file was created but could not be finished (the SETATTR
+// that follows an EXCLUSIVE CREATE failed) removes the temporary file, as it does
+// after any failure.
+func TestPutRemovesTemporaryFileWhenSetattrFails(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	tr, err := oncrpc.DialTCP(ctx, s.info.TCP.String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	c, err := nfsclient.Mount(ctx, nfsclient.Transports{NFS: &failingSetattr{RoundTripper: tr}, Mount: tr}, "/export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = putFile(ctx, c, c.Root(), "target", 0o644, func(context.Context, nfs3.FH) error {
+		t.Error("put wrote a file it could not create")
+		return nil
+	})
+	if !errors.Is(err, nfs3.StatusPerm) {
+		t.Errorf("put: %v, want NFS3ERR_PERM", err)
+	}
+	ents, _ := os.ReadDir(s.export)
+	for _, e := range ents {
+		t.Errorf("%s left behind", e.Name())
 	}
 }

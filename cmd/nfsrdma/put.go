@@ -179,28 +179,38 @@ func tempName(name string) string {
 func putFile(ctx context.Context, c *nfsclient.Client, dir nfs3.FH, name string, mode uint32, write func(ctx context.Context, fh nfs3.FH) error) (err error) {
 	var tmp string
 	var fh nfs3.FH
+	// remove removes tmp after err, with a fresh context since ctx may be the one
+	// that ended, and returns err, saying so if tmp remains.
+	remove := func(err error) error {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if rerr := c.Remove(cctx, dir, tmp); rerr != nil && !errors.Is(rerr, nfs3.StatusNoEnt) {
+			return fmt.Errorf("%w (and the temporary file %s remains: %v)", err, tmp, rerr)
+		}
+		return err
+	}
 	for try := 0; ; try++ {
 		tmp = tempName(name)
 		fh, _, err = c.Create(ctx, dir, tmp, mode, true)
-		if errors.Is(err, nfs3.StatusNotSupp) {
+		if errors.Is(err, nfs3.StatusNotSupp) && fh == nil {
 			// A server without EXCLUSIVE create (willscott/go-nfs): GUARDED.
 			fh, _, err = c.Create(ctx, dir, tmp, mode, false)
 		}
 		if err == nil {
 			break
 		}
+		err = fmt.Errorf("creating the temporary file %s: %w", tmp, err)
+		if fh != nil {
+			// Created, but the SETATTR that finishes an EXCLUSIVE create failed.
+			return remove(err)
+		}
 		if !errors.Is(err, nfs3.StatusExist) || try == 3 {
-			return fmt.Errorf("creating the temporary file %s: %w", tmp, err)
+			return err
 		}
 	}
 	defer func() {
-		if err == nil {
-			return
-		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		if rerr := c.Remove(cctx, dir, tmp); rerr != nil && !errors.Is(rerr, nfs3.StatusNoEnt) {
-			err = fmt.Errorf("%w (and the temporary file %s remains: %v)", err, tmp, rerr)
+		if err != nil {
+			err = remove(err)
 		}
 	}()
 	if err := write(ctx, fh); err != nil {
