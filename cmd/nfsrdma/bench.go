@@ -201,6 +201,9 @@ func benchFile(ctx context.Context, c *nfsclient.Client, dir nfs3.FH, size int64
 	for off := int64(0); off < size; {
 		n := min(int64(len(chunk)), size-off)
 		w, err := c.Write(ctx, fh, uint64(off), chunk[:n], nfs3.Unstable)
+		if err == nil && w.Count == 0 {
+			err = fmt.Errorf("WRITE at %d made no progress", off)
+		}
 		if err != nil {
 			remove()
 			return nil, nil, fmt.Errorf("filling the bench file: %w", err)

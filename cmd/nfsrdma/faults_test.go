@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient"
@@ -171,21 +172,31 @@ func TestWriteFileOfShrunkSource(t *testing.T) {
 	}
 }
 
-// failingSetattr is a server whose SETATTRs all fail with NFS3ERR_PERM.
-type failingSetattr struct {
+// rewriting is a server whose replies to proc are edited: edit gets the results
+// after the accepted reply's header (24 bytes, with an empty verifier) and returns
+// new ones.
+type rewriting struct {
 	oncrpc.RoundTripper
+	proc nfs3.Proc
+	edit func(res []byte) []byte
 }
 
-func (f *failingSetattr) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
-	if err := f.RoundTripper.RoundTrip(ctx, call, reply); err != nil {
+func (r *rewriting) RoundTrip(ctx context.Context, call *oncrpc.ClientCall, reply *oncrpc.ClientReply) error {
+	if err := r.RoundTripper.RoundTrip(ctx, call, reply); err != nil {
 		return err
 	}
-	if nfs3.Proc(binary.BigEndian.Uint32(call.Msg.Inline[20:])) == nfs3.ProcSetattr {
-		// After the accepted reply's header: NFS3ERR_PERM, and wcc_data without
-		// attributes before or after.
-		reply.Inline = append(reply.Inline[:24:24], 0, 0, 0, byte(nfs3.StatusPerm), 0, 0, 0, 0, 0, 0, 0, 0)
+	if nfs3.Proc(binary.BigEndian.Uint32(call.Msg.Inline[20:])) == r.proc {
+		reply.Inline = append(reply.Inline[:24:24], r.edit(reply.Inline[24:])...)
 	}
 	return nil
+}
+
+// failingSetattr makes every SETATTR fail with NFS3ERR_PERM.
+func failingSetattr(rt oncrpc.RoundTripper) oncrpc.RoundTripper {
+	return &rewriting{RoundTripper: rt, proc: nfs3.ProcSetattr, edit: func([]byte) []byte {
+		// NFS3ERR_PERM, and wcc_data without attributes before or after.
+		return []byte{0, 0, 0, byte(nfs3.StatusPerm), 0, 0, 0, 0, 0, 0, 0, 0}
+	}}
 }
 
 // A put whose temporary file was created but could not be finished (the SETATTR
@@ -199,7 +210,7 @@ func TestPutRemovesTemporaryFileWhenSetattrFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	c, err := nfsclient.Mount(ctx, nfsclient.Transports{NFS: &failingSetattr{RoundTripper: tr}, Mount: tr}, "/export")
+	c, err := nfsclient.Mount(ctx, nfsclient.Transports{NFS: failingSetattr(tr), Mount: tr}, "/export")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,5 +224,34 @@ func TestPutRemovesTemporaryFileWhenSetattrFails(t *testing.T) {
 	ents, _ := os.ReadDir(s.export)
 	for _, e := range ents {
 		t.Errorf("%s left behind", e.Name())
+	}
+}
+
+// benchFile fails, rather than WRITE forever, when the server's WRITEs make no
+// progress (count 0).
+func TestBenchFileWritesMakingNoProgress(t *testing.T) {
+	s := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tr, err := oncrpc.DialTCP(ctx, s.info.TCP.String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	zero := &rewriting{RoundTripper: tr, proc: nfs3.ProcWrite, edit: func(res []byte) []byte {
+		clear(res[len(res)-16 : len(res)-12]) // WRITE3resok: count, committed, verifier
+		return res
+	}}
+	c, err := nfsclient.Mount(ctx, nfsclient.Transports{NFS: zero, Mount: tr}, "/export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, _, err = benchFile(ctx, c, c.Root(), 1<<20)
+	if err == nil || !strings.Contains(err.Error(), "no progress") {
+		t.Errorf("benchFile with WRITEs of count 0: %v after %v, want an error saying they make no progress", err, time.Since(start).Round(time.Millisecond))
+	}
+	if ents, _ := os.ReadDir(s.export); len(ents) != 0 {
+		t.Errorf("%d files left behind", len(ents))
 	}
 }
