@@ -107,6 +107,9 @@ func New(ctx context.Context, nfsRT oncrpc.RoundTripper, root nfs3.FH, opts ...o
 	}
 	c.rtmax, c.wtmax, c.dtpref = max(r.Rtmax, 512), max(r.Wtmax, 512), max(r.Dtpref, 4096)
 	c.rtmax, c.wtmax = min(c.rtmax, nfs3.MaxData), min(c.wtmax, nfs3.MaxData)
+	// dtpref sizes every READDIR reply (8 times it for READDIRPLUS): bound it by the
+	// read size, as the Linux client bounds its dtsize by rsize.
+	c.dtpref = min(c.dtpref, max(c.rtmax, 4096))
 	return c, nil
 }
 

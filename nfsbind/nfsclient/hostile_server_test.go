@@ -264,3 +264,32 @@ func TestCreateWithoutHandle(t *testing.T) {
 		}
 	}
 }
+
+// A server's preferred READDIR size (FSINFO dtpref) is a hint, bounded by the read
+// size as the Linux client bounds it (nfs_server_set_fsinfo): a huge one must neither
+// wrap READDIRPLUS's maxcount (8 times it) around to nothing nor make each listing
+// offer a reply of gigabytes.
+func TestHugeDtpref(t *testing.T) {
+	c, p := threeFiles(t)
+	ctx := context.Background()
+	for _, dtpref := range []uint32{1 << 29, 1<<32 - 1} {
+		r := &rewriting{RoundTripper: p, proc: nfs3.ProcFsinfo, edit: func(_ int, _, res []byte) []byte {
+			// FSINFO3resok ends with dtpref, maxfilesize, time_delta and properties.
+			binary.BigEndian.PutUint32(res[len(res)-24:], dtpref)
+			return res
+		}}
+		c2, err := New(ctx, r, c.Root())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ents, err := c2.ReaddirPlus(ctx, c.Root()); err != nil || len(ents) != 3 {
+			t.Errorf("dtpref %d: READDIRPLUS: %d entries, %v", dtpref, len(ents), err)
+		}
+		if ents, err := c2.Readdir(ctx, c.Root()); err != nil || len(ents) != 3 {
+			t.Errorf("dtpref %d: READDIR: %d entries, %v", dtpref, len(ents), err)
+		}
+		if c2.dtpref > c2.rtmax {
+			t.Errorf("dtpref %d: READDIR replies of %d bytes asked for, more than rtmax %d", dtpref, c2.dtpref, c2.rtmax)
+		}
+	}
+}
