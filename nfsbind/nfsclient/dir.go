@@ -31,7 +31,9 @@ var maxDirEntries = 1 << 22
 // cookies until the server reports the end. Each reply is bounded by the server's
 // preferred size (dtpref) for directory information and 8 times that in total. A
 // server that never ends the directory (a cookie it returns again, or more than
-// 4,194,304 entries) gets an error; ReaddirPlusSeq lists a directory of any size.
+// 4,194,304 entries) gets an error; ReaddirPlusSeq lists a directory of any size. An
+// entry whose name is empty or holds a "/" or a NUL byte is an error too, in every
+// listing: each Name returned is a single path component other than "." and "..".
 func (c *Client) ReaddirPlus(ctx context.Context, dir nfs3.FH) ([]Entry, error) {
 	return c.collect(ctx, dir, true)
 }
@@ -98,12 +100,20 @@ func dirProc(plus bool) string {
 	return "READDIR"
 }
 
+// validName reports whether name, from a directory entry, can name a file in the
+// directory: not empty, and without a "/" (which would make it a path) or a NUL byte.
+func validName(name []byte) bool {
+	return len(name) > 0 && bytes.IndexByte(name, '/') < 0 && bytes.IndexByte(name, 0) < 0
+}
+
 // listDir walks directory dir with READDIR or READDIRPLUS, handing each reply's
 // entries ("." and ".." left out) to page, with eof set on the last. The page slice is
 // reused from one reply to the next; its entries' names and handles are the caller's.
 // An error from page ends the walk with that error. A server that returns a cookie it
 // has already been asked from is in a loop and gets an error (where Linux's client warns
-// of a readdir loop), as does one that returns no entries without the end.
+// of a readdir loop), as does one that returns no entries without the end, and one
+// that returns a name that is no file name (see validName), which Linux's readdir
+// fails with EUCLEAN.
 func (c *Client) listDir(ctx context.Context, dir nfs3.FH, plus bool, page func([]Entry, bool) error) error {
 	proc, name := nfs3.ProcReaddir, dirProc(plus)
 	var args nfs3.Message
@@ -125,7 +135,14 @@ func (c *Client) listDir(ctx context.Context, dir nfs3.FH, plus bool, page func(
 		ents   []Entry
 		n      int // entries in the reply, "." and ".." included
 		asked  = make(map[uint64]struct{})
+		bad    []byte // the reply's first name that is no file name
+		hasBad bool   // there is one
 	)
+	check := func(name []byte) {
+		if !hasBad && !validName(name) {
+			bad, hasBad = bytes.Clone(name), true
+		}
+	}
 	decode := decodeFunc(func(d *xdr.Decoder) error {
 		ents = ents[:0]
 		if plus {
@@ -139,6 +156,7 @@ func (c *Client) listDir(ctx context.Context, dir nfs3.FH, plus bool, page func(
 				if string(en.Name) == "." || string(en.Name) == ".." {
 					continue
 				}
+				check(en.Name)
 				e := Entry{Name: string(en.Name), FileID: en.FileID}
 				if en.Attr.Present {
 					e.Attr = en.Attr.Attr
@@ -159,6 +177,7 @@ func (c *Client) listDir(ctx context.Context, dir nfs3.FH, plus bool, page func(
 			en := &rr.Entries[i]
 			last = en.Cookie
 			if string(en.Name) != "." && string(en.Name) != ".." {
+				check(en.Name)
 				ents = append(ents, Entry{Name: string(en.Name), FileID: en.FileID})
 			}
 		}
@@ -171,6 +190,9 @@ func (c *Client) listDir(ctx context.Context, dir nfs3.FH, plus bool, page func(
 		}
 		if err := opErr(proc, "", status); err != nil {
 			return err
+		}
+		if hasBad {
+			return fmt.Errorf("nfsclient: %s: the server returned an invalid entry name %q (empty, or with a slash or a NUL byte)", name, bad)
 		}
 		if err := page(ents, eof); err != nil || eof {
 			return err

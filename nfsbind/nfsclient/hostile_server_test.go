@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsclient/nfsclienttest"
+	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
 // A server that never ends a directory gets an error, not a client that lists
@@ -290,6 +291,62 @@ func TestHugeDtpref(t *testing.T) {
 		}
 		if c2.dtpref > c2.rtmax {
 			t.Errorf("dtpref %d: READDIR replies of %d bytes asked for, more than rtmax %d", dtpref, c2.dtpref, c2.rtmax)
+		}
+	}
+}
+
+// A directory entry whose name is no file name (empty, or holding a "/" or a NUL
+// byte) ends the listing with an error, as Linux's readdir fails with EUCLEAN for one
+// (verify_dirent_name), so that no caller joins a server's "../x" to a local path.
+func TestDirectoryEntryWithInvalidName(t *testing.T) {
+	c, p := threeFiles(t)
+	ctx := context.Background()
+	for _, bad := range []string{"", "../../etc/passwd", "a/b", "/", "nul\x00name"} {
+		for _, plus := range []bool{false, true} {
+			proc := nfs3.ProcReaddir
+			if plus {
+				proc = nfs3.ProcReaddirplus
+			}
+			r := &rewriting{RoundTripper: p.RoundTripper, proc: proc, edit: func(_ int, _, res []byte) []byte {
+				var enc xdr.Encoder
+				if plus {
+					var r nfs3.ReaddirplusRes
+					if err := r.DecodeXDR(xdr.NewDecoder(res)); err != nil {
+						t.Fatal(err)
+					}
+					r.Entries[len(r.Entries)-1].Name = []byte(bad)
+					r.EncodeXDR(&enc)
+				} else {
+					var r nfs3.ReaddirRes
+					if err := r.DecodeXDR(xdr.NewDecoder(res)); err != nil {
+						t.Fatal(err)
+					}
+					r.Entries[len(r.Entries)-1].Name = []byte(bad)
+					r.EncodeXDR(&enc)
+				}
+				return enc.Bytes()
+			}}
+			p.RoundTripper = r
+			var err error
+			if plus {
+				_, err = c.ReaddirPlus(ctx, c.Root())
+			} else {
+				_, err = c.Readdir(ctx, c.Root())
+			}
+			var seqErr error
+			seq := c.ReaddirSeq
+			if plus {
+				seq = c.ReaddirPlusSeq
+			}
+			for _, e := range seq(ctx, c.Root()) {
+				seqErr = e
+			}
+			p.RoundTripper = r.RoundTripper
+			for _, e := range []error{err, seqErr} {
+				if e == nil || !strings.Contains(e.Error(), "invalid entry name") {
+					t.Errorf("%v with an entry named %q: %v, want an error naming it invalid", proc, bad, e)
+				}
+			}
 		}
 	}
 }
