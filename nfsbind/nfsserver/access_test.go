@@ -272,9 +272,11 @@ func TestHostileExportsNoRootSquash(t *testing.T) {
 		{"127.0.0.3", rootCred(), 0, 0},
 		{"127.0.0.1", rootCred(), 4321, 4322},
 		{"127.0.0.1", userCred(1000, 1000), 4321, 4322},
-		{"127.0.0.4", nil, 77, 78},                 // AUTH_NONE acts as the entry's anonymous identity
-		{"127.0.0.4", userCred(0, 5), 77, 5},       // root_squash maps uid 0, keeps gid 5
-		{"127.0.0.4", userCred(1000, 0), 1000, 78}, // ... and gid 0 of anyone
+		{"127.0.0.4", nil, 77, 78},                                                              // AUTH_NONE acts as the entry's anonymous identity
+		{"127.0.0.4", userCred(0, 5), 77, 5},                                                    // root_squash maps uid 0, keeps gid 5
+		{"127.0.0.4", userCred(1000, 0), 1000, 78},                                              // ... and gid 0 of anyone
+		{"127.0.0.4", userCred(1<<32-1, 1<<32-1), 77, 78},                                       // (uid_t)-1 is nobody: anonymous, not left to root
+		{"127.0.0.3", userCred(1<<32-1, 1<<32-1), exports.DefaultAnonID, exports.DefaultAnonID}, // ... under no_root_squash too
 	} {
 		c := e.dialFrom(tc.ip, false, tc.cred)
 		name := fmt.Sprintf("%s-%d", tc.ip, i)

@@ -83,6 +83,16 @@ func (s *Server) credOf(ctx context.Context, req *oncrpc.Request) cred {
 		return c
 	}
 	c.uid, c.gid, c.gids = a.UID, a.GID, a.GIDs
+	// (uid_t)-1 and (gid_t)-1 name nobody: chown(2) reads them as "leave unchanged",
+	// so a file created for such a caller would keep the server's own owner, root. A
+	// caller claiming one acts as the anonymous identity, as with knfsd
+	// (nfsd_setuser maps an invalid fsuid or fsgid to the export's anonymous one).
+	if c.uid == noID {
+		c.uid = g.AnonUID
+	}
+	if c.gid == noID {
+		c.gid = g.AnonGID
+	}
 	if !g.NoRootSquash {
 		if c.uid == 0 {
 			c.uid = g.AnonUID
@@ -95,6 +105,10 @@ func (s *Server) credOf(ctx context.Context, req *oncrpc.Request) cred {
 	}
 	return c
 }
+
+// noID is (uid_t)-1 and (gid_t)-1, which names no user or group: chown(2) takes it as
+// "leave unchanged".
+const noID = 1<<32 - 1
 
 func (c *cred) inGroup(g uint32) bool {
 	if c.gid == g {

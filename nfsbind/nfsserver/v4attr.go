@@ -194,10 +194,6 @@ func (c *compound) pseudoAttrs(n *pseudoNode, fh []byte, a *nfs4.Fattr, buf *att
 	a.MountedOnFileid = n.id
 }
 
-// noID is (uid_t)-1 and (gid_t)-1, which names no user or group: chown(2) takes it as
-// "leave unchanged".
-const noID = math.MaxUint32
-
 // parseOwner maps an owner or owner_group string to a uid or gid: a decimal number,
 // or name@domain for a name the user (group) database knows. ok is false for
 // anything else (NFS4ERR_BADOWNER), noID among them, as knfsd refuses an id that maps
