@@ -31,7 +31,8 @@
 //	no_root_squash                      root is root (unless all_squash)
 //	no_all_squash (default)             only root_squash or no_root_squash applies
 //	all_squash                          every caller, root too, acts as anonuid / anongid
-//	anonuid=N, anongid=N                the anonymous identity (default 65534)
+//	anonuid=N, anongid=N                the anonymous identity (default 65534; N from
+//	                                    0 to 4294967294: -1 is no identity)
 //	sync (default) / async              metadata made durable before replying / not
 //	secure (default) / insecure         TCP callers must use a source port < 1024 / any
 //	nocrossmnt (default) / crossmnt     file systems mounted below the export are not

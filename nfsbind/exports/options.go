@@ -9,6 +9,12 @@ import (
 // DefaultAnonID is the default anonuid and anongid: 65534, "nobody".
 const DefaultAnonID = 65534
 
+// MaxAnonID is the largest anonuid and anongid: 4294967294. The next, 4294967295, is
+// (uid_t)-1, which is no identity: the kernel's nfsd refuses an export whose
+// anonymous uid or gid is not valid, and chown(2) reads -1 as "leave unchanged", so
+// that a file a squashed caller creates would keep the server's owner.
+const MaxAnonID = 1<<32 - 2
+
 // Options are what one client entry grants.
 type Options struct {
 	// ReadOnly refuses every modifying procedure (ro, the default; rw clears it).
@@ -137,7 +143,10 @@ func applyOption(o *Options, fsid *fsidSetting, opt string) string {
 		}
 		n, err := strconv.ParseUint(val, 10, 32)
 		if err != nil {
-			return fmt.Sprintf("option %s=%q: want a number from 0 to 4294967295", name, val)
+			return fmt.Sprintf("option %s=%q: want a number from 0 to %d", name, val, MaxAnonID)
+		}
+		if n > MaxAnonID {
+			return fmt.Sprintf("option %s=%d: that is -1, no identity (as the kernel's nfsd, want 0 to %d)", name, n, MaxAnonID)
 		}
 		if name == "anonuid" {
 			o.AnonUID = uint32(n)

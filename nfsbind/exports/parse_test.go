@@ -195,3 +195,23 @@ func TestContinuationCRLF(t *testing.T) {
 		t.Fatalf("got %s", tab)
 	}
 }
+
+// TestParseAnonIDNotMinusOne: anonuid=4294967295 and anongid=4294967295 are
+// (uid_t)-1 and (gid_t)-1, which are no identity: the kernel's nfsd refuses an export
+// whose anonymous uid or gid is not valid (uid_valid, gid_valid in
+// svc_export_parse), and chown(2) reads -1 as "leave unchanged", so a file created by
+// a squashed caller would keep the server's own owner (root). Every other 32-bit value
+// is accepted.
+func TestParseAnonIDNotMinusOne(t *testing.T) {
+	for _, in := range []string{"/a *(anonuid=4294967295)\n", "/a *(anongid=4294967295)\n", "/a -anonuid=4294967295 *(rw)\n"} {
+		_, err := Parse("exports", []byte(in))
+		var pe *Error
+		if !errors.As(err, &pe) || pe.Line != 1 || !strings.Contains(pe.Msg, "4294967295") || !strings.Contains(pe.Msg, "anon") {
+			t.Errorf("%q: got %v, want an *Error on line 1 naming the anonymous id 4294967295", in, err)
+		}
+	}
+	o := mustParse(t, "/a *(anonuid=4294967294,anongid=0)\n").Exports[0].Clients[0].Options
+	if o.AnonUID != 4294967294 || o.AnonGID != 0 {
+		t.Errorf("anonuid=4294967294,anongid=0 parse as %d, %d", o.AnonUID, o.AnonGID)
+	}
+}
