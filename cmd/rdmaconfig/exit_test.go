@@ -24,6 +24,8 @@ func TestExitStatus(t *testing.T) {
 		{nil, 2, "", "nothing to serve"},
 		{[]string{"-tcp", "127.0.0.1:0", "-log-format", "xml"}, 2, "", "-log-format \"xml\": want text or json"},
 		{[]string{"-nope"}, 2, "", "not defined"},
+		{[]string{"-listen", "nonsense"}, 2, "", "-listen \"nonsense\": want host:port"},
+		{[]string{"-tcp", "127.0.0.1:0", "-register", "-rpcbind", "bogus"}, 2, "", "-rpcbind \"bogus\""},
 		{[]string{"-query", "127.0.0.1:1", "-query-net", "tcp", "-timeout", "5s"}, 1, "", "127.0.0.1:1"},
 	} {
 		got, out, errOut := clitest.Run(t, tc.args...)

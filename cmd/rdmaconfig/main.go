@@ -141,10 +141,16 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if cfg.pprof && cfg.metrics == "" {
 		return nil, errors.New("-pprof: needs -metrics ADDR, the listener it is served on")
 	}
-	if cfg.metrics != "" {
-		if _, _, err := net.SplitHostPort(cfg.metrics); err != nil {
-			return nil, fmt.Errorf("-metrics %q: want host:port (e.g. 127.0.0.1:9100): %w", cfg.metrics, err)
+	for _, a := range []struct{ name, addr string }{{"-listen", cfg.listen}, {"-tcp", cfg.tcp}, {"-metrics", cfg.metrics}, {"-query", cfg.query}} {
+		if a.addr == "" {
+			continue
 		}
+		if err := cli.CheckAddr(a.name, a.addr); err != nil {
+			return nil, err
+		}
+	}
+	if err := cli.CheckRPCBindAddr("-rpcbind", cfg.rpcbind); err != nil {
+		return nil, err
 	}
 	if cfg.query != "" {
 		if cfg.metrics != "" {

@@ -57,6 +57,14 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-query", "127.0.0.1:1", "-query-net", "udp"}, "-query-net"},
 		{[]string{"-query", "127.0.0.1:1", "-maxreply", "10"}, "-maxreply 10"},
 		{[]string{"-no-such-flag"}, "not defined"},
+		// Addresses are checked with the command line, as nfsrdmad checks its own,
+		// not when a listener or a dial fails after the device was opened.
+		{[]string{"-listen", "nonsense"}, "-listen \"nonsense\": want host:port"},
+		{[]string{"-tcp", ":99999"}, "-tcp \":99999\": port \"99999\" is not a number from 0 to 65535"},
+		{[]string{"-tcp", "127.0.0.1:0", "-metrics", ":99999"}, "-metrics \":99999\": port"},
+		{[]string{"-tcp", "127.0.0.1:0", "-register", "-rpcbind", "bogus"}, "-rpcbind \"bogus\": want host:port or unix:PATH"},
+		{[]string{"-tcp", "127.0.0.1:0", "-register", "-rpcbind", "unix:"}, "-rpcbind \"unix:\""},
+		{[]string{"-query", "nonsense"}, "-query \"nonsense\": want host:port"},
 	}
 	for _, tc := range bad {
 		_, err := parseFlags(tc.args, io.Discard)
