@@ -30,6 +30,7 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"-export", dir, "-log-format", "xml"}, 2, "", "-log-format \"xml\": want text or json"},
 		{[]string{"-export", dir, "-credits", "0"}, 2, "", "-credits 0"},
 		{[]string{"-nope"}, 2, "", "not defined"},
+		{[]string{"-export", dir, "-state", "", "-rdma", "", "-tcp", "127.0.0.1:0", "-rpcbind", "-rpcbind-addr", "bogus"}, 2, "", "-rpcbind-addr \"bogus\""},
 		{[]string{"-export", dir, "-state", "", "-rdma", "", "-tcp", busy.Addr().String()}, 1, "", "address already in use"},
 	} {
 		got, out, errOut := clitest.Run(t, tc.args...)

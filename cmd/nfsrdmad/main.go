@@ -188,6 +188,9 @@ func parseFlags(args []string, stderr io.Writer) (nfsd.Config, error) {
 	if cfg.Pprof && cfg.Metrics == "" {
 		return cfg, errors.New("-pprof: needs -metrics ADDR, the listener it is served on")
 	}
+	if err := cli.CheckRPCBindAddr("-rpcbind-addr", cfg.RPCBindAddr); err != nil {
+		return cfg, err
+	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = -1 // never (nfsd.Config's 0 is the default)
 	}

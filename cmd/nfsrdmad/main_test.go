@@ -92,6 +92,9 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-export", dir, "-read-timeout", "0s"}, "-read-timeout 0"},
 		{[]string{"-export", dir, "extra"}, "unexpected arguments"},
 		{[]string{"-no-such-flag"}, "not defined"},
+		{[]string{"-export", dir, "-rpcbind", "-rpcbind-addr", "bogus"}, "-rpcbind-addr \"bogus\": want host:port or unix:PATH"},
+		{[]string{"-export", dir, "-rpcbind-addr", "127.0.0.1:111111"}, "-rpcbind-addr \"127.0.0.1:111111\": port"},
+		{[]string{"-export", dir, "-rpcbind-addr", "unix:"}, "-rpcbind-addr \"unix:\""},
 	}
 	for _, tc := range bad {
 		_, err := parseFlags(tc.args, io.Discard)
