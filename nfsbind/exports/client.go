@@ -154,7 +154,7 @@ type NameSource interface {
 }
 
 // Match returns the client entry of e that applies to a caller at ip, or nil when no
-// entry does: the first on the line of the most specific kind that matches (see the
+// entry does: the first in file order of the most specific kind that matches (see the
 // package documentation). A host entry by name and one by address are the same kind,
 // as in knfsd (both MCL_FQDN), so the earlier of the two on the line wins. names is
 // consulted only when a host-name or wildcard entry could still win over what

@@ -20,7 +20,10 @@
 // its own option list, written right after it with no space: client(opt,opt). A token
 // "-opt,opt" sets default options for the clients after it on the line; a client's own
 // options apply on top of them. A path with no clients is exported to "*" with the
-// defaults, as exportfs does. A space between a client and its "(" is an error here
+// defaults, as exportfs does. A path listed on several lines (two paths that clean to
+// the same are one) is one export with the clients of every line, in file order, as
+// nfs-utils keys its table by path and client; its lines may not give different fsids.
+// A space between a client and its "(" is an error here
 // (exportfs would read the options as a second client "*" with those options, a
 // classic way to export to the world by mistake).
 //
@@ -66,7 +69,7 @@
 //
 // Export.Match picks the client entry that applies to a caller, with the precedence of
 // exports(5): a single host (by name or address) first, then networks, then wildcard
-// names, then "*"; within one kind, the first on the line. A host by name and a host
+// names, then "*"; within one kind, the first in file order. A host by name and a host
 // by address are one kind, as in knfsd: "h.example.com(rw) 10.0.0.5(ro)" gives a
 // caller at 10.0.0.5 named h.example.com rw. A network admits an IPv6 link-local
 // caller by its address whatever its interface (zone), as knfsd's mountd does; a

@@ -81,7 +81,7 @@ func Parse(name string, data []byte) (*Table, error) {
 	}
 	p := parser{file: name, data: data, line: 1, col: 1}
 	t := &Table{}
-	seen := map[string]int{}
+	seen := map[string]int{} // path to its index in t.Exports
 	for {
 		toks, err := p.logicalLine()
 		if err != nil {
@@ -97,10 +97,13 @@ func Parse(name string, data []byte) (*Table, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l, dup := seen[e.Path]; dup {
-			return nil, p.errAt(toks[0], 0, fmt.Sprintf("%s is already exported on line %d", e.Path, l))
+		if i, dup := seen[e.Path]; dup {
+			if err := p.merge(&t.Exports[i], e, toks[0]); err != nil {
+				return nil, err
+			}
+			continue
 		}
-		seen[e.Path] = e.Line
+		seen[e.Path] = len(t.Exports)
 		t.Exports = append(t.Exports, *e)
 	}
 }
@@ -268,6 +271,21 @@ func (p *parser) export(toks []token) (*Export, error) {
 	}
 	e.FSID, e.HasFSID = fsid.v, fsid.set
 	return e, nil
+}
+
+// merge adds the clients of e, a later line of the same path (its first token at),
+// to first, as nfs-utils keys its table by path and client: the clients stay in file
+// order, and the fsid either line gives is the export's, unless they differ.
+func (p *parser) merge(first, e *Export, at token) error {
+	if e.HasFSID {
+		if first.HasFSID && first.FSID != e.FSID {
+			return p.errAt(at, 0, fmt.Sprintf("fsid=%d differs from fsid=%d given for %s on line %d: fsid belongs to the export, not to a client", e.FSID, first.FSID, first.Path, first.Line))
+		}
+		first.FSID, first.HasFSID = e.FSID, true
+	}
+	first.Clients = append(first.Clients, e.Clients...)
+	first.byName = first.byName || e.byName
+	return nil
 }
 
 // options applies the comma-separated list (which starts at byte at of t) to o.

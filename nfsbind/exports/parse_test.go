@@ -1,7 +1,9 @@
 package exports
 
 import (
+	"context"
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,7 +156,6 @@ func TestParseErrors(t *testing.T) {
 		{"\"/a b *(rw)\n", 1, 12, "unterminated double quote"},
 		{"/a\\x *(rw)\n", 1, 3, "octal escape"},
 		{"/a\\000\n", 1, 3, "not a byte"},
-		{"/a *\n/b *\n/a/ h\n", 3, 1, "already exported on line 1"},
 		{"/a *(rw)x\n", 1, 9, "unexpected text after the options of client *"},
 		{"/a h)\n", 1, 5, "unexpected )"},
 		{"/a \\\n  h\"x\"\n", 2, 4, "quotes and escapes"},
@@ -213,5 +214,44 @@ func TestParseAnonIDNotMinusOne(t *testing.T) {
 	o := mustParse(t, "/a *(anonuid=4294967294,anongid=0)\n").Exports[0].Clients[0].Options
 	if o.AnonUID != 4294967294 || o.AnonGID != 0 {
 		t.Errorf("anonuid=4294967294,anongid=0 parse as %d, %d", o.AnonUID, o.AnonGID)
+	}
+}
+
+// TestParsePathOnSeveralLines: as in nfs-utils, which keys its export table by
+// path and client, one path may be listed on several lines, each with its own
+// clients and "-" defaults; the lines make one export whose clients are in file
+// order (so that within one kind the earlier line wins, as under mountd), whose fsid
+// is the one any line gives, and which a different fsid on another line refuses.
+func TestParsePathOnSeveralLines(t *testing.T) {
+	tab := mustParse(t, "/a 10.0.0.0/8(rw)\n/b *\n/a/ -no_root_squash 192.168.0.0/16 10.1.0.0/16(ro,fsid=7)\n")
+	if len(tab.Exports) != 2 {
+		t.Fatalf("%d exports, want 2:\n%s", len(tab.Exports), tab)
+	}
+	e := tab.Exports[0]
+	if e.Path != "/a" || e.Line != 1 || !e.HasFSID || e.FSID != 7 {
+		t.Errorf("export %s: line %d fsid %v %d, want /a from line 1 with fsid 7", e.Path, e.Line, e.HasFSID, e.FSID)
+	}
+	if g := strings.Join(e.Groups(), " "); g != "10.0.0.0/8 192.168.0.0/16 10.1.0.0/16" {
+		t.Errorf("clients %q", g)
+	}
+	if o := e.Clients[0].Options; o.ReadOnly || o.NoRootSquash {
+		t.Errorf("line 1's client took line 3's defaults: %+v", o)
+	}
+	if o := e.Clients[1].Options; !o.ReadOnly || !o.NoRootSquash {
+		t.Errorf("line 3's client lost its line's defaults: %+v", o)
+	}
+	// Within one kind the earlier line wins: 10.1.2.3 is in both networks.
+	if c := e.Match(context.Background(), netip.MustParseAddr("10.1.2.3"), nil); c == nil || c.Spec != "10.0.0.0/8" {
+		t.Errorf("10.1.2.3 matches %v, want 10.0.0.0/8 (the earlier line)", c)
+	}
+	again, err := Parse("again", []byte(tab.String()))
+	if err != nil || again.String() != tab.String() {
+		t.Errorf("the rendering does not parse back the same: %v\n%s", err, tab)
+	}
+
+	_, err = Parse("exports", []byte("/a h(fsid=1)\n/a g(fsid=2)\n"))
+	var pe *Error
+	if !errors.As(err, &pe) || pe.Line != 2 || !strings.Contains(pe.Msg, "fsid=2 differs from fsid=1") || !strings.Contains(pe.Msg, "line 1") {
+		t.Errorf("different fsids on two lines of /a: %v", err)
 	}
 }
