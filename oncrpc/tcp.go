@@ -151,27 +151,84 @@ type TCPStats struct {
 }
 
 // DialTCP connects to addr ("host:port") and returns a transport that redials addr
-// whenever the connection is lost.
+// whenever the connection is lost. It redials from the source address and port of its
+// first connection, as the Linux client does, so that a server's duplicate request
+// cache, which like knfsd's knows a client by its address and port, recognizes the
+// calls retransmitted on the new connection; when that fails (the port is taken, or
+// the server refuses it) it dials from a new port and keeps that one.
 func DialTCP(ctx context.Context, addr string, opts *TCPOptions) (*TCPTransport, error) {
-	var d net.Dialer
-	dial := func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
-	c, err := dial(ctx)
+	d := &tcpDialer{addr: addr}
+	c, err := d.dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("oncrpc: dial tcp %s: %w", addr, err)
 	}
-	t := newTCPTransport(c, opts)
-	t.dial = dial
-	return t, nil
+	return newTCPTransport(c, opts, d), nil
+}
+
+// tcpDialer dials a server for a TCPTransport, reusing its source port (Linux's
+// xprtsock keeps the port of its first connection, transport->srcport, for every
+// reconnection). The transport aborts a lost connection (abort), so that the port is
+// not held in TIME_WAIT.
+type tcpDialer struct {
+	addr string
+	log  hclog.Logger // set before the transport starts; nil for the first dial
+
+	mu    sync.Mutex
+	local *net.TCPAddr // the source address to reuse; nil: none yet
+}
+
+// dial connects from d.local, failing that from a new port, which it then keeps.
+func (d *tcpDialer) dial(ctx context.Context) (net.Conn, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var reuseErr error
+	if d.local != nil {
+		nd := net.Dialer{LocalAddr: d.local}
+		c, err := nd.DialContext(ctx, "tcp", d.addr)
+		if err == nil || ctx.Err() != nil {
+			return c, err
+		}
+		reuseErr = err
+	}
+	var nd net.Dialer
+	c, err := nd.DialContext(ctx, "tcp", d.addr)
+	if err != nil {
+		return nil, err
+	}
+	if reuseErr != nil && d.log != nil {
+		d.log.Warn("reconnected from a new source port: the server's duplicate request cache will not recognize the retransmitted calls",
+			"remote", d.addr, "old", d.local.String(), "new", c.LocalAddr().String(), "error", reuseErr)
+	}
+	if la, ok := c.LocalAddr().(*net.TCPAddr); ok {
+		d.local = la
+	}
+	return c, nil
+}
+
+// abort closes c at once with a reset rather than the orderly close that would leave
+// the socket in TIME_WAIT on this side, holding the source port the reconnection is
+// to reuse (Linux's client likewise aborts the old connection, xs_abort_connection).
+func abort(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
 }
 
 // NewTCPTransport returns a transport over an established connection, which it owns.
 // It does not reconnect.
 func NewTCPTransport(c net.Conn, opts *TCPOptions) *TCPTransport {
-	return newTCPTransport(c, opts)
+	return newTCPTransport(c, opts, nil)
 }
 
-func newTCPTransport(c net.Conn, opts *TCPOptions) *TCPTransport {
+// newTCPTransport returns a transport over c that redials with d (nil: never).
+func newTCPTransport(c net.Conn, opts *TCPOptions, d *tcpDialer) *TCPTransport {
 	t := &TCPTransport{opts: opts.withDefaults(), wsem: make(chan struct{}, 1)}
+	if d != nil {
+		// Before the reader starts: it may lose the connection at once.
+		d.log = t.opts.Logger
+		t.dial = d.dial
+	}
 	t.vecs.maxFrag = t.opts.MaxFragment
 	t.ctx, t.cancel = context.WithCancel(context.Background())
 	t.conn, t.gen = c, 1
@@ -426,9 +483,14 @@ func (t *TCPTransport) loseLocked(c net.Conn, cause error) (after func()) {
 		return nothing
 	}
 	t.conn = nil
-	c.Close()
 	if t.closed.Load() {
+		c.Close()
 		return nothing
+	}
+	if t.dial != nil {
+		abort(c) // the reconnection reuses the source port
+	} else {
+		c.Close()
 	}
 	if t.dial == nil {
 		broken := fmt.Errorf("oncrpc: tcp connection to %v lost: %w", c.RemoteAddr(), cause)

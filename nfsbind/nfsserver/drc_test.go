@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
@@ -75,5 +77,80 @@ func TestDuplicateRequestCache(t *testing.T) {
 	}
 	if s.drc.hits != 3 {
 		t.Fatalf("%d cache hits, want 3", s.drc.hits)
+	}
+}
+
+// End to end over TCP: a non-idempotent call executed by the server whose reply is
+// lost with the connection is retransmitted by the client after it reconnects (same
+// XID, same source port, as the Linux client does) and answered from the duplicate
+// request cache, not executed again into NFS3ERR_EXIST or NFS3ERR_NOENT.
+func TestDuplicateRequestCacheAcrossReconnect(t *testing.T) {
+	s, err := New(Options{Root: t.TempDir(), HandleKey: fuzzKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	nfs := s.NFSHandler()
+	var mu sync.Mutex
+	tries := map[uint32]int{}
+	rs := oncrpc.NewServer(nil)
+	rs.Register(nfs3.Program, nfs3.Version, oncrpc.HandlerFunc(func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+		err := nfs.ServeRPC(ctx, req, res)
+		if !nonIdempotent(nfs3.Proc(req.Header.Proc)) {
+			return err
+		}
+		mu.Lock()
+		tries[req.Header.XID]++
+		first := tries[req.Header.XID] == 1
+		mu.Unlock()
+		if first {
+			req.Conn.Close() // the call is done, its reply lost with the connection
+		}
+		return err
+	}))
+	l, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		rs.Serve(l)
+	}()
+	defer func() {
+		rs.Close()
+		<-served
+	}()
+	tr, err := oncrpc.DialTCP(context.Background(), l.Addr().String(), &oncrpc.TCPOptions{ReconnectBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	auth, err := oncrpc.NewAuthSys(rootCred())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &client{t: t, tr: tr, nfs: oncrpc.NewClient(tr, nfs3.Program, nfs3.Version, oncrpc.WithAuth(auth))}
+	root := s.RootHandle()
+
+	var cr nfs3.CreateRes
+	c.must(nfs3.ProcCreate, &nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: root, Name: []byte("f")}, Mode: nfs3.Guarded}, &cr)
+	wantStatus(t, "CREATE GUARDED retried after reconnect", cr.Status, nfs3.StatusOK)
+	var rn nfs3.RenameRes
+	c.must(nfs3.ProcRename, &nfs3.RenameArgs{From: nfs3.DirOpArgs{Dir: root, Name: []byte("f")}, To: nfs3.DirOpArgs{Dir: root, Name: []byte("g")}}, &rn)
+	wantStatus(t, "RENAME retried after reconnect", rn.Status, nfs3.StatusOK)
+	var rr nfs3.RemoveRes
+	c.must(nfs3.ProcRemove, &nfs3.RemoveArgs{What: nfs3.DirOpArgs{Dir: root, Name: []byte("g")}}, &rr)
+	wantStatus(t, "REMOVE retried after reconnect", rr.Status, nfs3.StatusOK)
+
+	mu.Lock()
+	defer mu.Unlock()
+	for xid, n := range tries {
+		if n != 2 {
+			t.Errorf("xid %#x: %d tries, want 2", xid, n)
+		}
+	}
+	if tr.Stats().Reconnects != 3 {
+		t.Errorf("%d reconnections, want 3", tr.Stats().Reconnects)
 	}
 }
