@@ -14,9 +14,9 @@ import (
 
 // The duplicate request cache remembers the results of recent non-idempotent calls
 // (SETATTR, CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK) so that a
-// retransmission (same client address, XID, procedure and arguments) gets the original
-// answer instead of a spurious error such as NFS3ERR_NOENT for a REMOVE that already
-// happened. A retransmission that arrives while the original is still executing is
+// retransmission (same client, see drcClient; same XID, procedure and arguments) gets
+// the original answer instead of a spurious error such as NFS3ERR_NOENT for a REMOVE
+// that already happened. A retransmission that arrives while the original is still executing is
 // dropped; the client retransmits again and then finds the answer.
 const drcSize = 1024
 
@@ -52,6 +52,22 @@ func nonIdempotent(p nfs3.Proc) bool {
 	return false
 }
 
+// drcClient is the caller's part of a call's key: its address and port, as in knfsd
+// (nfsd_cache_key_cmp compares both), since over TCP the port tells apart clients
+// behind one address and a client reconnects from the same port (see oncrpc.DialTCP).
+// Over RPC-over-RDMA the port is the connection manager's choice, not the client's,
+// and changes with every reconnection: the key then has the address alone, as
+// svcrdma sets the remote port to 0 (handle_connect_req) so that its DRC works across
+// reconnections.
+func drcClient(req *oncrpc.Request) string {
+	if req.Netid == "rdma" || req.Netid == "rdma6" {
+		if ap, ok := addrPortOf(req.RemoteAddr); ok {
+			return req.Netid + " " + ap.Addr().String()
+		}
+	}
+	return req.RemoteAddr.String()
+}
+
 // withDRC wraps the NFS handler with the duplicate request cache.
 func (s *Server) withDRC(h oncrpc.Handler) oncrpc.Handler {
 	c := &s.drc
@@ -60,7 +76,7 @@ func (s *Server) withDRC(h oncrpc.Handler) oncrpc.Handler {
 			return h.ServeRPC(ctx, req, res)
 		}
 		args := req.Args.Rest()
-		k := drcKey{addr: req.RemoteAddr.String(), xid: req.Header.XID, proc: req.Header.Proc,
+		k := drcKey{addr: drcClient(req), xid: req.Header.XID, proc: req.Header.Proc,
 			sum: crc32.Checksum(args, castagnoli), n: len(args)}
 		c.mu.Lock()
 		if e, ok := c.entries[k]; ok {

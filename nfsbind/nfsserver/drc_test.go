@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
+	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
 	"github.com/go-rpcrdma/rpcrdma/xdr"
 )
 
@@ -24,6 +25,7 @@ func serveOnce(t *testing.T, h oncrpc.Handler, addr net.Addr, xid uint32, proc n
 		AuthSys:    &oncrpc.AuthSysParams{UID: 0, GID: 0},
 		Args:       xdr.NewDecoder(encodeMsg(args)),
 		RemoteAddr: addr,
+		Netid:      oncrpc.Netid(addr), // as the oncrpc Server sets it
 	}
 	var e xdr.Encoder
 	if err := h.ServeRPC(context.Background(), req, &e); err != nil {
@@ -152,5 +154,50 @@ func TestDuplicateRequestCacheAcrossReconnect(t *testing.T) {
 	}
 	if tr.Stats().Reconnects != 3 {
 		t.Errorf("%d reconnections, want 3", tr.Stats().Reconnects)
+	}
+}
+
+// Over RPC-over-RDMA the client's port is the connection manager's choice and changes
+// with every reconnection, so the cache knows an RDMA client by its address alone, as
+// knfsd does (svcrdma's handle_connect_req sets the remote port to 0): a REMOVE
+// retransmitted on a new connection is answered from the cache. Over TCP the port
+// stays part of the key.
+func TestDuplicateRequestCacheRDMAIgnoresPort(t *testing.T) {
+	s, err := New(Options{Root: t.TempDir(), HandleKey: fuzzKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := s.NFSHandler()
+	root := s.RootHandle()
+	var cr nfs3.CreateRes
+	for _, name := range []string{"f", "g"} {
+		a := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 700}
+		if err := serveOnce(t, h, a, 10, nfs3.ProcCreate, &nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: root, Name: []byte(name)}, Mode: nfs3.Guarded}, &cr); err != nil || cr.Status != nfs3.StatusOK {
+			t.Fatalf("CREATE %s: %v %v", name, err, cr.Status)
+		}
+	}
+	first := rpcrdma.Addr{Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40001}}
+	again := rpcrdma.Addr{Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40002}}
+	other := rpcrdma.Addr{Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2), Port: 40001}}
+	var rr nfs3.RemoveRes
+	rm := &nfs3.RemoveArgs{What: nfs3.DirOpArgs{Dir: root, Name: []byte("f")}}
+	if err := serveOnce(t, h, first, 11, nfs3.ProcRemove, rm, &rr); err != nil || rr.Status != nfs3.StatusOK {
+		t.Fatalf("REMOVE over RDMA: %v %v", err, rr.Status)
+	}
+	if err := serveOnce(t, h, again, 11, nfs3.ProcRemove, rm, &rr); err != nil || rr.Status != nfs3.StatusOK {
+		t.Fatalf("REMOVE retransmitted over a new RDMA connection: %v %v", err, rr.Status)
+	}
+	// Another host with the same XID is not a duplicate.
+	if err := serveOnce(t, h, other, 11, nfs3.ProcRemove, rm, &rr); err != nil || rr.Status != nfs3.StatusNoEnt {
+		t.Fatalf("other host's REMOVE: %v %v", err, rr.Status)
+	}
+	// Over TCP the port still tells clients apart.
+	rm = &nfs3.RemoveArgs{What: nfs3.DirOpArgs{Dir: root, Name: []byte("g")}}
+	for i, want := range []nfs3.Status{nfs3.StatusOK, nfs3.StatusNoEnt} {
+		a := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 800 + i}
+		if err := serveOnce(t, h, a, 12, nfs3.ProcRemove, rm, &rr); err != nil || rr.Status != want {
+			t.Fatalf("REMOVE over TCP from port %d: %v %v, want %v", a.Port, err, rr.Status, want)
+		}
 	}
 }
