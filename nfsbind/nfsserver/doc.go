@@ -134,8 +134,8 @@
 // A duplicate request cache (1024 entries) remembers the results of the non-idempotent
 // procedures (SETATTR, CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK) by
 // client address, XID, procedure and a CRC-32C of the arguments, so a retransmitted
-// call gets its original answer; one that arrives while the original still runs is
-// dropped. As in knfsd, the client address includes the TCP source port (clients,
+// call gets its original answer; one that arrives while the original still runs waits
+// for it (knfsd drops it). As in knfsd, the client address includes the TCP source port (clients,
 // oncrpc.DialTCP and Linux's among them, reconnect from the same port) but not the
 // RPC-over-RDMA one, which changes with every connection.
 //

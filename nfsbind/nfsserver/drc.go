@@ -16,8 +16,9 @@ import (
 // (SETATTR, CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK) so that a
 // retransmission (same client, see drcClient; same XID, procedure and arguments) gets
 // the original answer instead of a spurious error such as NFS3ERR_NOENT for a REMOVE
-// that already happened. A retransmission that arrives while the original is still executing is
-// dropped; the client retransmits again and then finds the answer.
+// that already happened. A retransmission that arrives while the original is still
+// executing waits for it and gets its answer (knfsd drops it and relies on the client
+// to retransmit again after a timeout, which a TCP client may never do).
 const drcSize = 1024
 
 type drcKey struct {
@@ -31,6 +32,8 @@ type drcKey struct {
 type drcEntry struct {
 	done    bool
 	results []byte
+	// finished is closed when the call has run: done, or failed and removed.
+	finished chan struct{}
 }
 
 type drc struct {
@@ -79,18 +82,34 @@ func (s *Server) withDRC(h oncrpc.Handler) oncrpc.Handler {
 		k := drcKey{addr: drcClient(req), xid: req.Header.XID, proc: req.Header.Proc,
 			sum: crc32.Checksum(args, castagnoli), n: len(args)}
 		c.mu.Lock()
-		if e, ok := c.entries[k]; ok {
+		for {
+			e, ok := c.entries[k]
+			if !ok {
+				break
+			}
 			c.hits++
 			if !e.done {
+				// The original is still running. Wait for its answer rather than
+				// drop the retransmission: over TCP a client retransmits only after
+				// reconnecting, so the original's reply, sent to the lost connection,
+				// would never reach it and the call would hang.
 				c.mu.Unlock()
-				return oncrpc.ErrNoReply
+				select {
+				case <-e.finished:
+				case <-ctx.Done():
+					return oncrpc.ErrNoReply
+				}
+				c.mu.Lock()
+				if !e.done {
+					continue // it failed: run the call unless another try has begun
+				}
 			}
 			res.FixedOpaque(e.results)
 			c.mu.Unlock()
 			s.log.Debug("duplicate request answered from cache", "xid", k.xid, "proc", nfs3.Proc(k.proc).String(), "client", k.addr)
 			return nil
 		}
-		e := &drcEntry{}
+		e := &drcEntry{finished: make(chan struct{})}
 		if old := c.ring[c.next]; old != (drcKey{}) {
 			delete(c.entries, old)
 		}
@@ -100,15 +119,22 @@ func (s *Server) withDRC(h oncrpc.Handler) oncrpc.Handler {
 		c.mu.Unlock()
 
 		start := res.Len()
+		ok := false
+		defer func() {
+			// Also when h panics (the oncrpc Server answers SYSTEM_ERR): a
+			// retransmission then runs the call again, and waiters do not hang.
+			c.mu.Lock()
+			if ok {
+				e.results = append([]byte(nil), res.Bytes()[start:]...)
+				e.done = true
+			} else if c.entries[k] == e {
+				delete(c.entries, k) // let a retransmission run again
+			}
+			c.mu.Unlock()
+			close(e.finished)
+		}()
 		err := h.ServeRPC(ctx, req, res)
-		c.mu.Lock()
-		if err == nil && len(res.Payloads()) == 0 {
-			e.results = append([]byte(nil), res.Bytes()[start:]...)
-			e.done = true
-		} else if c.entries[k] == e {
-			delete(c.entries, k) // let a retransmission run again
-		}
-		c.mu.Unlock()
+		ok = err == nil && len(res.Payloads()) == 0
 		return err
 	})
 }

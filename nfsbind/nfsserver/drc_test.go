@@ -20,6 +20,12 @@ import (
 // would, and decodes the results into res.
 func serveOnce(t *testing.T, h oncrpc.Handler, addr net.Addr, xid uint32, proc nfs3.Proc, args xdr.EncoderTo, res nfs3.Message) error {
 	t.Helper()
+	return serveOnceCtx(context.Background(), t, h, addr, xid, proc, args, res)
+}
+
+// serveOnceCtx is serveOnce with the handler's context.
+func serveOnceCtx(ctx context.Context, t *testing.T, h oncrpc.Handler, addr net.Addr, xid uint32, proc nfs3.Proc, args xdr.EncoderTo, res nfs3.Message) error {
+	t.Helper()
 	req := &oncrpc.Request{
 		Header:     oncrpc.CallHeader{XID: xid, Prog: nfs3.Program, Vers: nfs3.Version, Proc: uint32(proc)},
 		AuthSys:    &oncrpc.AuthSysParams{UID: 0, GID: 0},
@@ -28,7 +34,7 @@ func serveOnce(t *testing.T, h oncrpc.Handler, addr net.Addr, xid uint32, proc n
 		Netid:      oncrpc.Netid(addr), // as the oncrpc Server sets it
 	}
 	var e xdr.Encoder
-	if err := h.ServeRPC(context.Background(), req, &e); err != nil {
+	if err := h.ServeRPC(ctx, req, &e); err != nil {
 		return err
 	}
 	return res.DecodeXDR(xdr.NewDecoder(xdr.Flatten(nil, e.Bytes(), e.Payloads())))
@@ -67,14 +73,17 @@ func TestDuplicateRequestCache(t *testing.T) {
 	if err := serveOnce(t, h, a, 2, nfs3.ProcRemove, &nfs3.RemoveArgs{What: nfs3.DirOpArgs{Dir: root, Name: []byte("g")}}, &rr); err != nil || rr.Status != nfs3.StatusNoEnt {
 		t.Fatalf("REMOVE with reused XID: %v %v", err, rr.Status)
 	}
-	// A call still executing is dropped when retransmitted.
+	// A retransmission of a call still executing waits for it; when its own
+	// connection goes away first, it is dropped.
 	s.drc.mu.Lock()
 	k := drcKey{addr: a.String(), xid: 3, proc: uint32(nfs3.ProcRmdir)}
 	args := encodeMsg(&nfs3.RmdirArgs{What: nfs3.DirOpArgs{Dir: root, Name: []byte("d")}})
 	k.sum, k.n = crcOf(args), len(args)
-	s.drc.entries[k] = &drcEntry{}
+	s.drc.entries[k] = &drcEntry{finished: make(chan struct{})}
 	s.drc.mu.Unlock()
-	if err := serveOnce(t, h, a, 3, nfs3.ProcRmdir, &nfs3.RmdirArgs{What: nfs3.DirOpArgs{Dir: root, Name: []byte("d")}}, &rr); !errors.Is(err, oncrpc.ErrNoReply) {
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := serveOnceCtx(gone, t, h, a, 3, nfs3.ProcRmdir, &nfs3.RmdirArgs{What: nfs3.DirOpArgs{Dir: root, Name: []byte("d")}}, &rr); !errors.Is(err, oncrpc.ErrNoReply) {
 		t.Fatalf("duplicate of a call in progress: %v", err)
 	}
 	if s.drc.hits != 3 {
@@ -199,5 +208,114 @@ func TestDuplicateRequestCacheRDMAIgnoresPort(t *testing.T) {
 		if err := serveOnce(t, h, a, 12, nfs3.ProcRemove, rm, &rr); err != nil || rr.Status != want {
 			t.Fatalf("REMOVE over TCP from port %d: %v %v, want %v", a.Port, err, rr.Status, want)
 		}
+	}
+}
+
+// A retransmission that arrives while the original call is still executing waits for
+// it and gets its answer. Dropping it, as knfsd does, leaves a client that
+// retransmits only after reconnecting (the oncrpc TCP client without a per-try
+// timeout) waiting forever when the original's reply went to the lost connection.
+func TestDuplicateRequestCacheRetransmissionDuringCall(t *testing.T) {
+	s, err := New(Options{Root: t.TempDir(), HandleKey: fuzzKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	gate := make(chan struct{})
+	var first sync.Once
+	procs := s.procs()
+	h := s.withDRC(oncrpc.HandlerFunc(func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+		if nfs3.Proc(req.Header.Proc) == nfs3.ProcRemove {
+			first.Do(func() {
+				req.Conn.Close() // the client reconnects and retransmits
+				<-gate
+			})
+		}
+		return procs.ServeRPC(ctx, req, res)
+	}))
+	rs := oncrpc.NewServer(nil)
+	rs.Register(nfs3.Program, nfs3.Version, h)
+	l, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		rs.Serve(l)
+	}()
+	defer func() {
+		rs.Close()
+		<-served
+	}()
+	tr, err := oncrpc.DialTCP(context.Background(), l.Addr().String(), &oncrpc.TCPOptions{ReconnectBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	auth, err := oncrpc.NewAuthSys(rootCred())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &client{t: t, tr: tr, nfs: oncrpc.NewClient(tr, nfs3.Program, nfs3.Version, oncrpc.WithAuth(auth))}
+	root := s.RootHandle()
+	var cr nfs3.CreateRes
+	c.must(nfs3.ProcCreate, &nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: root, Name: []byte("f")}, Mode: nfs3.Unchecked}, &cr)
+	wantStatus(t, "CREATE", cr.Status, nfs3.StatusOK)
+
+	go func() {
+		// Let the original go on once the retransmission has found it in progress.
+		for {
+			s.drc.mu.Lock()
+			hits := s.drc.hits
+			s.drc.mu.Unlock()
+			if hits > 0 {
+				close(gate)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	var rr nfs3.RemoveRes
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.nfs.Call(ctx, uint32(nfs3.ProcRemove), &nfs3.RemoveArgs{What: nfs3.DirOpArgs{Dir: root, Name: []byte("f")}}, owned{&rr}); err != nil {
+		t.Fatalf("REMOVE retransmitted while the original ran: %v", err)
+	}
+	wantStatus(t, "REMOVE retransmitted while the original ran", rr.Status, nfs3.StatusOK)
+}
+
+// A call whose procedure panics (the oncrpc Server answers SYSTEM_ERR) leaves no
+// entry behind: its retransmission runs again instead of waiting for it.
+func TestDuplicateRequestCachePanicLeavesNoEntry(t *testing.T) {
+	s, err := New(Options{Root: t.TempDir(), HandleKey: fuzzKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	procs := s.procs()
+	var panicked bool
+	h := s.withDRC(oncrpc.HandlerFunc(func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+		if !panicked {
+			panicked = true
+			panic("injected")
+		}
+		return procs.ServeRPC(ctx, req, res)
+	}))
+	a := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 900}
+	args := &nfs3.MkdirArgs{Where: nfs3.DirOpArgs{Dir: s.RootHandle(), Name: []byte("d")}}
+	var cr nfs3.CreateRes
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("no panic")
+			}
+		}()
+		serveOnce(t, h, a, 1, nfs3.ProcMkdir, args, &cr)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := serveOnceCtx(ctx, t, h, a, 1, nfs3.ProcMkdir, args, &cr); err != nil || cr.Status != nfs3.StatusOK {
+		t.Fatalf("MKDIR retransmitted after a panic: %v %v", err, cr.Status)
 	}
 }
