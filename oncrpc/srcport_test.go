@@ -86,3 +86,47 @@ func TestTCPDialerFallsBackToNewPort(t *testing.T) {
 		t.Fatalf("connected from %s, dialer keeps %v; want a new port, kept", got, d.local)
 	}
 }
+
+// The dialer's own earlier connection lingering in TIME_WAIT (closed in order, by this
+// side first) does not keep it from connecting again from that port: its sockets
+// carry SO_REUSEADDR, as the Linux client's do (xs_create_sock), and bind(2) then
+// allows the port over the TIME_WAIT (connect(2) checks the whole address
+// quadruple). Without it the reconnection came from a new port, and the server's
+// duplicate request cache no longer recognized the retransmitted calls.
+func TestTCPDialerReusesPortInTimeWait(t *testing.T) {
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		c, err := other.Accept()
+		if err != nil {
+			return
+		}
+		var b [1]byte
+		c.Read(b[:]) // until the client's FIN
+		c.Close()
+	}()
+	d := &tcpDialer{addr: other.Addr().String()}
+	c, err := d.dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := d.local.String()
+	c.Close() // this side closes first: its socket ends in TIME_WAIT
+	<-closed
+
+	_, addr := startTCPServer(t, nil, echoHandler())
+	d.addr = addr
+	rc, err := d.dial(context.Background())
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer rc.Close()
+	if got := rc.LocalAddr().String(); got != port {
+		t.Fatalf("connected again from %s with %s in TIME_WAIT, want from %s", got, port, port)
+	}
+}

@@ -183,15 +183,23 @@ func (d *tcpDialer) dial(ctx context.Context) (net.Conn, error) {
 	defer d.mu.Unlock()
 	var reuseErr error
 	if d.local != nil {
-		nd := net.Dialer{LocalAddr: d.local}
+		nd := net.Dialer{LocalAddr: d.local, Control: reuseAddr}
 		c, err := nd.DialContext(ctx, "tcp", d.addr)
 		if err == nil || ctx.Err() != nil {
 			return c, err
 		}
 		reuseErr = err
 	}
-	var nd net.Dialer
+	// A new port from bind(2), with SO_REUSEADDR: bind picks one no other socket
+	// holds (connect(2) alone may pick one another connection's TIME_WAIT shares,
+	// which a later bind to it would find taken), and the flag lets the
+	// reconnection bind it again over this connection's own TIME_WAIT.
+	nd := net.Dialer{LocalAddr: &net.TCPAddr{}, Control: reuseAddr}
 	c, err := nd.DialContext(ctx, "tcp", d.addr)
+	if err != nil && ctx.Err() == nil {
+		var plain net.Dialer
+		c, err = plain.DialContext(ctx, "tcp", d.addr)
+	}
 	if err != nil {
 		return nil, err
 	}
