@@ -122,29 +122,7 @@ func TestDuplicateRequestCacheAcrossReconnect(t *testing.T) {
 		}
 		return err
 	}))
-	l, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		rs.Serve(l)
-	}()
-	defer func() {
-		rs.Close()
-		<-served
-	}()
-	tr, err := oncrpc.DialTCP(context.Background(), l.Addr().String(), &oncrpc.TCPOptions{ReconnectBackoff: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	auth, err := oncrpc.NewAuthSys(rootCred())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &client{t: t, tr: tr, nfs: oncrpc.NewClient(tr, nfs3.Program, nfs3.Version, oncrpc.WithAuth(auth))}
+	c := serveReconnecting(t, rs)
 	root := s.RootHandle()
 
 	var cr nfs3.CreateRes
@@ -167,8 +145,8 @@ func TestDuplicateRequestCacheAcrossReconnect(t *testing.T) {
 			t.Errorf("xid %#x: %d tries, want 2", xid, n)
 		}
 	}
-	if tr.Stats().Reconnects != 3 {
-		t.Errorf("%d reconnections, want 3", tr.Stats().Reconnects)
+	if n := c.tr.Stats().Reconnects; n != 3 {
+		t.Errorf("%d reconnections, want 3", n)
 	}
 }
 
@@ -248,29 +226,7 @@ func TestDuplicateRequestCacheRetransmissionDuringCall(t *testing.T) {
 	}))
 	rs := oncrpc.NewServer(nil)
 	rs.Register(nfs3.Program, nfs3.Version, h)
-	l, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		rs.Serve(l)
-	}()
-	defer func() {
-		rs.Close()
-		<-served
-	}()
-	tr, err := oncrpc.DialTCP(context.Background(), l.Addr().String(), &oncrpc.TCPOptions{ReconnectBackoff: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	auth, err := oncrpc.NewAuthSys(rootCred())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &client{t: t, tr: tr, nfs: oncrpc.NewClient(tr, nfs3.Program, nfs3.Version, oncrpc.WithAuth(auth))}
+	c := serveReconnecting(t, rs)
 	root := s.RootHandle()
 	var cr nfs3.CreateRes
 	c.must(nfs3.ProcCreate, &nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: root, Name: []byte("f")}, Mode: nfs3.Unchecked}, &cr)
@@ -297,6 +253,35 @@ func TestDuplicateRequestCacheRetransmissionDuringCall(t *testing.T) {
 	}
 	from.skipIfPortChanged(t)
 	wantStatus(t, "REMOVE retransmitted while the original ran", rr.Status, nfs3.StatusOK)
+}
+
+// serveReconnecting serves rs over loopback TCP and returns a root NFSv3 client of it
+// whose transport reconnects (after 1 ms) whenever the connection is lost.
+func serveReconnecting(t *testing.T, rs *oncrpc.Server) *client {
+	t.Helper()
+	l, err := oncrpc.ListenTCP("127.0.0.1:0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		rs.Serve(l)
+	}()
+	t.Cleanup(func() {
+		rs.Close()
+		<-served
+	})
+	tr, err := oncrpc.DialTCP(context.Background(), l.Addr().String(), &oncrpc.TCPOptions{ReconnectBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	auth, err := oncrpc.NewAuthSys(rootCred())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &client{t: t, tr: tr, nfs: oncrpc.NewClient(tr, nfs3.Program, nfs3.Version, oncrpc.WithAuth(auth))}
 }
 
 // addrLog records the caller's address of each try of each XID, to tell whether a
