@@ -782,8 +782,10 @@ func (s *Server) doCreateTimes(dir *object, a *nfs3.CreateArgs, c *cred, times b
 				return appliedAttrs{}, statusOf(err)
 			}
 		} else {
-			// A retransmitted EXCLUSIVE create finds the verifier it stored.
-			if !isReg(&st) || st.Mtime.Sec != v0 || st.Atime.Sec != v1 {
+			// A retransmitted EXCLUSIVE create finds the verifier it stored, in a
+			// file still empty: one written since is no longer what the create made
+			// (knfsd checks the size too).
+			if !isReg(&st) || st.Mtime.Sec != v0 || st.Atime.Sec != v1 || st.Size != 0 {
 				return appliedAttrs{}, nfs3.StatusExist
 			}
 		}

@@ -492,6 +492,18 @@ func TestCreateModes(t *testing.T) {
 	args.Verf[0] = 9
 	c.must(nfs3.ProcCreate, args, &r3)
 	wantStatus(t, "EXCLUSIVE other verifier", r3.Status, nfs3.StatusExist)
+	// Once written, the file is no longer the one the create made, verifier or not
+	// (the write keeps the times here), as knfsd judges it by its size too.
+	args.Verf[0] = 1
+	fx := filepath.Join(e.dir, "x")
+	if err := os.WriteFile(fx, []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(fx, time.Unix(0x05060708, 0), time.Unix(0x01020304, 0)); err != nil {
+		t.Fatal(err)
+	}
+	c.must(nfs3.ProcCreate, args, &r3)
+	wantStatus(t, "EXCLUSIVE retried after the file was written", r3.Status, nfs3.StatusExist)
 
 	g := &nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: e.root, Name: []byte("g")}, Mode: nfs3.Guarded, Attr: nfs3.Sattr{SetMode: true, Mode: 0o600}}
 	c.must(nfs3.ProcCreate, g, &r1)
