@@ -803,8 +803,23 @@ func (q *queuePair) rxSend(pl int) error {
 		s := &rw.sgl[r.recvSGE]
 		take := min(s.n-r.recvSGEOff, rem)
 		if take > 0 {
-			if err := q.readPayload(s.m.buf[s.off+r.recvSGEOff : s.off+r.recvSGEOff+take]); err != nil {
+			// The region is checked as it is written, not only when the
+			// receive was posted: it may have been invalidated (by the
+			// peer's own Send with Invalidate too), deregistered or
+			// re-registered without local write access since. siw checks
+			// every SGE as it places (siw_proc_send, siw_check_sge).
+			m := s.m
+			m.mu.RLock()
+			if m.closed || !m.valid || m.access&verbs.AccessLocalWrite == 0 {
+				m.mu.RUnlock()
+				return q.recvRevoked("is invalid or lacks local write access")
+			}
+			revoked, err := q.placeGuarded(m, m.stag, m.buf[s.off+r.recvSGEOff:s.off+r.recvSGEOff+take])
+			if err != nil {
 				return err
+			}
+			if revoked {
+				return q.recvRevoked("was invalidated during placement")
 			}
 		}
 		r.recvSGEOff += take
@@ -838,6 +853,17 @@ func (q *queuePair) rxSend(pl int) error {
 	}
 	q.completeRecv(verbs.StatusSuccess, r.recvPos, flags, nil)
 	return nil
+}
+
+// recvRevoked fails the active receive, whose region is no longer writable
+// (why says how), with StatusLocalProtection, and answers the Send with a DDP
+// catastrophic Terminate, as siw does (siw_proc_send).
+func (q *queuePair) recvRevoked(why string) error {
+	code := iwarp.TermDDPLocalCatastrophic
+	reason := fmt.Sprintf("Send MSN %d: receive buffer region %s", q.r.h.MSN, why)
+	q.completeRecv(verbs.StatusLocalProtection, 0, 0, &verbs.TerminateError{Layer: uint8(code.Layer()), EType: code.EType(),
+		ECode: code.ECode(), Reason: reason})
+	return q.violation(code, "%s", reason)
 }
 
 // completeRecv completes the active receive.
