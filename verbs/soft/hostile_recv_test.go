@@ -79,3 +79,65 @@ func TestHostileSendIntoRevokedReceive(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileReadResponseSinkNoLocalWrite: a Read Response is placed only
+// into a sink region that still grants local write access when it arrives.
+// Here the sink of the second of two RDMA Reads (ORD 1, so its Read Request
+// waits for the first's response) is re-registered with remote read access
+// only before that Read Request goes out: the request names the new STag,
+// but the region no longer takes writes. siw checks the sink for
+// IB_ACCESS_LOCAL_WRITE when the response arrives (siw_proc_rresp,
+// siw_check_sge) and answers with a DDP tagged buffer error, Invalid STag,
+// the code siw_tagged_error gives an access violation, RFC 5041 lacking
+// one (RFC 5041 §7.2). Before, the response was placed.
+func TestHostileReadResponseSinkNoLocalWrite(t *testing.T) {
+	checkGoroutines(t)
+	s := newServerUnderTest(t, Config{})
+	a, b := make([]byte, 16), make([]byte, 16)
+	amr := s.reg(t, a, verbs.AccessLocalWrite)
+	bmr := s.reg(t, b, verbs.AccessLocalWrite)
+	ch := s.accept(t, verbs.ConnParams{})
+	p, _ := rawDial(t, s.ln.Addr().String(), enhancedRequest(false, 1, 8, nil)) // our ORD: 1
+	if err := <-ch; err != nil {
+		t.Fatalf("Accept: %v", err)
+	}
+	p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: 1}, nil)
+	for i, mr := range []verbs.MR{amr, bmr} {
+		if err := s.qp.PostSend(&verbs.SendWR{ID: uint64(i + 1), Op: verbs.OpRead, Flags: verbs.Signaled,
+			RemoteSTag: 0x12345600, RemoteTO: 0, SGL: []verbs.SGE{{MR: mr, Length: 16}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readRequest := func() iwarp.ReadRequest {
+		t.Helper()
+		f := p.next()
+		if f == nil || f.Header.Opcode != iwarp.OpReadRequest {
+			t.Fatalf("peer got %+v, want a Read Request", f)
+		}
+		var rr iwarp.ReadRequest
+		if err := rr.Decode(f.Payload); err != nil {
+			t.Fatal(err)
+		}
+		return rr
+	}
+	rr := readRequest()
+	if err := bmr.Reregister(verbs.AccessRemoteRead); err != nil {
+		t.Fatal(err)
+	}
+	p.send(iwarp.Header{Opcode: iwarp.OpReadResponse, Last: true, STag: rr.SinkSTag, TO: rr.SinkTO}, bytes.Repeat([]byte{0xaa}, 16))
+	s.expect(t, 1, verbs.OpcodeRead, verbs.StatusSuccess)
+	rr = readRequest()
+	if rr.SinkSTag != bmr.RKey() {
+		t.Fatalf("second Read Request names sink STag %#x, want %#x", rr.SinkSTag, bmr.RKey())
+	}
+	p.send(iwarp.Header{Opcode: iwarp.OpReadResponse, Last: true, STag: rr.SinkSTag, TO: rr.SinkTO}, bytes.Repeat([]byte{0xee}, 16))
+	wc := s.wait(t)
+	if wc.ID != 2 || wc.Status == verbs.StatusSuccess {
+		t.Fatalf("completion = {ID %d %v %v}, want Read 2 failed", wc.ID, wc.Opcode, wc.Status)
+	}
+	if !bytes.Equal(b, make([]byte, 16)) {
+		t.Fatalf("sink without local write access written: % x", b)
+	}
+	p.expectTerminate(iwarp.TermDDPTaggedInvalidSTag)
+	s.checkQPFailed(t, iwarp.TermDDPTaggedInvalidSTag, false)
+}

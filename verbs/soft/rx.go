@@ -695,7 +695,11 @@ func (q *queuePair) rxReadResponse(pl int) error {
 		sink := &wq.sgl[0]
 		m := sink.m
 		m.mu.RLock()
-		stag, valid := m.stag, m.valid && !m.closed
+		// The sink must still take local writes: it may have been
+		// re-registered without them since the Read was posted (siw
+		// checks IB_ACCESS_LOCAL_WRITE as the response arrives,
+		// siw_proc_rresp).
+		stag, valid := m.stag, m.valid && !m.closed && m.access&verbs.AccessLocalWrite != 0
 		if h.STag != stag {
 			m.mu.RUnlock()
 			return q.violation(iwarp.TermDDPTaggedInvalidSTag, "Read Response to STag %#08x, the Read Request named %#08x", h.STag, stag)
@@ -708,7 +712,7 @@ func (q *queuePair) rxReadResponse(pl int) error {
 		}
 		if !valid {
 			m.mu.RUnlock()
-			return q.violation(iwarp.TermDDPTaggedInvalidSTag, "Read Response sink STag %#08x was invalidated locally", stag)
+			return q.violation(iwarp.TermDDPTaggedInvalidSTag, "Read Response sink STag %#08x was invalidated locally or lacks local write access", stag)
 		}
 		at := sink.off + wq.placed + pl
 		// A peer cuts a response into FPDUs of one size, but the first
