@@ -2,6 +2,7 @@ package soft
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/verbs"
@@ -140,4 +141,42 @@ func TestHostileReadResponseSinkNoLocalWrite(t *testing.T) {
 	}
 	p.expectTerminate(iwarp.TermDDPTaggedInvalidSTag)
 	s.checkQPFailed(t, iwarp.TermDDPTaggedInvalidSTag, false)
+}
+
+// TestHostileSendInvalidateOtherPD: a Send with Invalidate naming a region
+// of another protection domain of the device is refused with the RDMAP
+// Remote Protection Error "STag cannot be invalidated" (RFC 5040 §7.2,
+// Layer 0 EType 1 code 0x09), as siw answers a PD mismatch
+// (siw_rdmap_complete: -EACCES from siw_invalidate_stag), not with the
+// Remote Operation Error of an STag that names no region. The region stays
+// valid either way.
+func TestHostileSendInvalidateOtherPD(t *testing.T) {
+	checkGoroutines(t)
+	s := newServerUnderTest(t, Config{})
+	other, err := s.dev.AllocPD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim, err := other.RegMR(make([]byte, 64), verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { victim.Close() })
+	rmr := s.reg(t, make([]byte, 16), verbs.AccessLocalWrite)
+	if err := s.qp.PostRecv(&verbs.RecvWR{ID: 1, SGL: []verbs.SGE{{MR: rmr, Length: 16}}}); err != nil {
+		t.Fatal(err)
+	}
+	p := s.connectRaw(t, false, verbs.ConnParams{})
+	p.sendMsg(iwarp.OpSendInvalidate, []byte("x"), victim.RKey())
+	code := iwarp.TermRDMAPProtCannotInvalidate
+	wc := s.expect(t, 1, verbs.OpcodeRecv, verbs.StatusRemoteInvalidate)
+	var te *verbs.TerminateError
+	if !errors.As(wc.Err, &te) || te.Layer != uint8(code.Layer()) || te.EType != code.EType() || te.ECode != code.ECode() {
+		t.Errorf("receive error %v, want code %v", wc.Err, code)
+	}
+	if !victim.Valid() {
+		t.Error("region of another protection domain invalidated")
+	}
+	p.expectTerminate(code)
+	s.checkQPFailed(t, code, false)
 }

@@ -130,16 +130,26 @@ func (m *memRegion) Invalidate() error {
 }
 
 // invalidateRemote is Send with Invalidate's invalidation: it succeeds only
-// for a valid region of pd whose STag matches exactly.
-func (m *memRegion) invalidateRemote(pd *protDomain, stag uint32) bool {
+// for a valid region of pd whose STag matches exactly. When it fails it
+// reports the Terminate code: the RDMAP Remote Protection Error "STag cannot
+// be invalidated" for the STag of a region of another protection domain, as
+// siw answers a PD mismatch (siw_rdmap_complete, -EACCES from
+// siw_invalidate_stag), and the Remote Operation Error of that name for
+// anything else (RFC 5040 §7.2).
+func (m *memRegion) invalidateRemote(pd *protDomain, stag uint32) (iwarp.TermCode, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || !m.valid || m.stag != stag || m.pd != pd {
-		return false
+	switch {
+	case m.closed || m.stag != stag:
+		return iwarp.TermRDMAPOpCannotInvalidate, false
+	case m.pd != pd:
+		return iwarp.TermRDMAPProtCannotInvalidate, false
+	case !m.valid:
+		return iwarp.TermRDMAPOpCannotInvalidate, false
 	}
 	m.valid = false
 	m.publishLocked()
-	return true
+	return 0, true
 }
 
 func (m *memRegion) Reregister(access verbs.Access) error {

@@ -847,11 +847,14 @@ func (q *queuePair) rxSend(pl int) error {
 	}
 	if r.recvOp.Invalidates() {
 		inv := r.recvInv
-		m := q.dev.stags.lookup(inv)
-		if m == nil || !m.invalidateRemote(q.pd, inv) {
-			q.completeRecv(verbs.StatusRemoteInvalidate, r.recvPos, 0, &verbs.TerminateError{Layer: 0, EType: iwarp.ETypeRDMAPRemoteOperation,
-				ECode: iwarp.TermRDMAPOpCannotInvalidate.ECode(), Reason: fmt.Sprintf("STag %#08x cannot be invalidated", inv)})
-			return q.violation(iwarp.TermRDMAPOpCannotInvalidate, "Send with Invalidate names STag %#08x, which is not a valid STag of this stream", inv)
+		code, ok := iwarp.TermRDMAPOpCannotInvalidate, false
+		if m := q.dev.stags.lookup(inv); m != nil {
+			code, ok = m.invalidateRemote(q.pd, inv)
+		}
+		if !ok {
+			q.completeRecv(verbs.StatusRemoteInvalidate, r.recvPos, 0, &verbs.TerminateError{Layer: uint8(code.Layer()), EType: code.EType(),
+				ECode: code.ECode(), Reason: fmt.Sprintf("STag %#08x cannot be invalidated", inv)})
+			return q.violation(code, "Send with Invalidate names STag %#08x, which is not a valid STag of this stream", inv)
 		}
 		flags |= verbs.WithInvalidate
 	}
