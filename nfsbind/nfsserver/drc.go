@@ -32,6 +32,7 @@ type drcKey struct {
 type drcEntry struct {
 	done    bool
 	results []byte
+	slot    int // its place in drc.ring
 	// finished is closed when the call has run: done, or failed and removed.
 	finished chan struct{}
 }
@@ -109,9 +110,14 @@ func (s *Server) withDRC(h oncrpc.Handler) oncrpc.Handler {
 			s.log.Debug("duplicate request answered from cache", "xid", k.xid, "proc", nfs3.Proc(k.proc).String(), "client", k.addr)
 			return nil
 		}
-		e := &drcEntry{finished: make(chan struct{})}
+		e := &drcEntry{finished: make(chan struct{}), slot: c.next}
+		// The slot's key is evicted only if it is still that slot's entry: a call
+		// that failed was removed, and its key may have been cached again since,
+		// in another slot.
 		if old := c.ring[c.next]; old != (drcKey{}) {
-			delete(c.entries, old)
+			if oe := c.entries[old]; oe != nil && oe.slot == c.next {
+				delete(c.entries, old)
+			}
 		}
 		c.ring[c.next] = k
 		c.next = (c.next + 1) % drcSize

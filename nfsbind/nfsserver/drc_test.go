@@ -355,3 +355,49 @@ func TestDuplicateRequestCachePanicLeavesNoEntry(t *testing.T) {
 		t.Fatalf("MKDIR retransmitted after a panic: %v %v", err, cr.Status)
 	}
 }
+
+// A call that failed leaves the cache, and its retransmission, run again and cached in
+// a later slot, stays cached for a whole round of the ring: the earlier slot, which
+// still names its key, does not evict the newer entry when the ring comes back to it.
+func TestDuplicateRequestCacheFailedCallKeepsRetry(t *testing.T) {
+	s, err := New(Options{Root: t.TempDir(), HandleKey: fuzzKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var runs [2]int // runs of XID 1, of the others
+	h := s.withDRC(oncrpc.HandlerFunc(func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
+		if req.Header.XID == 1 {
+			runs[0]++
+			if runs[0] == 1 {
+				return errors.New("a transient failure")
+			}
+		} else {
+			runs[1]++
+		}
+		(&nfs3.RemoveRes{Status: nfs3.StatusOK}).EncodeXDR(res)
+		return nil
+	}))
+	a := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 800}
+	rm := &nfs3.RemoveArgs{What: nfs3.DirOpArgs{Dir: s.RootHandle(), Name: []byte("f")}}
+	var rr nfs3.RemoveRes
+	if err := serveOnce(t, h, a, 1, nfs3.ProcRemove, rm, &rr); err == nil {
+		t.Fatal("the first try did not fail")
+	}
+	if err := serveOnce(t, h, a, 1, nfs3.ProcRemove, rm, &rr); err != nil {
+		t.Fatalf("the retransmission: %v", err)
+	}
+	// Calls enough to bring the ring back to the failed try's slot, not to the
+	// retransmission's.
+	for xid := uint32(2); xid <= drcSize; xid++ {
+		if err := serveOnce(t, h, a, xid, nfs3.ProcRemove, rm, &rr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := serveOnce(t, h, a, 1, nfs3.ProcRemove, rm, &rr); err != nil {
+		t.Fatal(err)
+	}
+	if runs[0] != 2 {
+		t.Fatalf("XID 1 ran %d times, want 2: its cached answer was evicted with the failed try's slot", runs[0])
+	}
+}
