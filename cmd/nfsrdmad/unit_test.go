@@ -38,7 +38,7 @@ func TestSystemdUnit(t *testing.T) {
 	if err != nil || len(out) > 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
-	for _, want := range []string{"Type=notify", "ExecReload=" + bin + " -check -exports /etc/nfsrdmad.exports", "ExecReload=/bin/kill -HUP $MAINPID", "StateDirectory=nfsrdmad"} {
+	for _, want := range []string{"Type=notify", "ExecReload=" + bin + " -check -exports /etc/nfsrdmad.exports $NFSRDMAD_OPTS", "ExecReload=/bin/kill -HUP $MAINPID", "StateDirectory=nfsrdmad"} {
 		if !strings.Contains(string(unit), "\n"+want+"\n") {
 			t.Errorf("the unit lacks %s, which the command's systemd support relies on", want)
 		}
