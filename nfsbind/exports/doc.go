@@ -40,7 +40,8 @@
 //	secure (default) / insecure         TCP callers must use a source port < 1024 / any
 //	nocrossmnt (default) / crossmnt     file systems mounted below the export are not
 //	                                    served / are (see below)
-//	fsid=N, fsid=root (same as fsid=0)  the export's file system id (handles, attributes)
+//	fsid=N, fsid=root (same as fsid=0)  the export's file system id (handles, attributes);
+//	                                    N as exportfs reads it: 0x hex, 0 octal
 //	no_subtree_check, subtree_check,    accepted for compatibility with knfsd tables;
 //	wdelay, no_wdelay, sec=sys, hide    they change nothing here
 //

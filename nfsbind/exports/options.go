@@ -162,9 +162,9 @@ func applyOption(o *Options, fsid *fsidSetting, opt string) string {
 			*fsid = fsidSetting{set: true}
 			return ""
 		}
-		n, err := strconv.ParseUint(val, 10, 32)
+		n, err := parseCNumber(val, 32)
 		if err != nil {
-			return fmt.Sprintf("option fsid=%q: want a number from 0 to 4294967295 or root (UUIDs are not supported)", val)
+			return fmt.Sprintf("option fsid=%q: want a number from 0 to 4294967295 (decimal, 0x hexadecimal or 0 octal) or root (UUIDs are not supported)", val)
 		}
 		*fsid = fsidSetting{set: true, v: uint32(n)}
 		return ""
@@ -177,4 +177,18 @@ func applyOption(o *Options, fsid *fsidSetting, opt string) string {
 		return "empty option"
 	}
 	return fmt.Sprintf("unknown option %q", name)
+}
+
+// parseCNumber parses val as strtoul(3) with base 0 does, as nfs-utils reads fsid=: 0x
+// or 0X and hexadecimal digits, 0 and octal digits, or decimal digits (no sign, no
+// space), into an unsigned number of bits bits.
+func parseCNumber(val string, bits int) (uint64, error) {
+	base, digits := 10, val
+	switch {
+	case len(val) > 2 && (val[:2] == "0x" || val[:2] == "0X"):
+		base, digits = 16, val[2:]
+	case len(val) > 1 && val[0] == '0':
+		base, digits = 8, val[1:]
+	}
+	return strconv.ParseUint(digits, base, bits)
 }

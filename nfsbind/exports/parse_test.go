@@ -255,3 +255,23 @@ func TestParsePathOnSeveralLines(t *testing.T) {
 		t.Errorf("different fsids on two lines of /a: %v", err)
 	}
 }
+
+// TestParseFSIDBases: fsid=N is read as exportfs reads it (strtoul with base 0): 0x
+// hexadecimal, a leading 0 octal, decimal otherwise; so the same table gives the same
+// file system id under both, rather than 010 being 8 there and 10 here.
+func TestParseFSIDBases(t *testing.T) {
+	for _, tc := range []struct {
+		val  string
+		want uint32
+	}{{"10", 10}, {"010", 8}, {"0x10", 16}, {"0X1f", 31}, {"0", 0}, {"4294967295", 1<<32 - 1}, {"0xffffffff", 1<<32 - 1}} {
+		tab := mustParse(t, "/a *(fsid="+tc.val+")\n")
+		if e := tab.Exports[0]; !e.HasFSID || e.FSID != tc.want {
+			t.Errorf("fsid=%s: %v %d, want %d", tc.val, e.HasFSID, e.FSID, tc.want)
+		}
+	}
+	for _, val := range []string{"08", "0x", "0x1g", "-1", "+1", "1_0", "4294967296", "0x100000000"} {
+		if _, err := Parse("x", []byte("/a *(fsid="+val+")\n")); err == nil || !strings.Contains(err.Error(), "fsid") {
+			t.Errorf("fsid=%s: %v, want an error naming fsid", val, err)
+		}
+	}
+}
