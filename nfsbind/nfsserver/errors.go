@@ -35,6 +35,11 @@ func statusOf(err error) nfs3.Status {
 		return nfs3.StatusNXIO
 	case unix.EACCES, unix.ETXTBSY:
 		return nfs3.StatusAcces
+	case unix.EBUSY:
+		// A name something is mounted on, which cannot be removed or renamed:
+		// knfsd answers NFS3ERR_ACCES for NFSv3 (nfsd_unlink: "there is no
+		// perfect error status"), NFS4ERR_ACCESS for NFSv4's REMOVE of a directory.
+		return nfs3.StatusAcces
 	case unix.EEXIST:
 		return nfs3.StatusExist
 	case unix.EXDEV:

@@ -276,3 +276,36 @@ func TestCommitNeedsWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoveMountPoint: REMOVE, RMDIR and RENAME of a directory a file system is
+// mounted on fail with EBUSY on the server; that is NFS3ERR_ACCES, as knfsd answers
+// for NFSv3 ("name is mounted-on", nfsd_unlink), and NFS4ERR_ACCESS for NFSv4's
+// REMOVE of a directory, not NFS3ERR_IO, which says the server's storage failed.
+func TestRemoveMountPoint(t *testing.T) {
+	if !inPrivateMountNS(t) {
+		return
+	}
+	top := t.TempDir()
+	sub := filepath.Join(top, "sub")
+	if err := os.Mkdir(sub, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	mountTmpfs(t, "nfsserver-busy", sub)
+	e := newEnv(t, Options{Root: top})
+	var rr nfs3.RemoveRes
+	e.c.must(nfs3.ProcRmdir, &nfs3.RmdirArgs{What: nfs3.DirOpArgs{Dir: e.root, Name: []byte("sub")}}, &rr)
+	wantStatus(t, "RMDIR of a mount point", rr.Status, nfs3.StatusAcces)
+	e.c.must(nfs3.ProcRemove, &nfs3.RemoveArgs{What: nfs3.DirOpArgs{Dir: e.root, Name: []byte("sub")}}, &rr)
+	if rr.Status != nfs3.StatusAcces && rr.Status != nfs3.StatusIsDir {
+		t.Errorf("REMOVE of a mount point: %v, want NFS3ERR_ACCES or NFS3ERR_ISDIR", rr.Status)
+	}
+	var rn nfs3.RenameRes
+	e.c.must(nfs3.ProcRename, &nfs3.RenameArgs{From: nfs3.DirOpArgs{Dir: e.root, Name: []byte("sub")}, To: nfs3.DirOpArgs{Dir: e.root, Name: []byte("moved")}}, &rn)
+	wantStatus(t, "RENAME of a mount point", rn.Status, nfs3.StatusAcces)
+
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	res := c.call(&nfs4.PutfhArgs{Object: dir}, &nfs4.NameArgs{OpNum: nfs4.OpRemove, Name: []byte("sub")})
+	wantStatus4(t, "NFSv4 REMOVE of a mount point", res, nfs4.ErrAccess)
+}
