@@ -394,7 +394,9 @@ func (c *compound) readdir(a *nfs4.ReaddirArgs) (st nfs4.Status, written bool) {
 	if overlaps(a.AttrRequest, v4WriteOnly) {
 		return nfs4.ErrInval, false // no value to give, as GETATTR (curAttrs)
 	}
-	if a.Cookie == 1 || a.Cookie == 2 {
+	// Cookies 1 and 2 are reserved (RFC 8881 §18.23.3), and a first READDIR (cookie
+	// 0) carries a zero verifier: knfsd refuses anything else as a bad cookie.
+	if a.Cookie == 1 || a.Cookie == 2 || (a.Cookie == 0 && a.CookieVerf != nfs4.Verifier{}) {
 		return nfs4.ErrBadCookie, false
 	}
 	mask := &c.ops.readdirMask

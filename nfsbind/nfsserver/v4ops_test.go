@@ -745,3 +745,33 @@ func TestV4OpenDenyReadNeedsWrite(t *testing.T) {
 	// The owner can still open it for reading.
 	c.openFile(dir, openArgs4("root", "f", nfs4.ShareAccessRead, false))
 }
+
+// TestV4ReaddirBadCookies: READDIR cookies 1 and 2 are reserved (RFC 8881 §18.23.3),
+// and a first READDIR (cookie 0) carries a zero cookie verifier; knfsd answers
+// NFS4ERR_BAD_COOKIE to each, in an export and in the pseudo file system alike.
+func TestV4ReaddirBadCookies(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	root := &nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}
+	for _, tc := range []struct {
+		what   string
+		cookie uint64
+		verf   nfs4.Verifier
+	}{
+		{"cookie 1", 1, nfs4.Verifier{}},
+		{"cookie 2", 2, nfs4.Verifier{}},
+		{"cookie 0 with a verifier", 0, nfs4.Verifier{1}},
+	} {
+		for _, at := range []struct {
+			where string
+			op    nfs4.OpArgs
+		}{{"export", &nfs4.PutfhArgs{Object: dir}}, {"pseudo root", root}} {
+			res := c.call(at.op, &nfs4.ReaddirArgs{Cookie: tc.cookie, CookieVerf: tc.verf, DirCount: 4096, MaxCount: 4096})
+			wantStatus4(t, "READDIR of the "+at.where+" with "+tc.what, res, nfs4.ErrBadCookie)
+		}
+	}
+	res := c.call(&nfs4.PutfhArgs{Object: dir}, &nfs4.ReaddirArgs{DirCount: 4096, MaxCount: 4096})
+	wantStatus4(t, "READDIR with cookie 0 and a zero verifier", res, nfs4.OK)
+}
