@@ -51,7 +51,8 @@
 // rpcbind's in a few documented ways (see Registry): notably UNSET of nothing, or
 // refused, answers FALSE and removes nothing, and GETADDR looks up r_netid.
 //
-// Decoders enforce limits (MaxNetIDLen, MaxAddrLen, MaxOwnerLen, MaxDumpEntries) and
+// Decoders enforce limits (MaxNetIDLen, MaxAddrLen, MaxOwnerLen, MaxDumpEntries), a
+// Registry holds at most MaxRegistrations registrations, and decoders
 // report malformed input as a *FieldError naming the RFC 1833 field; universal address
 // errors are *UniversalAddrError. This package has no dependencies beyond the module's
 // xdr and oncrpc packages.

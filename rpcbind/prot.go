@@ -91,7 +91,8 @@ const (
 	MaxDumpEntries = 16384
 )
 
-// ErrTooManyEntries means a DUMP reply lists more than MaxDumpEntries entries.
+// ErrTooManyEntries means a DUMP reply lists more than MaxDumpEntries entries, or
+// that a Registry holds MaxRegistrations registrations already.
 var ErrTooManyEntries = errors.New("too many entries")
 
 // ErrTrailing means a reply has bytes after its result.

@@ -31,6 +31,13 @@ const (
 	OwnerUnknown = "unknown"
 )
 
+// MaxRegistrations bounds the table of a Registry, its own registrations included:
+// past it, SET answers FALSE and Registry.Set fails with ErrTooManyEntries, so that
+// no caller can grow it without limit and a DUMP of it always fits MaxDumpEntries and
+// oncrpc.DefaultMaxRecord (1024 entries of at most 1428 bytes each). Linux rpcbind
+// sets no bound; a host has some tens of registrations.
+const MaxRegistrations = 1024
+
 // A Registry is an in-memory rpcbind: a table of registrations that Register serves
 // on an oncrpc.Server as portmap version 2 (NULL, SET, UNSET, GETPORT, DUMP) and
 // rpcbind versions 3 and 4 (NULL, SET, UNSET, GETADDR, DUMP, GETTIME, and in version
@@ -55,7 +62,8 @@ const (
 //     so each may remove what another registered over the network, as in Linux.
 //     The Go API (Set, SetPort, Unset) is the super-user's: it sets any owner and
 //     removes anything.
-//   - SET answers FALSE when the program version is registered under the netid
+//   - SET answers FALSE when the table holds MaxRegistrations registrations (Linux
+//     sets no bound), and when the program version is registered under the netid
 //     already (version 2: under the netid of its IP protocol, "tcp" or "udp"), even
 //     with the same address, which Linux accepts again. Version 2 SET of a protocol
 //     other than TCP or UDP, or of a port above 65535, answers FALSE (Linux keeps the
@@ -101,7 +109,8 @@ func NewRegistry() *Registry {
 // netid, as the super-user: m.Owner is recorded as given, and a registration owned by
 // anyone but OwnerUnknown cannot be removed by the Registry's callers. It fails with a
 // *FieldError when m breaks a limit of Validate or has an empty netid or address
-// (wrapping ErrEmpty); the address is not parsed (a "local" registration's address is
+// (wrapping ErrEmpty), and with an error wrapping ErrTooManyEntries when m is new and
+// the table holds MaxRegistrations registrations; the address is not parsed (a "local" registration's address is
 // a path).
 func (r *Registry) Set(m RPCB) error {
 	err := m.Validate()
@@ -121,8 +130,20 @@ func (r *Registry) Set(m RPCB) error {
 		r.regs[i] = m
 		return nil
 	}
-	r.regs = append(r.regs, m)
+	if !r.add(m) {
+		return fmt.Errorf("rpcbind: registry set prog %d vers %d netid %q: table full (%d registrations): %w", m.Prog, m.Vers, m.NetID, MaxRegistrations, ErrTooManyEntries)
+	}
 	return nil
+}
+
+// add appends m to the table unless it holds MaxRegistrations already, and reports
+// whether it did. The caller holds r.mu for writing.
+func (r *Registry) add(m RPCB) bool {
+	if len(r.regs) >= MaxRegistrations {
+		return false
+	}
+	r.regs = append(r.regs, m)
+	return true
 }
 
 // SetPort registers program prog, version vers on port of every IPv4 address
@@ -268,7 +289,7 @@ func (r *Registry) pmapHandler() oncrpc.Handler {
 					ok = false // SET does not replace an existing mapping
 				} else {
 					addr := FormatUniversalAddr(netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(m.Port)))
-					r.regs = append(r.regs, RPCB{Prog: m.Prog, Vers: m.Vers, NetID: netid, Addr: addr, Owner: callerOwner(req)})
+					ok = r.add(RPCB{Prog: m.Prog, Vers: m.Vers, NetID: netid, Addr: addr, Owner: callerOwner(req)})
 				}
 				r.mu.Unlock()
 			}
@@ -368,7 +389,7 @@ func (r *Registry) rpcbHandler(vers uint32) oncrpc.Handler {
 				if r.find(q.Prog, q.Vers, q.NetID) >= 0 {
 					ok = false // SET does not replace an existing mapping
 				} else {
-					r.regs = append(r.regs, q)
+					ok = r.add(q)
 				}
 				r.mu.Unlock()
 			}

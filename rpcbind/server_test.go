@@ -727,3 +727,49 @@ func TestRegistryMatchesRealRPCBind(t *testing.T) {
 		}
 	}
 }
+
+// TestRegistryTableBounded: a loopback caller cannot grow the table without bound. Each
+// SET past MaxRegistrations is refused, and the table stays small enough that this
+// package's Client can still DUMP it (MaxDumpEntries entries, and a reply within
+// oncrpc.DefaultMaxRecord even with every string at its limit), so that Lookup and
+// RegisterAll keep working for the daemons that share the registry.
+func TestRegistryTableBounded(t *testing.T) {
+	reg := NewRegistry()
+	h := reg.rpcbHandler(Version4)
+	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 700}
+	long := strings.Repeat("a", MaxAddrLen)
+	const tries = MaxDumpEntries + 1
+	accepted := 0
+	for i := 0; i < tries; i++ {
+		q := RPCB{Prog: 0x40000000 + uint32(i), Vers: 1, NetID: NetIDLocal, Addr: long, Owner: "x"}
+		req := &oncrpc.Request{Header: oncrpc.CallHeader{Proc: ProcSet}, Args: xdr.NewDecoder(enc(&q)), RemoteAddr: local}
+		var e xdr.Encoder
+		if err := h.ServeRPC(context.Background(), req, &e); err != nil {
+			t.Fatal(err)
+		}
+		var r boolResult
+		if err := r.DecodeXDR(xdr.NewDecoder(e.Bytes())); err != nil {
+			t.Fatal(err)
+		}
+		if r {
+			accepted++
+		}
+	}
+	if n := len(reg.List()); n > MaxRegistrations {
+		t.Errorf("%d of %d SETs from loopback accepted: the table holds %d registrations, more than MaxRegistrations (%d)", accepted, tries, n, MaxRegistrations)
+	}
+	if err := reg.Set(RPCB{Prog: 0x3fffffff, Vers: 1, NetID: NetIDLocal, Addr: "/x"}); !errors.Is(err, ErrTooManyEntries) {
+		t.Errorf("Registry.Set into a full table: %v, want ErrTooManyEntries", err)
+	}
+	if err := reg.Set(RPCB{Prog: Program, Vers: Version4, NetID: NetIDTCP, Addr: "0.0.0.0.0.111", Owner: OwnerSuperuser}); err != nil {
+		t.Errorf("Registry.Set replacing a registration of a full table: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := newTestClient(t, serveRegistry(t, reg), Version4)
+	if l, err := c.Dump(ctx); err != nil {
+		t.Errorf("DUMP of the full table: %v", err)
+	} else if len(l) != len(reg.List()) {
+		t.Errorf("DUMP of the full table: %d entries, want %d", len(l), len(reg.List()))
+	}
+}
