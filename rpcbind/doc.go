@@ -49,7 +49,8 @@
 // removes only what its caller owns, so callers cannot remove rpcbind's own
 // registrations or those made through Set and SetPort. Its answers differ from Linux
 // rpcbind's in a few documented ways (see Registry): notably UNSET of nothing, or
-// refused, answers FALSE and removes nothing, and GETADDR looks up r_netid.
+// refused, answers FALSE and removes nothing, and GETADDR looks up r_netid (the
+// transport's netid only when r_netid is empty).
 //
 // Decoders enforce limits (MaxNetIDLen, MaxAddrLen, MaxOwnerLen, MaxDumpEntries), a
 // Registry holds at most MaxRegistrations registrations, and decoders

@@ -82,7 +82,8 @@ const MaxRegistrations = 1024
 //     version of the program under the same netid (RFC 1833 §2.2.1); GETVERSADDR
 //     and version 2 GETPORT do not (Linux GETPORT does). GETADDR looks up r_netid,
 //     not the netid of the connection the call came on as Linux does, so it finds
-//     "rdma" registrations too.
+//     "rdma" registrations too; an empty r_netid is the connection's ("tcp",
+//     "tcp6", "udp" or "udp6"), as RFC 1833 §2.2.1 says of every GETADDR.
 //   - GETPORT and version 2 DUMP see only the "tcp" and "udp" registrations whose
 //     address parses as an IP universal address.
 //
@@ -355,12 +356,20 @@ func (r *Registry) rpcbHandler(vers uint32) oncrpc.Handler {
 			if err := q.DecodeXDR(req.Args); err != nil {
 				return garbage(fmt.Sprintf("v%d %s", vers, name), err)
 			}
+			// RFC 1833 §2.2.1: "the r_netid is inferred from the network identifier of
+			// the transport on which the request came in". A given r_netid is
+			// honoured (so that "rdma" registrations are found over TCP); an empty
+			// one is the transport's.
+			netid := q.NetID
+			if netid == "" {
+				netid = req.Netid
+			}
 			r.mu.RLock()
 			defer r.mu.RUnlock()
-			i := r.find(q.Prog, q.Vers, q.NetID)
+			i := r.find(q.Prog, q.Vers, netid)
 			if i < 0 && anyVersion {
 				for j := range r.regs {
-					if r.regs[j].Prog == q.Prog && r.regs[j].NetID == q.NetID {
+					if r.regs[j].Prog == q.Prog && r.regs[j].NetID == netid {
 						i = j
 						break
 					}

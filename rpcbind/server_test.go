@@ -773,3 +773,40 @@ func TestRegistryTableBounded(t *testing.T) {
 		t.Errorf("DUMP of the full table: %d entries, want %d", len(l), len(reg.List()))
 	}
 }
+
+// TestRegistryGetAddrEmptyNetID: GETADDR and GETVERSADDR with an empty r_netid look
+// the service up under the netid of the transport the call came on (RFC 1833 §2.2.1:
+// "the r_netid is inferred from the network identifier of the transport on which the
+// request came in"), here "tcp", rather than under the netid "".
+func TestRegistryGetAddrEmptyNetID(t *testing.T) {
+	reg := NewRegistry()
+	if err := reg.Set(RPCB{Prog: 300100, Vers: 2, NetID: NetIDTCP, Addr: "127.0.0.1.8.1", Owner: OwnerSuperuser}); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Set(RPCB{Prog: 300100, Vers: 2, NetID: NetIDRDMA, Addr: "127.0.0.1.78.81", Owner: OwnerSuperuser}); err != nil {
+		t.Fatal(err)
+	}
+	tr := serveRegistry(t, reg)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		vers, proc, prog, want uint32
+		addr                   string
+	}{
+		{Version3, ProcGetAddr, 300100, 2, "127.0.0.1.8.1"},
+		{Version3, ProcGetAddr, 300100, 3, "127.0.0.1.8.1"}, // another version: GETADDR answers any
+		{Version4, ProcGetAddr, 300100, 2, "127.0.0.1.8.1"},
+		{Version4, ProcGetVersAddr, 300100, 2, "127.0.0.1.8.1"},
+		{Version4, ProcGetVersAddr, 300100, 3, ""},
+		{Version4, ProcGetAddr, 300101, 2, ""},
+	} {
+		var r stringResult
+		q := RPCB{Prog: c.prog, Vers: c.want}
+		if err := oncrpc.NewClient(tr, Program, c.vers).Call(ctx, c.proc, &q, &r); err != nil {
+			t.Fatalf("v%d proc %d of %d/%d: %v", c.vers, c.proc, c.prog, c.want, err)
+		}
+		if string(r) != c.addr {
+			t.Errorf("v%d proc %d of %d/%d with r_netid \"\" over tcp: %q, want %q", c.vers, c.proc, c.prog, c.want, r, c.addr)
+		}
+	}
+}
