@@ -57,8 +57,9 @@ const MaxRegistrations = 1024
 //     service"): when a registration it matches has another owner, such as
 //     rpcbind's own or one made through Set or SetPort, it answers FALSE and
 //     removes nothing (Linux removes the caller's registrations it meets before
-//     the first it may not remove, and its version 2 UNSET answers TRUE when
-//     either protocol had nothing to refuse). Every loopback caller is "unknown",
+//     the first it may not remove). Version 2 UNSET, as in Linux, unsets "tcp" and
+//     then "udp", each on its own, and answers TRUE when either removed
+//     something. Every loopback caller is "unknown",
 //     so each may remove what another registered over the network, as in Linux.
 //     The Go API (Set, SetPort, Unset) is the super-user's: it sets any owner and
 //     removes anything.
@@ -72,8 +73,9 @@ const MaxRegistrations = 1024
 //     Linux registers them).
 //   - UNSET answers TRUE only when it removed something (Linux rpcbind also answers
 //     TRUE when nothing matched, so Client.Unregister of a missing registration
-//     fails with ErrRefused here). Version 2 UNSET removes every netid of the
-//     program version, as in Linux.
+//     fails with ErrRefused here). Version 2 UNSET removes none of the program
+//     version's registrations under netids other than "tcp" and "udp", as in
+//     Linux.
 //   - GETADDR answers the universal address registered at SET time; an address
 //     registered through SetPort or version 2 SET is "0.0.0.0.p1.p2", which Linux
 //     clients accept because they take only the port (Linux rpcbind puts the
@@ -302,7 +304,17 @@ func (r *Registry) pmapHandler() oncrpc.Handler {
 			if err := m.DecodeXDR(req.Args); err != nil {
 				return garbage("v2 UNSET", err)
 			}
-			res.Bool(isLoopback(req.RemoteAddr) && r.unset(m.Prog, m.Vers, "", callerOwner(req)))
+			// Portmap knows only "tcp" and "udp": UNSET removes those two mappings
+			// and no other netid's (RFC 1833 §3.2: prot is ignored; Linux rpcbind
+			// unsets the two netids one after the other, TRUE if either did).
+			ok := false
+			if isLoopback(req.RemoteAddr) {
+				owner := callerOwner(req)
+				tcp := r.unset(m.Prog, m.Vers, NetIDTCP, owner)
+				udp := r.unset(m.Prog, m.Vers, NetIDUDP, owner)
+				ok = tcp || udp
+			}
+			res.Bool(ok)
 			return nil
 		},
 		ProcGetAddr: func(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error { // PMAPPROC_GETPORT

@@ -683,11 +683,12 @@ func TestRegistryMatchesRealRPCBind(t *testing.T) {
 		"v4 SET with an empty r_addr":             {"true <nil>", "false <nil>"},
 		"v4 SET with an empty r_netid and r_addr": {"true <nil>", "false <nil>"},
 		// A refused UNSET removes nothing in the Registry; Linux removes the caller's
-		// registrations it meets before the first it may not remove, and version 2
-		// answers TRUE when either protocol had nothing to refuse.
-		"v2 UNSET of the caller's and the superuser's": {"true <nil>", "false <nil>"},
-		"v4 DUMP has the caller's 10":                  {"false <nil>", "true <nil>"},
-		"v4 DUMP has the caller's 11":                  {"false <nil>", "true <nil>"},
+		// registrations it meets before the first it may not remove. (Version 2
+		// UNSET unsets "tcp" and "udp" one after the other in both, so the
+		// caller's 11 goes in both.)
+		"v4 DUMP has the caller's 10": {"false <nil>", "true <nil>"},
+		// UNSET of nothing: Linux answers TRUE, the Registry FALSE.
+		"v4 UNSET of the caller's alone": {"true <nil>", "false <nil>"},
 	}
 	var realSU, ourSU *superuser
 	reg := NewRegistry()
@@ -808,5 +809,52 @@ func TestRegistryGetAddrEmptyNetID(t *testing.T) {
 		if string(r) != c.addr {
 			t.Errorf("v%d proc %d of %d/%d with r_netid \"\" over tcp: %q, want %q", c.vers, c.proc, c.prog, c.want, r, c.addr)
 		}
+	}
+}
+
+// TestRegistryPmapUnsetOnlyTCPAndUDP: version 2 UNSET removes the program version's
+// "tcp" and "udp" mappings, the only ones portmap knows (RFC 1833 §3.2; Linux rpcbind
+// unsets those two netids), and leaves its "rdma", "tcp6" and other registrations,
+// even when one of those belongs to another owner.
+func TestRegistryPmapUnsetOnlyTCPAndUDP(t *testing.T) {
+	reg := NewRegistry()
+	if err := reg.Set(RPCB{Prog: 300200, Vers: 1, NetID: NetIDRDMA, Addr: "192.0.2.1.78.81", Owner: OwnerSuperuser}); err != nil {
+		t.Fatal(err)
+	}
+	c := newTestClient(t, serveRegistry(t, reg), Version4)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if ok, err := c.Set(ctx, &RPCB{Prog: 300200, Vers: 1, NetID: NetIDTCP6, Addr: "::1.8.1"}); err != nil || !ok {
+		t.Fatalf("v4 SET tcp6: %v %v", ok, err)
+	}
+	for _, prot := range []uint32{IPProtoTCP, IPProtoUDP} {
+		if ok, err := c.PmapSet(ctx, &Mapping{Prog: 300200, Vers: 1, Prot: prot, Port: 2049}); err != nil || !ok {
+			t.Fatalf("v2 SET prot %d: %v %v", prot, ok, err)
+		}
+	}
+	if ok, err := c.PmapUnset(ctx, &Mapping{Prog: 300200, Vers: 1}); err != nil || !ok {
+		t.Errorf("v2 UNSET: %v %v, want TRUE", ok, err)
+	}
+	for _, c := range []struct {
+		netid string
+		want  bool
+	}{{NetIDTCP, false}, {NetIDUDP, false}, {NetIDRDMA, true}, {NetIDTCP6, true}} {
+		if _, ok := reg.Lookup(300200, 1, c.netid); ok != c.want {
+			t.Errorf("after v2 UNSET, registered under %q: %v, want %v", c.netid, ok, c.want)
+		}
+	}
+	// With no registration of another owner in the way, "tcp6" (the caller's own)
+	// stays too.
+	reg.Unset(300200, 1, NetIDRDMA)
+	reg.Unset(300200, 1, NetIDTCP)
+	reg.Unset(300200, 1, NetIDUDP)
+	if ok, err := c.PmapSet(ctx, &Mapping{Prog: 300200, Vers: 1, Prot: IPProtoTCP, Port: 2049}); err != nil || !ok {
+		t.Fatalf("v2 SET again: %v %v", ok, err)
+	}
+	if ok, err := c.PmapUnset(ctx, &Mapping{Prog: 300200, Vers: 1}); err != nil || !ok {
+		t.Errorf("v2 UNSET again: %v %v, want TRUE", ok, err)
+	}
+	if _, ok := reg.Lookup(300200, 1, NetIDTCP6); !ok {
+		t.Error("v2 UNSET removed the caller's \"tcp6\" registration")
 	}
 }
