@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"time"
 )
 
 // Registration is one mapping a server makes with rpcbind: program, version, netid
@@ -76,16 +77,31 @@ const (
 // ReplaceSameAddr, another server holds a mapping.
 var ErrRegisteredElsewhere = errors.New("rpcbind: already registered at another address")
 
+// rollbackTimeout bounds the removal of what a failed RegisterAll made.
+const rollbackTimeout = 5 * time.Second
+
 // RegisterAll makes the registrations regs under owner, all or nothing: on an error,
-// the ones it made are removed again. A mapping already present is handled as
+// the ones it made are removed again, even when ctx has ended (within
+// rollbackTimeout, 5 s, of the failure; the error then also reports what could not
+// be removed). A mapping already present is handled as
 // conflict says; replaced, when set, is called with each one it removes.
 func (c *Client) RegisterAll(ctx context.Context, regs []Registration, owner string, conflict Conflict, replaced func(old Registration)) error {
 	var done []Registration
 	fail := func(err error) error {
+		// ctx may be what failed (its deadline passed, or it was cancelled): the
+		// rollback gets a context of its own, so that nothing stays registered.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		errs := []error{err}
 		for _, r := range done {
-			c.Unregister(ctx, r.Prog, r.Vers, r.NetID)
+			if uerr := c.Unregister(rctx, r.Prog, r.Vers, r.NetID); uerr != nil {
+				errs = append(errs, fmt.Errorf("rolling back %s: %w", r, uerr))
+			}
 		}
-		return err
+		if len(errs) == 1 {
+			return err
+		}
+		return errors.Join(errs...)
 	}
 	for _, r := range regs {
 		old, err := c.Lookup(ctx, r.Prog, r.Vers, r.NetID)

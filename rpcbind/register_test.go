@@ -114,3 +114,32 @@ func TestRegisterAllPolicies(t *testing.T) {
 		}
 	}
 }
+
+// TestRegisterAllRollsBackAfterDeadline: RegisterAll is all or nothing even when its
+// context ends part way (the rpcbind exchange timed out, or the daemon is stopping):
+// the mappings it made are removed again with a context of their own, since the
+// caller's can no longer carry a call.
+func TestRegisterAllRollsBackAfterDeadline(t *testing.T) {
+	reg := NewRegistry()
+	c := newTestClient(t, serveRegistry(t, reg), Version4)
+	mine := []Registration{
+		{Prog: 100400, Vers: 1, NetID: NetIDRDMA, Addr: netip.MustParseAddrPort("127.0.0.1:20049")},
+		{Prog: 100003, Vers: 3, NetID: NetIDTCP, Addr: netip.MustParseAddrPort("127.0.0.1:2049")},
+	}
+	// A stale mapping of the second, which RegisterAll replaces; the context ends
+	// while it does.
+	if err := reg.Set(RPCB{Prog: 100003, Vers: 3, NetID: NetIDTCP, Addr: "127.0.0.1.8.1", Owner: OwnerUnknown}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := c.RegisterAll(ctx, mine, "test", ReplaceAny, func(Registration) { cancel() })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("RegisterAll whose context ends: %v, want context.Canceled", err)
+	}
+	for _, r := range mine {
+		if g, ok := reg.Lookup(r.Prog, r.Vers, r.NetID); ok {
+			t.Errorf("after a RegisterAll cut short, %v is still registered: %+v", r, g)
+		}
+	}
+}
