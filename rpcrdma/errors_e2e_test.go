@@ -164,3 +164,44 @@ func TestClientRemoteErrors(t *testing.T) {
 		t.Fatalf("err = %v, want ErrBadReply", err)
 	}
 }
+
+// TestReplyHeaderBeyondClientInlineIsErrChunk: a call whose write list is long enough
+// that the reply's transport header alone exceeds the client's receive size (RFC 8797
+// private data) cannot be answered through the reply chunk either, since the header
+// still travels in the Send: the server answers ERR_CHUNK (RFC 8166 §4.5.3, as Linux
+// svc_rdma_send_error_msg) instead of sending a message larger than the client's
+// receive buffer, and the connection goes on serving.
+func TestReplyHeaderBeyondClientInlineIsErrChunk(t *testing.T) {
+	env := newTPEnv(t, nil, nil)
+	const recvSize = 1024
+	p := dialRaw(t, env.ln.Addr().String(), ConnPrivate{SendSize: 4096, RecvSize: recvSize}.Append(nil))
+	mr, err := p.pd.RegMR(make([]byte, 8192), verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mr.Close()
+	const x = 0x3000
+	wc := make(chunks.WriteChunk, 80) // 1280 bytes of segments: header > recvSize
+	for i := range wc {
+		wc[i] = chunks.Segment{Handle: mr.RKey(), Length: 64, Offset: mr.Addr() + uint64(64*i)}
+	}
+	h := Header{XID: x, Vers: 1, Credits: 8, Proc: ProcMsg, WriteList: []chunks.WriteChunk{wc},
+		ReplyChunk: chunks.WriteChunk{{Handle: mr.RKey(), Length: 2048, Offset: mr.Addr() + 6144}}}
+	b, err := h.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.send(t, append(b, rpcCall(x, tpNull)...))
+	msg, _ := p.recv(t)
+	if len(msg) > recvSize {
+		t.Fatalf("server sent a %d-byte message to a client whose receive size is %d", len(msg), recvSize)
+	}
+	var r Header
+	if _, err := r.Decode(msg); err != nil || r.Proc != ProcError || r.ErrCode != ErrCodeChunk || r.XID != x {
+		t.Fatalf("answer %+v (%v), want ERR_CHUNK for xid %#x", r, err, x)
+	}
+	p.send(t, msgCall(t, x+1, 8))
+	if r, body := p.recvHeader(t); r.Proc != ProcMsg || r.XID != x+1 || binary.BigEndian.Uint32(body) != x+1 {
+		t.Fatalf("good call after the error: %+v", r)
+	}
+}

@@ -202,7 +202,9 @@ var errReplyTooLarge = errors.New("rpcrdma: reply too large for what the client 
 // (else inline); the rest inline when it fits, as RDMA_MSGP with its unplaced payloads
 // padded (msgpPadded) for a client that sent RDMA_MSGP; else into the reply chunk; else,
 // when allowed and we did not announce maxrdmaread 0, as a read chunk; else
-// errReplyTooLarge. out must have been Reset with XID, version and credits set.
+// errReplyTooLarge, which is also the answer when the reply's header alone (the call's
+// write list and reply chunk echoed) exceeds the inline limit. out must have been
+// Reset with XID, version and credits set.
 func planReply(out, in *Header, reply *oncrpc.Message, lim *replyLimits) (replyPlan, error) {
 	var p replyPlan
 	out.Proc = ProcMsg
@@ -271,6 +273,12 @@ func planReply(out, in *Header, reply *oncrpc.Message, lim *replyLimits) (replyP
 	default:
 		return p, fmt.Errorf("%d-byte reply, inline limit %d, reply chunk %d: %w",
 			p.stream, lim.inline, in.ReplyChunk.Length(), errReplyTooLarge)
+	}
+	// The header travels in the Send whatever the path: with the call's write list
+	// and reply chunk echoed it may alone exceed the client's receive size (RFC 8166
+	// §3.3.2), and then nothing the client offered can carry the reply (§4.5.3).
+	if n := out.Size(); n > lim.inline {
+		return p, fmt.Errorf("%d-byte reply header, inline limit %d: %w", n, lim.inline, errReplyTooLarge)
 	}
 	return p, nil
 }

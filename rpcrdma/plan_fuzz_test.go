@@ -253,8 +253,9 @@ func checkEncodes(t *testing.T, h *Header) {
 // payload goes into its write chunk only when it fits, and the reply's write list says
 // exactly how much each chunk received; what goes inline never exceeds the inline
 // limit; the stream and the placed payloads together are exactly the reply; the reply
-// chunk or read chunk carries the whole stream; ERR_CHUNK (errReplyTooLarge) only when
-// nothing the client offered fits; the planned header encodes and decodes back.
+// chunk or read chunk carries the whole stream; the header always fits the inline
+// limit; ERR_CHUNK (errReplyTooLarge) only when nothing the client offered fits; the
+// planned header encodes and decodes back.
 func FuzzPlanReply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		b := fuzzInput(in)
@@ -335,8 +336,9 @@ func FuzzPlanReply(f *testing.F) {
 		}
 		fitsInline := func() bool { return out.Size()+p.stream <= lim.inline }
 		if err != nil {
-			if !errors.Is(err, errReplyTooLarge) || (lim.readChunks && !lim.noReadChunks) || fitsInline() ||
-				(len(call.ReplyChunk) > 0 && uint64(p.stream) <= call.ReplyChunk.Length()) {
+			headerTooLong := out.Size() > lim.inline // the header alone exceeds the inline limit
+			if !errors.Is(err, errReplyTooLarge) || (!headerTooLong && ((lim.readChunks && !lim.noReadChunks) || fitsInline() ||
+				(len(call.ReplyChunk) > 0 && uint64(p.stream) <= call.ReplyChunk.Length()))) {
 				t.Fatalf("planReply: %v (stream %d, inline %d, reply chunk %d, read chunks %v)", err, p.stream, lim.inline, call.ReplyChunk.Length(), lim.readChunks)
 			}
 			return
@@ -363,6 +365,9 @@ func FuzzPlanReply(f *testing.F) {
 				int(out.ReadList[0].Length) != p.stream || fitsInline() {
 				t.Fatalf("read chunk reply: %v, read list %v for a %d-byte stream", out.Proc, out.ReadList, p.stream)
 			}
+		}
+		if out.Size() > lim.inline {
+			t.Fatalf("%d-byte reply header exceeds the inline limit %d", out.Size(), lim.inline)
 		}
 		if p.path != pathReadChunk {
 			checkEncodes(t, &out)
