@@ -393,6 +393,7 @@ func (l *Listener) setup(ctx context.Context, cr verbs.ConnRequest) (*ServerConn
 		cred:       o.Credits.OpenWithReceives(callRecvs),
 		callRecvs:  callRecvs,
 		inlineSend: min(o.InlineSend, peer.RecvSize),
+		peerRecv:   peerRecv(peer, perr),
 		ord:        max(min(info.ORD, ord), 0),
 		recvq:      make(chan int, nrecv),
 		closed:     make(chan struct{}),
@@ -452,6 +453,7 @@ type ServerConn struct {
 	stats      serverCounters  // its counters, summed by Listener.Stats (its own, so connections share no cache line per call)
 	acct       *oncrpc.Account // the connection's share of ServerOptions.Budget
 	inlineSend int
+	peerRecv   int // the client's receive buffers, as its RFC 8797 private data announced (0: none)
 	ord        int // RDMA Reads in flight at most; 0: the client allows none
 	remote     net.Addr
 	// CONF_RDMA maxrdmaread 0 (seed §6.2; see maxrdmaread.go): noPull, the client
@@ -521,7 +523,9 @@ func (sc *ServerConn) Limits() Limits {
 }
 
 // SetLimits changes the largest reply sent inline (e.g. after CONF_RDMA), between 1024
-// and ServerOptions.InlineSend. Other fields are ignored; a zero InlineSend is no change.
+// and ServerOptions.InlineSend, and held to the receive buffers the client announced
+// in RFC 8797 private data, if it did. Other fields are ignored; a zero InlineSend is
+// no change.
 func (sc *ServerConn) SetLimits(l Limits) error {
 	if l.InlineSend == 0 {
 		return nil
@@ -529,10 +533,30 @@ func (sc *ServerConn) SetLimits(l Limits) error {
 	if err := checkInlineLimit("InlineSend", l.InlineSend, sc.l.opts.InlineSend); err != nil {
 		return err
 	}
-	sc.mu.Lock()
-	sc.inlineSend = l.InlineSend
-	sc.mu.Unlock()
+	sc.setInlineSend(l.InlineSend)
 	return nil
+}
+
+// setInlineSend sets the largest reply sent inline to n, held to the client's
+// announced receive buffers: RFC 8797 private data states their size, and a message
+// longer than the buffer posted for it fails the client's receive.
+func (sc *ServerConn) setInlineSend(n int) {
+	if sc.peerRecv > 0 {
+		n = min(n, sc.peerRecv)
+	}
+	sc.mu.Lock()
+	sc.inlineSend = n
+	sc.mu.Unlock()
+}
+
+// peerRecv returns the receive size a client announced in RFC 8797 private data
+// (peer, decoded with error perr), or 0 when it sent none: then only the RFC 8166
+// default is known, which CONF_RDMA may raise.
+func peerRecv(peer ConnPrivate, perr error) int {
+	if perr != nil {
+		return 0
+	}
+	return peer.RecvSize
 }
 
 // InlineBuffers implements confproto.InlineBuffered: the sizes of the connection's
@@ -541,13 +565,11 @@ func (sc *ServerConn) SetLimits(l Limits) error {
 func (sc *ServerConn) InlineBuffers() (send, recv int) { return sc.ep.sendSize, sc.ep.recvSize }
 
 // SetInlineThresholds implements confproto.Configurable: send is the largest reply sent
-// inline, clamped to [1024, ServerOptions.InlineSend]; recv is ignored (the receive
+// inline, clamped to [1024, ServerOptions.InlineSend] and to the receive buffers the
+// client announced in RFC 8797 private data, if it did; recv is ignored (the receive
 // buffers posted for the connection keep their size).
 func (sc *ServerConn) SetInlineThresholds(send, recv int) {
-	send = clampInline(send, sc.l.opts.InlineSend)
-	sc.mu.Lock()
-	sc.inlineSend = send
-	sc.mu.Unlock()
+	sc.setInlineSend(clampInline(send, sc.l.opts.InlineSend))
 }
 
 // SetMaxRDMARead implements confproto.Configurable: at most n RDMA Reads (clamped to
