@@ -196,7 +196,8 @@ func (e *endpoint) growRecv(total int) (int, error) {
 	for j := range slots {
 		i, sl := first+j, &slots[j]
 		sl.sge[0] = verbs.SGE{MR: mr, Offset: j * e.recvSize, Length: e.recvSize}
-		sl.buf = slab[j*e.recvSize : (j+1)*e.recvSize]
+		// Capacity ends with the buffer: nothing appended to it reaches the next.
+		sl.buf = slab[j*e.recvSize : (j+1)*e.recvSize : (j+1)*e.recvSize]
 		sl.wr = verbs.RecvWR{ID: wrID(kindRecv, i, 0), SGL: sl.sge[:]}
 		e.recv[i] = sl
 	}
@@ -229,7 +230,9 @@ func (e *endpoint) growSend() bool {
 	slots, slab := make([]sendSlot, n), mr.Buf()
 	for j := range slots {
 		slots[j].base = verbs.SGE{MR: mr, Offset: j * e.sendSize}
-		slots[j].buf = slab[j*e.sendSize : (j+1)*e.sendSize]
+		// Capacity ends with the buffer: a message encoded past its end (append
+		// reallocates) can never write into the next one, a Send of another reply.
+		slots[j].buf = slab[j*e.sendSize : (j+1)*e.sendSize : (j+1)*e.sendSize]
 		e.send[e.nSend] = &slots[j]
 		e.sendFree.put(e.nSend)
 		e.nSend++

@@ -201,3 +201,32 @@ func TestChainSignalsOnlyItsEnd(t *testing.T) {
 		t.Fatalf("after the failed chain: %d free send-queue slots (want 8), %d requests out (want 0)", free, out)
 	}
 }
+
+// TestBuffersEndAtTheirSize: the send and receive buffers are slices of one registered
+// slab each, and their capacity ends where they do, so that a message encoded past a
+// buffer's end reallocates (and is caught) instead of writing into the next buffer.
+func TestBuffersEndAtTheirSize(t *testing.T) {
+	ep, _ := newEndpointPair(t)
+	// Slabs of several buffers each (a slab doubles the send buffers: 1, 1, 2).
+	for i := 0; i < 3; i++ {
+		ep.growSend()
+	}
+	if _, err := ep.growRecv(len(ep.recv)); err != nil {
+		t.Fatal(err)
+	}
+	ep.bufMu.Lock()
+	defer ep.bufMu.Unlock()
+	if ep.nSend < 4 || ep.nRecv < 2 {
+		t.Fatalf("%d send and %d receive buffers, want slabs of several", ep.nSend, ep.nRecv)
+	}
+	for i := 0; i < ep.nSend; i++ {
+		if b := ep.send[i].buf; cap(b) != len(b) {
+			t.Errorf("send buffer %d: length %d, capacity %d", i, len(b), cap(b))
+		}
+	}
+	for i := 0; i < ep.nRecv; i++ {
+		if b := ep.recv[i].buf; cap(b) != len(b) {
+			t.Errorf("receive buffer %d: length %d, capacity %d", i, len(b), cap(b))
+		}
+	}
+}

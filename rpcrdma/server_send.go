@@ -220,6 +220,12 @@ func (sc *ServerConn) execReply(c *srvCall, reply *oncrpc.Message, p *replyPlan,
 	case p.path == pathInline:
 		b = appendStream(b, reply, p.placed)
 	}
+	if len(b) > len(buf) {
+		// planReply keeps every reply within the send buffer; one that is not was
+		// encoded elsewhere (append reallocated), and its Send would carry the wrong
+		// bytes.
+		return fmt.Errorf("rpcrdma: xid %#08x: reply of %d bytes overflows the %d-byte send buffer", in.XID, len(b), len(buf))
+	}
 	if tr := sc.l.opts.Trace; tr != nil {
 		tr(true, b)
 	}
