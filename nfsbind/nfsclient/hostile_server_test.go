@@ -101,22 +101,31 @@ func threeFiles(t *testing.T) (*Client, *placing) {
 	return c, p
 }
 
-// ReadAll stops one READ past the size the file had, with an error, when the server
-// never reports the end.
-func TestReadAllOfFileThatNeverEnds(t *testing.T) {
+// newServedFile starts a server, dials it and creates the empty file "f" in its
+// export: the client, its transport (whose RoundTripper a test may wrap to play a
+// hostile server) and the file's handle.
+func newServedFile(t *testing.T) (*Client, *placing, nfs3.FH) {
+	t.Helper()
 	addr, export := startServer(t)
 	c, p := dial(t, addr, export)
-	ctx := context.Background()
-	fh, _, err := c.Create(ctx, c.Root(), "f", 0o644, false)
+	fh, _, err := c.Create(context.Background(), c.Root(), "f", 0o644, false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, p, fh
+}
+
+// ReadAll stops one READ past the size the file had, with an error, when the server
+// never reports the end.
+func TestReadAllOfFileThatNeverEnds(t *testing.T) {
+	c, p, fh := newServedFile(t)
+	ctx := context.Background()
 	data := bytes.Repeat([]byte("0123456789"), 10000)
 	if err := c.WriteAll(ctx, fh, data); err != nil {
 		t.Fatal(err)
 	}
 	p.RoundTripper = &nfsclienttest.EndlessFile{RoundTripper: p.RoundTripper, Size: uint64(len(data))}
-	_, err = c.ReadAll(ctx, fh)
+	_, err := c.ReadAll(ctx, fh)
 	p.RoundTripper = p.RoundTripper.(*nfsclienttest.EndlessFile).RoundTripper
 	if err == nil || !strings.Contains(err.Error(), "more than the file's 100000 bytes without its end") {
 		t.Errorf("endless file: %v", err)
@@ -129,13 +138,8 @@ func TestReadAllOfFileThatNeverEnds(t *testing.T) {
 // A WRITE reply claiming more bytes than the WRITE carried is an error: believing it
 // would make WriteAll skip data it never sent and still report the file written.
 func TestWriteCountLargerThanSent(t *testing.T) {
-	addr, export := startServer(t)
-	c, p := dial(t, addr, export)
+	c, p, fh := newServedFile(t)
 	ctx := context.Background()
-	fh, _, err := c.Create(ctx, c.Root(), "f", 0o644, false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	w := &rewriting{RoundTripper: p.RoundTripper, proc: nfs3.ProcWrite, edit: func(_ int, _, res []byte) []byte {
 		at := len(res) - 16 // WRITE3resok ends with count, committed and the verifier
 		binary.BigEndian.PutUint32(res[at:], 2*binary.BigEndian.Uint32(res[at:]))
@@ -143,7 +147,7 @@ func TestWriteCountLargerThanSent(t *testing.T) {
 	}}
 	p.RoundTripper = w
 	data := bytes.Repeat([]byte("0123456789abcdef"), (2*c.MaxWrite()+100)/16)
-	err = c.WriteAll(ctx, fh, data)
+	err := c.WriteAll(ctx, fh, data)
 	p.RoundTripper = w.RoundTripper
 	if err == nil || !strings.Contains(err.Error(), "WRITE") || !strings.Contains(err.Error(), "count") {
 		t.Errorf("WriteAll with WRITE replies claiming twice the bytes sent: %v, want an error", err)
@@ -157,13 +161,8 @@ func TestWriteCountLargerThanSent(t *testing.T) {
 // write verifier (a value RFC 1813 allows like any other) has lost the WRITEs before
 // the restart: WriteAll must notice the change and write everything again.
 func TestWriteAllVerifierChangesToZero(t *testing.T) {
-	addr, export := startServer(t)
-	c, p := dial(t, addr, export)
+	c, p, fh := newServedFile(t)
 	ctx := context.Background()
-	fh, _, err := c.Create(ctx, c.Root(), "f", 0o644, false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	zero := func(from int) func(int, []byte, []byte) []byte {
 		return func(n int, _, res []byte) []byte {
 			if n >= from {
@@ -176,7 +175,7 @@ func TestWriteAllVerifierChangesToZero(t *testing.T) {
 	cm := &rewriting{RoundTripper: w, proc: nfs3.ProcCommit, edit: zero(1)}
 	p.RoundTripper = cm
 	data := bytes.Repeat([]byte("0123456789abcdef"), (2*c.MaxWrite()+100)/16)
-	err = c.WriteAll(ctx, fh, data)
+	err := c.WriteAll(ctx, fh, data)
 	p.RoundTripper = w.RoundTripper
 	if err != nil {
 		t.Fatal(err)
@@ -190,13 +189,8 @@ func TestWriteAllVerifierChangesToZero(t *testing.T) {
 // ReadAll fails (as the Linux client fails such a READ with EIO) rather than return
 // the part before it as the whole file.
 func TestReadAllZeroCountWithoutEOF(t *testing.T) {
-	addr, export := startServer(t)
-	c, p := dial(t, addr, export)
+	c, p, fh := newServedFile(t)
 	ctx := context.Background()
-	fh, _, err := c.Create(ctx, c.Root(), "f", 0o644, false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	data := bytes.Repeat([]byte("0123456789abcdef"), (c.MaxRead()+100)/16)
 	if err := c.WriteAll(ctx, fh, data); err != nil {
 		t.Fatal(err)

@@ -41,12 +41,19 @@ func serveOnceCtx(ctx context.Context, t *testing.T, h oncrpc.Handler, addr net.
 	return res.DecodeXDR(xdr.NewDecoder(xdr.Flatten(nil, e.Bytes(), e.Payloads())))
 }
 
-func TestDuplicateRequestCache(t *testing.T) {
+// newDRCServer returns a Server of a new empty directory, closed when the test ends.
+func newDRCServer(t *testing.T) *Server {
+	t.Helper()
 	s, err := New(Options{Root: t.TempDir(), HandleKey: fuzzKey})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestDuplicateRequestCache(t *testing.T) {
+	s := newDRCServer(t)
 	h := s.NFSHandler()
 	root := s.RootHandle()
 	a := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 800}
@@ -97,11 +104,7 @@ func TestDuplicateRequestCache(t *testing.T) {
 // XID, same source port, as the Linux client does) and answered from the duplicate
 // request cache, not executed again into NFS3ERR_EXIST or NFS3ERR_NOENT.
 func TestDuplicateRequestCacheAcrossReconnect(t *testing.T) {
-	s, err := New(Options{Root: t.TempDir(), HandleKey: fuzzKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newDRCServer(t)
 	nfs := s.NFSHandler()
 	var mu sync.Mutex
 	tries := map[uint32]int{}
@@ -156,11 +159,7 @@ func TestDuplicateRequestCacheAcrossReconnect(t *testing.T) {
 // retransmitted on a new connection is answered from the cache. Over TCP the port
 // stays part of the key.
 func TestDuplicateRequestCacheRDMAIgnoresPort(t *testing.T) {
-	s, err := New(Options{Root: t.TempDir(), HandleKey: fuzzKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newDRCServer(t)
 	h := s.NFSHandler()
 	root := s.RootHandle()
 	var cr nfs3.CreateRes
@@ -200,11 +199,7 @@ func TestDuplicateRequestCacheRDMAIgnoresPort(t *testing.T) {
 // retransmits only after reconnecting (the oncrpc TCP client without a per-try
 // timeout) waiting forever when the original's reply went to the lost connection.
 func TestDuplicateRequestCacheRetransmissionDuringCall(t *testing.T) {
-	s, err := New(Options{Root: t.TempDir(), HandleKey: fuzzKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newDRCServer(t)
 	gate := make(chan struct{})
 	var open sync.Once
 	release := func() { open.Do(func() { close(gate) }) }
@@ -324,11 +319,7 @@ func (l *addrLog) skipIfPortChanged(t *testing.T) {
 // A call whose procedure panics (the oncrpc Server answers SYSTEM_ERR) leaves no
 // entry behind: its retransmission runs again instead of waiting for it.
 func TestDuplicateRequestCachePanicLeavesNoEntry(t *testing.T) {
-	s, err := New(Options{Root: t.TempDir(), HandleKey: fuzzKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newDRCServer(t)
 	procs := s.procs()
 	var panicked bool
 	h := s.withDRC(oncrpc.HandlerFunc(func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
@@ -360,11 +351,7 @@ func TestDuplicateRequestCachePanicLeavesNoEntry(t *testing.T) {
 // a later slot, stays cached for a whole round of the ring: the earlier slot, which
 // still names its key, does not evict the newer entry when the ring comes back to it.
 func TestDuplicateRequestCacheFailedCallKeepsRetry(t *testing.T) {
-	s, err := New(Options{Root: t.TempDir(), HandleKey: fuzzKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := newDRCServer(t)
 	var runs [2]int // runs of XID 1, of the others
 	h := s.withDRC(oncrpc.HandlerFunc(func(ctx context.Context, req *oncrpc.Request, res *xdr.Encoder) error {
 		if req.Header.XID == 1 {
