@@ -162,7 +162,7 @@ func TestDirectReceiveReplyReadChunks(t *testing.T) {
 func TestDirectReceiveBoundedWaits(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		try  time.Duration // the Client's per-try Timeout
+		try  time.Duration // the blocked call's per-try Timeout
 		// wait returns the context of the calls that are answered, bounded
 		// the same way.
 		wait func() (context.Context, context.CancelFunc)
@@ -198,9 +198,13 @@ func TestDirectReceiveBoundedWaits(t *testing.T) {
 			b := newBlocker()
 			defer close(b.release)
 			env := newDirectEnv(t, nil, b.procs())
-			rpc := env.rpc
+			// The answered calls' tries are bounded too, but by a timeout no
+			// reply on a loaded machine takes: only the blocked call is meant
+			// to time out.
+			rpc, blocked := env.rpc, env.rpc
 			if tc.try > 0 {
-				rpc = oncrpc.NewClient(rpc.Transport(), tpProg, tpVers, oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: tc.try, MaxTries: 1}))
+				rpc = oncrpc.NewClient(rpc.Transport(), tpProg, tpVers, oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: time.Minute, MaxTries: 1}))
+				blocked = oncrpc.NewClient(rpc.Transport(), tpProg, tpVers, oncrpc.WithRetry(oncrpc.RetryPolicy{Timeout: tc.try, MaxTries: 1}))
 			}
 			long, cancel := tc.wait()
 			defer cancel()
@@ -226,7 +230,7 @@ func TestDirectReceiveBoundedWaits(t *testing.T) {
 				cc := rpc.Transport().(*Client).current()
 				for i := 0; i < 3; i++ {
 					ctx, cancel := tc.bound(b)
-					err := rpc.Call(ctx, tpBlock, nil, nil)
+					err := blocked.Call(ctx, tpBlock, nil, nil)
 					cancel()
 					if !errors.Is(err, tc.want) {
 						t.Fatalf("blocked call %d: %v, want %v", i, err, tc.want)
