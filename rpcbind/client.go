@@ -308,25 +308,35 @@ func (c *Client) Unregister(ctx context.Context, prog, vers uint32, netid string
 // ErrNotRegistered when there is no such mapping, and with a *UniversalAddrError when
 // the registered address does not parse.
 func (c *Client) Lookup(ctx context.Context, prog, vers uint32, netid string) (netip.AddrPort, error) {
-	if _, err := netIDFamily(netid); err != nil {
-		return netip.AddrPort{}, fmt.Errorf("rpcbind: lookup prog %d vers %d: %w", prog, vers, err)
-	}
-	l, err := c.Dump(ctx)
+	m, err := c.lookupRPCB(ctx, prog, vers, netid)
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
-	for _, m := range l {
-		if m.Prog != prog || m.Vers != vers || m.NetID != netid {
-			continue
-		}
-		ap, err := ParseUniversalAddr(m.Addr)
-		if err != nil {
-			return netip.AddrPort{}, fmt.Errorf("rpcbind: lookup prog %d vers %d netid %q: %w", prog, vers, netid, err)
-		}
-		if err := CheckAddr(netid, ap); err != nil {
-			return netip.AddrPort{}, fmt.Errorf("rpcbind: lookup prog %d vers %d: %w", prog, vers, err)
-		}
-		return ap, nil
+	ap, err := ParseUniversalAddr(m.Addr)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("rpcbind: lookup prog %d vers %d netid %q: %w", prog, vers, netid, err)
 	}
-	return netip.AddrPort{}, fmt.Errorf("rpcbind: lookup prog %d vers %d netid %q: %w", prog, vers, netid, ErrNotRegistered)
+	if err := CheckAddr(netid, ap); err != nil {
+		return netip.AddrPort{}, fmt.Errorf("rpcbind: lookup prog %d vers %d: %w", prog, vers, err)
+	}
+	return ap, nil
+}
+
+// lookupRPCB returns the mapping of program prog, version vers under netid as DUMP
+// shows it (its universal address unparsed, its owner), or an error wrapping
+// ErrNotRegistered.
+func (c *Client) lookupRPCB(ctx context.Context, prog, vers uint32, netid string) (RPCB, error) {
+	if _, err := netIDFamily(netid); err != nil {
+		return RPCB{}, fmt.Errorf("rpcbind: lookup prog %d vers %d: %w", prog, vers, err)
+	}
+	l, err := c.Dump(ctx)
+	if err != nil {
+		return RPCB{}, err
+	}
+	for _, m := range l {
+		if m.Prog == prog && m.Vers == vers && m.NetID == netid {
+			return m, nil
+		}
+	}
+	return RPCB{}, fmt.Errorf("rpcbind: lookup prog %d vers %d netid %q: %w", prog, vers, netid, ErrNotRegistered)
 }

@@ -81,21 +81,40 @@ var ErrRegisteredElsewhere = errors.New("rpcbind: already registered at another 
 const rollbackTimeout = 5 * time.Second
 
 // RegisterAll makes the registrations regs under owner, all or nothing: on an error,
-// the ones it made are removed again, even when ctx has ended (within
-// rollbackTimeout, 5 s, of the failure; the error then also reports what could not
-// be removed). A mapping already present is handled as
-// conflict says; replaced, when set, is called with each one it removes.
+// rpcbind's table is put back as RegisterAll found it, even when ctx has ended
+// (within rollbackTimeout, 5 s, of the failure; the error then also reports what
+// could not be put back). The ones it made are removed again, in the reverse order,
+// and each mapping it replaced is registered again at the universal address it had.
+// A mapping already present is handled as conflict says; replaced, when set, is
+// called with each one it removes.
+//
+// A mapping put back is owned by whoever rpcbind takes the caller to be (over TCP,
+// "unknown"; through its AF_LOCAL socket, the caller's uid), as rpcbind records the
+// owner of every SET; its r_owner is sent as it was.
 func (c *Client) RegisterAll(ctx context.Context, regs []Registration, owner string, conflict Conflict, replaced func(old Registration)) error {
-	var done []Registration
+	// undo lists, in the order they happened, the changes to put back: a
+	// registration made (added) or a mapping removed (removed).
+	type change struct {
+		added   *Registration
+		removed *RPCB
+	}
+	var undo []change
 	fail := func(err error) error {
 		// ctx may be what failed (its deadline passed, or it was cancelled): the
-		// rollback gets a context of its own, so that nothing stays registered.
+		// rollback gets a context of its own, so that the table is put back.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 		defer cancel()
 		errs := []error{err}
-		for _, r := range done {
-			if uerr := c.Unregister(rctx, r.Prog, r.Vers, r.NetID); uerr != nil {
-				errs = append(errs, fmt.Errorf("rolling back %s: %w", r, uerr))
+		for i := len(undo) - 1; i >= 0; i-- {
+			switch u := undo[i]; {
+			case u.added != nil:
+				if uerr := c.Unregister(rctx, u.added.Prog, u.added.Vers, u.added.NetID); uerr != nil {
+					errs = append(errs, fmt.Errorf("rolling back %s: %w", u.added, uerr))
+				}
+			case u.removed != nil:
+				if rerr := c.restore(rctx, u.removed); rerr != nil {
+					errs = append(errs, fmt.Errorf("restoring %d/%d/%s=%s: %w", u.removed.Prog, u.removed.Vers, u.removed.NetID, u.removed.Addr, rerr))
+				}
 			}
 		}
 		if len(errs) == 1 {
@@ -104,26 +123,47 @@ func (c *Client) RegisterAll(ctx context.Context, regs []Registration, owner str
 		return errors.Join(errs...)
 	}
 	for _, r := range regs {
-		old, err := c.Lookup(ctx, r.Prog, r.Vers, r.NetID)
+		old, err := c.lookupRPCB(ctx, r.Prog, r.Vers, r.NetID)
 		switch {
 		case errors.Is(err, ErrNotRegistered):
 		case err != nil:
 			return fail(err)
-		case old != r.Addr && conflict == ReplaceSameAddr:
-			return fail(fmt.Errorf("program %d version %d under %s at %s: %w (see `rpcinfo -p`)",
-				r.Prog, r.Vers, r.NetID, FormatUniversalAddr(old), ErrRegisteredElsewhere))
 		default:
+			oldAddr, err := ParseUniversalAddr(old.Addr)
+			if err == nil {
+				err = CheckAddr(r.NetID, oldAddr)
+			}
+			if err != nil {
+				return fail(fmt.Errorf("rpcbind: lookup prog %d vers %d netid %q: %w", r.Prog, r.Vers, r.NetID, err))
+			}
+			if oldAddr != r.Addr && conflict == ReplaceSameAddr {
+				return fail(fmt.Errorf("program %d version %d under %s at %s: %w (see `rpcinfo -p`)",
+					r.Prog, r.Vers, r.NetID, FormatUniversalAddr(oldAddr), ErrRegisteredElsewhere))
+			}
 			if err := c.Unregister(ctx, r.Prog, r.Vers, r.NetID); err != nil {
 				return fail(err)
 			}
+			undo = append(undo, change{removed: &old})
 			if replaced != nil {
-				replaced(Registration{Prog: r.Prog, Vers: r.Vers, NetID: r.NetID, Addr: old})
+				replaced(Registration{Prog: r.Prog, Vers: r.Vers, NetID: r.NetID, Addr: oldAddr})
 			}
 		}
 		if err := c.Register(ctx, r.Prog, r.Vers, r.NetID, r.Addr, owner); err != nil {
 			return fail(err)
 		}
-		done = append(done, r)
+		undo = append(undo, change{added: &r})
+	}
+	return nil
+}
+
+// restore registers m again as DUMP showed it, with its universal address as it was.
+func (c *Client) restore(ctx context.Context, m *RPCB) error {
+	ok, err := c.Set(ctx, m)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("rpcbind: register prog %d vers %d netid %q addr %s: %w", m.Prog, m.Vers, m.NetID, m.Addr, ErrRefused)
 	}
 	return nil
 }

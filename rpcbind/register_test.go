@@ -117,8 +117,8 @@ func TestRegisterAllPolicies(t *testing.T) {
 
 // TestRegisterAllRollsBackAfterDeadline: RegisterAll is all or nothing even when its
 // context ends part way (the rpcbind exchange timed out, or the daemon is stopping):
-// the mappings it made are removed again with a context of their own, since the
-// caller's can no longer carry a call.
+// the mappings it made are removed again, and the one it replaced registered again,
+// with a context of their own, since the caller's can no longer carry a call.
 func TestRegisterAllRollsBackAfterDeadline(t *testing.T) {
 	reg := NewRegistry()
 	c := newTestClient(t, serveRegistry(t, reg), Version4)
@@ -137,9 +137,52 @@ func TestRegisterAllRollsBackAfterDeadline(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("RegisterAll whose context ends: %v, want context.Canceled", err)
 	}
-	for _, r := range mine {
-		if g, ok := reg.Lookup(r.Prog, r.Vers, r.NetID); ok {
-			t.Errorf("after a RegisterAll cut short, %v is still registered: %+v", r, g)
-		}
+	if g, ok := reg.Lookup(mine[0].Prog, mine[0].Vers, mine[0].NetID); ok {
+		t.Errorf("after a RegisterAll cut short, %v is still registered: %+v", mine[0], g)
 	}
+	// The stale mapping, removed before the SET that the context's end cut
+	// short, is back as it was.
+	if g, ok := reg.Lookup(100003, 3, NetIDTCP); !ok || g.Addr != "127.0.0.1.8.1" {
+		t.Errorf("after a RegisterAll cut short, the mapping it replaced is %+v %v, want it back at 127.0.0.1.8.1", g, ok)
+	}
+}
+
+// TestRegisterAllRollbackRestoresReplaced: a RegisterAll that fails part way leaves
+// rpcbind's table as it found it. A stale mapping that one of its SETs replaced (an
+// UNSET, then the SET) is registered again, at the very universal address it had,
+// and not only what RegisterAll added is removed.
+func TestRegisterAllRollbackRestoresReplaced(t *testing.T) {
+	reg := NewRegistry()
+	c := newTestClient(t, serveRegistry(t, reg), Version4)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	mine := []Registration{
+		{Prog: 100400, Vers: 1, NetID: NetIDRDMA, Addr: netip.MustParseAddrPort("127.0.0.1:20049")},
+		{Prog: 100003, Vers: 3, NetID: NetIDTCP, Addr: netip.MustParseAddrPort("127.0.0.1:2049")},
+	}
+	// The first is held by a stale mapping RegisterAll replaces; the second by
+	// another owner's, which it cannot remove, so it fails there.
+	stale := RPCB{Prog: 100400, Vers: 1, NetID: NetIDRDMA, Addr: "0.0.0.0.78.81", Owner: OwnerUnknown}
+	if err := reg.Set(stale); err != nil {
+		t.Fatal(err)
+	}
+	held := RPCB{Prog: 100003, Vers: 3, NetID: NetIDTCP, Addr: "127.0.0.1.8.1", Owner: OwnerSuperuser}
+	if err := reg.Set(held); err != nil {
+		t.Fatal(err)
+	}
+	var replaced []Registration
+	err := c.RegisterAll(ctx, mine, "test", ReplaceAny, func(old Registration) { replaced = append(replaced, old) })
+	if !errors.Is(err, ErrRefused) {
+		t.Fatalf("RegisterAll over a mapping it may not remove: %v, want ErrRefused", err)
+	}
+	if len(replaced) != 1 {
+		t.Fatalf("replaced %v, want the stale rdma mapping", replaced)
+	}
+	if g, ok := reg.Lookup(stale.Prog, stale.Vers, stale.NetID); !ok || g.Addr != stale.Addr {
+		t.Errorf("after the rollback the stale mapping is %+v %v, want it back at %s", g, ok, stale.Addr)
+	}
+	if g, ok := reg.Lookup(held.Prog, held.Vers, held.NetID); !ok || g != held {
+		t.Errorf("the other owner's mapping: %+v %v, want it untouched", g, ok)
+	}
+
 }
