@@ -47,8 +47,11 @@ const MaxRegistrations = 1024
 //
 // What it answers, and where that differs from Linux rpcbind (TestRegistryMatchesRealRPCBind
 // runs the same calls against both and pins each difference):
-//   - SET and UNSET are honoured only from loopback callers (a TCP or UDP remote
-//     address in 127.0.0.0/8 or ::1); others get FALSE.
+//   - SET and UNSET are honoured only from local callers, as Linux rpcbind's
+//     is_loopback has it: a TCP or UDP remote address of 127.0.0.1, ::1 or
+//     ::ffff:127.0.0.1, not the rest of 127.0.0.0/8. Any other caller's SET or
+//     UNSET is denied with AUTH_TOOWEAK (MSG_DENIED, AUTH_ERROR), as rpcbind's
+//     check_access denies it, after its arguments decode.
 //   - The owner of a registration is its caller, whatever r_owner says, as in Linux:
 //     SET records "unknown" (OwnerUnknown), for a Registry cannot tell who calls over
 //     TCP or UDP (Linux trusts only the credentials of its AF_LOCAL socket, which a
@@ -59,7 +62,7 @@ const MaxRegistrations = 1024
 //     removes nothing (Linux removes the caller's registrations it meets before
 //     the first it may not remove). Version 2 UNSET, as in Linux, unsets "tcp" and
 //     then "udp", each on its own, and answers TRUE when either removed
-//     something. Every loopback caller is "unknown",
+//     something. Every local caller is "unknown",
 //     so each may remove what another registered over the network, as in Linux.
 //     The Go API (Set, SetPort, Unset) is the super-user's: it sets any owner and
 //     removes anything.
@@ -249,15 +252,22 @@ func protNetID(prot uint32) string {
 // another r_owner is not trusted.
 func callerOwner(*oncrpc.Request) string { return OwnerUnknown }
 
-// isLoopback reports whether a caller's address is a loopback IP address.
-func isLoopback(a net.Addr) bool {
+// localCaller returns nil when a caller at address a may SET and UNSET, and the
+// error that denies its call otherwise (AUTH_TOOWEAK). As Linux rpcbind's
+// is_loopback, only 127.0.0.1 and ::1 (or ::ffff:127.0.0.1) are local: not the
+// rest of 127.0.0.0/8.
+func localCaller(a net.Addr) error {
+	var ip net.IP
 	switch a := a.(type) {
 	case *net.TCPAddr:
-		return a.IP.IsLoopback()
+		ip = a.IP
 	case *net.UDPAddr:
-		return a.IP.IsLoopback()
+		ip = a.IP
 	}
-	return false
+	if ip.Equal(net.IPv4(127, 0, 0, 1)) || ip.Equal(net.IPv6loopback) {
+		return nil
+	}
+	return oncrpc.AuthErr(oncrpc.AuthTooWeak)
 }
 
 // garbage marks an argument decoding error so that the server answers GARBAGE_ARGS.
@@ -284,8 +294,11 @@ func (r *Registry) pmapHandler() oncrpc.Handler {
 			if err := m.DecodeXDR(req.Args); err != nil {
 				return garbage("v2 SET", err)
 			}
+			if err := localCaller(req.RemoteAddr); err != nil {
+				return fmt.Errorf("rpcbind: registry v2 SET from %v: %w", req.RemoteAddr, err)
+			}
 			netid := protNetID(m.Prot)
-			ok := isLoopback(req.RemoteAddr) && netid != "" && m.Port <= 0xffff
+			ok := netid != "" && m.Port <= 0xffff
 			if ok {
 				r.mu.Lock()
 				if r.find(m.Prog, m.Vers, netid) >= 0 {
@@ -307,14 +320,13 @@ func (r *Registry) pmapHandler() oncrpc.Handler {
 			// Portmap knows only "tcp" and "udp": UNSET removes those two mappings
 			// and no other netid's (RFC 1833 §3.2: prot is ignored; Linux rpcbind
 			// unsets the two netids one after the other, TRUE if either did).
-			ok := false
-			if isLoopback(req.RemoteAddr) {
-				owner := callerOwner(req)
-				tcp := r.unset(m.Prog, m.Vers, NetIDTCP, owner)
-				udp := r.unset(m.Prog, m.Vers, NetIDUDP, owner)
-				ok = tcp || udp
+			if err := localCaller(req.RemoteAddr); err != nil {
+				return fmt.Errorf("rpcbind: registry v2 UNSET from %v: %w", req.RemoteAddr, err)
 			}
-			res.Bool(ok)
+			owner := callerOwner(req)
+			tcp := r.unset(m.Prog, m.Vers, NetIDTCP, owner)
+			udp := r.unset(m.Prog, m.Vers, NetIDUDP, owner)
+			res.Bool(tcp || udp)
 			return nil
 		},
 		ProcGetAddr: func(_ context.Context, req *oncrpc.Request, res *xdr.Encoder) error { // PMAPPROC_GETPORT
@@ -402,8 +414,11 @@ func (r *Registry) rpcbHandler(vers uint32) oncrpc.Handler {
 			if err := q.DecodeXDR(req.Args); err != nil {
 				return garbage(fmt.Sprintf("v%d SET", vers), err)
 			}
+			if err := localCaller(req.RemoteAddr); err != nil {
+				return fmt.Errorf("rpcbind: registry v%d SET from %v: %w", vers, req.RemoteAddr, err)
+			}
 			// RFC 1833 §2.2.1: "neither r_netid nor r_addr can be NULL".
-			ok := isLoopback(req.RemoteAddr) && q.NetID != "" && q.Addr != ""
+			ok := q.NetID != "" && q.Addr != ""
 			if ok {
 				q.Owner = callerOwner(req)
 				r.mu.Lock()
@@ -422,7 +437,10 @@ func (r *Registry) rpcbHandler(vers uint32) oncrpc.Handler {
 			if err := q.DecodeXDR(req.Args); err != nil {
 				return garbage(fmt.Sprintf("v%d UNSET", vers), err)
 			}
-			res.Bool(isLoopback(req.RemoteAddr) && r.unset(q.Prog, q.Vers, q.NetID, callerOwner(req)))
+			if err := localCaller(req.RemoteAddr); err != nil {
+				return fmt.Errorf("rpcbind: registry v%d UNSET from %v: %w", vers, req.RemoteAddr, err)
+			}
+			res.Bool(r.unset(q.Prog, q.Vers, q.NetID, callerOwner(req)))
 			return nil
 		},
 		ProcGetAddr: getaddr("GETADDR", true),
