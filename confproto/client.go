@@ -2,6 +2,7 @@ package confproto
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
@@ -68,10 +69,39 @@ func Negotiate(ctx context.Context, c *oncrpc.Client, want ConfigRDMAReq) (Confi
 	return reply, nil
 }
 
+// A ConnScoped Configurable is a client transport that replaces its connection when
+// it is lost (rpcrdma.Client reconnects). What a negotiation agreed holds for the
+// connection it ran on alone: the next connection's server never saw it, and may be
+// another instance with other limits (a server restarted at the same address).
+type ConnScoped interface {
+	// ConnID names the current connection (0: none); each new connection gets a
+	// new ID.
+	ConnID() uint64
+	// ApplyToConn calls apply, which changes the Configurable's settings, only
+	// while connection id is current and alive, keeps it current until apply
+	// returns, and reports whether it called it.
+	ApplyToConn(id uint64, apply func()) bool
+}
+
+// ErrConnReplaced is wrapped by NegotiateAndApply's error when, on each of its
+// tries, the connection it negotiated on was lost before the outcome could be
+// applied: nothing negotiated on a lost connection was applied.
+var ErrConnReplaced = errors.New("confproto: the connection was replaced before the negotiation's outcome was applied")
+
+// maxApplyTries bounds the negotiations NegotiateAndApply runs when its connection is
+// replaced each time before the outcome is applied.
+const maxApplyTries = 3
+
 // NegotiateAndApply runs Negotiate, applies ClientSettings to conn (nil: nothing is
 // applied) and returns the settings. When conn is InlineBuffered, want's sizes are
 // first reduced to its buffers: the server must not be told that replies larger than
 // the receive buffers can come inline.
+//
+// When conn is ConnScoped, the settings are applied only to the connection the
+// negotiation ran on: when it was lost meanwhile and the transport reconnected, the
+// outcome is dropped and the new connection negotiated (up to maxApplyTries, 3,
+// times; then the error wraps ErrConnReplaced). A later reconnection starts again
+// from the transport's own values; call NegotiateAndApply again to configure it.
 func NegotiateAndApply(ctx context.Context, c *oncrpc.Client, want ConfigRDMAReq, conn Configurable) (Settings, error) {
 	if b, ok := conn.(InlineBuffered); ok {
 		send, recv := b.InlineBuffers()
@@ -82,13 +112,27 @@ func NegotiateAndApply(ctx context.Context, c *oncrpc.Client, want ConfigRDMAReq
 			want.MaxReplySendSize = uint32(recv)
 		}
 	}
-	reply, err := Negotiate(ctx, c, want)
-	if err != nil {
-		return Settings{}, err
+	scoped, _ := conn.(ConnScoped)
+	for try := 1; ; try++ {
+		var id uint64
+		if scoped != nil {
+			id = scoped.ConnID()
+		}
+		reply, err := Negotiate(ctx, c, want)
+		if err != nil {
+			return Settings{}, err
+		}
+		s := ClientSettings(want, reply)
+		switch {
+		case conn == nil:
+			return s, nil
+		case scoped == nil:
+			s.Apply(conn)
+			return s, nil
+		case scoped.ApplyToConn(id, func() { s.Apply(conn) }):
+			return s, nil
+		case try == maxApplyTries:
+			return Settings{}, fmt.Errorf("confproto: CONF_RDMA: %d negotiations: %w", try, ErrConnReplaced)
+		}
 	}
-	s := ClientSettings(want, reply)
-	if conn != nil {
-		s.Apply(conn)
-	}
-	return s, nil
 }

@@ -157,8 +157,13 @@ type Client struct {
 	pd   verbs.PD
 	regs *regCache
 
-	mu       sync.Mutex
-	cc       *clientConn
+	mu sync.Mutex
+	cc *clientConn
+	// applyMu is held by ApplyToConn while it changes a connection's settings and
+	// by conn while it installs a new connection (before mu), so that settings
+	// meant for one connection never land on the next.
+	applyMu  sync.Mutex
+	connSeq  atomic.Uint64 // the ID of the last connection dialled
 	dialing  chan struct{} // closed when the current dial attempt ends
 	closed   bool
 	closedCh chan struct{}
@@ -209,6 +214,7 @@ func Dial(ctx context.Context, dev verbs.Device, addr string, opts *ClientOption
 type clientConn struct {
 	c          *Client
 	ep         *endpoint
+	id         uint64 // ConnID: a new one for each connection
 	inlineSend int    // largest message we may send (guarded by mu after dial)
 	peerRecv   int    // the server's receive buffers, as its RFC 8797 private data announced (0: none)
 	maxInline  int    // largest reply the server can send inline (guarded by mu after dial)
@@ -262,7 +268,7 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 		peerRecv = 0
 	}
 	cc := &clientConn{
-		c: c, ep: ep,
+		c: c, ep: ep, id: c.connSeq.Add(1),
 		inlineSend: min(o.InlineSend, peer.RecvSize),
 		peerRecv:   peerRecv,
 		maxInline:  min(o.InlineRecv, peer.SendSize),
@@ -383,21 +389,25 @@ func (c *Client) conn(ctx context.Context, timer <-chan time.Time) (*clientConn,
 		c.mu.Unlock()
 
 		cc, err := c.dial(ctx)
+		c.applyMu.Lock() // not while settings are applied to the connection cc replaces
 		c.mu.Lock()
 		c.dialing = nil
 		close(ch)
 		if err == nil {
 			if c.closed {
 				c.mu.Unlock()
+				c.applyMu.Unlock()
 				cc.fail(oncrpc.ErrClosed)
 				return nil, oncrpc.ErrClosed
 			}
 			c.cc = cc
 			c.mu.Unlock()
+			c.applyMu.Unlock()
 			c.opts.Logger.Info("reconnected", "addr", c.addr)
 			return cc, nil
 		}
 		c.mu.Unlock()
+		c.applyMu.Unlock()
 		c.opts.Logger.Debug("reconnect failed", "addr", c.addr, "err", err)
 		t := time.NewTimer(delay)
 		select {
@@ -435,6 +445,36 @@ func (c *Client) current() *clientConn {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.cc
+}
+
+// ConnID implements confproto.ConnScoped: it names the current connection, 0 when
+// there is none. Each connection the Client establishes gets a new ID, so a
+// negotiation's outcome can be tied to the connection it ran on (ApplyToConn).
+func (c *Client) ConnID() uint64 {
+	cc := c.current()
+	if cc == nil {
+		return 0
+	}
+	return cc.id
+}
+
+// ApplyToConn implements confproto.ConnScoped: it calls apply, which changes the
+// current connection's settings (SetLimits, SetInlineThresholds, SetMaxRDMARead,
+// SetReadTarget, SetMSGPAlign), only when the connection named id is still the
+// current one and alive, and reports whether it did. No new connection replaces it
+// until apply returns. Settings negotiated on a connection since lost are thus not
+// applied to the next one, whose server never agreed to them (it may be another
+// instance, restarted with other limits); that connection keeps what it started with
+// (the RFC 8797 private data values) until it is negotiated itself.
+func (c *Client) ApplyToConn(id uint64, apply func()) bool {
+	c.applyMu.Lock()
+	defer c.applyMu.Unlock()
+	cc := c.current()
+	if cc == nil || cc.id != id || cc.isDead.Load() {
+		return false
+	}
+	apply()
+	return true
 }
 
 // Limits returns the current connection's limits (zero Limits when not connected).
