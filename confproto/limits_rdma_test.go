@@ -189,3 +189,27 @@ func TestApplyAfterReconnect(t *testing.T) {
 		t.Errorf("3000-byte echo: %v; %d messages on the wire, want the call and its reply (the connection broke and the call was retransmitted)", err, n)
 	}
 }
+
+// TestNegotiateAndApplyServerSendBuffers: CONF_RDMA's reply says nothing of how large
+// the server's inline replies may be, but its RFC 8797 private data does (its send
+// buffers, ServerOptions.InlineSend). A client that applies its own
+// maxreply_sendsize beyond them expects replies inline that the server cannot send
+// so, offers no reply chunk, and gets ERR_CHUNK. After NegotiateAndApply the client
+// must not expect inline replies larger than the server sends, and a reply longer
+// than the server's send buffers must arrive (through the reply chunk).
+func TestNegotiateAndApplyServerSendBuffers(t *testing.T) {
+	limits := confproto.Limits{MaxCallSendSize: bigInline, MaxReplySendSize: bigInline, Align: 4, MaxRDMARead: 8}
+	env := newSizedEnv(t, limits,
+		&rpcrdma.ServerOptions{InlineRecv: bigInline, InlineSend: 1024},
+		&rpcrdma.ClientOptions{InlineSend: bigInline, InlineRecv: bigInline})
+	want := confproto.ConfigRDMAReq{MaxCallSendSize: bigInline, MaxReplySendSize: bigInline, MaxRDMARead: 8}
+	if _, err := confproto.NegotiateAndApply(env.ctx, env.conf, want, env.tr); err != nil {
+		t.Fatal(err)
+	}
+	sc := <-env.sc
+	if srv, cli := sc.Limits().InlineSend, env.tr.Limits().InlineRecv; cli > srv {
+		t.Errorf("after NegotiateAndApply the client expects replies inline up to %d bytes, the server sends up to %d", cli, srv)
+	}
+	// A 3000-byte reply: too long for the server's 1024-byte send buffers.
+	env.echoOnce(t, 3000)
+}

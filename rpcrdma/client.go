@@ -217,6 +217,7 @@ type clientConn struct {
 	id         uint64 // ConnID: a new one for each connection
 	inlineSend int    // largest message we may send (guarded by mu after dial)
 	peerRecv   int    // the server's receive buffers, as its RFC 8797 private data announced (0: none)
+	peerSend   int    // the server's send buffers, as its RFC 8797 private data announced (0: none)
 	maxInline  int    // largest reply the server can send inline (guarded by mu after dial)
 	ord        int    // RDMA Reads at once when pulling reply read chunks; 0: none (guarded by mu)
 	msgpAlign  uint32 // rdma_align of our RDMA_MSGP calls; 0: none (guarded by mu)
@@ -262,15 +263,16 @@ func (c *Client) dial(ctx context.Context) (*clientConn, error) {
 		return nil, fmt.Errorf("rpcrdma: dial %s: %w", c.addr, err)
 	}
 	peer, perr := PeerPrivate(info.PrivateData)
-	peerRecv := peer.RecvSize
+	peerRecv, peerSend := peer.RecvSize, peer.SendSize
 	if perr != nil {
 		o.Logger.Debug("server sent no RFC 8797 private data; using 1024-byte inline sizes", "addr", c.addr, "err", perr)
-		peerRecv = 0
+		peerRecv, peerSend = 0, 0
 	}
 	cc := &clientConn{
 		c: c, ep: ep, id: c.connSeq.Add(1),
 		inlineSend: min(o.InlineSend, peer.RecvSize),
 		peerRecv:   peerRecv,
+		peerSend:   peerSend,
 		maxInline:  min(o.InlineRecv, peer.SendSize),
 		ord:        max(info.ORD, 1),
 		maxORD:     max(info.ORD, 1),
@@ -493,7 +495,10 @@ func (c *Client) Limits() Limits {
 // the registered buffer sizes (ClientOptions.InlineSend and InlineRecv) nor go below
 // 1024 bytes; InlineSend is also held to the receive buffers the connection's server
 // announced in RFC 8797 private data, if it did (limits negotiated on a connection
-// since lost must not overrun the next one's server). Credits changes the window's
+// since lost must not overrun the next one's server), and InlineRecv to the send
+// buffers it announced there: a CONF_RDMA reply does not say how large the server's
+// inline replies may be, and a reply the client expects inline gets no reply chunk,
+// so one longer than the server can send would draw ERR_CHUNK. Credits changes the window's
 // cap. A reconnection starts again from the private-data values and
 // ClientOptions.Credits.
 func (c *Client) SetLimits(l Limits) error {
@@ -520,6 +525,9 @@ func (c *Client) SetLimits(l Limits) error {
 	}
 	if l.InlineRecv != 0 {
 		cc.maxInline = l.InlineRecv
+		if cc.peerSend > 0 {
+			cc.maxInline = min(cc.maxInline, cc.peerSend)
+		}
 	}
 	cc.mu.Unlock()
 	if l.Credits != 0 {
