@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -52,6 +53,10 @@ var (
 
 	nfsStatusDesc  = desc("nfs_replies_total", "NFSv3 replies by procedure and nfsstat3 status.", "procedure", "status")
 	terminatesDesc = desc("iwarp_terminates_total", "iWARP Terminate messages, by direction and the layer their error code names.", "provider", "direction", "layer")
+
+	reloadsDesc         = desc("exports_reloads_total", "Reloads of the exports file (SIGHUP), by result: success, or failure (the table in force stays).", "result")
+	reloadOKDesc        = desc("exports_last_reload_successful", "Whether the last reload of the exports file succeeded (1; before any reload, 1) or failed (0).")
+	reloadSuccessTSDesc = desc("exports_last_reload_success_timestamp_seconds", "When the exports table in force was loaded, at start or by the last successful reload, in seconds since the Unix epoch.")
 )
 
 // A Collector is a prometheus.Collector reading the sources added to it at scrape
@@ -65,6 +70,7 @@ type Collector struct {
 	softs   []*soft.Device
 	nfs     []*nfsserver.StatusStats
 	budgets []*oncrpc.Budget
+	reloads []*ReloadStats
 }
 
 // New returns a Collector with no sources.
@@ -83,6 +89,13 @@ func (c *Collector) AddNFSStatus(st *nfsserver.StatusStats) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.nfs = append(c.nfs, st)
+}
+
+// AddReloads adds a daemon's configuration reloads (nfsrdmad's exports file).
+func (c *Collector) AddReloads(s *ReloadStats) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reloads = append(c.reloads, s)
 }
 
 // AddBudget adds a memory budget (oncrpc.ServerOptions.Budget): the bytes calls in
@@ -135,7 +148,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		connAcceptedDesc, connClosedDesc, connOpenDesc, connRefusedDesc, connReapedDesc,
 		rdmaCallsDesc, rdmaRepliesDesc, rdmaWriteChunksDesc, rdmaReadBytesDesc, rdmaWriteBytesDesc, rdmaErrorsDesc,
 		creditsGrantedDesc, creditsInUseDesc, bufferBytesDesc, bufferInUseDesc, terminatesDesc, nfsStatusDesc,
-		budgetInUseDesc, budgetLimitDesc} {
+		budgetInUseDesc, budgetLimitDesc, reloadsDesc, reloadOKDesc, reloadSuccessTSDesc} {
 		ch <- d
 	}
 }
@@ -145,7 +158,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	procs, servers := c.procs, c.servers
 	rdma, tcp, softs, nfs, budgets := c.rdma, c.tcp, c.softs, c.nfs, c.budgets
+	reloads := c.reloads
 	c.mu.Unlock()
+
+	collectReloads(ch, reloads)
 
 	if len(budgets) > 0 {
 		var used, limit int64
@@ -268,6 +284,34 @@ func collectConns(ch chan<- prometheus.Metric, transport string, s oncrpc.Listen
 	gauge(ch, connOpenDesc, float64(s.Open()), transport)
 	counter(ch, connRefusedDesc, s.Refused, transport)
 	counter(ch, connReapedDesc, s.Reaped, transport)
+}
+
+// collectReloads sends the reload counts, summed over the stats, whether the last
+// reload of each succeeded (0 if any failed), and the latest successful load.
+func collectReloads(ch chan<- prometheus.Metric, stats []*ReloadStats) {
+	if len(stats) == 0 {
+		return
+	}
+	var ok, failed uint64
+	allOK := true
+	var last time.Time
+	for _, s := range stats {
+		o, f := s.Reloads()
+		ok += o
+		failed += f
+		allOK = allOK && s.LastSuccessful()
+		if t := s.LastSuccess(); t.After(last) {
+			last = t
+		}
+	}
+	counter(ch, reloadsDesc, ok, "success")
+	counter(ch, reloadsDesc, failed, "failure")
+	v := 0.0
+	if allOK {
+		v = 1
+	}
+	gauge(ch, reloadOKDesc, v)
+	gauge(ch, reloadSuccessTSDesc, float64(last.UnixNano())/1e9)
 }
 
 // bucketBounds are oncrpc.LatencyBuckets in seconds.

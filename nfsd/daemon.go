@@ -445,6 +445,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 		return err
 	}
 	defer nfs.Close()
+	loaded := time.Now()
 	rl := &reloader{cfg: &cfg, x: nfs, log: log}
 
 	limits := confproto.DefaultLimits()
@@ -466,6 +467,7 @@ func Run(ctx context.Context, cfg Config, ready func(Info)) (err error) {
 	// One budget for both transports: what calls in progress hold, wherever they came from.
 	budget := oncrpc.NewBudget(max(cfg.MemBudget, 0))
 	ms.addBudget(budget)
+	rl.stats = ms.addReloads(loaded)
 	main := oncrpc.NewServer(&oncrpc.ServerOptions{Logger: log.Named("oncrpc"), Observe: ms.observe(), Budget: budget, ConnBudget: cfg.ConnMemBudget})
 	ms.registerNFS(main, nfs)
 	conf.Register(main)

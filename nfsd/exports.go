@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/go-rpcrdma/rpcrdma/metrics"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfsserver"
 )
@@ -66,14 +68,29 @@ func (c *Config) exportsTable() (*exports.Table, error) {
 
 // reloader re-reads the exports file into the running server.
 type reloader struct {
-	cfg *Config
-	x   *nfsserver.Exports
-	log hclog.Logger
+	cfg   *Config
+	x     *nfsserver.Exports
+	log   hclog.Logger
+	stats *metrics.ReloadStats // nil: metrics are off
 }
 
 // reload parses the exports file again and applies it; on any error the table in
-// force stays and the error says why.
+// force stays and the error says why. Each reload is counted in r.stats, a reload
+// asked of a server of -export (no file) as a failure.
 func (r *reloader) reload() error {
+	err := r.load()
+	if r.stats != nil {
+		if err != nil {
+			r.stats.Failed()
+		} else {
+			r.stats.Succeeded(time.Now())
+		}
+	}
+	return err
+}
+
+// load is reload without the counting.
+func (r *reloader) load() error {
 	if r.cfg.ExportsFile == "" {
 		return errors.New("nfsrdmad: nothing to reload: serving -export, not an exports file")
 	}

@@ -3,6 +3,8 @@
 package nfsd
 
 import (
+	"time"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/go-rpcrdma/rpcrdma/metrics"
@@ -55,6 +57,18 @@ func (m *metricsState) addBudget(b *oncrpc.Budget) {
 	if m.c != nil {
 		m.c.AddBudget(b)
 	}
+}
+
+// addReloads adds the counts of the exports table's reloads to the collector, the
+// table in force having been loaded at loaded, and returns them for the reloader to
+// update (nil when metrics are off).
+func (m *metricsState) addReloads(loaded time.Time) *metrics.ReloadStats {
+	if m.c == nil {
+		return nil
+	}
+	s := metrics.NewReloadStats(loaded)
+	m.c.AddReloads(s)
+	return s
 }
 
 // observe is the ServerOptions.Observe for Run's servers (nil when metrics are off).

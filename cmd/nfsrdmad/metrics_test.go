@@ -7,10 +7,14 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/cli/clitest"
 	"github.com/go-rpcrdma/rpcrdma/internal/metricstest"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
@@ -152,5 +156,87 @@ func TestMetricsFlags(t *testing.T) {
 	cfg, err := parseFlags([]string{"-export", dir, "-metrics", "127.0.0.1:9100", "-pprof"}, io.Discard)
 	if err != nil || cfg.Metrics != "127.0.0.1:9100" || !cfg.Pprof {
 		t.Errorf("-metrics -pprof: %+v, %v", cfg, err)
+	}
+}
+
+// TestMetricsExportsReloads: the exports file's reloads at SIGHUP are counted by
+// result, as Prometheus counts its own configuration's
+// (prometheus_config_last_reload_successful and _success_timestamp_seconds): at
+// start none, the last "successful" and the table's load time; after a reload that
+// succeeds, one success and a later time; after one of a broken file, one failure,
+// the last not successful and the time of the table still in force.
+func TestMetricsExportsReloads(t *testing.T) {
+	dir := exportDir(t)
+	file := filepath.Join(t.TempDir(), "exports")
+	writeExports(t, file, dir+" 127.0.0.1(rw,insecure)\n")
+	before := time.Now()
+	s := (&server{stdout: &clitest.Buffer{}, log: &clitest.Buffer{}}).start(t, []string{"-exports", file, "-metrics", "127.0.0.1:0"})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	url := "http://" + s.info.Metrics.String() + "/metrics"
+	type state struct{ ok, failed, last, at float64 }
+	scrape := func() state {
+		t.Helper()
+		m, err := metricstest.Scrape(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st state
+		var found [4]bool
+		st.ok, found[0] = m.Get("rpcrdma_exports_reloads_total", "result", "success")
+		st.failed, found[1] = m.Get("rpcrdma_exports_reloads_total", "result", "failure")
+		st.last, found[2] = m.Get("rpcrdma_exports_last_reload_successful")
+		st.at, found[3] = m.Get("rpcrdma_exports_last_reload_success_timestamp_seconds")
+		for i, f := range found {
+			if !f {
+				t.Fatalf("series %d of the reload metrics missing", i)
+			}
+		}
+		return st
+	}
+	// hup sends SIGHUP to this process, where run has asked for it, and waits until
+	// the reload has been counted.
+	hup := func(want func(state) bool) state {
+		t.Helper()
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			st := scrape()
+			if want(st) {
+				return st
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("reload not counted: %+v\n%s", st, s.log.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	seconds := func(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+	st := scrape()
+	if st.ok != 0 || st.failed != 0 || st.last != 1 || st.at < seconds(before) || st.at > seconds(time.Now()) {
+		t.Errorf("at start: %+v, want no reloads, the last successful, loaded since %v", st, seconds(before))
+	}
+	loaded := st.at
+
+	writeExports(t, file, dir+" 127.0.0.3(rw,insecure)\n")
+	beforeReload := time.Now()
+	st = hup(func(st state) bool { return st.ok == 1 })
+	if st.failed != 0 || st.last != 1 || st.at < seconds(beforeReload) || st.at <= loaded {
+		t.Errorf("after a successful reload: %+v, want one success, the last successful, loaded since %v", st, seconds(beforeReload))
+	}
+	reloaded := st.at
+
+	writeExports(t, file, dir+" 127.0.0.1(rw,bogus)\n")
+	st = hup(func(st state) bool { return st.failed == 1 })
+	if st.ok != 1 || st.last != 0 || st.at != reloaded {
+		t.Errorf("after a failed reload: %+v, want one success and one failure, the last failed, the table of %v in force", st, reloaded)
+	}
+
+	writeExports(t, file, dir+" 127.0.0.1(rw,insecure)\n")
+	st = hup(func(st state) bool { return st.ok == 2 })
+	if st.failed != 1 || st.last != 1 || st.at <= reloaded {
+		t.Errorf("after a reload that succeeds again: %+v, want the last successful and a later load", st)
 	}
 }
