@@ -14,7 +14,7 @@ type stallWatch struct {
 	sc                       *ServerConn
 	sendTimeout, readTimeout time.Duration // <= 0: not watched
 	period                   time.Duration
-	timer                    *time.Timer
+	timer                    *time.Timer // guarded by sc.mu
 
 	// Progress seen at the last check, and since when none has been made while
 	// work was outstanding (zero: not stalled).
@@ -72,7 +72,12 @@ func (w *stallWatch) check() {
 		return
 	}
 	w.sqDone, w.readDone = done, reads
-	w.timer.Reset(w.period)
+	// startStallWatch stores the timer under sc.mu after starting it, so a first
+	// check that comes sooner must not read it unlocked.
+	sc.mu.Lock()
+	t := w.timer
+	sc.mu.Unlock()
+	t.Reset(w.period)
 }
 
 // overdue tracks one kind of progress: while stuck (work outstanding and none
