@@ -139,7 +139,8 @@ type flagSet = flag.FlagSet
 type remote struct {
 	host string // without brackets
 	path string // absolute, cleaned
-	// dir says the path was written with a trailing slash: like cp, put and get then
+	// dir says the path names a directory however it is written: with a trailing
+	// slash, as the root, or ending in "." or "..". Like cp, put and get then
 	// require it to be an existing directory.
 	dir bool
 }
@@ -189,7 +190,9 @@ func parseRemote(s string) (remote, error) {
 	if strings.IndexByte(p, 0) >= 0 {
 		return remote{}, fmt.Errorf("remote %q: the path contains a NUL byte", s)
 	}
-	return remote{host: host, path: path.Clean(p), dir: strings.HasSuffix(p, "/")}, nil
+	clean, base := path.Clean(p), path.Base(p)
+	dir := strings.HasSuffix(p, "/") || clean == "/" || base == "." || base == ".."
+	return remote{host: host, path: clean, dir: dir}, nil
 }
 
 // session is a mounted export.

@@ -280,14 +280,23 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestParseRemote(t *testing.T) {
-	for _, tc := range []struct{ in, host, path string }{
-		{"server:/export", "server", "/export"},
-		{"192.0.2.1:/a/b/", "192.0.2.1", "/a/b"},
-		{"[2001:db8::1]:/x//y", "2001:db8::1", "/x/y"},
-		{"h:/", "h", "/"},
+	for _, tc := range []struct {
+		in, host, path string
+		dir            bool
+	}{
+		{"server:/export", "server", "/export", false},
+		{"192.0.2.1:/a/b/", "192.0.2.1", "/a/b", true},
+		{"[2001:db8::1]:/x//y", "2001:db8::1", "/x/y", false},
+		{"h:/", "h", "/", true},
+		// A path that names a directory however it is written: the root, or
+		// one ending in "." or "..".
+		{"h:/0/..", "h", "/", true},
+		{"h:/a/.", "h", "/a", true},
+		{"h:/a/b/..", "h", "/a", true},
+		{"h:/a/b/../c", "h", "/a/c", false},
 	} {
 		r, err := parseRemote(tc.in)
-		if err != nil || r.host != tc.host || r.path != tc.path {
+		if err != nil || r.host != tc.host || r.path != tc.path || r.dir != tc.dir {
 			t.Errorf("parseRemote(%q) = %+v, %v", tc.in, r, err)
 		}
 	}
