@@ -430,10 +430,11 @@ func openDirFD(o *object) (int, error) {
 func procPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 
 // validName checks a name a client wants to create, remove or look up: not empty, no
-// "/" and no NUL. "." and ".." are the callers' business.
+// "/" and no NUL. Each is NFS3ERR_ACCES (RFC 1813 §3.2: the empty name, and a name
+// with characters the server cannot handle). "." and ".." are the callers' business.
 func validName(name []byte) nfs3.Status {
 	if len(name) == 0 {
-		return nfs3.StatusNoEnt
+		return nfs3.StatusAcces
 	}
 	for _, c := range name {
 		if c == '/' || c == 0 {

@@ -1,0 +1,88 @@
+//go:build linux
+
+package nfsserver
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+)
+
+// v3NameStatuses calls every NFSv3 procedure that takes a file name (RFC 1813 §3.2:
+// LOOKUP, CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME's two names and LINK)
+// with name as that name, in the export root, which holds the regular file "f", and
+// returns what each answered.
+func v3NameStatuses(t *testing.T, e *env, name string) map[string]nfs3.Status {
+	t.Helper()
+	c, root, n := e.c, e.root, []byte(name)
+	f, st := c.lookup(root, "f")
+	wantStatus(t, "LOOKUP f", st, nfs3.StatusOK)
+	where := nfs3.DirOpArgs{Dir: root, Name: n}
+	got := map[string]nfs3.Status{}
+	var lr nfs3.LookupRes
+	c.must(nfs3.ProcLookup, &nfs3.LookupArgs{What: where}, &lr)
+	got["LOOKUP"] = lr.Status
+	var cr nfs3.CreateRes
+	c.must(nfs3.ProcCreate, &nfs3.CreateArgs{Where: where, Mode: nfs3.Unchecked}, &cr)
+	got["CREATE"] = cr.Status
+	c.must(nfs3.ProcMkdir, &nfs3.MkdirArgs{Where: where}, &cr)
+	got["MKDIR"] = cr.Status
+	c.must(nfs3.ProcSymlink, &nfs3.SymlinkArgs{Where: where, Data: []byte("f")}, &cr)
+	got["SYMLINK"] = cr.Status
+	c.must(nfs3.ProcMknod, &nfs3.MknodArgs{Where: where, Type: nfs3.TypeFifo}, &cr)
+	got["MKNOD"] = cr.Status
+	var wr nfs3.WccRes
+	c.must(nfs3.ProcRemove, &nfs3.RemoveArgs{What: where}, &wr)
+	got["REMOVE"] = wr.Status
+	c.must(nfs3.ProcRmdir, &nfs3.RmdirArgs{What: where}, &wr)
+	got["RMDIR"] = wr.Status
+	var rr nfs3.RenameRes
+	c.must(nfs3.ProcRename, &nfs3.RenameArgs{From: where, To: nfs3.DirOpArgs{Dir: root, Name: []byte("g")}}, &rr)
+	got["RENAME from"] = rr.Status
+	c.must(nfs3.ProcRename, &nfs3.RenameArgs{From: nfs3.DirOpArgs{Dir: root, Name: []byte("f")}, To: where}, &rr)
+	got["RENAME to"] = rr.Status
+	var kr nfs3.LinkRes
+	c.must(nfs3.ProcLink, &nfs3.LinkArgs{File: f, Link: where}, &kr)
+	got["LINK"] = kr.Status
+	return got
+}
+
+// wantV3NameStatus checks that every procedure v3NameStatuses calls answered name
+// with want, and that the export root still holds only "f".
+func wantV3NameStatus(t *testing.T, e *env, what, name string, want nfs3.Status) {
+	t.Helper()
+	for proc, st := range v3NameStatuses(t, e, name) {
+		if st != want {
+			t.Errorf("%s %s: %v, want %v", proc, what, st, want)
+		}
+	}
+	ents, err := os.ReadDir(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 1 || ents[0].Name() != "f" {
+		t.Fatalf("after the calls with %s the export holds %v, want only f", what, ents)
+	}
+}
+
+func newNamesEnv(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t, Options{})
+	if err := os.WriteFile(filepath.Join(e.dir, "f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestV3NamesUnhandled: a name holding "/" or NUL, which no Linux file system can
+// hold, is NFS3ERR_ACCES in every procedure that takes one (RFC 1813 §3.2: a name with
+// characters the server cannot handle), and so is the empty name (§3.2, first comment).
+func TestV3NamesUnhandled(t *testing.T) {
+	e := newNamesEnv(t)
+	for _, name := range []string{"", "a/b", "/", "x\x00y", "\x00"} {
+		wantV3NameStatus(t, e, fmt.Sprintf("of %q", name), name, nfs3.StatusAcces)
+	}
+}
