@@ -12,7 +12,10 @@ const (
 
 // Protocol limits. FHSize, CookieVerfSize, CreateVerfSize and WriteVerfSize are fixed by
 // RFC 1813 §2.4; MaxNameLen and MaxPathLen are the MOUNT limits (MNTNAMLEN, MNTPATHLEN),
-// which this package also applies to NFS filename3. nfspath3 (a symbolic link's text in
+// which this package also applies to the names of READDIR entries. filename3 has no
+// bound in RFC 1813 §2.5, and a name longer than the server's limit is
+// NFS3ERR_NAMETOOLONG (§3.2), not an argument that does not decode: MaxComponent bounds
+// the filename3 of a call's diropargs3 when decoding. nfspath3 (a symbolic link's text in
 // READLINK and SYMLINK) has no bound in RFC 1813 §2.5: MaxNFSPathLen bounds it as Linux
 // does (PATH_MAX), so a link a Linux client or server makes always decodes. MaxData
 // bounds READ and WRITE counts (1 MiB plus one page, the largest payload a Linux client
@@ -23,6 +26,7 @@ const (
 	CreateVerfSize = 8
 	WriteVerfSize  = 8
 	MaxNameLen     = 255
+	MaxComponent   = 1024
 	MaxPathLen     = 1024
 	MaxNFSPathLen  = 4096
 	MaxData        = 1<<20 + 4096

@@ -462,7 +462,7 @@ func (a *DirOpArgs) decode(d *xdr.Decoder, name string) (err error) {
 		a.Dir = nil
 		return field(name+".dir", err)
 	}
-	if a.Name, err = d.StringBytes(MaxNameLen); err != nil {
+	if a.Name, err = d.StringBytes(MaxComponent); err != nil {
 		a.Name = nil
 		return field(name+".name", err)
 	}

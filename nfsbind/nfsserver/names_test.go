@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
@@ -84,5 +85,15 @@ func TestV3NamesUnhandled(t *testing.T) {
 	e := newNamesEnv(t)
 	for _, name := range []string{"", "a/b", "/", "x\x00y", "\x00"} {
 		wantV3NameStatus(t, e, fmt.Sprintf("of %q", name), name, nfs3.StatusAcces)
+	}
+}
+
+// TestV3NamesTooLong: a name longer than the server's name_max (PATHCONF, 255 with
+// no_trunc) is NFS3ERR_NAMETOOLONG in every procedure that takes one (RFC 1813 §3.2,
+// fourth comment), not GARBAGE_ARGS: filename3 is an XDR string without bound.
+func TestV3NamesTooLong(t *testing.T) {
+	e := newNamesEnv(t)
+	for _, n := range []int{nfs3.MaxNameLen + 1, nfs3.MaxComponent} {
+		wantV3NameStatus(t, e, fmt.Sprintf("of %d bytes", n), strings.Repeat("n", n), nfs3.StatusNameTooLong)
 	}
 }
