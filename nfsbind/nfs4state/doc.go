@@ -16,11 +16,12 @@
 //   - Sequence first in every COMPOUND that has it, with the COMPOUND's number of
 //     operations and size, which it checks against the session's limits before it
 //     takes the slot (NFS4ERR_TOO_MANY_OPS, NFS4ERR_REQ_TOO_BIG). A retry returns the
-//     cached reply in SequenceResult.Replay, to send as is; a new request holds
-//     SequenceResult.Slot, and the server must call Slot.Done with the encoded
-//     COMPOUND4res once it is built, whatever the COMPOUND's status, or Slot.Abandon
-//     (deferred) when the COMPOUND ends without a reply, whose retry then gets
-//     NFS4ERR_RETRY_UNCACHED_REP. Before that, a reply larger than Slot.MaxCachedReply
+//     cached reply in SequenceResult.Replay, to send as is, or, when none was cached,
+//     SequenceResult.Uncached: SEQUENCE's result, then NFS4ERR_RETRY_UNCACHED_REP for
+//     the operation after it; a new request holds SequenceResult.Slot, and the server
+//     must call Slot.Done with the encoded COMPOUND4res once it is built, whatever the
+//     COMPOUND's status, or Slot.Abandon (deferred) when the COMPOUND ends without a
+//     reply, whose retry is then Uncached. Before that, a reply larger than Slot.MaxCachedReply
 //     to a request with sa_cachethis must become NFS4ERR_REP_TOO_BIG_TO_CACHE.
 //     SequenceResult.ClientID is the client every later operation of the COMPOUND acts
 //     for; SequenceResult.Fore the negotiated limits to check the reply against;

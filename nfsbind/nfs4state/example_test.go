@@ -44,14 +44,15 @@ func Example() {
 	fmt.Println("WRITE:", m.CheckIO(seq.ClientID, open, file, true).String())
 	seq.Slot.Done([]byte("encoded COMPOUND4res"))
 
-	// A retry of the WRITE COMPOUND, whose reply was not cached (sa_cachethis false).
-	_, st = m.Sequence(nfs4state.SequenceArgs{SessionID: cs.SessionID, SequenceID: 3, Conn: 1})
-	fmt.Println("retry:", st.String())
+	// A retry of the WRITE COMPOUND, whose reply was not cached (sa_cachethis false):
+	// SEQUENCE succeeds, and PUTFH is answered NFS4ERR_RETRY_UNCACHED_REP.
+	retry, st := m.Sequence(nfs4state.SequenceArgs{SessionID: cs.SessionID, SequenceID: 3, Conn: 1})
+	fmt.Println("retry:", st.String(), "uncached:", retry.Uncached)
 	// Output:
 	// CREATE_SESSION: NFS4_OK slots: 64
 	// RECLAIM_COMPLETE: NFS4_OK
 	// SEQUENCE: NFS4_OK
 	// OPEN: NFS4_OK seqid 1
 	// WRITE: NFS4_OK
-	// retry: NFS4ERR_RETRY_UNCACHED_REP
+	// retry: NFS4_OK uncached: true
 }

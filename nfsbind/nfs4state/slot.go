@@ -46,6 +46,12 @@ type SequenceResult struct {
 	// reply was cached: Replay is a copy of that COMPOUND4res as given to Slot.Done, to be
 	// sent as is without executing anything. Slot is then not valid.
 	Replay []byte
+	// Uncached means the request is a retry of the slot's last request, whose reply was
+	// not cached (no sa_cachethis, a reply too big to cache, or none at all): its
+	// SEQUENCE is answered NFS4_OK from the fields above, and the operation after it, if
+	// any, NFS4ERR_RETRY_UNCACHED_REP, without executing anything (RFC 8881
+	// §2.10.6.1.3). Slot is then not valid.
+	Uncached bool
 	// Slot is the slot the new request holds until Slot.Done or Slot.Abandon.
 	Slot Slot
 }
@@ -65,8 +71,9 @@ type Slot struct {
 // at the slot, as knfsd does, then the slot ID against the slot table
 // (NFS4ERR_BADSLOT) and the sequence ID against the slot's: one more is a new request,
 // which holds the slot until Slot.Done; equal is a retry, answered from the reply
-// cache (SequenceResult.Replay) or, if the reply was not cached, with
-// NFS4ERR_RETRY_UNCACHED_REP, or NFS4ERR_DELAY while the original is still in
+// cache (SequenceResult.Replay) or, if the reply was not cached, with SEQUENCE's own
+// result and NFS4ERR_RETRY_UNCACHED_REP for the operation after it
+// (SequenceResult.Uncached), or NFS4ERR_DELAY while the original is still in
 // progress; anything else is NFS4ERR_SEQ_MISORDERED. A new request renews the client's
 // lease and binds Conn to the session's fore channel if it is not bound (SP4_NONE). A
 // retry whose sa_cachethis differs from the original's gets NFS4ERR_SEQ_FALSE_RETRY.
@@ -121,9 +128,10 @@ func (m *Manager) Sequence(a SequenceArgs) (res SequenceResult, status nfs4.Stat
 		case sl.cacheThis != a.CacheThis:
 			return SequenceResult{}, nfs4.ErrSeqFalseRetry
 		case !sl.cached:
-			return SequenceResult{}, nfs4.ErrRetryUncachedRep
+			res.Uncached = true
+		default:
+			res.Replay = append(make([]byte, 0, len(sl.reply)), sl.reply...)
 		}
-		res.Replay = append(make([]byte, 0, len(sl.reply)), sl.reply...)
 		res.StatusFlags = m.statusFlagsLocked(c)
 		return res, nfs4.OK
 	default:
@@ -177,7 +185,7 @@ func (sl *Slot) Valid() bool { return sl.s != nil }
 // Done releases the slot. reply is the encoded COMPOUND4res (status, tag, results; not the
 // RPC reply header, which a retry's XID may change); when the request
 // asked for caching (sa_cachethis) and reply fits MaxCachedReply, it is copied into the
-// slot's cache for retries, otherwise a retry gets NFS4ERR_RETRY_UNCACHED_REP. Done
+// slot's cache for retries, otherwise a retry is SequenceResult.Uncached. Done
 // returns NFS4ERR_REP_TOO_BIG_TO_CACHE when caching was asked for and the reply did not
 // fit. An empty reply is no reply at all: Done(nil) is Abandon. Calling Done again, or
 // after the session was destroyed, does nothing.
@@ -188,7 +196,8 @@ func (sl *Slot) Done(reply []byte) nfs4.Status {
 // Abandon releases the slot of a request that ends without a reply: the server dropped
 // it (its connection closed while it waited) or it panicked. The request counts as done
 // at its sequence ID, since it may have changed state, but nothing is cached for it: a
-// retry gets NFS4ERR_RETRY_UNCACHED_REP (RFC 8881 §2.10.6.1), never an empty reply.
+// retry is SequenceResult.Uncached (NFS4ERR_RETRY_UNCACHED_REP after its SEQUENCE,
+// RFC 8881 §2.10.6.1), never an empty reply.
 // Abandon after Done, or after the session was destroyed, does nothing.
 func (sl *Slot) Abandon() { sl.release(nil, false) }
 

@@ -30,7 +30,9 @@ import (
 // when the client asked for the reply to be cached (sa_cachethis), past
 // ca_maxresponsesize_cached NFS4ERR_REP_TOO_BIG_TO_CACHE. The whole reply is then
 // handed to the slot (nfs4state.Slot.Done), which caches it when asked to; a retry of
-// the slot's last request is answered with that cached reply without running anything.
+// the slot's last request is answered with that cached reply without running anything,
+// or, when it was not cached, with SEQUENCE's result and NFS4ERR_RETRY_UNCACHED_REP
+// for the operation after it.
 //
 // Minor versions other than 1 are NFS4ERR_MINOR_VERS_MISMATCH with no results, which
 // makes a Linux client fall back from 4.2 to 4.1. The NFSv4.0-only operations

@@ -157,6 +157,54 @@ func TestV4SlotReplay(t *testing.T) {
 	wantStatus4(t, "SEQUENCE of a slot beyond the table", c.rawMust(&nfs4.SequenceArgs{SessionID: c.sid, SlotID: 1 << 20, SequenceID: 1}), nfs4.ErrBadslot)
 }
 
+// TestV4UncachedRetryAnswersSequence: a retry of a slot's last request whose reply
+// was not cached (sa_cachethis FALSE) has its SEQUENCE answered from the slot, NFS4_OK
+// with the slot's values, as knfsd does: sa_cachethis asks for the results of the
+// operations after SEQUENCE to be cached (RFC 8881 §2.10.6.1.3). A solo SEQUENCE
+// retried (a Linux client's lease renewal is one) is therefore NFS4_OK; in a longer
+// COMPOUND, the operation after SEQUENCE is NFS4ERR_RETRY_UNCACHED_REP, and nothing
+// runs again.
+func TestV4UncachedRetryAnswersSequence(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.v4(rootCred())
+	c.mount()
+	solo := c.sequenceArgs(false)
+	first := c.rawMust(solo)
+	wantStatus4(t, "SEQUENCE", first, nfs4.OK)
+	again := c.rawMust(solo)
+	wantStatus4(t, "SEQUENCE retried", again, nfs4.OK)
+	if len(again.Results) != 1 || *again.Results[0].(*nfs4.SequenceRes) != *first.Results[0].(*nfs4.SequenceRes) {
+		t.Fatalf("SEQUENCE retried: %+v, want the original's %+v", again.Results, first.Results)
+	}
+
+	dir := c.lookupFH(e.exportComponents()...)
+	ops := []nfs4.OpArgs{c.sequenceArgs(false), &nfs4.PutfhArgs{Object: dir},
+		&nfs4.CreateArgs{ObjType: nfs4.NF4Dir, ObjName: []byte("d")}}
+	wantStatus4(t, "CREATE", c.rawMust(ops...), nfs4.OK)
+	if err := os.Remove(filepath.Join(e.dir, "d")); err != nil {
+		t.Fatal(err)
+	}
+	res := c.rawMust(ops...)
+	wantStatus4(t, "CREATE retried", res, nfs4.ErrRetryUncachedRep)
+	if len(res.Results) != 2 || res.Results[0].Result() != nfs4.OK || res.Results[1].Op() != nfs4.OpPutfh {
+		t.Fatalf("CREATE retried: results %v, want SEQUENCE NFS4_OK, then PUTFH NFS4ERR_RETRY_UNCACHED_REP", opResults(res))
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "d")); !os.IsNotExist(err) {
+		t.Fatalf("the retry ran CREATE again: %v", err)
+	}
+	// The slot moves on.
+	wantStatus4(t, "next request", c.call(&nfs4.NoArgs{OpNum: nfs4.OpPutrootfh}), nfs4.OK)
+}
+
+// opResults lists a COMPOUND's results as operation and status.
+func opResults(res *nfs4.CompoundRes) []string {
+	var s []string
+	for _, r := range res.Results {
+		s = append(s, r.Op().String()+" "+r.Result().String())
+	}
+	return s
+}
+
 // TestV4SequenceErrorLeavesSlotAlone: a COMPOUND with more operations than the
 // session's ca_maxoperations fails in SEQUENCE with NFS4ERR_TOO_MANY_OPS, and a
 // SEQUENCE that fails changes nothing of its slot (RFC 8881 §18.46.3): the client's

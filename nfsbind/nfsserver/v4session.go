@@ -131,7 +131,8 @@ func (c *compound) opBindConnToSession(op nfs4.OpNum) nfs4.Status {
 
 // sequence runs SEQUENCE, the first operation of a COMPOUND in a session. A retry of
 // the slot's last request whose reply was cached is answered with that reply: the
-// COMPOUND4res begun is replaced by it and c.replay set. The state manager checks the
+// COMPOUND4res begun is replaced by it and c.replay set. One whose reply was not
+// cached is answered by replayUncached, c.replay set too. The state manager checks the
 // COMPOUND's number of operations and size against the session's limits before it
 // takes the slot, so that a SEQUENCE failing for them leaves the slot and the lease
 // alone (RFC 8881 §18.46.3).
@@ -154,6 +155,14 @@ func (c *compound) sequence(op nfs4.OpNum) nfs4.Status {
 		c.replay = true
 		return nfs4.OK
 	}
+	r := &c.ops.sequenceRes
+	*r = nfs4.SequenceRes{Status: nfs4.OK, SessionID: res.SessionID, SequenceID: res.SequenceID,
+		SlotID: res.SlotID, HighestSlotID: res.HighestSlotID, TargetHighestSlotID: res.TargetHighestSlotID,
+		StatusFlags: res.StatusFlags}
+	if res.Uncached {
+		c.replayUncached(r)
+		return nfs4.OK
+	}
 	c.slot, c.inSession, c.clientID, c.cacheThis = res.Slot, true, res.ClientID, a.CacheThis
 	c.sessionID = res.SessionID
 	// ca_maxresponsesize and ca_maxresponsesize_cached bound the whole reply, its RPC
@@ -163,12 +172,28 @@ func (c *compound) sequence(op nfs4.OpNum) nfs4.Status {
 	if a.CacheThis {
 		c.maxCached = sizeAfterHeader(c.slot.MaxCachedReply(), c.start)
 	}
-	r := &c.ops.sequenceRes
-	*r = nfs4.SequenceRes{Status: nfs4.OK, SessionID: res.SessionID, SequenceID: res.SequenceID,
-		SlotID: res.SlotID, HighestSlotID: res.HighestSlotID, TargetHighestSlotID: res.TargetHighestSlotID,
-		StatusFlags: res.StatusFlags}
 	c.w.Add(r)
 	return nfs4.OK
+}
+
+// replayUncached answers a retry of the slot's last request whose reply was not cached
+// (sa_cachethis FALSE, or no reply at all): the SEQUENCE result r, which the slot
+// gives, then NFS4ERR_RETRY_UNCACHED_REP for the operation after SEQUENCE, if there
+// is one, and nothing runs. sa_cachethis asks for the results of the operations after
+// SEQUENCE to be cached (RFC 8881 §2.10.6.1.3), so a solo SEQUENCE's retry (a Linux
+// client's lease renewal) succeeds, as under knfsd (nfsd4_enc_sequence_replay).
+func (c *compound) replayUncached(r *nfs4.SequenceRes) {
+	c.w.Add(r)
+	status := nfs4.OK
+	if c.r.More() {
+		op, err := c.r.Next()
+		if err != nil {
+			op = nfs4.OpIllegal
+		}
+		status = c.only(op, nfs4.ErrRetryUncachedRep)
+	}
+	c.w.Finish(status)
+	c.replay = true
 }
 
 // requestSize is the size of the call as ca_maxrequestsize counts it (RFC 8881
