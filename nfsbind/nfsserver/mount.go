@@ -60,7 +60,8 @@ func cleanMountPath(p string) string {
 
 // mountPath maps a MOUNT dirpath (cleaned by cleanMountPath) to a path relative to
 // the export root: the export path itself or a directory below it, with no ".", ".."
-// or empty components.
+// or empty components (MNT3ERR_INVAL) and none longer than NAME_MAX
+// (MNT3ERR_NAMETOOLONG, what a walk of the path would find).
 func (s *Server) mountPath(dirpath string) (string, nfs3.MountStat) {
 	var rel string
 	switch {
@@ -77,8 +78,11 @@ func (s *Server) mountPath(dirpath string) (string, nfs3.MountStat) {
 		return "", nfs3.MountOK
 	}
 	for _, c := range strings.Split(rel, "/") {
-		if c == "" || c == "." || c == ".." || len(c) > nfs3.MaxNameLen || strings.IndexByte(c, 0) >= 0 {
+		switch {
+		case c == "" || c == "." || c == ".." || strings.IndexByte(c, 0) >= 0:
 			return "", nfs3.MountErrInval
+		case len(c) > nfs3.MaxNameLen:
+			return "", nfs3.MountErrNameTooLong
 		}
 	}
 	return rel, nfs3.MountOK

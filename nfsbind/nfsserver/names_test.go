@@ -97,3 +97,22 @@ func TestV3NamesTooLong(t *testing.T) {
 		wantV3NameStatus(t, e, fmt.Sprintf("of %d bytes", n), strings.Repeat("n", n), nfs3.StatusNameTooLong)
 	}
 }
+
+// TestMountComponentTooLong: a MNT path with a component longer than NAME_MAX (255
+// bytes) is MNT3ERR_NAMETOOLONG (RFC 1813 Appendix I), as a walk of the path would
+// find (ENAMETOOLONG), not MNT3ERR_INVAL, which stays the answer to an empty, "."
+// or ".." component.
+func TestMountComponentTooLong(t *testing.T) {
+	e := newNamesEnv(t)
+	long := strings.Repeat("n", nfs3.MaxNameLen+1)
+	for p, want := range map[string]nfs3.MountStat{
+		e.srv.ExportPath() + "/" + long:          nfs3.MountErrNameTooLong,
+		e.srv.ExportPath() + "/" + long + "/sub": nfs3.MountErrNameTooLong,
+		e.srv.ExportPath() + "/" + long[1:]:      nfs3.MountErrNoEnt,
+		e.srv.ExportPath() + "/../" + long:       nfs3.MountErrInval,
+	} {
+		if _, ms := e.c.mountStatus(p); ms != want {
+			t.Errorf("MNT %.40q…: %v, want %v", p, ms, want)
+		}
+	}
+}
