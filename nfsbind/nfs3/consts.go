@@ -16,8 +16,10 @@ const (
 // bound in RFC 1813 §2.5, and a name longer than the server's limit is
 // NFS3ERR_NAMETOOLONG (§3.2), not an argument that does not decode: MaxComponent bounds
 // the filename3 of a call's diropargs3 when decoding. nfspath3 (a symbolic link's text in
-// READLINK and SYMLINK) has no bound in RFC 1813 §2.5: MaxNFSPathLen bounds it as Linux
-// does (PATH_MAX), so a link a Linux client or server makes always decodes. MaxData
+// READLINK and SYMLINK) has no bound in RFC 1813 §2.5 either: MaxNFSPathLen bounds it as
+// Linux does (PATH_MAX), so a link a Linux client or server makes always decodes, and
+// MaxSymlinkData bounds the text of a SYMLINK call when decoding, so that a server
+// answers a longer one than it can make NFS3ERR_NAMETOOLONG, as knfsd does. MaxData
 // bounds READ and WRITE counts (1 MiB plus one page, the largest payload a Linux client
 // sends).
 const (
@@ -29,6 +31,7 @@ const (
 	MaxComponent   = 1024
 	MaxPathLen     = 1024
 	MaxNFSPathLen  = 4096
+	MaxSymlinkData = 16384
 	MaxData        = 1<<20 + 4096
 	// MaxAuthFlavors bounds the auth_flavors array of a MNT reply.
 	MaxAuthFlavors = 16

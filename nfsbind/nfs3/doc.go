@@ -11,7 +11,7 @@
 // a peer claims is checked before anything is sliced: file handles are at most
 // FHSize (64) bytes, the names of diropargs3 at most MaxComponent (1024), other names at
 // most MaxNameLen (255), MOUNT paths at most MaxPathLen (1024), symbolic link text at most
-// MaxNFSPathLen (4096), and
+// MaxNFSPathLen (4096) in READLINK and MaxSymlinkData (16384) in SYMLINK, and
 // READ/WRITE data at most MaxData bytes. Failures are returned as errors that name the
 // procedure and field and wrap the *xdr.DecodeError underneath.
 //

@@ -108,7 +108,7 @@ func argSeeds() []seed {
 	s = append(s,
 		seed{"fh-too-long", withSel(int(ProcGetattr), encode(&FHArgs{Object: long(65)}))},
 		seed{"name-too-long", withSel(int(ProcLookup), encode(&DirOpArgsMsg{What: DirOpArgs{Dir: testFH, Name: long(MaxComponent + 1)}}))},
-		seed{"path-too-long", withSel(int(ProcSymlink), encode(&SymlinkArgs{Where: testWhere, Data: long(MaxNFSPathLen + 1)}))},
+		seed{"path-too-long", withSel(int(ProcSymlink), encode(&SymlinkArgs{Where: testWhere, Data: long(MaxSymlinkData + 1)}))},
 		seed{"mount-path-too-long", withSel(NumProcs+int(MountProcMnt), encode(&DirPathArgs{Path: long(1025)}))},
 		seed{"bad-stable", withSel(int(ProcWrite), encode(&WriteArgs{File: testFH, Stable: 3}))},
 		seed{"write-count-mismatch", withSel(int(ProcWrite), encode(&WriteArgs{File: testFH, Count: 4, Data: []byte("abc")}))},

@@ -319,7 +319,7 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{"fh too long", &FHArgs{}, encode(&FHArgs{Object: long(65)}), xdr.ErrTooLong, "args.object"},
 		{"name too long", &DirOpArgsMsg{}, encode(&DirOpArgsMsg{What: DirOpArgs{Name: long(MaxComponent + 1)}}), xdr.ErrTooLong, "args.name"},
-		{"path too long", &SymlinkArgs{}, encode(&SymlinkArgs{Data: long(MaxNFSPathLen + 1)}), xdr.ErrTooLong, "symlink_data"},
+		{"path too long", &SymlinkArgs{}, encode(&SymlinkArgs{Data: long(MaxSymlinkData + 1)}), xdr.ErrTooLong, "symlink_data"},
 		{"bad stable", &WriteArgs{}, encode(&WriteArgs{Stable: 3}), ErrBadEnum, "WRITE3args.stable"},
 		{"count mismatch", &WriteArgs{}, encode(&WriteArgs{Count: 4, Data: []byte("abc")}), ErrCountMismatch, "WRITE3args.count"},
 		{"bad create mode", &CreateArgs{}, encode(&CreateArgs{Mode: 3}), ErrBadEnum, "CREATE3args.how.mode"},

@@ -612,7 +612,7 @@ func (a *SymlinkArgs) DecodeXDR(d *xdr.Decoder) (err error) {
 	if err = a.Attr.decode(d, "SYMLINK3args.symlink.symlink_attributes"); err != nil {
 		return err
 	}
-	a.Data, err = decodeNFSPath(d, "SYMLINK3args.symlink.symlink_data")
+	a.Data, err = decodeStringBytes(d, MaxSymlinkData, "SYMLINK3args.symlink.symlink_data")
 	return err
 }
 

@@ -116,3 +116,19 @@ func TestMountComponentTooLong(t *testing.T) {
 		}
 	}
 }
+
+// TestV3SymlinkTextTooLong: a SYMLINK whose text is longer than PATH_MAX (nfspath3
+// has no bound in RFC 1813) is NFS3ERR_NAMETOOLONG, as knfsd answers
+// (nfsd3_proc_symlink), not GARBAGE_ARGS, and makes nothing.
+func TestV3SymlinkTextTooLong(t *testing.T) {
+	e := newNamesEnv(t)
+	for _, n := range []int{nfs3.MaxNFSPathLen, nfs3.MaxNFSPathLen + 1, nfs3.MaxSymlinkData} {
+		var r nfs3.CreateRes
+		e.c.must(nfs3.ProcSymlink, &nfs3.SymlinkArgs{Where: nfs3.DirOpArgs{Dir: e.root, Name: []byte("l")},
+			Data: []byte(strings.Repeat("t", n))}, &r)
+		wantStatus(t, fmt.Sprintf("SYMLINK to %d bytes", n), r.Status, nfs3.StatusNameTooLong)
+		if _, err := os.Lstat(filepath.Join(e.dir, "l")); !os.IsNotExist(err) {
+			t.Fatalf("SYMLINK to %d bytes made something: %v", n, err)
+		}
+	}
+}

@@ -843,9 +843,15 @@ func (s *Server) symlink(ctx context.Context, req *oncrpc.Request, res *xdr.Enco
 	var e newEntry
 	ok := s.beginEntry(ctx, req, &a.Where, &e)
 	defer e.dir.close()
-	if ok && len(a.Data) == 0 {
+	switch {
+	case !ok:
+	case len(a.Data) == 0:
 		// As knfsd answers it (nfsd3_proc_symlink); symlinkat(2) would say ENOENT.
 		e.r.Status = nfs3.StatusInval
+		ok = false
+	case len(a.Data) > nfs3.MaxNFSPathLen:
+		// Longer than PATH_MAX, as knfsd answers it (nfsd3_proc_symlink).
+		e.r.Status = nfs3.StatusNameTooLong
 		ok = false
 	}
 	if ok {
