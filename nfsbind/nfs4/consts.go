@@ -29,9 +29,12 @@ const (
 	OpaqueLimit   = 1024 // NFS4_OPAQUE_LIMIT: client and state owners, server owner and scope
 	// MaxComponent bounds a component4 (a file name) when decoding; a server answers
 	// NFS4ERR_NAMETOOLONG for names longer than its own limit, e.g. MaxNameLen.
-	MaxComponent   = 1024
-	MaxNameLen     = 255          // NAME_MAX, the file name limit of Linux file systems
-	MaxPathLen     = 4096         // linktext4 bound (PATH_MAX)
+	MaxComponent = 1024
+	MaxNameLen   = 255  // NAME_MAX, the file name limit of Linux file systems
+	MaxPathLen   = 4096 // linktext4 bound (PATH_MAX), as READLINK4res decodes it
+	// MaxLinkData bounds CREATE4args' linkdata when decoding; a server answers
+	// NFS4ERR_NAMETOOLONG for one longer than it can make, e.g. MaxPathLen.
+	MaxLinkData    = 16384
 	MaxUTF8Str     = 1024         // bound on other utf8str_* items: tags, owner names, domains
 	MaxData        = 1<<20 + 4096 // bound on READ and WRITE data
 	MaxBitmapWords = 8            // bitmap4 words accepted (RFC 8881 defines 77 attributes)

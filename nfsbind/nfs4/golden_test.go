@@ -83,7 +83,7 @@ func TestLengthBounds(t *testing.T) {
 		{"lock owner > NFS4_OPAQUE_LIMIT", &LockArgs{LockType: ReadLT, Locker: Locker4{NewLockOwner: true, LockOwner: StateOwner4{Owner: over(OpaqueLimit)}}}},
 		{"LOCKT owner > NFS4_OPAQUE_LIMIT", &LocktArgs{LockType: ReadLT, Owner: StateOwner4{Owner: over(OpaqueLimit)}}},
 		{"LOOKUP name > MaxComponent", &LookupArgs{ObjName: over(MaxComponent)}},
-		{"symlink text > MaxPathLen", &CreateArgs{ObjType: NF4Lnk, LinkData: over(MaxPathLen)}},
+		{"symlink text > MaxLinkData", &CreateArgs{ObjType: NF4Lnk, LinkData: over(MaxLinkData)}},
 		{"WRITE data > MaxData", &WriteArgs{Data: over(MaxData)}},
 		{"TEST_STATEID > MaxStateids", &TestStateidArgs{Stateids: make([]Stateid4, MaxStateids+1)}},
 		{"sec_parms > MaxSecFlavors", &CreateSessionArgs{SecParms: make([]CallbackSecParms4, MaxSecFlavors+1)}},

@@ -14,7 +14,7 @@ import "github.com/go-rpcrdma/rpcrdma/xdr"
 // NF4REG and types it cannot create.
 type CreateArgs struct {
 	ObjType  FileType
-	LinkData []byte    // NF4LNK; at most MaxPathLen bytes
+	LinkData []byte    // NF4LNK; at most MaxLinkData bytes
 	DevData  SpecData4 // NF4BLK, NF4CHR
 	ObjName  []byte
 	Mask     Bitmap4
@@ -48,7 +48,7 @@ func (a *CreateArgs) DecodeXDR(d *xdr.Decoder) (err error) {
 	a.ObjType, a.LinkData, a.DevData = FileType(t), nil, SpecData4{}
 	switch a.ObjType {
 	case NF4Lnk:
-		if a.LinkData, err = decodeStr(d, MaxPathLen, n+".linkdata"); err != nil {
+		if a.LinkData, err = decodeStr(d, MaxLinkData, n+".linkdata"); err != nil {
 			return err
 		}
 	case NF4Blk, NF4Chr:

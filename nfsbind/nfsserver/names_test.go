@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
 )
 
 // v3NameStatuses calls every NFSv3 procedure that takes a file name (RFC 1813 §3.2:
@@ -129,6 +130,24 @@ func TestV3SymlinkTextTooLong(t *testing.T) {
 		wantStatus(t, fmt.Sprintf("SYMLINK to %d bytes", n), r.Status, nfs3.StatusNameTooLong)
 		if _, err := os.Lstat(filepath.Join(e.dir, "l")); !os.IsNotExist(err) {
 			t.Fatalf("SYMLINK to %d bytes made something: %v", n, err)
+		}
+	}
+}
+
+// TestV4SymlinkTextTooLong: a CREATE of a symbolic link whose linkdata is longer than
+// PATH_MAX is NFS4ERR_NAMETOOLONG, as under knfsd (symlink(2)'s ENAMETOOLONG), not
+// NFS4ERR_BADXDR, and makes nothing.
+func TestV4SymlinkTextTooLong(t *testing.T) {
+	e := newNamesEnv(t)
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	for _, n := range []int{nfs4.MaxPathLen, nfs4.MaxPathLen + 1, nfs4.MaxLinkData} {
+		res := c.call(&nfs4.PutfhArgs{Object: dir},
+			&nfs4.CreateArgs{ObjType: nfs4.NF4Lnk, ObjName: []byte("l"), LinkData: []byte(strings.Repeat("t", n))})
+		wantStatus4(t, fmt.Sprintf("CREATE of a link to %d bytes", n), res, nfs4.ErrNametoolong)
+		if _, err := os.Lstat(filepath.Join(e.dir, "l")); !os.IsNotExist(err) {
+			t.Fatalf("CREATE of a link to %d bytes made something: %v", n, err)
 		}
 	}
 }

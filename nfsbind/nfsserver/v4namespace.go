@@ -91,6 +91,9 @@ func (c *compound) create(a *nfs4.CreateArgs, r *nfs4.CreateRes) nfs4.Status {
 	if st := checkName(a.ObjName); st != nfs4.OK {
 		return st
 	}
+	if a.ObjType == nfs4.NF4Lnk && len(a.LinkData) > nfs4.MaxPathLen {
+		return nfs4.ErrNametoolong // longer than PATH_MAX: symlink(2) says ENAMETOOLONG
+	}
 	var attr nfs3.Sattr
 	if st := sattr3(a.Mask, &a.Attrs, &attr); st != nfs4.OK {
 		return st
