@@ -180,3 +180,57 @@ func TestHostileSendInvalidateOtherPD(t *testing.T) {
 	p.expectTerminate(code)
 	s.checkQPFailed(t, code, false)
 }
+
+// TestHostileReadResponseRekeyedSink: a Read Response answers the Read
+// Request it follows, so it is placed only under the sink STag that request
+// named, and only while that STag is still valid (RFC 5040 §5.3: the Data
+// Sink STag and TO of the response are those of the request; RFC 5041 §7.2:
+// a tagged message to an invalid STag is a DDP tagged buffer error, Invalid
+// STag). Here the sink is invalidated and re-registered, with local write
+// access and a fresh STag, while the Read is outstanding: a response naming
+// the new STag is refused with that Terminate, the Read fails and the sink is
+// not written. Before, the response was checked against the sink's current
+// STag and placed.
+func TestHostileReadResponseRekeyedSink(t *testing.T) {
+	checkGoroutines(t)
+	s := newServerUnderTest(t, Config{})
+	sink := make([]byte, 16)
+	smr := s.reg(t, sink, verbs.AccessLocalWrite|verbs.AccessRemoteWrite)
+	ch := s.accept(t, verbs.ConnParams{})
+	p, _ := rawDial(t, s.ln.Addr().String(), enhancedRequest(false, 1, 8, nil)) // our ORD: 1
+	if err := <-ch; err != nil {
+		t.Fatalf("Accept: %v", err)
+	}
+	p.send(iwarp.Header{Opcode: iwarp.OpWrite, Last: true, STag: 1}, nil)
+	if err := s.qp.PostSend(&verbs.SendWR{ID: 1, Op: verbs.OpRead, Flags: verbs.Signaled,
+		RemoteSTag: 0x12345600, RemoteTO: 0, SGL: []verbs.SGE{{MR: smr, Length: 16}}}); err != nil {
+		t.Fatal(err)
+	}
+	f := p.next()
+	if f == nil || f.Header.Opcode != iwarp.OpReadRequest {
+		t.Fatalf("peer got %+v, want a Read Request", f)
+	}
+	var rr iwarp.ReadRequest
+	if err := rr.Decode(f.Payload); err != nil {
+		t.Fatal(err)
+	}
+	if err := smr.Invalidate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := smr.Reregister(verbs.AccessLocalWrite | verbs.AccessRemoteWrite); err != nil {
+		t.Fatal(err)
+	}
+	if smr.RKey() == rr.SinkSTag {
+		t.Fatalf("re-registered sink kept STag %#x", rr.SinkSTag)
+	}
+	p.send(iwarp.Header{Opcode: iwarp.OpReadResponse, Last: true, STag: smr.RKey(), TO: rr.SinkTO}, bytes.Repeat([]byte{0xee}, 16))
+	wc := s.wait(t)
+	if wc.ID != 1 || wc.Status == verbs.StatusSuccess {
+		t.Fatalf("completion = {ID %d %v %v}, want Read 1 failed", wc.ID, wc.Opcode, wc.Status)
+	}
+	if !bytes.Equal(sink, make([]byte, 16)) {
+		t.Fatalf("re-keyed sink written by a response to the old Read Request: % x", sink)
+	}
+	p.expectTerminate(iwarp.TermDDPTaggedInvalidSTag)
+	s.checkQPFailed(t, iwarp.TermDDPTaggedInvalidSTag, false)
+}

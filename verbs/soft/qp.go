@@ -40,6 +40,9 @@ type sendWQE struct {
 	rstag  uint32
 	rto    uint64
 	inv    uint32
+	// sink is a Read's sink STag as its Read Request names it (claimLocked):
+	// the one STag its Read Response may target.
+	sink   uint32
 	state  wqeState
 	status verbs.Status
 	err    error

@@ -699,7 +699,11 @@ func (q *queuePair) rxReadResponse(pl int) error {
 		// re-registered without them since the Read was posted (siw
 		// checks IB_ACCESS_LOCAL_WRITE as the response arrives,
 		// siw_proc_rresp).
-		stag, valid := m.stag, m.valid && !m.closed && m.access&verbs.AccessLocalWrite != 0
+		// The response answers the Read Request: it targets the STag
+		// that request named, which must still be the region's, valid
+		// (not invalidated, nor re-registered under a new key since).
+		stag := wq.sink
+		valid := m.stag == stag && m.valid && !m.closed && m.access&verbs.AccessLocalWrite != 0
 		if h.STag != stag {
 			m.mu.RUnlock()
 			return q.violation(iwarp.TermDDPTaggedInvalidSTag, "Read Response to STag %#08x, the Read Request named %#08x", h.STag, stag)

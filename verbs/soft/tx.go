@@ -329,7 +329,7 @@ func (q *queuePair) appendWQE(wq *sendWQE, need int) error {
 		h = q.sendHeader(wq.op, wq.flags, wq.inv)
 	case verbs.OpRead:
 		s := wq.sgl[0]
-		return q.appendReadRequest(s.m.RKey(), s.m.base+uint64(s.off), uint32(wq.length), wq.rstag, wq.rto)
+		return q.appendReadRequest(wq.sink, s.m.base+uint64(s.off), uint32(wq.length), wq.rstag, wq.rto)
 	}
 	return q.appendMessage(&h, wq.sgl, wq.length, need)
 }
@@ -381,6 +381,7 @@ func (q *queuePair) claimLocked(inline bool) (from uint64) {
 		if wq.op == verbs.OpRead {
 			wq.state = wqeReadPending
 			wq.placed = 0
+			wq.sink = wq.sgl[0].m.RKey()
 			q.orq[q.orqTail%uint64(len(q.orq))] = q.sqSent
 			q.orqTail++
 		}
