@@ -188,3 +188,60 @@ func TestServerSendWithInvalidate(t *testing.T) {
 		})
 	}
 }
+
+// TestLateSendWithInvalidateKeepsConnection: a call whose caller gave up (its context
+// cancelled: the connection stays, the call pending) has its memory revoked at once;
+// the server's reply, when it comes, invalidates the call's one STag with Send With
+// Invalidate, as Linux svcrdma does. The STag is invalid already, which is no error
+// (siw_invalidate_stag makes no state check): the orphaned reply is taken and the
+// connection carries the next call. Before, the client's provider answered with a
+// Terminate and every call in flight lost its connection.
+func TestLateSendWithInvalidateKeepsConnection(t *testing.T) {
+	ctx, cl, srv := dialRawServer(t)
+	sink := make([]byte, 4096)
+	rctx, cancel := contextWithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		var reply oncrpc.ClientReply
+		done <- cl.RoundTrip(rctx, &oncrpc.ClientCall{XID: 7, Msg: oncrpc.Message{Inline: rpcCall(7, 0)}, ReplySinks: [][]byte{sink}}, &reply)
+	}()
+	h, _ := srv.recvHeader(t)
+	seg := h.WriteList[0][0]
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("cancelled RoundTrip returned nil")
+	}
+	cl.mu.Lock()
+	cc := cl.cc
+	cl.mu.Unlock()
+	out := Header{XID: h.XID, Vers: 1, Credits: 4, Proc: ProcMsg, WriteList: []chunksWriteChunk{{{Handle: seg.Handle, Offset: seg.Offset}}}}
+	b, _ := out.Append(nil)
+	b = append(b, rpcReply(h.XID)...)
+	copy(srv.sendMR.Buf(), b)
+	if err := srv.qp.PostSend(&verbs.SendWR{ID: 4, Op: verbs.OpSendInv, Flags: verbs.Signaled,
+		SGL: []verbs.SGE{{MR: srv.sendMR, Length: len(b)}}, InvalidateSTag: seg.Handle}); err != nil {
+		t.Fatal(err)
+	}
+	srv.waitSend(t, 4)
+	// The next call goes out on the same connection and is answered.
+	go func() {
+		var reply oncrpc.ClientReply
+		done <- cl.RoundTrip(ctx, &oncrpc.ClientCall{XID: 8, Msg: oncrpc.Message{Inline: rpcCall(8, 0)}, MaxReply: 200}, &reply)
+	}()
+	h, _ = srv.recvHeader(t)
+	if h.XID != 8 {
+		t.Fatalf("next call has XID %#x, want 8", h.XID)
+	}
+	out = Header{XID: h.XID, Vers: 1, Credits: 4, Proc: ProcMsg}
+	b, _ = out.Append(nil)
+	srv.send(t, append(b, rpcReply(h.XID)...))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	cl.mu.Lock()
+	same := cl.cc == cc
+	cl.mu.Unlock()
+	if !same || cc.ep.qp.State() != verbs.StateRTS {
+		t.Fatalf("connection replaced (%v) or failed: %v", !same, cc.ep.qp.Err())
+	}
+}

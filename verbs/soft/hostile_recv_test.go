@@ -234,3 +234,69 @@ func TestHostileReadResponseRekeyedSink(t *testing.T) {
 	p.expectTerminate(iwarp.TermDDPTaggedInvalidSTag)
 	s.checkQPFailed(t, iwarp.TermDDPTaggedInvalidSTag, false)
 }
+
+// TestSendInvalidateOfInvalidSTag: a Send with Invalidate naming an STag of
+// ours that is invalid already (invalidated locally, or by the peer's own
+// earlier Send with Invalidate) but still registered under that key is
+// delivered with the invalidation reported, and the stream goes on: as the
+// verbs define it, invalidating an invalid STag leaves it invalid, and siw
+// accepts it (siw_invalidate_stag makes no state check). RFC 5040 §7.2's
+// "STag cannot be invalidated" is for an STag that names no region of the
+// stream. An RPC-over-RDMA server sends one when the client gave up on a call
+// and revoked its memory before the reply came (Linux svcrdma invalidates
+// the call's one rkey in its reply). Before, it was refused with a Terminate
+// and the connection lost.
+func TestSendInvalidateOfInvalidSTag(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		revoke func(t *testing.T, s *serverUnderTest, p *rawPeer)
+		recv   uint64 // the receive the Send with Invalidate of the invalid STag lands in
+	}{
+		{"Local", func(t *testing.T, s *serverUnderTest, p *rawPeer) {
+			if err := s.mr.Invalidate(); err != nil {
+				t.Fatal(err)
+			}
+		}, 1},
+		{"Peer", func(t *testing.T, s *serverUnderTest, p *rawPeer) {
+			p.sendMsg(iwarp.OpSendInvalidate, []byte("inv"), s.mr.RKey())
+			if wc := s.expect(t, 1, verbs.OpcodeRecv, verbs.StatusSuccess); wc.Flags&verbs.WithInvalidate == 0 {
+				t.Fatalf("first Send with Invalidate: flags %v", wc.Flags)
+			}
+		}, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkGoroutines(t)
+			s := newServerUnderTest(t, Config{})
+			rbuf := make([]byte, 48)
+			rmr := s.reg(t, rbuf, verbs.AccessLocalWrite)
+			for i := 0; i < 3; i++ {
+				if err := s.qp.PostRecv(&verbs.RecvWR{ID: uint64(i + 1), SGL: []verbs.SGE{{MR: rmr, Offset: 16 * i, Length: 16}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := s.connectRaw(t, false, verbs.ConnParams{})
+			c.revoke(t, s, p)
+			stag := s.mr.RKey()
+			if s.mr.Valid() {
+				t.Fatal("region still valid")
+			}
+			p.sendMsg(iwarp.OpSendInvalidate, []byte("again"), stag)
+			wc := s.expect(t, c.recv, verbs.OpcodeRecv, verbs.StatusSuccess)
+			if wc.Flags&verbs.WithInvalidate == 0 || wc.InvalidatedSTag != stag || wc.Err != nil {
+				t.Fatalf("Send with Invalidate of invalid STag %#x: flags %v, invalidated %#x, err %v", stag, wc.Flags, wc.InvalidatedSTag, wc.Err)
+			}
+			if at := 16 * (c.recv - 1); string(rbuf[at:at+5]) != "again" {
+				t.Fatalf("receive holds %q", rbuf[at:at+5])
+			}
+			if s.mr.Valid() {
+				t.Fatal("region valid again")
+			}
+			// The stream goes on.
+			p.sendMsg(iwarp.OpSend, []byte("next"), 0)
+			s.expect(t, c.recv+1, verbs.OpcodeRecv, verbs.StatusSuccess)
+			if st := s.qp.State(); st != verbs.StateRTS {
+				t.Fatalf("QP state %v, want RTS", st)
+			}
+		})
+	}
+}

@@ -129,13 +129,17 @@ func (m *memRegion) Invalidate() error {
 	return nil
 }
 
-// invalidateRemote is Send with Invalidate's invalidation: it succeeds only
-// for a valid region of pd whose STag matches exactly. When it fails it
-// reports the Terminate code: the RDMAP Remote Protection Error "STag cannot
-// be invalidated" for the STag of a region of another protection domain, as
-// siw answers a PD mismatch (siw_rdmap_complete, -EACCES from
-// siw_invalidate_stag), and the Remote Operation Error of that name for
-// anything else (RFC 5040 §7.2).
+// invalidateRemote is Send with Invalidate's invalidation: it succeeds for a
+// registered region of pd whose STag matches exactly, whether still valid or
+// invalid already (invalidated locally, or by an earlier Send with
+// Invalidate): invalidating an invalid STag leaves it invalid, as the verbs
+// define it and siw does (siw_invalidate_stag makes no state check). When it
+// fails it reports the Terminate code: the RDMAP Remote Protection Error
+// "STag cannot be invalidated" for the STag of a region of another
+// protection domain, as siw answers a PD mismatch (siw_rdmap_complete,
+// -EACCES from siw_invalidate_stag), and the Remote Operation Error of that
+// name for an STag that names no region: deregistered, or a stale key
+// (RFC 5040 §7.2).
 func (m *memRegion) invalidateRemote(pd *protDomain, stag uint32) (iwarp.TermCode, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -145,7 +149,7 @@ func (m *memRegion) invalidateRemote(pd *protDomain, stag uint32) (iwarp.TermCod
 	case m.pd != pd:
 		return iwarp.TermRDMAPProtCannotInvalidate, false
 	case !m.valid:
-		return iwarp.TermRDMAPOpCannotInvalidate, false
+		return 0, true
 	}
 	m.valid = false
 	m.publishLocked()
