@@ -3,6 +3,7 @@ package rpcrdma
 import (
 	"bytes"
 	"context"
+	"errors"
 	"sync"
 	"testing"
 
@@ -93,9 +94,13 @@ func TestSeveralWriteChunks(t *testing.T) {
 	}
 }
 
-// TestWriteChunkUnused: a sink the reply does not use is echoed with length 0 and the
-// payload goes inline.
-func TestWriteChunkTooSmallGoesInline(t *testing.T) {
+// TestWriteChunkTooSmallIsErrChunk: a payload longer than the write chunk the client
+// offered for it is not moved into the inline reply (nor the reply chunk): the client
+// decodes that result from its sink. The server answers ERR_CHUNK (RFC 8166 §4.5.3: a
+// write chunk too small for the reply), where Linux svcrdma refuses the payload with
+// -E2BIG (svc_rdma_result_payload) and never sends it inline; the chunk is not
+// written, and the connection goes on.
+func TestWriteChunkTooSmallIsErrChunk(t *testing.T) {
 	// Replies inline only up to 1 KiB: the 1024-byte MaxReply does not bound the
 	// reply within it, so the sink is offered as a write chunk (planCall).
 	env := newTPEnv(t, nil, &ClientOptions{InlineRecv: MinInlineSize})
@@ -103,15 +108,25 @@ func TestWriteChunkTooSmallGoesInline(t *testing.T) {
 	args := tpMakePayloads(300)
 	sinks := [][]byte{make([]byte, 100)}
 	var res tpPayloads
+	err := env.rpc.CallWithOptions(ctx, tpEcho, args, &res, oncrpc.CallOptions{ReplySinks: sinks, MaxReply: 1024})
+	var re *RemoteError
+	if !errors.As(err, &re) || re.Code != ErrCodeChunk {
+		t.Fatalf("err = %v, want RDMA_ERROR ERR_CHUNK", err)
+	}
+	if !bytes.Equal(sinks[0], make([]byte, 100)) {
+		t.Fatal("the too-small sink was written")
+	}
+	rep := env.ctrace.last(t, false)
+	if rep.Proc != ProcError || rep.ErrCode != ErrCodeChunk {
+		t.Fatalf("reply %v, want RDMA_ERROR ERR_CHUNK", rep.Proc)
+	}
+	// A payload that fits its sink still goes there, on the same connection.
+	args = tpMakePayloads(80)
 	if err := env.rpc.CallWithOptions(ctx, tpEcho, args, &res, oncrpc.CallOptions{ReplySinks: sinks, MaxReply: 1024}); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(res[0], args[0]) {
-		t.Fatal("payload corrupted")
-	}
-	rep := env.ctrace.last(t, false)
-	if len(rep.WriteList) != 1 || rep.WriteList[0].Length() != 0 {
-		t.Fatalf("reply write list %v, want one chunk of length 0", rep.WriteList)
+	if !bytes.Equal(res[0], args[0]) || !bytes.Equal(sinks[0][:80], args[0]) {
+		t.Fatal("payload not placed in its sink")
 	}
 }
 

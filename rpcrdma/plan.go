@@ -186,25 +186,28 @@ type replyLimits struct {
 // segments the stream fills, its read list (pathReadChunk) one position-zero segment
 // of the stream's length whose Handle and Offset are zero until registered.
 type replyPlan struct {
-	path    replyPath
-	placed  uint64 // payload i (i < 64) goes into write chunk i
-	tooLong uint64 // payload i did not fit write chunk i; it travels in the stream
-	stream  int    // bytes of the reply stream, padding not counted
-	pad     int    // RDMA_MSGP padding bytes in the stream (see msgpPadded)
+	path   replyPath
+	placed uint64 // payload i (i < 64) goes into write chunk i
+	stream int    // bytes of the reply stream, padding not counted
+	pad    int    // RDMA_MSGP padding bytes in the stream (see msgpPadded)
 }
 
 // errReplyTooLarge is returned by WriteReply when the reply fits neither inline nor the
-// client's reply chunk; the client is sent ERR_CHUNK (RFC 8166 §4.5.3).
+// client's reply chunk, or a payload exceeds its write chunk; the client is sent
+// ERR_CHUNK (RFC 8166 §4.5.3).
 var errReplyTooLarge = errors.New("rpcrdma: reply too large for what the client offered")
 
 // planReply decides how reply answers the call whose header is in (Linux
-// svc_rdma_sendto's choices): the i-th payload into the i-th write chunk when it fits
-// (else inline); the rest inline when it fits, as RDMA_MSGP with its unplaced payloads
-// padded (msgpPadded) for a client that sent RDMA_MSGP; else into the reply chunk; else,
-// when allowed and we did not announce maxrdmaread 0, as a read chunk; else
-// errReplyTooLarge, which is also the answer when the reply's header alone (the call's
-// write list and reply chunk echoed) exceeds the inline limit. out must have been
-// Reset with XID, version and credits set.
+// svc_rdma_sendto's choices): the i-th payload into the i-th write chunk, where the
+// client decodes that result from, and errReplyTooLarge when it does not fit there
+// (RFC 8166 §4.5.3, a write chunk too small for the reply; Linux refuses such a
+// payload with -E2BIG, svc_rdma_result_payload, and never sends it inline); the rest
+// inline when it fits, as RDMA_MSGP with its unplaced payloads padded (msgpPadded) for
+// a client that sent RDMA_MSGP; else into the reply chunk; else, when allowed and we
+// did not announce maxrdmaread 0, as a read chunk; else errReplyTooLarge, which is
+// also the answer when the reply's header alone (the call's write list and reply
+// chunk echoed) exceeds the inline limit. out must have been Reset with XID, version
+// and credits set.
 func planReply(out, in *Header, reply *oncrpc.Message, lim *replyLimits) (replyPlan, error) {
 	var p replyPlan
 	out.Proc = ProcMsg
@@ -221,12 +224,12 @@ func planReply(out, in *Header, reply *oncrpc.Message, lim *replyLimits) (replyP
 		if i < len(reply.Payloads) && i < 64 {
 			data = reply.Payloads[i].Data
 		}
-		if data == nil || uint64(len(data)) > in.WriteList[i].Length() {
-			if data != nil {
-				p.tooLong |= 1 << i
-			}
+		if data == nil {
 			out.WriteList[n], _ = chunks.Fill(out.WriteList[n][:0], in.WriteList[i], 0)
 			continue
+		}
+		if c := in.WriteList[i].Length(); uint64(len(data)) > c {
+			return p, fmt.Errorf("%d-byte payload %d, its write chunk %d bytes: %w", len(data), i, c, errReplyTooLarge)
 		}
 		out.WriteList[n], _ = chunks.Fill(out.WriteList[n][:0], in.WriteList[i], uint64(len(data)))
 		p.placed |= 1 << i

@@ -250,12 +250,12 @@ func checkEncodes(t *testing.T, h *Header) {
 }
 
 // FuzzPlanReply holds planReply to its invariants for any call header and reply: a
-// payload goes into its write chunk only when it fits, and the reply's write list says
-// exactly how much each chunk received; what goes inline never exceeds the inline
-// limit; the stream and the placed payloads together are exactly the reply; the reply
-// chunk or read chunk carries the whole stream; the header always fits the inline
-// limit; ERR_CHUNK (errReplyTooLarge) only when nothing the client offered fits; the
-// planned header encodes and decodes back.
+// payload goes into its write chunk (ERR_CHUNK, errReplyTooLarge, when it does not
+// fit), and the reply's write list says exactly how much each chunk received; what
+// goes inline never exceeds the inline limit; the stream and the placed payloads
+// together are exactly the reply; the reply chunk or read chunk carries the whole
+// stream; the header always fits the inline limit; otherwise ERR_CHUNK only when
+// nothing the client offered fits; the planned header encodes and decodes back.
 func FuzzPlanReply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		b := fuzzInput(in)
@@ -298,7 +298,18 @@ func FuzzPlanReply(f *testing.F) {
 			t.Fatal("reply read chunk after announcing maxrdmaread 0")
 		}
 
-		// Write chunks: placed exactly when the payload fits, filled with exactly it.
+		// A payload longer than its write chunk is ERR_CHUNK, never moved into the
+		// stream.
+		for i := range call.WriteList {
+			if i < len(reply.Payloads) && i < 64 && reply.Payloads[i].Data != nil && uint64(len(reply.Payloads[i].Data)) > call.WriteList[i].Length() {
+				if !errors.Is(err, errReplyTooLarge) {
+					t.Fatalf("payload %d (%d bytes) into a %d-byte chunk: %v, want errReplyTooLarge", i, len(reply.Payloads[i].Data), call.WriteList[i].Length(), err)
+				}
+				return
+			}
+		}
+
+		// Write chunks: placed exactly when there is a payload, filled with exactly it.
 		if len(out.WriteList) != len(call.WriteList) {
 			t.Fatalf("reply write list has %d chunks, call %d", len(out.WriteList), len(call.WriteList))
 		}

@@ -37,8 +37,8 @@ func (sc *ServerConn) sendError(ctx context.Context, code ErrCode, xid uint32) {
 // WriteReply sends reply for call: payloads into the client's write chunks (the i-th
 // payload into the i-th write chunk) by RDMA Write, the rest inline or, when too long,
 // through the reply chunk (RDMA_NOMSG), or as read chunks when ReplyReadChunks allows.
-// A reply that fits nothing the client offered is answered with ERR_CHUNK and
-// WriteReply returns an error. It returns when the transport no longer refers to reply.
+// A reply that fits nothing the client offered, or a payload longer than its write
+// chunk, is answered with ERR_CHUNK and WriteReply returns an error. It returns when the transport no longer refers to reply.
 func (sc *ServerConn) WriteReply(call *oncrpc.ServerCall, reply *oncrpc.Message) error {
 	c, ok := call.Cookie.(*srvCall)
 	if !ok || c == nil {
@@ -119,11 +119,6 @@ func (sc *ServerConn) writeReply(c *srvCall, reply *oncrpc.Message) error {
 	p, err := planReply(out, in, reply, &lim)
 	if err != nil {
 		return fmt.Errorf("rpcrdma: xid %#08x: %w", in.XID, err)
-	}
-	for i := range in.WriteList {
-		if p.tooLong&(1<<i) != 0 {
-			sc.l.opts.Logger.Debug("payload larger than its write chunk; sending it inline", "xid", in.XID, "chunk", i, "len", len(reply.Payloads[i].Data))
-		}
 	}
 	x := replyExec{idx: -1, w: sc.ep.newWaiter()}
 	err = sc.execReply(c, reply, &p, &x)
