@@ -349,6 +349,7 @@ func (cc *clientConn) fail(err error) {
 	cc.window.Close() // callers waiting for a credit retry on the next connection
 	cc.ep.close()
 	for _, r := range orphans {
+		cc.releaseRevoked(r)
 		cc.window.Release()
 		cc.c.putRequest(r)
 	}
@@ -817,10 +818,13 @@ func (cc *clientConn) roundTrip(ctx context.Context, timer <-chan time.Time, try
 	if r.lost {
 		err = errConnLost // the token, if not taken yet, is dropped by putRequest
 	}
-	if !r.handed {
+	orphan := cc.pending.has(r.xid) && !r.handed && err != errConnLost
+	if orphan {
+		cc.revoke(r) // handed back with the reply, or when the connection ends
+	} else if !r.handed {
 		cc.release(r)
 	}
-	if cc.pending.has(r.xid) && !r.handed && err != errConnLost {
+	if orphan {
 		r.orphan = true
 		cc.mu.Unlock()
 		if errors.Is(err, oncrpc.ErrTimeout) {

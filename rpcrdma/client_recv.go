@@ -71,6 +71,7 @@ func (cc *clientConn) finishOrphan(r *request) {
 		}
 	}
 	cc.repost(r.recvIdx)
+	cc.releaseRevoked(r)
 	cc.window.Release()
 	cc.c.putRequest(r)
 }

@@ -41,6 +41,27 @@ func (cc *clientConn) release(r *request) {
 	r.replyMR = nil
 }
 
+// revoke revokes the registrations of a call left pending by its caller (an orphan)
+// without handing them back: until its reply comes (or the connection ends, then
+// releaseRevoked), the reply may name one of their STags in a Send With Invalidate,
+// and that STag must still be the region's, invalid, rather than a stale key of a
+// region re-keyed for another call, which costs the connection a Terminate.
+func (cc *clientConn) revoke(r *request) {
+	for _, g := range r.regs {
+		cc.c.regs.revoke(g)
+	}
+	r.replyMR = nil
+}
+
+// releaseRevoked hands back the registrations revoke revoked.
+func (cc *clientConn) releaseRevoked(r *request) {
+	for i, g := range r.regs {
+		cc.c.regs.released(g)
+		r.regs[i] = nil
+	}
+	r.regs = r.regs[:0]
+}
+
 // segmentOf describes a whole registered region as one segment.
 func segmentOf(mr verbs.MR, n int) chunks.Segment {
 	return chunks.Segment{Handle: mr.RKey(), Length: uint32(n), Offset: mr.Addr()}

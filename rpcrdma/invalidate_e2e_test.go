@@ -245,3 +245,95 @@ func TestLateSendWithInvalidateKeepsConnection(t *testing.T) {
 		t.Fatalf("connection replaced (%v) or failed: %v", !same, cc.ep.qp.Err())
 	}
 }
+
+// TestLateSendWithInvalidateAfterReuse: the memory of a call its caller gave up on
+// (context cancelled, the call left pending on the connection) is revoked at once but
+// its registration is not handed to another call until the orphan's reply comes: a
+// next call over the same buffer gets a registration of its own. So the late reply's
+// Send With Invalidate still names the orphan's own STag, invalid already (no error),
+// not a stale key of a region re-keyed for the next call, which the provider must
+// refuse with a Terminate (RFC 5040 §7.2), losing the connection and every call on it.
+// Before, the next call re-keyed the orphan's region and the late reply cost the
+// connection.
+func TestLateSendWithInvalidateAfterReuse(t *testing.T) {
+	ctx, cl, srv := dialRawServer(t)
+	sink := make([]byte, 4096)
+	done := make(chan error, 1)
+	// A first exchange grants the client more than its initial credit, so that the
+	// next call need not wait for the orphan's.
+	go func() {
+		var reply oncrpc.ClientReply
+		done <- cl.RoundTrip(ctx, &oncrpc.ClientCall{XID: 6, Msg: oncrpc.Message{Inline: rpcCall(6, 0)}, MaxReply: 200}, &reply)
+	}()
+	h, _ := srv.recvHeader(t)
+	out := Header{XID: h.XID, Vers: 1, Credits: 4, Proc: ProcMsg}
+	b, _ := out.Append(nil)
+	srv.send(t, append(b, rpcReply(h.XID)...))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := contextWithCancel(ctx)
+	go func() {
+		var reply oncrpc.ClientReply
+		done <- cl.RoundTrip(rctx, &oncrpc.ClientCall{XID: 7, Msg: oncrpc.Message{Inline: rpcCall(7, 0)}, ReplySinks: [][]byte{sink}}, &reply)
+	}()
+	h, _ = srv.recvHeader(t)
+	old := h.WriteList[0][0]
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("cancelled RoundTrip returned nil")
+	}
+	cl.mu.Lock()
+	cc := cl.cc
+	cl.mu.Unlock()
+	// The next call, over the same sink, is at the server before the late reply.
+	var reply oncrpc.ClientReply
+	go func() {
+		done <- cl.RoundTrip(ctx, &oncrpc.ClientCall{XID: 8, Msg: oncrpc.Message{Inline: rpcCall(8, 0)}, ReplySinks: [][]byte{sink}}, &reply)
+	}()
+	h, _ = srv.recvHeader(t)
+	if h.XID != 8 || len(h.WriteList) != 1 {
+		t.Fatalf("next call: XID %#x, write list %v", h.XID, h.WriteList)
+	}
+	seg := h.WriteList[0][0]
+	if seg.Handle == old.Handle {
+		t.Fatalf("next call offers the orphan's STag %#x", old.Handle)
+	}
+	sendInv := func(id uint64, xid, inv uint32, wl []chunksWriteChunk) {
+		t.Helper()
+		out := Header{XID: xid, Vers: 1, Credits: 4, Proc: ProcMsg, WriteList: wl}
+		b, _ := out.Append(nil)
+		b = append(b, rpcReply(xid)...)
+		copy(srv.sendMR.Buf(), b)
+		if err := srv.qp.PostSend(&verbs.SendWR{ID: id, Op: verbs.OpSendInv, Flags: verbs.Signaled,
+			SGL: []verbs.SGE{{MR: srv.sendMR, Length: len(b)}}, InvalidateSTag: inv}); err != nil {
+			t.Fatal(err)
+		}
+		if wc := srv.waitSend(t, id); wc.Status != verbs.StatusSuccess {
+			t.Fatalf("reply to %#x: %v", xid, wc.Status)
+		}
+	}
+	sendInv(4, 7, old.Handle, []chunksWriteChunk{{{Handle: old.Handle, Offset: old.Offset}}})
+	// The next call's sink is still the server's to write, and its reply completes it.
+	copy(srv.sendMR.Buf()[2000:], "abcd")
+	if err := srv.qp.PostSend(&verbs.SendWR{ID: 5, Op: verbs.OpWrite, Flags: verbs.Signaled,
+		SGL: []verbs.SGE{{MR: srv.sendMR, Offset: 2000, Length: 4}}, RemoteSTag: seg.Handle, RemoteTO: seg.Offset}); err != nil {
+		t.Fatal(err)
+	}
+	if wc := srv.waitSend(t, 5); wc.Status != verbs.StatusSuccess {
+		t.Fatalf("write into the next call's sink: %v", wc.Status)
+	}
+	sendInv(6, 8, seg.Handle, []chunksWriteChunk{{{Handle: seg.Handle, Length: 4, Offset: seg.Offset}}})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(reply.Placed) != 1 || string(reply.Placed[0]) != "abcd" {
+		t.Fatalf("placed %q", reply.Placed)
+	}
+	cl.mu.Lock()
+	same := cl.cc == cc
+	cl.mu.Unlock()
+	if !same || cc.ep.qp.State() != verbs.StateRTS {
+		t.Fatalf("connection replaced (%v) or failed: %v", !same, cc.ep.qp.Err())
+	}
+}

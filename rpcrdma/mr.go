@@ -203,8 +203,17 @@ func (c *regCache) release(r *reg) {
 	c.mu.Unlock()
 }
 
+// revoke invalidates r (as release) but keeps it from other registrations: its STag
+// may still be named by a reply in flight (a Send With Invalidate), which must find it
+// invalid under that same STag, not re-keyed for another call. released takes it back.
+func (c *regCache) revoke(r *reg) {
+	if r.key.acc != 0 {
+		r.mr.Invalidate()
+	}
+}
+
 // released takes back r, which the peer has invalidated already (a Send With
-// Invalidate naming its STag): it is not invalidated again.
+// Invalidate naming its STag) or revoke has: it is not invalidated again.
 func (c *regCache) released(r *reg) {
 	if r.own {
 		r.mr.Close()
