@@ -161,6 +161,9 @@ func TestChainSignalsOnlyItsEnd(t *testing.T) {
 	if !bytes.Equal(sink.Buf(), src) {
 		t.Fatal("the Writes did not all land before the Send")
 	}
+	// The completion wakes the waiter before dispatch uncounts it (posted), so
+	// the count may lag the wait by a moment.
+	waitFor(t, "the chain's completion to be uncounted", func() bool { return ep.posted.Load() == 0 })
 	if free, posted, out := ep.sq.free.Load(), ep.posted.Load(), ep.sqOut.Load(); free != 8 || posted != 0 || out != 0 {
 		t.Fatalf("after the chain: %d free send-queue slots (want 8), %d completions expected (want 0), %d requests out (want 0)", free, posted, out)
 	}
