@@ -150,6 +150,15 @@ func TestDirectReceiveReplyReadChunks(t *testing.T) {
 	})
 }
 
+// widenCancelCheck makes a caller with a cancellable context receive directly for a
+// minute rather than cancelCheck, so that a test counting direct receipts does not
+// depend on how soon replies come on a loaded machine. It returns the restore.
+func widenCancelCheck() (restore func()) {
+	old := cancelCheck
+	cancelCheck = time.Minute
+	return func() { cancelCheck = old }
+}
+
 // TestDirectReceiveBoundedWaits: calls whose wait is bounded (a per-try Timeout, a
 // context deadline, a context that can be cancelled) receive their own replies as
 // well, and each bound still ends a wait whose reply does not come: the try's
@@ -223,7 +232,9 @@ func TestDirectReceiveBoundedWaits(t *testing.T) {
 			}
 			watchdog(t, 60*time.Second, func() {
 				before := env.dev.Stats().DirectFPDUs
+				restore := widenCancelCheck()
 				echo(200)
+				restore() // the blocked calls' cancellation must be seen within cancelCheck
 				if n := env.dev.Stats().DirectFPDUs - before; n == 0 {
 					t.Error("no FPDU was received by a caller whose wait is bounded")
 				}
@@ -255,6 +266,7 @@ func TestBoundedCallsDoNotAllocate(t *testing.T) {
 	noTrace := func(bool, []byte) {} // the test env's tracer keeps every message
 	env := newTPEnvOn(t, soft.New(soft.Config{TakeBack: time.Hour}), &ServerOptions{Trace: noTrace}, &ClientOptions{Trace: noTrace})
 	opts := oncrpc.CallOptions{MaxReply: 256}
+	defer widenCancelCheck()()
 	for _, bd := range waitBounds {
 		rpc, ctx, cancel := boundClient(env.rpc, bd.try, bd.ctx)
 		defer cancel()
@@ -265,14 +277,21 @@ func TestBoundedCallsDoNotAllocate(t *testing.T) {
 			}
 		}
 		call() // warm up
-		before := env.dev.Stats().DirectFPDUs
-		if n := testing.AllocsPerRun(200, call); n != 0 {
-			t.Errorf("%s: %v allocations per call, want 0", bd.name, n)
+		// Receiving directly is an opportunity, not a promise (a busy reader
+		// delivers instead): measure again, a few times at most, until some call
+		// took it, so that the path measured includes it.
+		direct := false
+		for round := 0; round < 5 && !direct; round++ {
+			before := env.dev.Stats().DirectFPDUs
+			if n := testing.AllocsPerRun(200, call); n != 0 {
+				t.Errorf("%s: %v allocations per call, want 0", bd.name, n)
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", bd.name, err)
+			}
+			direct = env.dev.Stats().DirectFPDUs != before
 		}
-		if err != nil {
-			t.Fatalf("%s: %v", bd.name, err)
-		}
-		if env.dev.Stats().DirectFPDUs == before {
+		if !direct {
 			t.Errorf("%s: no reply was received by its caller", bd.name)
 		}
 	}
