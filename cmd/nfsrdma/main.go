@@ -108,16 +108,21 @@ func init() {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: nfsrdma COMMAND [flags] ARGS\n\nNFSv3 client and benchmark over RPC-over-RDMA (software iWARP) or TCP.\n\nCommands:")
+	for _, n := range commandNames() {
+		c := commands[n]
+		fmt.Fprintf(w, "  %-6s %s\n         %s\n", n, c.usage, c.help)
+	}
+	fmt.Fprintln(w, "\nRun `nfsrdma COMMAND -h` for a command's flags, `nfsrdma -version` for the version.\nStart with `nfsrdma demo`.")
+}
+
+// commandNames returns the names of the subcommands, sorted.
+func commandNames() []string {
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
-		c := commands[n]
-		fmt.Fprintf(w, "  %-6s %s\n         %s\n", n, c.usage, c.help)
-	}
-	fmt.Fprintln(w, "\nRun `nfsrdma COMMAND -h` for a command's flags, `nfsrdma -version` for the version.\nStart with `nfsrdma demo`.")
+	return names
 }
 
 // run runs the subcommand named by args[0].
@@ -138,7 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, ok := commands[name]
 	if !ok {
 		usage(stderr)
-		return cli.Usagef("unknown command %q (want one of ls, get, put, mkdir, rm, bench, demo)", name)
+		return cli.Usagef("unknown command %q (want one of %s)", name, strings.Join(commandNames(), ", "))
 	}
 	return explain(c.run(ctx, args[1:], stdout, stderr))
 }

@@ -279,6 +279,19 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// The error for an unknown command names every command there is.
+func TestUnknownCommandListsEvery(t *testing.T) {
+	err := run(context.Background(), []string{"frob"}, io.Discard, io.Discard)
+	if err == nil {
+		t.Fatal("run(frob): no error")
+	}
+	for name := range commands {
+		if !strings.Contains(err.Error(), " "+name) {
+			t.Errorf("run(frob) = %v: does not name the command %q", err, name)
+		}
+	}
+}
+
 func TestParseRemote(t *testing.T) {
 	for _, tc := range []struct {
 		in, host, path string
