@@ -26,6 +26,10 @@
 //	rdma_buffer_bytes{transport} / rdma_buffer_bytes_in_use{transport}  registered buffers for large messages; held by calls in flight
 //	nfs_replies_total{procedure,status}                     NFSv3 replies by nfsstat3 (status="nfs3_ok", "nfs3err_noent", ...)
 //	iwarp_terminates_total{provider,direction,layer}        direction="sent"/"received", layer="rdmap"/"ddp"/"llp"/"other"
+//	rpc_bytes_in_flight / rpc_bytes_budget                  the memory budget in use by calls in progress, and its size (0: unbounded)
+//	exports_reloads_total{result}                           result="success" or "failure": exports reloads (SIGHUP, nfsrdmad)
+//	exports_last_reload_successful                          1 when the last reload succeeded (or none was asked for), 0 when it failed
+//	exports_last_reload_success_timestamp_seconds           when the exports table in force was loaded (Unix seconds)
 //
 // and the Go runtime and process collectors of client_golang (go_*, process_*).
 //
