@@ -35,6 +35,11 @@
 //	                   $XDG_STATE_HOME/nfsrdmad or ~/.local/state/nfsrdmad;
 //	                   "" for a random key per run)
 //	-ro                refuse every modification (NFS3ERR_ROFS)
+//	-async             reply to metadata changes before they are on disk (exports(5)
+//	                   async): faster, but a server crash can lose them
+//	-max-io N          largest READ/WRITE in bytes (default 1 MiB)
+//	-max-open-files N  files kept open between READ/WRITE calls (default 512;
+//	                   negative: none; at most a quarter of RLIMIT_NOFILE)
 //	-rdma ADDR         NFS over RDMA listener (default :20049; "" disables)
 //	-tcp ADDR          NFS and MOUNT over TCP listener (default :2049; "" disables)
 //	-mountd ADDR       an extra TCP listener for MOUNT alone
@@ -43,6 +48,9 @@
 //	-credits N         credits granted per RDMA connection (default 64)
 //	-inline N          inline threshold for calls in bytes (default 5120)
 //	-reply-inline N    inline threshold for replies in bytes (default 8192)
+//	-idle-timeout D    close a connection with no call for D (default 6m; 0: never)
+//	-max-conns N       connections each listener keeps open, more are refused
+//	                   (default 1024, or a quarter of RLIMIT_NOFILE if less; 0: no limit)
 //	-nfs4-lease D      NFSv4.1 lease (default 90s)
 //	-nfs4-grace D      NFSv4.1 grace period after a restart with -state (default: the lease)
 //	-rpcbind           register NFS v3, v4 (tcp, rdma), MOUNT (tcp) and CONF_RDMA (rdma)
@@ -54,6 +62,7 @@
 //	-conn-mem-budget MiB  the same per connection (default 8)
 //	-send-timeout D    close a connection that takes no reply data for D (default 60s)
 //	-read-timeout D    close an RDMA connection whose RDMA Reads stay unanswered (default 30s)
+//	-shutdown-timeout D  how long calls in progress may run after SIGINT/SIGTERM (default 5s)
 //	-log-level L       trace, debug, info (default), warn, error
 //	-log-format F      text (default) or json (one object per line)
 //	-check             check the exports as a start or SIGHUP would, list them and
