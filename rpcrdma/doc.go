@@ -103,7 +103,7 @@
 // apart from forward ones: a server connection requests ServerOptions.BackchannelCredits
 // (2, as Linux svcrdma), starts with one and follows the grant in each reverse reply,
 // and posts receives for the replies once its back channel is used; the client keeps
-// BackchannelOptions.MaxRequests receives posted for reverse calls and grants that many
+// oncrpc.BackchannelOptions.MaxRequests receives posted for reverse calls and grants that many
 // (Linux's client grants 16 and keeps 32 posted). A client without a handler drops
 // reverse calls and counts them (ClientStats), as Linux's RDMA client does without a
 // callback service; so does one whose server exceeds the grant (Linux disconnects).
