@@ -11,7 +11,7 @@
 #              loads and names an existing guest test, and the Go harness compiles
 #              (go vet -tags interop ./interop/...).  Meant for CI.
 #   --no-build skip ./build.sh (the cached lab must exist)
-# Builds the lab first if needed (cached in interop/.cache, ~2 min and ~1.3 GB the first time),
+# Builds the lab first if needed (cached in interop/.cache, ~3 min, ~270 MB downloaded and ~1.3 GB of disk the first time),
 # builds the Go test binary of each package the cases name (GO_PKG), runs the cases, and ends with
 # "N passed, N failed" (exit status 1 if any case failed).  Run folders: .cache/runs/.
 # Env: GO (go binary, default: go in PATH or /usr/local/go/bin/go), CASE_TIMEOUT (s, default 400),
