@@ -334,7 +334,7 @@ func serveSignals(ctx context.Context, quit <-chan struct{}, hup <-chan os.Signa
 					cfg.Logger.Warn("SIGHUP: nothing to re-read: serving -export, not an exports file")
 				}
 				// STATUS is one line.
-				st = "exports not reloaded (" + strings.ReplaceAll(err.Error(), "\n", " ") + "); " + st
+				st = "exports not reloaded (" + strings.ReplaceAll(flagErr(err).Error(), "\n", " ") + "); " + st
 			}
 			cli.NotifyOrLog(cfg.Logger, "READY=1\nSTATUS="+st)
 			continue

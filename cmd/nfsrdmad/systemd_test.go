@@ -83,6 +83,8 @@ func TestSystemdNotify(t *testing.T) {
 	reload()
 	if m := next("READY=1 after a failed reload"); !strings.HasPrefix(m, "READY=1\nSTATUS=exports not reloaded (") || !strings.Contains(m, "nonsense") {
 		t.Errorf("after a failed reload %q", m)
+	} else if !strings.Contains(m, "-exports ") || strings.Contains(m, "ExportsFile") {
+		t.Errorf("after a failed reload %q: want the file named by its flag, -exports", m)
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
