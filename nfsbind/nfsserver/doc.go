@@ -115,7 +115,8 @@
 // changed before replying, so a COMMITted file cannot lose its name in a crash. The
 // write verifier is random per Server, so it changes on every restart and clients
 // resend uncommitted data; it changes too whenever writing or syncing a file's data
-// fails in WRITE or COMMIT (as knfsd's does), since data written UNSTABLE may then be
+// fails in WRITE or COMMIT (as knfsd's does), or in the fsync of a regular file that
+// makes a SETATTR, CREATE or LINK stable, since data written UNSTABLE may then be
 // lost: Linux reports a writeback error to one fsync only. EXCLUSIVE CREATE stores the
 // client's verifier in the new file's mtime and atime seconds, as Linux nfsd does, so
 // a retried create finds its own file and succeeds.

@@ -31,6 +31,12 @@ import (
 // by syncfs(2) on the file system through the object's parent directory, or by
 // sync(2) when that cannot be opened or is another file system.
 //
+// An fsync of a regular file writes back its data as well, UNSTABLE writes included:
+// when it fails, the write verifier changes as when COMMIT's does (resetVerifier),
+// since Linux reports the writeback error to that fsync alone and a later COMMIT
+// would succeed. A failed fsync of a directory changes it not: it loses no file's
+// data.
+//
 // WRITE with DATA_SYNC or FILE_SYNC and COMMIT are durable on every export, async or
 // not: a client that asks for stable data gets it.
 
@@ -115,6 +121,12 @@ func (s *Server) stableFD(fd int, p string) error {
 	err = s.sys.fsync(nfd)
 	unix.Close(nfd)
 	if err != nil {
+		if isReg(&st) {
+			// The fsync wrote back the file's dirty pages too, data a client may
+			// have written UNSTABLE: the writeback error it met is reported to no
+			// later fsync (see resetVerifier), so COMMIT could not tell the client.
+			s.resetVerifier(err)
+		}
 		return fmt.Errorf("nfsserver: fsync %q: %w", p, err)
 	}
 	return nil

@@ -344,7 +344,9 @@ func (s *Server) writeVerf() [nfs3.WriteVerfSize]byte {
 }
 
 // resetVerifier gives the Server a new write verifier after err, an error from
-// writing or syncing a file's data in WRITE or COMMIT. Data a client wrote UNSTABLE
+// writing or syncing a file's data in WRITE or COMMIT, or from the fsync of a regular
+// file a procedure makes to have a metadata change stable (stableFD), which writes
+// back the file's data too. Data a client wrote UNSTABLE
 // may have been lost with it: Linux reports a writeback error to fsync once per open
 // file and then counts the pages clean, so a COMMIT retried after NFS3ERR_IO would
 // succeed though the data is gone. RFC 1813 (§3.3.7, §3.3.21) and RFC 8881 (§18.32.3,

@@ -723,6 +723,99 @@ func TestWriteVerifierChangesAfterIOError(t *testing.T) {
 	}
 }
 
+// TestWriteVerifierChangesAfterMetadataSyncError: a procedure that fsyncs a regular
+// file to make a metadata change stable (SETATTR, CREATE of an existing file, LINK, and
+// NFSv4.1's SETATTR and LINK) writes back its dirty pages too, and may be the one call
+// Linux reports a writeback error of data written UNSTABLE to. The procedure fails
+// (NFS3ERR_IO), and the verifier changes, so that the client's next COMMIT, which the
+// kernel then answers 0 from a descriptor opened after the error, does not tell it its
+// UNSTABLE data is safe. A failed fsync of a directory (REMOVE) loses no file's data:
+// the verifier stays.
+func TestWriteVerifierChangesAfterMetadataSyncError(t *testing.T) {
+	var failFsync atomic.Bool // fail the next fsync, once
+	e := newEnvPrepared(t, Options{}, func(s *Server) {
+		s.sys.fsync = func(fd int) error {
+			if failFsync.CompareAndSwap(true, false) {
+				return unix.EIO // the kernel's errseq: reported once, then 0
+			}
+			return unix.Fsync(fd)
+		}
+	})
+	c := e.c
+	f := c.create(e.root, "f")
+	d := c.mkdir(e.root, "d")
+	c4 := e.v4(rootCred())
+	c4.mount()
+	commitVerf := func(what string) [nfs3.WriteVerfSize]byte {
+		t.Helper()
+		var r nfs3.CommitRes
+		c.must(nfs3.ProcCommit, &nfs3.CommitArgs{File: f}, &r)
+		wantStatus(t, what, r.Status, nfs3.StatusOK)
+		return r.Verf
+	}
+	// failing runs do with the next fsync failing, checks it was called and answered
+	// want, and returns the verifier of a COMMIT after it and of an UNSTABLE WRITE
+	// before it.
+	failing := func(what string, do func() bool) (before, after [nfs3.WriteVerfSize]byte) {
+		t.Helper()
+		before = c.write(f, 0, []byte("precious"), nfs3.Unstable).Verf
+		failFsync.Store(true)
+		if !do() {
+			t.Errorf("%s meeting a writeback error: not NFS3ERR_IO (NFS4ERR_IO)", what)
+		}
+		if failFsync.Swap(false) {
+			t.Fatalf("%s: no fsync", what)
+		}
+		return before, commitVerf("COMMIT after " + what)
+	}
+	for _, tc := range []struct {
+		what string
+		do   func() bool
+	}{
+		{"SETATTR size", func() bool {
+			var r nfs3.WccRes
+			c.must(nfs3.ProcSetattr, &nfs3.SetattrArgs{Object: f, Attr: nfs3.Sattr{SetSize: true, Size: 8}}, &r)
+			return r.Status == nfs3.StatusIO
+		}},
+		{"SETATTR mode", func() bool {
+			var r nfs3.WccRes
+			c.must(nfs3.ProcSetattr, &nfs3.SetattrArgs{Object: f, Attr: nfs3.Sattr{SetMode: true, Mode: 0o644}}, &r)
+			return r.Status == nfs3.StatusIO
+		}},
+		{"CREATE UNCHECKED of the file", func() bool {
+			var r nfs3.CreateRes
+			c.must(nfs3.ProcCreate, &nfs3.CreateArgs{Where: nfs3.DirOpArgs{Dir: e.root, Name: []byte("f")}, Mode: nfs3.Unchecked,
+				Attr: nfs3.Sattr{SetSize: true, Size: 8}}, &r)
+			return r.Status == nfs3.StatusIO
+		}},
+		{"LINK", func() bool {
+			var r nfs3.LinkRes
+			c.must(nfs3.ProcLink, &nfs3.LinkArgs{File: f, Link: nfs3.DirOpArgs{Dir: d, Name: []byte("l3")}}, &r)
+			return r.Status == nfs3.StatusIO
+		}},
+		{"NFSv4.1 SETATTR mode", func() bool {
+			res := c4.call(&nfs4.PutfhArgs{Object: nfs4.FH(f)}, &nfs4.SetattrArgs{Mask: nfs4.NewBitmap(nfs4.AttrMode), Attr: nfs4.Fattr{Mode: 0o644}})
+			return res.Status == nfs4.ErrIO
+		}},
+		{"NFSv4.1 LINK", func() bool {
+			res := c4.call(&nfs4.PutfhArgs{Object: nfs4.FH(f)}, &nfs4.NoArgs{OpNum: nfs4.OpSavefh}, &nfs4.PutfhArgs{Object: nfs4.FH(d)},
+				&nfs4.NameArgs{OpNum: nfs4.OpLink, Name: []byte("l4")})
+			return res.Status == nfs4.ErrIO
+		}},
+	} {
+		if before, after := failing(tc.what, tc.do); after == before {
+			t.Errorf("%s met a writeback error, yet COMMIT answers NFS3_OK with the WRITE's verifier %x: the client drops data that was lost", tc.what, after)
+		}
+	}
+	if before, after := failing("REMOVE", func() bool {
+		var r nfs3.WccRes
+		c.must(nfs3.ProcRemove, &nfs3.RemoveArgs{What: nfs3.DirOpArgs{Dir: d, Name: []byte("l3")}}, &r)
+		return r.Status == nfs3.StatusIO
+	}); after != before {
+		t.Errorf("a failed fsync of a directory changed the verifier %x to %x", before, after)
+	}
+}
+
 // Paths longer than PATH_MAX are reached by walking.
 func TestDeepTree(t *testing.T) {
 	e := newEnv(t, Options{})
