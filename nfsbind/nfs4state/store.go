@@ -128,7 +128,8 @@ func formatStateFile(rec *stateRecord) []byte {
 	return b.Bytes()
 }
 
-// write replaces the state file with rec, unless a later snapshot was written already.
+// write replaces the state file with rec, unless a later snapshot was written already:
+// a temporary file written and fsynced, renamed over it, and the directory fsynced.
 func (s *store) write(rec *stateRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -154,9 +155,10 @@ func (s *store) write(rec *stateRecord) error {
 		os.Remove(tmp)
 		return fmt.Errorf("nfs4state: writing state file: %w", err)
 	}
-	if d, err := os.Open(filepath.Dir(s.path)); err == nil {
-		d.Sync()
-		d.Close()
+	// The rename is stable only with the directory: until then a crash can bring back
+	// the previous file.
+	if err := syncDir(filepath.Dir(s.path)); err != nil {
+		return fmt.Errorf("nfs4state: writing state file: syncing its directory: %w", err)
 	}
 	s.written = rec.gen
 	return nil
