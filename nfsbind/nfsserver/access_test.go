@@ -29,6 +29,13 @@ type exportsEnv struct {
 // functions have run on that directory.
 func newExportsEnv(t *testing.T, table string, setup ...func(dir string)) (*exportsEnv, string) {
 	t.Helper()
+	return newExportsEnvPrepared(t, table, nil, setup...)
+}
+
+// newExportsEnvPrepared is newExportsEnv calling prepare, if set, with the Exports
+// before it serves a call.
+func newExportsEnvPrepared(t *testing.T, table string, prepare func(*Exports), setup ...func(dir string)) (*exportsEnv, string) {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
@@ -43,6 +50,9 @@ func newExportsEnv(t *testing.T, table string, setup ...func(dir string)) (*expo
 	x, err := NewExports(Options{StateDir: t.TempDir()}, tab, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if prepare != nil {
+		prepare(x)
 	}
 	rs := oncrpc.NewServer(nil)
 	x.Register(rs)

@@ -113,8 +113,8 @@
 // sync export (the default; see Options.Async) CREATE, MKDIR, SYMLINK, MKNOD, LINK,
 // RENAME, REMOVE, RMDIR and SETATTR also fsync the directories and objects they
 // changed before replying, so a COMMITted file cannot lose its name in a crash. The
-// write verifier is random per Server, so it changes on every restart and clients
-// resend uncommitted data; it changes too whenever writing or syncing a file's data
+// write verifier is random per Server (the exports of an Exports share one), so it
+// changes on every restart and clients resend uncommitted data; it changes too whenever writing or syncing a file's data
 // fails in WRITE or COMMIT (as knfsd's does), or in the fsync of a regular file that
 // makes a SETATTR, CREATE or LINK stable, since data written UNSTABLE may then be
 // lost: Linux reports a writeback error to one fsync only. EXCLUSIVE CREATE stores the

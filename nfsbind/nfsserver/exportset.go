@@ -43,6 +43,11 @@ type Exports struct {
 	handlers map[*Server]oncrpc.Handler
 	cur      atomic.Pointer[exportState]
 	v4       *v4Server
+	// verf is the write verifier of every export (Server.verf): one, as knfsd has
+	// one, so that a writeback error one export's fsync meets changes the verifier
+	// the clients of every export that reaches the file compare. Set once, by
+	// NewExports: Load, opening the Server of a new export, keeps it.
+	verf atomic.Uint64
 }
 
 // exportKey identifies the Server of an export: what cannot change without changing
@@ -103,6 +108,7 @@ func NewExports(base Options, t *exports.Table, r exports.Resolver) (*Exports, e
 	base.member = true
 	x := &Exports{base: base, resolver: r, log: base.Logger, servers: map[exportKey]*Server{},
 		handlers: map[*Server]oncrpc.Handler{}}
+	x.verf.Store(newVerifier(0))
 	if err := x.Load(t); err != nil {
 		x.Close()
 		return nil, err

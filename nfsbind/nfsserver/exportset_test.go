@@ -12,8 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/exports"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
@@ -482,5 +485,69 @@ func TestExportsKeepSingleServerHandles(t *testing.T) {
 	defer x.Close()
 	if a, b := s.RootHandle(), x.Servers()[0].RootHandle(); string(a) != string(b) {
 		t.Errorf("root handle %x through Exports, %x from a plain Server", b, a)
+	}
+}
+
+// TestExportsShareWriteVerifier: a file reached through two exports (a nested export
+// and its parent) has one page cache, and Linux reports a writeback error to one
+// fsync only. A client that wrote UNSTABLE through the parent export, while another
+// COMMIT through the nested export met the error, must find the verifier changed at
+// its own COMMIT, which the kernel answers 0: the exports of an Exports share one
+// verifier, as knfsd's exports share one. Loading a table that opens another
+// export's Server does not change it.
+func TestExportsShareWriteVerifier(t *testing.T) {
+	var failFsync atomic.Bool // fail the next fsync, once
+	e, dir := newExportsEnvPrepared(t, "%D *(rw,insecure,no_root_squash)\n%D/inner *(rw,insecure,no_root_squash,fsid=77)\n", func(x *Exports) {
+		for _, s := range x.Servers() {
+			s.sys.fsync = func(fd int) error {
+				if failFsync.CompareAndSwap(true, false) {
+					return unix.EIO // the kernel's errseq: reported once, then 0
+				}
+				return unix.Fsync(fd)
+			}
+		}
+	}, func(dir string) {
+		if err := os.Mkdir(filepath.Join(dir, "inner"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "inner", "f"), nil, 0o666); err != nil {
+			t.Fatal(err)
+		}
+	})
+	c := e.dialFrom("127.0.0.1", false, rootCred())
+	outer, inner := c.mount(dir), c.mount(dir+"/inner")
+	viaOuter, st := c.lookup(outer, "inner")
+	wantStatus(t, "LOOKUP inner", st, nfs3.StatusOK)
+	fOuter, st := c.lookup(viaOuter, "f")
+	wantStatus(t, "LOOKUP f through the parent export", st, nfs3.StatusOK)
+	fInner, st := c.lookup(inner, "f")
+	wantStatus(t, "LOOKUP f through the nested export", st, nfs3.StatusOK)
+	commit := func(what string, fh nfs3.FH, want nfs3.Status) nfs3.CommitRes {
+		t.Helper()
+		var r nfs3.CommitRes
+		c.must(nfs3.ProcCommit, &nfs3.CommitArgs{File: fh}, &r)
+		wantStatus(t, what, r.Status, want)
+		return r
+	}
+
+	w := c.write(fOuter, 0, []byte("precious"), nfs3.Unstable)
+	wantStatus(t, "UNSTABLE WRITE through the parent export", w.Status, nfs3.StatusOK)
+	failFsync.Store(true)
+	commit("COMMIT through the nested export meeting a writeback error", fInner, nfs3.StatusIO)
+	if cr := commit("COMMIT through the parent export", fOuter, nfs3.StatusOK); cr.Verf == w.Verf {
+		t.Fatalf("COMMIT through the parent export answers NFS3_OK with the WRITE's verifier %x after the error met through the nested export: the client drops data that was lost", cr.Verf)
+	}
+
+	before := commit("COMMIT", fOuter, nfs3.StatusOK).Verf
+	other := t.TempDir()
+	tab, err := exports.Parse("exports", []byte(strings.ReplaceAll("%D *(rw,insecure,no_root_squash)\n%D/inner *(rw,insecure,no_root_squash,fsid=77)\n", "%D", dir)+other+" *(rw,insecure)\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.x.Load(tab); err != nil {
+		t.Fatal(err)
+	}
+	if after := commit("COMMIT after a Load opened another export", fOuter, nfs3.StatusOK).Verf; after != before {
+		t.Errorf("a Load that opened another export changed the verifier %x to %x", before, after)
 	}
 }

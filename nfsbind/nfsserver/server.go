@@ -125,7 +125,7 @@ type Server struct {
 	dirs        dirCache
 	files       fileCache
 	drc         drc
-	verf        atomic.Uint64 // the write verifier, big-endian (writeVerf, resetVerifier)
+	verf        *atomic.Uint64 // the write verifier, big-endian (writeVerf, resetVerifier); shared in an Exports
 	asRoot      bool
 	bufs        chan *readBuf // idle READ buffers of MaxIO bytes, at most maxIdleReadBufs
 	smallBufs   chan *readBuf // idle READ buffers of smallReadBuf bytes
@@ -282,7 +282,12 @@ func New(opts Options) (*Server, error) {
 		}
 		s.log.Warn("no StateDir: file handles will not survive a restart")
 	}
-	s.verf.Store(newVerifier(0))
+	if opts.set != nil {
+		s.verf = &opts.set.verf
+	} else {
+		s.verf = new(atomic.Uint64)
+		s.verf.Store(newVerifier(0))
+	}
 	s.handles = newHandleCodec(key, opts.ExportID)
 	s.dirs.key = newCookieKey(key)
 	s.drc.entries = make(map[drcKey]*drcEntry, drcSize)
@@ -333,7 +338,9 @@ func (s *Server) Close() error {
 
 // WriteVerifier returns the verifier WRITE and COMMIT report now. It differs on every
 // Server, so a restart tells clients to resend uncommitted writes, and it changes
-// whenever writing or syncing a file's data fails (see resetVerifier).
+// whenever writing or syncing a file's data fails (see resetVerifier). The exports of
+// an Exports share one, as knfsd's share one: a file reached through two exports
+// has its writeback error reported to one fsync only, whichever export's.
 func (s *Server) WriteVerifier() [nfs3.WriteVerfSize]byte { return s.writeVerf() }
 
 // writeVerf returns the current write verifier.
