@@ -183,9 +183,30 @@ func (m *Manager) DestroyClientID(clientID uint64) nfs4.Status {
 
 // destroyClientLocked removes a client record with its sessions and state.
 func (m *Manager) destroyClientLocked(c *client) {
+	m.unhashClientLocked(c)
+	m.freeClientStateLocked(c)
+}
+
+// unhashClientLocked removes a client record and its sessions, so that no request
+// acts for it any more, but not its state: its opens and locks still conflict with
+// others' until freeClientStateLocked.
+func (m *Manager) unhashClientLocked(c *client) {
 	for _, s := range c.sessions {
 		m.destroySessionLocked(s)
 	}
+	delete(m.clients, c.id)
+	if c.confirmed {
+		if m.confirmed[c.owner] == c {
+			delete(m.confirmed, c.owner)
+		}
+	} else if m.unconfirmed[c.owner] == c {
+		delete(m.unconfirmed, c.owner)
+	}
+}
+
+// freeClientStateLocked releases the opens, share reservations and locks of a client
+// record, and forgets its revoked stateids.
+func (m *Manager) freeClientStateLocked(c *client) {
 	for _, o := range c.openOwners {
 		for _, st := range o.stateids {
 			m.closeLocked(st)
@@ -198,14 +219,6 @@ func (m *Manager) destroyClientLocked(c *client) {
 	}
 	for st := range c.revoked {
 		m.freeRevokedLocked(st)
-	}
-	delete(m.clients, c.id)
-	if c.confirmed {
-		if m.confirmed[c.owner] == c {
-			delete(m.confirmed, c.owner)
-		}
-	} else if m.unconfirmed[c.owner] == c {
-		delete(m.unconfirmed, c.owner)
 	}
 }
 
@@ -230,10 +243,17 @@ func (m *Manager) clientLocked(clientID uint64) (*client, nfs4.Status) {
 // LeaseTime are dropped. Sweep also ends the grace period once GraceTime has passed. The
 // server calls it periodically (every few seconds). It returns the number of clients
 // removed.
+//
+// With a state file, an expired client's opens and locks are released only once the
+// file no longer lists it (RFC 8881 §8.4.3): were they released first, another client
+// could be granted a conflicting lock, and after a crash before the file was
+// rewritten the expired client could reclaim its own in the grace period. Its record
+// and sessions go at once, so that it cannot renew meanwhile.
 func (m *Manager) Sweep(now time.Time) int {
 	m.mu.Lock()
 	n := 0
 	lost := false
+	var held []*client // expired, their state held until the state file is rewritten
 	for _, c := range m.clients {
 		if c.inFlight > 0 {
 			continue
@@ -245,6 +265,12 @@ func (m *Manager) Sweep(now time.Time) int {
 			m.opts.Logger.Info("nfs4 client lease expired", "clientid", c.id)
 			m.rememberExpired(c.id)
 			lost = true
+			if m.store != nil {
+				m.unhashClientLocked(c)
+				held = append(held, c)
+				n++
+				continue
+			}
 		} else if now.Sub(c.created) < m.opts.LeaseTime {
 			continue
 		}
@@ -258,5 +284,12 @@ func (m *Manager) Sweep(now time.Time) int {
 	snap := m.snapshotIfStoredLocked(lost || ended)
 	m.mu.Unlock()
 	m.persist(snap)
+	if len(held) > 0 {
+		m.mu.Lock()
+		for _, c := range held {
+			m.freeClientStateLocked(c)
+		}
+		m.mu.Unlock()
+	}
 	return n
 }

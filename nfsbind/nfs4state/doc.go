@@ -54,6 +54,9 @@
 // client whose lease ran out and that has no request in progress, with its sessions, opens
 // and locks (no courtesy period); its stateids get NFS4ERR_EXPIRED afterwards (the last
 // MaxClients expired clients are remembered for that), its sessions NFS4ERR_BADSESSION.
+// With a StateDir its opens and locks are released only once the state file no longer
+// lists it (see below), so that no other client holds a conflicting lock it could
+// reclaim after a crash (RFC 8881 §8.4.3).
 //
 // The grace period starts at New and lasts Options.GraceTime, or until every client the
 // previous instance knew has sent RECLAIM_COMPLETE. Whether in grace or not, a client

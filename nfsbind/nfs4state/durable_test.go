@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
 )
 
 // TestStateFileDirectorySynced: the state file is replaced by a rename, which is
@@ -55,4 +58,53 @@ func TestStateFileDirectorySynced(t *testing.T) {
 	if got := take(); !slices.Equal(got, []string{dir}) {
 		t.Fatalf("confirming a client synced directories %q, want %q", got, dir)
 	}
+}
+
+// TestExpiredClientStateHeldUntilStateFileRewritten: RFC 8881 §8.4.3's edge
+// condition. A client whose lease expired may not reclaim after a restart once
+// another client may have been granted a conflicting lock: its locks are released
+// only after the state file that lets it reclaim no longer lists it. While Sweep
+// rewrites the file (here: at the directory's sync, after the rename), another
+// client's conflicting LOCK is still NFS4ERR_DENIED; once Sweep returns it is
+// granted.
+func TestExpiredClientStateHeldUntilStateFileRewritten(t *testing.T) {
+	dir := t.TempDir()
+	clk := newClock()
+	m := newManager(t, clk, Options{StateDir: dir, LeaseTime: 10 * time.Second})
+	a, _ := establish(t, m, "a")
+	b, sb := establish(t, m, "b")
+	f := FileKey{Ino: 42}
+	oa := open(t, m, a, "oa", f, nfs4.ShareAccessBoth, 0)
+	ob := open(t, m, b, "ob", f, nfs4.ShareAccessBoth, 0)
+	_, _, st := newLock(m, a, oa, f, "la", nfs4.WriteLT, 0, 100)
+	want(t, "LOCK by a", st, nfs4.OK)
+
+	clk.advance(11 * time.Second)
+	seq(t, m, sb, 1) // b renews; a's lease expires
+	var duringRewrite nfs4.Status
+	calls := 0
+	defer func(f func(string) error) { syncDir = f }(syncDir)
+	dirSync := syncDir
+	syncDir = func(d string) error {
+		calls++
+		_, _, duringRewrite = newLock(m, b, ob, f, "lb", nfs4.WriteLT, 50, 10)
+		return dirSync(d)
+	}
+	if n := m.Sweep(clk.now()); n != 1 {
+		t.Fatalf("Sweep removed %d clients, want a", n)
+	}
+	if calls != 1 {
+		t.Fatalf("Sweep synced the state directory %d times, want once", calls)
+	}
+	want(t, "b's conflicting LOCK while the state file still lists a", duringRewrite, nfs4.ErrDenied)
+	rec, err := m.store.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(rec.owners, "a") || !slices.Contains(rec.owners, "b") {
+		t.Fatalf("state file lists %q, want b only", rec.owners)
+	}
+	syncDir = dirSync
+	_, _, st = newLock(m, b, ob, f, "lb", nfs4.WriteLT, 50, 10)
+	want(t, "b's conflicting LOCK after Sweep", st, nfs4.OK)
 }
