@@ -2,6 +2,7 @@ package nfs4state
 
 import (
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -57,6 +58,12 @@ func TestStateFileDirectorySynced(t *testing.T) {
 	establish(t, m, "c1")
 	if got := take(); !slices.Equal(got, []string{dir}) {
 		t.Fatalf("confirming a client synced directories %q, want %q", got, dir)
+	}
+	// A state directory New makes is stable too: its entry, in its parent.
+	made := filepath.Join(dir, "a", "b")
+	newManager(t, newClock(), Options{StateDir: made})
+	if got, want := take(), []string{dir, filepath.Join(dir, "a"), made}; !slices.Equal(got, want) {
+		t.Fatalf("New with a new state directory synced %q, want %q", got, want)
 	}
 }
 

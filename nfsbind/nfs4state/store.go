@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/stabledir"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs4"
 )
 
@@ -44,7 +45,7 @@ type store struct {
 }
 
 func openStore(dir string) (*store, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := stabledir.MkdirAll(dir, 0o700, syncDir); err != nil {
 		return nil, fmt.Errorf("nfs4state: state directory: %w", err)
 	}
 	return &store{path: filepath.Join(dir, StateFileName)}, nil

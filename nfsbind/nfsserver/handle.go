@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/go-rpcrdma/rpcrdma/internal/stabledir"
 	"github.com/go-rpcrdma/rpcrdma/nfsbind/nfs3"
 )
 
@@ -137,7 +138,7 @@ func loadOrCreateKey(dir string) ([]byte, bool, error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, false, fmt.Errorf("nfsserver: reading handle key: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := stabledir.MkdirAll(dir, 0o700, syncDir); err != nil {
 		return nil, false, fmt.Errorf("nfsserver: state directory: %w", err)
 	}
 	key := make([]byte, KeySize)

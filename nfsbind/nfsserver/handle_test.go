@@ -7,6 +7,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,6 +76,16 @@ func TestHandleKeyDirectorySynced(t *testing.T) {
 	}
 	if _, created, err := loadOrCreateKey(dir); err != nil || created || len(synced) != 1 {
 		t.Fatalf("second start: created %v, %v, %d syncs; want the key read, no sync", created, err, len(synced))
+	}
+	// A state directory the server makes is stable too: its entry, in its parent.
+	synced = nil
+	base := t.TempDir()
+	made := filepath.Join(base, "a", "b")
+	if _, created, err := loadOrCreateKey(made); err != nil || !created {
+		t.Fatalf("start with a new state directory: created %v, %v", created, err)
+	}
+	if want := []string{base, filepath.Join(base, "a"), made}; !slices.Equal(synced, want) {
+		t.Fatalf("directories synced: %q, want %q", synced, want)
 	}
 	fail = true
 	if _, _, err := loadOrCreateKey(t.TempDir()); err == nil || !strings.Contains(err.Error(), "injected EIO") {
