@@ -275,8 +275,12 @@ func (c *compound) setattr(sid nfs4.Stateid4, mask nfs4.Bitmap4, attrs *nfs4.Fat
 			return st
 		}
 	}
-	if st3 := srv.doSetattr(&o, &s3, c.credFor(srv)); st3 != nfs3.StatusOK {
+	cr := c.credFor(srv)
+	if st3 := srv.doSetattr(&o, &s3, cr); st3 != nfs3.StatusOK {
 		return st4(st3)
+	}
+	if cr.ro {
+		return nfs4.OK // a read-only caller's SETATTR sets nothing (NFS4ERR_ROFS otherwise)
 	}
 	return errStatus4(srv.stableObject(&o))
 }

@@ -90,3 +90,19 @@ func TestV4SyncExportMakesMetadataStable(t *testing.T) {
 		})
 	}
 }
+
+// On a read-only export an NFSv4.1 SETATTR changes nothing and syncs nothing, even one
+// that sets nothing, as NFSv3's (TestReadOnlyExportSyncsNothing): a caller that may
+// not write cannot make the server fsync a file on every call.
+func TestV4ReadOnlyExportSyncsNothing(t *testing.T) {
+	rec := &syncRecorder{}
+	e := newEnvPrepared(t, Options{ReadOnly: true}, rec.install)
+	c := e.v4(rootCred())
+	c.mount()
+	dir := c.lookupFH(e.exportComponents()...)
+	rec.take()
+	c.must(&nfs4.PutfhArgs{Object: dir}, &nfs4.SetattrArgs{})
+	if got := rec.take(); len(got) != 0 {
+		t.Fatalf("read-only export synced %q", got)
+	}
+}
