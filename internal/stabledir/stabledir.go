@@ -8,6 +8,20 @@ import (
 	"path/filepath"
 )
 
+// SyncDir makes the entries of directory dir stable: an fsync of the directory, so
+// that what was created, renamed or removed in it survives a crash.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // MkdirAll makes the directory dir with the parents it lacks, as os.MkdirAll does
 // (each with perm), and has each it made stable: a new directory's entry is in its
 // parent, whose fsync (syncDir) makes it survive a crash. A directory that exists is

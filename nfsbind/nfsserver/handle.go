@@ -175,14 +175,4 @@ func loadOrCreateKey(dir string) ([]byte, bool, error) {
 
 // syncDir makes the entries of directory dir stable (fsync of the directory). A
 // variable, so that a test can see it is called.
-var syncDir = func(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+var syncDir = stabledir.SyncDir
