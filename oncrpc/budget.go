@@ -110,13 +110,17 @@ func (b *Budget) wait(ctx context.Context, a *Account, n int64) error {
 	defer budgetWaiters.Put(w)
 	w.a, w.n, w.granted = a, n, false
 	b.mu.Lock()
-	// Bytes released since the caller's attempt found no waiter: try again first.
-	if w.satisfyLocked() {
+	// Counted before the check: a release gives its bytes back before it looks for
+	// waiters (release), so either this check sees the bytes or that release sees
+	// the count and serves the queue once this caller is in it. Counted after, a
+	// release in between would find neither and the caller would wait for the next.
+	b.waiting.Add(1)
+	if w.satisfyLocked() { // bytes released since the caller's attempt
+		b.waiting.Add(-1)
 		b.mu.Unlock()
 		return nil
 	}
 	b.queue = append(b.queue, w)
-	b.waiting.Add(1)
 	b.mu.Unlock()
 	select {
 	case <-w.ready:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 )
 
 func TestBudgetBounds(t *testing.T) {
@@ -94,5 +95,27 @@ func TestBudgetUnbounded(t *testing.T) {
 	}
 	if a.Over() {
 		t.Error("an unbounded account is Over")
+	}
+}
+
+// TestBudgetWakesWaiterReleasedDuringItsCheck: a release that lands between a
+// waiter's check of its bound and its queueing still wakes it. The waiter counts
+// itself before it checks, so a releaser that finds no waiter counted released
+// before the check (which then succeeds) and one that finds it grants it. Each of
+// many rounds charges the account to its bound, releases it from another goroutine,
+// and waits under the bound: a lost wake-up leaves a round waiting for good (its
+// connection would read nothing more, its calls all answered).
+func TestBudgetWakesWaiterReleasedDuringItsCheck(t *testing.T) {
+	b := NewBudget(0)
+	a := b.Account(1)
+	for i := 0; i < 200000; i++ {
+		a.Charge(1)
+		go a.Uncharge(1)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := a.WaitUnder(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("round %d: the release did not wake the waiter: %v", i, err)
+		}
 	}
 }
