@@ -165,6 +165,10 @@ func TestSequenceSlotRules(t *testing.T) {
 	b.CacheThis = false
 	_, st = m.Sequence(b)
 	want(t, "retry with other sa_cachethis", st, nfs4.ErrSeqFalseRetry)
+	c := a
+	c.Ops = a.Ops + 1
+	_, st = m.Sequence(c)
+	want(t, "retry with another number of operations", st, nfs4.ErrSeqFalseRetry)
 	b.SequenceID = 7
 	_, st = m.Sequence(b)
 	want(t, "misordered", st, nfs4.ErrSeqMisordered)

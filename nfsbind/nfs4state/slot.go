@@ -10,6 +10,7 @@ type slot struct {
 	inUse       bool   // a request is between Sequence and Slot.Done (or Abandon)
 	initialized bool   // a request has completed here
 	cacheThis   bool   // that request asked for its reply to be cached
+	ops         int    // that request's number of operations (SequenceArgs.Ops)
 	cached      bool   // reply holds that request's whole COMPOUND reply
 	reply       []byte // at most the session's ca_maxresponsesize_cached bytes
 }
@@ -125,7 +126,9 @@ func (m *Manager) Sequence(a SequenceArgs) (res SequenceResult, status nfs4.Stat
 			return SequenceResult{}, nfs4.ErrDelay
 		case !sl.initialized:
 			return SequenceResult{}, nfs4.ErrSeqMisordered
-		case sl.cacheThis != a.CacheThis:
+		case sl.cacheThis != a.CacheThis || sl.ops != a.Ops:
+			// Not the request the slot last took: a retry repeats it whole
+			// (RFC 8881 §2.10.6.1.3.1; knfsd compares the operation count too).
 			return SequenceResult{}, nfs4.ErrSeqFalseRetry
 		case !sl.cached:
 			res.Uncached = true
@@ -140,6 +143,7 @@ func (m *Manager) Sequence(a SequenceArgs) (res SequenceResult, status nfs4.Stat
 	sl.seq = a.SequenceID
 	sl.inUse = true
 	sl.cacheThis = a.CacheThis
+	sl.ops = a.Ops
 	sl.cached = false
 	c.inFlight++
 	c.renewed = m.now()
