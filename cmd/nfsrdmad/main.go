@@ -240,7 +240,7 @@ func parseFlags(args []string, stderr io.Writer) (nfsd.Config, error) {
 var flagNames = map[string]string{
 	"Export": "-export", "ExportsFile": "-exports", "ExportPath": "-export-path", "RDMA": "-rdma", "TCP": "-tcp",
 	"Mountd": "-mountd", "Provider": "-provider", "Credits": "-credits", "Inline": "-inline", "ReplyInline": "-reply-inline",
-	"Metrics": "-metrics", "MaxIO": "-max-io", "MaxOpenFiles": "-max-open-files", "RPCBindTimeout": "-rpcbind-timeout",
+	"Metrics": "-metrics", "MaxIO": "-max-io", "MaxOpenFiles": "-max-open-files",
 	"NFS4LeaseTime": "-nfs4-lease", "NFS4GraceTime": "-nfs4-grace",
 }
 
