@@ -197,14 +197,20 @@ func (c *compQueue) Wait(ctx context.Context) error {
 		c.mu.Lock()
 		n, err, closed := c.n, c.err, c.closed
 		c.mu.Unlock()
+		// Whatever ends this Wait ends every other one too, and notify holds a single
+		// wake-up (Close and a failing push send one each, however many wait): pass it
+		// on, so that the next waiter wakes, sees the same and passes it on in turn.
+		// No waiter is left blocked: one that checks after the change sees it, and one
+		// already blocked gets the wake-up the waiter before it passed on.
 		switch {
 		case closed:
+			c.signal()
 			return fmt.Errorf("soft: Wait: %w", verbs.ErrClosed)
 		case n > 0 && c.handler == nil:
-			// Pass the wake-up on, in case another goroutine waits too.
 			c.signal()
 			return nil
 		case err != nil:
+			c.signal()
 			return err
 		}
 		select {
