@@ -391,7 +391,7 @@ func (c *Client) conn(ctx context.Context, timer <-chan time.Time) (*clientConn,
 		c.dialing = ch
 		c.mu.Unlock()
 
-		cc, err := c.dial(ctx)
+		cc, expired, err := c.redial(ctx, timer)
 		c.applyMu.Lock() // not while settings are applied to the connection cc replaces
 		c.mu.Lock()
 		c.dialing = nil
@@ -407,11 +407,19 @@ func (c *Client) conn(ctx context.Context, timer <-chan time.Time) (*clientConn,
 			c.mu.Unlock()
 			c.applyMu.Unlock()
 			c.opts.Logger.Info("reconnected", "addr", c.addr)
+			if expired {
+				// Connected as the try ended: the connection serves the next calls,
+				// this one's try is over (its timer has fired).
+				return nil, fmt.Errorf("rpcrdma: connecting to %s: %w", c.addr, oncrpc.ErrTimeout)
+			}
 			return cc, nil
 		}
 		c.mu.Unlock()
 		c.applyMu.Unlock()
 		c.opts.Logger.Debug("reconnect failed", "addr", c.addr, "err", err)
+		if expired {
+			return nil, fmt.Errorf("rpcrdma: reconnecting to %s: %w (last dial error: %v)", c.addr, oncrpc.ErrTimeout, err)
+		}
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
@@ -427,6 +435,35 @@ func (c *Client) conn(ctx context.Context, timer <-chan time.Time) (*clientConn,
 		}
 		delay = min(2*delay, time.Second)
 	}
+}
+
+// redial is dial for conn: the dial also ends when timer (the try's timer; nil: none)
+// fires, then reporting expired, or when the Client closes. Without them a dial to a
+// server that accepts the connection and never answers it would wait on ctx alone:
+// the try's Timeout would not bound it (the callers queued behind the dial give up
+// at their timers, the dialer would not), and Close, which waits for the dial in
+// progress, would wait with it. The watch is a goroutine per dial, which only a
+// reconnection pays. It has returned before redial does, so expired says exactly
+// whether it took timer's one tick, which the caller then no longer waits for.
+func (c *Client) redial(ctx context.Context, timer <-chan time.Time) (cc *clientConn, expired bool, err error) {
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-timer:
+			expired = true
+			cancel()
+		case <-c.closedCh:
+			cancel()
+		case <-stop:
+		}
+	}()
+	cc, err = c.dial(dctx)
+	close(stop)
+	<-watched
+	return cc, expired, err
 }
 
 // Limits are a connection's transfer limits, as negotiated through the RFC 8797 private
