@@ -9,7 +9,7 @@
 // transport keeps that count however is cheapest on its per-call path, and the sweeper
 // only compares it with what it saw at the previous sweep. An idle connection is thus
 // closed between IdleTimeout and IdleTimeout plus a sweep period (IdleTimeout/4) after
-// its last activity.
+// its last activity: by the fourth sweep after the one that saw that activity.
 package connguard
 
 import (
@@ -84,6 +84,9 @@ type Set struct {
 type idleState struct {
 	count uint64
 	since time.Time // when count last moved (or the connection was last busy)
+	// swept: since is the time of the sweep that saw the count move (or the
+	// connection busy), not of Track, so later sweeps come whole periods after it.
+	swept bool
 }
 
 // New returns a Set and starts its sweeper when cfg.IdleTimeout is positive. Close
@@ -201,10 +204,13 @@ func (s *Set) Close() {
 	<-s.done
 }
 
+// sweepPeriod is the time between two sweeps.
+func (s *Set) sweepPeriod() time.Duration { return max(s.cfg.IdleTimeout/4, time.Millisecond) }
+
 // sweeper runs sweep every IdleTimeout/4 until Close.
 func (s *Set) sweeper() {
 	defer close(s.done)
-	t := time.NewTicker(max(s.cfg.IdleTimeout/4, time.Millisecond))
+	t := time.NewTicker(s.sweepPeriod())
 	defer t.Stop()
 	for {
 		select {
@@ -216,8 +222,15 @@ func (s *Set) sweeper() {
 	}
 }
 
-// sweep closes the connections idle since IdleTimeout before now.
+// sweep closes the connections idle since IdleTimeout before now. A connection's
+// idle time, once a sweep saw its last activity, runs between sweeps, which come a
+// period apart give or take a tick's jitter: the sweep four periods later may find a
+// few microseconds less than IdleTimeout (over a third of the time on a loaded
+// machine). So that the connection goes at that sweep, not a whole period later, such
+// an idle time within half a period of IdleTimeout counts as IdleTimeout. (One idle
+// since Track, at no sweep's time, needs the whole of it.)
 func (s *Set) sweep(now time.Time) {
+	swept := s.cfg.IdleTimeout - s.sweepPeriod()/2
 	s.mu.Lock()
 	buf := s.buf[:0]
 	for c := range s.conns {
@@ -234,10 +247,11 @@ func (s *Set) sweep(now time.Time) {
 			continue
 		}
 		if busy || count != st.count {
-			st.count, st.since = count, now
+			st.count, st.since, st.swept = count, now, true
 			continue
 		}
-		if idle := now.Sub(st.since); idle >= s.cfg.IdleTimeout && c.CloseIfIdle(count) {
+		idle := now.Sub(st.since)
+		if (idle >= s.cfg.IdleTimeout || st.swept && idle >= swept) && c.CloseIfIdle(count) {
 			s.reaped.Add(1)
 			s.cfg.Logger.Debug("closed idle connection", "remote", addrString(c.RemoteAddr()), "idle", idle.Round(time.Second).String())
 			s.Leave(c) // in case the transport's close did not

@@ -167,6 +167,47 @@ func TestSweepClosesOnlyIdle(t *testing.T) {
 	}
 }
 
+// TestSweepClosesDespiteTickJitter: a connection whose last activity one sweep saw is
+// closed by the sweep IdleTimeout later even when that sweep's tick came a little
+// early relative to the first one's (tick times jitter by microseconds; the sweep
+// four periods later is early over a third of the time), not a whole period later,
+// and never by the sweep before; one that never called still gets the whole
+// IdleTimeout from Track. The sweeper used to require the full IdleTimeout between
+// the two ticks: the connection of a WRITE 1 MiB qd32 round whose reader lost its
+// wake-up (f4acb1b) was reaped 540 s into the round, not 450 s.
+func TestSweepClosesDespiteTickJitter(t *testing.T) {
+	const timeout = 6 * time.Minute
+	const period = timeout / 4
+	s := New(Config{IdleTimeout: timeout})
+	defer s.Close()
+	c, silent := &fakeConn{s: s}, &fakeConn{s: s}
+	for _, c := range []*fakeConn{c, silent} {
+		s.Admit(addr)
+		s.Track(c)
+	}
+	tracked := time.Now()
+	c.call()
+	t0 := tracked.Add(period + 50*time.Microsecond) // the sweep that sees the call, late
+	s.sweep(t0)
+	s.sweep(t0.Add(period))
+	s.sweep(t0.Add(2 * period))
+	s.sweep(tracked.Add(timeout - period/4))
+	if c.isClosed() || silent.isClosed() {
+		t.Fatalf("closed before IdleTimeout: %v (called), %v (silent since Track)", c.isClosed(), silent.isClosed())
+	}
+	s.sweep(t0.Add(3 * period))
+	if c.isClosed() {
+		t.Fatal("closed 3 periods after the sweep that saw its last call")
+	}
+	if !silent.isClosed() {
+		t.Fatal("a connection that never called not closed after IdleTimeout from Track")
+	}
+	s.sweep(t0.Add(timeout - 40*time.Microsecond)) // the fourth sweep's tick, early
+	if !c.isClosed() {
+		t.Fatal("idle connection not closed by the sweep IdleTimeout after the one that saw its last call")
+	}
+}
+
 // TestSweeperRuns: with a short timeout the sweeper goroutine closes an idle
 // connection by itself; Close stops it.
 func TestSweeperRuns(t *testing.T) {
