@@ -132,12 +132,20 @@ func TestHostileReadResponseSinkNoLocalWrite(t *testing.T) {
 		t.Fatalf("second Read Request names sink STag %#x, want %#x", rr.SinkSTag, bmr.RKey())
 	}
 	p.send(iwarp.Header{Opcode: iwarp.OpReadResponse, Last: true, STag: rr.SinkSTag, TO: rr.SinkTO}, bytes.Repeat([]byte{0xee}, 16))
+	s.expectReadRefused(t, p, 2, b, "sink without local write access")
+}
+
+// expectReadRefused checks that the Read Response just sent for Read id was refused:
+// the Read fails, sink is untouched (what names it in the failure), the peer gets a
+// DDP tagged Invalid STag Terminate and the queue pair fails.
+func (s *serverUnderTest) expectReadRefused(t *testing.T, p *rawPeer, id uint64, sink []byte, what string) {
+	t.Helper()
 	wc := s.wait(t)
-	if wc.ID != 2 || wc.Status == verbs.StatusSuccess {
-		t.Fatalf("completion = {ID %d %v %v}, want Read 2 failed", wc.ID, wc.Opcode, wc.Status)
+	if wc.ID != id || wc.Status == verbs.StatusSuccess {
+		t.Fatalf("completion = {ID %d %v %v}, want Read %d failed", wc.ID, wc.Opcode, wc.Status, id)
 	}
-	if !bytes.Equal(b, make([]byte, 16)) {
-		t.Fatalf("sink without local write access written: % x", b)
+	if !bytes.Equal(sink, make([]byte, len(sink))) {
+		t.Fatalf("%s written: % x", what, sink)
 	}
 	p.expectTerminate(iwarp.TermDDPTaggedInvalidSTag)
 	s.checkQPFailed(t, iwarp.TermDDPTaggedInvalidSTag, false)
@@ -224,15 +232,7 @@ func TestHostileReadResponseRekeyedSink(t *testing.T) {
 		t.Fatalf("re-registered sink kept STag %#x", rr.SinkSTag)
 	}
 	p.send(iwarp.Header{Opcode: iwarp.OpReadResponse, Last: true, STag: smr.RKey(), TO: rr.SinkTO}, bytes.Repeat([]byte{0xee}, 16))
-	wc := s.wait(t)
-	if wc.ID != 1 || wc.Status == verbs.StatusSuccess {
-		t.Fatalf("completion = {ID %d %v %v}, want Read 1 failed", wc.ID, wc.Opcode, wc.Status)
-	}
-	if !bytes.Equal(sink, make([]byte, 16)) {
-		t.Fatalf("re-keyed sink written by a response to the old Read Request: % x", sink)
-	}
-	p.expectTerminate(iwarp.TermDDPTaggedInvalidSTag)
-	s.checkQPFailed(t, iwarp.TermDDPTaggedInvalidSTag, false)
+	s.expectReadRefused(t, p, 1, sink, "re-keyed sink, by a response to the old Read Request,")
 }
 
 // TestSendInvalidateOfInvalidSTag: a Send with Invalidate naming an STag of
