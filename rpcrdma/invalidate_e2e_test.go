@@ -2,6 +2,7 @@ package rpcrdma
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -189,6 +190,25 @@ func TestServerSendWithInvalidate(t *testing.T) {
 	}
 }
 
+// orphanCall makes call xid with sink as its reply sink, and cancels it once the
+// server (srv) has it: the call stays pending on the connection, an orphan. It
+// returns the call's header as the server received it.
+func orphanCall(t *testing.T, ctx context.Context, cl *Client, srv *rawPeer, xid uint32, sink []byte) Header {
+	t.Helper()
+	rctx, cancel := contextWithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		var reply oncrpc.ClientReply
+		done <- cl.RoundTrip(rctx, &oncrpc.ClientCall{XID: xid, Msg: oncrpc.Message{Inline: rpcCall(xid, 0)}, ReplySinks: [][]byte{sink}}, &reply)
+	}()
+	h, _ := srv.recvHeader(t)
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("cancelled RoundTrip returned nil")
+	}
+	return h
+}
+
 // TestLateSendWithInvalidateKeepsConnection: a call whose caller gave up (its context
 // cancelled: the connection stays, the call pending) has its memory revoked at once;
 // the server's reply, when it comes, invalidates the call's one STag with Send With
@@ -199,21 +219,10 @@ func TestServerSendWithInvalidate(t *testing.T) {
 func TestLateSendWithInvalidateKeepsConnection(t *testing.T) {
 	ctx, cl, srv := dialRawServer(t)
 	sink := make([]byte, 4096)
-	rctx, cancel := contextWithCancel(ctx)
-	done := make(chan error, 1)
-	go func() {
-		var reply oncrpc.ClientReply
-		done <- cl.RoundTrip(rctx, &oncrpc.ClientCall{XID: 7, Msg: oncrpc.Message{Inline: rpcCall(7, 0)}, ReplySinks: [][]byte{sink}}, &reply)
-	}()
-	h, _ := srv.recvHeader(t)
+	h := orphanCall(t, ctx, cl, srv, 7, sink)
 	seg := h.WriteList[0][0]
-	cancel()
-	if err := <-done; err == nil {
-		t.Fatal("cancelled RoundTrip returned nil")
-	}
-	cl.mu.Lock()
-	cc := cl.cc
-	cl.mu.Unlock()
+	cc := cl.current()
+	done := make(chan error, 1)
 	out := Header{XID: h.XID, Vers: 1, Credits: 4, Proc: ProcMsg, WriteList: []chunksWriteChunk{{{Handle: seg.Handle, Offset: seg.Offset}}}}
 	b, _ := out.Append(nil)
 	b = append(b, rpcReply(h.XID)...)
@@ -272,20 +281,9 @@ func TestLateSendWithInvalidateAfterReuse(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := contextWithCancel(ctx)
-	go func() {
-		var reply oncrpc.ClientReply
-		done <- cl.RoundTrip(rctx, &oncrpc.ClientCall{XID: 7, Msg: oncrpc.Message{Inline: rpcCall(7, 0)}, ReplySinks: [][]byte{sink}}, &reply)
-	}()
-	h, _ = srv.recvHeader(t)
+	h = orphanCall(t, ctx, cl, srv, 7, sink)
 	old := h.WriteList[0][0]
-	cancel()
-	if err := <-done; err == nil {
-		t.Fatal("cancelled RoundTrip returned nil")
-	}
-	cl.mu.Lock()
-	cc := cl.cc
-	cl.mu.Unlock()
+	cc := cl.current()
 	// The next call, over the same sink, is at the server before the late reply.
 	var reply oncrpc.ClientReply
 	go func() {
