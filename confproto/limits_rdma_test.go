@@ -8,6 +8,7 @@ import (
 	"github.com/go-rpcrdma/rpcrdma/confproto"
 	"github.com/go-rpcrdma/rpcrdma/oncrpc"
 	"github.com/go-rpcrdma/rpcrdma/rpcrdma"
+	"github.com/go-rpcrdma/rpcrdma/verbs"
 	"github.com/go-rpcrdma/rpcrdma/verbs/soft"
 )
 
@@ -132,6 +133,26 @@ func (env *sizedEnv) echoOnce(t *testing.T, n int) {
 // receive buffers at the same address), the settings land on a new connection whose
 // server never negotiated, and the client sends inline calls larger than that
 // server's receive buffers (which its RFC 8797 private data announced).
+// serveConfAt serves CONF_RDMA with limits and the test program over RPC-over-RDMA
+// at addr ("127.0.0.1:0" for any port) with so, and returns the server and its
+// address: a test stops it and serves again at the same address to restart it.
+func serveConfAt(t *testing.T, ctx context.Context, dev verbs.Device, addr string, limits *confproto.Limits, so *rpcrdma.ServerOptions) (*oncrpc.Server, string) {
+	t.Helper()
+	svc, err := confproto.NewService(&confproto.ServiceOptions{Limits: limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := rpcrdma.Listen(ctx, dev, addr, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := oncrpc.NewServer(nil)
+	svc.Register(srv)
+	srv.Register(testProg, testVers, testProcs)
+	go srv.Serve(ln)
+	return srv, ln.Addr().String()
+}
+
 func TestApplyAfterReconnect(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -139,19 +160,7 @@ func TestApplyAfterReconnect(t *testing.T) {
 	defer dev.Close()
 	serve := func(addr string, recv int) (*oncrpc.Server, string) {
 		limits := confproto.Limits{MaxCallSendSize: uint32(recv), MaxReplySendSize: bigInline, Align: 4, MaxRDMARead: 8}
-		svc, err := confproto.NewService(&confproto.ServiceOptions{Limits: &limits})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := rpcrdma.Listen(ctx, dev, addr, &rpcrdma.ServerOptions{InlineRecv: recv, InlineSend: bigInline})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := oncrpc.NewServer(nil)
-		svc.Register(srv)
-		srv.Register(testProg, testVers, testProcs)
-		go srv.Serve(ln)
-		return srv, ln.Addr().String()
+		return serveConfAt(t, ctx, dev, addr, &limits, &rpcrdma.ServerOptions{InlineRecv: recv, InlineSend: bigInline})
 	}
 	srv1, addr := serve("127.0.0.1:0", bigInline)
 	var wire wireLog

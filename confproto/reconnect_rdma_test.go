@@ -40,19 +40,7 @@ func TestNegotiateAndApplyAcrossReconnect(t *testing.T) {
 	defer dev.Close()
 	limits := confproto.Limits{MaxCallSendSize: bigInline, MaxReplySendSize: bigInline, Align: 256, MaxRDMARead: 8}
 	serve := func(addr string, msgp bool) (*oncrpc.Server, string) {
-		svc, err := confproto.NewService(&confproto.ServiceOptions{Limits: &limits})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := rpcrdma.Listen(ctx, dev, addr, &rpcrdma.ServerOptions{InlineRecv: bigInline, InlineSend: bigInline, MSGP: msgp})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := oncrpc.NewServer(nil)
-		svc.Register(srv)
-		srv.Register(testProg, testVers, testProcs)
-		go srv.Serve(ln)
-		return srv, ln.Addr().String()
+		return serveConfAt(t, ctx, dev, addr, &limits, &rpcrdma.ServerOptions{InlineRecv: bigInline, InlineSend: bigInline, MSGP: msgp})
 	}
 	srv1, addr := serve("127.0.0.1:0", true)
 	env := &settingsEnv{ctx: ctx, wire: &wireLog{}}
